@@ -1,0 +1,63 @@
+// `keyflow` — the command-line client of a keyflow cluster and its key-group tools.
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "coordinator/cli/cli_common.h"
+#include "coordinator/cli/key_group_commands.h"
+
+namespace {
+
+using Command = std::function<int(const std::vector<std::string>&)>;
+
+struct CommandInfo {
+  Command run;
+  const char* summary;
+};
+
+const std::map<std::string, CommandInfo>& Commands() {
+  using namespace keyflow::cli;
+  static const std::map<std::string, CommandInfo> commands = {
+      {"ranges",
+       {[](const auto& a) { return RunRangesCommand(a, std::cin, std::cout); },
+        "print the key-group range of every subtask for M and P"}},
+      {"key-group",
+       {[](const auto& a) { return RunKeyGroupCommand(a, std::cin, std::cout); },
+        "print the key group (and subtask) of keys"}},
+  };
+  return commands;
+}
+
+void PrintUsage(std::ostream& os) {
+  os << "usage: keyflow <command> [options]   (keyflow <command> --help for its options)\n\n"
+        "commands:\n";
+  for (const auto& [name, info] : Commands()) {
+    os << "  " << name << std::string(12 - std::min<size_t>(name.size(), 11), ' ') << info.summary
+       << "\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    PrintUsage(std::cerr);
+    return keyflow::cli::kExitUsage;
+  }
+  std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    PrintUsage(std::cout);
+    return keyflow::cli::kExitOk;
+  }
+  auto it = Commands().find(name);
+  if (it == Commands().end()) {
+    std::cerr << "keyflow: unknown command '" << name << "'\n";
+    PrintUsage(std::cerr);
+    return keyflow::cli::kExitUsage;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  return it->second.run(args);
+}
