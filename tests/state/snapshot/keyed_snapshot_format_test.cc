@@ -1,0 +1,166 @@
+#include "state/snapshot/keyed_snapshot_format.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/file_io.h"
+
+namespace keyflow {
+namespace {
+
+// A stand-in participant: a list of strings per key group.
+struct FakeParticipant {
+  std::map<int32_t, std::vector<std::string>> data;
+  SnapshotSection section(uint8_t id, std::string name) {
+    SnapshotSection s;
+    s.id = id;
+    s.name = std::move(name);
+    s.write = [this](KeyGroupId g, BinaryWriter& w) {
+      auto it = data.find(g.value());
+      size_t n = it == data.end() ? 0 : it->second.size();
+      w.VarU64(n);
+      for (size_t i = 0; i < n; ++i) w.Bytes(it->second[i]);
+    };
+    s.count = [this](KeyGroupId g) -> uint64_t {
+      auto it = data.find(g.value());
+      return it == data.end() ? 0 : it->second.size();
+    };
+    s.restore = [this](KeyGroupId g, BinaryReader& r) -> Status {
+      uint64_t n = r.Count(1);
+      for (uint64_t i = 0; i < n && r.ok(); ++i) data[g.value()].emplace_back(r.Bytes());
+      return r.status("fake section");
+    };
+    return s;
+  }
+};
+
+class KeyedSnapshotFormatTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int g = 0; g < 16; ++g) {
+      for (int i = 0; i < g % 4; ++i) {
+        a_.data[g].push_back("a" + std::to_string(g) + "-" + std::to_string(i));
+      }
+      if (g % 3 == 0) b_.data[g].push_back("timer-" + std::to_string(g));
+    }
+    sa_ = a_.section(1, "keyed state");
+    sb_ = b_.section(2, "timers");
+    auto info = WriteKeyedSnapshot(16, KeyType::kString, KeyGroupRange::Of(0, 15), {&sa_, &sb_},
+                                   &bytes_);
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    info_ = *info;
+  }
+
+  FakeParticipant a_, b_;
+  SnapshotSection sa_, sb_;
+  std::string bytes_;
+  KeyedSnapshotInfo info_;
+};
+
+TEST_F(KeyedSnapshotFormatTest, InfoDescribesEveryKeyGroupWithCounts) {
+  EXPECT_EQ(info_.range, KeyGroupRange::Of(0, 15));
+  ASSERT_EQ(info_.key_groups.size(), 16u);
+  EXPECT_EQ(info_.entry(KeyGroupId(7)).counts, (std::vector<uint64_t>{3, 0}));
+  EXPECT_EQ(info_.entry(KeyGroupId(9)).counts, (std::vector<uint64_t>{1, 1}));
+  EXPECT_EQ(info_.file_size, bytes_.size());
+  StringSource src(bytes_, "mem");
+  auto reader = KeyedSnapshotReader::Open(src);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ(reader->info().index_checksum, info_.index_checksum);
+  EXPECT_EQ(reader->info().section_names, (std::vector<std::string>{"keyed state", "timers"}));
+  for (int g = 0; g < 16; ++g) {
+    EXPECT_EQ(reader->info().entry(KeyGroupId(g)).offset, info_.entry(KeyGroupId(g)).offset);
+  }
+}
+
+TEST_F(KeyedSnapshotFormatTest, RestoresOnlyTheTargetKeyGroupsReadingOnlyTheirBytes) {
+  StringSource src(bytes_, "mem");
+  auto reader = KeyedSnapshotReader::Open(src);
+  ASSERT_TRUE(reader.ok());
+  FakeParticipant ra, rb;
+  SnapshotSection a = ra.section(1, "keyed state"), b = rb.section(2, "timers");
+  ASSERT_TRUE(reader->Restore(KeyGroupRange::Of(6, 9), {&a, &b}).ok());
+  EXPECT_EQ(ra.data.size(), 3u);  // 6, 7, 9 have entries (8 has 0)
+  EXPECT_EQ(ra.data[7], a_.data[7]);
+  EXPECT_EQ(rb.data[6], b_.data[6]);
+  EXPECT_EQ(rb.data[9], b_.data[9]);
+  EXPECT_EQ(rb.data.count(3), 0u);
+  uint64_t expected = 0;
+  for (int g = 6; g <= 9; ++g) expected += info_.entry(KeyGroupId(g)).length;
+  EXPECT_EQ(reader->bytes_read(), expected);
+}
+
+TEST_F(KeyedSnapshotFormatTest, EveryTruncationIsDetected) {
+  for (size_t len = 0; len < bytes_.size(); ++len) {
+    StringSource src(bytes_.substr(0, len), "snap");
+    auto reader = KeyedSnapshotReader::Open(src);
+    if (!reader.ok()) {
+      EXPECT_EQ(reader.status().code(), StatusCode::kCorruption) << len;
+      continue;
+    }
+    FakeParticipant ra, rb;
+    SnapshotSection a = ra.section(1, "s"), b = rb.section(2, "t");
+    EXPECT_FALSE(reader->Restore(KeyGroupRange::Of(0, 15), {&a, &b}).ok()) << len;
+  }
+}
+
+TEST_F(KeyedSnapshotFormatTest, EveryFlippedByteIsDetected) {
+  for (size_t pos = 0; pos < bytes_.size(); ++pos) {
+    std::string broken = bytes_;
+    broken[pos] = static_cast<char>(broken[pos] ^ 0x5A);
+    StringSource src(broken, "snap");
+    auto reader = KeyedSnapshotReader::Open(src);
+    if (!reader.ok()) {
+      EXPECT_NE(reader.status().code(), StatusCode::kOk);
+      continue;
+    }
+    FakeParticipant ra, rb;
+    SnapshotSection a = ra.section(1, "s"), b = rb.section(2, "t");
+    Status st = reader->Restore(KeyGroupRange::Of(0, 15), {&a, &b});
+    EXPECT_EQ(st.code(), StatusCode::kCorruption) << "byte " << pos << ": " << st.ToString();
+  }
+}
+
+TEST_F(KeyedSnapshotFormatTest, CorruptionMessageNamesTheFileAndKeyGroup) {
+  std::string broken = bytes_;
+  const auto& e = info_.entry(KeyGroupId(5));
+  broken[e.offset + e.length - 9] ^= 1;  // last payload byte of key group 5
+  StringSource src(broken, "/ckpt/chk-3/subtask-0.kgs");
+  auto reader = KeyedSnapshotReader::Open(src);
+  ASSERT_TRUE(reader.ok());
+  FakeParticipant ra, rb;
+  SnapshotSection a = ra.section(1, "s"), b = rb.section(2, "t");
+  Status st = reader->Restore(KeyGroupRange::Of(0, 15), {&a, &b});
+  EXPECT_EQ(st.message(),
+            "snapshot /ckpt/chk-3/subtask-0.kgs is corrupted or truncated: checksum mismatch in key "
+            "group 5");
+}
+
+TEST_F(KeyedSnapshotFormatTest, UnknownSectionIsRefused) {
+  StringSource src(bytes_, "snap");
+  auto reader = KeyedSnapshotReader::Open(src);
+  ASSERT_TRUE(reader.ok());
+  FakeParticipant ra;
+  SnapshotSection a = ra.section(1, "s");
+  EXPECT_EQ(reader->Restore(KeyGroupRange::Of(0, 15), {&a}).code(),
+            StatusCode::kFailedPrecondition);
+}
+
+TEST_F(KeyedSnapshotFormatTest, SameDataGivesSameBytesThroughAFile) {
+  TempDir dir;
+  std::string again;
+  ASSERT_TRUE(WriteKeyedSnapshot(16, KeyType::kString, KeyGroupRange::Of(0, 15), {&sa_, &sb_}, &again).ok());
+  EXPECT_EQ(again, bytes_);
+  ASSERT_TRUE(WriteFileAtomically(dir.File("s.kgs"), bytes_).ok());
+  auto file = RandomAccessFile::Open(dir.File("s.kgs"));
+  ASSERT_TRUE(file.ok());
+  auto reader = KeyedSnapshotReader::Open(*file);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(reader->info().index_checksum, info_.index_checksum);
+}
+
+}  // namespace
+}  // namespace keyflow
