@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3
   libzmq3-dev cppzmq-dev libcereal-dev libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libabsl-dev libxxhash-dev libsimdjson-dev libspdlog-dev libfmt-dev
+  libabsl-dev libxxhash-dev libsimdjson-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   iproute2 procps psmisc
 )
 

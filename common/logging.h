@@ -1,0 +1,29 @@
+// Structured logging for keyflow processes (spdlog).
+//
+//   KF_LOG_INFO("worker registered worker={} slot={} host={}", id, slot, host);
+//
+// Lines look like `2026-11-29T18:52:42.123Z INFO coordinator message key=value ...`: one event
+// per line, fields as key=value so logs can be grepped and parsed. Each process logs to its own
+// file (--log-file) or to stderr. The logger is process-wide, set up once in main() by
+// InitLogging; libraries only use the macros (logging is the one sanctioned global).
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+#include "common/status.h"
+
+namespace keyflow {
+
+// `process` names the process in every line ("coordinator", "worker-2", "keyflow").
+// Empty `log_file` = stderr. `level`: trace|debug|info|warn|error.
+Status InitLogging(const std::string& process, const std::string& log_file,
+                   const std::string& level = "info");
+
+}  // namespace keyflow
+
+#define KF_LOG_DEBUG(...) SPDLOG_DEBUG(__VA_ARGS__)
+#define KF_LOG_INFO(...) SPDLOG_INFO(__VA_ARGS__)
+#define KF_LOG_WARN(...) SPDLOG_WARN(__VA_ARGS__)
+#define KF_LOG_ERROR(...) SPDLOG_ERROR(__VA_ARGS__)

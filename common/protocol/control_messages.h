@@ -1,0 +1,285 @@
+// The control protocol between the coordinator (ZeroMQ ROUTER), workers and the CLI (DEALER).
+//
+// Every message is one ZeroMQ frame: a 4-byte little-endian protocol version, then a cereal
+// binary archive of ControlMessage (a std::variant). A peer with another version is refused
+// with a message that names both versions. Byte format: common/README.md "Control protocol".
+//
+// Lifecycle (DESIGN §9): RegisterWorker -> Registered; then per job attempt: DeployTask ->
+// TaskDeployed (data endpoints bound) -> StartTask (all peers' endpoints) -> heartbeats both ways
+// (WorkerHeartbeat / CoordinatorHeartbeat) -> checkpoints (TriggerCheckpoint ->
+// AcknowledgeCheckpoint | DeclineCheckpoint -> NotifyCheckpointComplete | NotifyCheckpointAborted)
+// -> TaskFinished | TaskFailed -> CancelTask. Every job-scoped message carries the attempt
+// number; messages from an older attempt are ignored (stale deployment).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/key_group_range.h"
+#include "common/protocol/job_spec.h"
+#include "common/status.h"
+#include "common/types.h"
+
+namespace keyflow {
+
+inline constexpr uint32_t kControlProtocolVersion = 1;
+
+// ---- shared pieces --------------------------------------------------------------------------
+
+// Live numbers of one subtask, sent with heartbeats and shown by `keyflow status`.
+struct SubtaskMetrics {
+  int64_t records_in = 0;        // read by the source subtask
+  int64_t records_processed = 0; // processed by the keyed subtask
+  int64_t records_out = 0;       // emitted to the sink
+  int64_t bad_records = 0;       // malformed input lines
+  int64_t late_records = 0;      // behind the watermark
+  int64_t current_watermark = INT64_MIN;  // keyed subtask's event-time clock
+  int64_t source_watermark = INT64_MIN;   // what the source subtask emitted last
+  double backpressure = 0;       // fraction of time the source was blocked on sending [0, 1]
+  int64_t state_keys = 0;
+  int64_t timers = 0;
+  bool source_finished = false;
+  template <class A>
+  void serialize(A& ar) {
+    ar(records_in, records_processed, records_out, bad_records, late_records, current_watermark,
+       source_watermark, backpressure, state_keys, timers, source_finished);
+  }
+};
+
+// One subtask's keyed-state snapshot file (Flink's KeyGroupsStateHandle).
+struct KeyedStateHandle {
+  std::string path;            // relative to the checkpoint directory
+  uint64_t size = 0;
+  uint64_t checksum = 0;       // index checksum of the snapshot file
+  KeyGroupRange range;
+  std::vector<uint64_t> offsets;  // per key group of range, byte offset of its block
+  std::vector<uint64_t> lengths;  // per key group of range, byte length of its block
+  std::vector<uint64_t> keys;     // per key group: keys with state
+  std::vector<uint64_t> timers;   // per key group: timers
+  template <class A>
+  void serialize(A& ar) {
+    ar(path, size, checksum, range, offsets, lengths, keys, timers);
+  }
+};
+
+// ---- worker -> coordinator ------------------------------------------------------------------
+
+struct RegisterWorker {
+  std::string hostname;
+  int64_t pid = 0;
+  std::string data_host;  // address peers use to reach this worker's data endpoints
+  int32_t slot = -1;      // preferred slot (respawned worker), -1 = any
+  template <class A>
+  void serialize(A& ar) { ar(hostname, pid, data_host, slot); }
+};
+
+struct WorkerHeartbeat {
+  WorkerId worker;
+  AttemptNumber attempt;  // current deployment, 0 if idle
+  SubtaskMetrics metrics;
+  template <class A>
+  void serialize(A& ar) { ar(worker, attempt, metrics); }
+};
+
+struct TaskDeployed {
+  WorkerId worker;
+  AttemptNumber attempt;
+  SubtaskIndex subtask;
+  std::vector<std::string> input_endpoints;  // [i] = endpoint for source subtask i
+  template <class A>
+  void serialize(A& ar) { ar(worker, attempt, subtask, input_endpoints); }
+};
+
+struct TaskFinished {
+  WorkerId worker;
+  AttemptNumber attempt;
+  SubtaskIndex subtask;
+  SubtaskMetrics metrics;
+  template <class A>
+  void serialize(A& ar) { ar(worker, attempt, subtask, metrics); }
+};
+
+struct TaskFailed {
+  WorkerId worker;
+  AttemptNumber attempt;
+  SubtaskIndex subtask;
+  std::string reason;
+  template <class A>
+  void serialize(A& ar) { ar(worker, attempt, subtask, reason); }
+};
+
+struct AcknowledgeCheckpoint {
+  WorkerId worker;
+  AttemptNumber attempt;
+  SubtaskIndex subtask;
+  CheckpointId checkpoint;
+  KeyedStateHandle keyed_state;
+  std::map<std::string, std::string> split_positions;  // split id -> encoded position
+  std::vector<std::string> sink_committables;          // encoded, see worker/sinks
+  int64_t sync_duration_us = 0;
+  int64_t async_duration_us = 0;
+  int64_t alignment_duration_us = 0;
+  template <class A>
+  void serialize(A& ar) {
+    ar(worker, attempt, subtask, checkpoint, keyed_state, split_positions, sink_committables,
+       sync_duration_us, async_duration_us, alignment_duration_us);
+  }
+};
+
+struct DeclineCheckpoint {
+  WorkerId worker;
+  AttemptNumber attempt;
+  SubtaskIndex subtask;
+  CheckpointId checkpoint;
+  std::string reason;
+  template <class A>
+  void serialize(A& ar) { ar(worker, attempt, subtask, checkpoint, reason); }
+};
+
+// ---- coordinator -> worker ------------------------------------------------------------------
+
+struct Registered {
+  WorkerId worker;
+  int32_t slot = 0;
+  int64_t heartbeat_interval_ms = 0;
+  int64_t heartbeat_timeout_ms = 0;
+  template <class A>
+  void serialize(A& ar) { ar(worker, slot, heartbeat_interval_ms, heartbeat_timeout_ms); }
+};
+
+// What a subtask restores from (Flink's StateAssignmentOperation result for one subtask).
+struct RestoreAssignment {
+  CheckpointId checkpoint;
+  std::string checkpoint_dir;                   // absolute path of chk-<n> / savepoint
+  std::vector<KeyedStateHandle> keyed_state;    // old subtasks' files intersecting my range
+  std::map<std::string, std::string> split_positions;  // all splits (union state)
+  std::vector<std::string> sink_committables;   // the ones this subtask (re-)commits
+  template <class A>
+  void serialize(A& ar) {
+    ar(checkpoint, checkpoint_dir, keyed_state, split_positions, sink_committables);
+  }
+};
+
+struct DeployTask {
+  AttemptNumber attempt;
+  std::string job_id;
+  JobSpec spec;  // parallelism and max_parallelism resolved
+  SubtaskIndex subtask;
+  KeyGroupRange key_groups;
+  std::optional<RestoreAssignment> restore;
+  template <class A>
+  void serialize(A& ar) { ar(attempt, job_id, spec, subtask, key_groups, restore); }
+};
+
+struct StartTask {
+  AttemptNumber attempt;
+  // [j][i] = endpoint of keyed subtask j for source subtask i.
+  std::vector<std::vector<std::string>> input_endpoints;
+  template <class A>
+  void serialize(A& ar) { ar(attempt, input_endpoints); }
+};
+
+struct CoordinatorHeartbeat {
+  AttemptNumber attempt;
+  template <class A>
+  void serialize(A& ar) { ar(attempt); }
+};
+
+struct TriggerCheckpoint {
+  AttemptNumber attempt;
+  CheckpointId checkpoint;
+  int64_t timestamp_ms = 0;
+  bool savepoint = false;
+  std::string directory;  // absolute directory the subtask writes its files into
+  template <class A>
+  void serialize(A& ar) { ar(attempt, checkpoint, timestamp_ms, savepoint, directory); }
+};
+
+struct NotifyCheckpointComplete {
+  AttemptNumber attempt;
+  CheckpointId checkpoint;
+  template <class A>
+  void serialize(A& ar) { ar(attempt, checkpoint); }
+};
+
+struct NotifyCheckpointAborted {
+  AttemptNumber attempt;
+  CheckpointId checkpoint;
+  std::string reason;
+  template <class A>
+  void serialize(A& ar) { ar(attempt, checkpoint, reason); }
+};
+
+struct CancelTask {
+  AttemptNumber attempt;
+  std::string reason;
+  template <class A>
+  void serialize(A& ar) { ar(attempt, reason); }
+};
+
+// ---- CLI <-> coordinator --------------------------------------------------------------------
+
+struct SubmitJob {
+  JobSpec spec;
+  template <class A>
+  void serialize(A& ar) { ar(spec); }
+};
+
+struct StatusRequest {
+  template <class A>
+  void serialize(A&) {}
+};
+
+struct CancelJob {
+  template <class A>
+  void serialize(A&) {}
+};
+
+struct CheckpointRequest {
+  bool savepoint = false;
+  std::string directory;  // savepoint target; empty = <checkpoint dir>/<job>/savepoint-<n>
+  template <class A>
+  void serialize(A& ar) { ar(savepoint, directory); }
+};
+
+struct ListCheckpointsRequest {
+  template <class A>
+  void serialize(A&) {}
+};
+
+struct RescaleRequest {
+  int32_t new_parallelism = 0;
+  bool plan_only = false;
+  template <class A>
+  void serialize(A& ar) { ar(new_parallelism, plan_only); }
+};
+
+// Generic reply to CLI requests: ok + human text + machine-readable JSON.
+struct Reply {
+  bool ok = false;
+  std::string message;  // a sentence for the user (error or summary)
+  std::string json;     // structured payload (status, checkpoint list, plan), may be empty
+  template <class A>
+  void serialize(A& ar) { ar(ok, message, json); }
+};
+
+using ControlMessage =
+    std::variant<RegisterWorker, WorkerHeartbeat, TaskDeployed, TaskFinished, TaskFailed,
+                 AcknowledgeCheckpoint, DeclineCheckpoint, Registered, DeployTask, StartTask,
+                 CoordinatorHeartbeat, TriggerCheckpoint, NotifyCheckpointComplete,
+                 NotifyCheckpointAborted, CancelTask, SubmitJob, StatusRequest, CancelJob,
+                 CheckpointRequest, ListCheckpointsRequest, RescaleRequest, Reply>;
+
+// Encodes version + message.
+std::string EncodeControlMessage(const ControlMessage& msg);
+// Decodes; a wrong version or malformed bytes give a Status naming `peer`.
+Result<ControlMessage> DecodeControlMessage(std::string_view bytes, std::string_view peer);
+
+// Name of the message type, for logs ("DeployTask").
+std::string_view ControlMessageName(const ControlMessage& msg);
+
+}  // namespace keyflow

@@ -1,0 +1,51 @@
+// JobSpec: everything a submitted job needs, as the CLI sends it and the coordinator deploys it.
+// Validated once, at submission (Validate), so a bad flag is refused before anything runs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "common/key.h"
+#include "common/status.h"
+
+namespace keyflow {
+
+struct JobSpec {
+  std::string job_name;                       // registered job, e.g. "count-window"
+  std::map<std::string, std::string> params;  // job parameters (--param k=v)
+  std::string input;                          // file, directory or gen:...
+  std::string output_dir;                     // file sink directory; empty = no file output
+  int32_t parallelism = 0;                    // 0 = number of registered workers
+  int32_t max_parallelism = 0;                // 0 = default from parallelism (Flink's rule)
+  std::string key_field = "uid";
+  std::string ts_field = "ts";
+  KeyType key_type = KeyType::kString;
+  int64_t watermark_bound_ms = 0;      // bounded out-of-orderness
+  int64_t watermark_interval_ms = 200; // periodic watermark emission
+  int64_t idle_timeout_ms = 0;         // 0 = sources never mark themselves idle
+  bool fail_on_bad_record = false;     // --on-bad-record fail|skip
+  // Checkpointing (issue 4): 0 = no periodic checkpoints.
+  int64_t checkpoint_interval_ms = 0;
+  int64_t checkpoint_timeout_ms = 600'000;
+  int64_t checkpoint_min_pause_ms = 0;
+  int32_t max_concurrent_checkpoints = 1;
+  int32_t retained_checkpoints = 3;
+  std::string checkpoint_dir;          // empty = the coordinator's --checkpoint-dir
+  std::string from_savepoint;          // restore from this checkpoint/savepoint directory
+  // Restart strategy: "none", "fixed-delay", "exponential-delay".
+  std::string restart_strategy = "fixed-delay";
+  int32_t restart_attempts = 10;
+  int64_t restart_delay_ms = 1000;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(job_name, params, input, output_dir, parallelism, max_parallelism, key_field, ts_field,
+       key_type, watermark_bound_ms, watermark_interval_ms, idle_timeout_ms, fail_on_bad_record,
+       checkpoint_interval_ms, checkpoint_timeout_ms, checkpoint_min_pause_ms,
+       max_concurrent_checkpoints, retained_checkpoints, checkpoint_dir, from_savepoint,
+       restart_strategy, restart_attempts, restart_delay_ms);
+  }
+};
+
+}  // namespace keyflow

@@ -1,0 +1,172 @@
+#include "coordinator/coordinator.h"
+
+#include <ctime>
+
+#include "common/logging.h"
+
+namespace keyflow {
+namespace {
+
+// "count-window-20261129-185959"
+std::string MakeJobId(const std::string& name, Timestamp now) {
+  std::time_t secs = static_cast<std::time_t>(now.millis() / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
+  return name + "-" + buf;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(CoordinatorOptions options, ControlOutbox* outbox,
+                         const Clock* wall_clock)
+    : options_(std::move(options)),
+      outbox_(outbox),
+      wall_clock_(wall_clock),
+      workers_(options_.heartbeat_timeout_ms) {}
+
+void Coordinator::SendReply(const std::string& identity, bool ok, std::string message,
+                        std::string json) {
+  Reply r;
+  r.ok = ok;
+  r.message = std::move(message);
+  r.json = std::move(json);
+  outbox_->Send(identity, r);
+}
+
+const WorkerInfo* Coordinator::Sender(const std::string& identity, WorkerId claimed) {
+  const WorkerInfo* w = workers_.FindByIdentity(identity);
+  if (w == nullptr || w->id != claimed) {
+    KF_LOG_WARN("message from unregistered or mismatched peer claimed_worker={}", claimed.value());
+    return nullptr;
+  }
+  return w;
+}
+
+void Coordinator::OnMessage(const std::string& identity, const ControlMessage& msg,
+                            int64_t now_ms) {
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, RegisterWorker>) {
+          HandleRegister(identity, m, now_ms);
+        } else if constexpr (std::is_same_v<T, WorkerHeartbeat>) {
+          if (!workers_.Heartbeat(m.worker, m.attempt, m.metrics, now_ms)) {
+            // A worker we declared lost (or from before a coordinator restart): make it
+            // register again so it gets a fresh identity in the registry.
+            outbox_->Send(identity, CancelTask{m.attempt, "unknown worker: register again"});
+          }
+        } else if constexpr (std::is_same_v<T, TaskDeployed> || std::is_same_v<T, TaskFinished> ||
+                             std::is_same_v<T, TaskFailed>) {
+          if (Sender(identity, m.worker) == nullptr || job_ == nullptr) return;
+          if constexpr (std::is_same_v<T, TaskDeployed>) job_->OnTaskDeployed(m, now_ms);
+          if constexpr (std::is_same_v<T, TaskFinished>) job_->OnTaskFinished(m, now_ms);
+          if constexpr (std::is_same_v<T, TaskFailed>) job_->OnTaskFailed(m, now_ms);
+        } else if constexpr (std::is_same_v<T, SubmitJob>) {
+          HandleSubmit(identity, m, now_ms);
+        } else if constexpr (std::is_same_v<T, StatusRequest>) {
+          SendReply(identity, true, "", StatusJson(now_ms).dump());
+        } else if constexpr (std::is_same_v<T, CancelJob>) {
+          if (job_ == nullptr || job_->terminal()) {
+            SendReply(identity, false, "no job is running");
+          } else {
+            job_->Cancel("canceled by the user", now_ms);
+            SendReply(identity, true, "job " + job_->job_id() + " canceled");
+          }
+        } else {
+          KF_LOG_WARN("unexpected control message type={}", ControlMessageName(msg));
+          SendReply(identity, false,
+                std::string("the coordinator does not handle ") +
+                    std::string(ControlMessageName(msg)) + " messages");
+        }
+      },
+      msg);
+}
+
+void Coordinator::OnUndecodable(const std::string& identity, const Status& why) {
+  KF_LOG_WARN("undecodable control message: {}", why.message());
+  SendReply(identity, false, why.message());
+}
+
+void Coordinator::HandleRegister(const std::string& identity, const RegisterWorker& m,
+                                 int64_t now_ms) {
+  WorkerRegistry::Registration r = workers_.Register(identity, m, now_ms);
+  if (r.replaced) {
+    WorkerLost(*r.replaced, "a new worker registered for its slot " +
+                                std::to_string(r.replaced->slot) + " (the old process is gone)",
+               now_ms);
+  }
+  Registered reply;
+  reply.worker = r.id;
+  reply.slot = r.slot;
+  reply.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+  reply.heartbeat_timeout_ms = options_.heartbeat_timeout_ms;
+  outbox_->Send(identity, reply);
+  KF_LOG_INFO("worker registered worker={} slot={} host={} pid={} data_host={}", r.id.value(),
+              r.slot, m.hostname, m.pid, m.data_host);
+}
+
+void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, int64_t now_ms) {
+  if (job_ != nullptr && !job_->terminal()) {
+    SendReply(identity, false,
+          "job " + job_->job_id() + " is still " + std::string(JobStateName(job_->state())) +
+              ": this is a session cluster that runs one job at a time; wait for it or stop it "
+              "with `keyflow cancel`");
+    return;
+  }
+  ++jobs_submitted_;
+  std::string job_id = MakeJobId(m.spec.job_name, wall_clock_->Now());
+  auto jm = JobMaster::Create(job_id, m.spec, &workers_, outbox_, options_.job, now_ms);
+  if (!jm.ok()) {
+    SendReply(identity, false, "job rejected: " + jm.status().message());
+    return;
+  }
+  job_ = std::move(jm).value();
+  nlohmann::json j;
+  j["job_id"] = job_id;
+  j["parallelism"] = job_->spec().parallelism;
+  j["max_parallelism"] = job_->spec().max_parallelism;
+  SendReply(identity, true, "job " + job_id + " submitted", j.dump());
+}
+
+void Coordinator::WorkerLost(const WorkerInfo& w, const std::string& why, int64_t now_ms) {
+  KF_LOG_WARN("worker lost worker={} slot={} reason={}", w.id.value(), w.slot, why);
+  if (job_ != nullptr) job_->OnWorkerLost(w, why, now_ms);
+}
+
+void Coordinator::OnTick(int64_t now_ms) {
+  for (const WorkerInfo& w : workers_.RemoveTimedOut(now_ms)) {
+    WorkerLost(w,
+               "no heartbeat for " + std::to_string(now_ms - w.last_heartbeat_ms) +
+                   " ms (timeout " + std::to_string(options_.heartbeat_timeout_ms) + " ms)",
+               now_ms);
+  }
+  if (now_ms - last_heartbeat_sent_ms_ >= options_.heartbeat_interval_ms) {
+    last_heartbeat_sent_ms_ = now_ms;
+    CoordinatorHeartbeat hb;
+    hb.attempt = job_ != nullptr && !job_->terminal() ? job_->attempt() : AttemptNumber(0);
+    for (const WorkerInfo* w : workers_.BySlot()) outbox_->Send(w->identity, hb);
+  }
+  if (job_ != nullptr) job_->OnTick(now_ms);
+}
+
+nlohmann::json Coordinator::StatusJson(int64_t now_ms) const {
+  nlohmann::json j;
+  nlohmann::json ws = nlohmann::json::array();
+  for (const WorkerInfo* w : workers_.BySlot()) {
+    nlohmann::json x;
+    x["worker"] = w->id.value();
+    x["slot"] = w->slot;
+    x["host"] = w->hostname;
+    x["pid"] = w->pid;
+    x["data_host"] = w->data_host;
+    x["last_heartbeat_ms_ago"] = now_ms - w->last_heartbeat_ms;
+    ws.push_back(std::move(x));
+  }
+  j["workers"] = std::move(ws);
+  j["job"] = job_ != nullptr ? job_->StatusJson(now_ms) : nlohmann::json();
+  return j;
+}
+
+}  // namespace keyflow

@@ -1,0 +1,65 @@
+// Coordinator: the brain of a keyflow session cluster (DESIGN §2, §9). Accepts worker
+// registrations, tracks heartbeats, runs one job at a time through a JobMaster, answers the
+// CLI. Transport-agnostic: messages come in through OnMessage and go out through the injected
+// ControlOutbox, time comes in as arguments — so the logic is tested without sockets or sleeps.
+// The ZeroMQ event loop around it is ControlServer (control_server.h).
+//
+// Threading: one thread (the server loop).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "common/protocol/control_messages.h"
+#include "coordinator/control_outbox.h"
+#include "coordinator/job_master.h"
+#include "coordinator/worker_registry.h"
+
+namespace keyflow {
+
+struct CoordinatorOptions {
+  int64_t heartbeat_interval_ms = 200;
+  int64_t heartbeat_timeout_ms = 1000;
+  std::string checkpoint_dir;  // default checkpoint directory for jobs
+  JobMasterOptions job;
+};
+
+class Coordinator {
+ public:
+  // `wall_clock` names jobs and stamps checkpoints; liveness uses the monotonic now_ms arguments.
+  Coordinator(CoordinatorOptions options, ControlOutbox* outbox, const Clock* wall_clock);
+
+  void OnMessage(const std::string& identity, const ControlMessage& msg, int64_t now_ms);
+  // A frame that could not be decoded: answered with a Reply error (CLI peers read it) and logged.
+  void OnUndecodable(const std::string& identity, const Status& why);
+  // Periodic work: heartbeats out, lost workers, job timeouts. Call at least every
+  // heartbeat_interval_ms.
+  void OnTick(int64_t now_ms);
+
+  const WorkerRegistry& workers() const { return workers_; }
+  const JobMaster* job() const { return job_.get(); }
+  nlohmann::json StatusJson(int64_t now_ms) const;
+
+ private:
+  void HandleRegister(const std::string& identity, const RegisterWorker& m, int64_t now_ms);
+  void HandleSubmit(const std::string& identity, const SubmitJob& m, int64_t now_ms);
+  void SendReply(const std::string& identity, bool ok, std::string message, std::string json = "");
+  // Resolves the worker that sent a worker-scoped message; nullptr (and a log line) if the
+  // sender is not a registered worker or claims another worker's id.
+  const WorkerInfo* Sender(const std::string& identity, WorkerId claimed);
+  void WorkerLost(const WorkerInfo& w, const std::string& why, int64_t now_ms);
+
+  CoordinatorOptions options_;
+  ControlOutbox* outbox_;
+  const Clock* wall_clock_;
+  WorkerRegistry workers_;
+  std::unique_ptr<JobMaster> job_;
+  int64_t last_heartbeat_sent_ms_ = 0;
+  int64_t jobs_submitted_ = 0;
+};
+
+}  // namespace keyflow

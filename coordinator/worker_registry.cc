@@ -1,0 +1,105 @@
+#include "coordinator/worker_registry.h"
+
+#include <algorithm>
+#include <set>
+
+namespace keyflow {
+
+std::string WorkerInfo::Describe() const {
+  return "worker " + std::to_string(id.value()) + " (slot " + std::to_string(slot) + ", host " +
+         hostname + ", pid " + std::to_string(pid) + ")";
+}
+
+WorkerRegistry::Registration WorkerRegistry::Register(const std::string& identity,
+                                                      const RegisterWorker& msg, int64_t now_ms) {
+  Registration r;
+  // The same socket registering again (its registration reply was lost): keep its id.
+  for (auto& [id, w] : workers_) {
+    if (w.identity == identity) {
+      w.last_heartbeat_ms = now_ms;
+      r.id = id;
+      r.slot = w.slot;
+      return r;
+    }
+  }
+  int32_t slot = msg.slot;
+  if (slot >= 0) {
+    for (auto it = workers_.begin(); it != workers_.end(); ++it) {
+      if (it->second.slot == slot) {
+        r.replaced = it->second;
+        workers_.erase(it);
+        break;
+      }
+    }
+  } else {
+    std::set<int32_t> used;
+    for (const auto& [id, w] : workers_) used.insert(w.slot);
+    slot = 0;
+    while (used.count(slot)) ++slot;
+  }
+  WorkerInfo w;
+  w.id = WorkerId(next_id_++);
+  w.identity = identity;
+  w.hostname = msg.hostname;
+  w.pid = msg.pid;
+  w.data_host = msg.data_host;
+  w.slot = slot;
+  w.registered_ms = now_ms;
+  w.last_heartbeat_ms = now_ms;
+  r.id = w.id;
+  r.slot = slot;
+  workers_.emplace(w.id, std::move(w));
+  return r;
+}
+
+bool WorkerRegistry::Heartbeat(WorkerId id, AttemptNumber attempt, const SubtaskMetrics& m,
+                               int64_t now_ms) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return false;
+  it->second.last_heartbeat_ms = now_ms;
+  it->second.attempt = attempt;
+  it->second.metrics = m;
+  return true;
+}
+
+std::vector<WorkerInfo> WorkerRegistry::RemoveTimedOut(int64_t now_ms) {
+  std::vector<WorkerInfo> lost;
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if (now_ms - it->second.last_heartbeat_ms > timeout_ms_) {
+      lost.push_back(std::move(it->second));
+      it = workers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return lost;
+}
+
+std::optional<WorkerInfo> WorkerRegistry::Remove(WorkerId id) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return std::nullopt;
+  WorkerInfo w = std::move(it->second);
+  workers_.erase(it);
+  return w;
+}
+
+const WorkerInfo* WorkerRegistry::Find(WorkerId id) const {
+  auto it = workers_.find(id);
+  return it == workers_.end() ? nullptr : &it->second;
+}
+
+const WorkerInfo* WorkerRegistry::FindByIdentity(const std::string& identity) const {
+  for (const auto& [id, w] : workers_) {
+    if (w.identity == identity) return &w;
+  }
+  return nullptr;
+}
+
+std::vector<const WorkerInfo*> WorkerRegistry::BySlot() const {
+  std::vector<const WorkerInfo*> out;
+  for (const auto& [id, w] : workers_) out.push_back(&w);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->slot < b->slot; });
+  return out;
+}
+
+}  // namespace keyflow

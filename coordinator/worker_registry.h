@@ -1,0 +1,68 @@
+// WorkerRegistry: the workers the coordinator knows, their slots and liveness.
+//
+// A worker registers with an optional preferred slot (scripts start worker i with --slot i and
+// respawn it under the same slot). A registration for a slot held by a live worker means that
+// worker's process is gone (the script only respawns after a death): the old worker is
+// reported lost at once instead of waiting for its heartbeat timeout.
+//
+// Threading: coordinator thread only. Time is passed in (monotonic ms), never read here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/protocol/control_messages.h"
+#include "common/types.h"
+
+namespace keyflow {
+
+struct WorkerInfo {
+  WorkerId id;
+  std::string identity;  // ZeroMQ routing id of its DEALER socket
+  std::string hostname;
+  int64_t pid = 0;
+  std::string data_host;
+  int32_t slot = 0;
+  int64_t registered_ms = 0;
+  int64_t last_heartbeat_ms = 0;
+  AttemptNumber attempt{0};  // deployment it reported last
+  SubtaskMetrics metrics;
+
+  std::string Describe() const;  // "worker 3 (slot 1, host h, pid 42)"
+};
+
+class WorkerRegistry {
+ public:
+  explicit WorkerRegistry(int64_t heartbeat_timeout_ms) : timeout_ms_(heartbeat_timeout_ms) {}
+
+  struct Registration {
+    WorkerId id;
+    int32_t slot;
+    std::optional<WorkerInfo> replaced;  // live worker that held the slot, now considered lost
+  };
+  Registration Register(const std::string& identity, const RegisterWorker& msg, int64_t now_ms);
+
+  // Records a heartbeat; false if the worker is unknown (e.g. it was declared lost).
+  bool Heartbeat(WorkerId id, AttemptNumber attempt, const SubtaskMetrics& m, int64_t now_ms);
+
+  // Removes and returns the workers whose last heartbeat is older than the timeout.
+  std::vector<WorkerInfo> RemoveTimedOut(int64_t now_ms);
+  std::optional<WorkerInfo> Remove(WorkerId id);
+
+  const WorkerInfo* Find(WorkerId id) const;
+  const WorkerInfo* FindByIdentity(const std::string& identity) const;
+  // Live workers ordered by slot.
+  std::vector<const WorkerInfo*> BySlot() const;
+  size_t size() const { return workers_.size(); }
+  int64_t heartbeat_timeout_ms() const { return timeout_ms_; }
+
+ private:
+  int64_t timeout_ms_;
+  int64_t next_id_ = 1;
+  std::map<WorkerId, WorkerInfo> workers_;
+};
+
+}  // namespace keyflow
