@@ -2,6 +2,7 @@
 
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
+#include "common/protocol/job_catalog.h"
 
 namespace keyflow {
 
@@ -20,6 +21,8 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec
                                                      WorkerRegistry* workers,
                                                      ControlOutbox* outbox,
                                                      JobMasterOptions options, int64_t now_ms) {
+  ASSIGN_OR_RETURN(const JobDef* def, FindJob(spec.job_name));
+  ASSIGN_OR_RETURN(spec.params, ResolveJobParams(*def, spec.params));
   size_t available = workers->size();
   if (available == 0) {
     return FailedPrecondition(
@@ -199,6 +202,8 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["duration_ms"] = (terminal() ? ended_ms_ : now_ms) - submitted_ms_;
   nlohmann::json subtasks = nlohmann::json::array();
   SubtaskMetrics total;
+  double total_in_rate = 0, total_processed_rate = 0;
+  int64_t min_watermark = INT64_MAX;
   for (const Vertex& v : vertices_) {
     const WorkerInfo* w = workers_->Find(v.worker);
     SubtaskMetrics m = v.finished ? v.final_metrics : (w ? w->metrics : SubtaskMetrics{});
@@ -217,6 +222,11 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     s["backpressure"] = m.backpressure;
     s["state_keys"] = m.state_keys;
     s["timers"] = m.timers;
+    s["records_in_per_s"] = v.finished || w == nullptr ? 0.0 : w->records_in_rate;
+    s["records_processed_per_s"] = v.finished || w == nullptr ? 0.0 : w->records_processed_rate;
+    total_in_rate += s["records_in_per_s"].get<double>();
+    total_processed_rate += s["records_processed_per_s"].get<double>();
+    min_watermark = std::min(min_watermark, m.current_watermark);
     subtasks.push_back(std::move(s));
     total.records_in += m.records_in;
     total.records_processed += m.records_processed;
@@ -230,6 +240,9 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["records_out"] = total.records_out;
   j["bad_records"] = total.bad_records;
   j["late_records"] = total.late_records;
+  j["records_in_per_s"] = total_in_rate;
+  j["records_processed_per_s"] = total_processed_rate;
+  j["watermark"] = vertices_.empty() ? INT64_MIN : min_watermark;
   return j;
 }
 

@@ -56,9 +56,24 @@ bool WorkerRegistry::Heartbeat(WorkerId id, AttemptNumber attempt, const Subtask
                                int64_t now_ms) {
   auto it = workers_.find(id);
   if (it == workers_.end()) return false;
-  it->second.last_heartbeat_ms = now_ms;
-  it->second.attempt = attempt;
-  it->second.metrics = m;
+  WorkerInfo& w = it->second;
+  int64_t dt = now_ms - w.last_heartbeat_ms;
+  if (dt > 0 && attempt == w.attempt) {
+    auto rate = [dt](int64_t now, int64_t before) {
+      return static_cast<double>(std::max<int64_t>(0, now - before)) * 1000.0 /
+             static_cast<double>(dt);
+    };
+    constexpr double kAlpha = 0.3;  // smoothing of the rates over heartbeats
+    w.records_in_rate = kAlpha * rate(m.records_in, w.metrics.records_in) +
+                        (1 - kAlpha) * w.records_in_rate;
+    w.records_processed_rate = kAlpha * rate(m.records_processed, w.metrics.records_processed) +
+                               (1 - kAlpha) * w.records_processed_rate;
+  } else if (attempt != w.attempt) {
+    w.records_in_rate = w.records_processed_rate = 0;
+  }
+  w.last_heartbeat_ms = now_ms;
+  w.attempt = attempt;
+  w.metrics = m;
   return true;
 }
 

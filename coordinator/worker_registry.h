@@ -30,6 +30,10 @@ struct WorkerInfo {
   int64_t last_heartbeat_ms = 0;
   AttemptNumber attempt{0};  // deployment it reported last
   SubtaskMetrics metrics;
+  // Records per second read by its source and processed by its keyed subtask, smoothed over
+  // heartbeats.
+  double records_in_rate = 0;
+  double records_processed_rate = 0;
 
   std::string Describe() const;  // "worker 3 (slot 1, host h, pid 42)"
 };

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "common/key_group_assignment.h"
-#include "coordinator/cli/cli_common.h"
+#include "common/process/command_line.h"
 
 namespace keyflow::cli {
 

@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/cli/cli_common.h"
+#include "common/process/command_line.h"
+#include "coordinator/cli/job_commands.h"
 #include "coordinator/cli/key_group_commands.h"
 
 namespace {
@@ -24,6 +25,9 @@ const std::map<std::string, CommandInfo>& Commands() {
       {"ranges",
        {[](const auto& a) { return RunRangesCommand(a, std::cin, std::cout); },
         "print the key-group range of every subtask for M and P"}},
+      {"run", {RunRunCommand, "submit a job (--wait: follow it to the end)"}},
+      {"status", {RunStatusCommand, "show workers, the job, subtasks, throughput, watermarks"}},
+      {"cancel", {RunCancelCommand, "cancel the running job"}},
       {"key-group",
        {[](const auto& a) { return RunKeyGroupCommand(a, std::cin, std::cout); },
         "print the key group (and subtask) of keys"}},

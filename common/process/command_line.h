@@ -1,5 +1,6 @@
-// Shared plumbing of the `keyflow` subcommands: option parsing with uniform errors and exit
-// codes. Exit codes: 0 success, 1 the operation failed, 2 bad usage or bad input.
+// Command lines of keyflow binaries (Boost.Program_options) with uniform help, errors and exit
+// codes: 0 success, 1 the operation failed, 2 bad usage or bad input. Used by keyflow,
+// keyflow-coordinator and keyflow-worker.
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -33,5 +34,13 @@ bool ParseCommandLine(const std::string& usage, const po::options_description& o
 // Prints "keyflow: <message>" to stderr and returns `code`.
 int Fail(const Status& status, int code);
 int Fail(const std::string& message, int code);
+
+// Parses a duration flag value ("500ms", "2s", "12h"); the error names the flag.
+Result<int64_t> DurationFlagMillis(const std::string& flag, const std::string& value);
+
+// Reads `--config FILE` options (INI syntax, `name = value`, same names as the flags) into vm;
+// flags given on the command line win. No-op when `path` is empty.
+Status ParseConfigFile(const std::string& path, const po::options_description& options,
+                       po::variables_map* vm);
 
 }  // namespace keyflow::cli

@@ -1,4 +1,8 @@
-#include "coordinator/cli/cli_common.h"
+#include "common/process/command_line.h"
+
+#include <fstream>
+
+#include "common/duration.h"
 
 namespace keyflow::cli {
 
@@ -34,6 +38,26 @@ int Fail(const Status& status, int code) { return Fail(status.message(), code); 
 int Fail(const std::string& message, int code) {
   std::cerr << "keyflow: " << message << "\n";
   return code;
+}
+
+Result<int64_t> DurationFlagMillis(const std::string& flag, const std::string& value) {
+  auto d = ParseDuration(value);
+  if (!d.ok()) return d.status().WithContext("--" + flag);
+  return d->millis();
+}
+
+Status ParseConfigFile(const std::string& path, const po::options_description& options,
+                       po::variables_map* vm) {
+  if (path.empty()) return Status::Ok();
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read config file " + path);
+  try {
+    po::store(po::parse_config_file(in, options), *vm);
+    po::notify(*vm);
+  } catch (const po::error& e) {
+    return InvalidArgument("config file " + path + ": " + e.what());
+  }
+  return Status::Ok();
 }
 
 }  // namespace keyflow::cli

@@ -1,0 +1,312 @@
+#include "coordinator/cli/job_commands.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+#include <zmq.hpp>
+
+#include "common/clock.h"
+#include "common/key_group_assignment.h"
+#include "common/process/command_line.h"
+#include "common/protocol/job_catalog.h"
+#include "coordinator/cli/control_client.h"
+
+namespace keyflow::cli {
+namespace {
+
+constexpr char kDefaultCoordinator[] = "tcp://127.0.0.1:6123";
+constexpr int64_t kRequestTimeoutMs = 5000;
+
+void AddCoordinatorOption(po::options_description* opts, std::string* endpoint) {
+  opts->add_options()("coordinator", po::value(endpoint)->default_value(kDefaultCoordinator),
+                      "coordinator control endpoint");
+}
+
+// One request/reply exchange; prints the error and returns nullopt on failure.
+std::optional<Reply> Ask(const std::string& endpoint, const ControlMessage& msg, int* exit_code,
+                         bool quiet = false) {
+  zmq::context_t ctx(1);
+  auto client = ControlClient::Connect(&ctx, endpoint, kRequestTimeoutMs);
+  if (!client.ok()) {
+    *exit_code = Fail(client.status(), kExitUsage);
+    return std::nullopt;
+  }
+  auto reply = (*client)->Request(msg);
+  if (!reply.ok()) {
+    *exit_code = quiet ? kExitFailure : Fail(reply.status(), kExitFailure);
+    return std::nullopt;
+  }
+  return *reply;
+}
+
+std::string Human(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1);
+  if (v >= 1e9) {
+    os << v / 1e9 << "G";
+  } else if (v >= 1e6) {
+    os << v / 1e6 << "M";
+  } else if (v >= 1e3) {
+    os << v / 1e3 << "k";
+  } else {
+    os << std::setprecision(0) << v;
+  }
+  return os.str();
+}
+
+std::string WatermarkText(int64_t w) {
+  if (w == INT64_MIN) return "-";
+  if (w == INT64_MAX) return "end";
+  return std::to_string(w);
+}
+
+std::string ProgressLine(const nlohmann::json& job) {
+  std::ostringstream os;
+  os << "[" << job.value("state", "?") << "] " << job.value("job_id", "") << "  in "
+     << Human(job.value("records_in", 0.0)) << " (" << Human(job.value("records_in_per_s", 0.0))
+     << "/s)  processed " << Human(job.value("records_processed", 0.0)) << "  out "
+     << Human(job.value("records_out", 0.0)) << "  watermark "
+     << WatermarkText(job.value("watermark", INT64_MIN));
+  if (job.value("attempt", 1) > 1) os << "  attempt " << job.value("attempt", 1);
+  return os.str();
+}
+
+void PrintSummary(const nlohmann::json& job, std::ostream& os) {
+  os << "job " << job.value("job_id", "") << " " << job.value("state", "?") << " after "
+     << std::fixed << std::setprecision(1) << job.value("duration_ms", 0) / 1000.0 << " s\n"
+     << "  records read:      " << job.value("records_in", 0) << "\n"
+     << "  records processed: " << job.value("records_processed", 0) << "\n"
+     << "  results emitted:   " << job.value("records_out", 0) << "\n"
+     << "  malformed records: " << job.value("bad_records", 0) << " (skipped)\n"
+     << "  late records:      " << job.value("late_records", 0) << "\n";
+  if (!job.value("output", std::string()).empty()) {
+    os << "  output:            " << job.value("output", std::string()) << "\n";
+  }
+  if (!job.value("failure", std::string()).empty()) {
+    os << "  reason:            " << job.value("failure", std::string()) << "\n";
+  }
+}
+
+// Polls the coordinator until the job `job_id` ends. Survives a coordinator restart (it keeps
+// asking for up to `unreachable_grace_ms`).
+int WaitForJob(const std::string& endpoint, const std::string& job_id) {
+  bool tty = isatty(STDERR_FILENO) != 0;
+  int64_t last_print = 0, unreachable_since = 0;
+  constexpr int64_t kUnreachableGraceMs = 120'000;
+  while (true) {
+    int code = 0;
+    auto reply = Ask(endpoint, StatusRequest{}, &code, /*quiet=*/true);
+    int64_t now = MonotonicMillis();
+    if (!reply || !reply->ok) {
+      if (unreachable_since == 0) {
+        unreachable_since = now;
+        std::cerr << (tty ? "\n" : "") << "keyflow: coordinator unreachable, still waiting for job "
+                  << job_id << "...\n";
+      }
+      if (now - unreachable_since > kUnreachableGraceMs) {
+        return Fail("gave up waiting: the coordinator at " + endpoint + " was unreachable for " +
+                        std::to_string(kUnreachableGraceMs / 1000) + " s",
+                    kExitFailure);
+      }
+    } else {
+      unreachable_since = 0;
+      nlohmann::json status = nlohmann::json::parse(reply->json, nullptr, false);
+      const nlohmann::json& job = status.is_object() ? status["job"] : status;
+      if (job.is_object() && job.value("job_id", "") == job_id) {
+        std::string state = job.value("state", "");
+        if (state == "FINISHED" || state == "FAILED" || state == "CANCELED") {
+          if (tty) std::cerr << "\r\033[K";
+          PrintSummary(job, std::cout);
+          return state == "FINISHED" ? kExitOk : kExitFailure;
+        }
+        if (tty) {
+          std::cerr << "\r\033[K" << ProgressLine(job) << std::flush;
+        } else if (now - last_print >= 10'000) {
+          std::cerr << ProgressLine(job) << "\n";
+          last_print = now;
+        }
+      } else if (job.is_object()) {
+        return Fail("the coordinator now runs job " + job.value("job_id", std::string("?")) +
+                        " instead of " + job_id,
+                    kExitFailure);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // polling period, not sync
+  }
+}
+
+}  // namespace
+
+int RunRunCommand(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string endpoint, key_type = "string", wm_bound = "1s", wm_interval = "200ms",
+                        idle = "0", on_bad = "skip", ckpt_interval = "0";
+  std::vector<std::string> params;
+  JobSpec spec;
+  bool wait = false;
+  opts.add_options()
+      ("job", po::value(&spec.job_name)->required(), "job to run: count-window | tumbling-count")
+      ("input", po::value(&spec.input)->required(),
+       "JSON Lines file, directory of files (one split each), or "
+       "gen:events=N,keys=K,splits=S,seed=X[,rate=R]")
+      ("output", po::value(&spec.output_dir), "directory for the results (exactly-once file sink)")
+      ("parallelism", po::value(&spec.parallelism)->default_value(0),
+       "subtasks, one per worker (0 = all registered workers)")
+      ("max-parallelism", po::value(&spec.max_parallelism)->default_value(0),
+       "key groups (0 = Flink's default for the parallelism)")
+      ("param", po::value(&params)->composing(), "job parameter name=value (repeatable)")
+      ("key-field", po::value(&spec.key_field)->default_value("uid"), "JSON field of the key")
+      ("ts-field", po::value(&spec.ts_field)->default_value("ts"), "JSON field of the event time (epoch ms)")
+      ("key-type", po::value(&key_type)->default_value(key_type), "string | int | long")
+      ("watermark-bound", po::value(&wm_bound)->default_value(wm_bound),
+       "bounded out-of-orderness of event time")
+      ("watermark-interval", po::value(&wm_interval)->default_value(wm_interval),
+       "periodic watermark emission interval")
+      ("idle-timeout", po::value(&idle)->default_value(idle),
+       "mark a source idle after this long without records (0 = never)")
+      ("on-bad-record", po::value(&on_bad)->default_value(on_bad), "skip | fail")
+      ("checkpoint-interval", po::value(&ckpt_interval)->default_value(ckpt_interval),
+       "take a checkpoint this often (0 = no periodic checkpoints)")
+      ("wait", po::bool_switch(&wait), "block until the job ends, with progress and a summary");
+  AddCoordinatorOption(&opts, &endpoint);
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine("usage: keyflow run --job NAME --input SPEC [--output DIR] [options]\n"
+                        "Submits a job to the coordinator.",
+                        opts, {}, args, &vm, &code)) {
+    return code;
+  }
+  auto job = FindJob(spec.job_name);
+  if (!job.ok()) return Fail(job.status(), kExitUsage);
+  for (const std::string& p : params) {
+    auto kv = ParseParamAssignment(p);
+    if (!kv.ok()) return Fail(kv.status(), kExitUsage);
+    spec.params[kv->first] = kv->second;
+  }
+  auto resolved = ResolveJobParams(**job, spec.params);
+  if (!resolved.ok()) return Fail(resolved.status(), kExitUsage);
+  auto kt = ParseKeyType(key_type);
+  if (!kt.ok()) return Fail(kt.status(), kExitUsage);
+  spec.key_type = *kt;
+  if (on_bad != "skip" && on_bad != "fail") {
+    return Fail("--on-bad-record must be skip or fail, not '" + on_bad + "'", kExitUsage);
+  }
+  spec.fail_on_bad_record = on_bad == "fail";
+  struct {
+    const char* flag;
+    const std::string* value;
+    int64_t* out;
+  } durations[] = {{"watermark-bound", &wm_bound, &spec.watermark_bound_ms},
+                   {"watermark-interval", &wm_interval, &spec.watermark_interval_ms},
+                   {"idle-timeout", &idle, &spec.idle_timeout_ms},
+                   {"checkpoint-interval", &ckpt_interval, &spec.checkpoint_interval_ms}};
+  for (auto& d : durations) {
+    auto ms = DurationFlagMillis(d.flag, *d.value);
+    if (!ms.ok()) return Fail(ms.status(), kExitUsage);
+    *d.out = *ms;
+  }
+  if (spec.watermark_interval_ms <= 0) return Fail("--watermark-interval must be > 0", kExitUsage);
+  if (spec.parallelism < 0 || spec.max_parallelism < 0) {
+    return Fail("--parallelism and --max-parallelism must not be negative", kExitUsage);
+  }
+  if (spec.parallelism > 0 && spec.max_parallelism > 0) {
+    if (Status s = ValidateParallelism(spec.parallelism, spec.max_parallelism); !s.ok()) {
+      return Fail(s, kExitUsage);
+    }
+  } else if (spec.max_parallelism > 0) {
+    if (Status s = ValidateMaxParallelism(spec.max_parallelism); !s.ok()) return Fail(s, kExitUsage);
+  }
+
+  auto reply = Ask(endpoint, SubmitJob{spec}, &code);
+  if (!reply) return code;
+  if (!reply->ok) return Fail(reply->message, kExitFailure);
+  nlohmann::json submitted = nlohmann::json::parse(reply->json, nullptr, false);
+  std::string job_id = submitted.is_object() ? submitted.value("job_id", "") : "";
+  std::cerr << "keyflow: " << reply->message << " (parallelism "
+            << (submitted.is_object() ? submitted.value("parallelism", 0) : 0) << ", max parallelism "
+            << (submitted.is_object() ? submitted.value("max_parallelism", 0) : 0) << ")\n";
+  std::cout << job_id << "\n";
+  if (!wait) return kExitOk;
+  return WaitForJob(endpoint, job_id);
+}
+
+int RunStatusCommand(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string endpoint;
+  bool json = false;
+  opts.add_options()("json", po::bool_switch(&json), "print the raw status as JSON");
+  AddCoordinatorOption(&opts, &endpoint);
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine("usage: keyflow status [--json]\nShows workers, the job, its subtasks "
+                        "with key-group ranges, throughput, watermarks and backpressure.",
+                        opts, {}, args, &vm, &code)) {
+    return code;
+  }
+  auto reply = Ask(endpoint, StatusRequest{}, &code);
+  if (!reply) return code;
+  if (!reply->ok) return Fail(reply->message, kExitFailure);
+  nlohmann::json st = nlohmann::json::parse(reply->json, nullptr, false);
+  if (json) {
+    std::cout << st.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "workers: " << st["workers"].size() << "\n";
+  for (const auto& w : st["workers"]) {
+    std::cout << "  worker " << w.value("worker", 0) << "  slot " << w.value("slot", 0) << "  host "
+              << w.value("host", "") << "  pid " << w.value("pid", 0) << "  heartbeat "
+              << w.value("last_heartbeat_ms_ago", 0) << " ms ago\n";
+  }
+  const nlohmann::json& job = st["job"];
+  if (!job.is_object()) {
+    std::cout << "job: none\n";
+    return kExitOk;
+  }
+  std::cout << "job: " << job.value("job_id", "") << " (" << job.value("job", "") << ")  state "
+            << job.value("state", "") << "  attempt " << job.value("attempt", 0) << "  parallelism "
+            << job.value("parallelism", 0) << "  max parallelism " << job.value("max_parallelism", 0)
+            << "\n";
+  if (!job.value("failure", std::string()).empty()) {
+    std::cout << "  reason: " << job.value("failure", std::string()) << "\n";
+  }
+  std::cout << "  " << ProgressLine(job) << "\n";
+  std::cout << "  subtask  key-groups  state      records-in  in/s     processed  out        "
+               "watermark       backpressure\n";
+  for (const auto& s : job["subtasks"]) {
+    std::ostringstream kg;
+    kg << s["key_groups"][0].get<int>() << "-" << s["key_groups"][1].get<int>();
+    std::cout << "  " << std::left << std::setw(9) << s.value("subtask", 0) << std::setw(12)
+              << kg.str() << std::setw(11) << s.value("state", "") << std::setw(12)
+              << s.value("records_in", 0) << std::setw(9) << Human(s.value("records_in_per_s", 0.0))
+              << std::setw(11) << s.value("records_processed", 0) << std::setw(11)
+              << s.value("records_out", 0) << std::setw(16)
+              << WatermarkText(s.value("watermark", INT64_MIN)) << std::fixed
+              << std::setprecision(0) << 100.0 * s.value("backpressure", 0.0) << "%\n";
+  }
+  return kExitOk;
+}
+
+int RunCancelCommand(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string endpoint;
+  AddCoordinatorOption(&opts, &endpoint);
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine("usage: keyflow cancel\nCancels the running job.", opts, {}, args, &vm,
+                        &code)) {
+    return code;
+  }
+  auto reply = Ask(endpoint, CancelJob{}, &code);
+  if (!reply) return code;
+  if (!reply->ok) return Fail(reply->message, kExitFailure);
+  std::cout << reply->message << "\n";
+  return kExitOk;
+}
+
+}  // namespace keyflow::cli

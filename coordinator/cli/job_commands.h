@@ -1,0 +1,13 @@
+// `keyflow run`, `keyflow status`, `keyflow cancel`: talking to a running coordinator.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace keyflow::cli {
+
+int RunRunCommand(const std::vector<std::string>& args);
+int RunStatusCommand(const std::vector<std::string>& args);
+int RunCancelCommand(const std::vector<std::string>& args);
+
+}  // namespace keyflow::cli

@@ -1,0 +1,82 @@
+// keyflow-coordinator: the coordinator process of a keyflow cluster (DESIGN §2).
+#include <iostream>
+#include <zmq.hpp>
+
+#include "common/logging.h"
+#include "common/process/command_line.h"
+#include "common/process/signal_waiter.h"
+#include "coordinator/control_server.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: keyflow-coordinator [--port P | --bind ENDPOINT] [--checkpoint-dir DIR] [options]\n"
+    "Runs the coordinator of a keyflow session cluster: workers register with it, the keyflow\n"
+    "CLI submits jobs to it. Stops cleanly on SIGINT/SIGTERM.";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace keyflow;
+  using namespace keyflow::cli;
+  SignalWaiter signals;  // before any thread starts
+
+  po::options_description opts;
+  std::string bind, checkpoint_dir, log_file, log_level, config, hb_interval, hb_timeout,
+      deploy_timeout;
+  int port = 6123;
+  opts.add_options()
+      ("port", po::value(&port)->default_value(port), "control port (binds tcp://0.0.0.0:PORT)")
+      ("bind", po::value(&bind), "control endpoint to bind, e.g. tcp://10.0.0.1:6123 (overrides --port)")
+      ("checkpoint-dir", po::value(&checkpoint_dir)->default_value("./.keyflow/checkpoints"),
+       "directory for checkpoints and savepoints (shared file system on several hosts)")
+      ("heartbeat-interval", po::value(&hb_interval)->default_value("200ms"),
+       "how often coordinator and workers exchange heartbeats")
+      ("heartbeat-timeout", po::value(&hb_timeout)->default_value("1s"),
+       "a worker silent for longer is declared lost")
+      ("deploy-timeout", po::value(&deploy_timeout)->default_value("30s"),
+       "how long a deployment may take before the attempt fails")
+      ("log-file", po::value(&log_file), "log to this file (default: stderr)")
+      ("log-level", po::value(&log_level)->default_value("info"), "trace|debug|info|warn|error")
+      ("config", po::value(&config), "read options from this file (INI: name = value)");
+  po::variables_map vm;
+  int code;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!ParseCommandLine(kUsage, opts, {}, args, &vm, &code)) return code;
+  if (Status s = ParseConfigFile(config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
+
+  CoordinatorOptions options;
+  options.checkpoint_dir = checkpoint_dir;
+  auto interval = DurationFlagMillis("heartbeat-interval", hb_interval);
+  auto timeout = DurationFlagMillis("heartbeat-timeout", hb_timeout);
+  auto deploy = DurationFlagMillis("deploy-timeout", deploy_timeout);
+  for (const auto* r : {&interval, &timeout, &deploy}) {
+    if (!r->ok()) return Fail(r->status(), kExitUsage);
+  }
+  options.heartbeat_interval_ms = *interval;
+  options.heartbeat_timeout_ms = *timeout;
+  options.job.deploy_timeout_ms = *deploy;
+  if (options.heartbeat_interval_ms <= 0 || options.heartbeat_timeout_ms <= options.heartbeat_interval_ms) {
+    return Fail("--heartbeat-timeout must be longer than --heartbeat-interval (and both > 0)",
+                kExitUsage);
+  }
+  if (bind.empty()) bind = "tcp://0.0.0.0:" + std::to_string(port);
+
+  if (Status s = InitLogging("coordinator", log_file, log_level); !s.ok()) {
+    return Fail(s, kExitUsage);
+  }
+  zmq::context_t ctx(1);
+  SystemClock clock;
+  auto server = ControlServer::Bind(&ctx, bind, options, &clock);
+  if (!server.ok()) {
+    KF_LOG_ERROR("{}", server.status().message());
+    return Fail(server.status(), kExitFailure);
+  }
+  std::cerr << "keyflow-coordinator: listening on " << (*server)->endpoint() << "\n";
+  Status s = (*server)->Run(signals.fd());
+  if (!s.ok()) {
+    KF_LOG_ERROR("{}", s.message());
+    return Fail(s, kExitFailure);
+  }
+  return kExitOk;
+}
