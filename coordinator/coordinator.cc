@@ -55,14 +55,27 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
           if (!workers_.Heartbeat(m.worker, m.attempt, m.metrics, now_ms)) {
             // A worker we declared lost (or from before a coordinator restart): make it
             // register again so it gets a fresh identity in the registry.
-            outbox_->Send(identity, CancelTask{m.attempt, "unknown worker: register again"});
+            outbox_->Send(identity, RegisterAgain{});
           }
         } else if constexpr (std::is_same_v<T, TaskDeployed> || std::is_same_v<T, TaskFinished> ||
-                             std::is_same_v<T, TaskFailed>) {
+                             std::is_same_v<T, TaskFailed> || std::is_same_v<T, TaskInputEnded> ||
+                             std::is_same_v<T, AcknowledgeCheckpoint> ||
+                             std::is_same_v<T, DeclineCheckpoint>) {
           if (Sender(identity, m.worker) == nullptr || job_ == nullptr) return;
           if constexpr (std::is_same_v<T, TaskDeployed>) job_->OnTaskDeployed(m, now_ms);
           if constexpr (std::is_same_v<T, TaskFinished>) job_->OnTaskFinished(m, now_ms);
           if constexpr (std::is_same_v<T, TaskFailed>) job_->OnTaskFailed(m, now_ms);
+          if constexpr (std::is_same_v<T, TaskInputEnded>) job_->OnTaskInputEnded(m, now_ms);
+          if constexpr (std::is_same_v<T, AcknowledgeCheckpoint>) job_->OnAcknowledge(m, now_ms);
+          if constexpr (std::is_same_v<T, DeclineCheckpoint>) job_->OnDecline(m, now_ms);
+        } else if constexpr (std::is_same_v<T, CheckpointRequest>) {
+          HandleCheckpointRequest(identity, m, now_ms);
+        } else if constexpr (std::is_same_v<T, ListCheckpointsRequest>) {
+          if (job_ == nullptr) {
+            SendReply(identity, false, "no job has run on this coordinator yet");
+          } else {
+            SendReply(identity, true, "", job_->CheckpointsJson().dump());
+          }
         } else if constexpr (std::is_same_v<T, SubmitJob>) {
           HandleSubmit(identity, m, now_ms);
         } else if constexpr (std::is_same_v<T, StatusRequest>) {
@@ -105,6 +118,7 @@ void Coordinator::HandleRegister(const std::string& identity, const RegisterWork
   outbox_->Send(identity, reply);
   KF_LOG_INFO("worker registered worker={} slot={} host={} pid={} data_host={}", r.id.value(),
               r.slot, m.hostname, m.pid, m.data_host);
+  if (job_ != nullptr) job_->OnWorkerRegistered(now_ms);
 }
 
 void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, int64_t now_ms) {
@@ -117,7 +131,8 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
   }
   ++jobs_submitted_;
   std::string job_id = MakeJobId(m.spec.job_name, wall_clock_->Now());
-  auto jm = JobMaster::Create(job_id, m.spec, &workers_, outbox_, options_.job, now_ms);
+  auto jm = JobMaster::Create(job_id, m.spec, &workers_, outbox_, wall_clock_, options_.job,
+                              now_ms);
   if (!jm.ok()) {
     SendReply(identity, false, "job rejected: " + jm.status().message());
     return;
@@ -128,6 +143,47 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
   j["parallelism"] = job_->spec().parallelism;
   j["max_parallelism"] = job_->spec().max_parallelism;
   SendReply(identity, true, "job " + job_id + " submitted", j.dump());
+}
+
+void Coordinator::HandleCheckpointRequest(const std::string& identity,
+                                          const CheckpointRequest& m, int64_t now_ms) {
+  if (job_ == nullptr || job_->terminal()) {
+    SendReply(identity, false, "no job is running");
+    return;
+  }
+  std::string what = m.savepoint ? "savepoint" : "checkpoint";
+  Status s = job_->RequestCheckpoint(
+      m.savepoint, m.directory,
+      [this, identity, what](Result<CheckpointLocation> done) {
+        if (!done.ok()) {
+          SendReply(identity, false, what + " failed: " + done.status().message());
+          return;
+        }
+        nlohmann::json j;
+        j["id"] = done->id.value();
+        j["directory"] = done->directory;
+        SendReply(identity, true,
+                  what + " " + std::to_string(done->id.value()) + " completed: " + done->directory,
+                  j.dump());
+      },
+      now_ms);
+  if (!s.ok()) SendReply(identity, false, s.message());
+}
+
+Status Coordinator::ResumeJobs(int64_t now_ms) {
+  CheckpointStorage storage(options_.job.checkpoint_root);
+  ASSIGN_OR_RETURN(std::vector<JobRecord> records, storage.ListJobRecords());
+  const JobRecord* newest = nullptr;
+  for (const JobRecord& r : records) {
+    if (r.state != "RUNNING") continue;
+    if (newest == nullptr || r.job_id > newest->job_id) newest = &r;
+  }
+  if (newest == nullptr) return Status::Ok();
+  KF_LOG_INFO("found job {} that was running when the coordinator stopped: resuming it",
+              newest->job_id);
+  ASSIGN_OR_RETURN(job_, JobMaster::Resume(*newest, &workers_, outbox_, wall_clock_, options_.job,
+                                           now_ms));
+  return Status::Ok();
 }
 
 void Coordinator::WorkerLost(const WorkerInfo& w, const std::string& why, int64_t now_ms) {

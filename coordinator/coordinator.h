@@ -24,14 +24,17 @@ namespace keyflow {
 struct CoordinatorOptions {
   int64_t heartbeat_interval_ms = 200;
   int64_t heartbeat_timeout_ms = 1000;
-  std::string checkpoint_dir;  // default checkpoint directory for jobs
-  JobMasterOptions job;
+  JobMasterOptions job;  // includes the checkpoint root (--checkpoint-dir)
 };
 
 class Coordinator {
  public:
   // `wall_clock` names jobs and stamps checkpoints; liveness uses the monotonic now_ms arguments.
   Coordinator(CoordinatorOptions options, ControlOutbox* outbox, const Clock* wall_clock);
+
+  // Resumes the job that was running when a previous coordinator stopped (found in the
+  // checkpoint directory's job records). Call once before serving.
+  Status ResumeJobs(int64_t now_ms);
 
   void OnMessage(const std::string& identity, const ControlMessage& msg, int64_t now_ms);
   // A frame that could not be decoded: answered with a Reply error (CLI peers read it) and logged.
@@ -47,6 +50,8 @@ class Coordinator {
  private:
   void HandleRegister(const std::string& identity, const RegisterWorker& m, int64_t now_ms);
   void HandleSubmit(const std::string& identity, const SubmitJob& m, int64_t now_ms);
+  void HandleCheckpointRequest(const std::string& identity, const CheckpointRequest& m,
+                               int64_t now_ms);
   void SendReply(const std::string& identity, bool ok, std::string message, std::string json = "");
   // Resolves the worker that sent a worker-scoped message; nullptr (and a log line) if the
   // sender is not a registered worker or claims another worker's id.

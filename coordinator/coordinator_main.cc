@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   if (Status s = ParseConfigFile(config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
 
   CoordinatorOptions options;
-  options.checkpoint_dir = checkpoint_dir;
+  options.job.checkpoint_root = checkpoint_dir;
   auto interval = DurationFlagMillis("heartbeat-interval", hb_interval);
   auto timeout = DurationFlagMillis("heartbeat-timeout", hb_timeout);
   auto deploy = DurationFlagMillis("deploy-timeout", deploy_timeout);
@@ -71,6 +71,10 @@ int main(int argc, char** argv) {
   if (!server.ok()) {
     KF_LOG_ERROR("{}", server.status().message());
     return Fail(server.status(), kExitFailure);
+  }
+  if (Status r = (*server)->coordinator().ResumeJobs(MonotonicMillis()); !r.ok()) {
+    KF_LOG_ERROR("cannot resume jobs from {}: {}", checkpoint_dir, r.message());
+    return Fail(r, kExitFailure);
   }
   std::cerr << "keyflow-coordinator: listening on " << (*server)->endpoint() << "\n";
   Status s = (*server)->Run(signals.fd());

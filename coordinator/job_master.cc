@@ -1,5 +1,7 @@
 #include "coordinator/job_master.h"
 
+#include <algorithm>
+
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
 #include "common/protocol/job_catalog.h"
@@ -10,6 +12,8 @@ std::string_view JobStateName(JobState s) {
   switch (s) {
     case JobState::kDeploying: return "DEPLOYING";
     case JobState::kRunning: return "RUNNING";
+    case JobState::kFinishing: return "FINISHING";
+    case JobState::kRestarting: return "RESTARTING";
     case JobState::kFinished: return "FINISHED";
     case JobState::kFailed: return "FAILED";
     case JobState::kCanceled: return "CANCELED";
@@ -17,9 +21,20 @@ std::string_view JobStateName(JobState s) {
   return "?";
 }
 
+JobMaster::JobMaster(std::string job_id, JobSpec spec, WorkerRegistry* workers,
+                     ControlOutbox* outbox, const Clock* wall_clock, JobMasterOptions options)
+    : job_id_(std::move(job_id)),
+      spec_(std::move(spec)),
+      workers_(workers),
+      outbox_(outbox),
+      wall_clock_(wall_clock),
+      options_(std::move(options)),
+      storage_(spec_.checkpoint_dir.empty() ? options_.checkpoint_root : spec_.checkpoint_dir) {}
+
 Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec spec,
                                                      WorkerRegistry* workers,
                                                      ControlOutbox* outbox,
+                                                     const Clock* wall_clock,
                                                      JobMasterOptions options, int64_t now_ms) {
   ASSIGN_OR_RETURN(const JobDef* def, FindJob(spec.job_name));
   ASSIGN_OR_RETURN(spec.params, ResolveJobParams(*def, spec.params));
@@ -30,6 +45,26 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec
         "scripts/start-cluster.sh --workers N (or keyflow-worker --coordinator ...)");
   }
   if (spec.parallelism == 0) spec.parallelism = static_cast<int32_t>(available);
+  std::optional<RestorePoint> restore;
+  if (!spec.from_savepoint.empty()) {
+    auto m = CheckpointStorage::ReadMetadata(spec.from_savepoint);
+    if (!m.ok()) return m.status().WithContext("cannot restore from " + spec.from_savepoint);
+    RETURN_IF_ERROR(ValidateRestore(*m, spec.parallelism, spec.max_parallelism));
+    std::string dir = spec.from_savepoint;
+    if (dir.size() > 10 && dir.substr(dir.size() - 10) == "/_metadata") dir.resize(dir.size() - 10);
+    RETURN_IF_ERROR(CheckpointStorage::VerifyStateFiles(dir, *m));
+    if (m->spec.job_name != spec.job_name) {
+      return FailedPrecondition("the savepoint " + spec.from_savepoint + " belongs to job " +
+                                m->spec.job_name + ", not " + spec.job_name);
+    }
+    if (m->spec.key_type != spec.key_type) {
+      return FailedPrecondition("the savepoint holds " + std::string(KeyTypeName(m->spec.key_type)) +
+                                " keys; run with --key-type " +
+                                std::string(KeyTypeName(m->spec.key_type)));
+    }
+    spec.max_parallelism = m->spec.max_parallelism;  // fixed for the lifetime of the state
+    restore = RestorePoint{std::move(m).value(), dir};
+  }
   if (spec.max_parallelism == 0 && spec.parallelism > 0 &&
       spec.parallelism <= kUpperBoundMaxParallelism) {
     spec.max_parallelism = ComputeDefaultMaxParallelism(spec.parallelism);
@@ -40,21 +75,91 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec
                               " workers (one per subtask) but only " + std::to_string(available) +
                               " are registered: start more workers or lower --parallelism");
   }
+  ASSIGN_OR_RETURN(RestartStrategy restart, RestartStrategy::FromSpec(spec));
   std::unique_ptr<JobMaster> jm(
-      new JobMaster(std::move(job_id), std::move(spec), workers, outbox, options));
+      new JobMaster(std::move(job_id), std::move(spec), workers, outbox, wall_clock, options));
+  jm->restart_ = restart;
   jm->submitted_ms_ = now_ms;
-  RETURN_IF_ERROR(jm->Deploy(now_ms));
+  jm->initial_restore_ = restore;
+  RETURN_IF_ERROR(jm->DeployAttempt(jm->spec_.parallelism, restore, now_ms));
   return jm;
 }
 
-Status JobMaster::Deploy(int64_t now_ms) {
+Result<std::unique_ptr<JobMaster>> JobMaster::Resume(const JobRecord& record,
+                                                     WorkerRegistry* workers,
+                                                     ControlOutbox* outbox,
+                                                     const Clock* wall_clock,
+                                                     JobMasterOptions options, int64_t now_ms) {
+  ASSIGN_OR_RETURN(RestartStrategy restart, RestartStrategy::FromSpec(record.spec));
+  std::unique_ptr<JobMaster> jm(
+      new JobMaster(record.job_id, record.spec, workers, outbox, wall_clock, options));
+  jm->restart_ = restart;
+  jm->submitted_ms_ = now_ms;
+  jm->attempt_ = record.last_attempt;
+  jm->state_ = JobState::kRestarting;
+  jm->restart_at_ms_ = now_ms;
+  jm->replacement_deadline_ms_ = now_ms + record.spec.replacement_timeout_ms;
+  jm->last_failure_ = "the coordinator restarted";
+  if (!record.spec.from_savepoint.empty()) {
+    auto m = CheckpointStorage::ReadMetadata(record.spec.from_savepoint);
+    if (m.ok()) {
+      std::string dir = record.spec.from_savepoint;
+      if (dir.size() > 10 && dir.substr(dir.size() - 10) == "/_metadata") dir.resize(dir.size() - 10);
+      jm->initial_restore_ = RestorePoint{std::move(m).value(), dir};
+    }
+  }
+  KF_LOG_INFO("resuming job job={} last_attempt={}", record.job_id, record.last_attempt.value());
+  return jm;
+}
+
+void JobMaster::WriteJobRecord() {
+  JobRecord r;
+  r.job_id = job_id_;
+  r.spec = spec_;
+  r.state = terminal() ? std::string(JobStateName(state_)) : "RUNNING";
+  r.last_attempt = attempt_;
+  Status s = storage_.WriteJobRecord(r);
+  if (!s.ok()) KF_LOG_WARN("cannot write the job record: {}", s.message());
+}
+
+Result<std::optional<JobMaster::RestorePoint>> JobMaster::ChooseRestorePoint() {
+  auto completed = storage_.ListCompletedCheckpoints(job_id_);
+  if (!completed.ok()) return completed.status();
+  for (auto it = completed->rbegin(); it != completed->rend(); ++it) {
+    if (bad_checkpoints_.count(it->id.value())) continue;
+    auto m = CheckpointStorage::ReadMetadata(it->directory);
+    Status ok = m.ok() ? CheckpointStorage::VerifyStateFiles(it->directory, *m) : m.status();
+    if (!ok.ok()) {
+      bad_checkpoints_.insert(it->id.value());
+      KF_LOG_WARN("checkpoint {} cannot be restored ({}); using the previous completed checkpoint",
+                  it->id.value(), ok.message());
+      continue;
+    }
+    return std::optional<RestorePoint>(RestorePoint{std::move(m).value(), it->directory});
+  }
+  if (initial_restore_) return initial_restore_;
+  return std::optional<RestorePoint>();
+}
+
+Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint> restore,
+                                int64_t now_ms) {
   attempt_ = AttemptNumber(attempt_.value() + 1);
   state_ = JobState::kDeploying;
   deploy_started_ms_ = now_ms;
+  final_triggered_ = false;
+  attempt_cancelled_ = false;
+  spec_.parallelism = parallelism;
   vertices_.clear();
   std::vector<const WorkerInfo*> by_slot = workers_->BySlot();
-  auto ranges = CreateKeyGroupPartitions(spec_.max_parallelism, spec_.parallelism);
-  for (int32_t i = 0; i < spec_.parallelism; ++i) {
+  CHECK_GE(by_slot.size(), static_cast<size_t>(parallelism));
+  auto ranges = CreateKeyGroupPartitions(spec_.max_parallelism, parallelism);
+  std::vector<RestoreAssignment> assignments;
+  restored_from_.reset();
+  if (restore) {
+    assignments = AssignState(restore->metadata, restore->directory, parallelism);
+    restored_from_ = restore->metadata.id;
+  }
+  for (int32_t i = 0; i < parallelism; ++i) {
     const WorkerInfo* w = by_slot[static_cast<size_t>(i)];
     Vertex v;
     v.subtask = SubtaskIndex(i);
@@ -64,35 +169,58 @@ Status JobMaster::Deploy(int64_t now_ms) {
     v.key_groups = ranges[static_cast<size_t>(i)];
     vertices_.push_back(std::move(v));
   }
-  for (const Vertex& v : vertices_) {
+  for (size_t i = 0; i < vertices_.size(); ++i) {
     DeployTask d;
     d.attempt = attempt_;
     d.job_id = job_id_;
     d.spec = spec_;
-    d.subtask = v.subtask;
-    d.key_groups = v.key_groups;
-    outbox_->Send(v.identity, d);
+    d.subtask = vertices_[i].subtask;
+    d.key_groups = vertices_[i].key_groups;
+    if (restore) d.restore = assignments[i];
+    outbox_->Send(vertices_[i].identity, d);
   }
-  KF_LOG_INFO("job deploying job={} attempt={} parallelism={} max_parallelism={}", job_id_,
-              attempt_.value(), spec_.parallelism, spec_.max_parallelism);
+  // A fresh checkpoint coordinator per attempt; ids keep increasing across attempts.
+  ASSIGN_OR_RETURN(int64_t max_used, storage_.MaxUsedId(job_id_));
+  CheckpointConfig config;
+  config.interval_ms = spec_.checkpoint_interval_ms;
+  config.timeout_ms = spec_.checkpoint_timeout_ms;
+  config.min_pause_ms = spec_.checkpoint_min_pause_ms;
+  config.max_concurrent = spec_.max_concurrent_checkpoints;
+  config.retained = spec_.retained_checkpoints;
+  checkpoints_ = std::make_unique<CheckpointCoordinator>(job_id_, spec_, attempt_, config,
+                                                         &storage_, wall_clock_, max_used + 1);
+  auto completed = storage_.ListCompletedCheckpoints(job_id_);
+  if (completed.ok()) checkpoints_->RecoverCompleted(*completed);
+  WriteJobRecord();
+  KF_LOG_INFO("job deploying job={} attempt={} parallelism={} max_parallelism={} restore={}",
+              job_id_, attempt_.value(), parallelism, spec_.max_parallelism,
+              restore ? restore->directory : std::string("none"));
   return Status::Ok();
 }
 
 JobMaster::Vertex* JobMaster::VertexOf(SubtaskIndex s, AttemptNumber a, WorkerId w) {
-  if (a != attempt_ || terminal()) return nullptr;  // stale deployment
+  if (a != attempt_ || terminal() || state_ == JobState::kRestarting) return nullptr;
   if (s.value() < 0 || static_cast<size_t>(s.value()) >= vertices_.size()) return nullptr;
   Vertex& v = vertices_[static_cast<size_t>(s.value())];
   return v.worker == w ? &v : nullptr;
+}
+
+void JobMaster::Send(const std::vector<CheckpointCoordinator::Outgoing>& out) {
+  for (const auto& o : out) {
+    if (o.subtask.value() < 0 || static_cast<size_t>(o.subtask.value()) >= vertices_.size()) continue;
+    const Vertex& v = vertices_[static_cast<size_t>(o.subtask.value())];
+    if (workers_->Find(v.worker) != nullptr) outbox_->Send(v.identity, o.message);
+  }
 }
 
 void JobMaster::OnTaskDeployed(const TaskDeployed& m, int64_t now_ms) {
   Vertex* v = VertexOf(m.subtask, m.attempt, m.worker);
   if (v == nullptr || state_ != JobState::kDeploying) return;
   if (m.input_endpoints.size() != vertices_.size()) {
-    Fail("subtask " + std::to_string(m.subtask.value()) + " reported " +
-             std::to_string(m.input_endpoints.size()) + " input endpoints, expected " +
-             std::to_string(vertices_.size()),
-         now_ms);
+    FailAttempt("subtask " + std::to_string(m.subtask.value()) + " reported " +
+                    std::to_string(m.input_endpoints.size()) + " input endpoints, expected " +
+                    std::to_string(vertices_.size()),
+                now_ms);
     return;
   }
   v->deployed = true;
@@ -106,8 +234,23 @@ void JobMaster::OnTaskDeployed(const TaskDeployed& m, int64_t now_ms) {
   for (const Vertex& x : vertices_) outbox_->Send(x.identity, start);
   state_ = JobState::kRunning;
   running_since_ms_ = now_ms;
-  KF_LOG_INFO("job running job={} attempt={} deploy_ms={}", job_id_, attempt_.value(),
-              now_ms - deploy_started_ms_);
+  KF_LOG_INFO("job running job={} attempt={} deploy_ms={} since_failure_ms={}", job_id_,
+              attempt_.value(), now_ms - deploy_started_ms_,
+              last_failure_ms_ > 0 ? now_ms - last_failure_ms_ : 0);
+}
+
+void JobMaster::OnTaskInputEnded(const TaskInputEnded& m, int64_t now_ms) {
+  Vertex* v = VertexOf(m.subtask, m.attempt, m.worker);
+  if (v == nullptr) return;
+  v->input_ended = true;
+  for (const Vertex& x : vertices_) {
+    if (!x.input_ended) return;
+  }
+  if (state_ == JobState::kRunning) {
+    state_ = JobState::kFinishing;
+    KF_LOG_INFO("all input consumed job={}: taking the final checkpoint", job_id_);
+  }
+  OnTick(now_ms);
 }
 
 void JobMaster::OnTaskFinished(const TaskFinished& m, int64_t now_ms) {
@@ -120,59 +263,176 @@ void JobMaster::OnTaskFinished(const TaskFinished& m, int64_t now_ms) {
   for (const Vertex& x : vertices_) {
     if (!x.finished) return;
   }
-  state_ = JobState::kFinished;
-  ended_ms_ = now_ms;
-  KF_LOG_INFO("job finished job={} attempt={} duration_ms={}", job_id_, attempt_.value(),
-              now_ms - submitted_ms_);
+  EndJob(JobState::kFinished, "", now_ms);
 }
 
 void JobMaster::OnTaskFailed(const TaskFailed& m, int64_t now_ms) {
   Vertex* v = VertexOf(m.subtask, m.attempt, m.worker);
   if (v == nullptr) return;
-  Fail("subtask " + std::to_string(m.subtask.value()) + " on " + v->worker_description +
-           " failed: " + m.reason,
-       now_ms);
+  if (m.corrupted_checkpoint.value() != 0 && restored_from_ == m.corrupted_checkpoint) {
+    bad_checkpoints_.insert(m.corrupted_checkpoint.value());
+    KF_LOG_WARN("checkpoint {} is corrupted ({}); the next attempt uses the previous completed "
+                "checkpoint",
+                m.corrupted_checkpoint.value(), m.reason);
+  }
+  FailAttempt("subtask " + std::to_string(m.subtask.value()) + " on " + v->worker_description +
+                  " failed: " + m.reason,
+              now_ms);
+}
+
+void JobMaster::OnAcknowledge(const AcknowledgeCheckpoint& m, int64_t now_ms) {
+  if (VertexOf(m.subtask, m.attempt, m.worker) == nullptr || !checkpoints_) return;
+  Send(checkpoints_->OnAcknowledge(m, now_ms));
+}
+
+void JobMaster::OnDecline(const DeclineCheckpoint& m, int64_t now_ms) {
+  if (m.attempt != attempt_ || !checkpoints_ || terminal()) return;
+  KF_LOG_WARN("checkpoint declined checkpoint={} subtask={} reason={}", m.checkpoint.value(),
+              m.subtask.value(), m.reason);
+  Send(checkpoints_->OnDecline(m, now_ms));
 }
 
 void JobMaster::OnWorkerLost(const WorkerInfo& w, const std::string& why, int64_t now_ms) {
-  if (terminal() || !Uses(w.id)) return;
+  if (terminal() || state_ == JobState::kRestarting || !Uses(w.id)) return;
   for (const Vertex& v : vertices_) {
-    if (v.worker == w.id && v.finished) return;  // its work is done and reported
+    if (v.worker == w.id && v.finished) return;  // its work is done and committed
   }
-  Fail(w.Describe() + " was lost: " + why, now_ms);
+  FailAttempt(w.Describe() + " was lost: " + why, now_ms);
+}
+
+void JobMaster::OnWorkerRegistered(int64_t now_ms) {
+  if (state_ == JobState::kRestarting) TryRestart(now_ms);
+}
+
+void JobMaster::FailAttempt(const std::string& reason, int64_t now_ms) {
+  if (terminal() || state_ == JobState::kRestarting) return;
+  last_failure_ = reason;
+  last_failure_ms_ = now_ms;
+  CancelAll("attempt " + std::to_string(attempt_.value()) + " failed: " + reason);
+  if (checkpoints_) checkpoints_->AbortAll("the attempt failed: " + reason);
+  int64_t delay = 0;
+  if (!restart_.OnFailure(now_ms, running_since_ms_, &delay)) {
+    std::string why = restart_.kind() == RestartStrategy::Kind::kNone
+                          ? reason + " (restart strategy: none)"
+                          : reason + " (restart attempts exhausted after " +
+                                std::to_string(restart_.restarts()) + " restarts)";
+    EndJob(JobState::kFailed, why, now_ms);
+    return;
+  }
+  state_ = JobState::kRestarting;
+  restart_at_ms_ = now_ms + delay;
+  replacement_deadline_ms_ = now_ms + spec_.replacement_timeout_ms;
+  running_since_ms_ = 0;
+  KF_LOG_WARN("job attempt failed job={} attempt={} restart_in_ms={} reason={}", job_id_,
+              attempt_.value(), delay, reason);
+}
+
+void JobMaster::TryRestart(int64_t now_ms) {
+  if (now_ms < restart_at_ms_) return;
+  int32_t wanted = spec_.parallelism;
+  int32_t available = static_cast<int32_t>(workers_->size());
+  int32_t p = wanted;
+  if (available < wanted) {
+    if (now_ms < replacement_deadline_ms_ || available == 0) {
+      waiting_for_ = "waiting for " + std::to_string(wanted - available) +
+                     " replacement worker(s) (" + std::to_string(available) + " of " +
+                     std::to_string(wanted) + " registered)";
+      return;
+    }
+    p = available;  // reactive scale-down: go on with the workers that remain
+    KF_LOG_WARN("no replacement worker within {} ms: restarting job {} on {} worker(s) instead of {}",
+                spec_.replacement_timeout_ms, job_id_, p, wanted);
+  }
+  waiting_for_.clear();
+  auto restore = ChooseRestorePoint();
+  if (!restore.ok()) {
+    EndJob(JobState::kFailed, "cannot find a checkpoint to restore: " + restore.status().message(),
+           now_ms);
+    return;
+  }
+  if (*restore) {
+    Status valid = ValidateRestore((*restore)->metadata, p, spec_.max_parallelism);
+    if (!valid.ok()) {
+      EndJob(JobState::kFailed, valid.message(), now_ms);
+      return;
+    }
+  }
+  Status s = DeployAttempt(p, *restore, now_ms);
+  if (!s.ok()) EndJob(JobState::kFailed, s.message(), now_ms);
 }
 
 void JobMaster::OnTick(int64_t now_ms) {
-  if (state_ == JobState::kDeploying && now_ms - deploy_started_ms_ > options_.deploy_timeout_ms) {
-    std::string missing;
-    for (const Vertex& v : vertices_) {
-      if (!v.deployed) missing += (missing.empty() ? "" : ", ") + v.worker_description;
-    }
-    Fail("deployment timed out after " + std::to_string(options_.deploy_timeout_ms) +
-             " ms waiting for " + missing,
-         now_ms);
+  switch (state_) {
+    case JobState::kDeploying:
+      if (now_ms - deploy_started_ms_ > options_.deploy_timeout_ms) {
+        std::string missing;
+        for (const Vertex& v : vertices_) {
+          if (!v.deployed) missing += (missing.empty() ? "" : ", ") + v.worker_description;
+        }
+        FailAttempt("deployment timed out after " + std::to_string(options_.deploy_timeout_ms) +
+                        " ms waiting for " + missing,
+                    now_ms);
+      }
+      return;
+    case JobState::kRunning:
+      if (checkpoints_) Send(checkpoints_->OnTick(now_ms));
+      return;
+    case JobState::kFinishing:
+      if (!checkpoints_) return;
+      Send(checkpoints_->OnTick(now_ms));
+      if (!final_triggered_ || checkpoints_->num_pending() == 0) {
+        // The final checkpoint (again, if the last try was aborted).
+        auto out = checkpoints_->Trigger(now_ms, false, true, "");
+        if (out.ok()) {
+          final_triggered_ = true;
+          Send(*out);
+        }
+      }
+      return;
+    case JobState::kRestarting:
+      TryRestart(now_ms);
+      return;
+    default:
+      return;
   }
+}
+
+Status JobMaster::RequestCheckpoint(bool savepoint, const std::string& directory,
+                                    RequestCallback done, int64_t now_ms) {
+  if ((state_ != JobState::kRunning && state_ != JobState::kFinishing) || !checkpoints_) {
+    return FailedPrecondition("job " + job_id_ + " is " + std::string(JobStateName(state_)) +
+                              ": checkpoints are taken only while it runs");
+  }
+  ASSIGN_OR_RETURN(auto out, checkpoints_->Trigger(now_ms, savepoint, false, directory,
+                                                   std::move(done)));
+  Send(out);
+  return Status::Ok();
 }
 
 void JobMaster::Cancel(const std::string& reason, int64_t now_ms) {
   if (terminal()) return;
   CancelAll(reason);
-  state_ = JobState::kCanceled;
-  failure_reason_ = reason;
-  ended_ms_ = now_ms;
-  KF_LOG_INFO("job canceled job={} reason={}", job_id_, reason);
+  if (checkpoints_) checkpoints_->AbortAll("the job was canceled");
+  EndJob(JobState::kCanceled, reason, now_ms);
 }
 
-void JobMaster::Fail(const std::string& reason, int64_t now_ms) {
-  if (terminal()) return;
-  CancelAll("job failed: " + reason);
-  state_ = JobState::kFailed;
+void JobMaster::EndJob(JobState state, const std::string& reason, int64_t now_ms) {
+  if (state != JobState::kFinished) CancelAll(reason);
+  state_ = state;
   failure_reason_ = reason;
   ended_ms_ = now_ms;
-  KF_LOG_ERROR("job failed job={} attempt={} reason={}", job_id_, attempt_.value(), reason);
+  WriteJobRecord();
+  if (state == JobState::kFinished) {
+    KF_LOG_INFO("job finished job={} attempts={} duration_ms={}", job_id_, attempt_.value(),
+                now_ms - submitted_ms_);
+  } else {
+    KF_LOG_ERROR("job ended job={} state={} reason={}", job_id_, JobStateName(state), reason);
+  }
 }
 
 void JobMaster::CancelAll(const std::string& reason) {
+  if (attempt_cancelled_) return;
+  attempt_cancelled_ = true;
   CancelTask c;
   c.attempt = attempt_;
   c.reason = reason;
@@ -199,6 +459,11 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["input"] = spec_.input;
   j["output"] = spec_.output_dir;
   j["failure"] = failure_reason_;
+  j["last_failure"] = last_failure_;
+  j["waiting_for"] = waiting_for_;
+  j["restarts"] = restart_.restarts();
+  j["restart_strategy"] = restart_.Describe();
+  j["restored_from"] = restored_from_ ? restored_from_->value() : 0;
   j["duration_ms"] = (terminal() ? ended_ms_ : now_ms) - submitted_ms_;
   nlohmann::json subtasks = nlohmann::json::array();
   SubtaskMetrics total;
@@ -211,7 +476,9 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     s["subtask"] = v.subtask.value();
     s["worker"] = v.worker_description;
     s["key_groups"] = {v.key_groups.start(), v.key_groups.end()};
-    s["state"] = v.finished ? "FINISHED" : (v.deployed ? "RUNNING" : "DEPLOYING");
+    s["state"] = v.finished ? "FINISHED"
+                 : v.input_ended ? "INPUT_ENDED"
+                 : v.deployed ? "RUNNING" : "DEPLOYING";
     s["records_in"] = m.records_in;
     s["records_processed"] = m.records_processed;
     s["records_out"] = m.records_out;
@@ -243,6 +510,64 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["records_in_per_s"] = total_in_rate;
   j["records_processed_per_s"] = total_processed_rate;
   j["watermark"] = vertices_.empty() ? INT64_MIN : min_watermark;
+  nlohmann::json ck;
+  ck["interval_ms"] = spec_.checkpoint_interval_ms;
+  if (checkpoints_) {
+    auto latest = checkpoints_->latest_completed();
+    ck["latest_completed"] = latest ? latest->id.value() : 0;
+    ck["pending"] = checkpoints_->num_pending();
+    nlohmann::json recent = nlohmann::json::array();
+    for (const CheckpointStats& st : checkpoints_->history()) {
+      if (recent.size() >= 5) break;
+      recent.push_back({{"id", st.id.value()}, {"state", st.state}, {"savepoint", st.savepoint},
+                        {"duration_ms", st.duration_ms}, {"bytes", st.state_bytes},
+                        {"sync_us", st.max_sync_us}, {"async_us", st.max_async_us},
+                        {"alignment_us", st.max_alignment_us}, {"failure", st.failure}});
+    }
+    ck["recent"] = std::move(recent);
+  }
+  j["checkpoints"] = std::move(ck);
+  return j;
+}
+
+nlohmann::json JobMaster::CheckpointsJson() const {
+  nlohmann::json j;
+  j["job_id"] = job_id_;
+  nlohmann::json list = nlohmann::json::array();
+  auto add = [&](const Result<std::vector<CheckpointLocation>>& locations) {
+    if (!locations.ok()) return;
+    for (const CheckpointLocation& l : *locations) {
+      nlohmann::json e;
+      e["id"] = l.id.value();
+      e["type"] = l.savepoint ? "savepoint" : "checkpoint";
+      e["directory"] = l.directory;
+      auto m = CheckpointStorage::ReadMetadata(l.directory);
+      if (m.ok()) {
+        e["timestamp_ms"] = m->timestamp_ms;
+        e["parallelism"] = m->parallelism();
+        e["max_parallelism"] = m->max_parallelism();
+        e["bytes"] = m->TotalStateBytes();
+        e["final"] = m->final;
+      }
+      list.push_back(std::move(e));
+    }
+  };
+  add(storage_.ListCompletedCheckpoints(job_id_));
+  add(storage_.ListSavepoints(job_id_));
+  std::sort(list.begin(), list.end(),
+            [](const nlohmann::json& a, const nlohmann::json& b) { return a["id"] < b["id"]; });
+  j["completed"] = std::move(list);
+  nlohmann::json history = nlohmann::json::array();
+  if (checkpoints_) {
+    for (const CheckpointStats& st : checkpoints_->history()) {
+      history.push_back({{"id", st.id.value()}, {"state", st.state}, {"savepoint", st.savepoint},
+                         {"duration_ms", st.duration_ms}, {"bytes", st.state_bytes},
+                         {"sync_us", st.max_sync_us}, {"async_us", st.max_async_us},
+                         {"alignment_us", st.max_alignment_us}, {"failure", st.failure},
+                         {"directory", st.directory}});
+    }
+  }
+  j["history"] = std::move(history);
   return j;
 }
 

@@ -1,48 +1,80 @@
-// JobMaster: one submitted job on the coordinator — deployment, liveness of its subtasks,
-// completion, failure (Flink's JobMaster + ExecutionGraph, for a single keyed pipeline).
+// JobMaster: one submitted job on the coordinator — deployment attempts, liveness of their
+// subtasks, checkpoints, failure recovery, completion (Flink's JobMaster + ExecutionGraph +
+// scheduler, for a single keyed pipeline; DESIGN §9–§12).
 //
-// Per attempt: DeployTask to P workers -> all TaskDeployed (data endpoints bound) ->
-// StartTask with every endpoint -> RUNNING -> all TaskFinished -> FINISHED. A lost worker or a
-// failed task fails the attempt: every subtask is cancelled and the job ends FAILED with a
-// reason that names the worker. Messages of older attempts are ignored.
+// An attempt: DeployTask to P workers (with the state each subtask restores) -> all
+// TaskDeployed -> StartTask -> RUNNING: periodic checkpoints (CheckpointCoordinator) -> with
+// checkpointing, every subtask reports TaskInputEnded -> FINISHING: a final checkpoint whose
+// completion commits the last results -> all TaskFinished -> FINISHED.
+// A lost worker, a failed subtask or a deployment timeout fails the attempt: every subtask is
+// cancelled, pending checkpoints are aborted, and the restart strategy decides: RESTARTING
+// (after the backoff, a new attempt restores the latest completed checkpoint — a corrupted one
+// is skipped in favour of the previous one; if a lost worker is not replaced within the
+// replacement timeout, the job restarts on the workers that remain) or FAILED.
+// Messages of older attempts are ignored.
 //
 // Threading: coordinator thread only. Time is passed in (monotonic ms).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint_coordinator.h"
+#include "checkpoint/checkpoint_storage.h"
+#include "checkpoint/state_assignment.h"
+#include "common/clock.h"
 #include "common/key_group_range.h"
 #include "common/protocol/control_messages.h"
 #include "coordinator/control_outbox.h"
+#include "coordinator/restart_strategy.h"
 #include "coordinator/worker_registry.h"
 
 namespace keyflow {
 
-enum class JobState { kDeploying, kRunning, kFinished, kFailed, kCanceled };
+enum class JobState { kDeploying, kRunning, kFinishing, kRestarting, kFinished, kFailed, kCanceled };
 std::string_view JobStateName(JobState s);
 
 struct JobMasterOptions {
   int64_t deploy_timeout_ms = 30'000;  // all TaskDeployed must arrive within this
+  std::string checkpoint_root = "./.keyflow/checkpoints";
 };
 
 class JobMaster {
  public:
-  // Resolves P (0 -> all registered workers) and M (0 -> Flink's default) and validates them
-  // against the registry; the error says what to change.
+  using RequestCallback = CheckpointCoordinator::RequestCallback;
+
+  // A new submission: resolves P (0 -> all registered workers) and M (0 -> Flink's default, or
+  // the savepoint's), validates job, parameters, restore point and workers; deploys attempt 1.
   static Result<std::unique_ptr<JobMaster>> Create(std::string job_id, JobSpec spec,
                                                    WorkerRegistry* workers, ControlOutbox* outbox,
+                                                   const Clock* wall_clock,
+                                                   JobMasterOptions options, int64_t now_ms);
+  // A job that was running when the coordinator went down: resumes from its latest completed
+  // checkpoint once enough workers have registered.
+  static Result<std::unique_ptr<JobMaster>> Resume(const JobRecord& record,
+                                                   WorkerRegistry* workers, ControlOutbox* outbox,
+                                                   const Clock* wall_clock,
                                                    JobMasterOptions options, int64_t now_ms);
 
   void OnTaskDeployed(const TaskDeployed& m, int64_t now_ms);
+  void OnTaskInputEnded(const TaskInputEnded& m, int64_t now_ms);
   void OnTaskFinished(const TaskFinished& m, int64_t now_ms);
   void OnTaskFailed(const TaskFailed& m, int64_t now_ms);
+  void OnAcknowledge(const AcknowledgeCheckpoint& m, int64_t now_ms);
+  void OnDecline(const DeclineCheckpoint& m, int64_t now_ms);
   void OnWorkerLost(const WorkerInfo& w, const std::string& why, int64_t now_ms);
+  void OnWorkerRegistered(int64_t now_ms);
   void OnTick(int64_t now_ms);
   void Cancel(const std::string& reason, int64_t now_ms);
+  // `keyflow checkpoint` / `keyflow savepoint`: FailedPrecondition unless RUNNING or FINISHING.
+  Status RequestCheckpoint(bool savepoint, const std::string& directory, RequestCallback done,
+                           int64_t now_ms);
 
   JobState state() const { return state_; }
   bool terminal() const {
@@ -53,10 +85,11 @@ class JobMaster {
   const JobSpec& spec() const { return spec_; }
   const std::string& failure_reason() const { return failure_reason_; }
   AttemptNumber attempt() const { return attempt_; }
-  // Whether `worker` runs a subtask of the current attempt.
   bool Uses(WorkerId worker) const;
 
   nlohmann::json StatusJson(int64_t now_ms) const;
+  // Completed checkpoints and savepoints on disk plus this job's recent checkpoint history.
+  nlohmann::json CheckpointsJson() const;
 
  private:
   struct Vertex {
@@ -66,35 +99,62 @@ class JobMaster {
     std::string worker_description;
     KeyGroupRange key_groups;
     bool deployed = false;
+    bool input_ended = false;
     bool finished = false;
     std::vector<std::string> input_endpoints;
     SubtaskMetrics final_metrics;
   };
+  // What an attempt restores from.
+  struct RestorePoint {
+    CheckpointMetadata metadata;
+    std::string directory;
+  };
 
   JobMaster(std::string job_id, JobSpec spec, WorkerRegistry* workers, ControlOutbox* outbox,
-            JobMasterOptions options)
-      : job_id_(std::move(job_id)), spec_(std::move(spec)), workers_(workers), outbox_(outbox),
-        options_(options) {}
+            const Clock* wall_clock, JobMasterOptions options);
 
-  Status Deploy(int64_t now_ms);
-  void Fail(const std::string& reason, int64_t now_ms);
+  // Deploys the next attempt on `parallelism` workers, restoring `restore` if set.
+  Status DeployAttempt(int32_t parallelism, std::optional<RestorePoint> restore, int64_t now_ms);
+  // The restore point for a restart: the newest completed checkpoint whose metadata and files
+  // verify (skipping `bad_checkpoints_`), else the initial savepoint, else none.
+  Result<std::optional<RestorePoint>> ChooseRestorePoint();
+  void TryRestart(int64_t now_ms);
+  void FailAttempt(const std::string& reason, int64_t now_ms);
+  void EndJob(JobState state, const std::string& reason, int64_t now_ms);
   void CancelAll(const std::string& reason);
+  void Send(const std::vector<CheckpointCoordinator::Outgoing>& out);
+  void WriteJobRecord();
   Vertex* VertexOf(SubtaskIndex s, AttemptNumber a, WorkerId w);
+  bool checkpointing() const { return spec_.checkpoint_interval_ms > 0; }
 
   std::string job_id_;
   JobSpec spec_;
   WorkerRegistry* workers_;
   ControlOutbox* outbox_;
+  const Clock* wall_clock_;
   JobMasterOptions options_;
+  CheckpointStorage storage_;
+  RestartStrategy restart_;
 
   JobState state_ = JobState::kDeploying;
   AttemptNumber attempt_{0};
   std::vector<Vertex> vertices_;
+  std::unique_ptr<CheckpointCoordinator> checkpoints_;
+  std::optional<RestorePoint> initial_restore_;  // --from-savepoint, until the first checkpoint
+  std::optional<CheckpointId> restored_from_;     // of the current attempt
+  std::set<int64_t> bad_checkpoints_;             // found corrupted; never restored again
+  bool final_triggered_ = false;
+  bool attempt_cancelled_ = false;  // CancelTask sent to the current attempt's subtasks
   int64_t submitted_ms_ = 0;
   int64_t deploy_started_ms_ = 0;
   int64_t running_since_ms_ = 0;
+  int64_t restart_at_ms_ = 0;
+  int64_t replacement_deadline_ms_ = 0;
+  int64_t last_failure_ms_ = 0;
   int64_t ended_ms_ = 0;
-  std::string failure_reason_;
+  std::string failure_reason_;    // why the job ended (FAILED, CANCELED)
+  std::string last_failure_;      // why the last attempt failed
+  std::string waiting_for_;       // while RESTARTING
 };
 
 }  // namespace keyflow

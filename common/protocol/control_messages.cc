@@ -50,10 +50,12 @@ Result<ControlMessage> DecodeControlMessage(std::string_view bytes, std::string_
 std::string_view ControlMessageName(const ControlMessage& msg) {
   static constexpr std::string_view kNames[] = {
       "RegisterWorker",      "WorkerHeartbeat",       "TaskDeployed",
-      "TaskFinished",        "TaskFailed",            "AcknowledgeCheckpoint",
+      "TaskFinished",        "TaskFailed",            "TaskInputEnded",
+      "AcknowledgeCheckpoint",
       "DeclineCheckpoint",   "Registered",            "DeployTask",
       "StartTask",           "CoordinatorHeartbeat",  "TriggerCheckpoint",
       "NotifyCheckpointComplete", "NotifyCheckpointAborted", "CancelTask",
+      "RegisterAgain",
       "SubmitJob",           "StatusRequest",         "CancelJob",
       "CheckpointRequest",   "ListCheckpointsRequest", "RescaleRequest",
       "Reply"};

@@ -51,7 +51,7 @@ struct SubtaskMetrics {
 };
 
 // One subtask's keyed-state snapshot file (Flink's KeyGroupsStateHandle).
-struct KeyedStateHandle {
+struct KeyGroupsStateHandle {
   std::string path;            // relative to the checkpoint directory
   uint64_t size = 0;
   uint64_t checksum = 0;       // index checksum of the snapshot file
@@ -108,8 +108,22 @@ struct TaskFailed {
   AttemptNumber attempt;
   SubtaskIndex subtask;
   std::string reason;
+  // Set when restoring checkpoint N failed because one of its files is corrupted or truncated:
+  // the coordinator then falls back to the previous completed checkpoint.
+  CheckpointId corrupted_checkpoint{0};
   template <class A>
-  void serialize(A& ar) { ar(worker, attempt, subtask, reason); }
+  void serialize(A& ar) { ar(worker, attempt, subtask, reason, corrupted_checkpoint); }
+};
+
+// With checkpointing on, a subtask whose input ended keeps its results pending until a
+// checkpoint taken after the end completes (the final checkpoint); this tells the coordinator
+// to take it.
+struct TaskInputEnded {
+  WorkerId worker;
+  AttemptNumber attempt;
+  SubtaskIndex subtask;
+  template <class A>
+  void serialize(A& ar) { ar(worker, attempt, subtask); }
 };
 
 struct AcknowledgeCheckpoint {
@@ -117,7 +131,7 @@ struct AcknowledgeCheckpoint {
   AttemptNumber attempt;
   SubtaskIndex subtask;
   CheckpointId checkpoint;
-  KeyedStateHandle keyed_state;
+  KeyGroupsStateHandle keyed_state;
   std::map<std::string, std::string> split_positions;  // split id -> encoded position
   std::vector<std::string> sink_committables;          // encoded, see worker/sinks
   int64_t sync_duration_us = 0;
@@ -155,7 +169,7 @@ struct Registered {
 struct RestoreAssignment {
   CheckpointId checkpoint;
   std::string checkpoint_dir;                   // absolute path of chk-<n> / savepoint
-  std::vector<KeyedStateHandle> keyed_state;    // old subtasks' files intersecting my range
+  std::vector<KeyGroupsStateHandle> keyed_state;    // old subtasks' files intersecting my range
   std::map<std::string, std::string> split_positions;  // all splits (union state)
   std::vector<std::string> sink_committables;   // the ones this subtask (re-)commits
   template <class A>
@@ -214,6 +228,13 @@ struct NotifyCheckpointAborted {
   void serialize(A& ar) { ar(attempt, checkpoint, reason); }
 };
 
+// The coordinator does not know this worker (it restarted, or declared the worker lost):
+// register again.
+struct RegisterAgain {
+  template <class A>
+  void serialize(A&) {}
+};
+
 struct CancelTask {
   AttemptNumber attempt;
   std::string reason;
@@ -269,9 +290,10 @@ struct Reply {
 
 using ControlMessage =
     std::variant<RegisterWorker, WorkerHeartbeat, TaskDeployed, TaskFinished, TaskFailed,
+                 TaskInputEnded,
                  AcknowledgeCheckpoint, DeclineCheckpoint, Registered, DeployTask, StartTask,
                  CoordinatorHeartbeat, TriggerCheckpoint, NotifyCheckpointComplete,
-                 NotifyCheckpointAborted, CancelTask, SubmitJob, StatusRequest, CancelJob,
+                 NotifyCheckpointAborted, CancelTask, RegisterAgain, SubmitJob, StatusRequest, CancelJob,
                  CheckpointRequest, ListCheckpointsRequest, RescaleRequest, Reply>;
 
 // Encodes version + message.

@@ -33,19 +33,30 @@ struct JobSpec {
   int32_t retained_checkpoints = 3;
   std::string checkpoint_dir;          // empty = the coordinator's --checkpoint-dir
   std::string from_savepoint;          // restore from this checkpoint/savepoint directory
-  // Restart strategy: "none", "fixed-delay", "exponential-delay".
-  std::string restart_strategy = "fixed-delay";
-  int32_t restart_attempts = 10;
-  int64_t restart_delay_ms = 1000;
+  // Restart strategy: "none", "fixed-delay", "exponential-delay"; "" = exponential-delay when
+  // checkpointing is on, none otherwise (coordinator/restart_strategy.h).
+  std::string restart_strategy;
+  int32_t restart_attempts = 50;
+  int64_t restart_delay_ms = 200;
+  int64_t restart_max_delay_ms = 30'000;
+  // A failed worker not replaced within this time: restart on the remaining workers.
+  int64_t replacement_timeout_ms = 10'000;
 
+  // Stored in checkpoint metadata: a new field is appended under `if (version >= N)` and the
+  // class version below raised, so older checkpoints stay readable.
   template <class Archive>
-  void serialize(Archive& ar) {
+  void serialize(Archive& ar, const std::uint32_t version) {
+    (void)version;
     ar(job_name, params, input, output_dir, parallelism, max_parallelism, key_field, ts_field,
        key_type, watermark_bound_ms, watermark_interval_ms, idle_timeout_ms, fail_on_bad_record,
        checkpoint_interval_ms, checkpoint_timeout_ms, checkpoint_min_pause_ms,
        max_concurrent_checkpoints, retained_checkpoints, checkpoint_dir, from_savepoint,
-       restart_strategy, restart_attempts, restart_delay_ms);
+       restart_strategy, restart_attempts, restart_delay_ms, restart_max_delay_ms,
+       replacement_timeout_ms);
   }
 };
 
 }  // namespace keyflow
+
+#include <cereal/cereal.hpp>
+CEREAL_CLASS_VERSION(keyflow::JobSpec, 1);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "common/key_group_assignment.h"
 #include "common/process/command_line.h"
 #include "common/protocol/job_catalog.h"
+#include "coordinator/cli/checkpoint_inspect_command.h"
 #include "coordinator/cli/control_client.h"
 
 namespace keyflow::cli {
@@ -30,9 +32,9 @@ void AddCoordinatorOption(po::options_description* opts, std::string* endpoint) 
 
 // One request/reply exchange; prints the error and returns nullopt on failure.
 std::optional<Reply> Ask(const std::string& endpoint, const ControlMessage& msg, int* exit_code,
-                         bool quiet = false) {
+                         bool quiet = false, int64_t timeout_ms = kRequestTimeoutMs) {
   zmq::context_t ctx(1);
-  auto client = ControlClient::Connect(&ctx, endpoint, kRequestTimeoutMs);
+  auto client = ControlClient::Connect(&ctx, endpoint, timeout_ms);
   if (!client.ok()) {
     *exit_code = Fail(client.status(), kExitUsage);
     return std::nullopt;
@@ -146,7 +148,9 @@ int WaitForJob(const std::string& endpoint, const std::string& job_id) {
 int RunRunCommand(const std::vector<std::string>& args) {
   po::options_description opts;
   std::string endpoint, key_type = "string", wm_bound = "1s", wm_interval = "200ms",
-                        idle = "0", on_bad = "skip", ckpt_interval = "0";
+                        idle = "0", on_bad = "skip", ckpt_interval = "0", ckpt_timeout = "10min",
+                        min_pause = "0", restart_delay = "200ms", restart_max_delay = "30s",
+                        replacement_timeout = "10s";
   std::vector<std::string> params;
   JobSpec spec;
   bool wait = false;
@@ -173,6 +177,29 @@ int RunRunCommand(const std::vector<std::string>& args) {
       ("on-bad-record", po::value(&on_bad)->default_value(on_bad), "skip | fail")
       ("checkpoint-interval", po::value(&ckpt_interval)->default_value(ckpt_interval),
        "take a checkpoint this often (0 = no periodic checkpoints)")
+      ("checkpoint-timeout", po::value(&ckpt_timeout)->default_value(ckpt_timeout),
+       "a checkpoint not complete by then is aborted")
+      ("min-pause", po::value(&min_pause)->default_value(min_pause),
+       "minimum time between the end of a checkpoint and the next periodic one")
+      ("max-concurrent-checkpoints", po::value(&spec.max_concurrent_checkpoints)->default_value(1),
+       "periodic checkpoints in flight at once")
+      ("retained-checkpoints", po::value(&spec.retained_checkpoints)->default_value(3),
+       "completed checkpoints kept on disk (savepoints are always kept)")
+      ("checkpoint-dir", po::value(&spec.checkpoint_dir),
+       "checkpoint directory for this job (default: the coordinator's --checkpoint-dir)")
+      ("from-savepoint", po::value(&spec.from_savepoint),
+       "restore from this savepoint or checkpoint directory (any parallelism, same max parallelism)")
+      ("restart-strategy", po::value(&spec.restart_strategy),
+       "none | fixed-delay | exponential-delay (default: exponential-delay with checkpoints, "
+       "none without)")
+      ("restart-attempts", po::value(&spec.restart_attempts)->default_value(50),
+       "restarts allowed (exponential-delay: in a row)")
+      ("restart-delay", po::value(&restart_delay)->default_value(restart_delay),
+       "delay before a restart (exponential-delay: the first one)")
+      ("restart-max-delay", po::value(&restart_max_delay)->default_value(restart_max_delay),
+       "exponential-delay: upper bound of the backoff")
+      ("replacement-timeout", po::value(&replacement_timeout)->default_value(replacement_timeout),
+       "a lost worker not replaced within this time: restart on the remaining workers")
       ("wait", po::bool_switch(&wait), "block until the job ends, with progress and a summary");
   AddCoordinatorOption(&opts, &endpoint);
   po::variables_map vm;
@@ -205,13 +232,28 @@ int RunRunCommand(const std::vector<std::string>& args) {
   } durations[] = {{"watermark-bound", &wm_bound, &spec.watermark_bound_ms},
                    {"watermark-interval", &wm_interval, &spec.watermark_interval_ms},
                    {"idle-timeout", &idle, &spec.idle_timeout_ms},
-                   {"checkpoint-interval", &ckpt_interval, &spec.checkpoint_interval_ms}};
+                   {"checkpoint-interval", &ckpt_interval, &spec.checkpoint_interval_ms},
+                   {"checkpoint-timeout", &ckpt_timeout, &spec.checkpoint_timeout_ms},
+                   {"min-pause", &min_pause, &spec.checkpoint_min_pause_ms},
+                   {"restart-delay", &restart_delay, &spec.restart_delay_ms},
+                   {"restart-max-delay", &restart_max_delay, &spec.restart_max_delay_ms},
+                   {"replacement-timeout", &replacement_timeout, &spec.replacement_timeout_ms}};
   for (auto& d : durations) {
     auto ms = DurationFlagMillis(d.flag, *d.value);
     if (!ms.ok()) return Fail(ms.status(), kExitUsage);
     *d.out = *ms;
   }
   if (spec.watermark_interval_ms <= 0) return Fail("--watermark-interval must be > 0", kExitUsage);
+  if (spec.checkpoint_interval_ms > 0 && spec.checkpoint_interval_ms < 10) {
+    return Fail("--checkpoint-interval must be at least 10ms", kExitUsage);
+  }
+  if (spec.max_concurrent_checkpoints < 1 || spec.retained_checkpoints < 1) {
+    return Fail("--max-concurrent-checkpoints and --retained-checkpoints must be at least 1",
+                kExitUsage);
+  }
+  if (!spec.checkpoint_dir.empty()) spec.checkpoint_dir = std::filesystem::absolute(spec.checkpoint_dir);
+  if (!spec.from_savepoint.empty()) spec.from_savepoint = std::filesystem::absolute(spec.from_savepoint);
+  if (!spec.output_dir.empty()) spec.output_dir = std::filesystem::absolute(spec.output_dir);
   if (spec.parallelism < 0 || spec.max_parallelism < 0) {
     return Fail("--parallelism and --max-parallelism must not be negative", kExitUsage);
   }
@@ -306,6 +348,93 @@ int RunCancelCommand(const std::vector<std::string>& args) {
   if (!reply) return code;
   if (!reply->ok) return Fail(reply->message, kExitFailure);
   std::cout << reply->message << "\n";
+  return kExitOk;
+}
+
+namespace {
+
+int CheckpointRequestCommand(const std::vector<std::string>& args, bool savepoint) {
+  po::options_description opts;
+  std::string endpoint, dir, timeout = "10min";
+  if (savepoint) {
+    opts.add_options()("dir", po::value(&dir),
+                       "savepoint directory (default: <checkpoint dir>/<job>/savepoint-<n>)");
+  }
+  opts.add_options()("timeout", po::value(&timeout)->default_value(timeout),
+                     "how long to wait for completion");
+  AddCoordinatorOption(&opts, &endpoint);
+  po::variables_map vm;
+  int code;
+  std::string usage = savepoint ? "usage: keyflow savepoint [--dir DIR]\nTakes a savepoint of the "
+                                  "running job (kept until deleted; restore it with keyflow run "
+                                  "--from-savepoint DIR)."
+                                : "usage: keyflow checkpoint\nTakes a checkpoint of the running "
+                                  "job now.\n       keyflow checkpoint inspect PATH [--json]\n"
+                                  "Prints a checkpoint's metadata.";
+  if (!ParseCommandLine(usage, opts, {}, args, &vm, &code)) return code;
+  auto timeout_ms = DurationFlagMillis("timeout", timeout);
+  if (!timeout_ms.ok()) return Fail(timeout_ms.status(), kExitUsage);
+  if (!dir.empty()) dir = std::filesystem::absolute(dir);
+  CheckpointRequest req;
+  req.savepoint = savepoint;
+  req.directory = dir;
+  auto reply = Ask(endpoint, req, &code, false, *timeout_ms);
+  if (!reply) return code;
+  if (!reply->ok) return Fail(reply->message, kExitFailure);
+  std::cout << reply->message << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunCheckpointCommand(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "inspect") {
+    return RunCheckpointInspect(std::vector<std::string>(args.begin() + 1, args.end()), std::cout);
+  }
+  return CheckpointRequestCommand(args, false);
+}
+
+int RunSavepointCommand(const std::vector<std::string>& args) {
+  return CheckpointRequestCommand(args, true);
+}
+
+int RunCheckpointsCommand(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string endpoint;
+  bool json = false;
+  opts.add_options()("json", po::bool_switch(&json), "print the raw list as JSON");
+  AddCoordinatorOption(&opts, &endpoint);
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine("usage: keyflow checkpoints [--json]\nLists the completed checkpoints "
+                        "and savepoints of the current job, and its recent checkpoint history.",
+                        opts, {}, args, &vm, &code)) {
+    return code;
+  }
+  auto reply = Ask(endpoint, ListCheckpointsRequest{}, &code);
+  if (!reply) return code;
+  if (!reply->ok) return Fail(reply->message, kExitFailure);
+  nlohmann::json j = nlohmann::json::parse(reply->json, nullptr, false);
+  if (json) {
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "job " << j.value("job_id", "") << "\ncompleted:\n";
+  for (const auto& c : j["completed"]) {
+    std::cout << "  " << std::left << std::setw(11) << c.value("type", "") << std::setw(6)
+              << c.value("id", 0) << " P=" << c.value("parallelism", 0) << " M="
+              << c.value("max_parallelism", 0) << "  " << Human(c.value("bytes", 0.0)) << "B  "
+              << c.value("directory", "") << (c.value("final", false) ? "  (final)" : "") << "\n";
+  }
+  std::cout << "recent history:\n";
+  for (const auto& h : j["history"]) {
+    std::cout << "  " << std::left << std::setw(6) << h.value("id", 0) << std::setw(10)
+              << h.value("state", "") << std::setw(9)
+              << (std::to_string(h.value("duration_ms", 0)) + "ms") << " sync "
+              << h.value("sync_us", 0) << "us  async " << h.value("async_us", 0) / 1000
+              << "ms  align " << h.value("alignment_us", 0) / 1000 << "ms  "
+              << Human(h.value("bytes", 0.0)) << "B  " << h.value("failure", "") << "\n";
+  }
   return kExitOk;
 }
 

@@ -9,5 +9,10 @@ namespace keyflow::cli {
 int RunRunCommand(const std::vector<std::string>& args);
 int RunStatusCommand(const std::vector<std::string>& args);
 int RunCancelCommand(const std::vector<std::string>& args);
+// keyflow checkpoint [--coordinator ..]          trigger a checkpoint now and wait for it
+// keyflow checkpoint inspect PATH [--json]        print a checkpoint's metadata
+int RunCheckpointCommand(const std::vector<std::string>& args);
+int RunSavepointCommand(const std::vector<std::string>& args);
+int RunCheckpointsCommand(const std::vector<std::string>& args);
 
 }  // namespace keyflow::cli

@@ -5,6 +5,8 @@
 #include <map>
 #include <vector>
 
+#include "common/file_io.h"
+
 namespace keyflow {
 namespace {
 
@@ -27,9 +29,11 @@ class FakeOutbox : public ControlOutbox {
 
 class CoordinatorTest : public ::testing::Test {
  protected:
-  CoordinatorTest() : clock_(Timestamp(1'764'442'799'000)), coord_(Options(), &outbox_, &clock_) {}
-  static CoordinatorOptions Options() {
+  CoordinatorTest()
+      : clock_(Timestamp(1'764'442'799'000)), coord_(Options(dir_.path()), &outbox_, &clock_) {}
+  static CoordinatorOptions Options(const std::string& checkpoint_root) {
     CoordinatorOptions o;
+    o.job.checkpoint_root = checkpoint_root;
     o.heartbeat_interval_ms = 100;
     o.heartbeat_timeout_ms = 1000;
     o.job.deploy_timeout_ms = 5000;
@@ -79,6 +83,7 @@ class CoordinatorTest : public ::testing::Test {
     }
   }
 
+  TempDir dir_{"coordinator-test"};
   ManualClock clock_;
   FakeOutbox outbox_;
   Coordinator coord_;
@@ -168,7 +173,7 @@ TEST_F(CoordinatorTest, LostWorkerFailsTheJobNamingTheWorkerAndCancelsTheOthers)
   EXPECT_EQ(coord_.job()->state(), JobState::kFailed);
   EXPECT_EQ(coord_.job()->failure_reason(),
             "worker 2 (slot 1, host host-w1, pid 101) was lost: no heartbeat for 1100 ms (timeout "
-            "1000 ms)");
+            "1000 ms) (restart strategy: none)");
   auto cancels = outbox_.To<CancelTask>("w0");
   ASSERT_EQ(cancels.size(), 1u);
   EXPECT_EQ(cancels[0].attempt.value(), 1);
@@ -206,7 +211,7 @@ TEST_F(CoordinatorTest, DeploymentTimeoutFailsTheJob) {
   EXPECT_EQ(coord_.job()->state(), JobState::kFailed);
   EXPECT_EQ(coord_.job()->failure_reason(),
             "deployment timed out after 5000 ms waiting for worker 1 (slot 0, host host-w0, pid "
-            "100)");
+            "100) (restart strategy: none)");
 }
 
 TEST_F(CoordinatorTest, CancelStopsTheJob) {

@@ -1,0 +1,393 @@
+#include "checkpoint/checkpoint_coordinator.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/key_group_assignment.h"
+#include "common/logging.h"
+
+namespace keyflow {
+namespace {
+
+constexpr size_t kRecentlyFinishedIds = 64;
+
+std::vector<KeyGroupRange> RangesOf(const JobSpec& spec) {
+  Status valid = ValidateParallelism(spec.parallelism, spec.max_parallelism);
+  CHECK(valid.ok()) << "CheckpointCoordinator needs a resolved job spec: " << valid.ToString();
+  return CreateKeyGroupPartitions(spec.max_parallelism, spec.parallelism);
+}
+
+std::string AbsolutePath(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  if (ec) return path;
+  std::string s = p.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+CheckpointCoordinator::CheckpointCoordinator(std::string job_id, JobSpec spec,
+                                             AttemptNumber attempt, CheckpointConfig config,
+                                             const CheckpointStorage* storage,
+                                             const Clock* wall_clock, int64_t first_id)
+    : job_id_(std::move(job_id)),
+      spec_(std::move(spec)),
+      attempt_(attempt),
+      config_(config),
+      storage_(storage),
+      wall_clock_(wall_clock),
+      ranges_(RangesOf(spec_)),
+      next_id_(first_id) {
+  CHECK_GE(first_id, 1);
+  CHECK_GE(config_.max_concurrent, 1);
+  CHECK_GE(config_.retained, 1);
+  CHECK(storage_ != nullptr && wall_clock_ != nullptr);
+}
+
+void CheckpointCoordinator::RecoverCompleted(std::vector<CheckpointLocation> completed) {
+  for (CheckpointLocation& c : completed) {
+    CHECK_LT(c.id.value(), next_id_) << "recovered checkpoint id must be below first_id";
+    if (!completed_.empty()) CHECK_LT(completed_.back().id, c.id) << "not ascending";
+    completed_.push_back(std::move(c));
+  }
+  ApplyRetention();
+}
+
+std::optional<CheckpointLocation> CheckpointCoordinator::latest_completed() const {
+  if (completed_.empty()) return std::nullopt;
+  return completed_.back();
+}
+
+std::vector<CheckpointStats> CheckpointCoordinator::PendingStats() const {
+  std::vector<CheckpointStats> out;
+  for (const auto& [id, p] : pending_) out.push_back(p.stats);
+  return out;
+}
+
+size_t CheckpointCoordinator::NumPendingCheckpoints() const {
+  return static_cast<size_t>(std::count_if(
+      pending_.begin(), pending_.end(), [](const auto& e) { return !e.second.stats.savepoint; }));
+}
+
+Result<std::vector<CheckpointCoordinator::Outgoing>> CheckpointCoordinator::Trigger(
+    int64_t now_ms, bool savepoint, bool final, const std::string& savepoint_dir,
+    RequestCallback on_done) {
+  return StartCheckpoint(now_ms, savepoint, final, /*periodic=*/false, savepoint_dir,
+                         std::move(on_done));
+}
+
+Result<std::vector<CheckpointCoordinator::Outgoing>> CheckpointCoordinator::StartCheckpoint(
+    int64_t now_ms, bool savepoint, bool final, bool periodic, const std::string& savepoint_dir,
+    RequestCallback on_done) {
+  if (!savepoint && NumPendingCheckpoints() >= static_cast<size_t>(config_.max_concurrent)) {
+    return FailedPrecondition(
+        "too many concurrent checkpoints: " + std::to_string(NumPendingCheckpoints()) +
+        " pending, at most " + std::to_string(config_.max_concurrent) +
+        " allowed (max concurrent checkpoints); try again when the pending one completes");
+  }
+  const CheckpointId id(next_id_++);
+  std::string dir;
+  if (!savepoint) {
+    dir = storage_->CheckpointDirectory(job_id_, id);
+  } else if (savepoint_dir.empty()) {
+    dir = storage_->SavepointDirectory(job_id_, id);
+  } else {
+    dir = AbsolutePath(savepoint_dir);
+  }
+  RETURN_IF_ERROR_CTX(storage_->PrepareCheckpointDirectory(dir),
+                      std::string(savepoint ? "savepoint " : "checkpoint ") +
+                          std::to_string(id.value()) + " not triggered");
+
+  PendingCheckpoint p;
+  p.stats.id = id;
+  p.stats.savepoint = savepoint;
+  p.stats.final = final;
+  p.stats.state = "PENDING";
+  p.stats.directory = dir;
+  p.stats.trigger_wall_ms = wall_clock_->Now().millis();
+  p.periodic = periodic;
+  p.trigger_now_ms = now_ms;
+  p.deadline_ms = now_ms + config_.timeout_ms;
+  p.handles.resize(ranges_.size());
+  p.on_done = std::move(on_done);
+
+  std::vector<Outgoing> out;
+  out.reserve(ranges_.size());
+  for (size_t i = 0; i < ranges_.size(); ++i) {
+    out.push_back(
+        Outgoing{SubtaskIndex(static_cast<int32_t>(i)),
+                 TriggerCheckpoint{attempt_, id, p.stats.trigger_wall_ms, savepoint, dir}});
+  }
+  KF_LOG_INFO("checkpoint triggered job={} id={} type={} periodic={} dir={}", job_id_, id.value(),
+              savepoint ? "savepoint" : (final ? "final" : "checkpoint"), periodic, dir);
+  pending_.emplace(id.value(), std::move(p));
+  return out;
+}
+
+std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnTick(int64_t now_ms) {
+  std::vector<Outgoing> out;
+  if (!first_tick_ms_) first_tick_ms_ = now_ms;
+
+  std::vector<int64_t> expired;
+  for (const auto& [id, p] : pending_) {
+    if (now_ms >= p.deadline_ms) expired.push_back(id);
+  }
+  for (int64_t id : expired) {
+    Abort(id, "EXPIRED",
+          DeadlineExceeded("checkpoint " + std::to_string(id) + " expired after " +
+                           std::to_string(config_.timeout_ms) +
+                           " ms before all subtasks acknowledged it (checkpoint timeout)"),
+          /*notify=*/true, now_ms, &out);
+  }
+
+  if (config_.interval_ms <= 0) return out;
+  const int64_t reference = last_periodic_trigger_ms_.value_or(*first_tick_ms_);
+  if (now_ms - reference < config_.interval_ms) return out;
+  if (NumPendingCheckpoints() >= static_cast<size_t>(config_.max_concurrent)) return out;
+  if (last_completion_ms_ && now_ms - *last_completion_ms_ < config_.min_pause_ms) return out;
+  last_periodic_trigger_ms_ = now_ms;
+  auto triggered = StartCheckpoint(now_ms, /*savepoint=*/false, /*final=*/false,
+                                   /*periodic=*/true, "", nullptr);
+  if (!triggered.ok()) {
+    KF_LOG_WARN("periodic checkpoint not triggered job={} reason={}", job_id_,
+                triggered.status().ToString());
+    return out;
+  }
+  for (Outgoing& o : *triggered) out.push_back(std::move(o));
+  return out;
+}
+
+Status CheckpointCoordinator::NormalizeHandle(const PendingCheckpoint& p, SubtaskIndex subtask,
+                                              KeyGroupsStateHandle* h) const {
+  const KeyGroupRange& expected = ranges_[static_cast<size_t>(subtask.value())];
+  // The worker reports the file name relative to the directory it was given; accept an
+  // absolute path inside that directory too.
+  const std::string prefix = p.stats.directory + "/";
+  if (h->path.compare(0, prefix.size(), prefix) == 0) h->path = h->path.substr(prefix.size());
+  if (h->path.empty() || h->path.front() == '/') {
+    return InvalidArgument("its state file path '" + h->path + "' is not inside " +
+                           p.stats.directory);
+  }
+  if (!(h->range == expected)) {
+    return InvalidArgument("its state covers " + h->range.ToString() + " but the subtask owns " +
+                           expected.ToString());
+  }
+  const size_t n = static_cast<size_t>(expected.size());
+  if (h->offsets.size() != n || h->lengths.size() != n || h->keys.size() != n ||
+      h->timers.size() != n) {
+    return InvalidArgument(
+        "its state handle does not have one offset, length, key count and "
+        "timer count per key group");
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (h->offsets[k] > h->size || h->lengths[k] > h->size - h->offsets[k]) {
+      return InvalidArgument("its state handle places a key-group block outside the file");
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnAcknowledge(
+    const AcknowledgeCheckpoint& ack, int64_t now_ms) {
+  std::vector<Outgoing> out;
+  const int64_t id = ack.checkpoint.value();
+  if (ack.attempt != attempt_) {
+    KF_LOG_DEBUG("ignoring ack of another attempt job={} id={} attempt={} current={}", job_id_, id,
+                 ack.attempt.value(), attempt_.value());
+    return out;
+  }
+  auto it = pending_.find(id);
+  if (it == pending_.end()) {
+    if (recently_finished_.count(id) != 0) {
+      KF_LOG_INFO("ignoring late ack job={} id={} subtask={}", job_id_, id, ack.subtask.value());
+    } else {
+      KF_LOG_WARN("ignoring ack for unknown checkpoint job={} id={} subtask={}", job_id_, id,
+                  ack.subtask.value());
+    }
+    return out;
+  }
+  PendingCheckpoint& p = it->second;
+  const int32_t i = ack.subtask.value();
+  if (i < 0 || static_cast<size_t>(i) >= ranges_.size()) {
+    KF_LOG_WARN("ignoring ack from unknown subtask job={} id={} subtask={}", job_id_, id, i);
+    return out;
+  }
+  if (p.handles[static_cast<size_t>(i)]) {
+    KF_LOG_DEBUG("ignoring duplicate ack job={} id={} subtask={}", job_id_, id, i);
+    return out;
+  }
+  KeyGroupsStateHandle handle = ack.keyed_state;
+  Status valid = NormalizeHandle(p, ack.subtask, &handle);
+  if (!valid.ok()) {
+    Abort(id, "ABORTED",
+          Aborted("subtask " + std::to_string(i) + " acknowledged checkpoint " +
+                  std::to_string(id) + " with an invalid state handle: " + valid.message()),
+          /*notify=*/true, now_ms, &out);
+    return out;
+  }
+  p.stats.state_bytes += handle.size;
+  p.handles[static_cast<size_t>(i)] = std::move(handle);
+  for (const auto& [split, position] : ack.split_positions) {
+    auto [pos, inserted] = p.split_positions.emplace(split, position);
+    if (!inserted && pos->second != position) {
+      KF_LOG_WARN("two subtasks report split={} in checkpoint id={}; keeping subtask {}'s", split,
+                  id, i);
+      pos->second = position;
+    }
+  }
+  p.sink_committables.insert(p.sink_committables.end(), ack.sink_committables.begin(),
+                             ack.sink_committables.end());
+  p.stats.max_sync_us = std::max(p.stats.max_sync_us, ack.sync_duration_us);
+  p.stats.max_async_us = std::max(p.stats.max_async_us, ack.async_duration_us);
+  p.stats.max_alignment_us = std::max(p.stats.max_alignment_us, ack.alignment_duration_us);
+  if (++p.stats.acknowledged == static_cast<int32_t>(ranges_.size())) Complete(id, now_ms, &out);
+  return out;
+}
+
+std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnDecline(
+    const DeclineCheckpoint& decline, int64_t now_ms) {
+  std::vector<Outgoing> out;
+  const int64_t id = decline.checkpoint.value();
+  if (decline.attempt != attempt_ || pending_.count(id) == 0) {
+    KF_LOG_DEBUG("ignoring decline job={} id={} attempt={}", job_id_, id, decline.attempt.value());
+    return out;
+  }
+  const int32_t i = decline.subtask.value();
+  if (i < 0 || static_cast<size_t>(i) >= ranges_.size()) {
+    KF_LOG_WARN("ignoring decline from unknown subtask job={} id={} subtask={}", job_id_, id, i);
+    return out;
+  }
+  Abort(id, "ABORTED",
+        Aborted("checkpoint " + std::to_string(id) + " was declined by subtask " +
+                std::to_string(i) + ": " + decline.reason),
+        /*notify=*/true, now_ms, &out);
+  return out;
+}
+
+void CheckpointCoordinator::AbortAll(const std::string& reason) {
+  std::vector<int64_t> ids;
+  for (const auto& [id, p] : pending_) ids.push_back(id);
+  for (int64_t id : ids) {
+    const PendingCheckpoint& p = pending_.at(id);
+    Abort(id, "ABORTED", Aborted("checkpoint " + std::to_string(id) + " was aborted: " + reason),
+          /*notify=*/false, p.trigger_now_ms, nullptr);
+  }
+}
+
+void CheckpointCoordinator::Complete(int64_t id, int64_t now_ms, std::vector<Outgoing>* out) {
+  PendingCheckpoint& p = pending_.at(id);
+  CheckpointMetadata m;
+  m.job_id = job_id_;
+  m.id = CheckpointId(id);
+  m.timestamp_ms = p.stats.trigger_wall_ms;
+  m.completed_ms = wall_clock_->Now().millis();
+  m.savepoint = p.stats.savepoint;
+  m.final = p.stats.final;
+  m.attempt = attempt_;
+  m.spec = spec_;
+  m.subtasks.reserve(p.handles.size());
+  for (size_t i = 0; i < p.handles.size(); ++i) {
+    m.subtasks.push_back(
+        SubtaskCheckpointState{SubtaskIndex(static_cast<int32_t>(i)), std::move(*p.handles[i])});
+  }
+  m.split_positions = std::move(p.split_positions);
+  m.sink_committables = std::move(p.sink_committables);
+  Status written = storage_->WriteMetadata(p.stats.directory, m);
+  if (!written.ok()) {
+    Abort(id, "ABORTED", written, /*notify=*/true, now_ms, out);
+    return;
+  }
+
+  // The checkpoint exists from here on.
+  PendingCheckpoint done = std::move(p);
+  pending_.erase(id);
+  RememberFinished(id);
+  last_completion_ms_ = now_ms;
+  const CheckpointLocation location{CheckpointId(id), done.stats.savepoint, done.stats.directory};
+  KF_LOG_INFO("checkpoint completed job={} id={} type={} bytes={} duration_ms={} dir={}", job_id_,
+              id, m.TypeName(), done.stats.state_bytes, now_ms - done.trigger_now_ms,
+              done.stats.directory);
+
+  if (!done.stats.savepoint) {
+    // Subsume older pending checkpoints (savepoints cannot be subsumed), then notify.
+    std::vector<int64_t> older;
+    for (const auto& [pid, pp] : pending_) {
+      if (pid < id && !pp.stats.savepoint) older.push_back(pid);
+    }
+    for (int64_t pid : older) {
+      Abort(pid, "ABORTED",
+            Aborted("checkpoint " + std::to_string(pid) + " was subsumed by checkpoint " +
+                    std::to_string(id)),
+            /*notify=*/true, now_ms, out);
+    }
+    for (size_t i = 0; i < ranges_.size(); ++i) {
+      out->push_back(Outgoing{SubtaskIndex(static_cast<int32_t>(i)),
+                              NotifyCheckpointComplete{attempt_, CheckpointId(id)}});
+    }
+    completed_.push_back(location);
+    ApplyRetention();
+  }
+
+  done.stats.state = "COMPLETED";
+  done.stats.duration_ms = now_ms - done.trigger_now_ms;
+  Record(done.stats);
+  if (done.on_done) done.on_done(location);
+}
+
+void CheckpointCoordinator::Abort(int64_t id, const std::string& state, const Status& why,
+                                  bool notify, int64_t now_ms, std::vector<Outgoing>* out) {
+  auto it = pending_.find(id);
+  CHECK(it != pending_.end());
+  PendingCheckpoint p = std::move(it->second);
+  pending_.erase(it);
+  RememberFinished(id);
+  KF_LOG_WARN("checkpoint {} job={} id={} reason={}", state == "EXPIRED" ? "expired" : "aborted",
+              job_id_, id, why.message());
+  Status deleted = storage_->DeleteCheckpoint(p.stats.directory);
+  if (!deleted.ok()) {
+    KF_LOG_WARN("cannot delete aborted checkpoint dir={} reason={}", p.stats.directory,
+                deleted.ToString());
+  }
+  if (notify && out != nullptr) {
+    for (size_t i = 0; i < ranges_.size(); ++i) {
+      out->push_back(Outgoing{SubtaskIndex(static_cast<int32_t>(i)),
+                              NotifyCheckpointAborted{attempt_, CheckpointId(id), why.message()}});
+    }
+  }
+  p.stats.state = state;
+  p.stats.failure = why.message();
+  p.stats.duration_ms = now_ms - p.trigger_now_ms;
+  Record(p.stats);
+  if (p.on_done) p.on_done(why);
+}
+
+void CheckpointCoordinator::ApplyRetention() {
+  while (completed_.size() > static_cast<size_t>(config_.retained)) {
+    const CheckpointLocation& oldest = completed_.front();
+    CHECK(!oldest.savepoint);
+    Status deleted = storage_->DeleteCheckpoint(oldest.directory);
+    if (!deleted.ok()) {
+      KF_LOG_WARN("cannot delete subsumed checkpoint dir={} reason={}", oldest.directory,
+                  deleted.ToString());
+    } else {
+      KF_LOG_INFO("checkpoint subsumed and deleted job={} id={}", job_id_, oldest.id.value());
+    }
+    completed_.pop_front();
+  }
+}
+
+void CheckpointCoordinator::Record(CheckpointStats stats) {
+  history_.push_front(std::move(stats));
+  if (history_.size() > kHistorySize) history_.pop_back();
+}
+
+void CheckpointCoordinator::RememberFinished(int64_t id) {
+  recently_finished_.insert(id);
+  if (recently_finished_.size() > kRecentlyFinishedIds) {
+    recently_finished_.erase(recently_finished_.begin());
+  }
+}
+
+}  // namespace keyflow

@@ -1,0 +1,167 @@
+// CheckpointCoordinator: the coordinator side of checkpoints for one job attempt (Flink's
+// CheckpointCoordinator + PendingCheckpoint + CompletedCheckpointStore; FLINK-SEMANTICS §5.3).
+//
+// Trigger -> every subtask acknowledges (or declines) -> the metadata is written atomically
+// (the commit point) -> the subtasks are notified (not for savepoints) -> pending periodic
+// checkpoints with smaller ids are subsumed -> checkpoints beyond the retained count are
+// deleted (savepoints never). Ids are positive and strictly increasing, starting at `first_id`
+// (the largest id already used in the job's directory + 1). Periodic triggers respect the
+// interval (measured from the previous periodic trigger; the first one is due one interval
+// after the first OnTick), the minimum pause after the last completion and the maximum number
+// of concurrent checkpoints; requested checkpoints/savepoints bypass the pause, and savepoints
+// also bypass max concurrent. A pending checkpoint expires after the timeout; a decline or a
+// failure aborts it only — the job goes on. An aborted or expired checkpoint's directory is
+// deleted.
+//
+// Transport-agnostic: it returns the messages to send; time comes in as arguments (`now_ms`
+// monotonic; the injected wall clock stamps checkpoints). Request callbacks run synchronously
+// inside the call that finishes the checkpoint, after the coordinator's state is consistent.
+// Threading: coordinator thread only.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint_storage.h"
+#include "common/clock.h"
+#include "common/key_group_range.h"
+#include "common/protocol/control_messages.h"
+
+namespace keyflow {
+
+struct CheckpointConfig {
+  int64_t interval_ms = 0;  // 0: no periodic checkpoints
+  int64_t timeout_ms = 600'000;
+  int64_t min_pause_ms = 0;
+  int32_t max_concurrent = 1;
+  int32_t retained = 3;
+};
+
+// Summary of a checkpoint, for `keyflow checkpoints` / status.
+struct CheckpointStats {
+  CheckpointId id{0};
+  bool savepoint = false;
+  bool final = false;
+  std::string state;  // COMPLETED, ABORTED, EXPIRED, PENDING
+  std::string directory;
+  std::string failure;
+  int64_t trigger_wall_ms = 0;
+  int64_t duration_ms = 0;  // trigger -> completion/abort (monotonic)
+  uint64_t state_bytes = 0;
+  int32_t acknowledged = 0;  // subtasks that acknowledged
+  int64_t max_sync_us = 0;   // slowest subtask's synchronous pause
+  int64_t max_async_us = 0;
+  int64_t max_alignment_us = 0;
+};
+
+class CheckpointCoordinator {
+ public:
+  static constexpr size_t kHistorySize = 50;
+
+  // `storage` and `clock` must outlive it. `first_id` >= 1 is the first id to use
+  // (MaxUsedId + 1). Precondition: spec.parallelism and spec.max_parallelism resolved and valid.
+  CheckpointCoordinator(std::string job_id, JobSpec spec, AttemptNumber attempt,
+                        CheckpointConfig config, const CheckpointStorage* storage,
+                        const Clock* wall_clock, int64_t first_id);
+
+  struct Outgoing {
+    SubtaskIndex subtask;
+    ControlMessage message;
+  };
+  // Completion callback for requested checkpoints/savepoints: the location or the failure
+  // (Aborted for declined/subsumed/AbortAll, DeadlineExceeded for expired, the write error).
+  using RequestCallback = std::function<void(Result<CheckpointLocation>)>;
+
+  // Completed checkpoints found on disk from earlier attempts (ListCompletedCheckpoints),
+  // ascending, so that retention covers them and latest_completed() knows them. Call before
+  // the first trigger.
+  void RecoverCompleted(std::vector<CheckpointLocation> completed);
+
+  // Starts checkpoint (or savepoint) now: returns TriggerCheckpoint messages for every subtask,
+  // or an error (FailedPrecondition "too many concurrent checkpoints" — only for checkpoints,
+  // AlreadyExists/IoError for the directory); on error `on_done` is not called.
+  // `savepoint_dir` empty = <job>/savepoint-<n>; otherwise a new or empty directory.
+  Result<std::vector<Outgoing>> Trigger(int64_t now_ms, bool savepoint, bool final,
+                                        const std::string& savepoint_dir,
+                                        RequestCallback on_done = nullptr);
+  // Expires pending checkpoints past the timeout (abort notifications), then triggers a
+  // periodic checkpoint if one is due. Returns the messages to send.
+  std::vector<Outgoing> OnTick(int64_t now_ms);
+
+  // An acknowledgement; when it is the last one, completes the checkpoint: writes metadata,
+  // returns NotifyCheckpointComplete for every subtask (checkpoints only) and applies
+  // retention. Acks of another attempt, for unknown/expired ids, from unknown subtasks and
+  // duplicates are ignored. An ack whose handle does not match the subtask's key-group range
+  // aborts the checkpoint.
+  std::vector<Outgoing> OnAcknowledge(const AcknowledgeCheckpoint& ack, int64_t now_ms);
+  // Aborts that checkpoint only (notifications to every subtask); stale/unknown: ignored.
+  std::vector<Outgoing> OnDecline(const DeclineCheckpoint& decline, int64_t now_ms);
+  // The attempt is over (failure, cancel, rescale): aborts every pending checkpoint without
+  // notifying (the subtasks are gone) and deletes their directories; request callbacks get
+  // Aborted.
+  void AbortAll(const std::string& reason);
+
+  size_t num_pending() const { return pending_.size(); }
+  // The newest completed checkpoint (not savepoint), including recovered ones.
+  std::optional<CheckpointLocation> latest_completed() const;
+  // The retained completed checkpoints, oldest first.
+  const std::deque<CheckpointLocation>& retained_checkpoints() const { return completed_; }
+  // Finished checkpoints, most recent first, at most kHistorySize.
+  const std::deque<CheckpointStats>& history() const { return history_; }
+  // Pending checkpoints (state PENDING), ascending by id.
+  std::vector<CheckpointStats> PendingStats() const;
+  int64_t next_id() const { return next_id_; }
+
+ private:
+  struct PendingCheckpoint {
+    CheckpointStats stats;
+    bool periodic = false;
+    int64_t trigger_now_ms = 0;
+    int64_t deadline_ms = 0;
+    std::vector<std::optional<KeyGroupsStateHandle>> handles;  // by subtask index
+    std::map<std::string, std::string> split_positions;
+    std::vector<std::string> sink_committables;
+    RequestCallback on_done;
+  };
+
+  Result<std::vector<Outgoing>> StartCheckpoint(int64_t now_ms, bool savepoint, bool final,
+                                                bool periodic, const std::string& savepoint_dir,
+                                                RequestCallback on_done);
+  size_t NumPendingCheckpoints() const;  // savepoints excluded
+  // Checks an ack's handle against the subtask's range; makes its path relative.
+  Status NormalizeHandle(const PendingCheckpoint& p, SubtaskIndex subtask,
+                         KeyGroupsStateHandle* h) const;
+  void Complete(int64_t id, int64_t now_ms, std::vector<Outgoing>* out);
+  // Removes the pending checkpoint, deletes its directory, records stats, notifies the
+  // subtasks (if `notify`) and runs its callback with `why`.
+  void Abort(int64_t id, const std::string& state, const Status& why, bool notify, int64_t now_ms,
+             std::vector<Outgoing>* out);
+  void ApplyRetention();
+  void Record(CheckpointStats stats);
+  void RememberFinished(int64_t id);
+
+  const std::string job_id_;
+  const JobSpec spec_;
+  const AttemptNumber attempt_;
+  const CheckpointConfig config_;
+  const CheckpointStorage* storage_;
+  const Clock* wall_clock_;
+  const std::vector<KeyGroupRange> ranges_;  // by subtask index
+
+  int64_t next_id_;
+  std::map<int64_t, PendingCheckpoint> pending_;  // by id, ascending
+  std::deque<CheckpointLocation> completed_;      // retained checkpoints, oldest first
+  std::deque<CheckpointStats> history_;           // most recent first
+  std::set<int64_t> recently_finished_;           // for "late ack" logs; bounded
+  std::optional<int64_t> last_periodic_trigger_ms_;
+  std::optional<int64_t> first_tick_ms_;
+  std::optional<int64_t> last_completion_ms_;
+};
+
+}  // namespace keyflow

@@ -1,0 +1,72 @@
+// CheckpointMetadata: the `_metadata` file of a completed checkpoint or savepoint (DESIGN §10):
+// what a restore needs, written by the coordinator only after every subtask acknowledged.
+// A checkpoint whose metadata was not written (or does not verify) does not exist.
+//
+// Byte format (versioned, checksummed; documented in checkpoint/README.md):
+//   magic "KFCKPT01" | u32 format version | u64 length of body | body | u64 XXH3-64
+// where the XXH3-64 covers every byte before it (header and body) and the body is
+// BinaryWriter-encoded fields (see README), the JobSpec embedded as a cereal binary blob. Paths
+// of state files are stored relative to the checkpoint directory, so a savepoint directory can
+// be moved. Old versions stay readable: tests/checkpoint/testdata holds a golden file.
+//
+// Used by: CheckpointCoordinator (writes), CheckpointStorage (reads, lists), StateAssignment
+// (restore planning), `keyflow checkpoint inspect`. Threading: plain value type.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/protocol/control_messages.h"
+#include "common/protocol/job_spec.h"
+#include "common/status.h"
+#include "common/types.h"
+
+namespace keyflow {
+
+inline constexpr uint32_t kCheckpointMetadataVersion = 1;
+inline constexpr std::string_view kCheckpointMetadataMagic = "KFCKPT01";
+
+struct SubtaskCheckpointState {
+  SubtaskIndex subtask{0};
+  KeyGroupsStateHandle keyed_state;  // path relative to the checkpoint directory
+};
+
+struct CheckpointMetadata {
+  std::string job_id;
+  CheckpointId id{0};
+  int64_t timestamp_ms = 0;  // trigger time (wall clock)
+  int64_t completed_ms = 0;  // completion time (wall clock)
+  bool savepoint = false;
+  bool final = false;        // taken after every subtask's input ended
+  AttemptNumber attempt{0};  // deployment attempt that took it
+  JobSpec spec;              // the job as running (parallelism and max parallelism resolved)
+  std::vector<SubtaskCheckpointState> subtasks;        // one per subtask, by index
+  std::map<std::string, std::string> split_positions;  // union over subtasks: split id -> state
+  std::vector<std::string> sink_committables;          // union over subtasks (encoded)
+
+  int32_t max_parallelism() const { return spec.max_parallelism; }
+  int32_t parallelism() const { return spec.parallelism; }
+  uint64_t TotalStateBytes() const;
+  // "checkpoint", "savepoint" or "final" (a final checkpoint).
+  std::string_view TypeName() const;
+
+  // Precondition: Validate().ok() (checked).
+  std::string Encode() const;
+  // Corruption naming `source` for bad magic, a checksum mismatch, truncation or malformed
+  // fields (including fields that fail Validate); FailedPrecondition for an intact file of an
+  // unsupported version. Never crashes and never allocates more than the input's size on
+  // garbage.
+  static Result<CheckpointMetadata> Decode(std::string_view bytes, std::string_view source);
+
+  // The invariants every metadata file holds, so readers (restore planning, inspect) can rely
+  // on them: id >= 1; 1 <= parallelism <= max parallelism <= 32768; exactly one subtask state
+  // per subtask index, in order; subtask i's handle covers Flink's key-group range of i, with
+  // one offset, length, key count and timer count per key group, every block inside the
+  // file; the path is relative and non-empty. InvalidArgument saying which one is broken.
+  Status Validate() const;
+};
+
+}  // namespace keyflow

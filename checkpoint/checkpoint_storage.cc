@@ -1,0 +1,244 @@
+#include "checkpoint/checkpoint_storage.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <system_error>
+
+#include "checkpoint/checksummed_envelope.h"
+#include "common/binary_io.h"
+#include "common/file_io.h"
+#include "common/logging.h"
+
+namespace keyflow {
+namespace {
+
+constexpr std::string_view kCheckpointPrefix = "chk-";
+constexpr std::string_view kSavepointPrefix = "savepoint-";
+constexpr std::string_view kMetadataFileName = "_metadata";
+constexpr std::string_view kJobRecordFileName = "_job";
+
+// "chk-17" -> 17 for prefix "chk-"; nullopt for anything else ("chk-", "chk-01x", "chk-0").
+std::optional<int64_t> ParseIdSuffix(std::string_view name, std::string_view prefix) {
+  if (name.substr(0, prefix.size()) != prefix) return std::nullopt;
+  std::string_view digits = name.substr(prefix.size());
+  if (digits.empty() || digits.front() == '0') return std::nullopt;
+  int64_t id = 0;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+  if (ec != std::errc() || p != digits.data() + digits.size()) return std::nullopt;
+  return id;
+}
+
+bool IsDirectory(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec);
+}
+
+}  // namespace
+
+// ---- JobRecord ------------------------------------------------------------------------------
+
+std::string JobRecord::Encode() const {
+  std::string body;
+  BinaryWriter w(&body);
+  w.Bytes(job_id);
+  w.Bytes(EncodeJobSpecBlob(spec));
+  w.Bytes(state);
+  w.I64(last_attempt.value());
+  return EncodeChecksummedEnvelope(kJobRecordMagic, kJobRecordVersion, body);
+}
+
+Result<JobRecord> JobRecord::Decode(std::string_view bytes, std::string_view source) {
+  const std::string what = "job record " + std::string(source);
+  ASSIGN_OR_RETURN(std::string_view body,
+                   DecodeChecksummedEnvelope(bytes, kJobRecordMagic, kJobRecordVersion, what));
+  BinaryReader r(body);
+  JobRecord rec;
+  rec.job_id = std::string(r.Bytes());
+  std::string_view spec_blob = r.Bytes();
+  rec.state = std::string(r.Bytes());
+  rec.last_attempt = AttemptNumber(r.I64());
+  if (!r.ok()) return r.status(what);
+  if (!r.at_end()) {
+    return Corruption(what + " is malformed: " + std::to_string(r.remaining()) +
+                      " unexpected bytes after the last field");
+  }
+  ASSIGN_OR_RETURN(rec.spec, DecodeJobSpecBlob(spec_blob, what));
+  return rec;
+}
+
+// ---- CheckpointStorage ----------------------------------------------------------------------
+
+CheckpointStorage::CheckpointStorage(std::string root) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(root, ec);
+  if (ec) p = root;  // only fails when the current directory is gone; keep what we were given
+  root_ = p.lexically_normal().string();
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+}
+
+std::string CheckpointStorage::JobDirectory(const std::string& job_id) const {
+  return root_ + "/" + job_id;
+}
+
+std::string CheckpointStorage::CheckpointDirectory(const std::string& job_id,
+                                                   CheckpointId id) const {
+  return JobDirectory(job_id) + "/" + std::string(kCheckpointPrefix) + std::to_string(id.value());
+}
+
+std::string CheckpointStorage::SavepointDirectory(const std::string& job_id,
+                                                  CheckpointId id) const {
+  return JobDirectory(job_id) + "/" + std::string(kSavepointPrefix) + std::to_string(id.value());
+}
+
+std::string CheckpointStorage::MetadataPath(const std::string& checkpoint_dir) {
+  return checkpoint_dir + "/" + std::string(kMetadataFileName);
+}
+
+std::string CheckpointStorage::SubtaskStateFileName(SubtaskIndex subtask) {
+  return "subtask-" + std::to_string(subtask.value()) + ".kgs";
+}
+
+Status CheckpointStorage::PrepareCheckpointDirectory(const std::string& dir) const {
+  if (PathExists(dir)) {
+    if (!IsDirectory(dir)) {
+      return AlreadyExists("cannot use " + dir +
+                           " as a checkpoint directory: it exists and is not a directory");
+    }
+    ASSIGN_OR_RETURN(std::vector<std::string> entries, ListDirectory(dir));
+    if (!entries.empty()) {
+      return AlreadyExists("checkpoint directory " + dir + " already exists and is not empty (" +
+                           entries.front() + ", ...): choose a new or empty directory");
+    }
+    return Status::Ok();
+  }
+  return CreateDirectories(dir);
+}
+
+Status CheckpointStorage::WriteMetadata(const std::string& checkpoint_dir,
+                                        const CheckpointMetadata& m) const {
+  RETURN_IF_ERROR_CTX(WriteFileAtomically(MetadataPath(checkpoint_dir), m.Encode()),
+                      "cannot write the metadata of checkpoint " + std::to_string(m.id.value()));
+  return Status::Ok();
+}
+
+Result<CheckpointMetadata> CheckpointStorage::ReadMetadata(
+    const std::string& checkpoint_dir_or_file) {
+  std::string path = IsDirectory(checkpoint_dir_or_file) ? MetadataPath(checkpoint_dir_or_file)
+                                                         : checkpoint_dir_or_file;
+  if (!PathExists(path)) {
+    if (PathExists(checkpoint_dir_or_file)) {
+      return NotFound("no completed checkpoint in " + checkpoint_dir_or_file + ": " +
+                      std::string(kMetadataFileName) +
+                      " is missing (the checkpoint was never completed)");
+    }
+    return NotFound("no checkpoint at " + checkpoint_dir_or_file + ": no such file or directory");
+  }
+  ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
+  return CheckpointMetadata::Decode(bytes, path);
+}
+
+Status CheckpointStorage::VerifyStateFiles(const std::string& checkpoint_dir,
+                                           const CheckpointMetadata& m) {
+  for (const SubtaskCheckpointState& s : m.subtasks) {
+    const std::string path = checkpoint_dir + "/" + s.keyed_state.path;
+    std::error_code ec;
+    uint64_t size = std::filesystem::file_size(path, ec);
+    if (ec) {
+      return Corruption("state file " + path + " of subtask " + std::to_string(s.subtask.value()) +
+                        " of checkpoint " + std::to_string(m.id.value()) +
+                        " is missing or unreadable: " + ec.message());
+    }
+    if (size != s.keyed_state.size) {
+      return Corruption("state file " + path + " of subtask " + std::to_string(s.subtask.value()) +
+                        " of checkpoint " + std::to_string(m.id.value()) + " is " +
+                        (size < s.keyed_state.size ? "truncated" : "too long") + ": expected " +
+                        std::to_string(s.keyed_state.size) + " bytes, found " +
+                        std::to_string(size));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<CheckpointLocation>> CheckpointStorage::List(const std::string& job_id,
+                                                                std::string_view prefix,
+                                                                bool savepoint) const {
+  std::vector<CheckpointLocation> out;
+  const std::string job_dir = JobDirectory(job_id);
+  if (!PathExists(job_dir)) return out;
+  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(job_dir));
+  for (const std::string& name : names) {
+    std::optional<int64_t> id = ParseIdSuffix(name, prefix);
+    if (!id) continue;
+    const std::string dir = job_dir + "/" + name;
+    if (!PathExists(MetadataPath(dir))) continue;  // never completed: does not exist
+    Result<CheckpointMetadata> m = ReadMetadata(dir);
+    if (!m.ok()) {
+      KF_LOG_WARN("skipping checkpoint directory dir={} reason={}", dir, m.status().ToString());
+      continue;
+    }
+    if (m->id.value() != *id || m->savepoint != savepoint) {
+      KF_LOG_WARN("skipping checkpoint directory dir={} reason=its metadata names {} {}", dir,
+                  m->TypeName(), m->id.value());
+      continue;
+    }
+    out.push_back(CheckpointLocation{CheckpointId(*id), savepoint, dir});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CheckpointLocation& a, const CheckpointLocation& b) { return a.id < b.id; });
+  return out;
+}
+
+Result<std::vector<CheckpointLocation>> CheckpointStorage::ListCompletedCheckpoints(
+    const std::string& job_id) const {
+  return List(job_id, kCheckpointPrefix, /*savepoint=*/false);
+}
+
+Result<std::vector<CheckpointLocation>> CheckpointStorage::ListSavepoints(
+    const std::string& job_id) const {
+  return List(job_id, kSavepointPrefix, /*savepoint=*/true);
+}
+
+Result<int64_t> CheckpointStorage::MaxUsedId(const std::string& job_id) const {
+  const std::string job_dir = JobDirectory(job_id);
+  if (!PathExists(job_dir)) return int64_t{0};
+  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(job_dir));
+  int64_t max_id = 0;
+  for (const std::string& name : names) {
+    std::optional<int64_t> id = ParseIdSuffix(name, kCheckpointPrefix);
+    if (!id) id = ParseIdSuffix(name, kSavepointPrefix);
+    if (id) max_id = std::max(max_id, *id);
+  }
+  return max_id;
+}
+
+Status CheckpointStorage::DeleteCheckpoint(const std::string& checkpoint_dir) const {
+  return RemoveAll(checkpoint_dir);
+}
+
+Status CheckpointStorage::WriteJobRecord(const JobRecord& record) const {
+  const std::string dir = JobDirectory(record.job_id);
+  RETURN_IF_ERROR(CreateDirectories(dir));
+  return WriteFileAtomically(dir + "/" + std::string(kJobRecordFileName), record.Encode());
+}
+
+Result<std::vector<JobRecord>> CheckpointStorage::ListJobRecords() const {
+  std::vector<JobRecord> out;
+  if (!PathExists(root_)) return out;
+  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(root_));
+  for (const std::string& name : names) {
+    const std::string path = root_ + "/" + name + "/" + std::string(kJobRecordFileName);
+    if (!PathExists(path)) continue;
+    Result<std::string> bytes = ReadFileToString(path);
+    Result<JobRecord> rec =
+        bytes.ok() ? JobRecord::Decode(*bytes, path) : Result<JobRecord>(bytes.status());
+    if (!rec.ok()) {
+      KF_LOG_WARN("skipping job record path={} reason={}", path, rec.status().ToString());
+      continue;
+    }
+    out.push_back(std::move(rec).value());
+  }
+  return out;
+}
+
+}  // namespace keyflow

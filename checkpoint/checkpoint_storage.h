@@ -1,0 +1,101 @@
+// CheckpointStorage: where checkpoints live on disk (DESIGN §10):
+//   <root>/<job_id>/_job                      job record: spec, state, last attempt (atomic)
+//   <root>/<job_id>/chk-<n>/_metadata         completed checkpoint n (the commit point)
+//   <root>/<job_id>/chk-<n>/subtask-<i>.kgs   keyed-state snapshot of subtask i
+//   <root>/<job_id>/savepoint-<n>/...         savepoint n (or a user-given directory)
+// The root is a directory; on several hosts a shared file system path. Byte formats of
+// `_metadata` and `_job`: checkpoint/README.md.
+//
+// Used by the coordinator (metadata, listing, retention, job records) and by workers (they
+// write their snapshot files into the directory the trigger names). Every error names the path.
+// Threading: no shared state; any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "checkpoint/checkpoint_metadata.h"
+#include "common/protocol/job_spec.h"
+#include "common/status.h"
+
+namespace keyflow {
+
+inline constexpr uint32_t kJobRecordVersion = 1;
+inline constexpr std::string_view kJobRecordMagic = "KFJOBR01";
+
+// The persistent record of a submitted job, so a restarted coordinator can resume it.
+struct JobRecord {
+  std::string job_id;
+  JobSpec spec;
+  std::string state;  // "RUNNING" while it must be resumed; FINISHED, FAILED, CANCELED after
+  AttemptNumber last_attempt{0};
+  // Same envelope as `_metadata` (magic "KFJOBR01", version, length, body, XXH3-64).
+  std::string Encode() const;
+  // Corruption / FailedPrecondition as CheckpointMetadata::Decode.
+  static Result<JobRecord> Decode(std::string_view bytes, std::string_view source);
+};
+
+// A completed checkpoint or savepoint found on disk.
+struct CheckpointLocation {
+  CheckpointId id{0};
+  bool savepoint = false;
+  std::string directory;  // absolute path of chk-<n> / savepoint directory
+};
+
+class CheckpointStorage {
+ public:
+  // `root` is made absolute (against the current directory) and normalised, so that every
+  // directory this storage names is absolute.
+  explicit CheckpointStorage(std::string root);
+  const std::string& root() const { return root_; }
+
+  std::string JobDirectory(const std::string& job_id) const;
+  std::string CheckpointDirectory(const std::string& job_id, CheckpointId id) const;
+  std::string SavepointDirectory(const std::string& job_id, CheckpointId id) const;
+  static std::string MetadataPath(const std::string& checkpoint_dir);
+  // File name (relative to the checkpoint directory) of subtask i's keyed-state snapshot.
+  static std::string SubtaskStateFileName(SubtaskIndex subtask);
+
+  // Creates the directory a pending checkpoint's subtasks write into (and its parents).
+  // AlreadyExists if it exists and is not empty: a checkpoint never mixes its files with
+  // others, and an aborted checkpoint's directory can be deleted without losing anything.
+  Status PrepareCheckpointDirectory(const std::string& dir) const;
+  // Writes `_metadata` atomically (temp `_metadata.tmp` + fsync + rename + fsync dir): the
+  // commit point. Precondition: m.Validate().ok().
+  Status WriteMetadata(const std::string& checkpoint_dir, const CheckpointMetadata& m) const;
+  // Reads and verifies `_metadata` of a checkpoint directory (or of a path to the file).
+  // NotFound when there is none (the checkpoint never completed); Corruption when it does not
+  // verify.
+  static Result<CheckpointMetadata> ReadMetadata(const std::string& checkpoint_dir_or_file);
+  // Checks that every subtask file named by the metadata exists with the recorded size
+  // (Corruption naming the file when truncated or missing).
+  static Status VerifyStateFiles(const std::string& checkpoint_dir, const CheckpointMetadata& m);
+
+  // Completed checkpoints (not savepoints) of a job with readable metadata, ascending by id.
+  // Directories without `_metadata` are not completed checkpoints and are skipped silently;
+  // a `_metadata` that does not verify is skipped with a warning. No job directory: empty.
+  Result<std::vector<CheckpointLocation>> ListCompletedCheckpoints(const std::string& job_id) const;
+  // Savepoints under the job directory (savepoint-<n> with readable metadata), ascending by id.
+  Result<std::vector<CheckpointLocation>> ListSavepoints(const std::string& job_id) const;
+  // The largest checkpoint/savepoint id used so far under the job directory (including
+  // directories without metadata), 0 if none: the next id must be larger.
+  Result<int64_t> MaxUsedId(const std::string& job_id) const;
+  // Removes the directory and everything in it; OK if absent.
+  Status DeleteCheckpoint(const std::string& checkpoint_dir) const;
+
+  // Writes <root>/<job>/_job atomically (creating the job directory).
+  Status WriteJobRecord(const JobRecord& record) const;
+  // Job records of every job under the root (for coordinator restart), by job id. A record
+  // that does not verify is skipped with a warning; no root directory: empty.
+  Result<std::vector<JobRecord>> ListJobRecords() const;
+
+ private:
+  Result<std::vector<CheckpointLocation>> List(const std::string& job_id, std::string_view prefix,
+                                               bool savepoint) const;
+
+  std::string root_;
+};
+
+}  // namespace keyflow

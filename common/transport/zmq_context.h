@@ -1,0 +1,49 @@
+// ZmqContext: the one ZeroMQ context of a process (owns zmq::context_t and its I/O threads).
+//
+// Who uses it: main() of every process (worker, coordinator, tests, benchmarks) creates exactly
+// one and passes it by reference to whatever opens sockets (ZmqSocket, RecordWriter, InputGate,
+// the control plane). It is never a global.
+//
+// Lifetime: every socket opened from a context must be closed before the context is destroyed
+// (zmq_ctx_term waits for open sockets, so a leaked socket would hang shutdown). The destructor
+// CHECKs that no socket is still open, turning that hang into a loud failure.
+//
+// Threading: thread-safe, like the underlying zmq context. Sockets are not (see zmq_socket.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include <zmq.hpp>
+
+#include "common/status.h"
+
+namespace keyflow {
+
+class ZmqContext {
+ public:
+  // `io_threads` >= 1: ZeroMQ background I/O threads (one handles ~1 GB/s).
+  static Result<std::unique_ptr<ZmqContext>> Create(int io_threads = 1);
+
+  ZmqContext(const ZmqContext&) = delete;
+  ZmqContext& operator=(const ZmqContext&) = delete;
+  ~ZmqContext();
+
+  zmq::context_t& context() { return context_; }
+
+  // A number unique within this context (names inproc endpoints such as socket monitors).
+  uint64_t NextUniqueId() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
+  // Number of ZmqSockets currently open on this context.
+  int open_sockets() const { return open_sockets_.load(std::memory_order_acquire); }
+
+ private:
+  friend class ZmqSocket;  // maintains open_sockets_
+  explicit ZmqContext(zmq::context_t context) : context_(std::move(context)) {}
+
+  zmq::context_t context_;
+  std::atomic<int> open_sockets_{0};
+  std::atomic<uint64_t> next_id_{1};
+};
+
+}  // namespace keyflow

@@ -1,0 +1,133 @@
+# shellcheck shell=bash
+# Shared helpers of scripts/start-cluster.sh, scripts/stop-cluster.sh and scripts/demo.sh.
+# Source it; it defines functions and sets nothing else.
+#
+# Run directory layout (default ./.keyflow):
+#   coordinator.pid            pid of the keyflow-coordinator process
+#   coordinator.log            its stdout+stderr
+#   coordinator.endpoint       the endpoint clients use, e.g. tcp://127.0.0.1:6123
+#   worker-<i>.pid             pid of worker i (slot i); with --hosts the pid on its host
+#   worker-<i>.host            only with --hosts: the host worker i runs on
+#   worker-<i>.log             its stdout+stderr (with --hosts: on its host, same path)
+#   worker-<i>.supervisor.pid  only with --respawn: the supervisor that restarts worker i
+
+kf_log() { echo "$KF_PROG: $*" >&2; }
+kf_die() {
+  kf_log "$*"
+  exit 1
+}
+
+# Absolute form of a path that may not exist yet.
+kf_abspath() {
+  case "$1" in
+    /*) printf '%s\n' "$1" ;;
+    *) printf '%s\n' "$PWD/$1" ;;
+  esac
+}
+
+# kf_pid_alive PID: true if PID runs (a zombie waiting to be reaped by init does not count).
+kf_pid_alive() {
+  local state
+  kill -0 "$1" 2>/dev/null || return 1
+  state="$(sed -n 's/^[0-9]* (.*) \([A-Za-z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null)"
+  [ "$state" != Z ]
+}
+
+# kf_is_keyflow_pid PID: true if PID is alive and is a keyflow process or one of our
+# supervisors (guards against signalling an unrelated process that reused a stale pid).
+kf_is_keyflow_pid() {
+  local pid="$1" cmdline
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  kf_pid_alive "$pid" || return 1
+  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ "$cmdline" == *keyflow* || "$cmdline" == *worker-supervisor* ]]
+}
+
+# kf_pid_from_file FILE: prints the pid stored in FILE (empty if missing or not a number).
+kf_pid_from_file() {
+  local pid=""
+  [ -f "$1" ] && read -r pid <"$1" 2>/dev/null
+  [[ "$pid" =~ ^[0-9]+$ ]] && printf '%s\n' "$pid"
+  return 0
+}
+
+# kf_ssh HOST CMD: runs CMD on HOST without reading stdin and without prompting.
+kf_ssh() {
+  local host="$1"
+  shift
+  ssh -n -o BatchMode=yes -o ConnectTimeout=10 "$host" "$@"
+}
+
+# kf_remote_alive HOST PID: true if PID is a live keyflow process on HOST.
+kf_remote_alive() {
+  kf_ssh "$1" "tr '\\0' ' ' </proc/$2/cmdline 2>/dev/null | grep -q -e keyflow -e worker-supervisor"
+}
+
+# kf_log_excerpt FILE [LINES]: the last lines of a log, indented, for error messages.
+kf_log_excerpt() {
+  local file="$1" lines="${2:-15}"
+  if [ -s "$file" ]; then
+    echo "---- last $lines lines of $file ----" >&2
+    tail -n "$lines" "$file" | sed 's/^/  /' >&2
+    echo "----" >&2
+  else
+    echo "($file is empty or missing)" >&2
+  fi
+}
+
+# kf_stop_pids SIGNAL_DEADLINE_SECONDS PID...: SIGTERM to every live local keyflow pid, wait
+# until all are gone or the deadline passes, then SIGKILL the rest. Prints what it did.
+kf_stop_pids() {
+  local deadline_s="$1"
+  shift
+  local pids=() p
+  for p in "$@"; do
+    if kf_is_keyflow_pid "$p"; then
+      kill -TERM "$p" 2>/dev/null && pids+=("$p")
+    fi
+  done
+  [ ${#pids[@]} -eq 0 ] && return 0
+  local end=$((SECONDS + deadline_s)) alive
+  while :; do
+    alive=()
+    for p in "${pids[@]}"; do
+      kf_pid_alive "$p" && alive+=("$p")
+    done
+    [ ${#alive[@]} -eq 0 ] && return 0
+    if [ "$SECONDS" -ge "$end" ]; then
+      kf_log "still running after ${deadline_s}s, sending SIGKILL to pid(s) ${alive[*]}"
+      kill -KILL "${alive[@]}" 2>/dev/null || true
+      return 0
+    fi
+    sleep 0.1
+  done
+}
+
+# kf_stop_remote HOST PID DEADLINE: the same on another host, over ssh.
+kf_stop_remote() {
+  local host="$1" pid="$2" deadline_s="$3"
+  kf_ssh "$host" "kill -TERM $pid 2>/dev/null || exit 0
+    alive() { [ -e /proc/$pid ] && ! grep -q '^[0-9]* (.*) Z ' /proc/$pid/stat 2>/dev/null; }
+    for i in \$(seq $((deadline_s * 10))); do alive || exit 0; sleep 0.1; done
+    kill -KILL $pid 2>/dev/null; exit 0" ||
+    kf_log "could not reach $host to stop pid $pid (ssh failed): stop it there by hand"
+}
+
+# kf_status_json KEYFLOW_BIN ENDPOINT: `keyflow status --json`, empty output on failure.
+kf_status_json() {
+  "$1" status --json --coordinator "$2" 2>/dev/null || true
+}
+
+# kf_registered_slots: reads `keyflow status --json` on stdin, prints the registered slots,
+# one per line.
+kf_registered_slots() {
+  python3 -c '
+import json, sys
+try:
+    st = json.load(sys.stdin)
+except ValueError:
+    sys.exit(0)
+for w in st.get("workers", []):
+    print(w.get("slot"))
+'
+}

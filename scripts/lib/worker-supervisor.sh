@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Keeps one keyflow worker alive (start-cluster.sh --respawn): starts it, and whenever it dies
+# starts it again with the same command line (so under the same --slot), rewriting its pid
+# file each time. Restarts back off from 1 s up to 30 s while the worker keeps dying within
+# 10 s of its start (e.g. a bad flag), and reset once it stayed up.
+#
+#   worker-supervisor.sh --pid-file FILE --log FILE -- keyflow-worker ARGS...
+#
+# SIGTERM/SIGINT: stop supervising and exit, leaving the current worker running (stop-cluster.sh
+# stops supervisors first, then the workers by their pid files). Supervisor lines go to the
+# worker's log, prefixed "supervisor:".
+set -uo pipefail
+
+pid_file="" log=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --pid-file) pid_file="$2"; shift 2 ;;
+    --log) log="$2"; shift 2 ;;
+    --) shift; break ;;
+    *) echo "worker-supervisor: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$pid_file" ] || [ -z "$log" ] || [ $# -eq 0 ]; then
+  echo "usage: worker-supervisor.sh --pid-file FILE --log FILE -- COMMAND..." >&2
+  exit 2
+fi
+
+say() { echo "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ) supervisor: $*" >>"$log"; }
+
+stopping=0
+trap 'stopping=1' TERM INT
+
+backoff=1
+while :; do
+  "$@" >>"$log" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$pid_file.tmp" && mv -f "$pid_file.tmp" "$pid_file"
+  started=$SECONDS
+  say "worker started pid=$pid"
+  while :; do
+    wait "$pid"
+    rc=$?
+    # `wait` also returns (>128) when a trapped signal arrives: the worker may still run.
+    [ "$stopping" -eq 1 ] && exit 0
+    kill -0 "$pid" 2>/dev/null || break
+  done
+  if [ $((SECONDS - started)) -ge 10 ]; then backoff=1; fi
+  say "worker pid=$pid exited with status $rc; restarting in ${backoff}s"
+  sleep "$backoff" &
+  sleeper=$!
+  wait "$sleeper" 2>/dev/null
+  if [ "$stopping" -eq 1 ]; then
+    kill "$sleeper" 2>/dev/null
+    exit 0
+  fi
+  backoff=$((backoff * 2 > 30 ? 30 : backoff * 2))
+done

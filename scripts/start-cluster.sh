@@ -1,0 +1,326 @@
+#!/usr/bin/env bash
+# Starts a keyflow session cluster in the background: one coordinator and N workers (worker i
+# gets slot i), and returns once all N workers are registered with the coordinator.
+#
+#   scripts/start-cluster.sh --workers N [options]
+#
+#   --workers N            number of workers (default with --hosts: one per host line)
+#   --port P               coordinator control port (default 6123; 0 = pick a free port)
+#   --run-dir DIR          pid files and logs (default ./.keyflow); one cluster per run dir
+#   --checkpoint-dir DIR   checkpoints and savepoints (default RUN_DIR/checkpoints; with --hosts
+#                          a shared file system path visible on every host)
+#   --hosts FILE           start the workers over ssh on these hosts: one host (or user@host) per
+#                          line, '#' starts a comment; worker i runs on host i mod #hosts
+#   --coordinator-host H   address workers and clients use to reach the coordinator
+#                          (default 127.0.0.1; with --hosts: this machine's `hostname -f`)
+#   --data-host ADDR       address peers use to reach a worker's data endpoints
+#                          (default 127.0.0.1; with --hosts: the worker's host from FILE)
+#   --bind-host ADDR       interface the workers' data endpoints bind to (default 0.0.0.0)
+#   --build-dir DIR        where the binaries are: DIR/bin/keyflow* (default build/ of the repo)
+#   --respawn              supervise each worker: restart it under the same slot when it dies
+#   --timeout S            give up if the workers are not all registered after S s (default 30)
+#   --coordinator-arg ARG  extra flag for keyflow-coordinator (repeatable), e.g.
+#                          --coordinator-arg=--heartbeat-timeout=3s
+#   --worker-arg ARG       extra flag for every keyflow-worker (repeatable)
+#   --dry-run              print the commands that would run, start nothing
+#
+# Prints the coordinator endpoint on stdout (also in RUN_DIR/coordinator.endpoint); everything
+# else goes to stderr. Stop the cluster with scripts/stop-cluster.sh --run-dir DIR.
+#
+# With --hosts, every host needs password-less ssh from here and the same keyflow checkout and
+# build at the same paths (shared file system or identical install); worker logs and pid files are
+# written on the worker's host under the same run dir path.
+set -euo pipefail
+
+KF_PROG=start-cluster
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib/cluster.sh
+source "$ROOT/scripts/lib/cluster.sh"
+
+workers="" port=6123 run_dir=".keyflow" checkpoint_dir="" hosts_file="" coordinator_host=""
+data_host="" bind_host="0.0.0.0" build_dir="$ROOT/build" respawn=0 timeout_s=30 dry_run=0
+coordinator_args=() worker_args=()
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+
+need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+    --workers) need "$@"; workers="$2"; shift 2 ;;
+    --port) need "$@"; port="$2"; shift 2 ;;
+    --run-dir) need "$@"; run_dir="$2"; shift 2 ;;
+    --checkpoint-dir) need "$@"; checkpoint_dir="$2"; shift 2 ;;
+    --hosts) need "$@"; hosts_file="$2"; shift 2 ;;
+    --coordinator-host) need "$@"; coordinator_host="$2"; shift 2 ;;
+    --data-host) need "$@"; data_host="$2"; shift 2 ;;
+    --bind-host) need "$@"; bind_host="$2"; shift 2 ;;
+    --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
+    --respawn) respawn=1; shift ;;
+    --timeout) need "$@"; timeout_s="$2"; shift 2 ;;
+    --coordinator-arg) need "$@"; coordinator_args+=("$2"); shift 2 ;;
+    --worker-arg) need "$@"; worker_args+=("$2"); shift 2 ;;
+    --dry-run) dry_run=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) kf_die "unknown argument '$1' (try --help)" ;;
+  esac
+done
+
+# ---- validate -----------------------------------------------------------------------------
+hosts=()
+if [ -n "$hosts_file" ]; then
+  [ -r "$hosts_file" ] || kf_die "cannot read the hosts file '$hosts_file'"
+  while IFS= read -r line || [ -n "$line" ]; do
+    line="${line%%#*}"
+    line="$(echo "$line" | tr -d '[:space:]')"
+    [ -n "$line" ] && hosts+=("$line")
+  done <"$hosts_file"
+  [ ${#hosts[@]} -gt 0 ] || kf_die "the hosts file '$hosts_file' lists no host"
+  [ -n "$workers" ] || workers=${#hosts[@]}
+fi
+if ! [[ "$workers" =~ ^[1-9][0-9]*$ ]]; then
+  kf_die "--workers N is required (N >= 1), got '${workers}'"
+fi
+if ! [[ "$port" =~ ^[0-9]+$ ]] || [ "$port" -gt 65535 ]; then
+  kf_die "--port must be 0..65535, got '$port'"
+fi
+if ! [[ "$timeout_s" =~ ^[1-9][0-9]*$ ]]; then kf_die "--timeout must be >= 1 s"; fi
+
+build_dir="$(kf_abspath "$build_dir")"
+run_dir="$(kf_abspath "$run_dir")"
+[ -n "$checkpoint_dir" ] || checkpoint_dir="$run_dir/checkpoints"
+checkpoint_dir="$(kf_abspath "$checkpoint_dir")"
+KEYFLOW="$build_dir/bin/keyflow"
+COORDINATOR="$build_dir/bin/keyflow-coordinator"
+WORKER="$build_dir/bin/keyflow-worker"
+SUPERVISOR="$ROOT/scripts/lib/worker-supervisor.sh"
+if [ "$dry_run" -eq 0 ]; then
+  for b in "$KEYFLOW" "$COORDINATOR" "$WORKER"; do
+    [ -x "$b" ] || kf_die "$b not found: build first (cmake -S $ROOT -B $build_dir -G Ninja" \
+      "-DCMAKE_BUILD_TYPE=Release && cmake --build $build_dir), or pass --build-dir"
+  done
+fi
+if [ ${#hosts[@]} -gt 0 ] && [ -z "$coordinator_host" ]; then
+  coordinator_host="$(hostname -f 2>/dev/null || hostname)"
+fi
+[ -n "$coordinator_host" ] || coordinator_host=127.0.0.1
+
+# ---- refuse a second cluster in the same run dir --------------------------------------------
+if [ -d "$run_dir" ]; then
+  live=() stale=()
+  for f in "$run_dir"/coordinator.pid "$run_dir"/worker-*.pid; do
+    [ -f "$f" ] || continue
+    pid="$(kf_pid_from_file "$f")"
+    name="$(basename "$f" .pid)"
+    host_file="$run_dir/${name%.supervisor}.host"  # worker started over ssh: pid on that host
+    if [ -f "$host_file" ]; then
+      host="$(cat "$host_file")"
+      if [ "$dry_run" -eq 0 ] && [ -n "$pid" ] && kf_remote_alive "$host" "$pid"; then
+        live+=("$name (pid $pid on $host)")
+      else
+        stale+=("$f")
+      fi
+    elif [ -n "$pid" ] && kf_is_keyflow_pid "$pid"; then
+      live+=("$name (pid $pid)")
+    else
+      stale+=("$f")
+    fi
+  done
+  if [ ${#live[@]} -gt 0 ]; then
+    kf_die "a cluster is already running from $run_dir: ${live[*]}." \
+      "Stop it with scripts/stop-cluster.sh --run-dir $run_dir, or use another --run-dir"
+  fi
+  if [ ${#stale[@]} -gt 0 ] && [ "$dry_run" -eq 0 ]; then
+    kf_log "removing ${#stale[@]} stale pid file(s) of a cluster that is no longer running"
+    rm -f "${stale[@]}"
+    rm -f "$run_dir"/worker-*.host "$run_dir/coordinator.endpoint"
+  fi
+fi
+
+run() {  # run CMD...: execute, or only print it with --dry-run
+  if [ "$dry_run" -eq 1 ]; then
+    printf '+'
+    printf ' %q' "$@"
+    printf '\n'
+  else
+    "$@"
+  fi
+}
+
+started_ok=0
+cleanup_on_failure() {
+  if [ "$started_ok" -eq 0 ] && [ "$dry_run" -eq 0 ]; then
+    kf_log "stopping what was started"
+    "$ROOT/scripts/stop-cluster.sh" --run-dir "$run_dir" >/dev/null 2>&1 || true
+  fi
+}
+trap cleanup_on_failure EXIT
+
+[ "$dry_run" -eq 1 ] || mkdir -p "$run_dir" "$checkpoint_dir"
+rotate_log() { if [ -f "$1" ]; then mv -f "$1" "$1.prev"; fi; }
+
+# ---- coordinator --------------------------------------------------------------------------
+coordinator_log="$run_dir/coordinator.log"
+coordinator_cmd=("$COORDINATOR" --port "$port" --checkpoint-dir "$checkpoint_dir"
+  ${coordinator_args[@]+"${coordinator_args[@]}"})
+if [ "$dry_run" -eq 1 ]; then
+  run setsid nohup "${coordinator_cmd[@]}"
+  echo "  (stdout+stderr >> $coordinator_log, pid -> $run_dir/coordinator.pid)"
+else
+  rotate_log "$coordinator_log"
+  (exec setsid nohup "${coordinator_cmd[@]}" >>"$coordinator_log" 2>&1 </dev/null) &
+  coordinator_pid=$!
+  echo "$coordinator_pid" >"$run_dir/coordinator.pid"
+
+  # Wait for "keyflow-coordinator: listening on tcp://0.0.0.0:<port>" (the real port with 0).
+  deadline=$((SECONDS + 10))
+  bound_port=""
+  while :; do
+    bound_port="$(sed -n 's/^keyflow-coordinator: listening on tcp:\/\/.*:\([0-9][0-9]*\)$/\1/p' \
+      "$coordinator_log" 2>/dev/null | tail -n 1)"
+    [ -n "$bound_port" ] && break
+    if ! kf_pid_alive "$coordinator_pid"; then
+      rc=0
+      wait "$coordinator_pid" || rc=$?
+      kf_log "the coordinator exited (status $rc) instead of starting:"
+      kf_log_excerpt "$coordinator_log"
+      exit 1
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      kf_log "the coordinator (pid $coordinator_pid) did not start listening within 10 s:"
+      kf_log_excerpt "$coordinator_log"
+      exit 1
+    fi
+    sleep 0.1
+  done
+  port="$bound_port"
+fi
+endpoint="tcp://$coordinator_host:$port"
+[ "$dry_run" -eq 1 ] || echo "$endpoint" >"$run_dir/coordinator.endpoint"
+
+# ---- workers ------------------------------------------------------------------------------
+worker_cmd() {  # worker_cmd I DATA_HOST: the worker's command line, into the array `cmd`
+  cmd=("$WORKER" --coordinator "$endpoint" --slot "$1" --data-host "$2" --bind-host "$bind_host"
+    ${worker_args[@]+"${worker_args[@]}"})
+}
+
+start_local_worker() {
+  local i="$1" log="$run_dir/worker-$1.log"
+  worker_cmd "$i" "${data_host:-127.0.0.1}"
+  if [ "$dry_run" -eq 1 ]; then
+    if [ "$respawn" -eq 1 ]; then
+      run setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" --log "$log" -- "${cmd[@]}"
+    else
+      run setsid nohup "${cmd[@]}"
+      echo "  (stdout+stderr >> $log, pid -> $run_dir/worker-$i.pid)"
+    fi
+    return
+  fi
+  rotate_log "$log"
+  if [ "$respawn" -eq 1 ]; then
+    rm -f "$run_dir/worker-$i.pid"
+    (exec setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" --log "$log" -- \
+      "${cmd[@]}" >/dev/null 2>&1 </dev/null) &
+    echo $! >"$run_dir/worker-$i.supervisor.pid"
+  else
+    (exec setsid nohup "${cmd[@]}" >>"$log" 2>&1 </dev/null) &
+    echo $! >"$run_dir/worker-$i.pid"
+  fi
+}
+
+start_remote_worker() {
+  local i="$1" host="$2" log="$run_dir/worker-$1.log" remote pid
+  worker_cmd "$i" "${data_host:-${host#*@}}"
+  local quoted_cmd quoted_run quoted_log
+  quoted_cmd="$(printf '%q ' "${cmd[@]}")"
+  quoted_run="$(printf '%q' "$run_dir")"
+  quoted_log="$(printf '%q' "$log")"
+  if [ "$respawn" -eq 1 ]; then
+    remote="mkdir -p $quoted_run && cd $quoted_run && { [ ! -f $quoted_log ] || mv -f $quoted_log $quoted_log.prev; } &&
+      (setsid nohup $(printf '%q' "$SUPERVISOR") --pid-file $(printf '%q' "$run_dir/worker-$i.pid") \
+        --log $quoted_log -- $quoted_cmd >/dev/null 2>&1 </dev/null & echo \$!)"
+  else
+    remote="mkdir -p $quoted_run && cd $quoted_run && { [ ! -f $quoted_log ] || mv -f $quoted_log $quoted_log.prev; } &&
+      (setsid nohup $quoted_cmd >>$quoted_log 2>&1 </dev/null & echo \$!)"
+  fi
+  if [ "$dry_run" -eq 1 ]; then
+    run ssh -n -o BatchMode=yes -o ConnectTimeout=10 "$host" "$remote"
+    return
+  fi
+  pid="$(kf_ssh "$host" "$remote")" || kf_die "could not start worker $i on $host over ssh" \
+    "(needs password-less ssh and the keyflow build at $build_dir on that host)"
+  [[ "$pid" =~ ^[0-9]+$ ]] || kf_die "starting worker $i on $host printed '$pid' instead of a pid"
+  echo "$host" >"$run_dir/worker-$i.host"
+  if [ "$respawn" -eq 1 ]; then
+    echo "$pid" >"$run_dir/worker-$i.supervisor.pid"
+  else
+    echo "$pid" >"$run_dir/worker-$i.pid"
+  fi
+}
+
+for ((i = 0; i < workers; i++)); do
+  if [ ${#hosts[@]} -gt 0 ]; then
+    start_remote_worker "$i" "${hosts[$((i % ${#hosts[@]}))]}"
+  else
+    start_local_worker "$i"
+  fi
+done
+
+if [ "$dry_run" -eq 1 ]; then
+  echo "(dry run: nothing started; the cluster would be reachable at $endpoint)"
+  started_ok=1
+  exit 0
+fi
+
+# ---- wait until every slot 0..N-1 is registered ----------------------------------------------
+kf_log "coordinator listening on $endpoint (pid $coordinator_pid); waiting for $workers worker(s)"
+deadline=$((SECONDS + timeout_s))
+while :; do
+  slots="$(kf_status_json "$KEYFLOW" "$endpoint" | kf_registered_slots)"
+  missing=()
+  for ((i = 0; i < workers; i++)); do
+    grep -qx "$i" <<<"$slots" || missing+=("$i")
+  done
+  [ ${#missing[@]} -eq 0 ] && break
+  if ! kf_pid_alive "$coordinator_pid"; then
+    kf_log "the coordinator (pid $coordinator_pid) exited while workers were registering:"
+    kf_log_excerpt "$coordinator_log"
+    exit 1
+  fi
+  if [ "$respawn" -eq 0 ] && [ ${#hosts[@]} -eq 0 ]; then
+    for i in "${missing[@]}"; do
+      pid="$(kf_pid_from_file "$run_dir/worker-$i.pid")"
+      if [ -n "$pid" ] && ! kf_pid_alive "$pid"; then
+        kf_log "worker $i (pid $pid) exited before registering:"
+        kf_log_excerpt "$run_dir/worker-$i.log"
+        exit 1
+      fi
+    done
+  fi
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    kf_log "only $((workers - ${#missing[@]})) of $workers worker(s) registered within" \
+      "${timeout_s} s; missing slot(s): ${missing[*]}"
+    for i in "${missing[@]}"; do
+      if [ -f "$run_dir/worker-$i.host" ]; then
+        host="$(cat "$run_dir/worker-$i.host")"
+        echo "---- last lines of $run_dir/worker-$i.log on $host ----" >&2
+        kf_ssh "$host" "tail -n 15 $(printf '%q' "$run_dir/worker-$i.log")" >&2 || true
+      else
+        kf_log_excerpt "$run_dir/worker-$i.log"
+      fi
+    done
+    kf_log_excerpt "$coordinator_log" 5
+    exit 1
+  fi
+  sleep 0.2
+done
+
+started_ok=1
+pids=()
+for ((i = 0; i < workers; i++)); do
+  pids+=("$(kf_pid_from_file "$run_dir/worker-$i.pid")")
+done
+kf_log "cluster up: coordinator $endpoint, $workers worker(s) registered" \
+  "(pids ${pids[*]}$([ "$respawn" -eq 1 ] && echo ", respawned on exit"))"
+kf_log "logs and pid files in $run_dir; stop with: scripts/stop-cluster.sh --run-dir $run_dir"
+echo "$endpoint"

@@ -1,0 +1,202 @@
+// StateTable<V>: the heap storage of one registered keyed state (Flink's StateTable).
+//
+// One StateMap (a flat hash table keyed by (Key, Namespace); state_map.h) per key group of
+// the backend's range (index = key group - range start). V is what one (key, namespace) holds: T
+// for value and reducing state, std::vector<T> for list state, a flat map for map state, ACC for
+// aggregating state. Lists and maps are never stored empty.
+//
+// Lookups reuse the key's hash from the KeyContext: the handle passes a StateEntryLookup that
+// carries the precomputed hash, so a record hashes its key once whatever number of states it
+// touches.
+//
+// Ownership and writes: owned by HeapKeyedStateBackend. Anyone may read a key group through
+// KeyGroup(); a mutable key-group table is only handed out by the backend's
+// MutableTable() (its one write gate, where copy-on-write for asynchronous snapshots hooks
+// in), which is why the mutating operations here take the backend.
+//
+// Threading: task thread. Reads of one key group's table from another thread are safe while
+// the task thread does not mutate that key group (the key-group tables are separate objects
+// that never move after construction).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "common/binary_io.h"
+#include "common/key.h"
+#include "common/key_group_assignment.h"
+#include "common/status.h"
+#include "state/heap/state_map.h"
+#include "state/namespace.h"
+#include "state/state_descriptor.h"
+#include "state/type_serializer.h"
+
+namespace keyflow {
+
+class HeapKeyedStateBackend;
+
+// Entries parsed from a snapshot, not yet installed (so a failed restore changes nothing).
+struct StagedKeyGroup {
+  virtual ~StagedKeyGroup() = default;
+};
+
+// Corruption("<what>: data is truncated or malformed"), the wording of BinaryReader::status.
+Status MalformedSnapshot(const std::string& what);
+
+// OK if `key` may be stored in key group `g`: a well-formed key of the job's key type whose key
+// group is g. Otherwise Corruption saying why.
+Status CheckRestoredKey(const Key& key, KeyGroupId g, const KeyGroupAssigner& assigner);
+
+// The type-independent face of a state table, used by the backend for snapshots, restore,
+// inspection and ClearAll.
+class StateTableBase {
+ public:
+  StateTableBase(std::string name, StateKind kind, int32_t num_key_groups)
+      : name_(std::move(name)), kind_(kind), num_key_groups_(num_key_groups) {}
+  virtual ~StateTableBase() = default;
+  StateTableBase(const StateTableBase&) = delete;
+  StateTableBase& operator=(const StateTableBase&) = delete;
+
+  const std::string& name() const { return name_; }
+  StateKind kind() const { return kind_; }
+  int32_t num_key_groups() const { return num_key_groups_; }
+
+  // Number of (key, namespace) entries in key group `kg_index`.
+  virtual size_t Size(int32_t kg_index) const = 0;
+  // Appends (unsorted) the keys that have an entry in namespace `ns`.
+  virtual void CollectKeys(int32_t kg_index, Namespace ns, std::vector<Key>* out) const = 0;
+  // Inserts the keys that have an entry in any namespace.
+  virtual void CollectKeys(int32_t kg_index, absl::flat_hash_set<Key>* out) const = 0;
+
+  // Writes the entries of the key group (format in state/README.md): varint count, then the
+  // entries in ascending (key bytes, namespace) order. Precondition: Size(kg_index) > 0.
+  virtual void WriteKeyGroup(int32_t kg_index, BinaryWriter& out) const = 0;
+  // Parses what WriteKeyGroup wrote for key group `g` into `*staged`; the table is untouched.
+  // Corruption when the bytes are truncated or malformed, out of order, or hold a key that
+  // does not belong to `g`.
+  virtual Status ReadKeyGroup(BinaryReader& in, KeyGroupId g, const KeyGroupAssigner& assigner,
+                              std::unique_ptr<StagedKeyGroup>* staged) const = 0;
+
+  // Writes, through backend.MutableTable(): empty the key group / replace it by staged entries.
+  virtual void ClearKeyGroup(HeapKeyedStateBackend& backend, int32_t kg_index) = 0;
+  virtual void InstallKeyGroup(HeapKeyedStateBackend& backend, int32_t kg_index,
+                               StagedKeyGroup& staged) = 0;
+
+ private:
+  std::string name_;
+  StateKind kind_;
+  int32_t num_key_groups_;
+};
+
+template <typename V>
+class StateTable final : public StateTableBase {
+ public:
+  using Table = StateMap<V>;
+
+  StateTable(std::string name, StateKind kind, int32_t num_key_groups)
+      : StateTableBase(std::move(name), kind, num_key_groups),
+        key_groups_(static_cast<size_t>(num_key_groups)) {}
+
+  // Read access to one key group. Precondition: 0 <= kg_index < num_key_groups().
+  const Table& KeyGroup(int32_t kg_index) const { return key_groups_[kg_index]; }
+
+  size_t Size(int32_t kg_index) const override { return key_groups_[kg_index].size(); }
+  void CollectKeys(int32_t kg_index, Namespace ns, std::vector<Key>* out) const override {
+    key_groups_[kg_index].ForEach([&](const typename Table::Entry& e) {
+      if (e.key.ns == ns) out->push_back(e.key.key);
+    });
+  }
+  void CollectKeys(int32_t kg_index, absl::flat_hash_set<Key>* out) const override {
+    key_groups_[kg_index].ForEach([&](const typename Table::Entry& e) { out->insert(e.key.key); });
+  }
+  void WriteKeyGroup(int32_t kg_index, BinaryWriter& out) const override;
+  Status ReadKeyGroup(BinaryReader& in, KeyGroupId g, const KeyGroupAssigner& assigner,
+                      std::unique_ptr<StagedKeyGroup>* staged) const override;
+  // Defined in heap_keyed_state_backend_inl.h (they need the complete backend).
+  void ClearKeyGroup(HeapKeyedStateBackend& backend, int32_t kg_index) override;
+  void InstallKeyGroup(HeapKeyedStateBackend& backend, int32_t kg_index,
+                       StagedKeyGroup& staged) override;
+
+ private:
+  friend class HeapKeyedStateBackend;  // MutableTable() is the only writer of key_groups_.
+
+  struct Staged final : StagedKeyGroup {
+    Table table;
+  };
+
+  // Lists and maps are never stored empty; a snapshot holding one is malformed.
+  bool IsEmptyCollection(const V& v) const {
+    if constexpr (requires { v.empty(); }) {
+      return (kind() == StateKind::kList || kind() == StateKind::kMap) && v.empty();
+    } else {
+      return false;
+    }
+  }
+
+  std::vector<Table> key_groups_;  // sized once; never reallocated
+};
+
+// ---- snapshot encoding of one key group's entries ----
+
+template <typename V>
+void StateTable<V>::WriteKeyGroup(int32_t kg_index, BinaryWriter& out) const {
+  const Table& table = key_groups_[kg_index];
+  std::vector<const typename Table::Entry*> sorted;
+  sorted.reserve(table.size());
+  table.ForEach([&](const typename Table::Entry& e) { sorted.push_back(&e); });
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
+    int c = a->key.key.bytes().compare(b->key.key.bytes());
+    return c != 0 ? c < 0 : a->key.ns < b->key.ns;
+  });
+  out.VarU64(sorted.size());
+  for (const auto* e : sorted) {
+    out.KeyBytes(e->key.key);
+    out.I64(e->key.ns.value());
+    TypeSerializer<V>::Write(out, e->value);
+  }
+}
+
+template <typename V>
+Status StateTable<V>::ReadKeyGroup(BinaryReader& in, KeyGroupId g, const KeyGroupAssigner& assigner,
+                                   std::unique_ptr<StagedKeyGroup>* staged) const {
+  // An entry takes at least: key length (1) + namespace (8) + the value's minimum.
+  constexpr size_t kMinEntryBytes = 1 + 8 + TypeSerializer<V>::kMinBytes;
+  const std::string what = "state '" + name() + "'";
+  uint64_t n = in.Count(kMinEntryBytes);
+  if (!in.ok()) return MalformedSnapshot(what);
+  if (n == 0) return Corruption(what + ": a state is written only with at least one entry");
+  auto result = std::make_unique<Staged>();
+  result->table.Reserve(n);
+  Key previous;
+  int64_t previous_ns = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string_view key_bytes = in.Bytes();
+    int64_t ns = in.I64();
+    if (!in.ok()) return MalformedSnapshot(what);
+    if (i > 0) {
+      int c = key_bytes.compare(previous.bytes());
+      if (c < 0 || (c == 0 && ns <= previous_ns)) {
+        return Corruption(what + ": entries are not in ascending (key, namespace) order");
+      }
+    }
+    Key key = Key::FromBytes(key_bytes);
+    RETURN_IF_ERROR_CTX(CheckRestoredKey(key, g, assigner), what);
+    V value{};
+    if (!TypeSerializer<V>::Read(in, &value)) return MalformedSnapshot(what);
+    if (IsEmptyCollection(value)) {
+      return Corruption(what + ": an empty " + std::string(StateKindName(kind())) +
+                        " entry (empty collections are never stored)");
+    }
+    previous = key;
+    previous_ns = ns;
+    result->table.InsertNew(StateEntryKey{std::move(key), Namespace(ns)}, std::move(value));
+  }
+  *staged = std::move(result);
+  return Status::Ok();
+}
+
+}  // namespace keyflow

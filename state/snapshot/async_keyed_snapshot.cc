@@ -1,0 +1,60 @@
+#include "state/snapshot/async_keyed_snapshot.h"
+
+namespace keyflow {
+
+AsyncKeyedSnapshot::AsyncKeyedSnapshot(int32_t max_parallelism, KeyType key_type,
+                                       KeyGroupRange range,
+                                       std::vector<const SnapshotSection*> sections)
+    : KeyGroupWriteGuard(range.size()),
+      max_parallelism_(max_parallelism),
+      key_type_(key_type),
+      range_(range),
+      sections_(std::move(sections)),
+      blocks_(static_cast<size_t>(range.size())),
+      counts_(static_cast<size_t>(range.size())) {}
+
+bool AsyncKeyedSnapshot::TryClaimAndSerialize(int32_t index) {
+  uint8_t expected = kPending;
+  if (!state_[index].compare_exchange_strong(expected, kSerializing, std::memory_order_acq_rel)) {
+    return false;
+  }
+  KeyGroupId g(range_.start() + index);
+  std::string& block = blocks_[static_cast<size_t>(index)];
+  SerializeKeyGroupBlock(g, sections_, &block);
+  std::vector<uint64_t>& counts = counts_[static_cast<size_t>(index)];
+  for (const SnapshotSection* s : sections_) counts.push_back(s->count(g));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    state_[index].store(kSerialized, std::memory_order_release);
+  }
+  serialized_.notify_all();
+  return true;
+}
+
+void AsyncKeyedSnapshot::WaitSerialized(int32_t index) {
+  std::unique_lock<std::mutex> lock(mu_);
+  serialized_.wait(lock, [&] { return state_[index].load(std::memory_order_acquire) == kSerialized; });
+}
+
+void AsyncKeyedSnapshot::SerializeBeforeWrite(int32_t index) {
+  if (TryClaimAndSerialize(index)) {
+    by_task_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  WaitSerialized(index);  // the writer is on it right now
+}
+
+Result<KeyedSnapshotInfo> AsyncKeyedSnapshot::WriteTo(KeyedSnapshotWriter::Sink sink) {
+  KeyedSnapshotWriter writer(max_parallelism_, key_type_, range_, sections_, std::move(sink));
+  RETURN_IF_ERROR(writer.Begin());
+  for (int32_t i = 0; i < range_.size(); ++i) {
+    if (!TryClaimAndSerialize(i)) WaitSerialized(i);
+    std::string& block = blocks_[static_cast<size_t>(i)];
+    RETURN_IF_ERROR(writer.AppendKeyGroup(KeyGroupId(range_.start() + i), block,
+                                          std::move(counts_[static_cast<size_t>(i)])));
+    std::string().swap(block);  // free the copy as soon as it is written
+  }
+  return writer.Finish();
+}
+
+}  // namespace keyflow

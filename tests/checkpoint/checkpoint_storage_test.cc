@@ -1,0 +1,285 @@
+#include "checkpoint/checkpoint_storage.h"
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "common/file_io.h"
+#include "tests/checkpoint/checkpoint_test_util.h"
+
+namespace keyflow {
+namespace {
+
+using ckpt_test::TestMetadata;
+
+// Routes log lines into memory for the duration of a test, to assert on warnings.
+class CapturedLog {
+ public:
+  CapturedLog() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100)) {
+    previous_ = spdlog::default_logger();
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink_));
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  std::string Text() const {
+    std::string all;
+    for (const std::string& line : sink_->last_formatted()) all += line;
+    return all;
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+class CheckpointStorageTest : public ::testing::Test {
+ protected:
+  // A completed checkpoint: state files of the recorded sizes, then `_metadata`.
+  std::string WriteCompleted(int64_t id, bool savepoint = false) {
+    std::string dir = savepoint ? storage_.SavepointDirectory(kJob, CheckpointId(id))
+                                : storage_.CheckpointDirectory(kJob, CheckpointId(id));
+    EXPECT_TRUE(storage_.PrepareCheckpointDirectory(dir).ok());
+    CheckpointMetadata m = TestMetadata(8, 2, id);
+    m.job_id = kJob;
+    m.savepoint = savepoint;
+    for (const auto& s : m.subtasks) {
+      EXPECT_TRUE(
+          WriteFileAtomically(dir + "/" + s.keyed_state.path, std::string(s.keyed_state.size, 's'))
+              .ok());
+    }
+    EXPECT_TRUE(storage_.WriteMetadata(dir, m).ok());
+    return dir;
+  }
+  std::vector<int64_t> Ids(const Result<std::vector<CheckpointLocation>>& r) {
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<int64_t> ids;
+    if (r.ok()) {
+      for (const auto& l : *r) ids.push_back(l.id.value());
+    }
+    return ids;
+  }
+
+  const std::string kJob = "job-1";
+  TempDir tmp_{"ckpt-storage"};
+  CheckpointStorage storage_{tmp_.path()};
+};
+
+TEST_F(CheckpointStorageTest, NamesTheDirectoriesOfTheLayout) {
+  EXPECT_EQ(storage_.JobDirectory("j"), tmp_.path() + "/j");
+  EXPECT_EQ(storage_.CheckpointDirectory("j", CheckpointId(12)), tmp_.path() + "/j/chk-12");
+  EXPECT_EQ(storage_.SavepointDirectory("j", CheckpointId(3)), tmp_.path() + "/j/savepoint-3");
+  EXPECT_EQ(CheckpointStorage::MetadataPath("/a/chk-1"), "/a/chk-1/_metadata");
+  EXPECT_EQ(CheckpointStorage::SubtaskStateFileName(SubtaskIndex(4)), "subtask-4.kgs");
+}
+
+TEST_F(CheckpointStorageTest, RootIsMadeAbsoluteAndNormalised) {
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  CheckpointStorage relative("ckpts/./x/");
+  EXPECT_EQ(relative.root(), std::string(cwd) + "/ckpts/x");
+  CheckpointStorage absolute(tmp_.path() + "//a/../b/");
+  EXPECT_EQ(absolute.root(), tmp_.path() + "/b");
+}
+
+TEST_F(CheckpointStorageTest, WritesMetadataAtomicallyAndReadsItFromDirectoryOrFile) {
+  std::string dir = WriteCompleted(4);
+  EXPECT_FALSE(PathExists(dir + "/_metadata.tmp"));
+  auto from_dir = CheckpointStorage::ReadMetadata(dir);
+  ASSERT_TRUE(from_dir.ok()) << from_dir.status().ToString();
+  EXPECT_EQ(from_dir->id, CheckpointId(4));
+  EXPECT_EQ(from_dir->job_id, kJob);
+  auto from_file = CheckpointStorage::ReadMetadata(dir + "/_metadata");
+  ASSERT_TRUE(from_file.ok());
+  EXPECT_EQ(from_file->subtasks[1].keyed_state.path, "subtask-1.kgs");
+  EXPECT_TRUE(CheckpointStorage::VerifyStateFiles(dir, *from_dir).ok());
+}
+
+TEST_F(CheckpointStorageTest, ReadMetadataSaysWhyThereIsNoCheckpoint) {
+  auto missing = CheckpointStorage::ReadMetadata(tmp_.path() + "/nope");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("no such file or directory"), std::string::npos);
+
+  std::string dir = storage_.CheckpointDirectory(kJob, CheckpointId(1));
+  ASSERT_TRUE(storage_.PrepareCheckpointDirectory(dir).ok());
+  auto incomplete = CheckpointStorage::ReadMetadata(dir);
+  EXPECT_EQ(incomplete.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(incomplete.status().message().find("never completed"), std::string::npos);
+
+  ASSERT_TRUE(WriteFileAtomically(dir + "/_metadata", "KFCKPT01 garbage").ok());
+  auto corrupted = CheckpointStorage::ReadMetadata(dir);
+  EXPECT_EQ(corrupted.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(corrupted.status().message().find(dir + "/_metadata"), std::string::npos);
+}
+
+TEST_F(CheckpointStorageTest, ListsOnlyCheckpointsWhoseMetadataVerifiesInIdOrder) {
+  WriteCompleted(1);
+  WriteCompleted(10);  // sorts after 4 although "chk-10" < "chk-4" as text
+  WriteCompleted(4);
+  // Killed between the data files and the metadata: only a state file.
+  std::string half = storage_.CheckpointDirectory(kJob, CheckpointId(11));
+  ASSERT_TRUE(storage_.PrepareCheckpointDirectory(half).ok());
+  ASSERT_TRUE(WriteFileAtomically(half + "/subtask-0.kgs", "partial").ok());
+  // Corrupted metadata: one flipped byte.
+  std::string bad = WriteCompleted(7);
+  auto bytes = ReadFileToString(bad + "/_metadata");
+  ASSERT_TRUE(bytes.ok());
+  std::string flipped = *bytes;
+  flipped[40] = static_cast<char>(flipped[40] ^ 1);
+  ASSERT_TRUE(WriteFileAtomically(bad + "/_metadata", flipped).ok());
+  WriteCompleted(5, /*savepoint=*/true);
+  ASSERT_TRUE(CreateDirectories(storage_.JobDirectory(kJob) + "/chk-x").ok());    // not ours
+  ASSERT_TRUE(CreateDirectories(storage_.JobDirectory(kJob) + "/chk-012").ok());  // not ours
+
+  CapturedLog log;
+  auto completed = storage_.ListCompletedCheckpoints(kJob);
+  EXPECT_EQ(Ids(completed), (std::vector<int64_t>{1, 4, 10}));
+  ASSERT_TRUE(completed.ok());
+  EXPECT_EQ((*completed)[2].directory, storage_.CheckpointDirectory(kJob, CheckpointId(10)));
+  EXPECT_FALSE((*completed)[2].savepoint);
+  EXPECT_NE(log.Text().find("skipping checkpoint directory dir=" + bad), std::string::npos)
+      << log.Text();
+  EXPECT_NE(log.Text().find("checksum mismatch"), std::string::npos) << log.Text();
+  EXPECT_EQ(log.Text().find("chk-11"), std::string::npos) << "incomplete is silent";
+
+  auto savepoints = storage_.ListSavepoints(kJob);
+  EXPECT_EQ(Ids(savepoints), (std::vector<int64_t>{5}));
+  ASSERT_TRUE(savepoints.ok());
+  EXPECT_TRUE((*savepoints)[0].savepoint);
+
+  auto max_id = storage_.MaxUsedId(kJob);
+  ASSERT_TRUE(max_id.ok());
+  EXPECT_EQ(*max_id, 11) << "the half-written checkpoint's id counts";
+}
+
+TEST_F(CheckpointStorageTest, MaxUsedIdCountsCheckpointsAndSavepointsWithOrWithoutMetadata) {
+  auto none = storage_.MaxUsedId(kJob);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, 0);
+  ASSERT_TRUE(CreateDirectories(storage_.CheckpointDirectory(kJob, CheckpointId(3))).ok());
+  EXPECT_EQ(*storage_.MaxUsedId(kJob), 3);
+  ASSERT_TRUE(CreateDirectories(storage_.SavepointDirectory(kJob, CheckpointId(9))).ok());
+  EXPECT_EQ(*storage_.MaxUsedId(kJob), 9);
+  WriteCompleted(6);
+  EXPECT_EQ(*storage_.MaxUsedId(kJob), 9);
+  EXPECT_EQ(*storage_.MaxUsedId("other-job"), 0);
+}
+
+TEST_F(CheckpointStorageTest, TempFileLeftByACrashBeforeTheRenameIsIgnored) {
+  // Crash between write and rename: `_metadata.tmp` holds complete, valid bytes, but the
+  // rename (the commit point) never happened.
+  std::string dir = storage_.CheckpointDirectory(kJob, CheckpointId(2));
+  ASSERT_TRUE(storage_.PrepareCheckpointDirectory(dir).ok());
+  CheckpointMetadata m = TestMetadata(8, 2, 2);
+  ASSERT_TRUE(WriteFileAtomically(dir + "/_metadata.tmp", m.Encode()).ok());
+  EXPECT_EQ(Ids(storage_.ListCompletedCheckpoints(kJob)), std::vector<int64_t>{});
+  EXPECT_EQ(CheckpointStorage::ReadMetadata(dir).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*storage_.MaxUsedId(kJob), 2);
+
+  // A stale temp file next to a committed `_metadata` does not hide it either.
+  std::string done = WriteCompleted(3);
+  ASSERT_TRUE(WriteFileAtomically(done + "/_metadata.tmp", "torn").ok());
+  EXPECT_EQ(Ids(storage_.ListCompletedCheckpoints(kJob)), std::vector<int64_t>{3});
+}
+
+TEST_F(CheckpointStorageTest, NoJobDirectoryListsNothing) {
+  EXPECT_EQ(Ids(storage_.ListCompletedCheckpoints("absent")), std::vector<int64_t>{});
+  EXPECT_EQ(Ids(storage_.ListSavepoints("absent")), std::vector<int64_t>{});
+  auto records = CheckpointStorage(tmp_.path() + "/no-root").ListJobRecords();
+  ASSERT_TRUE(records.ok());
+  EXPECT_TRUE(records->empty());
+}
+
+TEST_F(CheckpointStorageTest, VerifyStateFilesNamesAMissingOrTruncatedFile) {
+  std::string dir = WriteCompleted(1);
+  CheckpointMetadata m = *CheckpointStorage::ReadMetadata(dir);
+  const uint64_t size1 = m.subtasks[1].keyed_state.size;
+  ASSERT_TRUE(WriteFileAtomically(dir + "/subtask-1.kgs", std::string(size1 - 1, 's')).ok());
+  Status truncated = CheckpointStorage::VerifyStateFiles(dir, m);
+  EXPECT_EQ(truncated.code(), StatusCode::kCorruption);
+  EXPECT_NE(truncated.message().find(dir + "/subtask-1.kgs"), std::string::npos);
+  EXPECT_NE(truncated.message().find("truncated: expected " + std::to_string(size1) +
+                                     " bytes, found " + std::to_string(size1 - 1)),
+            std::string::npos)
+      << truncated.ToString();
+
+  ASSERT_TRUE(RemoveFile(dir + "/subtask-0.kgs").ok());
+  Status missing = CheckpointStorage::VerifyStateFiles(dir, m);
+  EXPECT_EQ(missing.code(), StatusCode::kCorruption);
+  EXPECT_NE(missing.message().find("subtask-0.kgs"), std::string::npos);
+  EXPECT_NE(missing.message().find("missing"), std::string::npos);
+}
+
+TEST_F(CheckpointStorageTest, PrepareRefusesANonEmptyDirectoryButTakesAnEmptyOne) {
+  std::string empty = tmp_.File("empty");
+  ASSERT_TRUE(CreateDirectories(empty).ok());
+  EXPECT_TRUE(storage_.PrepareCheckpointDirectory(empty).ok());
+  std::string nested = tmp_.File("a/b/c");
+  EXPECT_TRUE(storage_.PrepareCheckpointDirectory(nested).ok());
+  EXPECT_TRUE(std::filesystem::is_directory(nested));
+  ASSERT_TRUE(WriteFileAtomically(nested + "/x", "x").ok());
+  Status s = storage_.PrepareCheckpointDirectory(nested);
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(s.message().find("not empty"), std::string::npos);
+}
+
+TEST_F(CheckpointStorageTest, DeleteCheckpointRemovesTheDirectory) {
+  std::string dir = WriteCompleted(1);
+  EXPECT_TRUE(storage_.DeleteCheckpoint(dir).ok());
+  EXPECT_FALSE(PathExists(dir));
+  EXPECT_TRUE(storage_.DeleteCheckpoint(dir).ok()) << "absent is fine";
+}
+
+JobRecord TestRecord(const std::string& id, const std::string& state) {
+  JobRecord r;
+  r.job_id = id;
+  r.spec = ckpt_test::TestSpec(128, 3);
+  r.state = state;
+  r.last_attempt = AttemptNumber(4);
+  return r;
+}
+
+TEST_F(CheckpointStorageTest, JobRecordsRoundTripAndCorruptedOnesAreSkipped) {
+  ASSERT_TRUE(storage_.WriteJobRecord(TestRecord("b-job", "RUNNING")).ok());
+  ASSERT_TRUE(storage_.WriteJobRecord(TestRecord("a-job", "FINISHED")).ok());
+  ASSERT_TRUE(storage_.WriteJobRecord(TestRecord("c-job", "RUNNING")).ok());
+  ASSERT_TRUE(storage_.WriteJobRecord(TestRecord("b-job", "CANCELED")).ok());  // overwrite
+  ASSERT_TRUE(CreateDirectories(storage_.JobDirectory("no-record")).ok());
+  ASSERT_TRUE(WriteFileAtomically(storage_.JobDirectory("c-job") + "/_job", "KFJOBR01xx").ok());
+  EXPECT_FALSE(PathExists(storage_.JobDirectory("a-job") + "/_job.tmp"));
+
+  CapturedLog log;
+  auto records = storage_.ListJobRecords();
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 2u);
+  EXPECT_EQ((*records)[0].job_id, "a-job");
+  EXPECT_EQ((*records)[0].state, "FINISHED");
+  EXPECT_EQ((*records)[0].last_attempt, AttemptNumber(4));
+  EXPECT_EQ((*records)[0].spec.parallelism, 3);
+  EXPECT_EQ((*records)[0].spec.params.at("timeout"), "12h");
+  EXPECT_EQ((*records)[1].job_id, "b-job");
+  EXPECT_EQ((*records)[1].state, "CANCELED");
+  EXPECT_NE(log.Text().find("skipping job record path=" + storage_.JobDirectory("c-job")),
+            std::string::npos)
+      << log.Text();
+}
+
+TEST(JobRecord, EveryTruncationAndFlippedByteIsCorruption) {
+  const std::string bytes = TestRecord("job", "RUNNING").Encode();
+  EXPECT_EQ(bytes.substr(0, 8), "KFJOBR01");
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_EQ(JobRecord::Decode(bytes.substr(0, n), "t").status().code(), StatusCode::kCorruption)
+        << n;
+  }
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string bad = bytes;
+    bad[i] = static_cast<char>(bad[i] ^ 0x10);
+    EXPECT_EQ(JobRecord::Decode(bad, "t").status().code(), StatusCode::kCorruption) << i;
+  }
+  EXPECT_TRUE(JobRecord::Decode(bytes, "t").ok());
+}
+
+}  // namespace
+}  // namespace keyflow

@@ -1,0 +1,214 @@
+#include "tests/integration/cluster.h"
+
+#include <cstdlib>
+#include <set>
+
+namespace keyflow::test {
+namespace {
+
+constexpr char kListeningLine[] = "keyflow-coordinator: listening on ";
+
+std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The port of the last "listening on tcp://HOST:PORT" line of the coordinator's log, or 0.
+int ListeningPort(const std::string& log) {
+  size_t at = log.rfind(kListeningLine);
+  if (at == std::string::npos) return 0;
+  size_t eol = log.find('\n', at);
+  if (eol == std::string::npos) return 0;  // line not complete yet
+  std::string endpoint =
+      log.substr(at + sizeof(kListeningLine) - 1, eol - at - sizeof(kListeningLine) + 1);
+  size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos) return 0;
+  return std::atoi(endpoint.c_str() + colon + 1);
+}
+
+}  // namespace
+
+std::string KeyflowBinary(const std::string& name) {
+  return std::string(KEYFLOW_BINARY_DIR) + "/bin/" + name;
+}
+
+Result<std::unique_ptr<Cluster>> Cluster::Start(const std::string& dir, ClusterOptions options) {
+  std::unique_ptr<Cluster> c(new Cluster(dir, std::move(options)));
+  c->workers_.resize(static_cast<size_t>(c->options_.workers));
+  RETURN_IF_ERROR(c->StartCoordinator());
+  for (int i = 0; i < c->options_.workers; ++i) RETURN_IF_ERROR(c->StartWorker(i));
+  Status s = c->WaitForWorkers(c->options_.workers, c->options_.start_timeout);
+  if (!s.ok()) return s.WithContext("starting the cluster\n" + c->LogExcerpts());
+  return c;
+}
+
+Cluster::~Cluster() {
+  for (auto& w : workers_) {
+    if (w) w->Kill();
+  }
+  if (coordinator_) coordinator_->Kill();
+}
+
+Status Cluster::StartCoordinator() {
+  std::vector<std::string> argv = options_.coordinator_prefix;
+  argv.push_back(KeyflowBinary("keyflow-coordinator"));
+  if (options_.coordinator_bind.empty()) {
+    argv.insert(argv.end(), {"--port", "0"});
+  } else {
+    argv.insert(argv.end(), {"--bind", options_.coordinator_bind});
+  }
+  argv.insert(argv.end(), {"--checkpoint-dir", dir_ + "/checkpoints"});
+  argv = Concat(argv, options_.coordinator_args);
+  ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Start(argv, CoordinatorLog()));
+  coordinator_.emplace(std::move(p));
+  int port = 0;
+  Status s = WaitUntil(
+      [&] {
+        port = ListeningPort(ReadFileOrEmpty(CoordinatorLog()));
+        return port > 0 || !coordinator_->Running();
+      },
+      Duration::Seconds(15), "the coordinator's \"listening on\" line");
+  if (!s.ok() || port == 0) {
+    return FailedPrecondition("the coordinator did not start (" +
+                              (s.ok() ? std::string("it exited") : s.message()) + "):\n" +
+                              Tail(CoordinatorLog()));
+  }
+  endpoint_ = "tcp://" + options_.coordinator_host + ":" + std::to_string(port);
+  return Status::Ok();
+}
+
+Status Cluster::StartWorker(int slot) {
+  CHECK(slot >= 0 && slot < static_cast<int>(workers_.size())) << "no slot " << slot;
+  WorkerPlacement placement;
+  if (slot < static_cast<int>(options_.placement.size())) {
+    placement = options_.placement[static_cast<size_t>(slot)];
+  }
+  std::vector<std::string> argv = placement.prefix;
+  argv.insert(argv.end(), {KeyflowBinary("keyflow-worker"), "--coordinator", endpoint_, "--slot",
+                           std::to_string(slot), "--data-host", placement.data_host, "--bind-host",
+                           placement.bind_host});
+  auto& w = workers_[static_cast<size_t>(slot)];
+  if (w) w->Kill();
+  ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Start(argv, WorkerLog(slot)));
+  w.emplace(std::move(p));
+  return Status::Ok();
+}
+
+Result<pid_t> Cluster::KillWorker(int slot) {
+  ChildProcess* w = worker(slot);
+  if (w == nullptr) return NotFound("worker " + std::to_string(slot) + " was never started");
+  pid_t pid = w->pid();
+  w->Kill();
+  return pid;
+}
+
+ChildProcess* Cluster::worker(int slot) {
+  if (slot < 0 || slot >= static_cast<int>(workers_.size())) return nullptr;
+  auto& w = workers_[static_cast<size_t>(slot)];
+  return w ? &*w : nullptr;
+}
+
+std::string Cluster::WorkerLog(int slot) const {
+  return dir_ + "/worker-" + std::to_string(slot) + ".log";
+}
+
+std::vector<std::string> Cluster::CliCommand(std::vector<std::string> args) const {
+  std::vector<std::string> argv = options_.cli_prefix;
+  argv.push_back(KeyflowBinary("keyflow"));
+  argv = Concat(argv, args);
+  argv.insert(argv.end(), {"--coordinator", endpoint_});
+  return argv;
+}
+
+Result<CommandResult> Cluster::Cli(std::vector<std::string> args, Duration timeout) const {
+  return RunCommand(CliCommand(std::move(args)), timeout);
+}
+
+Result<ChildProcess> Cluster::StartCli(std::vector<std::string> args,
+                                       const std::string& log_path) const {
+  return ChildProcess::Start(CliCommand(std::move(args)), log_path, log_path + ".err");
+}
+
+Result<nlohmann::json> Cluster::StatusJson() const {
+  ASSIGN_OR_RETURN(CommandResult r, Cli({"status", "--json"}, Duration::Seconds(15)));
+  if (r.exit_code != 0) {
+    return Unavailable("keyflow status --json exited with " + std::to_string(r.exit_code) + ": " +
+                       r.err);
+  }
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Corruption("keyflow status --json printed invalid JSON: " + r.out);
+  return j;
+}
+
+Result<nlohmann::json> Cluster::WaitForStatus(
+    const std::function<bool(const nlohmann::json&)>& predicate, Duration timeout,
+    const std::string& what) {
+  nlohmann::json last;
+  Status last_error;
+  bool coordinator_exited = false;
+  Status s = WaitUntil(
+      [&] {
+        if (!coordinator_->Running()) {
+          coordinator_exited = true;
+          return true;
+        }
+        auto st = StatusJson();
+        if (!st.ok()) {
+          last_error = st.status();
+          return false;
+        }
+        last = *st;
+        return predicate(last);
+      },
+      timeout, what, Duration::Millis(100));
+  if (coordinator_exited) {
+    return FailedPrecondition("the coordinator exited with status " +
+                              std::to_string(coordinator_->Kill()) + " while waiting for " + what +
+                              "\n" + LogExcerpts());
+  }
+  if (!s.ok()) {
+    return DeadlineExceeded(s.message() + "\nlast status: " + last.dump() +
+                            (last_error.ok() ? "" : "\nlast error: " + last_error.message()) +
+                            "\n" + LogExcerpts());
+  }
+  return last;
+}
+
+Status Cluster::WaitForWorkers(int n, Duration timeout) {
+  auto st = WaitForStatus(
+      [n](const nlohmann::json& j) {
+        std::set<int> slots;
+        for (const auto& w : j["workers"]) slots.insert(w.value("slot", -1));
+        for (int i = 0; i < n; ++i) {
+          if (!slots.count(i)) return false;
+        }
+        return true;
+      },
+      timeout, std::to_string(n) + " registered workers");
+  return st.status();
+}
+
+std::string Cluster::LogExcerpts(int lines) const {
+  std::string out = "  coordinator.log:\n" + Tail(CoordinatorLog(), lines);
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    out +=
+        "  worker-" + std::to_string(i) + ".log:\n" + Tail(WorkerLog(static_cast<int>(i)), lines);
+  }
+  return out;
+}
+
+Result<JobRun> RunJob(Cluster& cluster, const std::vector<std::string>& run_args,
+                      Duration timeout) {
+  std::vector<std::string> args = {"run"};
+  args = Concat(args, run_args);
+  args.push_back("--wait");
+  JobRun run;
+  auto r = cluster.Cli(args, timeout);
+  if (!r.ok()) return r.status().WithContext("keyflow run\n" + cluster.LogExcerpts());
+  run.cli = *r;
+  ASSIGN_OR_RETURN(nlohmann::json st, cluster.StatusJson());
+  run.job = st["job"];
+  return run;
+}
+
+}  // namespace keyflow::test

@@ -1,0 +1,109 @@
+// Cluster: a real keyflow cluster for integration tests — a keyflow-coordinator and N
+// keyflow-worker processes from KEYFLOW_BINARY_DIR/bin, their logs in a test directory, the
+// coordinator on an ephemeral port (read from its "listening on" line), and the `keyflow` CLI
+// to talk to it. Waits poll `keyflow status --json` or a log with a timeout; nothing sleeps to
+// synchronise. RAII: the destructor SIGKILLs every process the cluster started, also when the
+// test failed half-way (and ChildProcess's PDEATHSIG covers a crashing test binary).
+//
+// Each process may run under a command prefix (e.g. `ip netns exec NS`), so the same helper
+// runs a cluster spread over network namespaces (network_namespaces.h).
+//
+// Threading: one test thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/types.h"
+#include "tests/integration/child_process.h"
+
+namespace keyflow::test {
+
+// Paths of the binaries under test.
+std::string KeyflowBinary(const std::string& name);  // "keyflow", "keyflow-worker", ...
+
+struct WorkerPlacement {
+  std::vector<std::string> prefix;      // e.g. {"ip", "netns", "exec", "ns1"}
+  std::string data_host = "127.0.0.1";  // --data-host
+  std::string bind_host = "127.0.0.1";  // --bind-host
+};
+
+struct ClusterOptions {
+  int workers = 3;
+  // Control endpoint to bind; the port may be 0. Default: --port 0 (all interfaces).
+  std::string coordinator_bind;
+  // Host workers and the CLI use to reach the coordinator.
+  std::string coordinator_host = "127.0.0.1";
+  std::vector<std::string> coordinator_prefix;
+  std::vector<std::string> cli_prefix;     // prefix of every `keyflow` CLI call
+  std::vector<WorkerPlacement> placement;  // per slot; missing slots run locally
+  std::vector<std::string> coordinator_args = {"--heartbeat-interval", "100ms",
+                                               "--heartbeat-timeout", "1s"};
+  Duration start_timeout = Duration::Seconds(30);
+};
+
+class Cluster {
+ public:
+  // Starts the coordinator and options.workers workers (slots 0..N-1) with logs in `dir`
+  // (which must exist), and waits until all are registered.
+  static Result<std::unique_ptr<Cluster>> Start(const std::string& dir, ClusterOptions options);
+  ~Cluster();  // SIGKILLs every process still running
+
+  const std::string& endpoint() const { return endpoint_; }  // tcp://HOST:PORT
+  const std::string& dir() const { return dir_; }
+
+  // (Re)starts worker `slot` (its log is appended to).
+  Status StartWorker(int slot);
+  // SIGKILL, then reap. Returns the pid it had.
+  Result<pid_t> KillWorker(int slot);
+  ChildProcess* worker(int slot);
+  ChildProcess& coordinator() { return *coordinator_; }
+  std::string WorkerLog(int slot) const;
+  std::string CoordinatorLog() const { return dir_ + "/coordinator.log"; }
+
+  // `keyflow ARGS... --coordinator ENDPOINT` to completion.
+  Result<CommandResult> Cli(std::vector<std::string> args,
+                            Duration timeout = Duration::Seconds(20)) const;
+  // The same, started in the background (e.g. `run --wait` while the test kills a worker);
+  // stdout in `log_path`, stderr in `log_path`.err.
+  Result<ChildProcess> StartCli(std::vector<std::string> args, const std::string& log_path) const;
+
+  // `keyflow status --json`, parsed.
+  Result<nlohmann::json> StatusJson() const;
+  // Polls StatusJson() until `predicate` holds; returns that status. The error names `what` and
+  // includes the last status seen.
+  // Fails at once if the coordinator process exits meanwhile.
+  Result<nlohmann::json> WaitForStatus(const std::function<bool(const nlohmann::json&)>& predicate,
+                                       Duration timeout, const std::string& what);
+  Status WaitForWorkers(int n, Duration timeout);
+
+  // Tail of every process log, for a failing test's message.
+  std::string LogExcerpts(int lines = 15) const;
+
+ private:
+  Cluster(std::string dir, ClusterOptions options)
+      : dir_(std::move(dir)), options_(std::move(options)) {}
+  Status StartCoordinator();
+  std::vector<std::string> CliCommand(std::vector<std::string> args) const;
+
+  std::string dir_;
+  ClusterOptions options_;
+  std::optional<ChildProcess> coordinator_;
+  std::vector<std::optional<ChildProcess>> workers_;
+  std::string endpoint_;
+};
+
+// Runs `keyflow run ... --wait` for a job and returns the result; fails (with log excerpts) if
+// the command does not finish in `timeout`.
+struct JobRun {
+  CommandResult cli;
+  nlohmann::json job;  // the job's status after the end
+};
+Result<JobRun> RunJob(Cluster& cluster, const std::vector<std::string>& run_args, Duration timeout);
+
+}  // namespace keyflow::test

@@ -1,0 +1,178 @@
+// scripts/start-cluster.sh and scripts/stop-cluster.sh against the real binaries: pid files and
+// registration, refusal of a second cluster in the same run dir, a clear error for a port in
+// use, --respawn, and idempotent stopping. The processes the scripts start are not children of
+// the test; a guard runs stop-cluster.sh (and SIGKILLs what the pid files name) whatever happens.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/integration/cluster.h"
+#include "tests/integration/test_dir.h"
+
+namespace keyflow::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Script(const std::string& name) {
+  return std::string(KEYFLOW_SOURCE_DIR) + "/scripts/" + name;
+}
+
+// Running, and not a zombie waiting for init to reap it.
+bool ProcessAlive(pid_t pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  std::string stat = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+pid_t PidFromFile(const std::string& path) {
+  std::ifstream in(path);
+  long pid = 0;
+  in >> pid;
+  return static_cast<pid_t>(pid);
+}
+
+// Stops whatever a run dir's pid files name when the test ends, even after a failed assertion.
+class RunDirGuard {
+ public:
+  explicit RunDirGuard(std::string run_dir) : run_dir_(std::move(run_dir)) {}
+  ~RunDirGuard() {
+    RunCommand({Script("stop-cluster.sh"), "--run-dir", run_dir_, "--timeout", "5"},
+               Duration::Seconds(30))
+        .status()
+        .IgnoreError();
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(run_dir_, ec)) {
+      if (e.path().extension() == ".pid") ::kill(PidFromFile(e.path().string()), SIGKILL);
+    }
+  }
+
+ private:
+  std::string run_dir_;
+};
+
+class ClusterScriptsTest : public ::testing::Test {
+ protected:
+  Result<CommandResult> StartCluster(std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        Script("start-cluster.sh"), "--run-dir", run_dir_, "--build-dir",
+        KEYFLOW_BINARY_DIR,         "--timeout", "30"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, Duration::Seconds(60));
+  }
+  Result<CommandResult> StopCluster() {
+    return RunCommand({Script("stop-cluster.sh"), "--run-dir", run_dir_}, Duration::Seconds(60));
+  }
+  Result<CommandResult> StatusOf(const std::string& endpoint) {
+    return RunCommand({KeyflowBinary("keyflow"), "status", "--json", "--coordinator", endpoint},
+                      Duration::Seconds(15));
+  }
+  std::string PidFile(const std::string& name) const { return run_dir_ + "/" + name + ".pid"; }
+
+  TestDir dir_;
+  std::string run_dir_ = dir_.path() + "/run";
+  RunDirGuard guard_{run_dir_};
+};
+
+TEST_F(ClusterScriptsTest, StartRegistersEveryWorkerRefusesASecondClusterAndStopIsIdempotent) {
+  auto started = StartCluster({"--workers", "2", "--port", "0"});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_EQ(started->exit_code, 0) << started->err;
+  std::string endpoint = started->out.substr(0, started->out.find('\n'));
+  EXPECT_THAT(endpoint, ::testing::StartsWith("tcp://127.0.0.1:"));
+  EXPECT_EQ(ReadFileOrEmpty(run_dir_ + "/coordinator.endpoint"), endpoint + "\n");
+  EXPECT_THAT(started->err, HasSubstr("2 worker(s) registered"));
+
+  pid_t coordinator = PidFromFile(PidFile("coordinator"));
+  pid_t w0 = PidFromFile(PidFile("worker-0"));
+  pid_t w1 = PidFromFile(PidFile("worker-1"));
+  for (pid_t p : {coordinator, w0, w1}) EXPECT_TRUE(ProcessAlive(p)) << p;
+  auto st = StatusOf(endpoint);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  nlohmann::json status = nlohmann::json::parse(st->out);
+  std::map<int, int64_t> pid_by_slot;
+  for (const auto& w : status["workers"]) pid_by_slot[w.value("slot", -1)] = w.value("pid", 0);
+  EXPECT_EQ(pid_by_slot, (std::map<int, int64_t>{{0, w0}, {1, w1}}));
+  EXPECT_TRUE(std::filesystem::exists(run_dir_ + "/worker-1.log"));
+
+  auto second = StartCluster({"--workers", "1", "--port", "0"});
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->exit_code, 1);
+  EXPECT_THAT(second->err, HasSubstr("a cluster is already running from " + run_dir_));
+  EXPECT_THAT(second->err, HasSubstr("scripts/stop-cluster.sh --run-dir " + run_dir_));
+  EXPECT_TRUE(ProcessAlive(coordinator)) << "the refused start must not touch the running cluster";
+
+  auto stopped = StopCluster();
+  ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
+  EXPECT_EQ(stopped->exit_code, 0) << stopped->err;
+  for (pid_t p : {coordinator, w0, w1}) EXPECT_FALSE(ProcessAlive(p)) << p;
+  for (const char* name : {"coordinator", "worker-0", "worker-1"}) {
+    EXPECT_FALSE(std::filesystem::exists(PidFile(name))) << name;
+  }
+  EXPECT_TRUE(std::filesystem::exists(run_dir_ + "/coordinator.log")) << "logs are kept";
+
+  auto again = StopCluster();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->exit_code, 0);
+  EXPECT_THAT(again->err, HasSubstr("no cluster running from " + run_dir_));
+}
+
+TEST_F(ClusterScriptsTest, PortInUseFailsWithTheCoordinatorsErrorAndLeavesNothingRunning) {
+  auto other = Cluster::Start(dir_.Subdir("other"), ClusterOptions{.workers = 0});
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  std::string port = (*other)->endpoint().substr((*other)->endpoint().rfind(':') + 1);
+
+  auto started = StartCluster({"--workers", "1", "--port", port});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  EXPECT_EQ(started->exit_code, 1);
+  EXPECT_THAT(started->err, HasSubstr("the coordinator exited (status 1) instead of starting"));
+  EXPECT_THAT(started->err, HasSubstr("address tcp://0.0.0.0:" + port + " is already in use"));
+  EXPECT_FALSE(std::filesystem::exists(PidFile("coordinator")));
+  EXPECT_FALSE(std::filesystem::exists(PidFile("worker-0")));
+}
+
+TEST_F(ClusterScriptsTest, RespawnRestartsAKilledWorkerUnderItsSlot) {
+  auto started = StartCluster({"--workers", "1", "--port", "0", "--respawn"});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_EQ(started->exit_code, 0) << started->err;
+  std::string endpoint = started->out.substr(0, started->out.find('\n'));
+  pid_t supervisor = PidFromFile(PidFile("worker-0.supervisor"));
+  pid_t first = PidFromFile(PidFile("worker-0"));
+  ASSERT_TRUE(ProcessAlive(supervisor));
+  ASSERT_TRUE(ProcessAlive(first));
+
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  pid_t second = 0;
+  Status s = WaitUntil(
+      [&] {
+        second = PidFromFile(PidFile("worker-0"));
+        if (second == first || !ProcessAlive(second)) return false;
+        auto st = StatusOf(endpoint);
+        if (!st.ok() || st->exit_code != 0) return false;
+        nlohmann::json j = nlohmann::json::parse(st->out, nullptr, false);
+        for (const auto& w : j["workers"]) {
+          if (w.value("slot", -1) == 0 && w.value("pid", 0) == second) return true;
+        }
+        return false;
+      },
+      Duration::Seconds(20), "the respawned worker to register under slot 0",
+      Duration::Millis(100));
+  ASSERT_TRUE(s.ok()) << s.message() << "\n" << Tail(run_dir_ + "/worker-0.log");
+  EXPECT_THAT(ReadFileOrEmpty(run_dir_ + "/worker-0.log"),
+              HasSubstr("supervisor: worker pid=" + std::to_string(first) +
+                        " exited with status 137; restarting"));
+
+  auto stopped = StopCluster();
+  ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
+  EXPECT_EQ(stopped->exit_code, 0) << stopped->err;
+  EXPECT_FALSE(ProcessAlive(supervisor));
+  EXPECT_FALSE(ProcessAlive(second)) << "stopping the supervisor first: no respawn on stop";
+  EXPECT_FALSE(std::filesystem::exists(PidFile("worker-0.supervisor")));
+}
+
+}  // namespace
+}  // namespace keyflow::test

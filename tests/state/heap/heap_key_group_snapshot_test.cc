@@ -1,0 +1,461 @@
+// SerializeKeyGroup / RestoreKeyGroup of HeapKeyedStateBackend: round trips, rescaling,
+// determinism, and refusal of foreign, truncated and malformed bytes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "state/heap/heap_keyed_state_backend.h"
+#include "tests/state/heap/state_test_util.h"
+
+namespace keyflow {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::StartsWith;
+using ::testing::UnorderedElementsAre;
+using testing_util::Average;
+using testing_util::AvgAcc;
+using testing_util::K;
+using testing_util::KeysInGroup;
+using testing_util::Sum;
+
+constexpr int32_t kMaxP = 128;
+
+// A KeyContext and a backend with one state of every kind registered.
+struct Subtask {
+  explicit Subtask(KeyGroupRange range, KeyType type = KeyType::kString)
+      : context(type, kMaxP, range), backend(context) {
+    value = *backend.GetState(ValueStateDescriptor<int64_t>("value"));
+    list = *backend.GetListState(ListStateDescriptor<std::string>("list"));
+    map = *backend.GetMapState(MapStateDescriptor<std::string, int64_t>("map"));
+    reducing = *backend.GetReducingState(ReducingStateDescriptor<int64_t>("reducing", Sum));
+    aggregating = *backend.GetAggregatingState(AggregatingStateDescriptor<int64_t, AvgAcc, double>(
+        "aggregating", std::make_shared<Average>()));
+  }
+
+  // Keys "uid-<first>".."uid-<last>" that belong to this subtask get state of every kind,
+  // also in a window namespace. Visits keys in ascending or descending order.
+  void Fill(int first, int last, bool descending = false) {
+    for (int n = 0; n <= last - first; ++n) {
+      int i = descending ? last - n : first + n;
+      if (!backend.SetCurrentKey(K("uid-" + std::to_string(i))).ok()) continue;  // not ours
+      value->Update(i);
+      value->SetCurrentNamespace(Namespace(1000 + i % 3));
+      value->Update(-i);
+      value->SetCurrentNamespace(kVoidNamespace);
+      list->Add("a" + std::to_string(i));
+      list->Add("b");
+      if (descending) {
+        map->Put("y", -i);
+        map->Put("x", i);
+      } else {
+        map->Put("x", i);
+        map->Put("y", -i);
+      }
+      reducing->Add(i);
+      reducing->Add(1);
+      aggregating->Add(i);
+      aggregating->Add(i + 2);
+    }
+  }
+
+  std::string Serialize(KeyGroupId g) const {
+    std::string out;
+    BinaryWriter w(&out);
+    backend.SerializeKeyGroup(g, w);
+    return out;
+  }
+  std::map<int32_t, std::string> SerializeAll() const {
+    std::map<int32_t, std::string> all;
+    for (KeyGroupId g : context.range().key_groups()) all[g.value()] = Serialize(g);
+    return all;
+  }
+  Status Restore(KeyGroupId g, std::string_view bytes) {
+    BinaryReader r(bytes);
+    return backend.RestoreKeyGroup(g, r);
+  }
+
+  KeyContext context;
+  HeapKeyedStateBackend backend;
+  ValueState<int64_t>* value;
+  ListState<std::string>* list;
+  MapState<std::string, int64_t>* map;
+  ReducingState<int64_t>* reducing;
+  AggregatingState<int64_t, double>* aggregating;
+};
+
+const KeyGroupRange kAll = KeyGroupRange::Of(0, 127);
+const KeyGroupRange kLowerHalf = KeyGroupRange::Of(0, 63);
+const KeyGroupRange kUpperHalf = KeyGroupRange::Of(64, 127);
+
+// ---- round trips ----
+
+TEST(HeapKeyGroupSnapshot, RoundTripsEveryStateKind) {
+  Subtask writer(kAll);
+  writer.Fill(0, 299);
+  Subtask reader(kAll);
+  for (const auto& [g, bytes] : writer.SerializeAll()) {
+    ASSERT_TRUE(reader.Restore(KeyGroupId(g), bytes).ok()) << g;
+  }
+  EXPECT_EQ(reader.backend.NumEntries(), writer.backend.NumEntries());
+  EXPECT_EQ(reader.backend.NumEntries(), 300u * 6);
+  EXPECT_EQ(reader.SerializeAll(), writer.SerializeAll());
+
+  ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-17")).ok());
+  EXPECT_EQ(reader.value->Value(), 17);
+  reader.value->SetCurrentNamespace(Namespace(1000 + 17 % 3));
+  EXPECT_EQ(reader.value->Value(), -17);
+  EXPECT_THAT(reader.list->Get(), ElementsAre("a17", "b"));
+  EXPECT_THAT(reader.map->Entries(), UnorderedElementsAre(Pair("x", 17), Pair("y", -17)));
+  EXPECT_EQ(reader.reducing->Get(), 18);
+  EXPECT_EQ(reader.aggregating->Get(), 18.0);
+  // Restored state keeps working: the accumulator, not just the result, was restored.
+  reader.aggregating->Add(24);
+  EXPECT_EQ(reader.aggregating->Get(), 20.0);
+}
+
+TEST(HeapKeyGroupSnapshot, WritesTheDocumentedBytes) {
+  KeyContext context(KeyType::kString, kMaxP, kAll);
+  HeapKeyedStateBackend backend(context);
+  ValueState<int64_t>* v = *backend.GetState(ValueStateDescriptor<int64_t>("v"));
+  ASSERT_TRUE(backend.SetCurrentKey(K("uid-0")).ok());  // key group 32
+  v->Update(5);
+  std::string out;
+  BinaryWriter w(&out);
+  backend.SerializeKeyGroup(KeyGroupId(32), w);
+  const std::string expected(
+      "\x20\x00\x00\x00"                   // key group 32
+      "\x01"                               // one state
+      "\x01v"                              // name "v"
+      "\x00"                               // kind: ValueState
+      "\x01"                               // one entry
+      "\x05uid-0"                          // key
+      "\x00\x00\x00\x00\x00\x00\x00\x80"   // namespace: kVoidNamespace (INT64_MIN)
+      "\x05\x00\x00\x00\x00\x00\x00\x00",  // value 5
+      31);
+  EXPECT_EQ(out, expected);
+
+  std::string empty;
+  BinaryWriter we(&empty);
+  backend.SerializeKeyGroup(KeyGroupId(0), we);
+  EXPECT_EQ(empty, std::string("\x00\x00\x00\x00\x00", 5));  // key group 0, no states
+}
+
+TEST(HeapKeyGroupSnapshot, EqualStateGivesEqualBytesWhateverTheHistory) {
+  Subtask ascending(kAll);
+  ascending.Fill(0, 199);
+  Subtask descending(kAll);
+  descending.Fill(200, 260);  // later removed again
+  descending.Fill(0, 199, /*descending=*/true);
+  for (int i = 200; i <= 260; ++i) {
+    ASSERT_TRUE(descending.backend.SetCurrentKey(K("uid-" + std::to_string(i))).ok());
+    descending.value->Clear();
+    descending.value->SetCurrentNamespace(Namespace(1000 + i % 3));
+    descending.value->Clear();
+    descending.value->SetCurrentNamespace(kVoidNamespace);
+    descending.list->Clear();
+    descending.map->Remove("x");
+    descending.map->Remove("y");
+    descending.reducing->Clear();
+    descending.aggregating->Clear();
+  }
+  EXPECT_EQ(descending.SerializeAll(), ascending.SerializeAll());
+}
+
+// ---- rescaling ----
+
+TEST(HeapKeyGroupSnapshot, RestoresItsKeyGroupsIntoASmallerRange) {
+  Subtask writer(kAll);
+  writer.Fill(0, 299);
+  std::map<int32_t, std::string> snapshot = writer.SerializeAll();
+  Subtask reader(kLowerHalf);
+  for (KeyGroupId g : kLowerHalf.key_groups()) {
+    ASSERT_TRUE(reader.Restore(g, snapshot[g.value()]).ok());
+  }
+  for (KeyGroupId g : kLowerHalf.key_groups()) {
+    EXPECT_EQ(reader.Serialize(g), snapshot[g.value()]) << g;
+    EXPECT_EQ(reader.backend.NumKeys(g), writer.backend.NumKeys(g)) << g;
+  }
+  ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-0")).ok());  // key group 32
+  EXPECT_EQ(reader.value->Value(), 0);
+  EXPECT_EQ(reader.backend.SetCurrentKey(K("uid-1")).code(), StatusCode::kOutOfRange);  // 121
+}
+
+TEST(HeapKeyGroupSnapshot, RefusesAKeyGroupOutsideItsRangeWithFlinksMessage) {
+  Subtask writer(kAll);
+  writer.Fill(0, 99);
+  Subtask reader(kLowerHalf);
+  Status s = reader.Restore(KeyGroupId(121), writer.Serialize(KeyGroupId(121)));
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(s.message(),
+            "Key group 121 is not in KeyGroupRange{start=0, end=63}. Unless you're directly using "
+            "low level state access APIs, this is most likely caused by non-deterministic "
+            "shuffle key (hashCode and equals implementation).");
+  EXPECT_EQ(reader.backend.NumEntries(), 0u);
+}
+
+TEST(HeapKeyGroupSnapshot, RestoresTwoSubtasksIntoOneWithTheUnionRange) {
+  Subtask lower(kLowerHalf);
+  Subtask upper(kUpperHalf);
+  lower.Fill(0, 299);  // each keeps only its own keys
+  upper.Fill(0, 299);
+  Subtask merged(kAll);
+  for (KeyGroupId g : kAll.key_groups()) {
+    const Subtask& from = kLowerHalf.contains(g) ? lower : upper;
+    ASSERT_TRUE(merged.Restore(g, from.Serialize(g)).ok()) << g;
+  }
+  Subtask single(kAll);
+  single.Fill(0, 299);
+  EXPECT_EQ(merged.SerializeAll(), single.SerializeAll());
+  EXPECT_EQ(merged.backend.NumEntries(), 300u * 6);
+}
+
+TEST(HeapKeyGroupSnapshot, RestoreReplacesOnlyThatKeyGroup) {
+  Subtask writer(kAll);
+  ASSERT_TRUE(writer.backend.SetCurrentKey(K("uid-0")).ok());  // key group 32
+  writer.value->Update(1);
+  Subtask reader(kAll);
+  ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-0")).ok());
+  reader.list->Add("stale");  // a state the snapshot of key group 32 does not have
+  reader.value->Update(99);
+  ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-9")).ok());  // key group 16
+  reader.value->Update(16);
+
+  ASSERT_TRUE(reader.Restore(KeyGroupId(32), writer.Serialize(KeyGroupId(32))).ok());
+  ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-0")).ok());
+  EXPECT_EQ(reader.value->Value(), 1);
+  EXPECT_TRUE(reader.list->Get().empty());
+  ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-9")).ok());
+  EXPECT_EQ(reader.value->Value(), 16);
+  // Restoring twice gives the same state (lists are replaced, not appended to).
+  ASSERT_TRUE(reader.Restore(KeyGroupId(32), writer.Serialize(KeyGroupId(32))).ok());
+  EXPECT_EQ(reader.Serialize(KeyGroupId(32)), writer.Serialize(KeyGroupId(32)));
+  // An empty key group's snapshot empties it.
+  ASSERT_TRUE(reader.Restore(KeyGroupId(16), writer.Serialize(KeyGroupId(16))).ok());
+  EXPECT_EQ(reader.backend.NumKeys(KeyGroupId(16)), 0u);
+}
+
+// ---- states that do not match ----
+
+TEST(HeapKeyGroupSnapshot, RefusesAStateThatIsNotRegistered) {
+  Subtask writer(kAll);
+  ValueState<int64_t>* extra = *writer.backend.GetState(ValueStateDescriptor<int64_t>("extra"));
+  ASSERT_TRUE(writer.backend.SetCurrentKey(K("uid-0")).ok());
+  extra->Update(1);
+  writer.value->Update(2);
+  Subtask reader(kAll);
+  Status s = reader.Restore(KeyGroupId(32), writer.Serialize(KeyGroupId(32)));
+  EXPECT_EQ(s, FailedPrecondition("cannot restore key group 32: the snapshot holds keyed state "
+                                  "'extra', which is not registered; register every state of "
+                                  "the operator before restoring"));
+  EXPECT_EQ(reader.backend.NumEntries(), 0u);
+}
+
+TEST(HeapKeyGroupSnapshot, RefusesAStateRegisteredAsAnotherKind) {
+  KeyContext wc(KeyType::kString, kMaxP, kAll);
+  HeapKeyedStateBackend writer(wc);
+  ValueState<int64_t>* x = *writer.GetState(ValueStateDescriptor<int64_t>("x"));
+  ASSERT_TRUE(writer.SetCurrentKey(K("uid-0")).ok());
+  x->Update(1);
+  std::string bytes;
+  BinaryWriter w(&bytes);
+  writer.SerializeKeyGroup(KeyGroupId(32), w);
+
+  KeyContext rc(KeyType::kString, kMaxP, kAll);
+  HeapKeyedStateBackend reader(rc);
+  ASSERT_TRUE(reader.GetListState(ListStateDescriptor<int64_t>("x")).ok());
+  BinaryReader r(bytes);
+  EXPECT_EQ(reader.RestoreKeyGroup(KeyGroupId(32), r),
+            FailedPrecondition("cannot restore key group 32: keyed state 'x' was written as "
+                               "ValueState but is registered as ListState<long>"));
+}
+
+// ---- truncated and malformed bytes ----
+
+TEST(HeapKeyGroupSnapshot, EveryTruncationIsCorruptionAndChangesNothing) {
+  Subtask writer(kAll);
+  std::vector<Key> keys = KeysInGroup(5, 2);
+  for (const Key& k : keys) {
+    ASSERT_TRUE(writer.backend.SetCurrentKey(k).ok());
+    writer.value->Update(1);
+    writer.list->Add("l");
+    writer.map->Put("m", 2);
+    writer.reducing->Add(3);
+    writer.aggregating->Add(4);
+  }
+  const std::string bytes = writer.Serialize(KeyGroupId(5));
+  Subtask reader(kAll);
+  ASSERT_TRUE(reader.backend.SetCurrentKey(keys[0]).ok());
+  reader.value->Update(42);  // must survive every failed restore
+  const std::string before = reader.Serialize(KeyGroupId(5));
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    Status s = reader.Restore(KeyGroupId(5), std::string_view(bytes).substr(0, n));
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << "length " << n << ": " << s.ToString();
+    EXPECT_THAT(s.message(), StartsWith("cannot restore key group 5"));
+  }
+  EXPECT_EQ(reader.Serialize(KeyGroupId(5)), before);
+  ASSERT_TRUE(reader.Restore(KeyGroupId(5), bytes).ok());
+  EXPECT_EQ(reader.Serialize(KeyGroupId(5)), bytes);
+}
+
+// Hand-written key group 32 with one state "value" (ValueState<int64_t>) and given entries.
+struct Entry {
+  std::string key;
+  int64_t ns;
+  int64_t value;
+};
+std::string ValueStateKeyGroup(int32_t g, const std::vector<Entry>& entries) {
+  std::string out;
+  BinaryWriter w(&out);
+  w.I32(g);
+  w.VarU64(1);
+  w.Bytes("value");
+  w.U8(0);
+  w.VarU64(entries.size());
+  for (const Entry& e : entries) {
+    w.Bytes(e.key);
+    w.I64(e.ns);
+    w.I64(e.value);
+  }
+  return out;
+}
+
+TEST(HeapKeyGroupSnapshot, MalformedBytesAreCorruption) {
+  Subtask reader(kAll);
+  const int64_t v = kVoidNamespace.value();
+  std::vector<Key> g32 = KeysInGroup(32, 2);  // g32[0] < g32[1]? ordered below
+  std::string a(g32[0].bytes()), b(g32[1].bytes());
+  if (b < a) std::swap(a, b);
+  auto corruption = [&](int32_t g, const std::string& bytes) {
+    Status s = reader.Restore(KeyGroupId(g), bytes);
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+    return s.message();
+  };
+  // The bytes of another key group.
+  EXPECT_EQ(corruption(16, ValueStateKeyGroup(32, {{"uid-0", v, 1}})),
+            "cannot restore key group 16: Unexpected key-group in restore: the bytes are those "
+            "of key group 32");
+  // A key that belongs to another key group.
+  EXPECT_EQ(corruption(32, ValueStateKeyGroup(32, {{"uid-1", v, 1}})),
+            "cannot restore key group 32: state 'value': key 'uid-1' belongs to key group 121, "
+            "not to key group 32");
+  // Entries out of order, or repeated.
+  EXPECT_EQ(corruption(32, ValueStateKeyGroup(32, {{b, v, 1}, {a, v, 1}})),
+            "cannot restore key group 32: state 'value': entries are not in ascending (key, "
+            "namespace) order");
+  EXPECT_THAT(corruption(32, ValueStateKeyGroup(32, {{a, 5, 1}, {a, 5, 2}})),
+              HasSubstr("not in ascending"));
+  // A state with no entries.
+  EXPECT_EQ(corruption(32, ValueStateKeyGroup(32, {})),
+            "cannot restore key group 32: state 'value': a state is written only with at least "
+            "one entry");
+  // A key that is not UTF-8 text.
+  EXPECT_THAT(corruption(32, ValueStateKeyGroup(32, {{"\xff\xfe", v, 1}})),
+              HasSubstr("not valid UTF-8"));
+
+  std::string huge;
+  BinaryWriter hw(&huge);
+  hw.I32(32);
+  hw.VarU64(1ull << 40);  // more states than bytes: refused before allocating
+  EXPECT_EQ(corruption(32, huge), "cannot restore key group 32: data is truncated or malformed");
+
+  std::string bad_kind = ValueStateKeyGroup(32, {{"uid-0", v, 1}});
+  bad_kind[4 + 1 + 6] = 9;  // after key group, state count and name
+  EXPECT_EQ(corruption(32, bad_kind),
+            "cannot restore key group 32: state 'value' has unknown kind 9");
+
+  std::string twice;
+  BinaryWriter tw(&twice);
+  tw.I32(32);
+  tw.VarU64(2);
+  for (int i = 0; i < 2; ++i) {
+    tw.Bytes("value");
+    tw.U8(0);
+    tw.VarU64(1);
+    tw.Bytes("uid-0");
+    tw.I64(v);
+    tw.I64(1);
+  }
+  EXPECT_EQ(corruption(32, twice),
+            "cannot restore key group 32: states are not in ascending name order ('value' after "
+            "'value')");
+
+  std::string empty_list;
+  BinaryWriter lw(&empty_list);
+  lw.I32(32);
+  lw.VarU64(1);
+  lw.Bytes("list");
+  lw.U8(1);
+  lw.VarU64(1);
+  lw.Bytes("uid-0");
+  lw.I64(v);
+  lw.VarU64(0);  // an empty list
+  EXPECT_EQ(corruption(32, empty_list),
+            "cannot restore key group 32: state 'list': an empty ListState entry (empty "
+            "collections are never stored)");
+
+  std::string repeated_user_key;
+  BinaryWriter mw(&repeated_user_key);
+  mw.I32(32);
+  mw.VarU64(1);
+  mw.Bytes("map");
+  mw.U8(2);
+  mw.VarU64(1);
+  mw.Bytes("uid-0");
+  mw.I64(v);
+  mw.VarU64(2);
+  for (int i = 0; i < 2; ++i) {
+    mw.Bytes("x");
+    mw.I64(i);
+  }
+  EXPECT_EQ(corruption(32, repeated_user_key),
+            "cannot restore key group 32: state 'map': data is truncated or malformed");
+  EXPECT_EQ(reader.backend.NumEntries(), 0u);
+}
+
+TEST(HeapKeyGroupSnapshot, MalformedValuesOfUserTypesAreCorruption) {
+  KeyContext context(KeyType::kString, kMaxP, kAll);
+  HeapKeyedStateBackend backend(context);
+  ASSERT_TRUE(backend.GetState(ValueStateDescriptor<bool>("flag")).ok());
+  std::string bytes;
+  BinaryWriter w(&bytes);
+  w.I32(32);
+  w.VarU64(1);
+  w.Bytes("flag");
+  w.U8(0);
+  w.VarU64(1);
+  w.Bytes("uid-0");
+  w.I64(kVoidNamespace.value());
+  w.U8(2);  // a bool is 0 or 1
+  BinaryReader r(bytes);
+  EXPECT_EQ(
+      backend.RestoreKeyGroup(KeyGroupId(32), r),
+      Corruption("cannot restore key group 32: state 'flag': data is truncated or malformed"));
+}
+
+TEST(HeapKeyGroupSnapshot, IntKeysRoundTripAndMalformedIntKeysAreRefused) {
+  Subtask writer(kAll, KeyType::kInt);
+  for (int64_t k = 0; k < 10; ++k) {
+    ASSERT_TRUE(writer.backend.SetCurrentKey(Key::FromInt64(k)).ok());
+    writer.value->Update(k * 2);
+  }
+  // int keys 0..9 go to key groups 94, 86, 127, 113, 7, 126, 18, 113, 15, 51.
+  Subtask reader(kAll, KeyType::kInt);
+  ASSERT_TRUE(reader.Restore(KeyGroupId(113), writer.Serialize(KeyGroupId(113))).ok());
+  EXPECT_EQ(reader.backend.NumKeys(KeyGroupId(113)), 2u);
+  ASSERT_TRUE(reader.backend.SetCurrentKey(Key::FromInt64(7)).ok());
+  EXPECT_EQ(reader.value->Value(), 14);
+
+  EXPECT_EQ(reader.Restore(KeyGroupId(94), ValueStateKeyGroup(94, {{"abcd", 0, 1}})),
+            Corruption("cannot restore key group 94: state 'value': a key of type int must be "
+                       "8 bytes, found 4"));
+}
+
+}  // namespace
+}  // namespace keyflow

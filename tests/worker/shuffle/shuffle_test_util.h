@@ -1,0 +1,110 @@
+// Helpers for the data-plane tests: records with real key groups, writers and gates wired on
+// 127.0.0.1 with ephemeral ports, and draining a gate into owned events.
+#pragma once
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/key.h"
+#include "common/key_group_assignment.h"
+#include "common/record.h"
+#include "common/transport/zmq_context.h"
+#include "worker/shuffle/input_gate.h"
+#include "worker/shuffle/record_writer.h"
+
+namespace keyflow::testing {
+
+inline constexpr int32_t kMaxParallelism = 128;
+
+// "tcp://127.0.0.1:<port>" with nothing listening: the kernel picks a free port for a plain
+// socket that is closed again at once (synchronously, unlike a ZeroMQ listener).
+inline std::string UnusedTcpEndpoint() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  close(fd);
+  return "tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+}
+
+// A record whose key is the int64 `id` (KeyType::kLong) with its real key group.
+inline Record LongKeyRecord(int64_t id, Timestamp ts = Timestamp(0), std::string payload = "") {
+  Key key = Key::FromInt64(id);
+  KeyGroupId kg = AssignToKeyGroup(key, KeyType::kLong, kMaxParallelism).value();
+  return Record{std::move(key), kg, ts, std::move(payload)};
+}
+
+inline InputGateOptions GateOptions(SubtaskIndex subtask, int32_t num_channels,
+                                    AttemptNumber attempt = AttemptNumber(1)) {
+  InputGateOptions o;
+  o.subtask = subtask;
+  o.num_channels = num_channels;
+  o.attempt = attempt;
+  o.bind_host = "127.0.0.1";
+  o.advertised_host = "127.0.0.1";
+  return o;
+}
+
+// Options of the writer of source subtask `sender`, wired to channel `sender` of every gate.
+inline RecordWriterOptions WriterOptions(SubtaskIndex sender, const std::vector<InputGate*>& gates,
+                                         AttemptNumber attempt = AttemptNumber(1)) {
+  RecordWriterOptions o;
+  o.subtask = sender;
+  o.attempt = attempt;
+  o.max_parallelism = kMaxParallelism;
+  for (InputGate* g : gates) o.receiver_endpoints.push_back(g->endpoint(sender));
+  return o;
+}
+
+// An InputEvent with its records copied out (InputEvent's views die at the next poll).
+struct OwnedEvent {
+  SubtaskIndex channel;
+  FrameKind kind = FrameKind::kRecords;
+  std::vector<Record> records;
+  ChannelEvent event;
+};
+
+inline OwnedEvent Own(const InputEvent& e) {
+  OwnedEvent o;
+  o.channel = e.channel;
+  o.kind = e.kind;
+  o.event = e.event;
+  for (const RecordView& r : e.records) o.records.push_back(r.ToRecord());
+  return o;
+}
+
+// Reads events until every channel delivered END_OF_INPUT (or an error / a 10 s silence).
+inline std::vector<OwnedEvent> DrainUntilEndOfInput(InputGate& gate) {
+  std::vector<OwnedEvent> out;
+  while (!gate.AllFinished()) {
+    auto next = gate.Next(Duration::Seconds(10));
+    EXPECT_TRUE(next.ok()) << next.status().ToString();
+    if (!next.ok() || !next->has_value()) {
+      ADD_FAILURE() << "no END_OF_INPUT within 10 s";
+      break;
+    }
+    out.push_back(Own(**next));
+  }
+  return out;
+}
+
+inline std::vector<Record> RecordsOf(const std::vector<OwnedEvent>& events) {
+  std::vector<Record> out;
+  for (const OwnedEvent& e : events) out.insert(out.end(), e.records.begin(), e.records.end());
+  return out;
+}
+
+}  // namespace keyflow::testing

@@ -1,0 +1,277 @@
+#include "worker/sources/file_split_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/worker/sources/test_util.h"
+
+namespace keyflow {
+namespace {
+
+using test_util::TempDir;
+
+constexpr int32_t kMaxParallelism = 128;
+
+struct Read {
+  std::string key;
+  int64_t ts;
+  SplitPosition after;
+  friend bool operator==(const Read&, const Read&) = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const Read& r) {
+  return os << "{" << r.key << ", " << r.ts << ", " << r.after.ToString() << "}";
+}
+
+// Reads until the end of the split (or at most `limit` records).
+std::vector<Read> ReadAll(FileSplitReader& reader, size_t limit = SIZE_MAX) {
+  std::vector<Read> out;
+  Record r;
+  while (out.size() < limit) {
+    Result<SplitReadResult> res = reader.Next(&r);
+    EXPECT_TRUE(res.ok()) << res.status().ToString();
+    if (!res.ok() || *res == SplitReadResult::kEndOfSplit) break;
+    out.push_back({std::string(r.key.bytes()), r.timestamp.millis(), reader.position()});
+  }
+  return out;
+}
+
+std::string Line(int i) {
+  return R"({"uid":"user-)" + std::to_string(i % 7) + R"(","ts":)" + std::to_string(1000 + i) +
+         R"(,"seq":)" + std::to_string(i) + "}";
+}
+
+class FileSplitReaderTest : public ::testing::Test {
+ protected:
+  JsonRecordParser parser_{JsonRecordFormat{}, kMaxParallelism};
+  TempDir dir_;
+
+  FileSplitReader Open(const std::string& path, SplitPosition from = SplitPosition(),
+                       FileSplitReaderOptions options = {}) {
+    Result<FileSplitReader> r =
+        FileSplitReader::Open(SourceSplit::File(SplitId(0), path), from, &parser_, options);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return std::move(r).value();
+  }
+};
+
+TEST_F(FileSplitReaderTest, YieldsEveryRecordWithThePositionAfterItsLine) {
+  std::string path = dir_.Write("in.jsonl", Line(0) + "\n" + Line(1) + "\n" + Line(2) + "\n");
+  FileSplitReader reader = Open(path);
+  std::vector<Read> got = ReadAll(reader);
+  int64_t l0 = static_cast<int64_t>(Line(0).size()) + 1;
+  int64_t l1 = static_cast<int64_t>(Line(1).size()) + 1;
+  int64_t l2 = static_cast<int64_t>(Line(2).size()) + 1;
+  std::vector<Read> expected = {
+      {"user-0", 1000, SplitPosition::InFile(l0, 2)},
+      {"user-1", 1001, SplitPosition::InFile(l0 + l1, 3)},
+      {"user-2", 1002, SplitPosition::InFile(l0 + l1 + l2, 4)},
+  };
+  EXPECT_EQ(got, expected);
+  Record r;
+  EXPECT_EQ(*reader.Next(&r), SplitReadResult::kEndOfSplit);  // stays at the end
+  EXPECT_EQ(reader.position(), SplitPosition::InFile(l0 + l1 + l2, 4));
+  EXPECT_EQ(reader.records_read(), 3);
+  EXPECT_EQ(reader.bad_records(), 0);
+}
+
+TEST_F(FileSplitReaderTest, ResumingFromAnyPositionYieldsExactlyTheRest) {
+  std::string content;
+  for (int i = 0; i < 200; ++i) content += Line(i) + "\n";
+  std::string path = dir_.Write("in.jsonl", content);
+  // Tiny buffers force many refills and lines straddling buffer boundaries.
+  for (size_t buffer : {size_t{7}, size_t{64}, size_t{1000}, size_t{1} << 20}) {
+    FileSplitReaderOptions options;
+    options.read_buffer_bytes = buffer;
+    FileSplitReader full = Open(path, SplitPosition(), options);
+    std::vector<Read> all = ReadAll(full);
+    ASSERT_EQ(all.size(), 200u);
+    for (size_t half : {size_t{1}, size_t{99}, size_t{100}, size_t{199}}) {
+      FileSplitReader first = Open(path, SplitPosition(), options);
+      std::vector<Read> head = ReadAll(first, half);
+      ASSERT_EQ(head.size(), half);
+      FileSplitReader second = Open(path, first.position(), options);
+      std::vector<Read> tail = ReadAll(second);
+      std::vector<Read> expected(all.begin() + static_cast<ptrdiff_t>(half), all.end());
+      EXPECT_EQ(tail, expected) << "buffer " << buffer << ", resumed after " << half;
+    }
+  }
+}
+
+TEST_F(FileSplitReaderTest, HandlesCrlfEmptyLinesAndALastLineWithoutNewline) {
+  std::string content = "\r\n" + Line(0) + "\r\n\n   \t\n\r\n" + Line(1) + "\n\n" + Line(2);
+  std::string path = dir_.Write("in.jsonl", content);
+  FileSplitReader reader = Open(path);
+  std::vector<Read> got = ReadAll(reader);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].key, "user-0");
+  EXPECT_EQ(got[0].after, SplitPosition::InFile(2 + static_cast<int64_t>(Line(0).size()) + 2, 3));
+  EXPECT_EQ(got[1].key, "user-1");
+  EXPECT_EQ(got[2].key, "user-2");
+  EXPECT_EQ(got[2].after, SplitPosition::InFile(static_cast<int64_t>(content.size()), 9));
+  EXPECT_EQ(reader.bad_records(), 0);
+}
+
+TEST_F(FileSplitReaderTest, EmptyFileAndBlankFileHaveNoRecords) {
+  FileSplitReader empty = Open(dir_.Write("empty.jsonl", ""));
+  EXPECT_TRUE(ReadAll(empty).empty());
+  EXPECT_EQ(empty.position(), SplitPosition());
+  FileSplitReader blank = Open(dir_.Write("blank.jsonl", "\n\r\n  \n"));
+  EXPECT_TRUE(ReadAll(blank).empty());
+  EXPECT_EQ(blank.position(), SplitPosition::InFile(6, 4));
+}
+
+TEST_F(FileSplitReaderTest, IgnoresAByteOrderMarkAtTheStart) {
+  FileSplitReader reader = Open(dir_.Write("bom.jsonl", "\xEF\xBB\xBF" + Line(3) + "\n"));
+  std::vector<Read> got = ReadAll(reader);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].key, "user-3");
+  EXPECT_EQ(reader.bad_records(), 0);
+}
+
+TEST_F(FileSplitReaderTest, VeryLongLinesGrowTheBuffer) {
+  std::string big(3 << 20, 'x');
+  std::string long_line = R"({"uid":"long","ts":5,"blob":")" + big + R"("})";
+  std::string path = dir_.Write("in.jsonl", Line(0) + "\n" + long_line + "\n" + Line(1) + "\n");
+  FileSplitReaderOptions options;
+  options.read_buffer_bytes = 4096;
+  FileSplitReader reader = Open(path, SplitPosition(), options);
+  std::vector<Read> got = ReadAll(reader);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[1].key, "long");
+  EXPECT_EQ(got[2].key, "user-1");
+}
+
+TEST_F(FileSplitReaderTest, BadRecordsAreSkippedCountedAndReportedWithFileAndLine) {
+  std::string content = Line(0) + "\n" +             // line 1
+                        R"({"ts":1})" + "\n" +       // line 2: no key
+                        "\n" +                       // line 3: empty, not an error
+                        R"({"uid":"a","ts":1.5})" +  // line 4: fractional ts
+                        "\r\n" + "not json\n" +      // line 5
+                        Line(1) + "\n" +             // line 6
+                        R"({"uid":"a","ts":1)";      // line 7: truncated, no newline
+  std::string path = dir_.Write("bad.jsonl", content);
+  std::vector<std::string> reports;
+  std::vector<int64_t> offsets;
+  FileSplitReaderOptions options;
+  options.bad_record_callback = [&](const BadRecord& bad) {
+    reports.push_back(bad.ToString());
+    offsets.push_back(bad.byte_offset);
+  };
+  FileSplitReader reader = Open(path, SplitPosition(), options);
+  std::vector<Read> got = ReadAll(reader);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].key, "user-0");
+  EXPECT_EQ(got[1].key, "user-1");
+  ASSERT_EQ(reports.size(), 4u);
+  EXPECT_EQ(reports[0], path + ":2: missing field 'uid'");
+  EXPECT_EQ(reports[1], path + ":4: field 'ts' is not an integer (epoch milliseconds)");
+  EXPECT_EQ(reports[2], path + ":5: line is not a JSON object");
+  EXPECT_EQ(reports[3].rfind(path + ":7: invalid JSON: ", 0), 0u) << reports[3];
+  EXPECT_EQ(offsets[0], static_cast<int64_t>(Line(0).size()) + 1);
+  EXPECT_EQ(reader.bad_records(), 4);
+  EXPECT_EQ(reader.records_read(), 2);
+  EXPECT_EQ(reader.position(), SplitPosition::InFile(static_cast<int64_t>(content.size()), 8));
+}
+
+TEST_F(FileSplitReaderTest, FailPolicyStopsAtTheFirstBadLineWithFileAndLine) {
+  std::string content = Line(0) + "\n" + Line(1) + "\n" + R"({"uid":"x"})" + "\n" + Line(2) + "\n";
+  std::string path = dir_.Write("bad.jsonl", content);
+  FileSplitReaderOptions options;
+  options.on_bad_record = BadRecordPolicy::kFail;
+  FileSplitReader reader = Open(path, SplitPosition(), options);
+  Record r;
+  ASSERT_EQ(*reader.Next(&r), SplitReadResult::kRecord);
+  ASSERT_EQ(*reader.Next(&r), SplitReadResult::kRecord);
+  SplitPosition before = reader.position();
+  Result<SplitReadResult> res = reader.Next(&r);
+  EXPECT_EQ(res.status(), InvalidArgument(path + ":3: missing field 'ts' (--on-bad-record skip "
+                                                 "would skip the line)"));
+  EXPECT_EQ(reader.position(), before);  // the bad line is not consumed
+  EXPECT_EQ(reader.bad_records(), 0);
+}
+
+TEST_F(FileSplitReaderTest, LineNumbersContinueAfterResumingFromAPosition) {
+  std::string content = Line(0) + "\n" + Line(1) + "\n" + "oops\n" + Line(2) + "\n";
+  std::string path = dir_.Write("in.jsonl", content);
+  FileSplitReader first = Open(path);
+  ASSERT_EQ(ReadAll(first, 2).size(), 2u);
+  std::vector<std::string> reports;
+  FileSplitReaderOptions options;
+  options.bad_record_callback = [&](const BadRecord& bad) {
+    reports.push_back(path + ":" + std::to_string(bad.line_number));
+  };
+  FileSplitReader second = Open(path, first.position(), options);
+  std::vector<Read> rest = ReadAll(second);
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].key, "user-2");
+  EXPECT_EQ(reports, std::vector<std::string>{path + ":3"});
+}
+
+TEST_F(FileSplitReaderTest, OverlongLinesAreBadRecordsAndReadingGoesOn) {
+  std::string long_line = R"({"uid":"long","ts":5,"blob":")" + std::string(5000, 'x') + R"("})";
+  std::string content = Line(0) + "\n" + long_line + "\n" + Line(1) + "\n" + long_line;
+  std::string path = dir_.Write("in.jsonl", content);
+  for (size_t buffer : {size_t{16}, size_t{100}, size_t{1} << 20}) {
+    std::vector<std::string> reports;
+    FileSplitReaderOptions options;
+    options.read_buffer_bytes = buffer;
+    options.max_line_bytes = 1000;
+    options.bad_record_callback = [&](const BadRecord& bad) { reports.push_back(bad.ToString()); };
+    FileSplitReader reader = Open(path, SplitPosition(), options);
+    std::vector<Read> got = ReadAll(reader);
+    ASSERT_EQ(got.size(), 2u) << "buffer " << buffer;
+    EXPECT_EQ(got[0].key, "user-0");
+    EXPECT_EQ(got[1].key, "user-1");
+    EXPECT_EQ(got[1].after,
+              SplitPosition::InFile(static_cast<int64_t>(content.size() - long_line.size()), 4));
+    std::vector<std::string> expected = {path + ":2: line is longer than the limit of 1000 bytes",
+                                         path + ":4: line is longer than the limit of 1000 bytes"};
+    EXPECT_EQ(reports, expected) << "buffer " << buffer;
+    EXPECT_EQ(reader.position(), SplitPosition::InFile(static_cast<int64_t>(content.size()), 5));
+  }
+}
+
+TEST_F(FileSplitReaderTest, ALineOfExactlyTheLimitIsAccepted) {
+  std::string line = R"({"uid":"a","ts":1,"p":")";
+  line += std::string(100 - line.size() - 2, 'x') + R"("})";
+  ASSERT_EQ(line.size(), 100u);
+  FileSplitReaderOptions options;
+  options.read_buffer_bytes = 8;
+  options.max_line_bytes = 100;
+  FileSplitReader reader = Open(dir_.Write("in.jsonl", line + "\n"), SplitPosition(), options);
+  EXPECT_EQ(ReadAll(reader).size(), 1u);
+  EXPECT_EQ(reader.bad_records(), 0);
+}
+
+TEST_F(FileSplitReaderTest, ResumingBeyondTheEndOfTheFileIsAnError) {
+  std::string path = dir_.Write("in.jsonl", Line(0) + "\n");
+  Result<FileSplitReader> r = FileSplitReader::Open(SourceSplit::File(SplitId(0), path),
+                                                    SplitPosition::InFile(1000, 3), &parser_);
+  EXPECT_EQ(r.status(), InvalidArgument("cannot resume input file '" + path +
+                                        "' at byte offset 1000: the file has only " +
+                                        std::to_string(Line(0).size() + 1) +
+                                        " bytes; it was truncated or replaced since the "
+                                        "checkpoint"));
+}
+
+TEST_F(FileSplitReaderTest, MissingFileIsNotFound) {
+  std::string path = dir_.File("gone.jsonl");
+  Result<FileSplitReader> r =
+      FileSplitReader::Open(SourceSplit::File(SplitId(0), path), SplitPosition(), &parser_);
+  EXPECT_EQ(r.status(), NotFound("input file '" + path +
+                                 "' does not exist any more (it was there when the job started)"));
+}
+
+TEST(BadRecordPolicy, ParsesSkipAndFail) {
+  EXPECT_EQ(*ParseBadRecordPolicy("skip"), BadRecordPolicy::kSkip);
+  EXPECT_EQ(*ParseBadRecordPolicy("fail"), BadRecordPolicy::kFail);
+  EXPECT_EQ(ParseBadRecordPolicy("ignore").status(),
+            InvalidArgument("unknown --on-bad-record policy 'ignore'; use skip or fail"));
+  EXPECT_EQ(BadRecordPolicyName(BadRecordPolicy::kFail), "fail");
+}
+
+}  // namespace
+}  // namespace keyflow

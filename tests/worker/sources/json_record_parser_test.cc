@@ -1,0 +1,250 @@
+#include "worker/sources/json_record_parser.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/worker/sources/test_util.h"
+
+namespace keyflow {
+namespace {
+
+constexpr int32_t kMaxParallelism = 128;
+
+JsonRecordFormat Format(KeyType type = KeyType::kString) {
+  JsonRecordFormat f;
+  f.key_type = type;
+  return f;
+}
+
+Record ParseOk(JsonRecordParser& parser, std::string_view line) {
+  Record r;
+  Status s = parser.Parse(line, &r);
+  EXPECT_TRUE(s.ok()) << line << " -> " << s.ToString();
+  return r;
+}
+
+Status ParseError(JsonRecordParser& parser, std::string_view line) {
+  Record r;
+  return parser.Parse(line, &r);
+}
+
+TEST(JsonRecordParser, ReadsStringKeyTimestampAndKeyGroup) {
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  Record r = ParseOk(parser, R"({"uid":"user-42","ts":1700000000123,"action":"click"})");
+  EXPECT_EQ(r.key, Key::FromBytes("user-42"));
+  EXPECT_EQ(r.timestamp, Timestamp(1700000000123));
+  EXPECT_EQ(r.key_group,
+            *AssignToKeyGroup(Key::FromBytes("user-42"), KeyType::kString, kMaxParallelism));
+  EXPECT_EQ(r.payload, "");
+}
+
+TEST(JsonRecordParser, KeyGroupOfStringKeyMatchesFlink) {
+  // "hello".hashCode() = 99162322; murmurHash -> key group for M = 128, as pinned in
+  // tests/common/key_group_assignment_test.cc through AssignToKeyGroup.
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  Record r = ParseOk(parser, R"({"ts":0,"uid":"hello"})");
+  EXPECT_EQ(r.key_group, ComputeKeyGroupForKeyHash(99162322, kMaxParallelism));
+}
+
+TEST(JsonRecordParser, KeepsTheRawLineAsPayloadWhenAsked) {
+  JsonRecordFormat f = Format();
+  f.keep_payload = true;
+  JsonRecordParser parser(f, kMaxParallelism);
+  std::string line = R"({"uid":"a", "ts":5, "v":[1,2,3]})";
+  EXPECT_EQ(ParseOk(parser, line).payload, line);
+}
+
+TEST(JsonRecordParser, UsesConfiguredFieldNames) {
+  JsonRecordFormat f = Format();
+  f.key_field = "user";
+  f.timestamp_field = "time";
+  JsonRecordParser parser(f, kMaxParallelism);
+  Record r = ParseOk(parser, R"({"uid":"ignored","user":"u1","ts":"x","time":77})");
+  EXPECT_EQ(r.key, Key::FromBytes("u1"));
+  EXPECT_EQ(r.timestamp, Timestamp(77));
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":1})"), InvalidArgument("missing field 'user'"));
+}
+
+TEST(JsonRecordParser, UnicodeKeysAreUtf8TextWithEscapesDecoded) {
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  Record raw = ParseOk(parser, "{\"uid\":\"caf\xC3\xA9-\xF0\x9F\x98\x80\",\"ts\":1}");
+  Record escaped = ParseOk(parser, R"({"uid":"caf\u00e9-\ud83d\ude00","ts":1})");
+  EXPECT_EQ(raw.key.bytes(), "caf\xC3\xA9-\xF0\x9F\x98\x80");
+  EXPECT_EQ(escaped.key, raw.key);
+  EXPECT_EQ(escaped.key_group, raw.key_group);
+  Record quote = ParseOk(parser, R"({"uid":"a\"b\\c\nd","ts":1})");
+  EXPECT_EQ(quote.key.bytes(), "a\"b\\c\nd");
+  Record empty = ParseOk(parser, R"({"uid":"","ts":1})");
+  EXPECT_EQ(empty.key, Key::FromBytes(""));
+  std::string long_key(100, 'k');
+  EXPECT_EQ(ParseOk(parser, R"({"uid":")" + long_key + R"(","ts":1})").key.bytes(), long_key);
+}
+
+TEST(JsonRecordParser, ExtraFieldsOfAnyTypeAreIgnored) {
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  Record r = ParseOk(parser, R"( { "a":{"b":[1,-2.5e3,true,false,null,{"c":"d"}]}, "uid" : "k" ,)"
+                             R"("big":123456789012345678901234567890, "ts" : -5 , "z":[] } )");
+  EXPECT_EQ(r.key, Key::FromBytes("k"));
+  EXPECT_EQ(r.timestamp, Timestamp(-5));
+}
+
+TEST(JsonRecordParser, MissingFieldsAreNamed) {
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  EXPECT_EQ(ParseError(parser, R"({"ts":1})"), InvalidArgument("missing field 'uid'"));
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a"})"), InvalidArgument("missing field 'ts'"));
+  EXPECT_EQ(ParseError(parser, R"({})"), InvalidArgument("missing field 'uid'"));
+}
+
+TEST(JsonRecordParser, WrongTypesAreRejected) {
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  const Status not_string = InvalidArgument(
+      "field 'uid' is not a string (key type string; use "
+      "--key-type int or long for numeric "
+      "keys)");
+  EXPECT_EQ(ParseError(parser, R"({"uid":42,"ts":1})"), not_string);
+  EXPECT_EQ(ParseError(parser, R"({"uid":null,"ts":1})"), not_string);
+  EXPECT_EQ(ParseError(parser, R"({"uid":["a"],"ts":1})"), not_string);
+  const Status ts_not_int = InvalidArgument("field 'ts' is not an integer (epoch milliseconds)");
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":1.5})"), ts_not_int);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":1e3})"), ts_not_int);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":"1700000000000"})"), ts_not_int);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":null})"), ts_not_int);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":{"ms":1}})"), ts_not_int);
+}
+
+TEST(JsonRecordParser, TimestampCoversInt64AndRejectsBeyond) {
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  EXPECT_EQ(ParseOk(parser, R"({"uid":"a","ts":9223372036854775807})").timestamp,
+            Timestamp(INT64_MAX));
+  EXPECT_EQ(ParseOk(parser, R"({"uid":"a","ts":-9223372036854775808})").timestamp,
+            Timestamp(INT64_MIN));
+  const Status out_of_range = InvalidArgument("field 'ts' is out of range for a 64-bit integer");
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":9223372036854775808})"), out_of_range);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":-9223372036854775809})"), out_of_range);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":123456789012345678901234567890})"), out_of_range);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":-123456789012345678901234567890})"),
+            out_of_range);
+}
+
+TEST(JsonRecordParser, IntKeysAcceptIntegersAndNumericStringsInRange) {
+  JsonRecordParser parser(Format(KeyType::kInt), kMaxParallelism);
+  Record r = ParseOk(parser, R"({"uid":-7,"ts":1})");
+  EXPECT_EQ(r.key, Key::FromInt64(-7));
+  EXPECT_EQ(r.key_group, *AssignToKeyGroup(Key::FromInt64(-7), KeyType::kInt, kMaxParallelism));
+  EXPECT_EQ(ParseOk(parser, R"({"uid":"-7","ts":1})").key, Key::FromInt64(-7));
+  EXPECT_EQ(ParseOk(parser, R"({"uid":2147483647,"ts":1})").key, Key::FromInt64(INT32_MAX));
+  EXPECT_EQ(ParseOk(parser, R"({"uid":"-2147483648","ts":1})").key, Key::FromInt64(INT32_MIN));
+
+  const Status out_of_range = InvalidArgument(
+      "field 'uid' is out of range for key type int (32-bit); "
+      "use --key-type long");
+  EXPECT_EQ(ParseError(parser, R"({"uid":2147483648,"ts":1})"), out_of_range);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"-2147483649","ts":1})"), out_of_range);
+  EXPECT_EQ(ParseError(parser, R"({"uid":99999999999999999999,"ts":1})"), out_of_range);
+
+  const Status not_int = InvalidArgument("field 'uid' is not an integer (key type int)");
+  EXPECT_EQ(ParseError(parser, R"({"uid":1.0,"ts":1})"), not_int);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"12a","ts":1})"), not_int);
+  EXPECT_EQ(ParseError(parser, R"({"uid":" 12","ts":1})"), not_int);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"+12","ts":1})"), not_int);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"","ts":1})"), not_int);
+  EXPECT_EQ(ParseError(parser, R"({"uid":true,"ts":1})"), not_int);
+}
+
+TEST(JsonRecordParser, LongKeysCoverInt64) {
+  JsonRecordParser parser(Format(KeyType::kLong), kMaxParallelism);
+  Record r = ParseOk(parser, R"({"uid":9223372036854775807,"ts":1})");
+  EXPECT_EQ(r.key, Key::FromInt64(INT64_MAX));
+  EXPECT_EQ(r.key_group,
+            *AssignToKeyGroup(Key::FromInt64(INT64_MAX), KeyType::kLong, kMaxParallelism));
+  EXPECT_EQ(ParseOk(parser, R"({"uid":"-9223372036854775808","ts":1})").key,
+            Key::FromInt64(INT64_MIN));
+  const Status out_of_range =
+      InvalidArgument("field 'uid' is out of range for key type long (64-bit)");
+  EXPECT_EQ(ParseError(parser, R"({"uid":9223372036854775808,"ts":1})"), out_of_range);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"9223372036854775808","ts":1})"), out_of_range);
+}
+
+TEST(JsonRecordParser, InvalidJsonIsRejectedWhereverItIs) {
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  const std::vector<std::string> lines = {
+      R"({"uid":"a","ts":1)",                          // unterminated object
+      R"({"uid":"a" "ts":1})",                         // missing comma
+      R"({"uid":"a","ts":1,})",                        // trailing comma
+      R"({"uid":"a","ts":1}})",                        // extra brace
+      R"({"uid":"a","ts":1} {"b":2})",                 // two objects
+      R"({"uid":"a","ts":01})",                        // leading zero
+      R"({"uid":"a","ts":1x})",                        // junk in a number
+      R"({"uid":"a","ts":1,"x":tru})",                 // bad literal in an ignored field
+      R"({"uid":"a","ts":1,"x":nul})",                 // bad literal in an ignored field
+      R"({"uid":"a","ts":1,"x":[1,}})",                // bad array in an ignored field
+      R"({"uid":"a","ts":1,"x":"\q"})",                // bad escape in an ignored field
+      "{\"uid\":\"a\",\"ts\":1,\"x\":\"tab\there\"}",  // unescaped control
+                                                       // character
+      R"({"uid":"\ud800","ts":1})",                    // lone surrogate escape
+      R"({uid:"a","ts":1})",                           // unquoted name
+  };
+  for (const std::string& line : lines) {
+    Status s = ParseError(parser, line);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << line;
+    EXPECT_EQ(s.message().rfind("invalid JSON: ", 0), 0u) << line << " -> " << s.message();
+  }
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":1} x)").message().rfind("invalid JSON: ", 0), 0u);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":1}})"),
+            InvalidArgument("invalid JSON: unexpected content after the object"));
+}
+
+TEST(JsonRecordParser, NonObjectLinesAreRejected) {
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  for (std::string_view line : {"[1,2]", "\"uid\"", "42", "null", "true"}) {
+    EXPECT_EQ(ParseError(parser, line), InvalidArgument("line is not a JSON object")) << line;
+  }
+}
+
+TEST(JsonRecordParser, InvalidUtf8IsRejectedAnywhere) {
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  EXPECT_EQ(ParseError(parser, "{\"uid\":\"a\xFF\",\"ts\":1}"), InvalidArgument("invalid UTF-8"));
+  EXPECT_EQ(ParseError(parser, "{\"uid\":\"a\",\"ts\":1,\"n\":\"\xC3\"}"),
+            InvalidArgument("invalid UTF-8"));
+  EXPECT_EQ(ParseError(parser,
+                       "{\"uid\":\"\xED\xA0\x80\",\"ts\":1}"),  // encoded surrogate
+            InvalidArgument("invalid UTF-8"));
+  EXPECT_EQ(ParseError(parser, "{\"uid\":\"\xC0\xAF\",\"ts\":1}"),  // overlong '/'
+            InvalidArgument("invalid UTF-8"));
+}
+
+TEST(JsonRecordParser, DuplicateKeyOrTimestampFieldIsAnError) {
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":1,"uid":"b"})"),
+            InvalidArgument("duplicate field 'uid'"));
+  EXPECT_EQ(ParseError(parser, R"({"ts":1,"uid":"a","ts":2})"),
+            InvalidArgument("duplicate field 'ts'"));
+}
+
+TEST(JsonRecordParser, EscapedFieldNamesMatch) {
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  Record r = ParseOk(parser, R"({"u\u0069d":"k","\u0074s":3})");
+  EXPECT_EQ(r.key, Key::FromBytes("k"));
+  EXPECT_EQ(r.timestamp, Timestamp(3));
+}
+
+TEST(JsonRecordParser, ZeroCopyParseOnAPaddedBufferEqualsCopyingParse) {
+  JsonRecordParser parser(Format(), kMaxParallelism);
+  // Two lines in one buffer: the first is parsed in place; the bytes after it (the next line) are
+  // its padding.
+  std::string buf = R"({"uid":"a","ts":1})"
+                    "\n"
+                    R"({"uid":"b","ts":2})";
+  buf.resize(buf.size() + kJsonPadding, '\0');
+  Record in_place;
+  size_t first = buf.find('\n');
+  ASSERT_TRUE(parser.Parse(std::string_view(buf.data(), first), buf.size(), &in_place).ok());
+  Record copied = ParseOk(parser, buf.substr(0, first));
+  EXPECT_EQ(in_place, copied);
+  EXPECT_EQ(in_place.key, Key::FromBytes("a"));
+}
+
+}  // namespace
+}  // namespace keyflow

@@ -1,0 +1,98 @@
+#include "worker/sources/source_split.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "tests/worker/sources/test_util.h"
+
+namespace keyflow {
+namespace {
+
+TEST(SourceSplit, FileAndGeneratorSplitsRoundTripThroughBinaryIo) {
+  std::vector<SourceSplitState> states = {
+      {SourceSplit::File(SplitId(0), "/data/a.jsonl"), SplitPosition::InFile(1234, 17)},
+      {SourceSplit::File(SplitId(7), "/data/\xC3\xA9t\xC3\xA9.jsonl"), SplitPosition()},
+      {SourceSplit::Generator(SplitId(3), 3), SplitPosition::InGenerator(1ll << 40)},
+  };
+  std::string buf;
+  BinaryWriter w(&buf);
+  for (const SourceSplitState& s : states) s.EncodeTo(&w);
+  BinaryReader r(buf);
+  for (const SourceSplitState& s : states) {
+    Result<SourceSplitState> back = SourceSplitState::DecodeFrom(&r);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, s);
+  }
+  EXPECT_TRUE(r.at_end());
+}
+
+TEST(SourceSplit, PositionAccessorsAndDefaultIsTheStart) {
+  SplitPosition start;
+  EXPECT_EQ(start.byte_offset(), 0);
+  EXPECT_EQ(start.next_line_number(), 1);
+  EXPECT_EQ(start.next_event_index(), 0);
+  EXPECT_EQ(start, SplitPosition::InFile(0, 1));
+  EXPECT_EQ(start, SplitPosition::InGenerator(0));
+
+  SplitPosition p = SplitPosition::InFile(100, 5);
+  p.AdvanceLine(20);
+  EXPECT_EQ(p, SplitPosition::InFile(120, 6));
+  EXPECT_EQ(p.ToString(), "offset 120, line 6");
+  SplitPosition g = SplitPosition::InGenerator(9);
+  g.AdvanceEvent();
+  EXPECT_EQ(g.next_event_index(), 10);
+}
+
+TEST(SourceSplit, SplitsOrderByIdAndPositionsByOffset) {
+  std::vector<SourceSplit> splits = {SourceSplit::File(SplitId(2), "/a"),
+                                     SourceSplit::File(SplitId(0), "/z"),
+                                     SourceSplit::File(SplitId(1), "/m")};
+  std::sort(splits.begin(), splits.end());
+  EXPECT_EQ(splits[0].id(), SplitId(0));
+  EXPECT_EQ(splits[1].id(), SplitId(1));
+  EXPECT_EQ(splits[2].id(), SplitId(2));
+  EXPECT_NE(SourceSplit::File(SplitId(0), "/a"), SourceSplit::File(SplitId(0), "/b"));
+  EXPECT_NE(SourceSplit::Generator(SplitId(0), 0), SourceSplit::Generator(SplitId(0), 1));
+  EXPECT_LT(SplitPosition::InFile(10, 2), SplitPosition::InFile(11, 2));
+  EXPECT_LT(SplitPosition::InGenerator(4), SplitPosition::InGenerator(5));
+}
+
+TEST(SourceSplit, ToStringNamesKindIdAndPath) {
+  EXPECT_EQ(SourceSplit::File(SplitId(2), "/data/b.jsonl").ToString(),
+            "file split 2 (/data/b.jsonl)");
+  EXPECT_EQ(SourceSplit::Generator(SplitId(3), 3).ToString(), "generator split 3");
+}
+
+TEST(SourceSplit, TruncatedBytesAreCorruption) {
+  std::string buf;
+  BinaryWriter w(&buf);
+  SourceSplitState{SourceSplit::File(SplitId(1), "/data/a.jsonl"), SplitPosition::InFile(5, 2)}
+      .EncodeTo(&w);
+  for (size_t cut = 0; cut < buf.size(); ++cut) {
+    BinaryReader r(std::string_view(buf).substr(0, cut));
+    Result<SourceSplitState> back = SourceSplitState::DecodeFrom(&r);
+    EXPECT_FALSE(back.ok()) << "cut at " << cut;
+    EXPECT_EQ(back.status().code(), StatusCode::kCorruption) << "cut at " << cut;
+  }
+}
+
+TEST(SourceSplit, UnknownVersionOrKindIsCorruption) {
+  std::string buf;
+  BinaryWriter w(&buf);
+  SourceSplit::Generator(SplitId(1), 1).EncodeTo(&w);
+  std::string bad_version = buf;
+  bad_version[0] = 9;
+  BinaryReader r1(bad_version);
+  EXPECT_EQ(SourceSplit::DecodeFrom(&r1).status(),
+            Corruption("source split has format version 9, this build reads version 1"));
+  std::string bad_kind = buf;
+  bad_kind[1] = 42;
+  BinaryReader r2(bad_kind);
+  EXPECT_EQ(SourceSplit::DecodeFrom(&r2).status(), Corruption("source split has unknown kind 42"));
+}
+
+}  // namespace
+}  // namespace keyflow

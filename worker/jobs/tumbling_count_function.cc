@@ -1,0 +1,73 @@
+#include "worker/jobs/tumbling_count_function.h"
+
+#include "common/protocol/job_catalog.h"
+#include "worker/sinks/json_output.h"
+
+namespace keyflow {
+namespace {
+
+// floor(ts / size) * size, also for negative timestamps.
+int64_t WindowStart(int64_t ts, int64_t size) {
+  int64_t q = ts / size;
+  if (ts % size != 0 && ts < 0) --q;
+  return q * size;
+}
+
+class TumblingCountFunction final : public RecordFunction {
+ public:
+  explicit TumblingCountFunction(int64_t size_ms) : size_(size_ms) {}
+
+  Status Open(RuntimeContext& runtime) override {
+    runtime_ = &runtime;
+    ASSIGN_OR_RETURN(count_, runtime.GetState(ValueStateDescriptor<int64_t>("count", 0)));
+    return Status::Ok();
+  }
+
+  void ProcessElement(const Record& r, Context& ctx, Collector<std::string>&) override {
+    int64_t start = WindowStart(r.timestamp.millis(), size_);
+    Timestamp max_timestamp(start + size_ - 1);
+    if (max_timestamp <= ctx.timer_service().CurrentWatermark()) {
+      runtime_->late_records().Inc();  // its window already fired
+      return;
+    }
+    count_->SetCurrentNamespace(Namespace(start));
+    count_->Update(*count_->Value() + 1);
+    ctx.timer_service().RegisterEventTimeTimer(max_timestamp, Namespace(start));
+  }
+
+  void OnTimer(Timestamp, OnTimerContext& ctx, Collector<std::string>& out) override {
+    int64_t start = ctx.timer_namespace().value();
+    count_->SetCurrentNamespace(ctx.timer_namespace());
+    int64_t n = *count_->Value();
+    count_->Clear();
+    if (n == 0) return;
+    std::string line;
+    line.reserve(96);
+    line += "{\"key\":";
+    AppendJsonKey(&line, ctx.current_key(), runtime_->key_type());
+    line += ",\"window_start\":";
+    line += std::to_string(start);
+    line += ",\"window_end\":";
+    line += std::to_string(start + size_);
+    line += ",\"count\":";
+    line += std::to_string(n);
+    line += ",\"subtask\":";
+    line += std::to_string(runtime_->subtask_index().value());
+    line += '}';
+    out.Collect(std::move(line));
+  }
+
+ private:
+  const int64_t size_;
+  RuntimeContext* runtime_ = nullptr;
+  ValueState<int64_t>* count_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<RecordFunction> MakeTumblingCountFunction(
+    const std::map<std::string, std::string>& params) {
+  return std::make_unique<TumblingCountFunction>(ParamDurationMillis(params, "size"));
+}
+
+}  // namespace keyflow

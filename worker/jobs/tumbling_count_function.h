@@ -1,0 +1,19 @@
+// tumbling-count: event-time tumbling windows with namespaces (DESIGN §4, §14). Per key and
+// window [floor(ts/size)*size, +size) it counts records in the window's namespace and fires on
+// an event-time timer at window end - 1 (the window's max timestamp), emitting
+//   {"key":K,"window_start":S,"window_end":E,"count":N,"subtask":I}
+// A record whose window already fired (end - 1 <= current watermark) is late: counted
+// (RuntimeContext::late_records) and dropped. Parameter: size (default 1h).
+#pragma once
+
+#include <memory>
+
+#include "worker/operators/keyed_process_operator.h"
+
+namespace keyflow {
+
+// Precondition: params resolved for tumbling-count (common/protocol/job_catalog.h).
+std::unique_ptr<RecordFunction> MakeTumblingCountFunction(
+    const std::map<std::string, std::string>& params);
+
+}  // namespace keyflow

@@ -1,0 +1,96 @@
+#include "worker/operators/keyed_process_operator.h"
+
+namespace keyflow {
+
+KeyedProcessOperator::KeyedProcessOperator(OperatorConfig config,
+                                           std::unique_ptr<RecordFunction> function,
+                                           ProcessingTimeService* processing_time,
+                                           Collector<std::string>* output)
+    : config_(std::move(config)),
+      function_(std::move(function)),
+      key_context_(config_.key_type, config_.max_parallelism, config_.key_groups),
+      backend_(key_context_),
+      timers_(key_context_, *processing_time, *this),
+      user_timers_(&timers_),
+      runtime_(config_.subtask, config_.parallelism, config_.key_type, config_.params, &backend_),
+      context_(&key_context_, &user_timers_),
+      output_(output) {
+  sections_.resize(2);
+  SnapshotSection& state = sections_[0];
+  state.id = kKeyedStateSectionId;
+  state.name = "keyed state";
+  state.write = [this](KeyGroupId g, BinaryWriter& w) { backend_.SerializeKeyGroup(g, w); };
+  state.count = [this](KeyGroupId g) -> uint64_t { return backend_.NumKeys(g); };
+  state.restore = [this](KeyGroupId g, BinaryReader& r) { return backend_.RestoreKeyGroup(g, r); };
+  SnapshotSection& timers = sections_[1];
+  timers.id = kTimersSectionId;
+  timers.name = "timers";
+  timers.write = [this](KeyGroupId g, BinaryWriter& w) { timers_.SerializeKeyGroup(g, w); };
+  timers.count = [this](KeyGroupId g) -> uint64_t { return timers_.NumTimers(g); };
+  timers.restore = [this](KeyGroupId g, BinaryReader& r) { return timers_.RestoreKeyGroup(g, r); };
+  section_ptrs_ = {&sections_[0], &sections_[1]};
+}
+
+KeyedProcessOperator::~KeyedProcessOperator() { function_->Close(); }
+
+Status KeyedProcessOperator::Open() { return function_->Open(runtime_); }
+
+Status KeyedProcessOperator::Restore(KeyedSnapshotReader& reader) {
+  const KeyedSnapshotInfo& info = reader.info();
+  if (info.max_parallelism != config_.max_parallelism) {
+    return FailedPrecondition(
+        "the snapshot was written with max parallelism " + std::to_string(info.max_parallelism) +
+        " but this job has max parallelism " + std::to_string(config_.max_parallelism) +
+        ": the number of key groups is fixed for the lifetime of a job and its checkpoints; "
+        "restore with --max-parallelism " + std::to_string(info.max_parallelism));
+  }
+  if (info.key_type != config_.key_type) {
+    return FailedPrecondition("the snapshot holds " + std::string(KeyTypeName(info.key_type)) +
+                              " keys but this job uses " +
+                              std::string(KeyTypeName(config_.key_type)) +
+                              " keys: restore with --key-type " +
+                              std::string(KeyTypeName(info.key_type)));
+  }
+  return reader.Restore(config_.key_groups, section_ptrs_);
+}
+
+void KeyedProcessOperator::Start() { timers_.StartTimerService(); }
+
+Status KeyedProcessOperator::ProcessElement(const Record& record) {
+  RETURN_IF_ERROR(key_context_.SetCurrentKey(record.key, record.key_group));
+  records_processed_.Inc();
+  context_.Set(record.timestamp);
+  function_->ProcessElement(record, context_, output_);
+  return Status::Ok();
+}
+
+void KeyedProcessOperator::ProcessWatermark(Timestamp watermark) {
+  if (watermark <= timers_.CurrentWatermark()) return;
+  timers_.AdvanceWatermark(watermark);
+}
+
+void KeyedProcessOperator::EndInput() {
+  if (ended_) return;
+  ended_ = true;
+  ProcessWatermark(kMaxWatermark);
+  context_.Set(timers_.CurrentProcessingTime(), TimeDomain::kProcessingTime);
+  function_->EndInput(context_, output_);
+}
+
+Result<KeyedSnapshotInfo> KeyedProcessOperator::SnapshotTo(std::string* out) const {
+  return WriteKeyedSnapshot(config_.max_parallelism, config_.key_type, config_.key_groups,
+                            section_ptrs_, out);
+}
+
+void KeyedProcessOperator::OnEventTime(const TimerEntry& timer) {
+  context_.Set(timer.timestamp, TimeDomain::kEventTime, timer.ns);
+  function_->OnTimer(timer.timestamp, context_, output_);
+}
+
+void KeyedProcessOperator::OnProcessingTime(const TimerEntry& timer) {
+  if (ended_) return;  // processing-time timers do not fire after the end of input
+  context_.Set(timer.timestamp, TimeDomain::kProcessingTime, timer.ns);
+  function_->OnTimer(timer.timestamp, context_, output_);
+}
+
+}  // namespace keyflow

@@ -1,0 +1,115 @@
+// KeyedProcessOperator: runs a KeyedProcessFunction on one keyed subtask (Flink's
+// KeyedProcessOperator + AbstractStreamOperator's keyed parts). Owns the subtask's key context,
+// keyed state backend and timer service; sets the current key before every element and timer;
+// advances event time on watermarks; snapshots and restores state and timers per key group.
+//
+// Lifecycle: construct -> Open() (function registers state) -> Restore(...)* -> Start() ->
+// ProcessElement / ProcessWatermark / processing-time callbacks -> EndInput().
+// Used by the keyed task (worker/task) and the operator test harness.
+// Threading: task thread only (SerializeKeyGroup of the sections: see the state classes).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/metrics.h"
+#include "common/processing_time_service.h"
+#include "common/record.h"
+#include "state/heap/heap_keyed_state_backend.h"
+#include "state/key_context.h"
+#include "state/key_group_write_guard.h"
+#include "state/snapshot/keyed_snapshot_format.h"
+#include "state/timers/internal_timer_service.h"
+#include "worker/api/keyed_process_function.h"
+
+namespace keyflow {
+
+using RecordFunction = KeyedProcessFunction<Record, std::string>;
+
+struct OperatorConfig {
+  SubtaskIndex subtask{0};
+  int32_t parallelism = 1;
+  int32_t max_parallelism = 128;
+  KeyType key_type = KeyType::kString;
+  KeyGroupRange key_groups;  // this subtask's range
+  std::map<std::string, std::string> params;
+};
+
+// Snapshot section ids (stable: they are in snapshot files).
+inline constexpr uint8_t kKeyedStateSectionId = 1;
+inline constexpr uint8_t kTimersSectionId = 2;
+
+class KeyedProcessOperator final : public Triggerable {
+ public:
+  // `processing_time` and `output` must outlive the operator.
+  KeyedProcessOperator(OperatorConfig config, std::unique_ptr<RecordFunction> function,
+                       ProcessingTimeService* processing_time, Collector<std::string>* output);
+  ~KeyedProcessOperator() override;
+
+  Status Open();
+  // Restores the key groups of this subtask's range that `reader` holds. Refuses a snapshot of
+  // another max parallelism or key type (FailedPrecondition saying what differs).
+  Status Restore(KeyedSnapshotReader& reader);
+  // Arms processing-time timers (restored overdue ones fire on the next callback).
+  void Start();
+
+  // OutOfRange (Flink's message) if the record's key group is not this subtask's.
+  Status ProcessElement(const Record& record);
+  // Fires event-time timers <= watermark. Watermarks that do not advance are ignored.
+  void ProcessWatermark(Timestamp watermark);
+  // Final watermark (if not yet seen) then the function's EndInput.
+  void EndInput();
+
+  // Installs (or with nullptr removes) the guard every change of a key group's state or timers
+  // goes through first: how an AsyncKeyedSnapshot keeps its copy consistent.
+  void SetWriteGuard(KeyGroupWriteGuard* guard) {
+    backend_.SetWriteGuard(guard);
+    timers_.SetWriteGuard(guard);
+  }
+
+  // Synchronous full snapshot of state and timers of the whole range into `out`.
+  Result<KeyedSnapshotInfo> SnapshotTo(std::string* out) const;
+  const std::vector<const SnapshotSection*>& snapshot_sections() const { return section_ptrs_; }
+
+  const OperatorConfig& config() const { return config_; }
+  Timestamp current_watermark() const { return timers_.CurrentWatermark(); }
+  const HeapKeyedStateBackend& backend() const { return backend_; }
+  const InternalTimerService& timer_service() const { return timers_; }
+  int64_t records_processed() const { return records_processed_.value(); }
+  int64_t records_out() const { return output_.count.value(); }
+  int64_t late_records() const { return runtime_.late_records().value(); }
+
+  // Triggerable
+  void OnEventTime(const TimerEntry& timer) override;
+  void OnProcessingTime(const TimerEntry& timer) override;
+
+ private:
+  // Counts what the function emits and passes it on.
+  struct CountingCollector final : Collector<std::string> {
+    explicit CountingCollector(Collector<std::string>* d) : downstream(d) {}
+    void Collect(std::string value) override {
+      count.Inc();
+      downstream->Collect(std::move(value));
+    }
+    Collector<std::string>* downstream;
+    Counter count;
+  };
+
+  OperatorConfig config_;
+  std::unique_ptr<RecordFunction> function_;
+  KeyContext key_context_;
+  HeapKeyedStateBackend backend_;
+  InternalTimerService timers_;
+  TimerService user_timers_;
+  RuntimeContext runtime_;
+  Context context_;
+  CountingCollector output_;
+  Counter records_processed_;
+  bool ended_ = false;
+  std::vector<SnapshotSection> sections_;
+  std::vector<const SnapshotSection*> section_ptrs_;
+};
+
+}  // namespace keyflow

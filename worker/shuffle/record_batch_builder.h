@@ -1,0 +1,80 @@
+// RecordBatchBuilder and DecodeRecordBatch: the RECORDS frame payload codec.
+//
+// Payload of a RECORDS frame (all little-endian; varint = unsigned LEB128):
+//   uint32 record count, then per record:
+//     varint key length, key bytes     (Key::bytes())
+//     varint key group                 (< 2^31)
+//     int64  timestamp                 (ms)
+//     varint payload length, payload bytes
+// A record takes at least kMinEncodedRecordBytes, which bounds the count a payload can claim.
+//
+// Hand-rolled with BinaryWriter instead of a cereal archive: one reusable buffer per channel,
+// no per-record allocation or virtual call, and the frame header is written in place in front
+// of the records so a sealed batch goes to the socket without another copy (numbers in
+// worker/README.md, "Data plane").
+//
+// Threading: a builder belongs to one OutputChannel (the source task thread). DecodeRecordBatch
+// is stateless.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/key.h"
+#include "common/record.h"
+#include "common/status.h"
+#include "common/types.h"
+#include "worker/shuffle/data_frame.h"
+
+namespace keyflow {
+
+inline constexpr size_t kMinEncodedRecordBytes = 11;  // 1 + 1 + 8 + 1: empty key and payload
+
+class RecordBatchBuilder {
+ public:
+  RecordBatchBuilder();
+
+  // Appends one record (copies its bytes into the batch).
+  void Append(const Record& record);
+  void Append(std::string_view key, KeyGroupId key_group, Timestamp timestamp,
+              std::string_view payload);
+
+  uint32_t num_records() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  // Size the frame would have if sealed now (header + payload).
+  size_t frame_size() const { return buffer_.size(); }
+
+  // Seals the batch as a RECORDS frame and swaps it into *frame; the builder continues, empty,
+  // in *frame's previous buffer (so two buffers alternate and neither is reallocated).
+  void FinishInto(SubtaskIndex sender, AttemptNumber attempt, uint64_t sequence,
+                  std::string* frame);
+
+  // Drops the records appended so far.
+  void Clear();
+
+ private:
+  std::string buffer_;  // [header space][uint32 count][records...]
+  uint32_t count_ = 0;
+};
+
+// One decoded record; the views point into the frame bytes (valid while those live).
+struct RecordView {
+  std::string_view key;
+  KeyGroupId key_group;
+  Timestamp timestamp;
+  std::string_view payload;
+
+  Key ToKey() const { return Key::FromBytes(key); }
+  Record ToRecord() const { return Record{ToKey(), key_group, timestamp, std::string(payload)}; }
+};
+
+// Decodes a RECORDS payload into *out (cleared first; its capacity is reused). Corruption,
+// prefixed with `channel`, for a truncated or malformed payload, a record count that cannot
+// fit the payload (checked before anything is reserved) or trailing bytes.
+Status DecodeRecordBatch(std::string_view payload, std::string_view channel,
+                         std::vector<RecordView>* out);
+
+}  // namespace keyflow

@@ -1,0 +1,151 @@
+// FileSink: exactly-once JSON Lines output into a directory by two-phase commit (Flink's
+// TwoPhaseCommitSinkFunction driving FileSink's in-progress -> pending -> committed part files,
+// FLINK-SEMANTICS §5.5; DESIGN §10 steps 4 and 6, §11).
+//
+// Files in the output directory (subtask s, deployment attempt a, transaction t, checkpoint c):
+//   .<prefix>-<s>-<a>-<t>.inprogress     being written (buffered); not part of the result
+//   _<prefix>-<s>-<a>-<t>-<c>.pending     pre-committed for checkpoint c; not part of the result
+//   <prefix>-<s>-<a>-<c>.jsonl            committed: the result
+//   <prefix>-<s>-<a>-final.jsonl          committed at end of input by FinishAndCommit()
+// Readers of the result take every file whose name does not start with '.' or '_'.
+//
+// Life cycle of one sink subtask (the sink is told about checkpoints by the task thread):
+//   Write(line)*                appends to the current transaction; the first write opens it
+//   PreCommit(c)                snapshotState: flush + fsync + rename to pending; the
+//                               committable joins pending_committables(), which is the sink's
+//                               state for checkpoint c; the next write opens a new transaction
+//   NotifyCheckpointComplete(c) commits every pending committable with checkpoint <= c, in order
+//   FinishAndCommit()           end of input: commits everything written, without a checkpoint
+//   Abort() / destructor        deletes the current in-progress file
+// An empty transaction creates no file and PreCommit returns no committable.
+//
+// Recovery (static Recover): before a restarted job writes, with the committables of the
+// restored checkpoint of ALL subtasks, commit them (idempotently), then delete what earlier
+// attempts left behind that is not part of the restored checkpoint: their in-progress and
+// pending files, their final files, and their committed files of checkpoints after the
+// restored one (that data will be produced again). Files of the current attempt and files
+// that do not follow the naming above are never touched. Several subtasks may run Recover
+// concurrently with the same arguments.
+//
+// The output directory must belong to one job: a new job (not a restart) needs an empty
+// directory or its own prefix. Every file operation returns a Status naming the path.
+// Threading: a FileSink instance is used by one thread; the static functions are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/binary_io.h"
+#include "common/hashing.h"
+#include "common/status.h"
+#include "common/types.h"
+#include "worker/sources/scoped_fd.h"
+
+namespace keyflow {
+
+struct FileSinkOptions {
+  std::string directory;        // created (with parents) if missing
+  std::string prefix = "part";  // non-empty; no '/', must not start with '.' or '_'
+  SubtaskIndex subtask{0};
+  AttemptNumber attempt{0};
+  size_t buffer_bytes = 1 << 20;  // write(2) in chunks of about this size
+};
+
+// A pre-committed transaction: what goes into checkpoint c and what Commit needs.
+struct FileSinkCommittable {
+  CheckpointId checkpoint{0};
+  std::string pending_name;  // file name inside the output directory
+  std::string final_name;    // its committed name
+  uint64_t size = 0;         // bytes
+  uint64_t checksum = 0;     // Checksum64 of the content
+
+  // u8 version (1), i64 checkpoint, bytes pending_name, bytes final_name, u64 size, u64 checksum.
+  void EncodeTo(BinaryWriter* out) const;
+  static Result<FileSinkCommittable> DecodeFrom(BinaryReader* in);
+  friend bool operator==(const FileSinkCommittable&, const FileSinkCommittable&) = default;
+};
+
+struct FileSinkRecoveryStats {
+  int64_t committed = 0;          // pending files renamed to their committed names
+  int64_t already_committed = 0;  // committables found committed already
+  int64_t deleted = 0;            // leftovers of earlier attempts removed
+};
+
+class FileSink {
+ public:
+  // Validates the options and creates the directory. IoError naming the path on failure.
+  static Result<FileSink> Open(FileSinkOptions options);
+
+  FileSink(FileSink&&) noexcept = default;
+  FileSink& operator=(FileSink&&) = delete;
+  ~FileSink();  // aborts the current transaction (deletes its in-progress file)
+
+  // Appends `line` and a '\n'. InvalidArgument if `line` contains a '\n'.
+  Status Write(std::string_view line);
+
+  // Phase one for checkpoint `id` (strictly greater than any earlier PreCommit id). Returns the
+  // new committable, or nullopt when nothing was written since the last PreCommit.
+  Result<std::optional<FileSinkCommittable>> PreCommit(CheckpointId id);
+  // Pre-committed, not yet committed, oldest first: the sink state to put into a checkpoint
+  // right after PreCommit(id).
+  const std::vector<FileSinkCommittable>& pending_committables() const { return pending_; }
+
+  // Phase two: commits every pending committable with checkpoint <= id, oldest first. A later
+  // notification for an already committed id does nothing. Tries all; returns the first error.
+  Status NotifyCheckpointComplete(CheckpointId id);
+
+  // End of input (jobs without checkpoints, or after the last one): commits the pending
+  // committables and the current transaction as <prefix>-<s>-<a>-final.jsonl. Afterwards the
+  // sink accepts no more writes. Returns the committed file names (may be empty).
+  Result<std::vector<std::string>> FinishAndCommit();
+
+  // Deletes the current in-progress file, if any. Pending committables are kept.
+  Status Abort();
+
+  // Renames the committable's pending file to its committed name. Idempotent: OK if it is
+  // committed already. NotFound if neither file exists; Corruption if the size differs from
+  // the committable's.
+  static Status Commit(const std::string& directory, const FileSinkCommittable& committable);
+
+  // See the file comment. `restored` is the checkpoint restored from (nullopt: the job starts
+  // from scratch, so every file of earlier attempts goes); `committables` are the sink
+  // committables stored in it, of all subtasks; their checksums are verified (Corruption on
+  // mismatch). Precondition: every committable's checkpoint <= *restored.
+  static Result<FileSinkRecoveryStats> Recover(const std::string& directory,
+                                               const std::string& prefix,
+                                               std::optional<CheckpointId> restored,
+                                               std::span<const FileSinkCommittable> committables,
+                                               AttemptNumber current_attempt);
+
+  const FileSinkOptions& options() const { return options_; }
+  // Bytes written to the current transaction so far (buffered or not).
+  uint64_t transaction_bytes() const { return txn_bytes_; }
+
+ private:
+  FileSink() = default;
+  std::string Path(std::string_view name) const;
+  std::string BaseName() const;  // <prefix>-<s>-<a>-<t>
+  Status OpenTransaction();
+  Status FlushBuffer();
+  // Flushes, fsyncs and closes the in-progress file, then renames it to `name`.
+  Status CloseAndRename(const std::string& name);
+
+  FileSinkOptions options_;
+  ScopedFd dir_fd_;  // for fsync after renames
+  ScopedFd fd_;      // current in-progress file; invalid when no transaction is open
+  std::string inprogress_name_;
+  std::string buffer_;
+  std::unique_ptr<StreamingChecksum> checksum_;
+  uint64_t txn_bytes_ = 0;
+  int64_t next_txn_ = 0;
+  std::optional<CheckpointId> last_precommit_;
+  std::vector<FileSinkCommittable> pending_;
+  bool finished_ = false;
+};
+
+}  // namespace keyflow

@@ -1,0 +1,104 @@
+// GeneratorSplitReader: the events of one split of the built-in deterministic generator
+// (--input gen:..., see generator_spec.h). Used by the source subtask, demos and benchmarks.
+//
+// Random access: event o of split s is a pure function of (seed, s, o), computed with a
+// counter-based hash (SplitMix64's finalizer over a per-split Weyl sequence), so opening a
+// split at a checkpointed position needs no replay, and every process, host and run produces
+// the same events. With S splits, K keys, N events:
+//
+//   events of split s   o = 0 .. spec.EventsInSplit(s)-1; event o is number g = o*S + s of the
+//                       whole stream (splits interleave, so event time advances evenly in all)
+//   key                 "uid-<k>" with k = j*S + s: split s owns exactly the keys k % S == s, so
+//                       each key's records come from one split, in a fixed order, whatever the
+//                       parallelism. j is the key's rank among the split's K_s keys:
+//                         skew = 0: uniform over [0, K_s)
+//                         skew = Z > 0: P(rank j) proportional to the integral of x^-Z over
+//                           [j+1, j+2) (a continuous Zipf: Z = 1 is classic Zipf, larger Z is
+//                           more skewed); rank 0 is the hottest, so "uid-0".."uid-<S-1>" are
+//                           the hottest keys
+//   timestamp           start + g*step + jitter, jitter uniform in [0, disorder): bounded
+//                       out-of-orderness, every timestamp > (max timestamp so far) - disorder
+//   payload             `payload` bytes of [a-z], derived from the same hash
+//   key group           KeyGroupAssigner of the job (string keys)
+//
+// Rate limit (rate R > 0): the split emits at most R/S events per second on the injected clock,
+// the first one immediately; after an idle period at most one second's worth is emitted as a
+// burst. Next() never blocks: it returns kThrottled and next_available_time() says when to
+// call again.
+//
+// Threading: single thread (the source subtask's task thread). EventAt() is const and pure.
+#pragma once
+
+#include <cstdint>
+
+#include "common/clock.h"
+#include "common/key_group_assignment.h"
+#include "common/record.h"
+#include "common/status.h"
+#include "worker/sources/generator_spec.h"
+#include "worker/sources/source_split.h"
+
+namespace keyflow {
+
+class GeneratorSplitReader {
+ public:
+  // Errors (InvalidArgument): the job's key type is not string; split_index is not a split of
+  // `spec`; `from` lies beyond the split's end (the --input changed since the checkpoint).
+  // Preconditions: spec came from ParseGeneratorSpec; clock != nullptr when spec.rate > 0
+  // (borrowed, must outlive the reader).
+  static Result<GeneratorSplitReader> Create(const GeneratorSpec& spec, int32_t split_index,
+                                             const KeyGroupAssigner& assigner,
+                                             SplitPosition from = SplitPosition(),
+                                             const Clock* clock = nullptr);
+
+  // kRecord (the next event in *out; position() after it), kEndOfSplit, or kThrottled.
+  SplitReadResult Next(Record* out) {
+    if (next_ >= size_) return SplitReadResult::kEndOfSplit;
+    if (budget_ == 0 && !Refill()) return SplitReadResult::kThrottled;
+    --budget_;
+    ++emitted_;
+    EventAt(next_++, out);
+    return SplitReadResult::kRecord;
+  }
+
+  // Event `index` of this split, without pacing and without moving the position.
+  // Precondition: 0 <= index < size().
+  void EventAt(int64_t index, Record* out) const;
+
+  SplitPosition position() const { return SplitPosition::InGenerator(next_); }
+  int64_t size() const { return size_; }  // events in this split
+  int32_t split_index() const { return split_; }
+  // When kThrottled was returned: the clock time at which the next event is allowed.
+  Timestamp next_available_time() const { return next_available_; }
+
+ private:
+  GeneratorSplitReader(const GeneratorSpec& spec, int32_t split, const KeyGroupAssigner& a);
+  // Reads the clock and recomputes budget_. False if no event is allowed yet.
+  bool Refill();
+  int64_t ZipfRank(uint64_t hash) const;
+
+  KeyGroupAssigner assigner_;
+  int32_t split_;
+  int32_t splits_;
+  int64_t size_;
+  int64_t keys_in_split_;
+  int64_t start_ms_, step_ms_, disorder_ms_;
+  int32_t payload_bytes_;
+  uint64_t split_base_;
+  bool skewed_;
+  double zipf_a_ = 0, zipf_inv_a_ = 0, zipf_c_ = 0, zipf_log_n1_ = 0;
+  int64_t next_ = 0;
+
+  // Pacing: at time t (ms), floor((t - anchor_ms_) * per_ms_) + 1 events may have been emitted
+  // since the anchor; budget_ is what is left before the clock is read again.
+  const Clock* clock_ = nullptr;
+  double per_ms_ = 0;  // events per ms for this split; 0 = unlimited
+  int64_t max_burst_ = 0;
+  bool started_ = false;
+  int64_t anchor_ms_ = 0;
+  int64_t emitted_ = 0;  // since the anchor (may start negative after a re-anchor)
+  int64_t budget_ = 0;
+  Timestamp next_available_;
+};
+
+}  // namespace keyflow

@@ -1,0 +1,107 @@
+#include "worker/sources/input_spec.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <memory>
+
+#include "common/check.h"
+
+namespace keyflow {
+namespace {
+
+constexpr std::string_view kGeneratorPrefix = "gen:";
+
+struct DirCloser {
+  void operator()(DIR* d) const { ::closedir(d); }
+};
+
+// Regular files directly in `dir` (following symlinks), without '.'/'_' names, sorted.
+Result<std::vector<std::string>> ListInputFiles(const std::string& dir) {
+  std::unique_ptr<DIR, DirCloser> d(::opendir(dir.c_str()));
+  if (!d) return ErrnoError("cannot list input directory '" + dir + "'", errno);
+  std::vector<std::string> names;
+  errno = 0;
+  while (struct dirent* e = ::readdir(d.get())) {
+    std::string_view name = e->d_name;
+    if (name.empty() || name[0] == '.' || name[0] == '_') continue;
+    std::string path = dir;
+    if (path.back() != '/') path += '/';
+    path += name;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;  // deleted while listing, or a dangling symlink
+      return ErrnoError("cannot stat input file '" + path + "'", errno);
+    }
+    if (S_ISREG(st.st_mode)) names.emplace_back(name);
+    errno = 0;
+  }
+  if (errno != 0) return ErrnoError("cannot list input directory '" + dir + "'", errno);
+  std::sort(names.begin(), names.end());
+  for (std::string& name : names) {
+    std::string path = dir;
+    if (path.back() != '/') path += '/';
+    name = path + name;
+  }
+  return names;
+}
+
+}  // namespace
+
+const GeneratorSpec& InputSpec::generator() const {
+  CHECK(kind_ == Kind::kGenerator) << "generator() of a file input";
+  return generator_;
+}
+
+Result<InputSpec> InputSpec::Parse(std::string_view text) {
+  InputSpec spec;
+  spec.text_ = std::string(text);
+  if (text.empty()) {
+    return InvalidArgument(
+        "--input is empty: give a JSON Lines file, a directory of them, or "
+        "gen:events=N,keys=K,splits=S");
+  }
+  if (text.substr(0, kGeneratorPrefix.size()) == kGeneratorPrefix) {
+    ASSIGN_OR_RETURN(spec.generator_, ParseGeneratorSpec(text.substr(kGeneratorPrefix.size())));
+    spec.kind_ = Kind::kGenerator;
+    spec.splits_.reserve(static_cast<size_t>(spec.generator_.splits));
+    for (int32_t s = 0; s < spec.generator_.splits; ++s) {
+      spec.splits_.push_back(SourceSplit::Generator(SplitId(s), s));
+    }
+    return spec;
+  }
+
+  spec.kind_ = Kind::kFiles;
+  struct stat st;
+  if (::stat(spec.text_.c_str(), &st) != 0) {
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      return NotFound("input '" + spec.text_ +
+                      "' does not exist; give a JSON Lines file, a directory of them, or "
+                      "gen:events=N,keys=K,splits=S");
+    }
+    return ErrnoError("cannot access input '" + spec.text_ + "'", err);
+  }
+  if (S_ISREG(st.st_mode)) {
+    spec.splits_.push_back(SourceSplit::File(SplitId(0), spec.text_));
+    return spec;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return InvalidArgument("input '" + spec.text_ + "' is neither a regular file nor a directory");
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> files, ListInputFiles(spec.text_));
+  if (files.empty()) {
+    return InvalidArgument("input directory '" + spec.text_ +
+                           "' contains no input files (only regular files whose names do not "
+                           "start with '.' or '_' are read)");
+  }
+  spec.splits_.reserve(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    spec.splits_.push_back(SourceSplit::File(SplitId(static_cast<int32_t>(i)), files[i]));
+  }
+  return spec;
+}
+
+}  // namespace keyflow

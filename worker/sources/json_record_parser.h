@@ -1,0 +1,76 @@
+// JsonRecordParser: one JSON Lines line -> one Record (key, key group, timestamp, payload).
+//
+// Format (DESIGN §13): every line is a JSON object. The key is the top-level field `key_field`
+// (default "uid"), the event timestamp the top-level field `timestamp_field` (default "ts"),
+// epoch milliseconds. Other fields are allowed and ignored, but the whole line must be valid
+// JSON (a malformed value anywhere makes the line malformed).
+//
+//   key type string   the field must be a JSON string; the key is its UTF-8 text (escapes
+//                     decoded). A JSON number is rejected (use --key-type long for numbers).
+//   key type int/long the field must be a JSON integer in the type's range (int: 32 bits, long:
+//                     64 bits), or, for convenience, a JSON string holding exactly such a decimal
+//                     integer ("42", "-7"; no spaces, no '+', no fraction): IDs are often quoted
+//                     in exports because they exceed JavaScript's 2^53.
+//   timestamp         a JSON integer (any int64). Fractions, exponents and strings are rejected.
+//
+// A field that appears twice is an error. Errors are InvalidArgument with the reason only
+// ("missing field 'uid'", "field 'ts' is not an integer (epoch milliseconds)",
+// "invalid JSON: ...", "invalid UTF-8"); the reader adds "file:line".
+//
+// Uses simdjson's On-Demand API; the line must be followed by kJsonPadding readable bytes
+// (any content), which FileSplitReader's buffer guarantees; Parse(line, out) copies instead.
+//
+// Threading: one parser per thread (it owns simdjson's reusable buffers).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/key.h"
+#include "common/key_group_assignment.h"
+#include "common/record.h"
+#include "common/status.h"
+
+namespace keyflow {
+
+// Readable bytes a line needs after its end for the zero-copy Parse (SIMDJSON_PADDING).
+inline constexpr size_t kJsonPadding = 64;
+
+struct JsonRecordFormat {
+  std::string key_field = "uid";
+  std::string timestamp_field = "ts";
+  KeyType key_type = KeyType::kString;
+  bool keep_payload = false;  // Record::payload = the line as read (without its terminator)
+};
+
+class JsonRecordParser {
+ public:
+  // Preconditions: max_parallelism is valid (ValidateMaxParallelism); field names non-empty and
+  // different.
+  JsonRecordParser(JsonRecordFormat format, int32_t max_parallelism);
+  ~JsonRecordParser();
+  JsonRecordParser(const JsonRecordParser&) = delete;
+  JsonRecordParser& operator=(const JsonRecordParser&) = delete;
+
+  // Parses `line` (without line terminator) into *out. Precondition: the bytes
+  // [line.data(), line.data() + padded_size) are readable and padded_size >= line.size() +
+  // kJsonPadding. On error *out is unspecified.
+  Status Parse(std::string_view line, size_t padded_size, Record* out);
+  // Same, for a line without padding: copies it into an internal buffer first.
+  Status Parse(std::string_view line, Record* out);
+
+  const JsonRecordFormat& format() const { return format_; }
+  const KeyGroupAssigner& assigner() const { return assigner_; }
+
+ private:
+  struct Impl;  // simdjson stays out of this header (it is large)
+  JsonRecordFormat format_;
+  KeyGroupAssigner assigner_;
+  std::unique_ptr<Impl> impl_;
+  std::string copy_;  // padded copy for Parse(line, out)
+};
+
+}  // namespace keyflow

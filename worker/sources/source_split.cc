@@ -1,0 +1,149 @@
+#include "worker/sources/source_split.h"
+
+#include <utility>
+
+#include "common/check.h"
+
+namespace keyflow {
+namespace {
+
+constexpr uint8_t kSplitFormatVersion = 1;
+
+}  // namespace
+
+std::string_view SplitKindName(SplitKind kind) {
+  switch (kind) {
+    case SplitKind::kFile:
+      return "file";
+    case SplitKind::kGenerator:
+      return "generator";
+  }
+  return "?";
+}
+
+SourceSplit SourceSplit::File(SplitId id, std::string path) {
+  SourceSplit s;
+  s.id_ = id;
+  s.kind_ = SplitKind::kFile;
+  s.path_ = std::move(path);
+  return s;
+}
+
+SourceSplit SourceSplit::Generator(SplitId id, int32_t generator_index) {
+  CHECK_GE(generator_index, 0);
+  SourceSplit s;
+  s.id_ = id;
+  s.kind_ = SplitKind::kGenerator;
+  s.generator_index_ = generator_index;
+  return s;
+}
+
+const std::string& SourceSplit::path() const {
+  CHECK(kind_ == SplitKind::kFile) << "path() of a " << SplitKindName(kind_) << " split";
+  return path_;
+}
+
+int32_t SourceSplit::generator_index() const {
+  CHECK(kind_ == SplitKind::kGenerator)
+      << "generator_index() of a " << SplitKindName(kind_) << " split";
+  return generator_index_;
+}
+
+std::string SourceSplit::ToString() const {
+  std::string s(SplitKindName(kind_));
+  s += " split ";
+  s += std::to_string(id_.value());
+  if (kind_ == SplitKind::kFile) {
+    s += " (";
+    s += path_;
+    s += ")";
+  }
+  return s;
+}
+
+void SourceSplit::EncodeTo(BinaryWriter* out) const {
+  out->U8(kSplitFormatVersion);
+  out->U8(static_cast<uint8_t>(kind_));
+  out->I32(id_.value());
+  if (kind_ == SplitKind::kFile) {
+    out->Bytes(path_);
+  } else {
+    out->I32(generator_index_);
+  }
+}
+
+Result<SourceSplit> SourceSplit::DecodeFrom(BinaryReader* in) {
+  uint8_t version = in->U8();
+  uint8_t kind = in->U8();
+  SplitId id(in->I32());
+  RETURN_IF_ERROR(in->status("source split"));
+  if (version != kSplitFormatVersion) {
+    return Corruption("source split has format version " + std::to_string(version) +
+                      ", this build reads version " + std::to_string(kSplitFormatVersion));
+  }
+  if (id.value() < 0) {
+    return Corruption("source split has a negative id " + std::to_string(id.value()));
+  }
+  if (kind == static_cast<uint8_t>(SplitKind::kFile)) {
+    std::string path(in->Bytes());
+    RETURN_IF_ERROR(in->status("source split"));
+    return File(id, std::move(path));
+  }
+  if (kind == static_cast<uint8_t>(SplitKind::kGenerator)) {
+    int32_t index = in->I32();
+    RETURN_IF_ERROR(in->status("source split"));
+    if (index < 0) {
+      return Corruption("generator split has a negative index " + std::to_string(index));
+    }
+    return Generator(id, index);
+  }
+  return Corruption("source split has unknown kind " + std::to_string(kind));
+}
+
+SplitPosition SplitPosition::InFile(int64_t byte_offset, int64_t next_line_number) {
+  CHECK_GE(byte_offset, 0);
+  CHECK_GE(next_line_number, 1);
+  SplitPosition p;
+  p.offset_ = byte_offset;
+  p.lines_ = next_line_number - 1;
+  return p;
+}
+
+SplitPosition SplitPosition::InGenerator(int64_t next_index) {
+  CHECK_GE(next_index, 0);
+  SplitPosition p;
+  p.offset_ = next_index;
+  return p;
+}
+
+std::string SplitPosition::ToString() const {
+  return "offset " + std::to_string(offset_) + ", line " + std::to_string(lines_ + 1);
+}
+
+void SplitPosition::EncodeTo(BinaryWriter* out) const {
+  out->VarU64(static_cast<uint64_t>(offset_));
+  out->VarU64(static_cast<uint64_t>(lines_));
+}
+
+Result<SplitPosition> SplitPosition::DecodeFrom(BinaryReader* in) {
+  uint64_t offset = in->VarU64();
+  uint64_t lines = in->VarU64();
+  RETURN_IF_ERROR(in->status("split position"));
+  constexpr uint64_t kMax = static_cast<uint64_t>(INT64_MAX);
+  if (offset > kMax || lines > kMax - 1) {
+    return Corruption("split position is out of range (offset " + std::to_string(offset) +
+                      ", lines " + std::to_string(lines) + ")");
+  }
+  SplitPosition p;
+  p.offset_ = static_cast<int64_t>(offset);
+  p.lines_ = static_cast<int64_t>(lines);
+  return p;
+}
+
+Result<SourceSplitState> SourceSplitState::DecodeFrom(BinaryReader* in) {
+  ASSIGN_OR_RETURN(SourceSplit split, SourceSplit::DecodeFrom(in));
+  ASSIGN_OR_RETURN(SplitPosition position, SplitPosition::DecodeFrom(in));
+  return SourceSplitState{std::move(split), position};
+}
+
+}  // namespace keyflow

@@ -1,0 +1,361 @@
+#include "worker/task/keyed_task.h"
+
+#include "checkpoint/checkpoint_storage.h"
+#include "common/file_io.h"
+#include "common/logging.h"
+
+namespace keyflow {
+namespace {
+
+constexpr int64_t kGaugeIntervalMs = 200;  // how often state/timer gauges are refreshed
+constexpr size_t kSnapshotWriteBuffer = 1 << 20;
+
+}  // namespace
+
+Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(const DeployTask& deployment,
+                                                     std::unique_ptr<InputGate> gate,
+                                                     std::unique_ptr<RecordFunction> function,
+                                                     std::optional<FileSink> sink,
+                                                     const Clock* clock, TaskMetrics* metrics,
+                                                     Callbacks callbacks) {
+  std::unique_ptr<KeyedTask> t(new KeyedTask());
+  const JobSpec& spec = deployment.spec;
+  t->deployment_ = deployment;
+  t->clock_ = clock;
+  t->metrics_ = metrics;
+  t->callbacks_ = std::move(callbacks);
+  t->gate_ = std::move(gate);
+  if (sink) t->collector_.sink.emplace(std::move(*sink));
+  ASSIGN_OR_RETURN(t->mailbox_, TaskMailbox::Create());
+  t->time_ = std::make_unique<SystemProcessingTimeService>(*clock);
+  t->waiter_ = std::make_unique<GateWaiter>(t->gate_.get());
+  KeyedTask* self = t.get();
+  t->processor_ = std::make_unique<MailboxProcessor>(
+      *t->mailbox_, *t->time_, [self] { return self->ProcessInput(); }, t->waiter_.get());
+  t->valve_ = std::make_unique<StatusWatermarkValve>(spec.parallelism);
+  t->valve_output_ = std::make_unique<OperatorWatermarkOutput>(self);
+  CheckpointBarrierHandler::Callbacks cb;
+  cb.block_channel = [self](SubtaskIndex c) { self->gate_->BlockChannel(c); };
+  cb.unblock_all = [self] { self->gate_->UnblockAll(); };
+  cb.snapshot = [self](CheckpointId id, int64_t align_us) { self->TakeSnapshot(id, align_us); };
+  cb.abort = [self](CheckpointId id, const std::string& why) {
+    KF_LOG_INFO("checkpoint aborted during alignment checkpoint={} reason={}", id.value(), why);
+  };
+  t->barriers_ = std::make_unique<CheckpointBarrierHandler>(spec.parallelism, std::move(cb));
+  OperatorConfig config;
+  config.subtask = deployment.subtask;
+  config.parallelism = spec.parallelism;
+  config.max_parallelism = spec.max_parallelism;
+  config.key_type = spec.key_type;
+  config.key_groups = deployment.key_groups;
+  config.params = spec.params;
+  t->operator_ = std::make_unique<KeyedProcessOperator>(std::move(config), std::move(function),
+                                                        t->time_.get(), &t->collector_);
+  return t;
+}
+
+KeyedTask::~KeyedTask() {
+  if (snapshot_thread_.joinable()) snapshot_thread_.join();
+  if (operator_) operator_->SetWriteGuard(nullptr);
+  if (mailbox_) mailbox_->Close();
+}
+
+int64_t KeyedTask::NowMicros() const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void KeyedTask::Cancel() {
+  cancelled_.store(true, std::memory_order_release);
+  processor_->ReportError(Aborted("the keyed subtask was cancelled"));
+  mailbox_->Put([] {}, "wake up for cancellation").IgnoreError();
+}
+
+Status KeyedTask::AnnounceCheckpoint(const TriggerCheckpoint& trigger) {
+  return mailbox_->Put(
+      [this, trigger] {
+        announced_dirs_[trigger.checkpoint.value()] = trigger.directory;
+        barriers_->Announce(trigger.checkpoint, NowMicros());
+      },
+      "announce checkpoint " + std::to_string(trigger.checkpoint.value()));
+}
+
+Status KeyedTask::NotifyCheckpointComplete(CheckpointId id) {
+  return mailbox_->Put(
+      [this, id] {
+        if (collector_.sink) {
+          Status s = collector_.sink->NotifyCheckpointComplete(id);
+          if (!s.ok()) {
+            processor_->ReportError(s.WithContext("committing checkpoint " +
+                                                  std::to_string(id.value())));
+            return;
+          }
+        }
+        if (ended_ && final_checkpoint_.value() != 0 && id >= final_checkpoint_ &&
+            !committed_final_) {
+          committed_final_ = true;
+          if (collector_.sink) {
+            auto files = collector_.sink->FinishAndCommit();
+            if (!files.ok()) {
+              processor_->ReportError(files.status());
+              return;
+            }
+          }
+          KF_LOG_INFO("final checkpoint committed subtask={} checkpoint={}",
+                      deployment_.subtask.value(), id.value());
+          processor_->AllActionsCompleted();
+        }
+      },
+      "checkpoint " + std::to_string(id.value()) + " complete");
+}
+
+Status KeyedTask::NotifyCheckpointAborted(CheckpointId id, const std::string& reason) {
+  return mailbox_->Put([this, id, reason] { barriers_->Abort(id, reason); },
+                       "checkpoint " + std::to_string(id.value()) + " aborted");
+}
+
+Status KeyedTask::Restore(const RestoreAssignment& r) {
+  int64_t start = MonotonicMillis();
+  uint64_t bytes = 0;
+  for (const KeyGroupsStateHandle& h : r.keyed_state) {
+    // AssignState makes handle paths absolute; a relative one is relative to the checkpoint.
+    std::string path = !h.path.empty() && h.path[0] == '/' ? h.path : r.checkpoint_dir + "/" + h.path;
+    auto corrupted = [&](const Status& s) {
+      restore_corrupted_.store(true, std::memory_order_release);
+      return Corruption("checkpoint " + std::to_string(r.checkpoint.value()) +
+                        " cannot be restored: " + s.message());
+    };
+    auto file = RandomAccessFile::Open(path);
+    if (!file.ok()) return corrupted(file.status());
+    if (file->size() != h.size) {
+      return corrupted(Corruption("state file " + path + " has " + std::to_string(file->size()) +
+                                  " bytes but the checkpoint recorded " +
+                                  std::to_string(h.size) + " (truncated or replaced)"));
+    }
+    auto reader = KeyedSnapshotReader::Open(*file);
+    if (!reader.ok()) return corrupted(reader.status());
+    if (reader->info().index_checksum != h.checksum) {
+      return corrupted(Corruption("state file " + path +
+                                  " does not match the checkpoint metadata (checksum)"));
+    }
+    Status s = operator_->Restore(*reader);
+    if (s.code() == StatusCode::kCorruption) return corrupted(s);
+    RETURN_IF_ERROR(s);
+    bytes += reader->bytes_read();
+  }
+  KF_LOG_INFO("state restored subtask={} checkpoint={} files={} bytes_read={} keys={} timers={} ms={}",
+              deployment_.subtask.value(), r.checkpoint.value(), r.keyed_state.size(), bytes,
+              operator_->backend().NumEntries(),
+              operator_->timer_service().NumEventTimers() +
+                  operator_->timer_service().NumProcessingTimers(),
+              MonotonicMillis() - start);
+  metrics_->restore_bytes.Set(static_cast<int64_t>(bytes));
+  return Status::Ok();
+}
+
+Status KeyedTask::Run() {
+  RETURN_IF_ERROR_CTX(operator_->Open(), "opening the job function");
+  if (deployment_.restore) RETURN_IF_ERROR(Restore(*deployment_.restore));
+  operator_->Start();
+  time_->Schedule(clock_->Now() + Duration::Millis(kGaugeIntervalMs),
+                  [this](Timestamp ts) { UpdateGauges(ts); });
+  Status s = processor_->RunMailboxLoop();
+  if (snapshot_thread_.joinable()) snapshot_thread_.join();
+  operator_->SetWriteGuard(nullptr);
+  if (cancelled_.load(std::memory_order_acquire)) return Aborted("the keyed subtask was cancelled");
+  return s;
+}
+
+void KeyedTask::UpdateGauges(Timestamp ts) {
+  metrics_->state_keys.Set(static_cast<int64_t>(operator_->backend().NumEntries()));
+  metrics_->timers.Set(static_cast<int64_t>(operator_->timer_service().NumEventTimers() +
+                                            operator_->timer_service().NumProcessingTimers()));
+  metrics_->late_records.Set(operator_->late_records());
+  metrics_->records_out.Set(operator_->records_out());
+  time_->Schedule(ts + Duration::Millis(kGaugeIntervalMs), [this](Timestamp t) { UpdateGauges(t); });
+}
+
+Result<InputStatus> KeyedTask::ProcessInput() {
+  if (ended_) return InputStatus::kEndOfInput;
+  ASSIGN_OR_RETURN(std::optional<InputEvent> event, gate_->PollNext());
+  if (!event) return InputStatus::kNothingAvailable;
+  RETURN_IF_ERROR(HandleEvent(*event));
+  if (!collector_.error.ok()) return collector_.error;
+  if (gate_->AllFinished()) {
+    RETURN_IF_ERROR(EndOfInput());
+    return InputStatus::kEndOfInput;
+  }
+  return InputStatus::kMoreAvailable;
+}
+
+Status KeyedTask::HandleEvent(const InputEvent& event) {
+  switch (event.kind) {
+    case FrameKind::kRecords: {
+      for (const RecordView& v : event.records) {
+        scratch_.key = Key::FromBytes(v.key);
+        scratch_.key_group = v.key_group;
+        scratch_.timestamp = v.timestamp;
+        scratch_.payload.assign(v.payload);
+        RETURN_IF_ERROR_CTX(operator_->ProcessElement(scratch_),
+                            "record from source subtask " + std::to_string(event.channel.value()));
+      }
+      metrics_->records_processed.Inc(static_cast<int64_t>(event.records.size()));
+      return Status::Ok();
+    }
+    case FrameKind::kWatermark:
+      valve_->InputWatermark(event.event.watermark, event.channel, *valve_output_);
+      return Status::Ok();
+    case FrameKind::kWatermarkStatus:
+      valve_->InputWatermarkStatus(
+          event.event.idle ? WatermarkStatus::kIdle : WatermarkStatus::kActive, event.channel,
+          *valve_output_);
+      return Status::Ok();
+    case FrameKind::kBarrier:
+      barriers_->OnBarrier(event.channel, event.event.checkpoint_id, NowMicros());
+      return Status::Ok();
+    case FrameKind::kCancelBarrier:
+      barriers_->OnCancelBarrier(event.channel, event.event.checkpoint_id);
+      return Status::Ok();
+    case FrameKind::kEndOfInput:
+      KF_LOG_INFO("input channel finished subtask={} channel={}", deployment_.subtask.value(),
+                  event.channel.value());
+      barriers_->OnChannelFinished(event.channel, NowMicros());
+      return Status::Ok();
+  }
+  return Internal("unknown frame kind");
+}
+
+Status KeyedTask::EndOfInput() {
+  ended_ = true;
+  operator_->EndInput();
+  metrics_->records_out.Set(operator_->records_out());
+  RETURN_IF_ERROR(collector_.error);
+  KF_LOG_INFO("keyed subtask input ended subtask={} processed={} emitted={}",
+              deployment_.subtask.value(), metrics_->records_processed.value(),
+              operator_->records_out());
+  if (checkpointing()) {
+    // Results stay pending until a checkpoint taken from now on completes.
+    if (callbacks_.input_ended) callbacks_.input_ended();
+    return Status::Ok();
+  }
+  if (collector_.sink) {
+    ASSIGN_OR_RETURN(std::vector<std::string> files, collector_.sink->FinishAndCommit());
+    KF_LOG_INFO("sink committed subtask={} files={}", deployment_.subtask.value(), files.size());
+  }
+  processor_->AllActionsCompleted();
+  return Status::Ok();
+}
+
+void KeyedTask::WaitForSnapshotThread() {
+  if (snapshot_thread_.joinable()) snapshot_thread_.join();
+  operator_->SetWriteGuard(nullptr);
+  snapshot_.reset();
+}
+
+void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
+  int64_t t0 = NowMicros();
+  WaitForSnapshotThread();  // one snapshot file at a time
+  auto dir_it = announced_dirs_.find(id.value());
+  CHECK(dir_it != announced_dirs_.end()) << "snapshot of an unannounced checkpoint " << id;
+  std::string dir = dir_it->second;
+  announced_dirs_.erase(announced_dirs_.begin(), std::next(dir_it));
+
+  KeyedCheckpointPart part;
+  part.alignment_duration_us = alignment_us;
+  if (collector_.sink) {
+    auto pre = collector_.sink->PreCommit(id);
+    if (!pre.ok()) {
+      callbacks_.checkpoint_done(id, pre.status().WithContext("pre-committing the sink"));
+      return;
+    }
+    for (const FileSinkCommittable& c : collector_.sink->pending_committables()) {
+      std::string bytes;
+      BinaryWriter w(&bytes);
+      c.EncodeTo(&w);
+      part.sink_committables.push_back(std::move(bytes));
+    }
+  }
+  if (ended_ && final_checkpoint_.value() == 0) final_checkpoint_ = id;
+
+  snapshot_ = std::make_unique<AsyncKeyedSnapshot>(
+      deployment_.spec.max_parallelism, deployment_.spec.key_type, deployment_.key_groups,
+      operator_->snapshot_sections());
+  snapshot_id_ = id;
+  operator_->SetWriteGuard(snapshot_.get());
+  part.sync_duration_us = NowMicros() - t0;
+
+  std::string name = CheckpointStorage::SubtaskStateFileName(deployment_.subtask);
+  std::string path = dir + "/" + name;
+  AsyncKeyedSnapshot* snapshot = snapshot_.get();
+  snapshot_thread_ = std::thread([this, id, name, path, part, snapshot]() mutable {
+    int64_t a0 = NowMicros();
+    Result<KeyedCheckpointPart> result = [&]() -> Result<KeyedCheckpointPart> {
+      ASSIGN_OR_RETURN(WritableFile file, WritableFile::Create(path));
+      std::string buffer;
+      buffer.reserve(kSnapshotWriteBuffer);
+      Status io;
+      auto sink = [&](std::string_view bytes) -> Status {
+        buffer.append(bytes);
+        if (buffer.size() >= kSnapshotWriteBuffer) {
+          RETURN_IF_ERROR(file.Append(buffer));
+          buffer.clear();
+        }
+        return Status::Ok();
+      };
+      ASSIGN_OR_RETURN(KeyedSnapshotInfo info, snapshot->WriteTo(sink));
+      RETURN_IF_ERROR(file.Append(buffer));
+      RETURN_IF_ERROR(file.Sync());
+      RETURN_IF_ERROR(file.Close());
+      KeyGroupsStateHandle& h = part.keyed_state;
+      h.path = name;
+      h.size = info.file_size;
+      h.checksum = info.index_checksum;
+      h.range = info.range;
+      for (const KeyGroupEntry& e : info.key_groups) {
+        h.offsets.push_back(e.offset);
+        h.lengths.push_back(e.length);
+        h.keys.push_back(e.counts.size() > 0 ? e.counts[0] : 0);
+        h.timers.push_back(e.counts.size() > 1 ? e.counts[1] : 0);
+      }
+      part.async_duration_us = NowMicros() - a0;
+      return part;
+    }();
+    Status put = mailbox_->Put(
+        [this, id, result = std::move(result)]() mutable { FinishSnapshot(id, std::move(result)); },
+        "snapshot " + std::to_string(id.value()) + " written");
+    (void)put;  // a closed mailbox means the task is gone; nobody waits for the ack
+  });
+}
+
+void KeyedTask::FinishSnapshot(CheckpointId id, Result<KeyedCheckpointPart> part) {
+  // A later TakeSnapshot may have finished this one already (it waits for the previous file).
+  if (snapshot_ && snapshot_id_ == id) WaitForSnapshotThread();
+  if (part.ok()) {
+    KF_LOG_INFO("snapshot written subtask={} checkpoint={} bytes={} sync_us={} async_us={} "
+                "alignment_us={}",
+                deployment_.subtask.value(), id.value(), part->keyed_state.size,
+                part->sync_duration_us, part->async_duration_us, part->alignment_duration_us);
+  }
+  callbacks_.checkpoint_done(id, std::move(part));
+}
+
+void KeyedTask::OperatorWatermarkOutput::EmitWatermark(Timestamp w) {
+  task_->operator_->ProcessWatermark(w);
+  task_->metrics_->current_watermark.Set(w.millis());
+}
+
+void KeyedTask::SinkCollector::Collect(std::string line) {
+  if (!sink || !error.ok()) return;
+  Status s = sink->Write(line);
+  if (!s.ok()) error = s.WithContext("writing a result");
+}
+
+Status KeyedTask::GateWaiter::Wait(std::optional<Duration> timeout, int mailbox_fd) {
+  Duration t = timeout.value_or(Duration::Millis(1000));
+  ASSIGN_OR_RETURN(InputAvailability a, gate_->WaitForInput(t, mailbox_fd));
+  (void)a;
+  return Status::Ok();
+}
+
+}  // namespace keyflow

@@ -1,0 +1,294 @@
+#include "worker/task/task_executor.h"
+
+#include "common/file_io.h"
+#include "common/logging.h"
+#include "worker/jobs/job_factory.h"
+
+namespace keyflow {
+namespace {
+
+// A new job (first attempt, nothing restored) must not mix its results with another run's.
+Status CheckOutputDirectoryIsFresh(const std::string& dir) {
+  if (!PathExists(dir)) return Status::Ok();
+  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(dir));
+  for (const std::string& n : names) {
+    if (!n.empty() && n[0] != '.' && n[0] != '_') {
+      return FailedPrecondition("output directory " + dir + " already holds results (" + n +
+                                "): use an empty directory for a new job, or remove them");
+    }
+  }
+  return Status::Ok();
+}
+
+// The restored position of `split`, checking that the checkpoint describes the same split.
+Result<SplitPosition> RestoredPosition(const SourceSplit& split,
+                                       const std::map<std::string, std::string>& positions) {
+  auto it = positions.find(std::to_string(split.id().value()));
+  if (it == positions.end()) {
+    return FailedPrecondition("the checkpoint has no position for " + split.ToString() +
+                              ": the --input changed since the checkpoint was taken");
+  }
+  BinaryReader r(it->second);
+  ASSIGN_OR_RETURN(SourceSplitState st, SourceSplitState::DecodeFrom(&r));
+  if (!(st.split == split)) {
+    return FailedPrecondition("split " + std::to_string(split.id().value()) +
+                              " of the checkpoint is " + st.split.ToString() + " but --input now gives " +
+                              split.ToString() + ": restore with the same --input");
+  }
+  return st.position;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, WorkerId worker,
+                                                           ZmqContext* zmq,
+                                                           const TaskExecutorOptions& options,
+                                                           const Clock* clock,
+                                                           TaskExecutorHooks hooks) {
+  std::unique_ptr<TaskExecutor> t(new TaskExecutor());
+  t->deployment_ = d;
+  t->worker_ = worker;
+  t->zmq_ = zmq;
+  t->clock_ = clock;
+  t->hooks_ = std::move(hooks);
+  t->self_ = std::make_shared<TaskExecutor*>(t.get());
+  const JobSpec& spec = d.spec;
+  const int32_t p = spec.parallelism;
+
+  ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function,
+                   CreateJobFunction(spec.job_name, spec.params));
+  ASSIGN_OR_RETURN(t->input_, InputSpec::Parse(spec.input));
+  for (const SourceSplit& split : t->input_.splits()) {
+    if (split.id().value() % p != d.subtask.value()) continue;
+    SplitPosition position;
+    if (d.restore) {
+      ASSIGN_OR_RETURN(position, RestoredPosition(split, d.restore->split_positions));
+    }
+    t->splits_.push_back(SourceSplitState{split, position});
+  }
+
+  std::optional<FileSink> sink;
+  if (!spec.output_dir.empty()) {
+    if (d.attempt.value() == 1 && !d.restore) {
+      RETURN_IF_ERROR(CheckOutputDirectoryIsFresh(spec.output_dir));
+    }
+    std::optional<CheckpointId> restored;
+    std::vector<FileSinkCommittable> committables;
+    if (d.restore) {
+      restored = d.restore->checkpoint;
+      for (const std::string& bytes : d.restore->sink_committables) {
+        BinaryReader r(bytes);
+        ASSIGN_OR_RETURN(FileSinkCommittable c, FileSinkCommittable::DecodeFrom(&r));
+        committables.push_back(std::move(c));
+      }
+    }
+    ASSIGN_OR_RETURN(FileSinkRecoveryStats stats,
+                     FileSink::Recover(spec.output_dir, "part", restored, committables, d.attempt));
+    if (stats.committed + stats.deleted > 0) {
+      KF_LOG_INFO("sink recovery committed={} already_committed={} deleted={}", stats.committed,
+                  stats.already_committed, stats.deleted);
+    }
+    FileSinkOptions so;
+    so.directory = spec.output_dir;
+    so.subtask = d.subtask;
+    so.attempt = d.attempt;
+    ASSIGN_OR_RETURN(FileSink s, FileSink::Open(so));
+    sink.emplace(std::move(s));
+  }
+
+  InputGateOptions gate_options;
+  gate_options.subtask = d.subtask;
+  gate_options.num_channels = p;
+  gate_options.attempt = d.attempt;
+  gate_options.bind_host = options.bind_host;
+  gate_options.advertised_host = options.advertised_host;
+  gate_options.key_groups = d.key_groups;
+  gate_options.clock = clock;
+  ASSIGN_OR_RETURN(std::unique_ptr<InputGate> gate, InputGate::Create(*zmq, gate_options));
+  t->gate_endpoints_ = gate->endpoints();
+
+  KeyedTask::Callbacks callbacks;
+  TaskExecutor* self = t.get();
+  callbacks.checkpoint_done = [self](CheckpointId id, Result<KeyedCheckpointPart> part) {
+    self->hooks_.run_on_control_thread(self->OnControlThread(
+        [self, id, part = std::move(part)]() mutable { self->KeyedPartDone(id, std::move(part)); }));
+  };
+  callbacks.input_ended = [self] {
+    self->hooks_.run_on_control_thread(self->OnControlThread([self] {
+      self->hooks_.send(TaskInputEnded{self->worker_, self->deployment_.attempt,
+                                       self->deployment_.subtask});
+    }));
+  };
+  ASSIGN_OR_RETURN(t->keyed_,
+                   KeyedTask::Create(d, std::move(gate), std::move(function), std::move(sink),
+                                     clock, &t->metrics_, std::move(callbacks)));
+  return t;
+}
+
+TaskExecutor::~TaskExecutor() {
+  Cancel();
+  *self_ = nullptr;
+}
+
+std::function<void()> TaskExecutor::OnControlThread(std::function<void()> fn) {
+  std::shared_ptr<TaskExecutor*> self = self_;
+  return [self, fn = std::move(fn)] {
+    if (*self != nullptr) fn();
+  };
+}
+
+Status TaskExecutor::Start(const StartTask& start) {
+  const int32_t p = deployment_.spec.parallelism;
+  if (start.input_endpoints.size() != static_cast<size_t>(p)) {
+    return InvalidArgument("StartTask lists " + std::to_string(start.input_endpoints.size()) +
+                           " keyed subtasks, the job has " + std::to_string(p));
+  }
+  RecordWriterOptions wo;
+  wo.subtask = deployment_.subtask;
+  wo.attempt = deployment_.attempt;
+  wo.max_parallelism = deployment_.spec.max_parallelism;
+  for (int32_t j = 0; j < p; ++j) {
+    const auto& row = start.input_endpoints[static_cast<size_t>(j)];
+    if (row.size() != static_cast<size_t>(p)) {
+      return InvalidArgument("StartTask: keyed subtask " + std::to_string(j) + " lists " +
+                             std::to_string(row.size()) + " input endpoints");
+    }
+    wo.receiver_endpoints.push_back(row[static_cast<size_t>(deployment_.subtask.value())]);
+  }
+  wo.cancelled = &cancelled_;
+  ASSIGN_OR_RETURN(std::unique_ptr<RecordWriter> writer, RecordWriter::Create(*zmq_, wo));
+  ASSIGN_OR_RETURN(source_, SourceTask::Create(deployment_, input_, splits_, std::move(writer),
+                                               clock_, &metrics_));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ = 2;
+  }
+  keyed_thread_ = std::thread([this] { TaskEnded(keyed_->Run()); });
+  source_thread_ = std::thread([this] { TaskEnded(source_->Run()); });
+  return Status::Ok();
+}
+
+void TaskExecutor::TaskEnded(Status s) {
+  bool report = false;
+  bool cancel_other = false;
+  Status result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --running_;
+    if (reported_) return;
+    if (!s.ok()) {
+      reported_ = report = true;
+      cancel_other = true;
+      result = s;
+    } else if (running_ == 0) {
+      reported_ = report = true;
+    }
+  }
+  if (cancel_other && !cancelled_.load()) {
+    // The first failure stops the other task of this subtask too.
+    cancelled_.store(true);
+    if (source_) source_->Cancel();
+    if (keyed_) keyed_->Cancel();
+  }
+  if (!report) return;
+  CheckpointId corrupted{0};
+  if (!result.ok() && keyed_->restore_corrupted() && deployment_.restore) {
+    corrupted = deployment_.restore->checkpoint;
+  }
+  hooks_.run_on_control_thread(
+      OnControlThread([this, result, corrupted] { hooks_.done(result, corrupted); }));
+}
+
+void TaskExecutor::TriggerCheckpoint(const struct TriggerCheckpoint& trigger) {
+  CheckpointId id = trigger.checkpoint;
+  if (!source_ || !keyed_) {
+    Decline(id, "the subtask is not running yet");
+    return;
+  }
+  PendingAck& p = pending_acks_[id.value()];
+  p.ack.worker = worker_;
+  p.ack.attempt = deployment_.attempt;
+  p.ack.subtask = deployment_.subtask;
+  p.ack.checkpoint = id;
+  TaskExecutor* self = this;
+  Status s = source_->TriggerCheckpoint(
+      id, Timestamp(trigger.timestamp_ms),
+      [self, id](Result<std::map<std::string, std::string>> positions) {
+        self->hooks_.run_on_control_thread(self->OnControlThread(
+            [self, id, positions = std::move(positions)]() mutable {
+              self->SourcePartDone(id, std::move(positions));
+            }));
+      });
+  if (!s.ok()) {
+    Decline(id, "the source subtask is gone: " + s.message());
+    return;
+  }
+  s = keyed_->AnnounceCheckpoint(trigger);
+  if (!s.ok()) Decline(id, "the keyed subtask is gone: " + s.message());
+}
+
+void TaskExecutor::SourcePartDone(CheckpointId id,
+                                  Result<std::map<std::string, std::string>> positions) {
+  auto it = pending_acks_.find(id.value());
+  if (it == pending_acks_.end()) return;
+  if (!positions.ok()) {
+    Decline(id, positions.status().message());
+    return;
+  }
+  it->second.ack.split_positions = std::move(positions).value();
+  it->second.source_done = true;
+  MaybeAcknowledge(id);
+}
+
+void TaskExecutor::KeyedPartDone(CheckpointId id, Result<KeyedCheckpointPart> part) {
+  auto it = pending_acks_.find(id.value());
+  if (it == pending_acks_.end()) return;
+  if (!part.ok()) {
+    Decline(id, part.status().message());
+    return;
+  }
+  AcknowledgeCheckpoint& ack = it->second.ack;
+  ack.keyed_state = std::move(part->keyed_state);
+  ack.sink_committables = std::move(part->sink_committables);
+  ack.sync_duration_us = part->sync_duration_us;
+  ack.async_duration_us = part->async_duration_us;
+  ack.alignment_duration_us = part->alignment_duration_us;
+  it->second.keyed_done = true;
+  MaybeAcknowledge(id);
+}
+
+void TaskExecutor::MaybeAcknowledge(CheckpointId id) {
+  auto it = pending_acks_.find(id.value());
+  if (it == pending_acks_.end() || !it->second.source_done || !it->second.keyed_done) return;
+  hooks_.send(it->second.ack);
+  pending_acks_.erase(it);
+}
+
+void TaskExecutor::Decline(CheckpointId id, const std::string& reason) {
+  pending_acks_.erase(id.value());
+  KF_LOG_WARN("declining checkpoint checkpoint={} reason={}", id.value(), reason);
+  hooks_.send(DeclineCheckpoint{worker_, deployment_.attempt, deployment_.subtask, id, reason});
+}
+
+void TaskExecutor::NotifyCheckpointComplete(CheckpointId id) {
+  if (keyed_) keyed_->NotifyCheckpointComplete(id).IgnoreError();
+}
+
+void TaskExecutor::NotifyCheckpointAborted(CheckpointId id, const std::string& reason) {
+  pending_acks_.erase(id.value());
+  if (keyed_) keyed_->NotifyCheckpointAborted(id, reason).IgnoreError();
+}
+
+void TaskExecutor::Cancel() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reported_ = true;  // a cancelled subtask reports nothing
+  }
+  cancelled_.store(true);
+  if (source_) source_->Cancel();
+  if (keyed_) keyed_->Cancel();
+  if (source_thread_.joinable()) source_thread_.join();
+  if (keyed_thread_.joinable()) keyed_thread_.join();
+}
+
+}  // namespace keyflow

@@ -1,0 +1,110 @@
+// TaskExecutor: one deployed subtask on a worker — its source task, keyed task, their threads,
+// and the steps the coordinator drives (DESIGN §9, §10):
+//   Deploy  (DeployTask)  validates the job, binds the input channels (their endpoints go back
+//                         to the coordinator), restores split positions and recovers the sink
+//                         when restoring, prepares operator and sink;
+//   Start   (StartTask)   connects the output channels to every keyed subtask and starts both
+//                         task threads (the keyed one restores its state first);
+//   TriggerCheckpoint     asks the source for its positions + barrier and announces the
+//                         checkpoint to the keyed task; when both parts are in, acknowledges
+//                         (or declines) to the coordinator;
+//   Notify...             forwards completion / abort to the keyed task (sink commit);
+//   Cancel                stops both threads and joins them (idempotent; the destructor too).
+// When both tasks end, or the first one fails, hooks.done runs once on the control thread.
+//
+// Threading: every public method on the worker's control thread; task threads reach it only
+// through hooks.run_on_control_thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/protocol/control_messages.h"
+#include "common/transport/zmq_context.h"
+#include "worker/sources/input_spec.h"
+#include "worker/task/keyed_task.h"
+#include "worker/task/source_task.h"
+#include "worker/task/task_metrics.h"
+
+namespace keyflow {
+
+struct TaskExecutorOptions {
+  std::string bind_host = "0.0.0.0";          // data sockets bind here
+  std::string advertised_host = "127.0.0.1";  // peers connect here
+};
+
+struct TaskExecutorHooks {
+  // Runs `fn` later on the control thread (any thread may call it).
+  std::function<void(std::function<void()>)> run_on_control_thread;
+  // Sends a message to the coordinator (control thread only).
+  std::function<void(const ControlMessage&)> send;
+  // The subtask ended: OK or its failure (control thread). `corrupted_checkpoint` is set when
+  // restoring that checkpoint failed on a corrupted file.
+  std::function<void(Status, CheckpointId corrupted_checkpoint)> done;
+};
+
+class TaskExecutor {
+ public:
+  static Result<std::unique_ptr<TaskExecutor>> Deploy(const DeployTask& deployment,
+                                                      WorkerId worker, ZmqContext* zmq,
+                                                      const TaskExecutorOptions& options,
+                                                      const Clock* clock, TaskExecutorHooks hooks);
+  ~TaskExecutor();
+
+  // [i] = endpoint source subtask i connects to.
+  std::vector<std::string> input_endpoints() const { return gate_endpoints_; }
+  Status Start(const StartTask& start);
+  void TriggerCheckpoint(const TriggerCheckpoint& trigger);
+  void NotifyCheckpointComplete(CheckpointId id);
+  void NotifyCheckpointAborted(CheckpointId id, const std::string& reason);
+  void Cancel();
+
+  AttemptNumber attempt() const { return deployment_.attempt; }
+  SubtaskIndex subtask() const { return deployment_.subtask; }
+  SubtaskMetrics Metrics() const { return metrics_.Snapshot(); }
+
+ private:
+  TaskExecutor() = default;
+  void TaskEnded(Status s);
+  // Control thread: one part of an acknowledgement arrived.
+  void SourcePartDone(CheckpointId id, Result<std::map<std::string, std::string>> positions);
+  void KeyedPartDone(CheckpointId id, Result<KeyedCheckpointPart> part);
+  void MaybeAcknowledge(CheckpointId id);
+  void Decline(CheckpointId id, const std::string& reason);
+  // Wraps `fn` so it runs on the control thread, and only while this executor lives.
+  std::function<void()> OnControlThread(std::function<void()> fn);
+
+  struct PendingAck {
+    AcknowledgeCheckpoint ack;
+    bool source_done = false;
+    bool keyed_done = false;
+  };
+
+  DeployTask deployment_;
+  WorkerId worker_{0};
+  ZmqContext* zmq_ = nullptr;
+  const Clock* clock_ = nullptr;
+  TaskExecutorHooks hooks_;
+  std::shared_ptr<TaskExecutor*> self_;  // nulled on destruction; posted closures check it
+  InputSpec input_;
+  std::vector<SourceSplitState> splits_;
+  std::vector<std::string> gate_endpoints_;
+  std::unique_ptr<KeyedTask> keyed_;
+  std::unique_ptr<SourceTask> source_;
+  std::atomic<bool> cancelled_{false};
+  TaskMetrics metrics_;
+  std::thread source_thread_;
+  std::thread keyed_thread_;
+  std::map<int64_t, PendingAck> pending_acks_;  // control thread
+  std::mutex mu_;
+  int running_ = 0;        // guarded by mu_
+  bool reported_ = false;  // guarded by mu_
+};
+
+}  // namespace keyflow

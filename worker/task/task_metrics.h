@@ -1,0 +1,50 @@
+// TaskMetrics: the live numbers of one deployed subtask, updated by its task threads and read
+// by the worker's control thread for heartbeats and status (relaxed atomics).
+#pragma once
+
+#include <atomic>
+
+#include "common/metrics.h"
+#include "common/protocol/control_messages.h"
+
+namespace keyflow {
+
+struct TaskMetrics {
+  // Source subtask.
+  Counter records_in;
+  Counter bad_records;
+  Gauge source_watermark{};
+  Gauge backpressure_permille{};  // share of the last interval spent blocked on sending
+  std::atomic<bool> source_finished{false};
+  // Keyed subtask.
+  Counter records_processed;
+  Gauge records_out{};   // mirrored from the operator
+  Gauge late_records{};  // mirrored from the operator
+  Gauge current_watermark{};
+  Gauge state_keys{};
+  Gauge timers{};
+  Gauge restore_bytes{};  // bytes of state files read on restore
+
+  TaskMetrics() {
+    source_watermark.Set(INT64_MIN);
+    current_watermark.Set(INT64_MIN);
+  }
+
+  SubtaskMetrics Snapshot() const {
+    SubtaskMetrics m;
+    m.records_in = records_in.value();
+    m.bad_records = bad_records.value();
+    m.source_watermark = source_watermark.value();
+    m.backpressure = static_cast<double>(backpressure_permille.value()) / 1000.0;
+    m.source_finished = source_finished.load(std::memory_order_relaxed);
+    m.records_processed = records_processed.value();
+    m.records_out = records_out.value();
+    m.late_records = late_records.value();
+    m.current_watermark = current_watermark.value();
+    m.state_keys = state_keys.value();
+    m.timers = timers.value();
+    return m;
+  }
+};
+
+}  // namespace keyflow

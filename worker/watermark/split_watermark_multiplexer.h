@@ -1,0 +1,46 @@
+// SplitWatermarkMultiplexer: per-split watermarks of one source subtask, combined by the
+// minimum over the splits that have not ended (Flink's per-split watermarking in
+// SourceOperator / WatermarkOutputMultiplexer).
+//
+// A source subtask reads all its splits interleaved; each split has its own bounded
+// out-of-orderness clock (max timestamp of the split - bound - 1), so a split that lags behind
+// in event time holds the subtask's watermark back instead of having its records turn late.
+// A split without records yet holds it at kMinWatermark; an ended split no longer counts.
+//
+// Plugs in as a WatermarkGenerator (periodic emission, optionally wrapped by
+// WatermarksWithIdleness): records are reported per split with OnSplitEvent; OnEvent is a
+// no-op. Threading: the source task thread only.
+#pragma once
+
+#include <vector>
+
+#include "common/types.h"
+#include "worker/watermark/watermark_generator.h"
+
+namespace keyflow {
+
+class SplitWatermarkMultiplexer final : public WatermarkGenerator {
+ public:
+  // Precondition: bound >= 0.
+  SplitWatermarkMultiplexer(size_t num_splits, Duration bound);
+
+  void OnSplitEvent(size_t split, Timestamp ts) {
+    if (ts > max_timestamp_[split]) max_timestamp_[split] = ts;
+  }
+  void SplitFinished(size_t split) { finished_[split] = true; }
+
+  void OnEvent(Timestamp, WatermarkOutput&) override {}
+  // Emits min over unfinished splits of (max timestamp - bound - 1); nothing when every split
+  // ended (the end of input emits kMaxWatermark itself).
+  void OnPeriodicEmit(WatermarkOutput& output) override;
+
+  // The combined watermark now (kMinWatermark before any record; kMaxWatermark if all ended).
+  Timestamp CurrentWatermark() const;
+
+ private:
+  Duration bound_;
+  std::vector<Timestamp> max_timestamp_;
+  std::vector<bool> finished_;
+};
+
+}  // namespace keyflow

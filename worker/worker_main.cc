@@ -1,0 +1,60 @@
+// keyflow-worker: one worker process of a keyflow cluster (DESIGN §2). Runs the source, keyed
+// and sink subtask of one index of the job the coordinator deploys.
+#include <iostream>
+
+#include "common/logging.h"
+#include "common/process/command_line.h"
+#include "common/process/signal_waiter.h"
+#include "worker/worker_process.h"
+
+int main(int argc, char** argv) {
+  using namespace keyflow;
+  using namespace keyflow::cli;
+  SignalWaiter signals;  // before any thread starts
+
+  po::options_description opts;
+  WorkerOptions options;
+  std::string log_file, log_level, config;
+  opts.add_options()
+      ("coordinator", po::value(&options.coordinator)->default_value(options.coordinator),
+       "coordinator control endpoint")
+      ("slot", po::value(&options.slot)->default_value(-1),
+       "worker slot (scripts give worker i slot i; a respawned worker takes over its slot)")
+      ("data-host", po::value(&options.data.advertised_host)->default_value("127.0.0.1"),
+       "address other workers use to reach this worker's data endpoints")
+      ("bind-host", po::value(&options.data.bind_host)->default_value("0.0.0.0"),
+       "interface the data endpoints bind to")
+      ("hostname", po::value(&options.hostname), "name shown in status (default: the host name)")
+      ("log-file", po::value(&log_file), "log to this file (default: stderr)")
+      ("log-level", po::value(&log_level)->default_value("info"), "trace|debug|info|warn|error")
+      ("config", po::value(&config), "read options from this file (INI: name = value)");
+  po::variables_map vm;
+  int code;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!ParseCommandLine("usage: keyflow-worker --coordinator tcp://HOST:PORT [--slot N] "
+                        "[--data-host ADDRESS] [options]\n"
+                        "Runs a keyflow worker: registers with the coordinator and runs the "
+                        "subtask it is given. Stops cleanly on SIGINT/SIGTERM.",
+                        opts, {}, args, &vm, &code)) {
+    return code;
+  }
+  if (Status s = ParseConfigFile(config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
+  std::string process = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "worker";
+  if (Status s = InitLogging(process, log_file, log_level); !s.ok()) return Fail(s, kExitUsage);
+
+  auto zmq = ZmqContext::Create(2);
+  if (!zmq.ok()) return Fail(zmq.status(), kExitFailure);
+  SystemClock clock;
+  auto worker = WorkerProcess::Create(options, zmq->get(), &clock);
+  if (!worker.ok()) {
+    KF_LOG_ERROR("{}", worker.status().message());
+    return Fail(worker.status(), kExitUsage);
+  }
+  Status s = (*worker)->Run(signals.fd());
+  worker->reset();
+  if (!s.ok()) {
+    KF_LOG_ERROR("{}", s.message());
+    return Fail(s, kExitFailure);
+  }
+  return kExitOk;
+}

@@ -1,0 +1,241 @@
+#include "worker/worker_process.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "common/logging.h"
+
+namespace keyflow {
+namespace {
+
+constexpr int64_t kMaxRegisterBackoffMs = 2000;
+constexpr int64_t kUnreachableLogEveryMs = 5000;
+
+}  // namespace
+
+Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Create(WorkerOptions options,
+                                                             ZmqContext* zmq, const Clock* clock) {
+  std::unique_ptr<WorkerProcess> w(new WorkerProcess());
+  w->options_ = std::move(options);
+  w->zmq_ = zmq;
+  w->clock_ = clock;
+  if (w->options_.hostname.empty()) {
+    char buf[256] = {};
+    ::gethostname(buf, sizeof(buf) - 1);
+    w->options_.hostname = buf;
+  }
+  SocketOptions so;
+  so.immediate = true;  // nothing piles up while the coordinator is unreachable
+  so.send_high_water_mark = 1000;
+  so.receive_high_water_mark = 1000;
+  ASSIGN_OR_RETURN(ZmqSocket s, ZmqSocket::Create(*zmq, SocketType::kDealer, so));
+  RETURN_IF_ERROR(s.Connect(w->options_.coordinator));
+  w->socket_.emplace(std::move(s));
+  ASSIGN_OR_RETURN(w->mailbox_, TaskMailbox::Create());
+  return w;
+}
+
+WorkerProcess::~WorkerProcess() {
+  DropExecutor();
+  if (mailbox_) mailbox_->Close();
+}
+
+void WorkerProcess::Send(const ControlMessage& msg) {
+  auto sent = socket_->TrySend(EncodeControlMessage(msg));
+  if (!sent.ok()) {
+    KF_LOG_WARN("control send failed type={} error={}", ControlMessageName(msg),
+                sent.status().message());
+  }
+}
+
+void WorkerProcess::DropExecutor() {
+  if (executor_) {
+    executor_->Cancel();
+    executor_.reset();
+  }
+}
+
+Status WorkerProcess::Run(int stop_fd) {
+  KF_LOG_INFO("worker starting coordinator={} slot={} data_host={}", options_.coordinator,
+              options_.slot, options_.data.advertised_host);
+  while (true) {
+    int64_t now = MonotonicMillis();
+    Tick(now);
+    int64_t next = registered_ ? next_heartbeat_ms_ : next_register_ms_;
+    int64_t timeout = std::clamp<int64_t>(next - MonotonicMillis(), 0, 100);
+    zmq_pollitem_t items[3] = {{socket_->handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, mailbox_->fd(), ZMQ_POLLIN, 0},
+                               {nullptr, stop_fd, ZMQ_POLLIN, 0}};
+    RETURN_IF_ERROR(PollItems(std::span(items, stop_fd >= 0 ? 3 : 2), Duration::Millis(timeout)).status());
+    if (stop_fd >= 0 && (items[2].revents & ZMQ_POLLIN)) {
+      KF_LOG_INFO("worker stopping (signal)");
+      DropExecutor();
+      return Status::Ok();
+    }
+    while (auto mail = mailbox_->TryTake()) mail->action();
+    while (true) {
+      zmq::message_t msg;
+      auto got = socket_->TryReceive(&msg);
+      if (!got.ok() || !*got) break;
+      auto decoded = DecodeControlMessage(
+          std::string_view(static_cast<const char*>(msg.data()), msg.size()), "the coordinator");
+      if (!decoded.ok()) {
+        KF_LOG_ERROR("{}", decoded.status().message());
+        continue;
+      }
+      Handle(*decoded, MonotonicMillis());
+    }
+  }
+}
+
+void WorkerProcess::Tick(int64_t now) {
+  if (!registered_) {
+    if (now < next_register_ms_) return;
+    RegisterWorker r;
+    r.hostname = options_.hostname;
+    r.pid = ::getpid();
+    r.data_host = options_.data.advertised_host;
+    r.slot = slot_ >= 0 ? slot_ : options_.slot;
+    auto sent = socket_->TrySend(EncodeControlMessage(r));
+    if (!sent.ok() || !*sent) {
+      if (unreachable_since_ms_ == 0) unreachable_since_ms_ = now;
+      if (now - last_unreachable_log_ms_ >= kUnreachableLogEveryMs) {
+        last_unreachable_log_ms_ = now;
+        KF_LOG_WARN("coordinator {} unreachable for {} ms; retrying (is it running?)",
+                    options_.coordinator, now - unreachable_since_ms_);
+      }
+    }
+    next_register_ms_ = now + register_backoff_ms_;
+    register_backoff_ms_ = std::min(register_backoff_ms_ * 2, kMaxRegisterBackoffMs);
+    return;
+  }
+  if (now - last_from_coordinator_ms_ > heartbeat_timeout_ms_) {
+    KF_LOG_WARN("coordinator silent for {} ms: cancelling the subtask and registering again",
+                now - last_from_coordinator_ms_);
+    DropExecutor();
+    registered_ = false;
+    register_backoff_ms_ = 100;
+    next_register_ms_ = now;
+    unreachable_since_ms_ = now;
+    return;
+  }
+  if (now >= next_heartbeat_ms_) {
+    WorkerHeartbeat hb;
+    hb.worker = worker_id_;
+    hb.attempt = executor_ ? executor_->attempt() : AttemptNumber(0);
+    if (executor_) hb.metrics = executor_->Metrics();
+    Send(hb);
+    next_heartbeat_ms_ = now + heartbeat_interval_ms_;
+  }
+}
+
+void WorkerProcess::Handle(const ControlMessage& msg, int64_t now) {
+  last_from_coordinator_ms_ = now;
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, Registered>) {
+          registered_ = true;
+          worker_id_ = m.worker;
+          slot_ = m.slot;
+          heartbeat_interval_ms_ = m.heartbeat_interval_ms;
+          heartbeat_timeout_ms_ = m.heartbeat_timeout_ms;
+          unreachable_since_ms_ = 0;
+          register_backoff_ms_ = 100;
+          next_heartbeat_ms_ = now;
+          KF_LOG_INFO("registered worker={} slot={}", m.worker.value(), m.slot);
+        } else if constexpr (std::is_same_v<T, RegisterAgain>) {
+          DropExecutor();
+          registered_ = false;
+          next_register_ms_ = now;
+        } else if constexpr (std::is_same_v<T, DeployTask>) {
+          OnDeploy(m);
+        } else if constexpr (std::is_same_v<T, StartTask>) {
+          if (!executor_ || executor_->attempt() != m.attempt) return;
+          Status s = executor_->Start(m);
+          if (!s.ok()) {
+            KF_LOG_ERROR("start failed attempt={} reason={}", m.attempt.value(), s.message());
+            Send(TaskFailed{worker_id_, m.attempt, executor_->subtask(), s.message()});
+            DropExecutor();
+          } else {
+            KF_LOG_INFO("subtask started attempt={} subtask={}", m.attempt.value(),
+                        executor_->subtask().value());
+          }
+        } else if constexpr (std::is_same_v<T, CancelTask>) {
+          if (executor_ && executor_->attempt() <= m.attempt) {
+            KF_LOG_INFO("cancelling subtask attempt={} reason={}", m.attempt.value(), m.reason);
+            DropExecutor();
+          }
+        } else if constexpr (std::is_same_v<T, TriggerCheckpoint>) {
+          if (executor_ && executor_->attempt() == m.attempt) {
+            executor_->TriggerCheckpoint(m);
+          } else {
+            Send(DeclineCheckpoint{worker_id_, m.attempt, SubtaskIndex(-1), m.checkpoint,
+                                   "no subtask of this attempt runs on this worker"});
+          }
+        } else if constexpr (std::is_same_v<T, NotifyCheckpointComplete>) {
+          if (executor_ && executor_->attempt() == m.attempt) {
+            executor_->NotifyCheckpointComplete(m.checkpoint);
+          }
+        } else if constexpr (std::is_same_v<T, NotifyCheckpointAborted>) {
+          if (executor_ && executor_->attempt() == m.attempt) {
+            executor_->NotifyCheckpointAborted(m.checkpoint, m.reason);
+          }
+        } else if constexpr (std::is_same_v<T, CoordinatorHeartbeat>) {
+          // Liveness only (recorded above). A coordinator that moved on to another attempt
+          // will send CancelTask or DeployTask.
+        } else {
+          KF_LOG_WARN("unexpected control message type={}", ControlMessageName(msg));
+        }
+      },
+      msg);
+}
+
+void WorkerProcess::OnDeploy(const DeployTask& d) {
+  DropExecutor();
+  AttemptNumber attempt = d.attempt;
+  TaskMailbox* mailbox = mailbox_.get();
+  TaskExecutorHooks hooks;
+  hooks.run_on_control_thread = [mailbox](std::function<void()> fn) {
+    // A closed mailbox means the worker is shutting down; nothing is waiting for the result.
+    mailbox->Put(std::move(fn), "from a task thread").IgnoreError();
+  };
+  hooks.send = [this](const ControlMessage& m) { Send(m); };
+  hooks.done = [this, attempt](Status s, CheckpointId corrupted) {
+    OnTaskDone(attempt, s, corrupted);
+  };
+  auto executor = TaskExecutor::Deploy(d, worker_id_, zmq_, options_.data, clock_, hooks);
+  if (!executor.ok()) {
+    KF_LOG_ERROR("deploy failed attempt={} subtask={} reason={}", d.attempt.value(),
+                 d.subtask.value(), executor.status().message());
+    Send(TaskFailed{worker_id_, d.attempt, d.subtask, executor.status().message()});
+    return;
+  }
+  executor_ = std::move(executor).value();
+  TaskDeployed reply;
+  reply.worker = worker_id_;
+  reply.attempt = d.attempt;
+  reply.subtask = d.subtask;
+  reply.input_endpoints = executor_->input_endpoints();
+  Send(reply);
+  KF_LOG_INFO("subtask deployed job={} attempt={} subtask={} key_groups={}-{} restore={}",
+              d.job_id, d.attempt.value(), d.subtask.value(), d.key_groups.start(),
+              d.key_groups.end(), d.restore ? d.restore->checkpoint.value() : 0);
+}
+
+void WorkerProcess::OnTaskDone(AttemptNumber attempt, Status s, CheckpointId corrupted) {
+  if (!executor_ || executor_->attempt() != attempt) return;
+  SubtaskIndex subtask = executor_->subtask();
+  SubtaskMetrics metrics = executor_->Metrics();
+  if (s.ok()) {
+    Send(TaskFinished{worker_id_, attempt, subtask, metrics});
+  } else {
+    KF_LOG_ERROR("subtask failed attempt={} subtask={} reason={}", attempt.value(),
+                 subtask.value(), s.message());
+    Send(TaskFailed{worker_id_, attempt, subtask, s.message(), corrupted});
+  }
+  DropExecutor();
+}
+
+}  // namespace keyflow

@@ -1,0 +1,68 @@
+// WorkerProcess: the control side of a keyflow worker (DESIGN §2, §9). Registers with the
+// coordinator (retrying with backoff while it is unreachable), exchanges heartbeats, deploys /
+// starts / cancels the subtask the coordinator assigns (TaskExecutor), and reports its end.
+// If the coordinator stops answering for longer than its heartbeat timeout, the worker cancels
+// its subtask and registers again (a restarted coordinator resumes the job).
+//
+// Threading: Run() on the main thread; task threads report back through a mailbox.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "common/protocol/control_messages.h"
+#include "common/transport/zmq_context.h"
+#include "common/transport/zmq_socket.h"
+#include "worker/runtime/task_mailbox.h"
+#include "worker/task/task_executor.h"
+
+namespace keyflow {
+
+struct WorkerOptions {
+  std::string coordinator = "tcp://127.0.0.1:6123";
+  int32_t slot = -1;  // -1: the coordinator picks one
+  TaskExecutorOptions data;
+  std::string hostname;
+};
+
+class WorkerProcess {
+ public:
+  static Result<std::unique_ptr<WorkerProcess>> Create(WorkerOptions options, ZmqContext* zmq,
+                                                       const Clock* clock);
+  ~WorkerProcess();
+
+  // Runs until `stop_fd` (a SignalWaiter's) is readable.
+  Status Run(int stop_fd);
+
+ private:
+  WorkerProcess() = default;
+  void Send(const ControlMessage& msg);
+  void Handle(const ControlMessage& msg, int64_t now);
+  void OnDeploy(const DeployTask& d);
+  void OnTaskDone(AttemptNumber attempt, Status s, CheckpointId corrupted);
+  void DropExecutor();
+  void Tick(int64_t now);
+
+  WorkerOptions options_;
+  ZmqContext* zmq_ = nullptr;
+  const Clock* clock_ = nullptr;
+  std::optional<ZmqSocket> socket_;
+  std::unique_ptr<TaskMailbox> mailbox_;  // task threads -> control thread
+  std::unique_ptr<TaskExecutor> executor_;
+
+  bool registered_ = false;
+  WorkerId worker_id_{0};
+  int32_t slot_ = -1;
+  int64_t heartbeat_interval_ms_ = 200;
+  int64_t heartbeat_timeout_ms_ = 1000;
+  int64_t last_from_coordinator_ms_ = 0;
+  int64_t next_register_ms_ = 0;
+  int64_t register_backoff_ms_ = 100;
+  int64_t unreachable_since_ms_ = 0;
+  int64_t last_unreachable_log_ms_ = 0;
+  int64_t next_heartbeat_ms_ = 0;
+};
+
+}  // namespace keyflow
