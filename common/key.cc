@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <limits>
 
-#include "common/hashing.h"
 
 namespace keyflow {
 
@@ -63,43 +62,6 @@ void Key::AssignBytes(std::string_view bytes) {
 }
 
 void Key::FreeHeap() { std::free(const_cast<char*>(heap_ptr())); }
-
-Key::Key(const Key& other) {
-  if (other.is_heap()) {
-    AssignBytes(other.bytes());
-  } else {
-    std::memcpy(buf_, other.buf_, sizeof(buf_));
-  }
-}
-
-Key& Key::operator=(const Key& other) {
-  if (this == &other) return *this;
-  if (is_heap()) FreeHeap();
-  if (other.is_heap()) {
-    AssignBytes(other.bytes());
-  } else {
-    std::memcpy(buf_, other.buf_, sizeof(buf_));
-  }
-  return *this;
-}
-
-Key& Key::operator=(Key&& other) noexcept {
-  if (this == &other) return *this;
-  if (is_heap()) FreeHeap();
-  std::memcpy(buf_, other.buf_, sizeof(buf_));
-  std::memset(other.buf_, 0, sizeof(other.buf_));
-  return *this;
-}
-
-uint64_t Key::Hash() const {
-  if (!is_heap()) {
-    uint64_t w0, w1;
-    std::memcpy(&w0, buf_, 8);
-    std::memcpy(&w1, buf_ + 8, 8);
-    return Mix64(w0, w1);
-  }
-  return HashBytes(bytes());
-}
 
 std::string KeyToString(const Key& key, KeyType type) {
   switch (type) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/hashing.h"
 #include "common/status.h"
 
 namespace keyflow {
@@ -32,13 +33,34 @@ class Key {
   static Key FromBytes(std::string_view bytes);
   static Key FromInt64(int64_t v);  // for kInt and kLong keys
 
-  Key(const Key& other);
+  Key(const Key& other) {
+    if (other.is_heap()) [[unlikely]] {
+      AssignBytes(other.bytes());
+    } else {
+      std::memcpy(buf_, other.buf_, sizeof(buf_));
+    }
+  }
   Key(Key&& other) noexcept {
     std::memcpy(buf_, other.buf_, sizeof(buf_));
     std::memset(other.buf_, 0, sizeof(other.buf_));
   }
-  Key& operator=(const Key& other);
-  Key& operator=(Key&& other) noexcept;
+  Key& operator=(const Key& other) {
+    if (this == &other) return *this;
+    if (is_heap()) [[unlikely]] FreeHeap();
+    if (other.is_heap()) [[unlikely]] {
+      AssignBytes(other.bytes());
+    } else {
+      std::memcpy(buf_, other.buf_, sizeof(buf_));
+    }
+    return *this;
+  }
+  Key& operator=(Key&& other) noexcept {
+    if (this == &other) return *this;
+    if (is_heap()) [[unlikely]] FreeHeap();
+    std::memcpy(buf_, other.buf_, sizeof(buf_));
+    std::memset(other.buf_, 0, sizeof(other.buf_));
+    return *this;
+  }
   ~Key() {
     if (is_heap()) FreeHeap();
   }
@@ -50,7 +72,15 @@ class Key {
   // The int64 value of a kInt/kLong key. Precondition: size() == 8.
   int64_t AsInt64() const;
 
-  uint64_t Hash() const;
+  uint64_t Hash() const {
+    if (!is_heap()) [[likely]] {
+      uint64_t w0, w1;
+      std::memcpy(&w0, buf_, 8);
+      std::memcpy(&w1, buf_ + 8, 8);
+      return Mix64(w0, w1);
+    }
+    return HashBytes(bytes());
+  }
 
   friend bool operator==(const Key& a, const Key& b) {
     if (!a.is_heap() && !b.is_heap()) {

@@ -168,6 +168,7 @@ if [ "$dry_run" -eq 1 ]; then
   echo "  (stdout+stderr >> $coordinator_log, pid -> $run_dir/coordinator.pid)"
 else
   rotate_log "$coordinator_log"
+  : >"$coordinator_log"  # exists before the first poll below
   (exec setsid nohup "${coordinator_cmd[@]}" >>"$coordinator_log" 2>&1 </dev/null) &
   coordinator_pid=$!
   echo "$coordinator_pid" >"$run_dir/coordinator.pid"
@@ -177,7 +178,7 @@ else
   bound_port=""
   while :; do
     bound_port="$(sed -n 's/^keyflow-coordinator: listening on tcp:\/\/.*:\([0-9][0-9]*\)$/\1/p' \
-      "$coordinator_log" 2>/dev/null | tail -n 1)"
+      "$coordinator_log" 2>/dev/null | tail -n 1 || true)"
     [ -n "$bound_port" ] && break
     if ! kf_pid_alive "$coordinator_pid"; then
       rc=0

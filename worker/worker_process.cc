@@ -51,8 +51,10 @@ void WorkerProcess::Send(const ControlMessage& msg) {
 
 void WorkerProcess::DropExecutor() {
   if (executor_) {
+    int64_t start = MonotonicMillis();
     executor_->Cancel();
     executor_.reset();
+    KF_LOG_DEBUG("executor dropped ms={}", MonotonicMillis() - start);
   }
 }
 
@@ -100,7 +102,9 @@ void WorkerProcess::Tick(int64_t now) {
     auto sent = socket_->TrySend(EncodeControlMessage(r));
     if (!sent.ok() || !*sent) {
       if (unreachable_since_ms_ == 0) unreachable_since_ms_ = now;
-      if (now - last_unreachable_log_ms_ >= kUnreachableLogEveryMs) {
+      // The first tries happen before the connection exists: warn only when it persists.
+      if (now - unreachable_since_ms_ >= 1000 &&
+          now - last_unreachable_log_ms_ >= kUnreachableLogEveryMs) {
         last_unreachable_log_ms_ = now;
         KF_LOG_WARN("coordinator {} unreachable for {} ms; retrying (is it running?)",
                     options_.coordinator, now - unreachable_since_ms_);
@@ -132,6 +136,9 @@ void WorkerProcess::Tick(int64_t now) {
 
 void WorkerProcess::Handle(const ControlMessage& msg, int64_t now) {
   last_from_coordinator_ms_ = now;
+  if (!std::holds_alternative<CoordinatorHeartbeat>(msg)) {
+    KF_LOG_DEBUG("control message type={}", ControlMessageName(msg));
+  }
   std::visit(
       [&](const auto& m) {
         using T = std::decay_t<decltype(m)>;

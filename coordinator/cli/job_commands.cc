@@ -254,6 +254,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
   if (!spec.checkpoint_dir.empty()) spec.checkpoint_dir = std::filesystem::absolute(spec.checkpoint_dir);
   if (!spec.from_savepoint.empty()) spec.from_savepoint = std::filesystem::absolute(spec.from_savepoint);
   if (!spec.output_dir.empty()) spec.output_dir = std::filesystem::absolute(spec.output_dir);
+  // Workers resolve paths in their own working directory: send absolute ones.
+  if (spec.input.rfind("gen:", 0) != 0) spec.input = std::filesystem::absolute(spec.input);
   if (spec.parallelism < 0 || spec.max_parallelism < 0) {
     return Fail("--parallelism and --max-parallelism must not be negative", kExitUsage);
   }

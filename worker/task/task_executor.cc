@@ -285,10 +285,14 @@ void TaskExecutor::Cancel() {
     reported_ = true;  // a cancelled subtask reports nothing
   }
   cancelled_.store(true);
+  int64_t start = MonotonicMillis();
   if (source_) source_->Cancel();
   if (keyed_) keyed_->Cancel();
   if (source_thread_.joinable()) source_thread_.join();
+  int64_t source_ms = MonotonicMillis() - start;
   if (keyed_thread_.joinable()) keyed_thread_.join();
+  KF_LOG_DEBUG("subtask threads stopped attempt={} source_ms={} total_ms={}",
+               deployment_.attempt.value(), source_ms, MonotonicMillis() - start);
 }
 
 }  // namespace keyflow

@@ -81,6 +81,15 @@ TEST_F(ZmqSocketTest, BindingAPortInUseIsAlreadyExistsWithAdvice) {
                              " is already in use: stop the other process or choose another --port");
 }
 
+TEST_F(ZmqSocketTest, BindingAnAddressOfAnotherHostIsInvalidArgumentWithAdvice) {
+  ZmqSocket s = NewSocket(SocketType::kPull);
+  Status status = s.Bind("tcp://192.0.2.1:6123");  // TEST-NET-1: never a local address
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  EXPECT_EQ(status.message(),
+            "cannot bind tcp://192.0.2.1:6123: the address is not one of this host's; bind to "
+            "0.0.0.0 or to an address of this host");
+}
+
 TEST_F(ZmqSocketTest, MalformedEndpointsAreInvalidArgument) {
   ZmqSocket s = NewSocket(SocketType::kPull);
   EXPECT_EQ(s.Bind("tcp://127.0.0.1").code(), StatusCode::kInvalidArgument);
@@ -215,6 +224,19 @@ TEST_F(ZmqSocketTest, ContextCountsOpenSocketsAcrossMovesAndClose) {
   EXPECT_EQ(ctx_->open_sockets(), 0);
   b.Close();  // idempotent
   EXPECT_EQ(ctx_->open_sockets(), 0);
+}
+
+TEST(ZmqContextTest, ClosingWithUndeliveredMessagesNeverBlocksShutdown) {
+  auto ctx = ZmqContext::Create().value();
+  ZmqSocket push = ZmqSocket::Create(*ctx, SocketType::kPush).value();  // not immediate: queues
+  ASSERT_TRUE(push.Connect(UnusedTcpEndpoint()).ok());
+  int queued = 0;
+  while (queued < 10 && push.TrySend("undeliverable").value()) ++queued;
+  EXPECT_EQ(queued, 10);
+  const int64_t start = MonotonicMillis();
+  push.Close();
+  ctx.reset();  // zmq_ctx_term: would wait forever for the queued messages with linger -1
+  EXPECT_LT(MonotonicMillis() - start, 1000);
 }
 
 TEST(ZmqContextDeathTest, DestroyingTheContextWithAnOpenSocketAborts) {
