@@ -142,7 +142,7 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnTick(int64
           /*notify=*/true, now_ms, &out);
   }
 
-  if (config_.interval_ms <= 0) return out;
+  if (config_.interval_ms <= 0 || !periodic_enabled_) return out;
   const int64_t reference = last_periodic_trigger_ms_.value_or(*first_tick_ms_);
   if (now_ms - reference < config_.interval_ms) return out;
   if (NumPendingCheckpoints() >= static_cast<size_t>(config_.max_concurrent)) return out;
@@ -158,6 +158,23 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnTick(int64
   for (Outgoing& o : *triggered) out.push_back(std::move(o));
   return out;
 }
+
+std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::StopPeriodic(
+    const std::string& reason, int64_t now_ms) {
+  periodic_enabled_ = false;
+  std::vector<Outgoing> out;
+  std::vector<int64_t> ids;
+  for (const auto& [id, p] : pending_) {
+    if (!p.stats.savepoint) ids.push_back(id);
+  }
+  for (int64_t id : ids) {
+    Abort(id, "ABORTED", Aborted("checkpoint " + std::to_string(id) + " was aborted: " + reason),
+          /*notify=*/true, now_ms, &out);
+  }
+  return out;
+}
+
+void CheckpointCoordinator::ResumePeriodic() { periodic_enabled_ = true; }
 
 Status CheckpointCoordinator::NormalizeHandle(const PendingCheckpoint& p, SubtaskIndex subtask,
                                               KeyGroupsStateHandle* h) const {

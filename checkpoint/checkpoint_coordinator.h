@@ -107,6 +107,12 @@ class CheckpointCoordinator {
   // Aborted.
   void AbortAll(const std::string& reason);
 
+  // Stop-with-savepoint: no periodic checkpoint may complete after the savepoint the job will
+  // be restored from, so periodic triggering stops and pending checkpoints are aborted
+  // (notifications returned). ResumePeriodic undoes it if the savepoint fails.
+  std::vector<Outgoing> StopPeriodic(const std::string& reason, int64_t now_ms);
+  void ResumePeriodic();
+
   size_t num_pending() const { return pending_.size(); }
   // The newest completed checkpoint (not savepoint), including recovered ones.
   std::optional<CheckpointLocation> latest_completed() const;
@@ -160,6 +166,7 @@ class CheckpointCoordinator {
   std::deque<CheckpointStats> history_;           // most recent first
   std::set<int64_t> recently_finished_;           // for "late ack" logs; bounded
   std::optional<int64_t> last_periodic_trigger_ms_;
+  bool periodic_enabled_ = true;
   std::optional<int64_t> first_tick_ms_;
   std::optional<int64_t> last_completion_ms_;
 };

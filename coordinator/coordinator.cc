@@ -70,6 +70,8 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
           if constexpr (std::is_same_v<T, DeclineCheckpoint>) job_->OnDecline(m, now_ms);
         } else if constexpr (std::is_same_v<T, CheckpointRequest>) {
           HandleCheckpointRequest(identity, m, now_ms);
+        } else if constexpr (std::is_same_v<T, RescaleRequest>) {
+          HandleRescale(identity, m, now_ms);
         } else if constexpr (std::is_same_v<T, ListCheckpointsRequest>) {
           if (job_ == nullptr) {
             SendReply(identity, false, "no job has run on this coordinator yet");
@@ -165,6 +167,37 @@ void Coordinator::HandleCheckpointRequest(const std::string& identity,
         SendReply(identity, true,
                   what + " " + std::to_string(done->id.value()) + " completed: " + done->directory,
                   j.dump());
+      },
+      now_ms);
+  if (!s.ok()) SendReply(identity, false, s.message());
+}
+
+void Coordinator::HandleRescale(const std::string& identity, const RescaleRequest& m,
+                                int64_t now_ms) {
+  if (job_ == nullptr || job_->terminal()) {
+    SendReply(identity, false, "no job is running");
+    return;
+  }
+  if (m.plan_only) {
+    auto plan = job_->PlanRescaleJson(m.new_parallelism);
+    if (!plan.ok()) {
+      SendReply(identity, false, plan.status().message());
+    } else {
+      SendReply(identity, true, "", plan->dump());
+    }
+    return;
+  }
+  int32_t target = m.new_parallelism;
+  std::string job_id = job_->job_id();
+  Status s = job_->Rescale(
+      target, m.wait_for_workers_ms,
+      [this, identity, target, job_id](Status result) {
+        if (result.ok()) {
+          SendReply(identity, true,
+                    "job " + job_id + " runs at parallelism " + std::to_string(target));
+        } else {
+          SendReply(identity, false, result.message());
+        }
       },
       now_ms);
   if (!s.ok()) SendReply(identity, false, s.message());

@@ -50,6 +50,7 @@ class Coordinator {
  private:
   void HandleRegister(const std::string& identity, const RegisterWorker& m, int64_t now_ms);
   void HandleSubmit(const std::string& identity, const SubmitJob& m, int64_t now_ms);
+  void HandleRescale(const std::string& identity, const RescaleRequest& m, int64_t now_ms);
   void HandleCheckpointRequest(const std::string& identity, const CheckpointRequest& m,
                                int64_t now_ms);
   void SendReply(const std::string& identity, bool ok, std::string message, std::string json = "");

@@ -12,6 +12,7 @@ std::string_view JobStateName(JobState s) {
   switch (s) {
     case JobState::kDeploying: return "DEPLOYING";
     case JobState::kRunning: return "RUNNING";
+    case JobState::kRescaling: return "RESCALING";
     case JobState::kFinishing: return "FINISHING";
     case JobState::kRestarting: return "RESTARTING";
     case JobState::kFinished: return "FINISHED";
@@ -135,8 +136,10 @@ Result<std::optional<JobMaster::RestorePoint>> JobMaster::ChooseRestorePoint() {
                   it->id.value(), ok.message());
       continue;
     }
+    if (rescale_savepoint_ && rescale_savepoint_->metadata.id > m->id) return rescale_savepoint_;
     return std::optional<RestorePoint>(RestorePoint{std::move(m).value(), it->directory});
   }
+  if (rescale_savepoint_) return rescale_savepoint_;
   if (initial_restore_) return initial_restore_;
   return std::optional<RestorePoint>();
 }
@@ -237,6 +240,11 @@ void JobMaster::OnTaskDeployed(const TaskDeployed& m, int64_t now_ms) {
   KF_LOG_INFO("job running job={} attempt={} deploy_ms={} since_failure_ms={}", job_id_,
               attempt_.value(), now_ms - deploy_started_ms_,
               last_failure_ms_ > 0 ? now_ms - last_failure_ms_ : 0);
+  if (rescale_ && rescale_->phase == "deploying") {
+    KF_LOG_INFO("rescale done job={} parallelism={} ms={}", job_id_, spec_.parallelism,
+                now_ms - rescale_->started_ms);
+    EndRescale(Status::Ok());
+  }
 }
 
 void JobMaster::OnTaskInputEnded(const TaskInputEnded& m, int64_t now_ms) {
@@ -302,10 +310,12 @@ void JobMaster::OnWorkerLost(const WorkerInfo& w, const std::string& why, int64_
 
 void JobMaster::OnWorkerRegistered(int64_t now_ms) {
   if (state_ == JobState::kRestarting) TryRestart(now_ms);
+  if (state_ == JobState::kRescaling) StepRescale(now_ms);
 }
 
 void JobMaster::FailAttempt(const std::string& reason, int64_t now_ms) {
   if (terminal() || state_ == JobState::kRestarting) return;
+  if (rescale_) EndRescale(Aborted("the rescale was interrupted: " + reason));
   last_failure_ = reason;
   last_failure_ms_ = now_ms;
   CancelAll("attempt " + std::to_string(attempt_.value()) + " failed: " + reason);
@@ -392,6 +402,10 @@ void JobMaster::OnTick(int64_t now_ms) {
     case JobState::kRestarting:
       TryRestart(now_ms);
       return;
+    case JobState::kRescaling:
+      if (checkpoints_) Send(checkpoints_->OnTick(now_ms));  // expiry only: periodic is off
+      StepRescale(now_ms);
+      return;
     default:
       return;
   }
@@ -409,6 +423,142 @@ Status JobMaster::RequestCheckpoint(bool savepoint, const std::string& directory
   return Status::Ok();
 }
 
+Status JobMaster::Rescale(int32_t new_parallelism, int64_t wait_for_workers_ms,
+                         RescaleCallback done, int64_t now_ms) {
+  if (state_ != JobState::kRunning || !checkpoints_) {
+    return FailedPrecondition("job " + job_id_ + " is " + std::string(JobStateName(state_)) +
+                              ": it can be rescaled only while RUNNING");
+  }
+  if (new_parallelism < 1 || new_parallelism > spec_.max_parallelism) {
+    return InvalidArgument(
+        "cannot rescale job " + job_id_ + " to " + std::to_string(new_parallelism) +
+        ": it must be between 1 and the job's max parallelism " +
+        std::to_string(spec_.max_parallelism) +
+        " (its number of key groups, fixed for the lifetime of the job and its checkpoints); "
+        "the job keeps running at parallelism " + std::to_string(spec_.parallelism));
+  }
+  if (new_parallelism == spec_.parallelism) {
+    done(Status::Ok());
+    return Status::Ok();
+  }
+  RescaleOp op;
+  op.target = new_parallelism;
+  op.phase = "waiting for workers";
+  op.started_ms = now_ms;
+  op.workers_deadline_ms = now_ms + wait_for_workers_ms;
+  op.done = std::move(done);
+  rescale_ = std::move(op);
+  state_ = JobState::kRescaling;
+  KF_LOG_INFO("rescale requested job={} from={} to={}", job_id_, spec_.parallelism,
+              new_parallelism);
+  StepRescale(now_ms);
+  return Status::Ok();
+}
+
+void JobMaster::StepRescale(int64_t now_ms) {
+  if (!rescale_ || rescale_->phase != "waiting for workers") return;
+  int32_t available = static_cast<int32_t>(workers_->size());
+  if (available < rescale_->target) {
+    if (now_ms > rescale_->workers_deadline_ms) {
+      EndRescale(FailedPrecondition(
+          "rescaling to " + std::to_string(rescale_->target) + " needs " +
+          std::to_string(rescale_->target) + " workers but only " + std::to_string(available) +
+          " registered in time: start more workers (scripts/rescale.sh does); the job keeps "
+          "running at parallelism " + std::to_string(spec_.parallelism)));
+    }
+    return;
+  }
+  rescale_->phase = "savepoint";
+  Send(checkpoints_->StopPeriodic("a rescale takes a savepoint", now_ms));
+  auto out = checkpoints_->Trigger(
+      now_ms, /*savepoint=*/true, /*final=*/false, "",
+      [this](Result<CheckpointLocation> sp) { OnRescaleSavepoint(std::move(sp), MonotonicMillis()); });
+  if (!out.ok()) {
+    EndRescale(out.status().WithContext("cannot take the rescale savepoint"));
+    return;
+  }
+  Send(*out);
+}
+
+void JobMaster::OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t now_ms) {
+  if (!rescale_ || rescale_->phase != "savepoint") return;
+  if (!savepoint.ok()) {
+    EndRescale(savepoint.status().WithContext("the rescale savepoint failed"));
+    return;
+  }
+  auto m = CheckpointStorage::ReadMetadata(savepoint->directory);
+  Status valid = m.ok() ? ValidateRestore(*m, rescale_->target, spec_.max_parallelism) : m.status();
+  if (!valid.ok()) {
+    EndRescale(valid.WithContext("the rescale savepoint cannot be restored"));
+    return;
+  }
+  rescale_savepoint_ = RestorePoint{std::move(m).value(), savepoint->directory};
+  rescale_->phase = "deploying";
+  int32_t target = rescale_->target;
+  KF_LOG_INFO("rescale savepoint taken job={} savepoint={} ms={}: redeploying at parallelism {}",
+              job_id_, savepoint->id.value(), now_ms - rescale_->started_ms, target);
+  CancelAll("rescaling to parallelism " + std::to_string(target));
+  checkpoints_->AbortAll("rescaling");
+  Status s = DeployAttempt(target, rescale_savepoint_, now_ms);
+  if (!s.ok()) {
+    EndRescale(s);
+    EndJob(JobState::kFailed, "rescale deployment failed: " + s.message(), now_ms);
+  }
+}
+
+void JobMaster::EndRescale(Status result) {
+  if (!rescale_) return;
+  RescaleOp op = std::move(*rescale_);
+  rescale_.reset();
+  if (!result.ok() && state_ == JobState::kRescaling) {
+    // The old attempt never stopped: it goes on as before.
+    state_ = JobState::kRunning;
+    if (checkpoints_) checkpoints_->ResumePeriodic();
+    KF_LOG_WARN("rescale failed job={}: {}", job_id_, result.message());
+  }
+  if (op.done) op.done(result);
+}
+
+Result<nlohmann::json> JobMaster::PlanRescaleJson(int32_t new_parallelism) const {
+  RETURN_IF_ERROR(ValidateParallelism(new_parallelism, spec_.max_parallelism));
+  std::optional<RestorePoint> from;
+  auto completed = storage_.ListCompletedCheckpoints(job_id_);
+  if (completed.ok() && !completed->empty()) {
+    auto m = CheckpointStorage::ReadMetadata(completed->back().directory);
+    if (m.ok()) from = RestorePoint{std::move(m).value(), completed->back().directory};
+  }
+  if (rescale_savepoint_ && (!from || rescale_savepoint_->metadata.id > from->metadata.id)) {
+    from = rescale_savepoint_;
+  }
+  if (!from && initial_restore_) from = initial_restore_;
+  if (!from) {
+    return FailedPrecondition("job " + job_id_ +
+                              " has no completed checkpoint to plan from yet: take one with "
+                              "`keyflow checkpoint` (or run with --checkpoint-interval)");
+  }
+  RescalePlan plan = PlanRescale(from->metadata, new_parallelism);
+  nlohmann::json j;
+  j["job_id"] = job_id_;
+  j["planned_from"] = from->directory;
+  j["checkpoint"] = from->metadata.id.value();
+  j["old_parallelism"] = plan.old_parallelism;
+  j["new_parallelism"] = plan.new_parallelism;
+  j["max_parallelism"] = plan.max_parallelism;
+  j["key_groups_moved"] = plan.key_groups_moved;
+  nlohmann::json moves = nlohmann::json::array();
+  for (const KeyGroupMove& mv : plan.moves) {
+    moves.push_back({{"old_subtask", mv.old_subtask}, {"new_subtask", mv.new_subtask},
+                     {"first_key_group", mv.first_key_group},
+                     {"last_key_group", mv.last_key_group}, {"bytes", mv.bytes}});
+  }
+  j["moves"] = std::move(moves);
+  j["bytes_per_new_subtask"] = plan.bytes_per_new_subtask;
+  uint64_t total = 0;
+  for (uint64_t b : plan.bytes_per_new_subtask) total += b;
+  j["total_bytes"] = total;
+  return j;
+}
+
 void JobMaster::Cancel(const std::string& reason, int64_t now_ms) {
   if (terminal()) return;
   CancelAll(reason);
@@ -417,6 +567,7 @@ void JobMaster::Cancel(const std::string& reason, int64_t now_ms) {
 }
 
 void JobMaster::EndJob(JobState state, const std::string& reason, int64_t now_ms) {
+  if (rescale_) EndRescale(Aborted("the job ended: " + reason));
   if (state != JobState::kFinished) CancelAll(reason);
   state_ = state;
   failure_reason_ = reason;
@@ -464,6 +615,10 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["restarts"] = restart_.restarts();
   j["restart_strategy"] = restart_.Describe();
   j["restored_from"] = restored_from_ ? restored_from_->value() : 0;
+  if (rescale_) {
+    j["rescale"] = {{"target", rescale_->target}, {"phase", rescale_->phase},
+                    {"elapsed_ms", now_ms - rescale_->started_ms}};
+  }
   j["duration_ms"] = (terminal() ? ended_ms_ : now_ms) - submitted_ms_;
   nlohmann::json subtasks = nlohmann::json::array();
   SubtaskMetrics total;

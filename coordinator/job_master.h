@@ -37,7 +37,16 @@
 
 namespace keyflow {
 
-enum class JobState { kDeploying, kRunning, kFinishing, kRestarting, kFinished, kFailed, kCanceled };
+enum class JobState {
+  kDeploying,
+  kRunning,
+  kRescaling,  // stop-with-savepoint in progress, then a new attempt at the new parallelism
+  kFinishing,
+  kRestarting,
+  kFinished,
+  kFailed,
+  kCanceled
+};
 std::string_view JobStateName(JobState s);
 
 struct JobMasterOptions {
@@ -75,6 +84,19 @@ class JobMaster {
   // `keyflow checkpoint` / `keyflow savepoint`: FailedPrecondition unless RUNNING or FINISHING.
   Status RequestCheckpoint(bool savepoint, const std::string& directory, RequestCallback done,
                            int64_t now_ms);
+
+  // `keyflow rescale P'` (DESIGN §12): waits up to `wait_for_workers_ms` until P' workers are
+  // registered, stops periodic checkpoints, takes a savepoint, cancels the attempt and deploys
+  // P' subtasks that restore only their key groups from it. `done` gets OK once the job runs at
+  // P', or the reason it did not (the job then goes on at the old parallelism, unless the new
+  // attempt itself failed — then the restart strategy applies). Refused at once (job untouched):
+  // not RUNNING, P' < 1 or P' > max parallelism, another rescale in progress.
+  using RescaleCallback = std::function<void(Status)>;
+  Status Rescale(int32_t new_parallelism, int64_t wait_for_workers_ms, RescaleCallback done,
+                 int64_t now_ms);
+  // `keyflow rescale P' --plan`: the key-group moves and bytes per new subtask, planned from
+  // the latest completed checkpoint (or the rescale/initial savepoint). Changes nothing.
+  Result<nlohmann::json> PlanRescaleJson(int32_t new_parallelism) const;
 
   JobState state() const { return state_; }
   bool terminal() const {
@@ -118,6 +140,9 @@ class JobMaster {
   // The restore point for a restart: the newest completed checkpoint whose metadata and files
   // verify (skipping `bad_checkpoints_`), else the initial savepoint, else none.
   Result<std::optional<RestorePoint>> ChooseRestorePoint();
+  void StepRescale(int64_t now_ms);
+  void OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t now_ms);
+  void EndRescale(Status result);
   void TryRestart(int64_t now_ms);
   void FailAttempt(const std::string& reason, int64_t now_ms);
   void EndJob(JobState state, const std::string& reason, int64_t now_ms);
@@ -155,6 +180,17 @@ class JobMaster {
   std::string failure_reason_;    // why the job ended (FAILED, CANCELED)
   std::string last_failure_;      // why the last attempt failed
   std::string waiting_for_;       // while RESTARTING
+
+  // A rescale in progress.
+  struct RescaleOp {
+    int32_t target = 0;
+    std::string phase;  // "waiting for workers", "savepoint", "deploying"
+    int64_t started_ms = 0;
+    int64_t workers_deadline_ms = 0;
+    RescaleCallback done;
+  };
+  std::optional<RescaleOp> rescale_;
+  std::optional<RestorePoint> rescale_savepoint_;  // the latest rescale's savepoint
 };
 
 }  // namespace keyflow

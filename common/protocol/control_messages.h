@@ -275,8 +275,9 @@ struct ListCheckpointsRequest {
 struct RescaleRequest {
   int32_t new_parallelism = 0;
   bool plan_only = false;
+  int64_t wait_for_workers_ms = 30'000;  // until P' workers are registered; then refused
   template <class A>
-  void serialize(A& ar) { ar(new_parallelism, plan_only); }
+  void serialize(A& ar) { ar(new_parallelism, plan_only, wait_for_workers_ms); }
 };
 
 // Generic reply to CLI requests: ok + human text + machine-readable JSON.

@@ -440,4 +440,73 @@ int RunCheckpointsCommand(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+int RunRescaleCommand(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string endpoint, timeout = "10min", wait_workers = "30s";
+  int32_t parallelism = 0;
+  bool plan = false, json = false;
+  opts.add_options()
+      ("parallelism", po::value(&parallelism)->required(), "the new parallelism P' (positional)")
+      ("plan", po::bool_switch(&plan),
+       "only print which key groups move from which old subtask to which new one, and the bytes "
+       "each new subtask will read; change nothing")
+      ("wait-for-workers", po::value(&wait_workers)->default_value(wait_workers),
+       "how long the coordinator waits for P' registered workers before refusing")
+      ("timeout", po::value(&timeout)->default_value(timeout), "how long to wait for the rescale")
+      ("json", po::bool_switch(&json), "--plan: print the plan as JSON");
+  AddCoordinatorOption(&opts, &endpoint);
+  po::positional_options_description pos;
+  pos.add("parallelism", 1);
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine("usage: keyflow rescale P' [--plan] [options]\n"
+                        "Rescales the running job to P' subtasks: takes a savepoint, redeploys on "
+                        "P' workers, each restoring only the key groups it now owns.",
+                        opts, pos, args, &vm, &code)) {
+    return code;
+  }
+  if (parallelism < 1) return Fail("the new parallelism must be at least 1", kExitUsage);
+  auto timeout_ms = DurationFlagMillis("timeout", timeout);
+  auto wait_ms = DurationFlagMillis("wait-for-workers", wait_workers);
+  if (!timeout_ms.ok()) return Fail(timeout_ms.status(), kExitUsage);
+  if (!wait_ms.ok()) return Fail(wait_ms.status(), kExitUsage);
+  RescaleRequest req;
+  req.new_parallelism = parallelism;
+  req.plan_only = plan;
+  req.wait_for_workers_ms = *wait_ms;
+  auto reply = Ask(endpoint, req, &code, false, plan ? kRequestTimeoutMs : *timeout_ms);
+  if (!reply) return code;
+  if (!reply->ok) return Fail(reply->message, kExitFailure);
+  if (!plan) {
+    std::cout << reply->message << "\n";
+    return kExitOk;
+  }
+  nlohmann::json j = nlohmann::json::parse(reply->json, nullptr, false);
+  if (json) {
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "rescale plan for job " << j.value("job_id", "") << ": parallelism "
+            << j.value("old_parallelism", 0) << " -> " << j.value("new_parallelism", 0)
+            << " (max parallelism " << j.value("max_parallelism", 0) << ")\n"
+            << "planned from checkpoint " << j.value("checkpoint", 0) << " ("
+            << j.value("planned_from", "") << ")\n"
+            << "key groups changing owner: " << j.value("key_groups_moved", 0) << "\n\n"
+            << "  key-groups   from-old-subtask  to-new-subtask  bytes\n";
+  for (const auto& mv : j["moves"]) {
+    std::ostringstream kg;
+    kg << mv.value("first_key_group", 0) << "-" << mv.value("last_key_group", 0);
+    std::cout << "  " << std::left << std::setw(13) << kg.str() << std::setw(18)
+              << mv.value("old_subtask", 0) << std::setw(16) << mv.value("new_subtask", 0)
+              << mv.value("bytes", 0) << "\n";
+  }
+  std::cout << "\nbytes each new subtask will read:\n";
+  int i = 0;
+  for (const auto& b : j["bytes_per_new_subtask"]) {
+    std::cout << "  subtask " << i++ << ": " << b.get<uint64_t>() << "\n";
+  }
+  std::cout << "  total: " << j.value("total_bytes", 0) << "\n";
+  return kExitOk;
+}
+
 }  // namespace keyflow::cli

@@ -14,5 +14,7 @@ int RunCancelCommand(const std::vector<std::string>& args);
 int RunCheckpointCommand(const std::vector<std::string>& args);
 int RunSavepointCommand(const std::vector<std::string>& args);
 int RunCheckpointsCommand(const std::vector<std::string>& args);
+// keyflow rescale P' [--plan] [--wait-for-workers DUR] [--timeout DUR] [--json]
+int RunRescaleCommand(const std::vector<std::string>& args);
 
 }  // namespace keyflow::cli

@@ -32,6 +32,7 @@ const std::map<std::string, CommandInfo>& Commands() {
        {RunCheckpointCommand, "take a checkpoint now; `checkpoint inspect PATH` shows one"}},
       {"savepoint", {RunSavepointCommand, "take a savepoint (kept; restore with --from-savepoint)"}},
       {"checkpoints", {RunCheckpointsCommand, "list completed checkpoints and savepoints"}},
+      {"rescale", {RunRescaleCommand, "rescale the running job to P' subtasks (--plan: preview)"}},
       {"key-group",
        {[](const auto& a) { return RunKeyGroupCommand(a, std::cin, std::cout); },
         "print the key group (and subtask) of keys"}},

@@ -1,0 +1,52 @@
+// Fuzz target: JSON Lines records (worker/sources/json_record_parser.h), every line of every
+// input file a file source reads.
+//
+// Input: mode byte, then one line (any bytes, including newlines and NULs).
+//   mode bits 0-1: key type (string, int, long; 3 = string).
+//   mode bit 2:    keep the line as payload.
+// Properties: never crashes; errors are InvalidArgument; the zero-copy Parse (line followed by
+// padding in the caller's buffer, as FileSplitReader calls it) and the copying Parse agree on
+// the outcome and the record; a parsed record's key group is the one the key hashes to.
+#include <cstdint>
+#include <string>
+
+#include "common/key_group_assignment.h"
+#include "tests/fuzz/fuzz_util.h"
+#include "worker/sources/json_record_parser.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace keyflow;
+  fuzz::FuzzInput in = fuzz::FuzzInput::From(data, size);
+  JsonRecordFormat format;
+  format.key_type = fuzz::KeyTypeOf(in.mode & 3);
+  format.keep_payload = (in.mode >> 2) & 1;
+  JsonRecordParser parser(format, fuzz::kMaxParallelism);
+
+  Record copied;
+  Status s1 = parser.Parse(in.bytes, &copied);
+
+  // The file reader's buffer: the line, then arbitrary readable bytes (here: the next "line").
+  std::string buffer(in.bytes);
+  buffer.append(kJsonPadding, '}');
+  Record zero_copy;
+  Status s2 = parser.Parse(std::string_view(buffer.data(), in.bytes.size()), buffer.size(),
+                           &zero_copy);
+
+  CHECK(s1 == s2) << "copying parse: " << s1.ToString() << "; zero-copy parse: " << s2.ToString();
+  if (!s1.ok()) {
+    CHECK(s1.code() == StatusCode::kInvalidArgument) << s1.ToString();
+    return 0;
+  }
+  CHECK(copied.key == zero_copy.key);
+  CHECK(copied.key_group == zero_copy.key_group);
+  CHECK(copied.timestamp == zero_copy.timestamp);
+  CHECK(copied.payload == zero_copy.payload);
+  CHECK(copied.payload == (format.keep_payload ? in.bytes : std::string_view()));
+  if (format.key_type != KeyType::kString) CHECK_EQ(copied.key.size(), 8u);
+  Result<KeyGroupId> g = AssignToKeyGroup(copied.key, format.key_type, fuzz::kMaxParallelism);
+  CHECK(g.ok()) << g.status().ToString();
+  CHECK(*g == copied.key_group);
+  CHECK_GE(copied.key_group.value(), 0);
+  CHECK_LT(copied.key_group.value(), fuzz::kMaxParallelism);
+  return 0;
+}
