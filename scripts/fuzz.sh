@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="${2:?--seconds needs a number}"; shift 2 ;;
     --build-only) build_only=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
     *) targets+=("${1%_fuzzer}_fuzzer"); shift ;;
   esac

@@ -9,6 +9,10 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libabsl-dev libxxhash-dev libsimdjson-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   iproute2 procps psmisc
+  # hardening (issue 6): clang + libFuzzer/sanitizer runtimes for scripts/fuzz.sh, llvm for
+  # llvm-symbolizer (readable sanitizer stacks), clang-format and clang-tidy for
+  # scripts/format.sh and scripts/tidy.sh
+  clang libclang-rt-dev llvm clang-format clang-tidy
 )
 
 missing=()

@@ -43,10 +43,11 @@ struct SubtaskMetrics {
   int64_t state_keys = 0;
   int64_t timers = 0;
   bool source_finished = false;
+  int64_t restore_bytes = 0;     // state file bytes read when this attempt restored
   template <class A>
   void serialize(A& ar) {
     ar(records_in, records_processed, records_out, bad_records, late_records, current_watermark,
-       source_watermark, backpressure, state_keys, timers, source_finished);
+       source_watermark, backpressure, state_keys, timers, source_finished, restore_bytes);
   }
 };
 

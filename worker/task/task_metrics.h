@@ -43,6 +43,7 @@ struct TaskMetrics {
     m.current_watermark = current_watermark.value();
     m.state_keys = state_keys.value();
     m.timers = timers.value();
+    m.restore_bytes = restore_bytes.value();
     return m;
   }
 };

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Helpers of scripts/bench.sh: pull numbers out of Google Benchmark and keyflow JSON, and print
+the results table.
+
+  bench_results.py bench FILE NAME FIELD         a field of one benchmark in a
+                                                 --benchmark_out JSON file; NAME is its name
+                                                 or a prefix up to a '/' (BM_X matches
+                                                 BM_X/iterations:5, BM_Y/1000000 matches
+                                                 BM_Y/1000000/iterations:20000000)
+  bench_results.py job FILE FIELD                a field of "job" in `keyflow status --json`
+  bench_results.py checkpoints FILE...           the completed checkpoints (not savepoints) in
+                                                 the history of `keyflow checkpoints --json`
+                                                 files: count, then median and max of sync_us,
+                                                 async_us, duration_ms, bytes (one line)
+  bench_results.py table FILE                    the markdown table of the rows in FILE
+
+Rows (FILE of `table`) are tab-separated: section, metric, value, unit, target ("" or
+">= X" / "<= X"), load average, note. A value of "" means not measured.
+Exit status 1 with a message on stderr when a value is missing.
+"""
+import json
+import statistics
+import sys
+
+
+def die(msg):
+    print(f"bench_results: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        die(f"cannot read {path}: {e}")
+
+
+def cmd_bench(path, name, field):
+    for b in load(path).get("benchmarks", []):
+        full = b.get("name", "")
+        if b.get("run_type") == "aggregate":
+            continue
+        if full == name or full.startswith(name + "/"):
+            if b.get("error_occurred"):
+                die(f"{name} in {path} failed: {b.get('error_message')}")
+            if field not in b:
+                die(f"{name} in {path} has no field {field}")
+            print(b[field])
+            return
+    die(f"no benchmark {name} in {path}")
+
+
+def cmd_job(path, field):
+    job = load(path).get("job")
+    if not isinstance(job, dict) or field not in job:
+        die(f"no job.{field} in {path}")
+    print(job[field])
+
+
+def cmd_checkpoints(*paths):
+    history = [h for p in paths for h in load(p).get("history", [])
+               if h.get("state") == "COMPLETED" and not h.get("savepoint")]
+    if not history:
+        print("0")
+        return
+    out = [str(len(history))]
+    for field in ("sync_us", "async_us", "duration_ms", "bytes"):
+        values = [h.get(field, 0) for h in history]
+        out += [str(statistics.median(values)), str(max(values))]
+    print(" ".join(out))
+
+
+def fmt(value, unit):
+    if value == "":
+        return "not measured"
+    v = float(value)
+    if abs(v) >= 100 or v == int(v):
+        s = f"{v:,.0f}"
+    elif abs(v) >= 10:
+        s = f"{v:.1f}"
+    else:
+        s = f"{v:.2f}"
+    return f"{s} {unit}".strip()
+
+
+def verdict(value, target):
+    if value == "" or not target:
+        return ""
+    op, bound = target.split()
+    v, b = float(value), float(bound)
+    ok = v >= b if op == ">=" else v <= b
+    if ok:
+        return "met"
+    if b == 0:
+        return "missed"
+    miss = (b - v) / b * 100 if op == ">=" else (v - b) / b * 100
+    return f"missed by {miss:.0f} %"
+
+
+def cmd_table(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line:
+                rows.append((line.split("\t") + [""] * 7)[:7])
+    print("| area | metric | measured | target | verdict | load avg (1 min) | notes |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for section, metric, value, unit, target, loadavg, note in rows:
+        target_text = ""
+        if target:
+            op, bound = target.split()
+            target_text = f"{op.replace('>=', '≥').replace('<=', '≤')} {fmt(bound, unit)}"
+        print(f"| {section} | {metric} | {fmt(value, unit)} | {target_text} | "
+              f"{verdict(value, target)} | {loadavg} | {note} |")
+
+
+def main(argv):
+    if len(argv) < 2:
+        die("usage: see the file comment")
+    cmd, args = argv[1], argv[2:]
+    if cmd == "bench" and len(args) == 3:
+        cmd_bench(*args)
+    elif cmd == "job" and len(args) == 2:
+        cmd_job(*args)
+    elif cmd == "checkpoints" and args:
+        cmd_checkpoints(*args)
+    elif cmd == "table" and len(args) == 1:
+        cmd_table(*args)
+    else:
+        die(f"bad command line: {' '.join(argv[1:])}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

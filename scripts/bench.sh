@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# The keyflow benchmarks and their targets (issues 2, 3, 4), in one run:
+#   1. builds keyflow in Release (build/ of the repository),
+#   2. micro-benchmarks, single thread (Google Benchmark, tests/bench/): key -> key group,
+#      ValueState read+update, timers (register, fire, bytes per timer), snapshot write/restore,
+#      checkpoint synchronous part / asynchronous write / cost on the task thread,
+#   3. end to end on a local cluster (scripts/start-cluster.sh --workers 2 --port 0 in a temp run
+#      dir): count-window in event time on gen: input at P = 2 — records/s end to end against a
+#      single-thread in-memory keyed count of the same records (tests/bench/baseline_bench.cc),
+#      then the same job with --checkpoint-interval 1s against without, with the checkpoints'
+#      synchronous pause and duration from `keyflow checkpoints --json`,
+#   4. prints a markdown table of every number with its target and the machine's load average.
+#
+#   scripts/bench.sh [--quick] [--micro-only | --e2e-only] [options]
+#
+#   --quick            small sizes for a smoke run (numbers not comparable to the targets)
+#   --micro-only       only the micro-benchmarks
+#   --e2e-only         only the end-to-end benchmarks
+#   --events N         events per end-to-end job (default 20000000; --quick 400000)
+#   --keys K           distinct keys of the throughput job (default 1000000; --quick 20000)
+#   --ckpt-keys K      distinct keys of the checkpoint jobs (default 2000000, i.e. 1 M keys and
+#                      1 M timers per worker at P = 2; --quick 40000)
+#   --repeat R         end-to-end runs per configuration, alternating; the median counts
+#                      (default 3; --quick 1)
+#   --results-dir DIR  where logs, JSON and results.md go (default: a new temp dir)
+#
+# KEYFLOW_BUILD_DIR overrides the build directory, KEYFLOW_JOBS the build's -j (default nproc).
+# Every process it starts is stopped on exit (also on Ctrl-C or failure). The numbers depend on
+# the machine and on what else runs on it: the table shows the 1-minute load average measured
+# right before each number.
+set -euo pipefail
+
+KF_PROG=bench
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib/cluster.sh
+source "$ROOT/scripts/lib/cluster.sh"
+RESULTS_PY="$ROOT/scripts/bench-lib/bench_results.py"
+
+quick=0 micro=1 e2e=1 events="" keys="" ckpt_keys="" repeat="" results_dir=""
+need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+    --quick) quick=1; shift ;;
+    --micro-only) e2e=0; shift ;;
+    --e2e-only) micro=0; shift ;;
+    --events) need "$@"; events="$2"; shift 2 ;;
+    --keys) need "$@"; keys="$2"; shift 2 ;;
+    --ckpt-keys) need "$@"; ckpt_keys="$2"; shift 2 ;;
+    --repeat) need "$@"; repeat="$2"; shift 2 ;;
+    --results-dir) need "$@"; results_dir="$2"; shift 2 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) kf_die "unknown argument '$1' (try --help)" ;;
+  esac
+done
+[ "$micro" -eq 1 ] || [ "$e2e" -eq 1 ] || kf_die "--micro-only and --e2e-only exclude each other"
+if [ "$quick" -eq 1 ]; then
+  : "${events:=400000}" "${keys:=20000}" "${ckpt_keys:=40000}" "${repeat:=1}"
+else
+  : "${events:=20000000}" "${keys:=1000000}" "${ckpt_keys:=2000000}" "${repeat:=3}"
+fi
+for v in events keys ckpt_keys repeat; do
+  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || kf_die "--${v//_/-} must be a positive integer, got '${!v}'"
+done
+
+build_dir="$(kf_abspath "${KEYFLOW_BUILD_DIR:-$ROOT/build}")"
+BIN="$build_dir/bin"
+[ -n "$results_dir" ] || results_dir="$(mktemp -d "${TMPDIR:-/tmp}/keyflow-bench-XXXXXX")"
+results_dir="$(kf_abspath "$results_dir")"
+mkdir -p "$results_dir"
+ROWS="$results_dir/rows.tsv"
+: >"$ROWS"
+run_dir=""
+
+cleanup() {
+  if [ -n "$run_dir" ]; then
+    "$ROOT/scripts/stop-cluster.sh" --run-dir "$run_dir" >/dev/null 2>&1 || true
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM  # runs the EXIT trap
+
+step() { echo; echo "==> $*" >&2; }
+load1() { cut -d' ' -f1 /proc/loadavg; }
+value() { python3 "$RESULTS_PY" "$@"; }
+# row SECTION METRIC VALUE UNIT TARGET LOAD [NOTE]: one line of the results table.
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "${7:-}" >>"$ROWS"; }
+calc() { python3 -c "print($1)"; }  # float arithmetic
+median() { python3 -c 'import statistics,sys; print(statistics.median(float(a) for a in sys.argv[1:]))' "$@"; }
+
+# ---- build -------------------------------------------------------------------------------------
+micro_targets=(key_group_bench state_bench timer_bench snapshot_bench checkpoint_bench)
+e2e_targets=(keyflow keyflow-coordinator keyflow-worker baseline_bench)
+targets=()
+[ "$micro" -eq 0 ] || targets+=("${micro_targets[@]}")
+[ "$e2e" -eq 0 ] || targets+=("${e2e_targets[@]}")
+step "building (Release, $build_dir): ${targets[*]}"
+cmake -S "$ROOT" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DKEYFLOW_BUILD_BENCHMARKS=ON >"$results_dir/cmake.log" 2>&1 ||
+  { kf_log_excerpt "$results_dir/cmake.log"; kf_die "cmake configure failed"; }
+cmake --build "$build_dir" --target "${targets[@]}" -j "${KEYFLOW_JOBS:-$(nproc)}"
+
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')," \
+  "THP $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)," \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$results_dir/machine.txt" >&2
+
+# ---- micro-benchmarks --------------------------------------------------------------------------
+# run_bench NAME [FILTER]: runs build/bin/NAME into $results_dir/NAME.json; sets `load` to the
+# load average just before.
+run_bench() {
+  local name="$1" filter="${2:-}" args=()
+  [ -z "$filter" ] || args+=("--benchmark_filter=$filter")
+  [ "$quick" -eq 0 ] || args+=("--benchmark_min_time=0.01")
+  load="$(load1)"
+  step "$name ${args[*]} (load $load)"
+  "$BIN/$name" "${args[@]}" --benchmark_out="$results_dir/$name.json" \
+    --benchmark_out_format=json >&2
+}
+
+if [ "$micro" -eq 1 ]; then
+  run_bench key_group_bench
+  for b in AssignStringKey:"string Key (12 B)" AssignStringView:"string_view (12 B)" \
+    AssignIntKey:"int key" AssignLongKey:"long key"; do
+    v="$(value bench "$results_dir/key_group_bench.json" "BM_${b%%:*}" items_per_second)"
+    target=""
+    [[ "$b" == AssignString* ]] && target=">= 50"
+    row "key groups" "key -> key group, ${b#*:}" "$(calc "$v/1e6")" "M keys/s" "$target" "$load"
+  done
+
+  run_bench state_bench 'BM_ValueStateReadUpdate/1000000'
+  v="$(value bench "$results_dir/state_bench.json" BM_ValueStateReadUpdate/1000000 items_per_second)"
+  row "keyed state" "ValueState<int64> read+update, 1 M keys" "$(calc "$v/1e6")" "M ops/s" ">= 15" "$load"
+
+  run_bench timer_bench 'BM_RegisterEventTimers|BM_RegisterDuplicateEventTimers|BM_FireEventTimers|BM_MemoryPerTimer'
+  f="$results_dir/timer_bench.json"
+  v="$(value bench "$f" BM_RegisterEventTimers items_per_second)"
+  row "timers" "register 1 M event timers (new)" "$(calc "$v/1e6")" "M/s" ">= 10" "$load"
+  v="$(value bench "$f" BM_RegisterDuplicateEventTimers items_per_second)"
+  row "timers" "register 1 M event timers (all duplicates)" "$(calc "$v/1e6")" "M/s" ">= 10" "$load"
+  v="$(value bench "$f" BM_FireEventTimers items_per_second)"
+  row "timers" "fire 1 M event timers" "$(calc "$v/1e6")" "M/s" ">= 10" "$load"
+  v="$(value bench "$f" BM_MemoryPerTimer bytes_per_timer)"
+  row "timers" "resident bytes per timer at 10 M timers (int64 keys)" "$v" "B" "<= 48" "$load"
+
+  run_bench snapshot_bench
+  f="$results_dir/snapshot_bench.json"
+  mb="$(value bench "$f" BM_WriteKeyedSnapshot snapshot_MB)"
+  note="1 M keys ValueState<int64> + 1 M event timers, 12-byte keys, M = 128: $(calc "round($mb)") MB"
+  v="$(value bench "$f" BM_WriteKeyedSnapshot bytes_per_second)"
+  row "snapshots" "write (WriteKeyedSnapshot, in memory)" "$(calc "$v/1e6")" "MB/s" ">= 300" "$load" "$note"
+  v="$(value bench "$f" BM_AsyncKeyedSnapshotWriteTo bytes_per_second)"
+  row "snapshots" "write (AsyncKeyedSnapshot::WriteTo, in memory)" "$(calc "$v/1e6")" "MB/s" ">= 300" "$load"
+  v="$(value bench "$f" BM_RestoreKeyedSnapshot bytes_per_second)"
+  row "snapshots" "restore (KeyedSnapshotReader::Restore into a fresh backend)" "$(calc "$v/1e6")" "MB/s" ">= 300" "$load"
+
+  run_bench checkpoint_bench
+  f="$results_dir/checkpoint_bench.json"
+  note="count-window (event time) operator, 1 M keys + 1 M timers"
+  v="$(value bench "$f" BM_CheckpointSyncPart real_time)"
+  row "checkpoint (micro)" "synchronous part (new AsyncKeyedSnapshot + install guard)" "$(calc "$v/1e3")" "ms" "<= 10" "$load" "$note"
+  v="$(value bench "$f" BM_CheckpointAsyncWrite real_time)"
+  mb="$(value bench "$f" BM_CheckpointAsyncWrite file_MB)"
+  row "checkpoint (micro)" "async write to file + fdatasync, task idle" "$v" "ms" "<= 500" "$load" "$(calc "round($mb)") MB file"
+  n=BM_CheckpointWhileProcessing
+  v="$(value bench "$f" "$n" async_ms)"
+  row "checkpoint (micro)" "async write while the task processes records" "$v" "ms" "<= 500" "$load"
+  base="$(value bench "$f" BM_ProcessRecords items_per_second)"
+  rate="$(value bench "$f" "$n" task_rate)"
+  kg="$(value bench "$f" "$n" kg_by_task)"
+  stall="$(value bench "$f" "$n" max_stall_ms)"
+  v="$(value bench "$f" "$n" extra_task_ms)"
+  row "checkpoint (micro)" "extra task-thread time per checkpoint (BeforeWrite serialising)" "$v" "ms" "" "$load" \
+    "$(calc "round($kg)") of 128 key groups serialised by the task thread; records/s $(calc "round($base/1e6,2)") M -> $(calc "round($rate/1e6,2)") M during the write; slowest 64 records $(calc "round($stall,2)") ms"
+fi
+
+# ---- end to end --------------------------------------------------------------------------------
+if [ "$e2e" -eq 1 ]; then
+  run_dir="$results_dir/cluster"
+  step "starting a local cluster: 1 coordinator + 2 workers (run dir $run_dir)"
+  endpoint="$("$ROOT/scripts/start-cluster.sh" --workers 2 --port 0 --run-dir "$run_dir" \
+    --build-dir "$build_dir")"
+  KEYFLOW="$BIN/keyflow"
+  run_no=0
+
+  # run_job KEYS CHECKPOINT_INTERVAL: one count-window job (event time) at P = 2 with --wait;
+  # sets rate (records/s = records in / job duration), job_load, and for checkpointed runs
+  # leaves checkpoints-<n>.json.
+  run_job() {
+    local k="$1" interval="$2" input out args
+    run_no=$((run_no + 1))
+    input="gen:events=$events,keys=$k,splits=2,seed=42"
+    out="$run_dir/output-$run_no"
+    args=(run --coordinator "$endpoint" --job count-window --param time=event --input "$input"
+      --output "$out" --parallelism 2 --wait)
+    [ "$interval" = 0 ] || args+=(--checkpoint-interval "$interval")
+    job_load="$(load1)"
+    step "run $run_no: keyflow ${args[*]} (load $job_load)"
+    timeout 1800 "$KEYFLOW" "${args[@]}" >"$results_dir/run-$run_no.out" 2>&1 ||
+      { cat "$results_dir/run-$run_no.out" >&2; kf_die "run $run_no failed (logs in $run_dir)"; }
+    "$KEYFLOW" status --json --coordinator "$endpoint" >"$results_dir/status-$run_no.json"
+    if [ "$interval" != 0 ]; then
+      "$KEYFLOW" checkpoints --json --coordinator "$endpoint" >"$results_dir/checkpoints-$run_no.json"
+    fi
+    local state records ms
+    state="$(value job "$results_dir/status-$run_no.json" state)"
+    records="$(value job "$results_dir/status-$run_no.json" records_in)"
+    ms="$(value job "$results_dir/status-$run_no.json" duration_ms)"
+    [ "$state" = FINISHED ] || kf_die "run $run_no ended in state $state"
+    [ "$records" = "$events" ] || kf_die "run $run_no read $records records instead of $events"
+    rate="$(calc "$records * 1000 / $ms")"
+    echo "run $run_no: $records records in $ms ms = $(calc "round($rate)") records/s" >&2
+    rm -rf "$out"  # the output is not what is measured; free the disk
+  }
+
+  # Issue 3: throughput against the single-thread baseline, on the same records.
+  input="gen:events=$events,keys=$keys,splits=2,seed=42"
+  rates=() base_rates=() loads=()
+  for ((r = 0; r < repeat; r++)); do
+    run_job "$keys" 0
+    rates+=("$rate")
+    loads+=("$job_load")
+    load="$(load1)"
+    step "baseline_bench --input=$input (load $load)"
+    "$BIN/baseline_bench" --input="$input" --benchmark_out="$results_dir/baseline-$r.json" \
+      --benchmark_out_format=json >&2
+    base_rates+=("$(value bench "$results_dir/baseline-$r.json" BM_KeyedCountBaseline items_per_second)")
+  done
+  job_rate="$(median "${rates[@]}")"
+  base_rate="$(median "${base_rates[@]}")"
+  note="count-window event time, P = 2, $events events, $keys keys; median of $repeat"
+  row "end to end" "records/s, keyflow cluster" "$(calc "$job_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
+  row "end to end" "records/s, single-thread flat-hash-map count (baseline)" "$(calc "$base_rate/1e6")" "M/s" "" "$load" "same generated records"
+  row "end to end" "ratio cluster / baseline" "$(calc "$job_rate/$base_rate")" "" ">= 0.3" "${loads[*]}"
+
+  # Issue 4: the same job with and without periodic checkpoints (1 M keys per worker).
+  plain=() ckpt=() loads=() files=()
+  for ((r = 0; r < repeat; r++)); do
+    run_job "$ckpt_keys" 0
+    plain+=("$rate")
+    loads+=("$job_load")
+    run_job "$ckpt_keys" 1s
+    ckpt+=("$rate")
+    loads+=("$job_load")
+    files+=("$results_dir/checkpoints-$run_no.json")
+  done
+  p="$(median "${plain[@]}")"
+  c="$(median "${ckpt[@]}")"
+  note="$events events, $ckpt_keys keys (per worker $(calc "$ckpt_keys//2") keys + timers at the end); median of $repeat"
+  row "checkpoints (e2e)" "records/s without checkpoints" "$(calc "$p/1e6")" "M/s" "" "${loads[*]}" "$note"
+  row "checkpoints (e2e)" "records/s with --checkpoint-interval 1s" "$(calc "$c/1e6")" "M/s" "" "${loads[*]}"
+  row "checkpoints (e2e)" "throughput loss with checkpoints" "$(calc "(1 - $c/$p) * 100")" "%" "<= 10" "${loads[*]}"
+  # Checkpoint statistics over every completed checkpoint of the checkpointed runs.
+  value checkpoints "${files[@]}" >"$results_dir/checkpoint-stats.txt"
+  read -r n sync_med sync_max async_med async_max dur_med dur_max bytes_med bytes_max \
+    <"$results_dir/checkpoint-stats.txt" || true
+  if [ "${n:-0}" -gt 0 ]; then
+    note="$n completed checkpoints; median / max; largest $(calc "round($bytes_max/1e6)") MB per checkpoint (both subtasks)"
+    row "checkpoints (e2e)" "synchronous pause, slowest subtask (median)" "$(calc "$sync_med/1e3")" "ms" "<= 10" "${loads[*]}" "$note"
+    row "checkpoints (e2e)" "synchronous pause, slowest subtask (max)" "$(calc "$sync_max/1e3")" "ms" "<= 10" "${loads[*]}"
+    row "checkpoints (e2e)" "async part, slowest subtask (max)" "$(calc "$async_max/1e3")" "ms" "" "${loads[*]}"
+    row "checkpoints (e2e)" "trigger -> complete (median)" "$dur_med" "ms" "<= 500" "${loads[*]}"
+    row "checkpoints (e2e)" "trigger -> complete (max)" "$dur_max" "ms" "<= 500" "${loads[*]}"
+  else
+    row "checkpoints (e2e)" "completed checkpoints" "0" "" "" "${loads[*]}" "the jobs ended before a checkpoint completed: raise --events"
+  fi
+fi
+
+# ---- table -------------------------------------------------------------------------------------
+step "results ($results_dir/results.md)"
+{
+  echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') by scripts/bench.sh$([ "$quick" -eq 0 ] || echo ' --quick (smoke sizes: not comparable to the targets)');"
+  cat "$results_dir/machine.txt"
+  echo
+  python3 "$RESULTS_PY" table "$ROWS"
+} | tee "$results_dir/results.md"
+echo >&2
+echo "raw JSON and logs: $results_dir" >&2
