@@ -180,7 +180,7 @@ void BM_CheckpointAsyncWrite(benchmark::State& state) {
   state.SetBytesProcessed(bytes);
   state.counters["file_MB"] = static_cast<double>(bytes) / 1e6 / static_cast<double>(state.iterations());
 }
-BENCHMARK(BM_CheckpointAsyncWrite)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_CheckpointAsyncWrite)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
 
 // Records/s of the task thread without a checkpoint (the baseline of extra_task_ms).
 double BaselineRecordsPerSecond(KeyedSubtask& s) {
@@ -237,7 +237,7 @@ void BM_CheckpointWhileProcessing(benchmark::State& state) {
   state.counters["kg_by_task"] = static_cast<double>(by_task) / it;
   state.counters["max_stall_ms"] = max_stall_ms;
 }
-BENCHMARK(BM_CheckpointWhileProcessing)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_CheckpointWhileProcessing)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
 }  // namespace
 }  // namespace keyflow
