@@ -8,6 +8,19 @@
 
 namespace keyflow {
 
+namespace {
+
+nlohmann::json CheckpointStatsJson(const CheckpointStats& st) {
+  return {{"id", st.id.value()},          {"state", st.state},
+          {"savepoint", st.savepoint},    {"final", st.final},
+          {"duration_ms", st.duration_ms}, {"bytes", st.state_bytes},
+          {"sync_us", st.max_sync_us},    {"async_us", st.max_async_us},
+          {"alignment_us", st.max_alignment_us}, {"failure", st.failure},
+          {"directory", st.directory}};
+}
+
+}  // namespace
+
 std::string_view JobStateName(JobState s) {
   switch (s) {
     case JobState::kDeploying: return "DEPLOYING";
@@ -675,10 +688,7 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     nlohmann::json recent = nlohmann::json::array();
     for (const CheckpointStats& st : checkpoints_->history()) {
       if (recent.size() >= 5) break;
-      recent.push_back({{"id", st.id.value()}, {"state", st.state}, {"savepoint", st.savepoint},
-                        {"duration_ms", st.duration_ms}, {"bytes", st.state_bytes},
-                        {"sync_us", st.max_sync_us}, {"async_us", st.max_async_us},
-                        {"alignment_us", st.max_alignment_us}, {"failure", st.failure}});
+      recent.push_back(CheckpointStatsJson(st));
     }
     ck["recent"] = std::move(recent);
   }
@@ -716,11 +726,7 @@ nlohmann::json JobMaster::CheckpointsJson() const {
   nlohmann::json history = nlohmann::json::array();
   if (checkpoints_) {
     for (const CheckpointStats& st : checkpoints_->history()) {
-      history.push_back({{"id", st.id.value()}, {"state", st.state}, {"savepoint", st.savepoint},
-                         {"duration_ms", st.duration_ms}, {"bytes", st.state_bytes},
-                         {"sync_us", st.max_sync_us}, {"async_us", st.max_async_us},
-                         {"alignment_us", st.max_alignment_us}, {"failure", st.failure},
-                         {"directory", st.directory}});
+      history.push_back(CheckpointStatsJson(st));
     }
   }
   j["history"] = std::move(history);
