@@ -90,6 +90,18 @@ void PrintSummary(const nlohmann::json& job, std::ostream& os) {
   if (!job.value("output", std::string()).empty()) {
     os << "  output:            " << job.value("output", std::string()) << "\n";
   }
+  if (job.value("attempt", 1) > 1) {
+    os << "  attempts:          " << job.value("attempt", 1) << " (" << job.value("restarts", 0)
+       << " restarts";
+    if (job.value("restored_from", 0) > 0) {
+      os << "; the last one restored checkpoint " << job.value("restored_from", 0)
+         << ", so the counts above cover the records after it";
+    }
+    os << ")\n";
+    if (!job.value("last_failure", std::string()).empty()) {
+      os << "  last failure:      " << job.value("last_failure", std::string()) << "\n";
+    }
+  }
   if (!job.value("failure", std::string()).empty()) {
     os << "  reason:            " << job.value("failure", std::string()) << "\n";
   }
