@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
   std::string process = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "worker";
   if (Status s = InitLogging(process, log_file, log_level); !s.ok()) return Fail(s, kExitUsage);
 
-  auto zmq = ZmqContext::Create(2);
+  // One I/O thread: a worker already runs a source and a keyed task thread on few cores.
+  auto zmq = ZmqContext::Create(1);
   if (!zmq.ok()) return Fail(zmq.status(), kExitFailure);
   SystemClock clock;
   auto worker = WorkerProcess::Create(options, zmq->get(), &clock);

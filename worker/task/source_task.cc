@@ -125,10 +125,8 @@ Status SourceTask::SendWithBackpressure(const std::function<Status()>& send) {
   return s;
 }
 
-Status SourceTask::Emit(const Record& r) {
+Status SourceTask::Emit(const Record& r, Timestamp now) {
   watermarks_->OnEvent(r.timestamp, *watermark_output_);
-  metrics_->records_in.Inc();
-  Timestamp now = clock_->Now();
   Status s = writer_->Emit(r, now);
   if (s.code() != StatusCode::kDeadlineExceeded) return s;
   // Backpressured: the record was not accepted; wait for the receiver, then emit it.
@@ -172,6 +170,8 @@ Result<InputStatus> SourceTask::ReadBatch() {
   Record record;
   int emitted = 0;
   Timestamp throttled_until = kMaxWatermark;
+  // One clock read per batch: it only stamps the batches' time bound (a few ms).
+  const Timestamp now = clock_->Now();
   for (size_t turn = 0; turn < slots_.size() && emitted < kRecordsPerBatch; ++turn) {
     size_t index = next_slot_;
     next_slot_ = (next_slot_ + 1) % slots_.size();
@@ -188,7 +188,7 @@ Result<InputStatus> SourceTask::ReadBatch() {
       }
       if (r == SplitReadResult::kRecord) {
         split_watermarks_->OnSplitEvent(index, record.timestamp);
-        RETURN_IF_ERROR(Emit(record));
+        RETURN_IF_ERROR(Emit(record, now));
         ++emitted;
         continue;
       }
@@ -202,6 +202,7 @@ Result<InputStatus> SourceTask::ReadBatch() {
       break;
     }
   }
+  metrics_->records_in.Inc(emitted);  // one atomic add per batch, not per record
   if (unfinished_ == 0) {
     RETURN_IF_ERROR(Finish());
     return InputStatus::kEndOfInput;

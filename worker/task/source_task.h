@@ -68,7 +68,7 @@ class SourceTask {
   SourceTask() = default;
   Result<InputStatus> ReadBatch();
   Status OpenSplits();
-  Status Emit(const Record& r);
+  Status Emit(const Record& r, Timestamp now);
   Status SendWithBackpressure(const std::function<Status()>& send);
   void EmitPeriodicWatermark(Timestamp ts);
   void ScheduleFlush();
