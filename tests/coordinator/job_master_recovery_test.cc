@@ -1,0 +1,394 @@
+// Recovery, final checkpoint, rescaling and coordinator restart, driven message by message
+// through the Coordinator with a fake outbox and explicit time (no sockets, no sleeps). The
+// checkpoint storage is real (a temp dir): acks point at small state files the test writes.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "checkpoint/checkpoint_storage.h"
+#include "common/file_io.h"
+#include "common/key_group_assignment.h"
+#include "coordinator/coordinator.h"
+
+namespace keyflow {
+namespace {
+
+class FakeOutbox : public ControlOutbox {
+ public:
+  void Send(const std::string& identity, const ControlMessage& msg) override {
+    sent.emplace_back(identity, msg);
+  }
+  template <typename T>
+  std::vector<T> To(const std::string& identity) const {
+    std::vector<T> out;
+    for (const auto& [id, m] : sent) {
+      if (id == identity && std::holds_alternative<T>(m)) out.push_back(std::get<T>(m));
+    }
+    return out;
+  }
+  template <typename T>
+  std::optional<T> Last(const std::string& identity) const {
+    auto all = To<T>(identity);
+    if (all.empty()) return std::nullopt;
+    return all.back();
+  }
+  std::vector<std::pair<std::string, ControlMessage>> sent;
+};
+
+class RecoveryTest : public ::testing::Test {
+ protected:
+  RecoveryTest() : clock_(Timestamp(1'764'442'799'000)) { Reset(); }
+
+  void Reset() {
+    CoordinatorOptions o;
+    o.heartbeat_interval_ms = 100;
+    o.heartbeat_timeout_ms = 1000;
+    o.job.deploy_timeout_ms = 5000;
+    o.job.checkpoint_root = dir_.path();
+    coord_ = std::make_unique<Coordinator>(o, &outbox_, &clock_);
+  }
+
+  // Registers worker `identity` in `slot` and returns its id.
+  WorkerId Register(const std::string& identity, int32_t slot) {
+    RegisterWorker r;
+    r.hostname = "h";
+    r.pid = 1000 + slot;
+    r.slot = slot;
+    coord_->OnMessage(identity, r, now_);
+    ids_[identity] = outbox_.Last<Registered>(identity)->worker;
+    return ids_[identity];
+  }
+
+  void Heartbeats() {
+    for (const auto& [identity, id] : ids_) {
+      if (dead_.count(identity)) continue;
+      coord_->OnMessage(identity, WorkerHeartbeat{id, coord_->job() ? coord_->job()->attempt()
+                                                                    : AttemptNumber(0), {}},
+                        now_);
+    }
+  }
+
+  // Advances time in heartbeat steps, ticking the coordinator.
+  void Advance(int64_t ms) {
+    for (int64_t t = 0; t < ms; t += 100) {
+      now_ += 100;
+      Heartbeats();
+      coord_->OnTick(now_);
+    }
+  }
+
+  JobSpec Spec(int32_t p, int64_t checkpoint_interval_ms) {
+    JobSpec s;
+    s.job_name = "count-window";
+    s.input = "gen:events=10,keys=2,splits=1,seed=1";
+    s.parallelism = p;
+    s.max_parallelism = 8;
+    s.checkpoint_interval_ms = checkpoint_interval_ms;
+    s.replacement_timeout_ms = 2000;
+    return s;
+  }
+
+  void Submit(const JobSpec& spec) {
+    coord_->OnMessage("cli", SubmitJob{spec}, now_);
+    ASSERT_TRUE(outbox_.Last<Reply>("cli")->ok) << outbox_.Last<Reply>("cli")->message;
+  }
+
+  // Answers the current attempt's DeployTask of every worker and checks StartTask went out.
+  void DeployAll(const std::vector<std::string>& identities) {
+    AttemptNumber a = coord_->job()->attempt();
+    for (const auto& identity : identities) {
+      auto d = outbox_.Last<DeployTask>(identity);
+      ASSERT_TRUE(d.has_value()) << identity;
+      ASSERT_EQ(d->attempt, a) << identity;
+      TaskDeployed r;
+      r.worker = ids_[identity];
+      r.attempt = a;
+      r.subtask = d->subtask;
+      r.input_endpoints.assign(static_cast<size_t>(d->spec.parallelism), "tcp://x:1");
+      coord_->OnMessage(identity, r, now_);
+    }
+    ASSERT_EQ(coord_->job()->state(), JobState::kRunning);
+  }
+
+  // Acknowledges the latest TriggerCheckpoint sent to each worker, writing a state file of
+  // `bytes_per_key_group` per key group of its range.
+  void AckAll(const std::vector<std::string>& identities, uint64_t bytes_per_key_group = 10) {
+    for (const auto& identity : identities) {
+      auto t = outbox_.Last<TriggerCheckpoint>(identity);
+      ASSERT_TRUE(t.has_value());
+      auto d = outbox_.Last<DeployTask>(identity);
+      AcknowledgeCheckpoint a;
+      a.worker = ids_[identity];
+      a.attempt = t->attempt;
+      a.subtask = d->subtask;
+      a.checkpoint = t->checkpoint;
+      KeyGroupsStateHandle& h = a.keyed_state;
+      h.path = CheckpointStorage::SubtaskStateFileName(d->subtask);
+      h.range = d->key_groups;
+      uint64_t offset = 0;
+      for (int32_t g = 0; g < h.range.size(); ++g) {
+        h.offsets.push_back(offset);
+        h.lengths.push_back(bytes_per_key_group);
+        h.keys.push_back(1);
+        h.timers.push_back(1);
+        offset += bytes_per_key_group;
+      }
+      h.size = offset;
+      ASSERT_TRUE(WriteFileAtomically(t->directory + "/" + h.path, std::string(h.size, 'x')).ok());
+      a.split_positions["0"] = "pos-" + std::to_string(t->checkpoint.value());
+      coord_->OnMessage(identity, a, now_);
+    }
+  }
+
+  // Advances until the next periodic checkpoint is triggered at `identity`.
+  void AdvanceToNextCheckpoint(const std::string& identity) {
+    size_t before = outbox_.To<TriggerCheckpoint>(identity).size();
+    for (int i = 0; i < 100 && outbox_.To<TriggerCheckpoint>(identity).size() == before; ++i) {
+      Advance(100);
+    }
+    ASSERT_GT(outbox_.To<TriggerCheckpoint>(identity).size(), before) << "no checkpoint triggered";
+  }
+
+  void Kill(const std::string& identity) { dead_.insert(identity); }
+
+  TempDir dir_{"recovery-test"};
+  ManualClock clock_;
+  FakeOutbox outbox_;
+  std::unique_ptr<Coordinator> coord_;
+  std::map<std::string, WorkerId> ids_;
+  std::set<std::string> dead_;
+  int64_t now_ = 1000;
+};
+
+TEST_F(RecoveryTest, RestartsFromTheLatestCompletedCheckpointWhenAWorkerIsLost) {
+  Register("w0", 0);
+  Register("w1", 1);
+  Submit(Spec(2, 500));
+  DeployAll({"w0", "w1"});
+  AdvanceToNextCheckpoint("w0");  // periodic checkpoint 1
+  AckAll({"w0", "w1"});
+  EXPECT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 1);
+  Kill("w1");
+  Advance(1200);  // heartbeat timeout -> attempt fails, restart waits for a replacement
+  EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
+  EXPECT_EQ(outbox_.Last<CancelTask>("w0")->attempt.value(), 1);
+  Register("w1b", 1);  // the respawned worker
+  Advance(100);
+  auto d0 = outbox_.Last<DeployTask>("w0");
+  auto d1 = outbox_.Last<DeployTask>("w1b");
+  ASSERT_TRUE(d0 && d1);
+  EXPECT_EQ(d0->attempt.value(), 2);
+  ASSERT_TRUE(d0->restore.has_value());
+  EXPECT_EQ(d0->restore->checkpoint.value(), 1);
+  ASSERT_EQ(d0->restore->keyed_state.size(), 1u);  // same parallelism: its own old file
+  EXPECT_EQ(d0->restore->keyed_state[0].range, KeyGroupRange::Of(0, 3));
+  EXPECT_EQ(d1->restore->keyed_state[0].range, KeyGroupRange::Of(4, 7));
+  EXPECT_EQ(d1->restore->split_positions.at("0"), "pos-1");
+  DeployAll({"w0", "w1b"});
+  auto status = coord_->StatusJson(now_)["job"];
+  EXPECT_EQ(status["restored_from"], 1);
+  EXPECT_EQ(status["restarts"], 1);
+}
+
+TEST_F(RecoveryTest, CorruptedNewestCheckpointFallsBackToThePreviousOne) {
+  Register("w0", 0);
+  Submit(Spec(1, 500));
+  DeployAll({"w0"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"});
+  EXPECT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 2);
+  // The worker fails; the restart restores checkpoint 2, whose file turns out to be corrupted.
+  TaskFailed f{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"};
+  coord_->OnMessage("w0", f, now_);
+  Advance(300);
+  auto d = outbox_.Last<DeployTask>("w0");
+  ASSERT_EQ(d->attempt.value(), 2);
+  EXPECT_EQ(d->restore->checkpoint.value(), 2);
+  DeployAll({"w0"});
+  TaskFailed corrupted{ids_["w0"], AttemptNumber(2), SubtaskIndex(0),
+                       "checkpoint 2 cannot be restored: checksum mismatch", CheckpointId(2)};
+  coord_->OnMessage("w0", corrupted, now_);
+  Advance(1000);
+  d = outbox_.Last<DeployTask>("w0");
+  ASSERT_EQ(d->attempt.value(), 3);
+  EXPECT_EQ(d->restore->checkpoint.value(), 1);
+}
+
+TEST_F(RecoveryTest, TruncatedStateFileIsSkippedWhenPlanningTheRestore) {
+  Register("w0", 0);
+  Submit(Spec(1, 500));
+  DeployAll({"w0"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"});
+  CheckpointStorage storage(dir_.path());
+  std::string newest = storage.CheckpointDirectory(coord_->job()->job_id(), CheckpointId(2)) + "/" +
+                       CheckpointStorage::SubtaskStateFileName(SubtaskIndex(0));
+  ASSERT_TRUE(WriteFileAtomically(newest, "short").ok());
+  coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"}, now_);
+  Advance(300);
+  auto d = outbox_.Last<DeployTask>("w0");
+  ASSERT_EQ(d->attempt.value(), 2);
+  EXPECT_EQ(d->restore->checkpoint.value(), 1);
+}
+
+TEST_F(RecoveryTest, ScalesDownWhenALostWorkerIsNotReplacedInTime) {
+  Register("w0", 0);
+  Register("w1", 1);
+  Submit(Spec(2, 500));
+  DeployAll({"w0", "w1"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0", "w1"});
+  Kill("w1");
+  Advance(1500);  // lost after 1 s, then the 200 ms restart delay
+  EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
+  EXPECT_NE(coord_->StatusJson(now_)["job"]["waiting_for"].get<std::string>().find(
+                "waiting for 1 replacement worker(s)"),
+            std::string::npos);
+  Advance(1700);  // the replacement timeout (2 s after the failure) passes
+  auto d = outbox_.Last<DeployTask>("w0");
+  ASSERT_EQ(d->attempt.value(), 2);
+  EXPECT_EQ(d->spec.parallelism, 1);
+  EXPECT_EQ(d->key_groups, KeyGroupRange::Of(0, 7));
+  EXPECT_EQ(d->restore->keyed_state.size(), 2u);  // both old files hold its key groups
+}
+
+TEST_F(RecoveryTest, WithoutCheckpointingALostWorkerFailsTheJob) {
+  Register("w0", 0);
+  Register("w1", 1);
+  Submit(Spec(2, 0));
+  DeployAll({"w0", "w1"});
+  Kill("w1");
+  Advance(1200);
+  EXPECT_EQ(coord_->job()->state(), JobState::kFailed);
+  EXPECT_NE(coord_->job()->failure_reason().find("(restart strategy: none)"), std::string::npos);
+}
+
+TEST_F(RecoveryTest, FinalCheckpointCommitsBeforeTheJobFinishes) {
+  Register("w0", 0);
+  Register("w1", 1);
+  Submit(Spec(2, 60'000));  // periodic checkpoints far away: only the final one happens
+  DeployAll({"w0", "w1"});
+  for (const char* w : {"w0", "w1"}) {
+    coord_->OnMessage(w, TaskInputEnded{ids_[w], AttemptNumber(1),
+                                        outbox_.Last<DeployTask>(w)->subtask},
+                      now_);
+  }
+  EXPECT_EQ(coord_->job()->state(), JobState::kFinishing);
+  auto t = outbox_.Last<TriggerCheckpoint>("w0");
+  ASSERT_TRUE(t.has_value());
+  AckAll({"w0", "w1"});
+  EXPECT_EQ(outbox_.Last<NotifyCheckpointComplete>("w1")->checkpoint, t->checkpoint);
+  auto m = CheckpointStorage::ReadMetadata(t->directory);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(m->final);
+  for (const char* w : {"w0", "w1"}) {
+    coord_->OnMessage(w, TaskFinished{ids_[w], AttemptNumber(1),
+                                      outbox_.Last<DeployTask>(w)->subtask, {}},
+                      now_);
+  }
+  EXPECT_EQ(coord_->job()->state(), JobState::kFinished);
+}
+
+TEST_F(RecoveryTest, RescaleTakesASavepointAndRedeploysWhereEachSubtaskGetsItsFiles) {
+  Register("w0", 0);
+  Register("w1", 1);
+  Register("w2", 2);
+  Submit(Spec(2, 60'000));
+  DeployAll({"w0", "w1"});
+  coord_->OnMessage("cli", RescaleRequest{3, false, 5000}, now_);
+  auto t = outbox_.Last<TriggerCheckpoint>("w0");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_TRUE(t->savepoint);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRescaling);
+  AckAll({"w0", "w1"});
+  ASSERT_EQ(outbox_.Last<CancelTask>("w0")->attempt.value(), 1);
+  EXPECT_FALSE(outbox_.Last<NotifyCheckpointComplete>("w0").has_value());  // savepoint
+  auto d2 = outbox_.Last<DeployTask>("w2");
+  ASSERT_TRUE(d2.has_value());
+  EXPECT_EQ(d2->attempt.value(), 2);
+  EXPECT_EQ(d2->spec.parallelism, 3);
+  EXPECT_EQ(d2->key_groups, KeyGroupRange::Of(6, 7));
+  ASSERT_EQ(d2->restore->keyed_state.size(), 1u);  // only old subtask 1 holds 6..7
+  EXPECT_EQ(d2->restore->keyed_state[0].range, KeyGroupRange::Of(4, 7));
+  EXPECT_EQ(outbox_.Last<DeployTask>("w1")->restore->keyed_state.size(), 2u);  // 3..5
+  size_t replies = outbox_.To<Reply>("cli").size();
+  DeployAll({"w0", "w1", "w2"});
+  ASSERT_EQ(outbox_.To<Reply>("cli").size(), replies + 1);
+  EXPECT_TRUE(outbox_.Last<Reply>("cli")->ok);
+  EXPECT_EQ(coord_->job()->spec().parallelism, 3);
+}
+
+TEST_F(RecoveryTest, RescaleRefusalsLeaveTheJobRunningUntouched) {
+  Register("w0", 0);
+  Register("w1", 1);
+  Submit(Spec(2, 60'000));
+  DeployAll({"w0", "w1"});
+  coord_->OnMessage("cli", RescaleRequest{9, false, 0}, now_);
+  EXPECT_EQ(outbox_.Last<Reply>("cli")->message,
+            "cannot rescale job " + coord_->job()->job_id() +
+                " to 9: it must be between 1 and the job's max parallelism 8 (its number of key "
+                "groups, fixed for the lifetime of the job and its checkpoints); the job keeps "
+                "running at parallelism 2");
+  coord_->OnMessage("cli", RescaleRequest{3, false, 0}, now_);  // only 2 workers
+  Advance(100);
+  EXPECT_FALSE(outbox_.Last<Reply>("cli")->ok);
+  EXPECT_NE(outbox_.Last<Reply>("cli")->message.find("needs 3 workers but only 2 registered"),
+            std::string::npos);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
+  EXPECT_EQ(coord_->job()->attempt().value(), 1);
+  EXPECT_FALSE(outbox_.Last<CancelTask>("w0").has_value());
+}
+
+TEST_F(RecoveryTest, RescalePlanListsEveryKeyGroupOnceWithBytes) {
+  Register("w0", 0);
+  Register("w1", 1);
+  Submit(Spec(2, 500));
+  DeployAll({"w0", "w1"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0", "w1"}, 7);
+  coord_->OnMessage("cli", RescaleRequest{3, true, 0}, now_);
+  auto r = outbox_.Last<Reply>("cli");
+  ASSERT_TRUE(r->ok) << r->message;
+  auto plan = nlohmann::json::parse(r->json);
+  EXPECT_EQ(plan["old_parallelism"], 2);
+  EXPECT_EQ(plan["new_parallelism"], 3);
+  // New ranges of (8, 3): [0,2] [3,5] [6,7]; 7 bytes per key group.
+  EXPECT_EQ(plan["bytes_per_new_subtask"], nlohmann::json({21, 21, 14}));
+  int covered = 0;
+  for (const auto& mv : plan["moves"]) {
+    covered += mv["last_key_group"].get<int>() - mv["first_key_group"].get<int>() + 1;
+  }
+  EXPECT_EQ(covered, 8);
+  EXPECT_EQ(coord_->job()->attempt().value(), 1);  // nothing changed
+}
+
+TEST_F(RecoveryTest, RestartedCoordinatorResumesTheRunningJobFromItsLatestCheckpoint) {
+  Register("w0", 0);
+  Submit(Spec(1, 500));
+  DeployAll({"w0"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"});
+  std::string job_id = coord_->job()->job_id();
+  // The coordinator dies (no clean cancel) and a new one starts on the same directory.
+  Reset();
+  ids_.clear();
+  ASSERT_TRUE(coord_->ResumeJobs(now_).ok());
+  ASSERT_NE(coord_->job(), nullptr);
+  EXPECT_EQ(coord_->job()->job_id(), job_id);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
+  Register("w0-again", 0);
+  Advance(100);
+  auto d = outbox_.Last<DeployTask>("w0-again");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->attempt.value(), 2);  // continues after the last recorded attempt
+  EXPECT_EQ(d->restore->checkpoint.value(), 1);
+  EXPECT_EQ(d->job_id, job_id);
+}
+
+}  // namespace
+}  // namespace keyflow
