@@ -332,6 +332,38 @@ int RunStatusCommand(const std::vector<std::string>& args) {
     std::cout << "  reason: " << job.value("failure", std::string()) << "\n";
   }
   std::cout << "  " << ProgressLine(job) << "\n";
+  if (!job.value("waiting_for", std::string()).empty()) {
+    std::cout << "  " << job.value("waiting_for", std::string()) << "\n";
+  }
+  if (job.contains("rescale")) {
+    std::cout << "  rescaling to " << job["rescale"].value("target", 0) << ": "
+              << job["rescale"].value("phase", "") << " ("
+              << job["rescale"].value("elapsed_ms", 0) << " ms)\n";
+  }
+  if (job.value("restarts", 0) > 0) {
+    std::cout << "  restarts: " << job.value("restarts", 0) << " (" << job.value("restart_strategy", "")
+              << "), last failure: " << job.value("last_failure", std::string()) << "\n";
+  }
+  const nlohmann::json& ck = job["checkpoints"];
+  if (ck.is_object()) {
+    std::cout << "  checkpoints: interval "
+              << (ck.value("interval_ms", 0) > 0 ? std::to_string(ck.value("interval_ms", 0)) + " ms"
+                                                 : std::string("off"))
+              << ", latest completed " << ck.value("latest_completed", 0) << ", pending "
+              << ck.value("pending", 0) << "\n";
+    if (ck.contains("recent")) {
+      for (const auto& c : ck["recent"]) {
+        std::cout << "    " << (c.value("savepoint", false) ? "savepoint " : "checkpoint ")
+                  << c.value("id", 0) << "  " << c.value("state", "") << "  "
+                  << c.value("duration_ms", 0) << " ms  " << Human(c.value("bytes", 0.0))
+                  << "B  sync " << c.value("sync_us", 0) << " us"
+                  << (c.value("failure", std::string()).empty()
+                          ? std::string()
+                          : "  (" + c.value("failure", std::string()) + ")")
+                  << "\n";
+      }
+    }
+  }
   std::cout << "  subtask  key-groups  state      records-in  in/s     processed  out        "
                "watermark       backpressure\n";
   for (const auto& s : job["subtasks"]) {
