@@ -58,6 +58,7 @@ std::vector<RestoreAssignment> AssignState(const CheckpointMetadata& m,
     a.checkpoint_dir = checkpoint_dir;
     a.split_positions = m.split_positions;
     a.sink_committables = m.sink_committables;
+    a.sink_directory = m.spec.output_dir;
     auto add = [&](const KeyGroupsStateHandle& h) {
       a.keyed_state.push_back(h);
       a.keyed_state.back().path = AbsoluteIn(checkpoint_dir, h.path);

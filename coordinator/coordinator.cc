@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "common/file_io.h"
 #include "common/logging.h"
 
 namespace keyflow {
@@ -59,6 +60,7 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
           }
         } else if constexpr (std::is_same_v<T, TaskDeployed> || std::is_same_v<T, TaskFinished> ||
                              std::is_same_v<T, TaskFailed> || std::is_same_v<T, TaskInputEnded> ||
+                             std::is_same_v<T, TaskRunning> ||
                              std::is_same_v<T, AcknowledgeCheckpoint> ||
                              std::is_same_v<T, DeclineCheckpoint>) {
           if (Sender(identity, m.worker) == nullptr || job_ == nullptr) return;
@@ -66,10 +68,34 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
           if constexpr (std::is_same_v<T, TaskFinished>) job_->OnTaskFinished(m, now_ms);
           if constexpr (std::is_same_v<T, TaskFailed>) job_->OnTaskFailed(m, now_ms);
           if constexpr (std::is_same_v<T, TaskInputEnded>) job_->OnTaskInputEnded(m, now_ms);
+          if constexpr (std::is_same_v<T, TaskRunning>) job_->OnTaskRunning(m, now_ms);
           if constexpr (std::is_same_v<T, AcknowledgeCheckpoint>) job_->OnAcknowledge(m, now_ms);
           if constexpr (std::is_same_v<T, DeclineCheckpoint>) job_->OnDecline(m, now_ms);
         } else if constexpr (std::is_same_v<T, CheckpointRequest>) {
           HandleCheckpointRequest(identity, m, now_ms);
+        } else if constexpr (std::is_same_v<T, StopJob>) {
+          if (job_ == nullptr || job_->terminal()) {
+            SendReply(identity, false, "no job is running");
+            return;
+          }
+          Status s = job_->StopWithSavepoint(
+              m.directory,
+              [this, identity](Result<CheckpointLocation> sp) {
+                if (!sp.ok()) {
+                  SendReply(identity, false, sp.status().message());
+                  return;
+                }
+                nlohmann::json j;
+                j["id"] = sp->id.value();
+                j["directory"] = sp->directory;
+                SendReply(identity, true,
+                          "job stopped with savepoint " + std::to_string(sp->id.value()) + ": " +
+                              sp->directory + " (continue with keyflow run ... --from-savepoint " +
+                              sp->directory + ")",
+                          j.dump());
+              },
+              now_ms);
+          if (!s.ok()) SendReply(identity, false, s.message());
         } else if constexpr (std::is_same_v<T, RescaleRequest>) {
           HandleRescale(identity, m, now_ms);
         } else if constexpr (std::is_same_v<T, ListCheckpointsRequest>) {
@@ -133,6 +159,17 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
   }
   ++jobs_submitted_;
   std::string job_id = MakeJobId(m.spec.job_name, wall_clock_->Now());
+  {
+    // Two submissions in the same second, or a directory left by an earlier coordinator.
+    CheckpointStorage storage(m.spec.checkpoint_dir.empty() ? options_.job.checkpoint_root
+                                                            : m.spec.checkpoint_dir);
+    std::string base = job_id;
+    for (int n = 2; PathExists(storage.JobDirectory(job_id)) ||
+                    (job_ != nullptr && job_->job_id() == job_id);
+         ++n) {
+      job_id = base + "-" + std::to_string(n);
+    }
+  }
   auto jm = JobMaster::Create(job_id, m.spec, &workers_, outbox_, wall_clock_, options_.job,
                               now_ms);
   if (!jm.ok()) {

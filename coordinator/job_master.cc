@@ -253,6 +253,18 @@ void JobMaster::OnTaskDeployed(const TaskDeployed& m, int64_t now_ms) {
   KF_LOG_INFO("job running job={} attempt={} deploy_ms={} since_failure_ms={}", job_id_,
               attempt_.value(), now_ms - deploy_started_ms_,
               last_failure_ms_ > 0 ? now_ms - last_failure_ms_ : 0);
+}
+
+void JobMaster::OnTaskRunning(const TaskRunning& m, int64_t now_ms) {
+  Vertex* v = VertexOf(m.subtask, m.attempt, m.worker);
+  if (v == nullptr || v->running) return;
+  v->running = true;
+  for (const Vertex& x : vertices_) {
+    if (!x.running) return;
+  }
+  KF_LOG_INFO("job processing again job={} attempt={} since_deploy_ms={} since_failure_ms={}",
+              job_id_, attempt_.value(), now_ms - deploy_started_ms_,
+              last_failure_ms_ > 0 ? now_ms - last_failure_ms_ : 0);
   if (rescale_ && rescale_->phase == "deploying") {
     KF_LOG_INFO("rescale done job={} parallelism={} ms={}", job_id_, spec_.parallelism,
                 now_ms - rescale_->started_ms);
@@ -482,9 +494,11 @@ void JobMaster::StepRescale(int64_t now_ms) {
     return;
   }
   rescale_->phase = "savepoint";
-  Send(checkpoints_->StopPeriodic("a rescale takes a savepoint", now_ms));
+  Send(checkpoints_->StopPeriodic(
+      rescale_->target == 0 ? "the job stops with a savepoint" : "a rescale takes a savepoint",
+      now_ms));
   auto out = checkpoints_->Trigger(
-      now_ms, /*savepoint=*/true, /*final=*/false, "",
+      now_ms, /*savepoint=*/true, /*final=*/false, rescale_->savepoint_dir,
       [this](Result<CheckpointLocation> sp) { OnRescaleSavepoint(std::move(sp), MonotonicMillis()); });
   if (!out.ok()) {
     EndRescale(out.status().WithContext("cannot take the rescale savepoint"));
@@ -496,7 +510,18 @@ void JobMaster::StepRescale(int64_t now_ms) {
 void JobMaster::OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t now_ms) {
   if (!rescale_ || rescale_->phase != "savepoint") return;
   if (!savepoint.ok()) {
-    EndRescale(savepoint.status().WithContext("the rescale savepoint failed"));
+    EndRescale(savepoint.status().WithContext(rescale_->target == 0 ? "the stop savepoint failed"
+                                                                     : "the rescale savepoint failed"));
+    return;
+  }
+  if (rescale_->target == 0) {  // stop with savepoint
+    RequestCallback done = std::move(rescale_->stop_done);
+    rescale_.reset();
+    KF_LOG_INFO("job stopped with savepoint job={} savepoint={}", job_id_, savepoint->directory);
+    Cancel("stopped with savepoint " + std::to_string(savepoint->id.value()) + " (" +
+               savepoint->directory + ")",
+           now_ms);
+    if (done) done(std::move(savepoint));
     return;
   }
   auto m = CheckpointStorage::ReadMetadata(savepoint->directory);
@@ -523,6 +548,7 @@ void JobMaster::EndRescale(Status result) {
   if (!rescale_) return;
   RescaleOp op = std::move(*rescale_);
   rescale_.reset();
+  if (op.target == 0 && !result.ok() && op.stop_done) op.stop_done(result);
   if (!result.ok() && state_ == JobState::kRescaling) {
     // The old attempt never stopped: it goes on as before.
     state_ = JobState::kRunning;
@@ -532,8 +558,33 @@ void JobMaster::EndRescale(Status result) {
   if (op.done) op.done(result);
 }
 
+Status JobMaster::StopWithSavepoint(const std::string& directory, RequestCallback done,
+                                   int64_t now_ms) {
+  if (state_ != JobState::kRunning || !checkpoints_) {
+    return FailedPrecondition("job " + job_id_ + " is " + std::string(JobStateName(state_)) +
+                              ": it can be stopped with a savepoint only while RUNNING");
+  }
+  RescaleOp op;
+  op.target = 0;
+  op.phase = "waiting for workers";  // trivially satisfied: goes straight to the savepoint
+  op.started_ms = now_ms;
+  op.workers_deadline_ms = now_ms;
+  op.savepoint_dir = directory;
+  op.stop_done = std::move(done);
+  rescale_ = std::move(op);
+  state_ = JobState::kRescaling;
+  StepRescale(now_ms);
+  return Status::Ok();
+}
+
 Result<nlohmann::json> JobMaster::PlanRescaleJson(int32_t new_parallelism) const {
-  RETURN_IF_ERROR(ValidateParallelism(new_parallelism, spec_.max_parallelism));
+  if (new_parallelism < 1 || new_parallelism > spec_.max_parallelism) {
+    return InvalidArgument("cannot plan a rescale of job " + job_id_ + " to " +
+                           std::to_string(new_parallelism) +
+                           ": it must be between 1 and the job's max parallelism " +
+                           std::to_string(spec_.max_parallelism) +
+                           " (its number of key groups, fixed for the lifetime of the job)");
+  }
   std::optional<RestorePoint> from;
   auto completed = storage_.ListCompletedCheckpoints(job_id_);
   if (completed.ok() && !completed->empty()) {
@@ -616,7 +667,9 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   nlohmann::json j;
   j["job_id"] = job_id_;
   j["job"] = spec_.job_name;
-  j["state"] = JobStateName(state_);
+  j["state"] = state_ == JobState::kRescaling && rescale_ && rescale_->target == 0
+                   ? std::string_view("STOPPING")
+                   : JobStateName(state_);
   j["attempt"] = attempt_.value();
   j["parallelism"] = spec_.parallelism;
   j["max_parallelism"] = spec_.max_parallelism;
@@ -639,14 +692,17 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   int64_t min_watermark = INT64_MAX;
   for (const Vertex& v : vertices_) {
     const WorkerInfo* w = workers_->Find(v.worker);
+    if (w != nullptr && w->attempt != attempt_) w = nullptr;  // metrics of an older attempt
     SubtaskMetrics m = v.finished ? v.final_metrics : (w ? w->metrics : SubtaskMetrics{});
     nlohmann::json s;
     s["subtask"] = v.subtask.value();
     s["worker"] = v.worker_description;
     s["key_groups"] = {v.key_groups.start(), v.key_groups.end()};
-    s["state"] = v.finished ? "FINISHED"
+    s["state"] = v.finished      ? "FINISHED"
                  : v.input_ended ? "INPUT_ENDED"
-                 : v.deployed ? "RUNNING" : "DEPLOYING";
+                 : v.running     ? "RUNNING"
+                 : v.deployed    ? "RESTORING"
+                                 : "DEPLOYING";
     s["records_in"] = m.records_in;
     s["records_processed"] = m.records_processed;
     s["records_out"] = m.records_out;

@@ -72,6 +72,7 @@ class JobMaster {
                                                    JobMasterOptions options, int64_t now_ms);
 
   void OnTaskDeployed(const TaskDeployed& m, int64_t now_ms);
+  void OnTaskRunning(const TaskRunning& m, int64_t now_ms);
   void OnTaskInputEnded(const TaskInputEnded& m, int64_t now_ms);
   void OnTaskFinished(const TaskFinished& m, int64_t now_ms);
   void OnTaskFailed(const TaskFailed& m, int64_t now_ms);
@@ -94,6 +95,11 @@ class JobMaster {
   using RescaleCallback = std::function<void(Status)>;
   Status Rescale(int32_t new_parallelism, int64_t wait_for_workers_ms, RescaleCallback done,
                  int64_t now_ms);
+  // `keyflow stop` (Flink's stop-with-savepoint, no drain): stops periodic checkpoints, takes a
+  // savepoint, then cancels the job — nothing is committed after the savepoint, so a job run
+  // later with --from-savepoint continues exactly where this one stopped. `done` gets the
+  // savepoint or the failure (then the job goes on running).
+  Status StopWithSavepoint(const std::string& directory, RequestCallback done, int64_t now_ms);
   // `keyflow rescale P' --plan`: the key-group moves and bytes per new subtask, planned from
   // the latest completed checkpoint (or the rescale/initial savepoint). Changes nothing.
   Result<nlohmann::json> PlanRescaleJson(int32_t new_parallelism) const;
@@ -121,6 +127,7 @@ class JobMaster {
     std::string worker_description;
     KeyGroupRange key_groups;
     bool deployed = false;
+    bool running = false;  // restored and processing (TaskRunning)
     bool input_ended = false;
     bool finished = false;
     std::vector<std::string> input_endpoints;
@@ -183,7 +190,9 @@ class JobMaster {
 
   // A rescale in progress.
   struct RescaleOp {
-    int32_t target = 0;
+    int32_t target = 0;  // 0: stop with savepoint
+    std::string savepoint_dir;
+    RequestCallback stop_done;
     std::string phase;  // "waiting for workers", "savepoint", "deploying"
     int64_t started_ms = 0;
     int64_t workers_deadline_ms = 0;

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "common/protocol/bounded_binary_input_archive.h"
+
 namespace keyflow {
 
 std::string EncodeControlMessage(const ControlMessage& msg) {
@@ -35,12 +37,22 @@ Result<ControlMessage> DecodeControlMessage(std::string_view bytes, std::string_
                               std::to_string(kControlProtocolVersion) +
                               ": run the same keyflow version on all hosts");
   }
-  // cereal reports malformed input by throwing; this is the module edge that catches it.
+  if (bytes.size() > kMaxControlMessageBytes) {
+    return Corruption("control message from " + std::string(peer) + " has " +
+                      std::to_string(bytes.size()) + " bytes, more than the limit of " +
+                      std::to_string(kMaxControlMessageBytes));
+  }
+  // cereal reports malformed input by throwing; this is the module edge that catches it. The
+  // bounded archive checks every length field against the bytes left before allocating.
   try {
-    std::istringstream is(std::string(bytes.substr(4)), std::ios::binary);
-    cereal::BinaryInputArchive ar(is);
+    BoundedBinaryInputArchive ar(bytes.substr(4));
     ControlMessage msg;
     ar(msg);
+    if (ar.remaining() != 0) {
+      return Corruption("malformed control message from " + std::string(peer) + ": " +
+                        std::to_string(ar.remaining()) + " bytes after the " +
+                        std::string(ControlMessageName(msg)) + " message");
+    }
     return msg;
   } catch (const std::exception& e) {
     return Corruption("malformed control message from " + std::string(peer) + ": " + e.what());
@@ -50,13 +62,13 @@ Result<ControlMessage> DecodeControlMessage(std::string_view bytes, std::string_
 std::string_view ControlMessageName(const ControlMessage& msg) {
   static constexpr std::string_view kNames[] = {
       "RegisterWorker",      "WorkerHeartbeat",       "TaskDeployed",
-      "TaskFinished",        "TaskFailed",            "TaskInputEnded",
+      "TaskFinished",        "TaskFailed",            "TaskInputEnded",       "TaskRunning",
       "AcknowledgeCheckpoint",
       "DeclineCheckpoint",   "Registered",            "DeployTask",
       "StartTask",           "CoordinatorHeartbeat",  "TriggerCheckpoint",
       "NotifyCheckpointComplete", "NotifyCheckpointAborted", "CancelTask",
       "RegisterAgain",
-      "SubmitJob",           "StatusRequest",         "CancelJob",
+      "SubmitJob",           "StatusRequest",         "CancelJob",            "StopJob",
       "CheckpointRequest",   "ListCheckpointsRequest", "RescaleRequest",
       "Reply"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlMessage>);

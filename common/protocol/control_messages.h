@@ -12,6 +12,7 @@
 // number; messages from an older attempt are ignored (stale deployment).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -27,6 +28,9 @@
 namespace keyflow {
 
 inline constexpr uint32_t kControlProtocolVersion = 1;
+// Larger messages are refused before decoding (the coordinator's ROUTER also sets this as its
+// ZeroMQ maximum message size).
+inline constexpr size_t kMaxControlMessageBytes = size_t{64} << 20;
 
 // ---- shared pieces --------------------------------------------------------------------------
 
@@ -116,6 +120,17 @@ struct TaskFailed {
   void serialize(A& ar) { ar(worker, attempt, subtask, reason, corrupted_checkpoint); }
 };
 
+// The subtask restored its state (if any) and processes records: the job is "processing again".
+struct TaskRunning {
+  WorkerId worker;
+  AttemptNumber attempt;
+  SubtaskIndex subtask;
+  int64_t restore_ms = 0;
+  int64_t restore_bytes = 0;
+  template <class A>
+  void serialize(A& ar) { ar(worker, attempt, subtask, restore_ms, restore_bytes); }
+};
+
 // With checkpointing on, a subtask whose input ended keeps its results pending until a
 // checkpoint taken after the end completes (the final checkpoint); this tells the coordinator
 // to take it.
@@ -173,9 +188,11 @@ struct RestoreAssignment {
   std::vector<KeyGroupsStateHandle> keyed_state;    // old subtasks' files intersecting my range
   std::map<std::string, std::string> split_positions;  // all splits (union state)
   std::vector<std::string> sink_committables;   // the ones this subtask (re-)commits
+  std::string sink_directory;  // output directory of the job that took the checkpoint
   template <class A>
   void serialize(A& ar) {
-    ar(checkpoint, checkpoint_dir, keyed_state, split_positions, sink_committables);
+    ar(checkpoint, checkpoint_dir, keyed_state, split_positions, sink_committables,
+       sink_directory);
   }
 };
 
@@ -268,6 +285,14 @@ struct CheckpointRequest {
   void serialize(A& ar) { ar(savepoint, directory); }
 };
 
+// Stop-with-savepoint (Flink's `flink stop`): a savepoint, then the job is canceled, so no
+// result is committed after the savepoint.
+struct StopJob {
+  std::string directory;  // savepoint target; empty = <checkpoint dir>/<job>/savepoint-<n>
+  template <class A>
+  void serialize(A& ar) { ar(directory); }
+};
+
 struct ListCheckpointsRequest {
   template <class A>
   void serialize(A&) {}
@@ -292,15 +317,18 @@ struct Reply {
 
 using ControlMessage =
     std::variant<RegisterWorker, WorkerHeartbeat, TaskDeployed, TaskFinished, TaskFailed,
-                 TaskInputEnded,
+                 TaskInputEnded, TaskRunning,
                  AcknowledgeCheckpoint, DeclineCheckpoint, Registered, DeployTask, StartTask,
                  CoordinatorHeartbeat, TriggerCheckpoint, NotifyCheckpointComplete,
                  NotifyCheckpointAborted, CancelTask, RegisterAgain, SubmitJob, StatusRequest, CancelJob,
+                 StopJob,
                  CheckpointRequest, ListCheckpointsRequest, RescaleRequest, Reply>;
 
 // Encodes version + message.
 std::string EncodeControlMessage(const ControlMessage& msg);
-// Decodes; a wrong version or malformed bytes give a Status naming `peer`.
+// Decodes; a wrong version or malformed bytes give a Status naming `peer`. Never allocates more
+// than a small multiple of bytes.size() (every length field is checked against the bytes left),
+// refuses messages above kMaxControlMessageBytes and trailing bytes.
 Result<ControlMessage> DecodeControlMessage(std::string_view bytes, std::string_view peer);
 
 // Name of the message type, for logs ("DeployTask").

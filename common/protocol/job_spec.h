@@ -2,6 +2,7 @@
 // Validated once, at submission (Validate), so a bad flag is refused before anything runs.
 #pragma once
 
+#include <cereal/cereal.hpp>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -53,10 +54,17 @@ struct JobSpec {
        max_concurrent_checkpoints, retained_checkpoints, checkpoint_dir, from_savepoint,
        restart_strategy, restart_attempts, restart_delay_ms, restart_max_delay_ms,
        replacement_timeout_ms);
+    // Decoded bytes come from outside: an enum must hold one of its values. (cereal reports
+    // malformed input by throwing; the decoders catch it at their module edge.)
+    if constexpr (Archive::is_loading::value) {
+      if (static_cast<uint8_t>(key_type) > static_cast<uint8_t>(KeyType::kLong)) {
+        throw cereal::Exception("the job spec has an unknown key type " +
+                                std::to_string(static_cast<int>(key_type)));
+      }
+    }
   }
 };
 
 }  // namespace keyflow
 
-#include <cereal/cereal.hpp>
 CEREAL_CLASS_VERSION(keyflow::JobSpec, 1);

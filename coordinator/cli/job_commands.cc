@@ -433,6 +433,31 @@ int CheckpointRequestCommand(const std::vector<std::string>& args, bool savepoin
 
 }  // namespace
 
+int RunStopCommand(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string endpoint, dir, timeout = "10min";
+  opts.add_options()
+      ("dir", po::value(&dir), "savepoint directory (default: <checkpoint dir>/<job>/savepoint-<n>)")
+      ("timeout", po::value(&timeout)->default_value(timeout), "how long to wait for the savepoint");
+  AddCoordinatorOption(&opts, &endpoint);
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine("usage: keyflow stop [--dir DIR]\nStops the running job with a savepoint "
+                        "(nothing is committed after it); continue later with keyflow run ... "
+                        "--from-savepoint DIR, at any parallelism.",
+                        opts, {}, args, &vm, &code)) {
+    return code;
+  }
+  auto timeout_ms = DurationFlagMillis("timeout", timeout);
+  if (!timeout_ms.ok()) return Fail(timeout_ms.status(), kExitUsage);
+  if (!dir.empty()) dir = std::filesystem::absolute(dir);
+  auto reply = Ask(endpoint, StopJob{dir}, &code, false, *timeout_ms);
+  if (!reply) return code;
+  if (!reply->ok) return Fail(reply->message, kExitFailure);
+  std::cout << reply->message << "\n";
+  return kExitOk;
+}
+
 int RunCheckpointCommand(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "inspect") {
     return RunCheckpointInspect(std::vector<std::string>(args.begin() + 1, args.end()), std::cout);

@@ -9,6 +9,8 @@ namespace keyflow::cli {
 int RunRunCommand(const std::vector<std::string>& args);
 int RunStatusCommand(const std::vector<std::string>& args);
 int RunCancelCommand(const std::vector<std::string>& args);
+// keyflow stop [--dir D]: stop with a savepoint
+int RunStopCommand(const std::vector<std::string>& args);
 // keyflow checkpoint [--coordinator ..]          trigger a checkpoint now and wait for it
 // keyflow checkpoint inspect PATH [--json]        print a checkpoint's metadata
 int RunCheckpointCommand(const std::vector<std::string>& args);

@@ -28,6 +28,7 @@ const std::map<std::string, CommandInfo>& Commands() {
       {"run", {RunRunCommand, "submit a job (--wait: follow it to the end)"}},
       {"status", {RunStatusCommand, "show workers, the job, subtasks, throughput, watermarks"}},
       {"cancel", {RunCancelCommand, "cancel the running job"}},
+      {"stop", {RunStopCommand, "stop the running job with a savepoint (continue with --from-savepoint)"}},
       {"checkpoint",
        {RunCheckpointCommand, "take a checkpoint now; `checkpoint inspect PATH` shows one"}},
       {"savepoint", {RunSavepointCommand, "take a savepoint (kept; restore with --from-savepoint)"}},

@@ -318,9 +318,42 @@ TEST_F(RecoveryTest, RescaleTakesASavepointAndRedeploysWhereEachSubtaskGetsItsFi
   EXPECT_EQ(outbox_.Last<DeployTask>("w1")->restore->keyed_state.size(), 2u);  // 3..5
   size_t replies = outbox_.To<Reply>("cli").size();
   DeployAll({"w0", "w1", "w2"});
+  EXPECT_EQ(outbox_.To<Reply>("cli").size(), replies);  // deployed, but not restored yet
+  for (const char* w : {"w0", "w1", "w2"}) {
+    coord_->OnMessage(w, TaskRunning{ids_[w], AttemptNumber(2), outbox_.Last<DeployTask>(w)->subtask,
+                                     5, 100},
+                      now_);
+  }
   ASSERT_EQ(outbox_.To<Reply>("cli").size(), replies + 1);
   EXPECT_TRUE(outbox_.Last<Reply>("cli")->ok);
   EXPECT_EQ(coord_->job()->spec().parallelism, 3);
+}
+
+TEST_F(RecoveryTest, StopWithSavepointCancelsTheJobAfterTheSavepoint) {
+  Register("w0", 0);
+  Submit(Spec(1, 500));
+  DeployAll({"w0"});
+  coord_->OnMessage("cli", StopJob{""}, now_);
+  auto t = outbox_.Last<TriggerCheckpoint>("w0");
+  ASSERT_TRUE(t && t->savepoint);
+  EXPECT_EQ(coord_->StatusJson(now_)["job"]["state"], "STOPPING");
+  Advance(2000);  // no periodic checkpoint may start meanwhile
+  EXPECT_EQ(outbox_.To<TriggerCheckpoint>("w0").size(), 1u);
+  AckAll({"w0"});
+  EXPECT_EQ(coord_->job()->state(), JobState::kCanceled);
+  auto r = outbox_.Last<Reply>("cli");
+  ASSERT_TRUE(r->ok) << r->message;
+  EXPECT_NE(r->message.find("job stopped with savepoint 1: " + t->directory), std::string::npos);
+  EXPECT_TRUE(CheckpointStorage::ReadMetadata(t->directory).ok());
+}
+
+TEST_F(RecoveryTest, SubmissionsInTheSameSecondGetDistinctJobIds) {
+  Register("w0", 0);
+  Submit(Spec(1, 0));
+  std::string first = coord_->job()->job_id();
+  coord_->OnMessage("cli", CancelJob{}, now_);
+  Submit(Spec(1, 0));
+  EXPECT_EQ(coord_->job()->job_id(), first + "-2");
 }
 
 TEST_F(RecoveryTest, RescaleRefusalsLeaveTheJobRunningUntouched) {

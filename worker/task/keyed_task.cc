@@ -156,8 +156,12 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
 
 Status KeyedTask::Run() {
   RETURN_IF_ERROR_CTX(operator_->Open(), "opening the job function");
+  int64_t restore_start = MonotonicMillis();
   if (deployment_.restore) RETURN_IF_ERROR(Restore(*deployment_.restore));
   operator_->Start();
+  if (callbacks_.running) {
+    callbacks_.running(MonotonicMillis() - restore_start, metrics_->restore_bytes.value());
+  }
   time_->Schedule(clock_->Now() + Duration::Millis(kGaugeIntervalMs),
                   [this](Timestamp ts) { UpdateGauges(ts); });
   Status s = processor_->RunMailboxLoop();

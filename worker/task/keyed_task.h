@@ -55,6 +55,8 @@ class KeyedTask {
     // Called on the task thread or the snapshot thread; must only hand over (e.g. put mail).
     std::function<void(CheckpointId, Result<KeyedCheckpointPart>)> checkpoint_done;
     std::function<void()> input_ended;  // checkpointing on: waiting for the final checkpoint
+    // State restored (if any), processing starts: how long the restore took and its bytes.
+    std::function<void(int64_t restore_ms, int64_t restore_bytes)> running;
   };
 
   // `gate` is bound already (its endpoints were reported to the coordinator). `sink` is null

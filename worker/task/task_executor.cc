@@ -72,6 +72,9 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
     if (d.attempt.value() == 1 && !d.restore) {
       RETURN_IF_ERROR(CheckOutputDirectoryIsFresh(spec.output_dir));
     }
+    // File names carry the job id: jobs sharing an output directory (e.g. one restored from
+    // another's savepoint) never touch each other's files.
+    const std::string prefix = "part-" + d.job_id;
     std::optional<CheckpointId> restored;
     std::vector<FileSinkCommittable> committables;
     if (d.restore) {
@@ -81,14 +84,25 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
         ASSIGN_OR_RETURN(FileSinkCommittable c, FileSinkCommittable::DecodeFrom(&r));
         committables.push_back(std::move(c));
       }
+      // A checkpoint of a job writing elsewhere: its pending results are committed where that
+      // job wrote them.
+      const std::string& old_dir = d.restore->sink_directory;
+      if (!old_dir.empty() && old_dir != spec.output_dir) {
+        for (const FileSinkCommittable& c : committables) {
+          RETURN_IF_ERROR_CTX(FileSink::Commit(old_dir, c),
+                              "committing the restored checkpoint's results in " + old_dir);
+        }
+        committables.clear();
+      }
     }
     ASSIGN_OR_RETURN(FileSinkRecoveryStats stats,
-                     FileSink::Recover(spec.output_dir, "part", restored, committables, d.attempt));
+                     FileSink::Recover(spec.output_dir, prefix, restored, committables, d.attempt));
     if (stats.committed + stats.deleted > 0) {
       KF_LOG_INFO("sink recovery committed={} already_committed={} deleted={}", stats.committed,
                   stats.already_committed, stats.deleted);
     }
     FileSinkOptions so;
+    so.prefix = prefix;
     so.directory = spec.output_dir;
     so.subtask = d.subtask;
     so.attempt = d.attempt;
@@ -117,6 +131,12 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
     self->hooks_.run_on_control_thread(self->OnControlThread([self] {
       self->hooks_.send(TaskInputEnded{self->worker_, self->deployment_.attempt,
                                        self->deployment_.subtask});
+    }));
+  };
+  callbacks.running = [self](int64_t restore_ms, int64_t restore_bytes) {
+    self->hooks_.run_on_control_thread(self->OnControlThread([self, restore_ms, restore_bytes] {
+      self->hooks_.send(TaskRunning{self->worker_, self->deployment_.attempt,
+                                    self->deployment_.subtask, restore_ms, restore_bytes});
     }));
   };
   ASSIGN_OR_RETURN(t->keyed_,
