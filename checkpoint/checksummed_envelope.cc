@@ -8,6 +8,7 @@
 
 #include "common/binary_io.h"
 #include "common/hashing.h"
+#include "common/protocol/bounded_binary_input_archive.h"
 
 namespace keyflow {
 
@@ -71,15 +72,14 @@ std::string EncodeJobSpecBlob(const JobSpec& spec) {
 
 Result<JobSpec> DecodeJobSpecBlob(std::string_view blob, std::string_view what) {
   // cereal reports malformed input by throwing; this is the module edge that catches it. The
-  // blob has passed the envelope checksum, so it is what the encoder wrote.
+  // blob has passed the envelope checksum, but a checksum is no bound: the bounded archive
+  // checks every length field against the bytes left before allocating.
   try {
-    std::istringstream is(std::string(blob), std::ios::binary);
-    cereal::BinaryInputArchive ar(is);
+    BoundedBinaryInputArchive ar(blob);
     JobSpec spec;
     ar(spec);
-    if (static_cast<size_t>(is.tellg()) != blob.size()) {
-      return Corruption(std::string(what) + ": the job spec has " +
-                        std::to_string(blob.size() - static_cast<size_t>(is.tellg())) +
+    if (ar.remaining() != 0) {
+      return Corruption(std::string(what) + ": the job spec has " + std::to_string(ar.remaining()) +
                         " trailing bytes (written by another keyflow version?)");
     }
     return spec;

@@ -38,6 +38,7 @@ class BoundedBinaryInputArchive
       throw cereal::Exception("input ends early: " + std::to_string(size) + " bytes needed, " +
                               std::to_string(remaining()) + " left");
     }
+    if (size == 0) return;  // `data` may be null (an empty vector's data())
     std::memcpy(data, p_, size);
     p_ += size;
   }

@@ -10,12 +10,21 @@ the results table.
   bench_results.py job FILE FIELD                a field of "job" in `keyflow status --json`
   bench_results.py checkpoints FILE...           the completed checkpoints (not savepoints) in
                                                  the history of `keyflow checkpoints --json`
-                                                 files: count, then median and max of sync_us,
-                                                 async_us, duration_ms, bytes (one line)
+                                                 files, one line: the number taken while the job
+                                                 held state, the median and max of their
+                                                 sync_us, async_us, duration_ms and bytes, then
+                                                 the number taken after the end of input and
+                                                 their max sync_us (see below)
   bench_results.py table FILE                    the markdown table of the rows in FILE
 
+Checkpoints after the end of input are told apart by size: a file's checkpoint whose state is
+under 1 % of the largest in that file was taken once every timer had fired (empty state); its
+synchronous part is dominated by the file sink flushing the job's last output, which is not the
+steady-state pause.
+
 Rows (FILE of `table`) are tab-separated: section, metric, value, unit, target ("" or
-">= X" / "<= X"), load average, note. A value of "" means not measured.
+">= X" / "<= X"), load averages (space separated; shown as a range), note. A value of "" means
+not measured.
 Exit status 1 with a message on stderr when a value is missing.
 """
 import json
@@ -59,23 +68,28 @@ def cmd_job(path, field):
 
 
 def cmd_checkpoints(*paths):
-    history = [h for p in paths for h in load(p).get("history", [])
-               if h.get("state") == "COMPLETED" and not h.get("savepoint")]
-    if not history:
-        print("0")
-        return
-    out = [str(len(history))]
+    during, after = [], []
+    for p in paths:
+        history = [h for h in load(p).get("history", [])
+                   if h.get("state") == "COMPLETED" and not h.get("savepoint")]
+        largest = max((h.get("bytes", 0) for h in history), default=0)
+        for h in history:
+            (during if h.get("bytes", 0) >= largest / 100 else after).append(h)
+    out = [len(during)]
     for field in ("sync_us", "async_us", "duration_ms", "bytes"):
-        values = [h.get(field, 0) for h in history]
-        out += [str(statistics.median(values)), str(max(values))]
-    print(" ".join(out))
+        values = [h.get(field, 0) for h in during] or [0]
+        out += [statistics.median(values), max(values)]
+    out += [len(after), max((h.get("sync_us", 0) for h in after), default=0)]
+    print(" ".join(str(v) for v in out))
 
 
 def fmt(value, unit):
     if value == "":
         return "not measured"
     v = float(value)
-    if abs(v) >= 100 or v == int(v):
+    if v != 0 and abs(v) < 0.1:
+        s = f"{v:.2g}"
+    elif abs(v) >= 100 or v == int(v):
         s = f"{v:,.0f}"
     elif abs(v) >= 10:
         s = f"{v:.1f}"
@@ -89,13 +103,20 @@ def verdict(value, target):
         return ""
     op, bound = target.split()
     v, b = float(value), float(bound)
-    ok = v >= b if op == ">=" else v <= b
-    if ok:
+    if (v >= b) if op == ">=" else (v <= b):
         return "met"
-    if b == 0:
-        return "missed"
-    miss = (b - v) / b * 100 if op == ">=" else (v - b) / b * 100
-    return f"missed by {miss:.0f} %"
+    if op == ">=":
+        return f"missed ({v / b * 100:.0f} % of it)" if b else "missed"
+    return f"missed: {v / b:.1f}x the limit" if b else "missed"
+
+
+def load_range(loads):
+    values = sorted(float(x) for x in loads.split())
+    if not values:
+        return ""
+    if values[0] == values[-1]:
+        return f"{values[0]:.2f}"
+    return f"{values[0]:.2f}–{values[-1]:.2f}"
 
 
 def cmd_table(path):
@@ -113,7 +134,7 @@ def cmd_table(path):
             op, bound = target.split()
             target_text = f"{op.replace('>=', '≥').replace('<=', '≤')} {fmt(bound, unit)}"
         print(f"| {section} | {metric} | {fmt(value, unit)} | {target_text} | "
-              f"{verdict(value, target)} | {loadavg} | {note} |")
+              f"{verdict(value, target)} | {load_range(loadavg)} | {note} |")
 
 
 def main(argv):

@@ -146,12 +146,7 @@ template <typename V>
 void StateTable<V>::WriteKeyGroup(int32_t kg_index, BinaryWriter& out) const {
   const Table& table = key_groups_[kg_index];
   std::vector<const typename Table::Entry*> sorted;
-  sorted.reserve(table.size());
-  table.ForEach([&](const typename Table::Entry& e) { sorted.push_back(&e); });
-  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
-    int c = a->key.key.bytes().compare(b->key.key.bytes());
-    return c != 0 ? c < 0 : a->key.ns < b->key.ns;
-  });
+  table.SortedEntries(&sorted);  // ascending (key bytes, namespace)
   out.VarU64(sorted.size());
   for (const auto* e : sorted) {
     out.KeyBytes(e->key.key);

@@ -267,6 +267,13 @@ Status KeyedSnapshotReader::Restore(KeyGroupRange target,
         return st.WithContext("restoring " + section->name + " of key group " +
                               std::to_string(g.value()) + " from " + name);
       }
+      // Bytes the participant did not read would be state silently dropped (e.g. a field a
+      // newer writer added): refuse them.
+      if (!sr.at_end()) {
+        return Broken(name, std::to_string(sr.remaining()) + " bytes of the " + section->name +
+                                " of key group " + std::to_string(g.value()) +
+                                " were not read by its restore");
+      }
     }
     if (!r.ok() || !r.at_end()) {
       return Broken(name, "block of key group " + std::to_string(g.value()) + " is malformed");

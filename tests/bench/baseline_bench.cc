@@ -115,9 +115,10 @@ int main(int argc, char** argv) {
                  input.c_str());
     return 2;
   }
-  for (auto* b : {benchmark::RegisterBenchmark("BM_KeyedCountBaseline",
-                                                keyflow::BM_KeyedCountBaseline, *spec),
-                  benchmark::RegisterBenchmark("BM_GenerateOnly", keyflow::BM_GenerateOnly, *spec)}) {
+  for (auto* b :
+       {benchmark::RegisterBenchmark("BM_KeyedCountBaseline", keyflow::BM_KeyedCountBaseline,
+                                     *spec),
+        benchmark::RegisterBenchmark("BM_GenerateOnly", keyflow::BM_GenerateOnly, *spec)}) {
     b->Unit(benchmark::kMillisecond)->Iterations(3);
   }
   int n = static_cast<int>(rest.size());

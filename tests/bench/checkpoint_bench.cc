@@ -178,7 +178,8 @@ void BM_CheckpointAsyncWrite(benchmark::State& state) {
     state.ResumeTiming();
   }
   state.SetBytesProcessed(bytes);
-  state.counters["file_MB"] = static_cast<double>(bytes) / 1e6 / static_cast<double>(state.iterations());
+  state.counters["file_MB"] =
+      static_cast<double>(bytes) / 1e6 / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_CheckpointAsyncWrite)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
 
@@ -237,7 +238,10 @@ void BM_CheckpointWhileProcessing(benchmark::State& state) {
   state.counters["kg_by_task"] = static_cast<double>(by_task) / it;
   state.counters["max_stall_ms"] = max_stall_ms;
 }
-BENCHMARK(BM_CheckpointWhileProcessing)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+BENCHMARK(BM_CheckpointWhileProcessing)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace keyflow

@@ -87,7 +87,8 @@ void BM_AssignStringView(benchmark::State& state) {
   const KeyGroupAssigner assigner(KeyType::kString, kMaxParallelism);
   RunOverKeys(state, s.views.size(), [&](size_t i) {
     KeyGroupId g(0);
-    if (!assigner.AssignString(s.views[i], &g)) [[unlikely]] std::abort();
+    if (!assigner.AssignString(s.views[i], &g)) [[unlikely]]
+      std::abort();
     return g.value();
   });
 }
@@ -97,7 +98,8 @@ void BM_JavaStringHash(benchmark::State& state) {
   const StringKeys& s = Strings();
   RunOverKeys(state, s.views.size(), [&](size_t i) {
     int32_t h = 0;
-    if (!JavaStringHashUtf8(s.views[i], &h)) [[unlikely]] std::abort();
+    if (!JavaStringHashUtf8(s.views[i], &h)) [[unlikely]]
+      std::abort();
     return h;
   });
 }

@@ -10,7 +10,9 @@
 //                                it as the write guard, WriteTo a string sink (on this thread)
 //   BM_RestoreKeyedSnapshot      KeyedSnapshotReader::Open + Restore of every key group into a
 //                                fresh backend and timer service
-// Counters: bytes_per_second = snapshot bytes per second (MB/s = bytes_per_second / 1e6),
+//   BM_SerializeSection/0, /1    one section alone (keyed state, timers): where the time goes
+//   BM_FlatCopyOfAllKeyGroups    for comparison: copying every key group's data flat
+// Counters: bytes_per_second = snapshot bytes per CPU second (MB/s = bytes_per_second / 1e6),
 // snapshot_MB = size of one snapshot.
 #include <benchmark/benchmark.h>
 
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -95,7 +98,8 @@ struct Subtask {
       std::snprintf(buf, sizeof(buf), "uid-%08lld", static_cast<long long>(id));
       CheckOk(context.SetCurrentKey(Key::FromBytes(buf)));
       value->Update(id);
-      const auto jitter = static_cast<int64_t>(Mix64(static_cast<uint64_t>(id), 7) % kTwelveHoursMs);
+      const auto jitter =
+          static_cast<int64_t>(Mix64(static_cast<uint64_t>(id), 7) % kTwelveHoursMs);
       timers.RegisterEventTimeTimer(kVoidNamespace, Timestamp(kStartMs + jitter));
     }
   }
@@ -125,8 +129,8 @@ void BM_WriteKeyedSnapshot(benchmark::State& state) {
   int64_t bytes = 0;
   for (auto _ : state) {
     out.clear();  // keeps the capacity, like a reused write buffer
-    auto info = WriteKeyedSnapshot(kMaxParallelism, KeyType::kString, kAllKeyGroups,
-                                   s.section_ptrs, &out);
+    auto info =
+        WriteKeyedSnapshot(kMaxParallelism, KeyType::kString, kAllKeyGroups, s.section_ptrs, &out);
     CheckOk(info.status());
     bytes += static_cast<int64_t>(out.size());
   }
@@ -157,6 +161,56 @@ void BM_AsyncKeyedSnapshotWriteTo(benchmark::State& state) {
   state.counters["snapshot_MB"] = static_cast<double>(out.size()) / 1e6;
 }
 BENCHMARK(BM_AsyncKeyedSnapshotWriteTo)->Unit(benchmark::kMillisecond)->MinTime(2);
+
+// One section alone over all key groups (where the write time goes): 0 = keyed state, 1 = timers.
+void BM_SerializeSection(benchmark::State& state) {
+  Subtask& s = Filled();
+  const SnapshotSection& section = *s.section_ptrs[static_cast<size_t>(state.range(0))];
+  std::string out;
+  int64_t bytes = 0;
+  for (auto _ : state) {
+    out.clear();
+    BinaryWriter w(&out);
+    for (KeyGroupId g : kAllKeyGroups.key_groups()) section.write(g, w);
+    bytes += static_cast<int64_t>(out.size());
+  }
+  state.SetBytesProcessed(bytes);
+  state.SetLabel(section.name);
+}
+BENCHMARK(BM_SerializeSection)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(1);
+
+// For comparison with serialising (the copy-on-write of AsyncKeyedSnapshot serialises a key
+// group on the task thread before its first change): what copying every key group's data flat
+// would cost instead — each timer sub-queue copied (TimerPriorityQueueSet is copyable) and, for
+// the state, a memcpy of as many bytes as the key group's StateMap<int64_t> holds (capacity x
+// 32-byte slots; the map itself is not copyable).
+void BM_FlatCopyOfAllKeyGroups(benchmark::State& state) {
+  Subtask& s = Filled();
+  constexpr size_t kSlotBytes = 32;
+  std::vector<size_t> table_bytes;
+  size_t total = 0;
+  for (KeyGroupId g : kAllKeyGroups.key_groups()) {
+    size_t capacity = 16;
+    while (s.backend.NumKeys(g) * 4 > capacity * 3) capacity *= 2;
+    table_bytes.push_back(capacity * kSlotBytes);
+    total = std::max(total, capacity * kSlotBytes);
+  }
+  std::vector<char> from(total, 1), to(total);
+  int64_t timers = 0;
+  for (auto _ : state) {
+    for (KeyGroupId g : kAllKeyGroups.key_groups()) {
+      TimerPriorityQueueSet copy = s.timers.event_time_queue().KeyGroupQueue(g);
+      timers += static_cast<int64_t>(copy.size());
+      std::memcpy(to.data(), from.data(), table_bytes[static_cast<size_t>(g.value())]);
+      benchmark::DoNotOptimize(to.data());
+    }
+  }
+  state.counters["seconds_per_key_group"] = benchmark::Counter(
+      static_cast<double>(kMaxParallelism),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.SetItemsProcessed(timers);
+}
+BENCHMARK(BM_FlatCopyOfAllKeyGroups)->Unit(benchmark::kMillisecond)->MinTime(1);
 
 void BM_RestoreKeyedSnapshot(benchmark::State& state) {
   std::string bytes;

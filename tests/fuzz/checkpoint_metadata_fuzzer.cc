@@ -19,10 +19,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace keyflow;
   fuzz::FuzzInput in = fuzz::FuzzInput::From(data, size);
-  std::string bytes = (in.mode & 1) ? EncodeChecksummedEnvelope(kCheckpointMetadataMagic,
-                                                                kCheckpointMetadataVersion,
-                                                                in.bytes)
-                                    : std::string(in.bytes);
+  std::string bytes = (in.mode & 1)
+                          ? EncodeChecksummedEnvelope(kCheckpointMetadataMagic,
+                                                      kCheckpointMetadataVersion, in.bytes)
+                          : std::string(in.bytes);
   Result<CheckpointMetadata> m = CheckpointMetadata::Decode(bytes, "fuzz/_metadata");
   if (!m.ok()) {
     StatusCode code = m.status().code();

@@ -55,10 +55,12 @@ Record StringRecord(const std::string& key, int64_t ts, std::string payload) {
 }
 
 void DataPlaneSeeds(SeedWriter& w) {
-  const std::vector<ChannelEvent> events = {
-      ChannelEvent::Watermark(Timestamp(1'700'000'000'000)), ChannelEvent::Idle(),
-      ChannelEvent::Active(), ChannelEvent::Barrier(CheckpointId(3), Timestamp(1234)),
-      ChannelEvent::CancelBarrier(CheckpointId(4)), ChannelEvent::EndOfInput()};
+  const std::vector<ChannelEvent> events = {ChannelEvent::Watermark(Timestamp(1'700'000'000'000)),
+                                            ChannelEvent::Idle(),
+                                            ChannelEvent::Active(),
+                                            ChannelEvent::Barrier(CheckpointId(3), Timestamp(1234)),
+                                            ChannelEvent::CancelBarrier(CheckpointId(4)),
+                                            ChannelEvent::EndOfInput()};
   std::string frame;
   for (const ChannelEvent& e : events) {
     EncodeEventFrame(SubtaskIndex(1), AttemptNumber(2), 7, e, &frame);
@@ -91,7 +93,9 @@ void ControlMessageSeeds(SeedWriter& w) {
   std::vector<ControlMessage> messages;
   messages.emplace_back(RegisterWorker{"host-a", 4242, "10.0.0.2", -1});
   messages.emplace_back(WorkerHeartbeat{WorkerId(3), AttemptNumber(1), metrics});
-  messages.emplace_back(TaskDeployed{WorkerId(3), AttemptNumber(1), SubtaskIndex(0),
+  messages.emplace_back(TaskDeployed{WorkerId(3),
+                                     AttemptNumber(1),
+                                     SubtaskIndex(0),
                                      {"tcp://10.0.0.2:5000", "tcp://10.0.0.2:5001"}});
   messages.emplace_back(
       TaskFailed{WorkerId(3), AttemptNumber(1), SubtaskIndex(0), "disk full", CheckpointId(2)});
@@ -138,8 +142,7 @@ void CheckpointFileSeeds(SeedWriter& w) {
     const std::string file = m.Encode();
     w.Add("checkpoint_metadata_fuzzer", 0, file);
     w.Add("checkpoint_metadata_fuzzer", 1,
-          std::string_view(file).substr(kEnvelopeHeaderSize,
-                                        file.size() - kEnvelopeOverhead));
+          std::string_view(file).substr(kEnvelopeHeaderSize, file.size() - kEnvelopeOverhead));
   }
   JobRecord record;
   record.job_id = "count-window-1";
@@ -215,8 +218,7 @@ void SplitAndCommittableSeeds(SeedWriter& w) {
 
   std::string committables;
   BinaryWriter cw(&committables);
-  FileSinkCommittable{CheckpointId(4), ".part-0-1-4.pending", "part-0-1-4.jsonl", 1234,
-                      0xabcdef}
+  FileSinkCommittable{CheckpointId(4), ".part-0-1-4.pending", "part-0-1-4.jsonl", 1234, 0xabcdef}
       .EncodeTo(&cw);
   FileSinkCommittable{CheckpointId(5), "p", "f", 0, 0}.EncodeTo(&cw);
   w.Add("sink_committable_fuzzer", 0, committables);

@@ -39,15 +39,17 @@ struct FuzzInput {
   }
 };
 
-inline KeyType KeyTypeOf(uint8_t selector) { return static_cast<KeyType>(selector % 3); }
+inline KeyType KeyTypeOf(uint8_t selector) {
+  return static_cast<KeyType>(selector % 3);
+}
 
 // A count-window operator (count 3, timeout 1 h) in a harness with parallelism `parallelism`,
 // as subtask `subtask`, already opened: its snapshot_sections() are the real state + timer
 // sections a worker restores.
 inline std::unique_ptr<KeyedOperatorTestHarness> MakeCountWindowHarness(KeyType key_type,
-                                                                         bool event_time,
-                                                                         int32_t parallelism = 1,
-                                                                         int32_t subtask = 0) {
+                                                                        bool event_time,
+                                                                        int32_t parallelism = 1,
+                                                                        int32_t subtask = 0) {
   std::map<std::string, std::string> params = {
       {"count", "3"}, {"timeout", "1h"}, {"time", event_time ? "event" : "processing"}};
   auto function = CreateJobFunction("count-window", params);

@@ -17,9 +17,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace keyflow;
   fuzz::FuzzInput in = fuzz::FuzzInput::From(data, size);
-  std::string bytes =
-      (in.mode & 1) ? EncodeChecksummedEnvelope(kJobRecordMagic, kJobRecordVersion, in.bytes)
-                    : std::string(in.bytes);
+  std::string bytes = (in.mode & 1)
+                          ? EncodeChecksummedEnvelope(kJobRecordMagic, kJobRecordVersion, in.bytes)
+                          : std::string(in.bytes);
   Result<JobRecord> record = JobRecord::Decode(bytes, "fuzz/_job");
   if (!record.ok()) {
     StatusCode code = record.status().code();

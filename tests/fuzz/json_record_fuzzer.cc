@@ -7,6 +7,9 @@
 // Properties: never crashes; errors are InvalidArgument; the zero-copy Parse (line followed by
 // padding in the caller's buffer, as FileSplitReader calls it) and the copying Parse agree on
 // the outcome and the record; a parsed record's key group is the one the key hashes to.
+// (The error *message* may differ: simdjson looks at the first padding byte of an unbalanced
+// document — a '}' there makes it report "unbalanced" early; see
+// tests/worker/sources/json_record_parser_regression_test.cc.)
 #include <cstdint>
 #include <string>
 
@@ -29,10 +32,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string buffer(in.bytes);
   buffer.append(kJsonPadding, '}');
   Record zero_copy;
-  Status s2 = parser.Parse(std::string_view(buffer.data(), in.bytes.size()), buffer.size(),
-                           &zero_copy);
+  Status s2 =
+      parser.Parse(std::string_view(buffer.data(), in.bytes.size()), buffer.size(), &zero_copy);
 
-  CHECK(s1 == s2) << "copying parse: " << s1.ToString() << "; zero-copy parse: " << s2.ToString();
+  CHECK(s1.ok() == s2.ok()) << "copying parse: " << s1.ToString()
+                            << "; zero-copy parse: " << s2.ToString();
   if (!s1.ok()) {
     CHECK(s1.code() == StatusCode::kInvalidArgument) << s1.ToString();
     return 0;

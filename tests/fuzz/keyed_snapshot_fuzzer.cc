@@ -35,8 +35,7 @@ void CheckRestored(const Setup& setup, KeyedOperatorTestHarness& harness) {
   auto fresh = fuzz::MakeCountWindowHarness(setup.key_type, setup.event_time, setup.parallelism,
                                             setup.subtask);
   Status restored = fresh->Restore({*snapshot});
-  CHECK(restored.ok()) << "a snapshot of restored state does not restore: "
-                       << restored.ToString();
+  CHECK(restored.ok()) << "a snapshot of restored state does not restore: " << restored.ToString();
   Result<std::string> again = fresh->Snapshot();
   CHECK(again.ok()) << again.status().ToString();
   CHECK(*again == *snapshot) << "snapshot -> restore -> snapshot changed the bytes";
@@ -60,9 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   setup.event_time = (in.mode >> 3) & 1;
   setup.parallelism = 1 + ((in.mode >> 4) & 3);
   setup.subtask = (in.mode >> 6) % setup.parallelism;
-  auto harness =
-      fuzz::MakeCountWindowHarness(setup.key_type, setup.event_time, setup.parallelism,
-                                   setup.subtask);
+  auto harness = fuzz::MakeCountWindowHarness(setup.key_type, setup.event_time, setup.parallelism,
+                                              setup.subtask);
   Status s = harness->Restore({file});
   if (!s.ok()) {
     StatusCode code = s.code();

@@ -49,22 +49,26 @@ Cluster::~Cluster() {
   if (coordinator_) coordinator_->Kill();
 }
 
-Status Cluster::StartCoordinator() {
+Status Cluster::StartCoordinator(int port) {
   std::vector<std::string> argv = options_.coordinator_prefix;
   argv.push_back(KeyflowBinary("keyflow-coordinator"));
   if (options_.coordinator_bind.empty()) {
-    argv.insert(argv.end(), {"--port", "0"});
+    argv.insert(argv.end(), {"--port", std::to_string(port)});
   } else {
-    argv.insert(argv.end(), {"--bind", options_.coordinator_bind});
+    std::string bind = options_.coordinator_bind;
+    if (port != 0) bind = bind.substr(0, bind.rfind(':') + 1) + std::to_string(port);
+    argv.insert(argv.end(), {"--bind", bind});
   }
-  argv.insert(argv.end(), {"--checkpoint-dir", dir_ + "/checkpoints"});
+  argv.insert(argv.end(), {"--checkpoint-dir", CheckpointDir()});
   argv = Concat(argv, options_.coordinator_args);
+  // Only this process's "listening on" line counts (the log keeps earlier coordinators').
+  const size_t log_offset = ReadFileOrEmpty(CoordinatorLog()).size();
   ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Start(argv, CoordinatorLog()));
   coordinator_.emplace(std::move(p));
-  int port = 0;
   Status s = WaitUntil(
       [&] {
-        port = ListeningPort(ReadFileOrEmpty(CoordinatorLog()));
+        std::string log = ReadFileOrEmpty(CoordinatorLog());
+        port = ListeningPort(log.size() > log_offset ? log.substr(log_offset) : std::string());
         return port > 0 || !coordinator_->Running();
       },
       Duration::Seconds(15), "the coordinator's \"listening on\" line");
@@ -75,6 +79,21 @@ Status Cluster::StartCoordinator() {
   }
   endpoint_ = "tcp://" + options_.coordinator_host + ":" + std::to_string(port);
   return Status::Ok();
+}
+
+Result<pid_t> Cluster::KillCoordinator() {
+  if (!coordinator_) return NotFound("the coordinator was never started");
+  pid_t pid = coordinator_->pid();
+  coordinator_->Kill();
+  return pid;
+}
+
+Status Cluster::RestartCoordinator() {
+  size_t colon = endpoint_.rfind(':');
+  CHECK(colon != std::string::npos) << "endpoint without a port: " << endpoint_;
+  const int port = std::atoi(endpoint_.c_str() + colon + 1);
+  if (coordinator_) coordinator_->Kill();
+  return StartCoordinator(port);
 }
 
 Status Cluster::StartWorker(int slot) {

@@ -56,6 +56,15 @@ class Cluster {
 
   const std::string& endpoint() const { return endpoint_; }  // tcp://HOST:PORT
   const std::string& dir() const { return dir_; }
+  // The coordinator's --checkpoint-dir.
+  std::string CheckpointDir() const { return dir_ + "/checkpoints"; }
+
+  // SIGKILL the coordinator, then reap. Returns the pid it had.
+  Result<pid_t> KillCoordinator();
+  // Starts the coordinator again (after it died or was killed) with the same command line:
+  // the same --checkpoint-dir and the port it had bound, so the workers and the CLI find it at
+  // the same endpoint. Waits for its new "listening on" line (its log is appended to).
+  Status RestartCoordinator();
 
   // (Re)starts worker `slot` (its log is appended to).
   Status StartWorker(int slot);
@@ -88,7 +97,8 @@ class Cluster {
  private:
   Cluster(std::string dir, ClusterOptions options)
       : dir_(std::move(dir)), options_(std::move(options)) {}
-  Status StartCoordinator();
+  // port 0: options_.coordinator_bind (or --port 0); otherwise that port.
+  Status StartCoordinator(int port = 0);
   std::vector<std::string> CliCommand(std::vector<std::string> args) const;
 
   std::string dir_;

@@ -430,7 +430,10 @@ TEST_F(RescaleTest, RefusedRescalesLeaveTheRunningJobUntouched) {
        {"cannot rescale job " + job_id +
             " to 129: it must be between 1 and the job's max parallelism 128",
         "the job keeps running at parallelism 2"}},
-      {{"rescale", "129", "--plan"}, 1, {"parallelism 129 is larger than the max parallelism 128"}},
+      {{"rescale", "129", "--plan"},
+       1,
+       {"cannot plan a rescale of job " + job_id +
+        " to 129: it must be between 1 and the job's max parallelism 128"}},
       {{"rescale", "3", "--wait-for-workers", "1s"},
        1,
        {"rescaling to 3 needs 3 workers but only 2 registered in time",

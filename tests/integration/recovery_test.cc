@@ -1,0 +1,763 @@
+// Process-level recovery (DESIGN §10-§11, issue 4): a real coordinator and workers run
+// count-window on rate-limited generated input while a test SIGKILLs a worker or the
+// coordinator, corrupts checkpoint files, takes checkpoints and savepoints from the CLI or
+// restores with another parallelism; the committed output must equal the reference computed
+// from the generator's events (generated_input.h + job_data.h), line for line.
+//
+// Every wait polls `keyflow status --json` or a log with a deadline; nothing sleeps to
+// synchronise. The coordinator runs with a 100 ms heartbeat interval and the default 1 s
+// heartbeat timeout (ClusterOptions).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "common/key.h"
+#include "common/key_group_assignment.h"
+#include "tests/integration/cluster.h"
+#include "tests/integration/generated_input.h"
+#include "tests/integration/job_data.h"
+#include "tests/integration/test_dir.h"
+
+namespace keyflow::test {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr Duration kJobTimeout = Duration::Seconds(90);
+
+// Event time, parameters under which hot keys close windows by count and cold ones by timeout.
+constexpr int64_t kCount = 20;
+constexpr int64_t kTimeoutMs = 2'000;
+// About 6 s of input at 4000 events/s: long enough to kill something after a few checkpoints.
+constexpr char kInput[] = "gen:events=24000,keys=600,splits=3,seed=11,skew=1,rate=4000";
+
+bool IsTerminal(const nlohmann::json& job) {
+  std::string state = job.value("state", "");
+  return state == "FINISHED" || state == "FAILED" || state == "CANCELED";
+}
+
+// ASSERT_TRUE(Ok(x)) prints the error of a failed Status or Result.
+::testing::AssertionResult Ok(const Status& s) {
+  if (s.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << s.ToString();
+}
+template <typename T>
+::testing::AssertionResult Ok(const Result<T>& r) {
+  return Ok(r.status());
+}
+
+// Sorted canonical lines (job_data.h) of a count-window output directory.
+Result<std::vector<std::string>> CanonicalOutput(const std::string& dir) {
+  ASSIGN_OR_RETURN(JobOutput out, ReadJobOutput(dir));
+  std::vector<std::string> lines;
+  for (const nlohmann::json& line : out.lines) {
+    ASSIGN_OR_RETURN(std::string c, CanonicalCountWindow(line));
+    lines.push_back(std::move(c));
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// Compares sorted lines as multisets and reports the first differences.
+::testing::AssertionResult SameLines(const std::vector<std::string>& actual,
+                                     const std::vector<std::string>& expected) {
+  std::vector<std::string> missing, extra;
+  std::set_difference(expected.begin(), expected.end(), actual.begin(), actual.end(),
+                      std::back_inserter(missing));
+  std::set_difference(actual.begin(), actual.end(), expected.begin(), expected.end(),
+                      std::back_inserter(extra));
+  if (missing.empty() && extra.empty()) return ::testing::AssertionSuccess();
+  auto first = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size() && i < 5; ++i) s += "\n    " + v[i];
+    return s;
+  };
+  return ::testing::AssertionFailure()
+         << actual.size() << " lines, expected " << expected.size() << ": " << missing.size()
+         << " expected lines missing, e.g." << first(missing) << "\n  " << extra.size()
+         << " unexpected lines, e.g." << first(extra);
+}
+
+// The id printed by `keyflow checkpoint` / `keyflow savepoint`: "<what> N completed: DIR".
+struct Completed {
+  int64_t id = 0;
+  std::string directory;
+};
+Result<Completed> ParseCompleted(const CommandResult& r, const std::string& what) {
+  std::smatch m;
+  std::regex rx(what + " ([0-9]+) completed: (\\S+)");
+  if (r.exit_code != 0 || !std::regex_search(r.out, m, rx)) {
+    return FailedPrecondition("keyflow " + what + " exited with " + std::to_string(r.exit_code) +
+                              ": " + r.out + r.err);
+  }
+  return Completed{std::stoll(m[1]), m[2]};
+}
+
+// `keyflow checkpoint inspect ARGS...`: reads files only, talks to no coordinator.
+Result<CommandResult> Inspect(std::vector<std::string> args) {
+  std::vector<std::string> argv = {KeyflowBinary("keyflow"), "checkpoint", "inspect"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, Duration::Seconds(20));
+}
+
+// Flips `n` bytes in the middle of a file.
+void FlipBytes(const std::string& path, size_t n) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(f) << path;
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  ASSERT_GT(size, static_cast<std::streamoff>(2 * n)) << path;
+  std::string bytes(n, '\0');
+  f.seekg(size / 2);
+  f.read(bytes.data(), static_cast<std::streamsize>(n));
+  for (char& c : bytes) c = static_cast<char>(~c);
+  f.seekp(size / 2);
+  f.write(bytes.data(), static_cast<std::streamsize>(n));
+  ASSERT_TRUE(f) << path;
+}
+
+class RecoveryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty());
+    auto cluster = Cluster::Start(dir_.Subdir("cluster"), ClusterOptions{});
+    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    cluster_ = std::move(cluster).value();
+  }
+
+  // `keyflow run` arguments of count-window in event time (kCount, kTimeoutMs) on `input`.
+  std::vector<std::string> CountWindowArgs(const std::string& input, const std::string& output,
+                                           int parallelism,
+                                           std::vector<std::string> extra = {}) const {
+    std::vector<std::string> args = {"run",
+                                     "--job",
+                                     "count-window",
+                                     "--param",
+                                     "time=event",
+                                     "--param",
+                                     "count=" + std::to_string(kCount),
+                                     "--param",
+                                     "timeout=" + std::to_string(kTimeoutMs) + "ms",
+                                     "--input",
+                                     input,
+                                     "--output",
+                                     output,
+                                     "--parallelism",
+                                     std::to_string(parallelism)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  // The reference result of count-window (event time) on generated input.
+  static std::vector<std::string> Reference(const std::string& input, int64_t count,
+                                            int64_t timeout_ms) {
+    auto records = GeneratedKeyedTimestamps(input);
+    EXPECT_TRUE(records.ok()) << records.status().ToString();
+    if (!records.ok()) return {};
+    return ReferenceCountWindow(*records, count, timeout_ms);
+  }
+
+  // Submits a job without --wait; returns its id.
+  Result<std::string> Submit(const std::vector<std::string>& args) {
+    ASSIGN_OR_RETURN(CommandResult r, cluster_->Cli(args));
+    if (r.exit_code != 0) {
+      return FailedPrecondition("keyflow run exited with " + std::to_string(r.exit_code) + ": " +
+                                r.err + "\n" + cluster_->LogExcerpts());
+    }
+    std::string id = r.out.substr(0, r.out.find('\n'));
+    if (id.empty()) return FailedPrecondition("keyflow run printed no job id: " + r.err);
+    return id;
+  }
+
+  // Waits until the job `job_id` satisfies `predicate`; returns the job's status.
+  Result<nlohmann::json> WaitForJob(const std::string& job_id,
+                                    const std::function<bool(const nlohmann::json&)>& predicate,
+                                    Duration timeout, const std::string& what) {
+    ASSIGN_OR_RETURN(nlohmann::json st, cluster_->WaitForStatus(
+                                            [&](const nlohmann::json& s) {
+                                              const nlohmann::json& job = s["job"];
+                                              return job.is_object() &&
+                                                     job.value("job_id", "") == job_id &&
+                                                     (predicate(job) || IsTerminal(job));
+                                            },
+                                            timeout, what));
+    nlohmann::json job = st["job"];
+    if (!predicate(job)) {
+      return FailedPrecondition("the job ended (" + job.dump() + ") while waiting for " + what +
+                                "\n" + cluster_->LogExcerpts());
+    }
+    return job;
+  }
+
+  // Running, with at least `n` checkpoints completed by the current attempt's coordinator.
+  Result<nlohmann::json> WaitForCheckpoints(const std::string& job_id, int64_t n) {
+    return WaitForJob(
+        job_id,
+        [n](const nlohmann::json& job) {
+          return job.value("state", "") == "RUNNING" &&
+                 job["checkpoints"].value("latest_completed", int64_t{0}) >= n;
+        },
+        Duration::Seconds(30), std::to_string(n) + " completed checkpoints");
+  }
+
+  // Running and processing records.
+  Result<nlohmann::json> WaitForProcessing(const std::string& job_id) {
+    return WaitForJob(
+        job_id,
+        [](const nlohmann::json& job) {
+          return job.value("state", "") == "RUNNING" &&
+                 job.value("records_processed", int64_t{0}) > 0;
+        },
+        Duration::Seconds(30), "records processed");
+  }
+
+  Result<nlohmann::json> WaitForEnd(const std::string& job_id) {
+    return WaitForJob(job_id, IsTerminal, kJobTimeout, "the end of job " + job_id);
+  }
+
+  std::string CoordinatorLog() const { return ReadFileOrEmpty(cluster_->CoordinatorLog()); }
+  std::string JobDir(const std::string& job_id) const {
+    return cluster_->CheckpointDir() + "/" + job_id;
+  }
+
+  TestDir dir_;
+  std::unique_ptr<Cluster> cluster_;
+};
+
+TEST_F(RecoveryTest, WorkerKilledMidJobRestartsFromTheLatestCheckpointWithExactOutput) {
+  const std::vector<std::string> reference = Reference(kInput, kCount, kTimeoutMs);
+  std::map<std::string, int> causes;
+  for (const std::string& line : reference) causes[line.substr(line.rfind('|') + 1)]++;
+  ASSERT_GT(causes["count"], 50) << "hot keys must close windows by count";
+  ASSERT_GT(causes["timeout"], 50) << "cold keys must close windows by timeout";
+
+  const std::string output = dir_.path() + "/output";
+  auto job_id = Submit(CountWindowArgs(kInput, output, 3, {"--checkpoint-interval", "300ms"}));
+  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
+  ASSERT_TRUE(Ok(WaitForCheckpoints(*job_id, 2)));
+
+  auto killed = cluster_->KillWorker(1);
+  ASSERT_TRUE(killed.ok()) << killed.status().ToString();
+  ASSERT_TRUE(Ok(cluster_->StartWorker(1)));  // the replacement registers under slot 1
+
+  auto end = WaitForEnd(*job_id);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  const nlohmann::json& job = *end;
+  ASSERT_EQ(job.value("state", ""), "FINISHED") << job.dump();
+  EXPECT_GE(job.value("attempt", 0), 2);
+  EXPECT_GE(job.value("restarts", 0), 1);
+  EXPECT_EQ(job.value("late_records", int64_t{-1}), 0);
+  const int64_t restored = job.value("restored_from", int64_t{0});
+  EXPECT_GT(restored, 0) << "the last attempt restores a checkpoint, it does not start over";
+
+  std::string log = CoordinatorLog();
+  EXPECT_THAT(log, HasSubstr("job attempt failed job=" + *job_id + " attempt=1 "));
+  EXPECT_THAT(log, HasSubstr("pid " + std::to_string(*killed) + ") was lost"));
+  EXPECT_THAT(log,
+              HasSubstr("restore=" + JobDir(*job_id) + "/chk-" + std::to_string(restored) + "\n"));
+  EXPECT_THAT(ReadFileOrEmpty(cluster_->WorkerLog(1)),
+              HasSubstr("state restored subtask=1 checkpoint=" + std::to_string(restored)));
+
+  auto actual = CanonicalOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, reference));
+}
+
+TEST_F(RecoveryTest, CoordinatorKilledMidJobResumesTheSameJobWithExactOutput) {
+  const std::string output = dir_.path() + "/output";
+  // `run --wait` rides out the coordinator's absence and reports the resumed job's end.
+  std::vector<std::string> args =
+      CountWindowArgs(kInput, output, 3, {"--checkpoint-interval", "300ms", "--wait"});
+  auto run = cluster_->StartCli(args, dir_.path() + "/run.out");
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::string job_id;
+  ASSERT_TRUE(Ok(WaitUntil(
+      [&] {
+        std::string out = ReadFileOrEmpty(dir_.path() + "/run.out");
+        job_id = out.substr(0, out.find('\n'));
+        return out.find('\n') != std::string::npos;
+      },
+      Duration::Seconds(20), "the job id from keyflow run")));
+  ASSERT_TRUE(Ok(WaitForCheckpoints(job_id, 2)));
+
+  auto killed = cluster_->KillCoordinator();
+  ASSERT_TRUE(killed.ok()) << killed.status().ToString();
+  Status restarted = cluster_->RestartCoordinator();
+  ASSERT_TRUE(restarted.ok()) << restarted.ToString();
+
+  auto code = run->Wait(kJobTimeout);
+  ASSERT_TRUE(code.ok()) << code.status().ToString() << "\n" << cluster_->LogExcerpts();
+  EXPECT_EQ(*code, 0) << ReadFileOrEmpty(dir_.path() + "/run.out")
+                      << ReadFileOrEmpty(dir_.path() + "/run.out.err");
+  EXPECT_THAT(ReadFileOrEmpty(dir_.path() + "/run.out"), HasSubstr("job " + job_id + " FINISHED"));
+
+  auto st = cluster_->StatusJson();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  const nlohmann::json& job = (*st)["job"];
+  EXPECT_EQ(job.value("job_id", ""), job_id) << "the same job resumes, no new submission";
+  EXPECT_EQ(job.value("state", ""), "FINISHED") << job.dump();
+  EXPECT_GE(job.value("attempt", 0), 2);
+  EXPECT_GT(job.value("restored_from", int64_t{0}), 0);
+  EXPECT_THAT(CoordinatorLog(), HasSubstr("found job " + job_id +
+                                          " that was running when the coordinator stopped: "
+                                          "resuming it"));
+
+  auto actual = CanonicalOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, Reference(kInput, kCount, kTimeoutMs)));
+}
+
+TEST_F(RecoveryTest, CorruptedAndTruncatedCheckpointsAreSkippedForThePreviousOne) {
+  const std::string output = dir_.path() + "/output";
+  // No periodic checkpoints: exactly the three taken below exist when the worker dies.
+  auto job_id = Submit(CountWindowArgs(kInput, output, 3, {"--checkpoint-interval", "1h"}));
+  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
+  ASSERT_TRUE(Ok(WaitForProcessing(*job_id)));
+  std::vector<Completed> checkpoints;
+  for (int i = 0; i < 3; ++i) {
+    auto r = cluster_->Cli({"checkpoint"}, Duration::Seconds(30));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto c = ParseCompleted(*r, "checkpoint");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    checkpoints.push_back(*c);
+  }
+  const Completed &first = checkpoints[0], &second = checkpoints[1], &newest = checkpoints[2];
+  // The newest: same size, flipped bytes (only the checksums can tell, on the worker). The one
+  // before: truncated (the coordinator sees the size).
+  ASSERT_NO_FATAL_FAILURE(FlipBytes(newest.directory + "/subtask-1.kgs", 8));
+  const std::string truncated = second.directory + "/subtask-0.kgs";
+  fs::resize_file(truncated, fs::file_size(truncated) / 2);
+
+  ASSERT_TRUE(Ok(cluster_->KillWorker(1)));
+  ASSERT_TRUE(Ok(cluster_->StartWorker(1)));
+  auto end = WaitForEnd(*job_id);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
+  EXPECT_EQ(end->value("restored_from", int64_t{0}), first.id);
+
+  const std::string log = CoordinatorLog();
+  const std::string newest_id = std::to_string(newest.id), second_id = std::to_string(second.id);
+  EXPECT_THAT(log, HasSubstr("restore=" + newest.directory + "\n"));
+  EXPECT_THAT(log, HasSubstr("checkpoint " + newest_id + " is corrupted (checkpoint " + newest_id +
+                             " cannot be restored: "));
+  EXPECT_THAT(log, HasSubstr("the next attempt uses the previous completed checkpoint"));
+  EXPECT_THAT(log,
+              HasSubstr("checkpoint " + second_id + " cannot be restored (state file " + truncated +
+                        " of subtask 0 of checkpoint " + second_id + " is truncated"));
+  EXPECT_THAT(log, HasSubstr("); using the previous completed checkpoint"));
+  EXPECT_THAT(log, HasSubstr("restore=" + first.directory + "\n"));
+  EXPECT_THAT(log, Not(HasSubstr("restore=" + second.directory + "\n")));
+
+  auto actual = CanonicalOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, Reference(kInput, kCount, kTimeoutMs)));
+}
+
+TEST_F(RecoveryTest, CheckpointDirectoryWithoutMetadataIsNeverListedNorRestored) {
+  const std::string output = dir_.path() + "/output";
+  auto job_id = Submit(CountWindowArgs(
+      kInput, output, 3, {"--checkpoint-interval", "300ms", "--retained-checkpoints", "10"}));
+  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
+  auto running = WaitForCheckpoints(*job_id, 2);
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+
+  // What a coordinator killed between the subtasks' files and the rename of `_metadata` leaves:
+  // state files and the temporary metadata, under an id larger than any completed one.
+  const int64_t latest = (*running)["checkpoints"].value("latest_completed", int64_t{0});
+  const std::string source = JobDir(*job_id) + "/chk-" + std::to_string(latest);
+  const std::string orphan = JobDir(*job_id) + "/chk-1000";
+  fs::create_directories(orphan);
+  for (const auto& e : fs::directory_iterator(source)) {
+    std::string name = e.path().filename().string();
+    fs::copy_file(e.path(), orphan + "/" + (name == "_metadata" ? "_metadata.tmp" : name));
+  }
+  ASSERT_TRUE(fs::exists(orphan + "/_metadata.tmp"));
+
+  auto listed = cluster_->Cli({"checkpoints", "--json"});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->exit_code, 0) << listed->err;
+  nlohmann::json list = nlohmann::json::parse(listed->out, nullptr, false);
+  ASSERT_TRUE(list.is_object()) << listed->out;
+  ASSERT_FALSE(list["completed"].empty()) << listed->out;
+  for (const auto& c : list["completed"]) {
+    EXPECT_LT(c.value("id", int64_t{0}), 1000) << c.dump();
+    EXPECT_NE(c.value("directory", ""), orphan);
+  }
+
+  ASSERT_TRUE(Ok(cluster_->KillWorker(2)));
+  ASSERT_TRUE(Ok(cluster_->StartWorker(2)));
+  auto end = WaitForEnd(*job_id);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
+  const int64_t restored = end->value("restored_from", int64_t{0});
+  EXPECT_GE(restored, latest);
+  EXPECT_LT(restored, 1000);
+  EXPECT_THAT(CoordinatorLog(), Not(HasSubstr("restore=" + orphan)));
+  // Ids are never reused, not even the orphan's: the next attempt's checkpoints come after it.
+  EXPECT_GT((*end)["checkpoints"].value("latest_completed", int64_t{0}), 1000);
+
+  auto actual = CanonicalOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, Reference(kInput, kCount, kTimeoutMs)));
+}
+
+TEST_F(RecoveryTest, CheckpointAndSavepointCommandsListInspectAndRetention) {
+  constexpr char kSmallInput[] = "gen:events=24000,keys=60,splits=3,seed=5,skew=1,rate=4000";
+  const std::string output = dir_.path() + "/output";
+  // Only the checkpoints taken here (and the final one), two of them retained.
+  auto job_id = Submit(CountWindowArgs(
+      kSmallInput, output, 3, {"--checkpoint-interval", "1h", "--retained-checkpoints", "2"}));
+  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
+  ASSERT_TRUE(Ok(WaitForProcessing(*job_id)));
+
+  auto take = [&](std::vector<std::string> args, const std::string& what) {
+    auto r = cluster_->Cli(args, Duration::Seconds(30));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return Completed{};
+    auto c = ParseCompleted(*r, what);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? *c : Completed{};
+  };
+  const std::string savepoint_dir = dir_.path() + "/my-savepoint";
+  const Completed c1 = take({"checkpoint"}, "checkpoint");
+  const Completed c2 = take({"checkpoint"}, "checkpoint");
+  const Completed s3 = take({"savepoint", "--dir", savepoint_dir}, "savepoint");
+  const Completed s4 = take({"savepoint"}, "savepoint");
+  const Completed c5 = take({"checkpoint"}, "checkpoint");
+  ASSERT_FALSE(HasFailure());
+  // One id counter for checkpoints and savepoints, starting at 1.
+  EXPECT_EQ(std::vector<int64_t>({c1.id, c2.id, s3.id, s4.id, c5.id}),
+            std::vector<int64_t>({1, 2, 3, 4, 5}));
+  EXPECT_EQ(c1.directory, JobDir(*job_id) + "/chk-1");
+  EXPECT_EQ(s3.directory, savepoint_dir);
+  EXPECT_EQ(s4.directory, JobDir(*job_id) + "/savepoint-4");
+  for (const Completed& c : {c2, s3, s4, c5}) {
+    EXPECT_TRUE(fs::exists(c.directory + "/_metadata")) << c.directory;
+  }
+  // Retention (2): checkpoint 1 is gone once 2 and 5 completed; savepoints do not count.
+  EXPECT_FALSE(fs::exists(c1.directory)) << "retention deletes checkpoints beyond 2";
+
+  auto listed = cluster_->Cli({"checkpoints", "--json"});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->exit_code, 0) << listed->err;
+  nlohmann::json list = nlohmann::json::parse(listed->out, nullptr, false);
+  ASSERT_TRUE(list.is_object()) << listed->out;
+  std::map<int64_t, std::string> completed;
+  for (const auto& c : list["completed"]) {
+    completed[c.value("id", int64_t{0})] = c.value("type", "") + " " + c.value("directory", "");
+    EXPECT_EQ(c.value("max_parallelism", 0), 128) << c.dump();
+    EXPECT_EQ(c.value("parallelism", 0), 3) << c.dump();
+  }
+  // A savepoint in a directory of the user's choice is not under the job directory: the list
+  // of what is on disk does not find it, the history of this coordinator does.
+  EXPECT_EQ(completed, (std::map<int64_t, std::string>{{2, "checkpoint " + c2.directory},
+                                                       {4, "savepoint " + s4.directory},
+                                                       {5, "checkpoint " + c5.directory}}))
+      << listed->out;
+  std::map<int64_t, std::string> history;
+  for (const auto& h : list["history"]) {
+    history[h.value("id", int64_t{0})] = h.value("state", "") +
+                                         (h.value("savepoint", false) ? " savepoint " : " ") +
+                                         h.value("directory", "");
+  }
+  EXPECT_EQ(history[3], "COMPLETED savepoint " + savepoint_dir) << listed->out;
+  EXPECT_EQ(history[1], "COMPLETED " + c1.directory) << listed->out;
+
+  // inspect: the savepoint's max parallelism, parallelism and one row per key group, each in
+  // the section of the subtask whose Flink range holds it.
+  auto inspected = Inspect({savepoint_dir});
+  ASSERT_TRUE(inspected.ok()) << inspected.status().ToString();
+  ASSERT_EQ(inspected->exit_code, 0) << inspected->err;
+  const std::string& text = inspected->out;
+  EXPECT_THAT(text, HasSubstr("\nid:                3\n"));
+  EXPECT_THAT(text, HasSubstr("\ntype:              savepoint\n"));
+  EXPECT_THAT(text, HasSubstr("\nmax parallelism:   128\n"));
+  EXPECT_THAT(text, HasSubstr("\nparallelism:       3\n"));
+  EXPECT_THAT(text, HasSubstr("\nstate files:       ok\n"));
+  EXPECT_THAT(text, HasSubstr("\nsubtask 0: subtask-0.kgs, key groups 0-42, "));
+  EXPECT_THAT(text, HasSubstr("\nsubtask 1: subtask-1.kgs, key groups 43-85, "));
+  EXPECT_THAT(text, HasSubstr("\nsubtask 2: subtask-2.kgs, key groups 86-127, "));
+  // Key groups that hold none of the 60 generated keys have no state and no timers; every open
+  // window is one state entry with one timer.
+  auto records = GeneratedKeyedTimestamps(kSmallInput);
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  std::map<int32_t, int64_t> keys_per_group;
+  for (const auto& [key, ts] : *records) {
+    auto kg = AssignToKeyGroup(Key::FromBytes(key), KeyType::kString, 128);
+    ASSERT_TRUE(kg.ok()) << kg.status().ToString();
+    keys_per_group[kg->value()]++;
+  }
+  std::regex row(R"(^  +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)$)");
+  std::istringstream lines(text);
+  std::string line;
+  int subtask = -1, rows = 0, next_group = 0;
+  int64_t total_keys = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("subtask ", 0) == 0) subtask = std::stoi(line.substr(8));
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) continue;
+    const int group = std::stoi(m[1]);
+    const int64_t keys = std::stoll(m[4]), timers = std::stoll(m[5]);
+    ++rows;
+    EXPECT_EQ(group, next_group++) << line;
+    EXPECT_EQ(subtask, group * 3 / 128)
+        << "key group " << group << " listed under subtask " << subtask;
+    EXPECT_EQ(keys, timers) << line;
+    EXPECT_LE(keys, keys_per_group[group]) << line;
+    total_keys += keys;
+  }
+  EXPECT_EQ(rows, 128);
+  EXPECT_GT(total_keys, 0) << "the savepoint holds the open windows";
+
+  auto end = WaitForEnd(*job_id);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
+  // The final checkpoint (6) completed: retention keeps 5 and 6; the savepoints stay.
+  std::set<std::string> on_disk;
+  for (const auto& e : fs::directory_iterator(JobDir(*job_id))) {
+    if (fs::exists(e.path() / "_metadata")) on_disk.insert(e.path().filename().string());
+  }
+  EXPECT_EQ(on_disk, (std::set<std::string>{"chk-5", "chk-6", "savepoint-4"}));
+  EXPECT_TRUE(fs::exists(savepoint_dir + "/_metadata"));
+
+  // Savepoints pre-commit without committing; the checkpoints after them commit their data.
+  auto actual = CanonicalOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, Reference(kSmallInput, kCount, kTimeoutMs)));
+}
+
+TEST_F(RecoveryTest, RestoreRefusesAnotherMaxParallelismAndRescalesExactly) {
+  // Windows close by count (hot keys, 800 records) or at the end of input by the 60 s event-time
+  // timeout (the input spans 30 s of event time): the savepoint below, taken in the first
+  // second, precedes every result, so the restored job alone produces the whole output.
+  constexpr int64_t kLateCount = 800, kLongTimeoutMs = 60'000;
+  constexpr char kSlowInput[] = "gen:events=30000,keys=300,splits=3,seed=3,skew=1,rate=3000";
+  const std::vector<std::string> reference = Reference(kSlowInput, kLateCount, kLongTimeoutMs);
+  std::map<std::string, int> causes;
+  for (const std::string& line : reference) causes[line.substr(line.rfind('|') + 1)]++;
+  ASSERT_GT(causes["count"], 5);
+  ASSERT_GT(causes["timeout"], 5);
+  auto args = [&](const std::string& output, int p, std::vector<std::string> extra) {
+    std::vector<std::string> a = {"run",
+                                  "--job",
+                                  "count-window",
+                                  "--param",
+                                  "time=event",
+                                  "--param",
+                                  "count=" + std::to_string(kLateCount),
+                                  "--param",
+                                  "timeout=60s",
+                                  "--input",
+                                  kSlowInput,
+                                  "--output",
+                                  output,
+                                  "--parallelism",
+                                  std::to_string(p)};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+
+  const std::string first_output = dir_.path() + "/output-p3";
+  auto first = Submit(args(first_output, 3, {"--checkpoint-interval", "1h"}));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(Ok(WaitForProcessing(*first)));
+  const std::string savepoint_dir = dir_.path() + "/savepoint";
+  auto taken = cluster_->Cli({"savepoint", "--dir", savepoint_dir}, Duration::Seconds(30));
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  auto savepoint = ParseCompleted(*taken, "savepoint");
+  ASSERT_TRUE(savepoint.ok()) << savepoint.status().ToString();
+  auto cancel = cluster_->Cli({"cancel"});
+  ASSERT_TRUE(cancel.ok() && cancel->exit_code == 0) << cancel->out << cancel->err;
+  auto inspected = Inspect({"--json", savepoint_dir});
+  ASSERT_TRUE(inspected.ok() && inspected->exit_code == 0) << inspected->err;
+  nlohmann::json meta = nlohmann::json::parse(inspected->out, nullptr, false);
+  ASSERT_EQ(meta.value("max_parallelism", 0), 128) << inspected->out;
+  ASSERT_EQ(meta.value("sink_committables", -1), 0)
+      << "precondition: the savepoint was taken before the first result (machine too slow?)";
+  auto first_output_files = ReadJobOutput(first_output);
+  ASSERT_TRUE(first_output_files.ok()) << first_output_files.status().ToString();
+  EXPECT_TRUE(first_output_files->files.empty()) << "nothing was committed by the first job";
+
+  // Another max parallelism: refused at submission, with the fix in the message.
+  auto refused = cluster_->Cli(args(dir_.path() + "/output-m256", 3,
+                                    {"--from-savepoint", savepoint_dir, "--max-parallelism", "256",
+                                     "--checkpoint-interval", "300ms"}));
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->exit_code, 1);
+  EXPECT_THAT(refused->err,
+              HasSubstr("job rejected: the checkpoint was taken with max parallelism 128; the "
+                        "number of key groups is fixed for the lifetime of a job and its "
+                        "checkpoints: restore with --max-parallelism 128 (or leave it unset)"));
+  EXPECT_FALSE(fs::exists(dir_.path() + "/output-m256"));
+
+  // Another parallelism: the state of 3 subtasks' key groups is redistributed over 2.
+  const std::string output = dir_.path() + "/output-p2";
+  auto second = Submit(
+      args(output, 2, {"--from-savepoint", savepoint_dir, "--checkpoint-interval", "300ms"}));
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_NE(*second, *first) << "a new job, even when submitted in the same second";
+  auto end = WaitForEnd(*second);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
+  EXPECT_EQ(end->value("parallelism", 0), 2);
+  EXPECT_EQ(end->value("max_parallelism", 0), 128);
+  EXPECT_EQ(end->value("restored_from", int64_t{0}), savepoint->id);
+  EXPECT_LT(end->value("records_in", int64_t{0}), 30000) << "it resumed at the savepoint offsets";
+  EXPECT_EQ(end->value("late_records", int64_t{-1}), 0);
+
+  auto actual = CanonicalOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, reference));
+}
+
+// The Flink way to rescale — savepoint, cancel, resubmit from the savepoint with the same
+// --output — keeps every result: the savepoint's pending output is committed by the new job,
+// whose own files (named after its job id) never replace the first job's.
+TEST_F(RecoveryTest, SavepointRestoredIntoTheSameOutputDirectoryKeepsItsResults) {
+  const std::string output = dir_.path() + "/output";
+  auto first = Submit(CountWindowArgs(kInput, output, 3, {"--checkpoint-interval", "1h"}));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(Ok(WaitForJob(
+      *first,
+      [](const nlohmann::json& j) {
+        return j.value("state", "") == "RUNNING" && j.value("records_out", int64_t{0}) > 0;
+      },
+      Duration::Seconds(30), "results")));
+  const std::string savepoint_dir = dir_.path() + "/savepoint";
+  auto taken = cluster_->Cli({"savepoint", "--dir", savepoint_dir}, Duration::Seconds(30));
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  ASSERT_TRUE(ParseCompleted(*taken, "savepoint").ok()) << taken->out << taken->err;
+  auto cancel = cluster_->Cli({"cancel"});
+  ASSERT_TRUE(cancel.ok() && cancel->exit_code == 0) << cancel->out << cancel->err;
+
+  auto second = Submit(CountWindowArgs(
+      kInput, output, 2, {"--from-savepoint", savepoint_dir, "--checkpoint-interval", "300ms"}));
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  auto end = WaitForEnd(*second);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
+  auto actual = CanonicalOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, Reference(kInput, kCount, kTimeoutMs)));
+}
+
+TEST_F(RecoveryTest, ProcessingTimeTimersPendingAtTheCheckpointAreReArmedAfterRestore) {
+  // Processing time, a count that is never reached: every window closes by its timer (cause
+  // timeout, time = start + timeout exactly) or, opened in the last 1.5 s, at the end of input.
+  constexpr int64_t kProcessingTimeoutMs = 1'500;
+  constexpr char kTimedInput[] = "gen:events=16000,keys=40,splits=3,seed=9,rate=2000";
+  const std::string output = dir_.path() + "/output";
+  auto job_id = Submit({"run", "--job", "count-window", "--param", "time=processing", "--param",
+                        "count=1000000", "--param", "timeout=1500ms", "--input", kTimedInput,
+                        "--output", output, "--parallelism", "3", "--checkpoint-interval", "300ms",
+                        "--retained-checkpoints", "1000"});
+  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
+  ASSERT_TRUE(Ok(WaitForCheckpoints(*job_id, 2)));
+  ASSERT_TRUE(Ok(cluster_->KillWorker(0)));
+  ASSERT_TRUE(Ok(cluster_->StartWorker(0)));
+
+  auto end = WaitForEnd(*job_id);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
+  const int64_t restored = end->value("restored_from", int64_t{0});
+  ASSERT_GT(restored, 0);
+  const int64_t restored_attempt = end->value("attempt", 0);
+  ASSERT_GE(restored_attempt, 2);
+
+  // The restored checkpoint held open windows, each with its processing-time timer.
+  const std::string restored_dir = JobDir(*job_id) + "/chk-" + std::to_string(restored);
+  auto inspected = Inspect({"--json", restored_dir});
+  ASSERT_TRUE(inspected.ok() && inspected->exit_code == 0) << inspected->err;
+  nlohmann::json meta = nlohmann::json::parse(inspected->out, nullptr, false);
+  const int64_t pending_timers = meta["totals"].value("timers", int64_t{0});
+  EXPECT_GT(pending_timers, 0);
+  EXPECT_EQ(meta["totals"].value("keys", int64_t{-1}), pending_timers);
+  const int64_t snapshot_after_ms = meta.value("triggered_ms", int64_t{0});
+
+  // Exactly once: every record is in exactly one committed window.
+  auto records = GeneratedKeyedTimestamps(kTimedInput);
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  auto out = ReadJobOutput(output);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(CountsPerKey(out->lines), RecordsPerKey(*records));
+  for (const nlohmann::json& line : out->lines) {
+    const std::string cause = line.value("cause", "");
+    ASSERT_TRUE(cause == "timeout" || cause == "end-of-input") << line.dump();
+    if (cause == "timeout") {
+      ASSERT_EQ(line.value("time", int64_t{0}),
+                line.value("start", int64_t{0}) + kProcessingTimeoutMs)
+          << line.dump();
+    }
+  }
+  // Windows opened before the restored checkpoint was triggered and emitted by a later attempt
+  // (part-<job>-<subtask>-<attempt>-<checkpoint>.jsonl) were restored with their timers: those
+  // timers fired.
+  int restored_windows = 0;
+  for (const std::string& file : out->files) {
+    std::string name = fs::path(file).filename().string();
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(name, m, std::regex(R"(part-.+-(\d+)-(\d+)-(\d+|final)\.jsonl)")))
+        << name;
+    if (std::stoi(m[2]) < 2) continue;
+    std::ifstream in(file);
+    std::string text;
+    while (std::getline(in, text)) {
+      nlohmann::json line = nlohmann::json::parse(text, nullptr, false);
+      if (line.value("start", INT64_MAX) >= snapshot_after_ms) continue;
+      ++restored_windows;
+      EXPECT_EQ(line.value("cause", ""), "timeout") << line.dump();
+      EXPECT_EQ(line.value("time", int64_t{0}),
+                line.value("start", int64_t{0}) + kProcessingTimeoutMs)
+          << line.dump();
+    }
+  }
+  EXPECT_GT(restored_windows, 0);
+  // With one restart, exactly the restored ones (another attempt would add its own windows).
+  if (restored_attempt == 2) {
+    EXPECT_LE(restored_windows, pending_timers);
+  }
+}
+
+TEST_F(RecoveryTest, LostWorkerWithoutReplacementRestartsTheJobOnTheRemainingWorkers) {
+  const std::string output = dir_.path() + "/output";
+  auto job_id = Submit(CountWindowArgs(
+      kInput, output, 3, {"--checkpoint-interval", "300ms", "--replacement-timeout", "2s"}));
+  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
+  ASSERT_TRUE(Ok(WaitForCheckpoints(*job_id, 2)));
+  ASSERT_TRUE(Ok(cluster_->KillWorker(2)));  // and no replacement
+
+  auto scaled = WaitForJob(
+      *job_id,
+      [](const nlohmann::json& j) {
+        return j.value("state", "") == "RUNNING" && j.value("parallelism", 0) == 2;
+      },
+      Duration::Seconds(30), "the job to run on the 2 remaining workers");
+  ASSERT_TRUE(scaled.ok()) << scaled.status().ToString();
+  EXPECT_EQ((*scaled)["subtasks"].size(), 2u);
+  EXPECT_EQ((*scaled)["subtasks"][1]["key_groups"], nlohmann::json::array({64, 127}));
+
+  auto end = WaitForEnd(*job_id);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
+  EXPECT_EQ(end->value("parallelism", 0), 2);
+  EXPECT_GE(end->value("attempt", 0), 2);
+  EXPECT_GT(end->value("restored_from", int64_t{0}), 0);
+  EXPECT_THAT(CoordinatorLog(), HasSubstr("no replacement worker within 2000 ms: restarting job " +
+                                          *job_id + " on 2 worker(s) instead of 3"));
+
+  auto actual = CanonicalOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, Reference(kInput, kCount, kTimeoutMs)));
+}
+
+}  // namespace
+}  // namespace keyflow::test
