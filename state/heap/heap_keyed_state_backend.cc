@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 
 namespace keyflow {
 
@@ -89,21 +90,79 @@ void HeapKeyedStateBackend::ClearAll() {
   }
 }
 
+namespace {
+
 // Format (state/README.md):
 //   i32 key group | varint number of states | per state: bytes name, u8 kind, entries.
+// write_state(i, out) writes the i-th state's name, kind and entries.
+void WriteKeyGroupStates(KeyGroupId g, size_t num_states,
+                         absl::FunctionRef<void(size_t, BinaryWriter&)> write_state,
+                         BinaryWriter& out) {
+  out.I32(g.value());
+  out.VarU64(num_states);
+  for (size_t i = 0; i < num_states; ++i) write_state(i, out);
+}
+
+// CopyKeyGroup's result: the non-empty states of one key group, by name ascending.
+class StateKeyGroupCopy final : public KeyGroupCopy {
+ public:
+  struct State {
+    std::string name;
+    StateKind kind;
+    std::unique_ptr<StateTableBase::EntriesCopy> entries;
+  };
+  StateKeyGroupCopy(KeyGroupId g, std::vector<State> states) : g_(g), states_(std::move(states)) {}
+
+  void Write(BinaryWriter& out) const override {
+    WriteKeyGroupStates(
+        g_, states_.size(),
+        [&](size_t i, BinaryWriter& w) {
+          w.Bytes(states_[i].name);
+          w.U8(static_cast<uint8_t>(states_[i].kind));
+          states_[i].entries->Write(w);
+        },
+        out);
+  }
+  uint64_t Count() const override {
+    absl::flat_hash_set<Key> keys;
+    for (const State& s : states_) s.entries->CollectKeys(&keys);
+    return keys.size();
+  }
+
+ private:
+  KeyGroupId g_;
+  std::vector<State> states_;
+};
+
+}  // namespace
+
 void HeapKeyedStateBackend::SerializeKeyGroup(KeyGroupId g, BinaryWriter& out) const {
   CHECK(range().contains(g)) << "SerializeKeyGroup: key group " << g << " is not in " << range();
   const int32_t index = range().IndexOf(g);
-  out.I32(g.value());
-  uint64_t num_states = 0;
-  for (const auto& [name, state] : states_) num_states += state.table->Size(index) > 0 ? 1 : 0;
-  out.VarU64(num_states);
+  std::vector<const std::pair<const std::string, RegisteredState>*> present;
+  for (const auto& entry : states_) {
+    if (entry.second.table->Size(index) > 0) present.push_back(&entry);
+  }
+  WriteKeyGroupStates(
+      g, present.size(),
+      [&](size_t i, BinaryWriter& w) {
+        const StateTableBase& table = *present[i]->second.table;
+        w.Bytes(present[i]->first);
+        w.U8(static_cast<uint8_t>(table.kind()));
+        table.WriteKeyGroup(index, w);
+      },
+      out);
+}
+
+std::unique_ptr<KeyGroupCopy> HeapKeyedStateBackend::CopyKeyGroup(KeyGroupId g) const {
+  CHECK(range().contains(g)) << "CopyKeyGroup: key group " << g << " is not in " << range();
+  const int32_t index = range().IndexOf(g);
+  std::vector<StateKeyGroupCopy::State> states;
   for (const auto& [name, state] : states_) {
     if (state.table->Size(index) == 0) continue;
-    out.Bytes(name);
-    out.U8(static_cast<uint8_t>(state.table->kind()));
-    state.table->WriteKeyGroup(index, out);
+    states.push_back({name, state.table->kind(), state.table->CopyKeyGroup(index)});
   }
+  return std::make_unique<StateKeyGroupCopy>(g, std::move(states));
 }
 
 Status HeapKeyedStateBackend::RestoreKeyGroup(KeyGroupId g, BinaryReader& in) {

@@ -44,6 +44,7 @@
 #include "state/heap/state_table.h"
 #include "state/heap/value_state.h"
 #include "state/key_context.h"
+#include "state/key_group_copy.h"
 #include "state/key_group_write_guard.h"
 #include "state/namespace.h"
 #include "state/state_descriptor.h"
@@ -113,6 +114,10 @@ class HeapKeyedStateBackend {
   // ascending), each with its entries in ascending (key bytes, namespace) order, so equal
   // state gives equal bytes. Precondition: range().contains(g).
   void SerializeKeyGroup(KeyGroupId g, BinaryWriter& out) const;
+  // A copy of key group g's state, cheap to take (no sorting, no encoding), for copy-on-write
+  // snapshots: its Write appends what SerializeKeyGroup(g) appends now, its Count is NumKeys(g)
+  // now. Precondition: range().contains(g).
+  std::unique_ptr<KeyGroupCopy> CopyKeyGroup(KeyGroupId g) const;
   // Reads exactly the bytes SerializeKeyGroup(g) wrote and makes them key group g's state,
   // replacing what g held. Every state in the snapshot must be registered first. The source
   // may have had another range (rescaling): only g must be ours. Errors, after which g is

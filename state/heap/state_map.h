@@ -77,6 +77,23 @@ class StateMap {
   StateMap(const StateMap&) = delete;
   StateMap& operator=(const StateMap&) = delete;
 
+  // A copy with the same capacity and layout: every entry copied into the same slot (no
+  // rehashing). Used by copy-on-write snapshots (state/key_group_copy.h).
+  StateMap Clone() const {
+    StateMap copy;
+    if (capacity_ == 0) return copy;
+    copy.Allocate(capacity_);
+    std::copy_n(occupied_, BitmapWords(), copy.occupied_);
+    for (size_t w = 0; w < BitmapWords(); ++w) {
+      for (uint64_t bits = occupied_[w]; bits != 0; bits &= bits - 1) {
+        const size_t i = w * 64 + static_cast<size_t>(__builtin_ctzll(bits));
+        ::new (static_cast<void*>(copy.slots_ + i)) Entry(slots_[i]);
+      }
+    }
+    copy.size_ = size_;
+    return copy;
+  }
+
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   size_t capacity() const { return capacity_; }

@@ -75,6 +75,17 @@ class StateTableBase {
   // Writes the entries of the key group (format in state/README.md): varint count, then the
   // entries in ascending (key bytes, namespace) order. Precondition: Size(kg_index) > 0.
   virtual void WriteKeyGroup(int32_t kg_index, BinaryWriter& out) const = 0;
+
+  // A copy of one key group's entries, taken as they are (no sorting, no encoding), that can
+  // be serialised later on another thread (state/key_group_copy.h).
+  class EntriesCopy {
+   public:
+    virtual ~EntriesCopy() = default;
+    // What WriteKeyGroup wrote at the time of the copy.
+    virtual void Write(BinaryWriter& out) const = 0;
+    virtual void CollectKeys(absl::flat_hash_set<Key>* out) const = 0;
+  };
+  virtual std::unique_ptr<EntriesCopy> CopyKeyGroup(int32_t kg_index) const = 0;
   // Parses what WriteKeyGroup wrote for key group `g` into `*staged`; the table is untouched.
   // Corruption when the bytes are truncated or malformed, out of order, or hold a key that
   // does not belong to `g`.
@@ -111,9 +122,14 @@ class StateTable final : public StateTableBase {
     });
   }
   void CollectKeys(int32_t kg_index, absl::flat_hash_set<Key>* out) const override {
-    key_groups_[kg_index].ForEach([&](const typename Table::Entry& e) { out->insert(e.key.key); });
+    CollectKeysOf(key_groups_[kg_index], out);
   }
-  void WriteKeyGroup(int32_t kg_index, BinaryWriter& out) const override;
+  void WriteKeyGroup(int32_t kg_index, BinaryWriter& out) const override {
+    WriteEntries(key_groups_[kg_index], out);
+  }
+  std::unique_ptr<EntriesCopy> CopyKeyGroup(int32_t kg_index) const override {
+    return std::make_unique<Copy>(key_groups_[kg_index].Clone());
+  }
   Status ReadKeyGroup(BinaryReader& in, KeyGroupId g, const KeyGroupAssigner& assigner,
                       std::unique_ptr<StagedKeyGroup>* staged) const override;
   // Defined in heap_keyed_state_backend_inl.h (they need the complete backend).
@@ -127,6 +143,17 @@ class StateTable final : public StateTableBase {
   struct Staged final : StagedKeyGroup {
     Table table;
   };
+  struct Copy final : EntriesCopy {
+    explicit Copy(Table t) : table(std::move(t)) {}
+    void Write(BinaryWriter& out) const override { WriteEntries(table, out); }
+    void CollectKeys(absl::flat_hash_set<Key>* out) const override { CollectKeysOf(table, out); }
+    Table table;
+  };
+
+  static void CollectKeysOf(const Table& table, absl::flat_hash_set<Key>* out) {
+    table.ForEach([&](const typename Table::Entry& e) { out->insert(e.key.key); });
+  }
+  static void WriteEntries(const Table& table, BinaryWriter& out);
 
   // Lists and maps are never stored empty; a snapshot holding one is malformed.
   bool IsEmptyCollection(const V& v) const {
@@ -143,8 +170,7 @@ class StateTable final : public StateTableBase {
 // ---- snapshot encoding of one key group's entries ----
 
 template <typename V>
-void StateTable<V>::WriteKeyGroup(int32_t kg_index, BinaryWriter& out) const {
-  const Table& table = key_groups_[kg_index];
+void StateTable<V>::WriteEntries(const Table& table, BinaryWriter& out) {
   std::vector<const typename Table::Entry*> sorted;
   table.SortedEntries(&sorted);  // ascending (key bytes, namespace)
   out.VarU64(sorted.size());

@@ -1,5 +1,7 @@
 #include "state/snapshot/async_keyed_snapshot.h"
 
+#include <algorithm>
+
 namespace keyflow {
 
 AsyncKeyedSnapshot::AsyncKeyedSnapshot(int32_t max_parallelism, KeyType key_type,
@@ -10,19 +12,28 @@ AsyncKeyedSnapshot::AsyncKeyedSnapshot(int32_t max_parallelism, KeyType key_type
       key_type_(key_type),
       range_(range),
       sections_(std::move(sections)),
+      copyable_(std::all_of(sections_.begin(), sections_.end(),
+                            [](const SnapshotSection* s) { return s->copy != nullptr; })),
       blocks_(static_cast<size_t>(range.size())),
+      copies_(static_cast<size_t>(range.size())),
       counts_(static_cast<size_t>(range.size())) {}
 
-bool AsyncKeyedSnapshot::TryClaimAndSerialize(int32_t index) {
+bool AsyncKeyedSnapshot::TryClaimAndSerialize(int32_t index, bool copy) {
   uint8_t expected = kPending;
   if (!state_[index].compare_exchange_strong(expected, kSerializing, std::memory_order_acq_rel)) {
     return false;
   }
   KeyGroupId g(range_.start() + index);
-  std::string& block = blocks_[static_cast<size_t>(index)];
-  SerializeKeyGroupBlock(g, sections_, &block);
-  std::vector<uint64_t>& counts = counts_[static_cast<size_t>(index)];
-  for (const SnapshotSection* s : sections_) counts.push_back(s->count(g));
+  if (copy) {
+    // The writer serialises the copies and counts when it reaches this key group.
+    for (const SnapshotSection* s : sections_) {
+      copies_[static_cast<size_t>(index)].push_back(s->copy(g));
+    }
+  } else {
+    SerializeKeyGroupBlock(g, sections_, &blocks_[static_cast<size_t>(index)]);
+    std::vector<uint64_t>& counts = counts_[static_cast<size_t>(index)];
+    for (const SnapshotSection* s : sections_) counts.push_back(s->count(g));
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     state_[index].store(kSerialized, std::memory_order_release);
@@ -37,7 +48,7 @@ void AsyncKeyedSnapshot::WaitSerialized(int32_t index) {
 }
 
 void AsyncKeyedSnapshot::SerializeBeforeWrite(int32_t index) {
-  if (TryClaimAndSerialize(index)) {
+  if (TryClaimAndSerialize(index, /*copy=*/copyable_)) {
     by_task_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -48,8 +59,14 @@ Result<KeyedSnapshotInfo> AsyncKeyedSnapshot::WriteTo(KeyedSnapshotWriter::Sink 
   KeyedSnapshotWriter writer(max_parallelism_, key_type_, range_, sections_, std::move(sink));
   RETURN_IF_ERROR(writer.Begin());
   for (int32_t i = 0; i < range_.size(); ++i) {
-    if (!TryClaimAndSerialize(i)) WaitSerialized(i);
+    if (!TryClaimAndSerialize(i, /*copy=*/false)) WaitSerialized(i);
     std::string& block = blocks_[static_cast<size_t>(i)];
+    std::vector<std::unique_ptr<KeyGroupCopy>>& copies = copies_[static_cast<size_t>(i)];
+    if (!copies.empty()) {  // copied by the task thread
+      SerializeKeyGroupBlock(KeyGroupId(range_.start() + i), sections_, copies, &block);
+      for (const auto& c : copies) counts_[static_cast<size_t>(i)].push_back(c->Count());
+      copies.clear();
+    }
     RETURN_IF_ERROR(writer.AppendKeyGroup(KeyGroupId(range_.start() + i), block,
                                           std::move(counts_[static_cast<size_t>(i)])));
     std::string().swap(block);  // free the copy as soon as it is written

@@ -4,16 +4,19 @@
 // The synchronous part is constructing it and installing it as the KeyGroupWriteGuard of the
 // backend and the timer service: O(number of key groups), no copying. Then WriteTo() runs on
 // another thread and writes the key groups in order into the snapshot file format
-// (keyed_snapshot_format.h). Every key group is serialised exactly once, by whichever thread
-// claims it first: the writer in its ascending walk, or the task thread just before it changes
-// a key group the writer has not reached yet (that block waits in memory for the writer). So
-// the file holds every key group exactly as it was at the synchronous part.
+// (keyed_snapshot_format.h). Every key group is captured exactly once, by whichever thread
+// claims it first: the writer in its ascending walk serialises it, or the task thread, just
+// before it changes a key group the writer has not reached yet, copies it (each section's
+// `copy`: a clone of the tables, no sorting or encoding; sections without `copy` are
+// serialised there instead) and the writer serialises the copy when it gets there. So the file
+// holds every key group exactly as it was at the synchronous part.
 //
 // Threading: construct, BeforeWrite: task thread. WriteTo: one writer thread. The object must
 // outlive both (uninstall it from the task thread after WriteTo returned).
 #pragma once
 
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -35,21 +38,23 @@ class AsyncKeyedSnapshot final : public KeyGroupWriteGuard {
   // Writes the snapshot through `sink` (e.g. a buffered file). Call once, on the writer thread.
   Result<KeyedSnapshotInfo> WriteTo(KeyedSnapshotWriter::Sink sink);
 
-  // Key groups the task thread had to serialise itself (for metrics).
+  // Key groups the task thread had to capture (copy or serialise) itself (for metrics).
   int64_t serialized_by_task_thread() const { return by_task_.load(std::memory_order_relaxed); }
 
  private:
   void SerializeBeforeWrite(int32_t index) override;
-  // Claims `index` if still pending; serialises it into blocks_[index]. Returns false if
-  // another thread claimed it first.
-  bool TryClaimAndSerialize(int32_t index);
+  // Claims `index` if still pending; serialises it into blocks_[index] (or, with `copy`, copies
+  // it into copies_[index]). Returns false if another thread claimed it first.
+  bool TryClaimAndSerialize(int32_t index, bool copy);
   void WaitSerialized(int32_t index);
 
   int32_t max_parallelism_;
   KeyType key_type_;
   KeyGroupRange range_;
   std::vector<const SnapshotSection*> sections_;
+  bool copyable_;                                 // every section has `copy`
   std::vector<std::string> blocks_;               // [index], written by the claiming thread
+  std::vector<std::vector<std::unique_ptr<KeyGroupCopy>>> copies_;  // [index][section]
   std::vector<std::vector<uint64_t>> counts_;     // [index][section]
   std::mutex mu_;
   std::condition_variable serialized_;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/check.h"
 #include "common/file_io.h"
 #include "common/hashing.h"
 
@@ -14,21 +15,41 @@ Status Broken(const std::string& name, const std::string& what) {
 
 }  // namespace
 
-void SerializeKeyGroupBlock(KeyGroupId g, const std::vector<const SnapshotSection*>& sections,
-                            std::string* out) {
+namespace {
+
+// write_section(i, out) writes the data of sections[i].
+void WriteBlock(KeyGroupId g, const std::vector<const SnapshotSection*>& sections,
+                const std::function<void(size_t, BinaryWriter&)>& write_section,
+                std::string* out) {
   size_t start = out->size();
   BinaryWriter w(out);
   w.I32(g.value());
   w.VarU64(sections.size());
   std::string scratch;
-  for (const SnapshotSection* s : sections) {
+  for (size_t i = 0; i < sections.size(); ++i) {
     scratch.clear();
     BinaryWriter sw(&scratch);
-    s->write(g, sw);
-    w.U8(s->id);
+    write_section(i, sw);
+    w.U8(sections[i]->id);
     w.Bytes(scratch);
   }
   w.U64(Checksum64(out->data() + start, out->size() - start));
+}
+
+}  // namespace
+
+void SerializeKeyGroupBlock(KeyGroupId g, const std::vector<const SnapshotSection*>& sections,
+                            std::string* out) {
+  WriteBlock(
+      g, sections, [&](size_t i, BinaryWriter& w) { sections[i]->write(g, w); }, out);
+}
+
+void SerializeKeyGroupBlock(KeyGroupId g, const std::vector<const SnapshotSection*>& sections,
+                            const std::vector<std::unique_ptr<KeyGroupCopy>>& copies,
+                            std::string* out) {
+  CHECK(copies.size() == sections.size()) << copies.size() << " copies of " << sections.size();
+  WriteBlock(
+      g, sections, [&](size_t i, BinaryWriter& w) { copies[i]->Write(w); }, out);
 }
 
 KeyedSnapshotWriter::KeyedSnapshotWriter(int32_t max_parallelism, KeyType key_type,

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "common/key_group_range.h"
 #include "common/status.h"
 #include "common/types.h"
+#include "state/key_group_copy.h"
 
 namespace keyflow {
 
@@ -35,6 +37,10 @@ struct SnapshotSection {
   std::function<uint64_t(KeyGroupId)> count;
   // Restores the bytes that `write` produced for key group g.
   std::function<Status(KeyGroupId, BinaryReader&)> restore;
+  // Optional: a cheap copy of key group g (state/key_group_copy.h) whose Write/Count give what
+  // `write`/`count` give now. With it, an asynchronous snapshot lets the task thread copy a key
+  // group it is about to change instead of serialising it (AsyncKeyedSnapshot).
+  std::function<std::unique_ptr<KeyGroupCopy>(KeyGroupId)> copy;
 };
 
 // What the header and index say: enough to plan a restore without reading any state.
@@ -61,6 +67,10 @@ struct KeyedSnapshotInfo {
 // Serialises one key group's block (key group id, every section, checksum) into `out`
 // (appending). Pure function of the sections' data: can run on any thread that may read it.
 void SerializeKeyGroupBlock(KeyGroupId g, const std::vector<const SnapshotSection*>& sections,
+                            std::string* out);
+// The same block from copies taken by the sections' `copy` (copies[i] of sections[i]).
+void SerializeKeyGroupBlock(KeyGroupId g, const std::vector<const SnapshotSection*>& sections,
+                            const std::vector<std::unique_ptr<KeyGroupCopy>>& copies,
                             std::string* out);
 
 // Writes a snapshot incrementally: header, then exactly one block per key group of the range

@@ -29,7 +29,10 @@ char* PutVarint(char* p, uint64_t v) {
   return p;
 }
 
-void WriteDomain(const TimerPriorityQueueSet& queue, BinaryWriter& out) {
+// Writes the `n` timers that for_each(fn) calls fn(const TimerEntry&) with: a queue of one key
+// group, or a copy of one (KeyGroupCopy).
+template <typename ForEachTimer>
+void WriteDomain(size_t n, ForEachTimer&& for_each, BinaryWriter& out) {
   // Sorted (timestamp, pointer) pairs: the queue itself is not touched (it may be read
   // concurrently), and most comparisons are decided by the timestamp without following the
   // pointer.
@@ -38,9 +41,9 @@ void WriteDomain(const TimerPriorityQueueSet& queue, BinaryWriter& out) {
     const TimerEntry* timer;
   };
   std::vector<Item> sorted;
-  sorted.reserve(queue.size());
+  sorted.reserve(n);
   size_t key_bytes = 0;
-  queue.ForEach([&](const TimerEntry& timer) {
+  for_each([&](const TimerEntry& timer) {
     sorted.push_back({timer.timestamp.millis(), &timer});
     key_bytes += timer.key.size();
   });
@@ -67,6 +70,38 @@ void WriteDomain(const TimerPriorityQueueSet& queue, BinaryWriter& out) {
   }
   buffer.resize(static_cast<size_t>(p - buffer.data()));
 }
+
+void WriteDomain(const TimerPriorityQueueSet& queue, BinaryWriter& out) {
+  WriteDomain(queue.size(), [&](auto&& fn) { queue.ForEach(fn); }, out);
+}
+
+void WriteDomain(const std::vector<TimerEntry>& timers, BinaryWriter& out) {
+  WriteDomain(
+      timers.size(), [&](auto&& fn) { for (const TimerEntry& t : timers) fn(t); }, out);
+}
+
+// CopyKeyGroup's result: both domains' timers of one key group, unsorted.
+class TimersKeyGroupCopy final : public KeyGroupCopy {
+ public:
+  TimersKeyGroupCopy(const TimerPriorityQueueSet& event, const TimerPriorityQueueSet& processing) {
+    Copy(event, &event_);
+    Copy(processing, &processing_);
+  }
+  void Write(BinaryWriter& out) const override {
+    out.U8(kTimerFormatVersion);
+    WriteDomain(event_, out);
+    WriteDomain(processing_, out);
+  }
+  uint64_t Count() const override { return event_.size() + processing_.size(); }
+
+ private:
+  static void Copy(const TimerPriorityQueueSet& queue, std::vector<TimerEntry>* out) {
+    out->reserve(queue.size());
+    queue.ForEach([&](const TimerEntry& t) { out->push_back(t); });
+  }
+  std::vector<TimerEntry> event_;
+  std::vector<TimerEntry> processing_;
+};
 
 // OK iff `key` is a well-formed key of the context's key type that maps to `key_group`.
 Status ValidateRestoredKey(const Key& key, const KeyContext& key_context, KeyGroupId key_group) {
@@ -216,6 +251,11 @@ void InternalTimerService::SerializeKeyGroup(KeyGroupId key_group, BinaryWriter&
   out.U8(kTimerFormatVersion);
   WriteDomain(event_timers_.KeyGroupQueue(key_group), out);
   WriteDomain(processing_timers_.KeyGroupQueue(key_group), out);
+}
+
+std::unique_ptr<KeyGroupCopy> InternalTimerService::CopyKeyGroup(KeyGroupId key_group) const {
+  return std::make_unique<TimersKeyGroupCopy>(event_timers_.KeyGroupQueue(key_group),
+                                              processing_timers_.KeyGroupQueue(key_group));
 }
 
 Status InternalTimerService::RestoreKeyGroup(KeyGroupId key_group, BinaryReader& in) {

@@ -23,12 +23,14 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include "common/binary_io.h"
 #include "common/processing_time_service.h"
 #include "common/status.h"
 #include "common/types.h"
 #include "state/key_context.h"
+#include "state/key_group_copy.h"
 #include "state/namespace.h"
 #include "state/timers/key_group_partitioned_timer_queue.h"
 #include "state/timers/triggerable.h"
@@ -87,6 +89,10 @@ class InternalTimerService {
   // (timestamp, key, namespace): equal queues give equal bytes). Reads only that key group.
   // Precondition: key_group in range.
   void SerializeKeyGroup(KeyGroupId key_group, BinaryWriter& out) const;
+  // A copy of the key group's timers, cheap to take (unsorted), for copy-on-write snapshots:
+  // its Write appends what SerializeKeyGroup appends now, its Count is NumTimers now.
+  // Precondition: key_group in range.
+  std::unique_ptr<KeyGroupCopy> CopyKeyGroup(KeyGroupId key_group) const;
 
   // Reads what SerializeKeyGroup wrote and adds the timers, with dedup. Nothing is added
   // unless the whole key group parses. Errors: OutOfRange if key_group is not local;

@@ -22,12 +22,14 @@ KeyedProcessOperator::KeyedProcessOperator(OperatorConfig config,
   state.write = [this](KeyGroupId g, BinaryWriter& w) { backend_.SerializeKeyGroup(g, w); };
   state.count = [this](KeyGroupId g) -> uint64_t { return backend_.NumKeys(g); };
   state.restore = [this](KeyGroupId g, BinaryReader& r) { return backend_.RestoreKeyGroup(g, r); };
+  state.copy = [this](KeyGroupId g) { return backend_.CopyKeyGroup(g); };
   SnapshotSection& timers = sections_[1];
   timers.id = kTimersSectionId;
   timers.name = "timers";
   timers.write = [this](KeyGroupId g, BinaryWriter& w) { timers_.SerializeKeyGroup(g, w); };
   timers.count = [this](KeyGroupId g) -> uint64_t { return timers_.NumTimers(g); };
   timers.restore = [this](KeyGroupId g, BinaryReader& r) { return timers_.RestoreKeyGroup(g, r); };
+  timers.copy = [this](KeyGroupId g) { return timers_.CopyKeyGroup(g); };
   section_ptrs_ = {&sections_[0], &sections_[1]};
 }
 
