@@ -81,6 +81,20 @@ class Key {
     }
     return HashBytes(bytes());
   }
+  // Key::FromBytes(bytes).Hash() without building the key (e.g. to prefetch state for a
+  // record still in its network buffer).
+  static uint64_t HashOf(std::string_view bytes) {
+    if (bytes.size() <= kInlineCapacity) [[likely]] {
+      char buf[16] = {};
+      std::memcpy(buf, bytes.data(), bytes.size());
+      buf[15] = static_cast<char>(bytes.size());
+      uint64_t w0, w1;
+      std::memcpy(&w0, buf, 8);
+      std::memcpy(&w1, buf + 8, 8);
+      return Mix64(w0, w1);
+    }
+    return HashBytes(bytes);
+  }
 
   friend bool operator==(const Key& a, const Key& b) {
     if (!a.is_heap() && !b.is_heap()) {

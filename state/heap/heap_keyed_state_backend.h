@@ -29,6 +29,7 @@
 #include <string_view>
 #include <typeindex>
 #include <typeinfo>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "common/binary_io.h"
@@ -105,6 +106,16 @@ class HeapKeyedStateBackend {
   // Removes every entry of every state; registrations and handles stay valid.
   void ClearAll();
 
+  // A hint that a record of the key with Key::Hash() `key_hash` (in key group g) comes soon:
+  // prefetches the key's slot (void namespace) in every registered state, so that the
+  // record's state accesses find it in cache. The keyed task calls it a few records ahead of
+  // processing. Changes nothing; a key group outside range() is ignored.
+  void Prefetch(uint64_t key_hash, KeyGroupId g) const {
+    if (!range().contains(g)) [[unlikely]] return;
+    const int32_t index = range().IndexOf(g);
+    for (const StateTableBase* table : tables_) table->Prefetch(index, key_hash);
+  }
+
   // Every later change of key group range().start() + i first calls guard->BeforeWrite(i)
   // (asynchronous snapshots, state/snapshot/async_keyed_snapshot.h); nullptr removes it.
   void SetWriteGuard(KeyGroupWriteGuard* guard) { write_guard_ = guard; }
@@ -171,6 +182,7 @@ class HeapKeyedStateBackend {
   KeyGroupWriteGuard* write_guard_ = nullptr;
   // By name, so snapshots list states in name order.
   std::map<std::string, RegisteredState, std::less<>> states_;
+  std::vector<const StateTableBase*> tables_;  // the tables of states_, for Prefetch
 };
 
 }  // namespace keyflow

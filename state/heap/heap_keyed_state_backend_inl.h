@@ -21,6 +21,7 @@ Handle* HeapKeyedStateBackend::Register(std::unique_ptr<StateTableBase> table,
                                         const std::type_info& signature,
                                         std::string type_description) {
   Handle* result = handle.get();
+  tables_.push_back(table.get());
   std::string name = table->name();
   states_.emplace(std::move(name),
                   RegisteredState{std::type_index(signature), std::move(type_description),

@@ -67,6 +67,9 @@ class StateTableBase {
 
   // Number of (key, namespace) entries in key group `kg_index`.
   virtual size_t Size(int32_t kg_index) const = 0;
+  // Prefetches the slot of (key, void namespace) given the key's Key::Hash() (StateMap::
+  // Prefetch): a hint only, no effect on the contents.
+  virtual void Prefetch(int32_t kg_index, uint64_t key_hash) const = 0;
   // Appends (unsorted) the keys that have an entry in namespace `ns`.
   virtual void CollectKeys(int32_t kg_index, Namespace ns, std::vector<Key>* out) const = 0;
   // Inserts the keys that have an entry in any namespace.
@@ -116,6 +119,10 @@ class StateTable final : public StateTableBase {
   const Table& KeyGroup(int32_t kg_index) const { return key_groups_[kg_index]; }
 
   size_t Size(int32_t kg_index) const override { return key_groups_[kg_index].size(); }
+  void Prefetch(int32_t kg_index, uint64_t key_hash) const override {
+    static const uint64_t void_namespace_hash = NamespaceHash(kVoidNamespace);
+    key_groups_[kg_index].Prefetch(StateEntryHashOf(key_hash, void_namespace_hash));
+  }
   void CollectKeys(int32_t kg_index, Namespace ns, std::vector<Key>* out) const override {
     key_groups_[kg_index].ForEach([&](const typename Table::Entry& e) {
       if (e.key.ns == ns) out->push_back(e.key.key);

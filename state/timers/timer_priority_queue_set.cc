@@ -228,7 +228,7 @@ void TimerPriorityQueueSet::AdvanceRunHead() {
   while (run_slot_[run_head_] == kDeadSlot) ++run_head_;
   // Prefetch the entry 2*D ahead, and the table lines of the entry D ahead.
   const size_t entry_ahead = run_head_ + 2 * kPrefetchDistance;
-  if (entry_ahead < run_.size()) __builtin_prefetch(&run_[entry_ahead]);
+  if (entry_ahead < run_.size()) PrefetchForRead(&run_[entry_ahead]);
   const size_t table_ahead = run_head_ + kPrefetchDistance;
   if (table_ahead < run_.size() && run_slot_[table_ahead] != kDeadSlot) {
     table_.PrefetchForErase(run_slot_[table_ahead]);

@@ -23,6 +23,7 @@
 #endif
 
 #include "common/check.h"
+#include "common/prefetch.h"
 #include "state/timers/large_array_allocator.h"
 
 namespace keyflow {
@@ -109,8 +110,8 @@ class TimerSlotTable {
 
   // Hints the cache lines that Erase(slot) reads.
   void PrefetchForErase(uint32_t slot) const {
-    __builtin_prefetch(&ctrl_[slot]);
-    __builtin_prefetch(
+    PrefetchForRead(&ctrl_[slot]);
+    PrefetchForRead(
         &ctrl_[slot >= kGroupWidth ? slot - kGroupWidth : slot + capacity_ - kGroupWidth]);
   }
 

@@ -90,6 +90,36 @@ BENCHMARK(BM_ValueStateReadUpdate)
     ->Iterations(20'000'000)
     ->Unit(benchmark::kNanosecond);
 
+// The same, processed the way the keyed task processes a batch of records: the state slot of
+// the record kPrefetchDistance ahead is prefetched (HeapKeyedStateBackend::Prefetch) before
+// the current record is processed, so the memory latency of random keys overlaps.
+void BM_ValueStateReadUpdatePrefetched(benchmark::State& state) {
+  constexpr size_t kPrefetchDistance = 8;  // as worker/task/keyed_task.cc
+  Env env(state.range(0));
+  ValueState<int64_t>* count = *env.backend.GetState(ValueStateDescriptor<int64_t>("count"));
+  for (const KeyedRecord& r : env.records) {
+    env.SetKey(r);
+    count->Update(0);
+  }
+  size_t i = 0;
+  const size_t n = env.records.size();
+  for (auto _ : state) {
+    const KeyedRecord& ahead = env.records[i + kPrefetchDistance < n ? i + kPrefetchDistance
+                                                                      : i + kPrefetchDistance - n];
+    env.backend.Prefetch(ahead.key.Hash(), ahead.key_group);
+    env.SetKey(env.records[i]);
+    count->Update(count->Value().value_or(0) + 1);
+    if (++i == n) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  env.SetKey(env.records[0]);
+  benchmark::DoNotOptimize(count->Value());
+}
+BENCHMARK(BM_ValueStateReadUpdatePrefetched)
+    ->Arg(1'000'000)
+    ->Iterations(20'000'000)
+    ->Unit(benchmark::kNanosecond);
+
 // ListState<int64_t>::Add; lists grow to ~10 elements per key.
 void BM_ListStateAdd(benchmark::State& state) {
   Env env(state.range(0));

@@ -56,6 +56,11 @@ class KeyedProcessOperator final : public Triggerable {
   void Start();
 
   // OutOfRange (Flink's message) if the record's key group is not this subtask's.
+  // A hint that a record of key `key` (bytes) in key group g comes soon: prefetches its state
+  // (HeapKeyedStateBackend::Prefetch). Changes nothing.
+  void PrefetchState(std::string_view key, KeyGroupId g) const {
+    backend_.Prefetch(Key::HashOf(key), g);
+  }
   Status ProcessElement(const Record& record);
   // Fires event-time timers <= watermark. Watermarks that do not advance are ignored.
   void ProcessWatermark(Timestamp watermark);
