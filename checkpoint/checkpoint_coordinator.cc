@@ -174,7 +174,9 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::StopPeriodic
   return out;
 }
 
-void CheckpointCoordinator::ResumePeriodic() { periodic_enabled_ = true; }
+void CheckpointCoordinator::ResumePeriodic() {
+  periodic_enabled_ = true;
+}
 
 Status CheckpointCoordinator::NormalizeHandle(const PendingCheckpoint& p, SubtaskIndex subtask,
                                               KeyGroupsStateHandle* h) const {

@@ -29,13 +29,12 @@ struct Voidify {
 
 }  // namespace keyflow::internal
 
-#define CHECK(condition)                    \
-  (condition) ? (void)0                     \
+#define CHECK(condition)                         \
+  (condition) ? (void)0                          \
               : ::keyflow::internal::Voidify() & \
                     ::keyflow::internal::CheckFailure(__FILE__, __LINE__, #condition).stream()
 
-#define KF_CHECK_OP(a, b, op) \
-  CHECK((a)op(b)) << "(" << (a) << " " #op " " << (b) << ") "
+#define KF_CHECK_OP(a, b, op) CHECK((a)op(b)) << "(" << (a) << " " #op " " << (b) << ") "
 #define CHECK_EQ(a, b) KF_CHECK_OP(a, b, ==)
 #define CHECK_NE(a, b) KF_CHECK_OP(a, b, !=)
 #define CHECK_LT(a, b) KF_CHECK_OP(a, b, <)

@@ -123,8 +123,8 @@ Status StringSource::ReadAt(uint64_t offset, size_t n, std::string* out) const {
 Status RandomAccessFile::ReadAt(uint64_t offset, size_t n, std::string* out) const {
   if (offset > size_ || n > size_ - offset) {
     return Corruption("file " + path_ + " is truncated: need bytes [" + std::to_string(offset) +
-                      ", " + std::to_string(offset + n) + ") but it has " +
-                      std::to_string(size_) + " bytes");
+                      ", " + std::to_string(offset + n) + ") but it has " + std::to_string(size_) +
+                      " bytes");
   }
   out->resize(n);
   size_t done = 0;
@@ -218,12 +218,15 @@ Status RenameFile(const std::string& from, const std::string& to) {
 
 TempDir::TempDir(std::string_view prefix) {
   const char* base = std::getenv("TMPDIR");
-  std::string templ = std::string(base && *base ? base : "/tmp") + "/" + std::string(prefix) + "-XXXXXX";
+  std::string templ =
+      std::string(base && *base ? base : "/tmp") + "/" + std::string(prefix) + "-XXXXXX";
   char* p = ::mkdtemp(templ.data());
   CHECK(p != nullptr) << "mkdtemp failed for " << templ;
   path_ = p;
 }
 
-TempDir::~TempDir() { RemoveAll(path_).IgnoreError(); }
+TempDir::~TempDir() {
+  RemoveAll(path_).IgnoreError();
+}
 
 }  // namespace keyflow

@@ -37,7 +37,8 @@ class WritableFile {
   const std::string& path() const { return path_; }
 
  private:
-  WritableFile(int fd, std::string path, uint64_t size) : fd_(fd), path_(std::move(path)), size_(size) {}
+  WritableFile(int fd, std::string path, uint64_t size)
+      : fd_(fd), path_(std::move(path)), size_(size) {}
   int fd_;
   std::string path_;
   uint64_t size_;
@@ -55,7 +56,8 @@ class RandomAccessSource {
 
 class StringSource final : public RandomAccessSource {
  public:
-  StringSource(std::string data, std::string name) : data_(std::move(data)), name_(std::move(name)) {}
+  StringSource(std::string data, std::string name)
+      : data_(std::move(data)), name_(std::move(name)) {}
   Status ReadAt(uint64_t offset, size_t n, std::string* out) const override;
   uint64_t size() const override { return data_.size(); }
   const std::string& name() const override { return name_; }

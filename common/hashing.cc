@@ -20,18 +20,17 @@ inline int DecodeMultiByte(const unsigned char* p, size_t remaining, uint32_t* c
   if (b0 >= 0xE0 && b0 <= 0xEF) {
     if (remaining < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
     uint32_t c = ((b0 & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
-    if (c < 0x800) return 0;                  // overlong
+    if (c < 0x800) return 0;                   // overlong
     if (c >= 0xD800 && c <= 0xDFFF) return 0;  // UTF-16 surrogates are not text
     *cp = c;
     return 3;
   }
   if (b0 >= 0xF0 && b0 <= 0xF4) {
-    if (remaining < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
-        (p[3] & 0xC0) != 0x80) {
+    if (remaining < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) {
       return 0;
     }
-    uint32_t c = ((b0 & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) |
-                 (p[3] & 0x3Fu);
+    uint32_t c =
+        ((b0 & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
     if (c < 0x10000 || c > 0x10FFFF) return 0;  // overlong or beyond Unicode
     *cp = c;
     return 4;
@@ -102,15 +101,21 @@ Status ValidateUtf8(std::string_view text) {
   return Status::Ok();
 }
 
-uint64_t HashBytes(std::string_view bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+uint64_t HashBytes(std::string_view bytes) {
+  return XXH3_64bits(bytes.data(), bytes.size());
+}
 
-uint64_t Checksum64(const void* data, size_t size) { return XXH3_64bits(data, size); }
+uint64_t Checksum64(const void* data, size_t size) {
+  return XXH3_64bits(data, size);
+}
 
 StreamingChecksum::StreamingChecksum() : state_(XXH3_createState()) {
   CHECK(state_ != nullptr);
   XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
 }
-StreamingChecksum::~StreamingChecksum() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+StreamingChecksum::~StreamingChecksum() {
+  XXH3_freeState(static_cast<XXH3_state_t*>(state_));
+}
 void StreamingChecksum::Update(const void* data, size_t size) {
   XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), data, size);
 }

@@ -17,7 +17,9 @@
 
 namespace keyflow {
 
-inline uint32_t Rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+inline uint32_t Rotl32(uint32_t x, int r) {
+  return (x << r) | (x >> (32 - r));
+}
 
 // Flink's MathUtils.murmurHash(int): murmur3_32 of one 4-byte block (seed 0) with fmix32,
 // made non-negative (Integer.MIN_VALUE maps to 0). Always in [0, 2^31).
@@ -56,8 +58,7 @@ Status ValidateUtf8(std::string_view text);
 
 // Fast 128-bit-multiply mix of two words (wyhash style). Not stable across versions.
 inline uint64_t Mix64(uint64_t a, uint64_t b) {
-  __uint128_t r = static_cast<__uint128_t>(a ^ 0xa0761d6478bd642full) *
-                  (b ^ 0xe7037ed1a0b428dbull);
+  __uint128_t r = static_cast<__uint128_t>(a ^ 0xa0761d6478bd642full) * (b ^ 0xe7037ed1a0b428dbull);
   return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
 }
 
@@ -66,7 +67,9 @@ uint64_t HashBytes(std::string_view bytes);
 
 // Checksum of bytes stored on disk or sent over the wire: XXH3-64 with seed 0.
 uint64_t Checksum64(const void* data, size_t size);
-inline uint64_t Checksum64(std::string_view bytes) { return Checksum64(bytes.data(), bytes.size()); }
+inline uint64_t Checksum64(std::string_view bytes) {
+  return Checksum64(bytes.data(), bytes.size());
+}
 
 // Incremental XXH3-64 over several pieces, equal to Checksum64 of their concatenation.
 class StreamingChecksum {

@@ -4,14 +4,16 @@
 #include <cstdlib>
 #include <limits>
 
-
 namespace keyflow {
 
 std::string_view KeyTypeName(KeyType t) {
   switch (t) {
-    case KeyType::kString: return "string";
-    case KeyType::kInt: return "int";
-    case KeyType::kLong: return "long";
+    case KeyType::kString:
+      return "string";
+    case KeyType::kInt:
+      return "int";
+    case KeyType::kLong:
+      return "long";
   }
   return "?";
 }
@@ -61,13 +63,17 @@ void Key::AssignBytes(std::string_view bytes) {
   buf_[15] = static_cast<char>(kHeapTag);
 }
 
-void Key::FreeHeap() { std::free(const_cast<char*>(heap_ptr())); }
+void Key::FreeHeap() {
+  std::free(const_cast<char*>(heap_ptr()));
+}
 
 std::string KeyToString(const Key& key, KeyType type) {
   switch (type) {
-    case KeyType::kString: return std::string(key.bytes());
+    case KeyType::kString:
+      return std::string(key.bytes());
     case KeyType::kInt:
-    case KeyType::kLong: return std::to_string(key.AsInt64());
+    case KeyType::kLong:
+      return std::to_string(key.AsInt64());
   }
   return {};
 }

@@ -46,7 +46,8 @@ class Key {
   }
   Key& operator=(const Key& other) {
     if (this == &other) return *this;
-    if (is_heap()) [[unlikely]] FreeHeap();
+    if (is_heap()) [[unlikely]]
+      FreeHeap();
     if (other.is_heap()) [[unlikely]] {
       AssignBytes(other.bytes());
     } else {
@@ -56,7 +57,8 @@ class Key {
   }
   Key& operator=(Key&& other) noexcept {
     if (this == &other) return *this;
-    if (is_heap()) [[unlikely]] FreeHeap();
+    if (is_heap()) [[unlikely]]
+      FreeHeap();
     std::memcpy(buf_, other.buf_, sizeof(buf_));
     std::memset(other.buf_, 0, sizeof(other.buf_));
     return *this;

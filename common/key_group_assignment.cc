@@ -45,16 +45,21 @@ int32_t RoundUpToPowerOfTwo(int32_t x) {
 
 int32_t ComputeDefaultMaxParallelism(int32_t parallelism) {
   CHECK(parallelism > 0 && parallelism <= kUpperBoundMaxParallelism) << parallelism;
-  return std::min(
-      std::max(RoundUpToPowerOfTwo(parallelism + parallelism / 2), kDefaultLowerBoundMaxParallelism),
-      kUpperBoundMaxParallelism);
+  return std::min(std::max(RoundUpToPowerOfTwo(parallelism + parallelism / 2),
+                           kDefaultLowerBoundMaxParallelism),
+                  kUpperBoundMaxParallelism);
 }
 
 bool JavaHashCode(const Key& key, KeyType type, int32_t* hash) {
   switch (type) {
-    case KeyType::kString: return JavaStringHashUtf8(key.bytes(), hash);
-    case KeyType::kInt: *hash = static_cast<int32_t>(key.AsInt64()); return true;
-    case KeyType::kLong: *hash = JavaLongHash(key.AsInt64()); return true;
+    case KeyType::kString:
+      return JavaStringHashUtf8(key.bytes(), hash);
+    case KeyType::kInt:
+      *hash = static_cast<int32_t>(key.AsInt64());
+      return true;
+    case KeyType::kLong:
+      *hash = JavaLongHash(key.AsInt64());
+      return true;
   }
   return false;
 }
@@ -69,7 +74,7 @@ Result<KeyGroupId> AssignToKeyGroup(const Key& key, KeyType type, int32_t max_pa
 }
 
 KeyGroupRange ComputeKeyGroupRangeForOperatorIndex(int32_t max_parallelism, int32_t parallelism,
-                                                    SubtaskIndex index) {
+                                                   SubtaskIndex index) {
   CHECK(ValidateParallelism(parallelism, max_parallelism).ok())
       << "P=" << parallelism << " M=" << max_parallelism;
   CHECK(index.value() >= 0 && index.value() < parallelism) << index;
@@ -83,7 +88,8 @@ std::vector<KeyGroupRange> CreateKeyGroupPartitions(int32_t max_parallelism, int
   std::vector<KeyGroupRange> out;
   out.reserve(static_cast<size_t>(parallelism));
   for (int32_t i = 0; i < parallelism; ++i) {
-    out.push_back(ComputeKeyGroupRangeForOperatorIndex(max_parallelism, parallelism, SubtaskIndex(i)));
+    out.push_back(
+        ComputeKeyGroupRangeForOperatorIndex(max_parallelism, parallelism, SubtaskIndex(i)));
   }
   return out;
 }

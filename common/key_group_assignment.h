@@ -19,7 +19,7 @@
 
 namespace keyflow {
 
-inline constexpr int32_t kUpperBoundMaxParallelism = 1 << 15;  // 32768, inclusive
+inline constexpr int32_t kUpperBoundMaxParallelism = 1 << 15;        // 32768, inclusive
 inline constexpr int32_t kDefaultLowerBoundMaxParallelism = 1 << 7;  // 128
 
 // OK iff 0 < maxParallelism <= 32768.
@@ -44,14 +44,14 @@ Result<KeyGroupId> AssignToKeyGroup(const Key& key, KeyType type, int32_t max_pa
 
 // Preconditions: ValidateParallelism(parallelism, maxParallelism).ok(), 0 <= index < parallelism.
 KeyGroupRange ComputeKeyGroupRangeForOperatorIndex(int32_t max_parallelism, int32_t parallelism,
-                                                    SubtaskIndex index);
+                                                   SubtaskIndex index);
 // The ranges of all subtasks, in index order; they tile [0, maxParallelism).
 std::vector<KeyGroupRange> CreateKeyGroupPartitions(int32_t max_parallelism, int32_t parallelism);
 
 inline SubtaskIndex ComputeOperatorIndexForKeyGroup(int32_t max_parallelism, int32_t parallelism,
                                                     KeyGroupId g) {
-  return SubtaskIndex(static_cast<int32_t>(static_cast<int64_t>(g.value()) * parallelism /
-                                           max_parallelism));
+  return SubtaskIndex(
+      static_cast<int32_t>(static_cast<int64_t>(g.value()) * parallelism / max_parallelism));
 }
 
 // Hot-path router: key → key group for one job's key type and max parallelism.

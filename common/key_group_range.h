@@ -35,9 +35,7 @@ class KeyGroupRange {
     return Of(std::max(start_, o.start_), std::min(end_, o.end_));
   }
 
-  bool operator==(const KeyGroupRange& o) const {
-    return start_ == o.start_ && end_ == o.end_;
-  }
+  bool operator==(const KeyGroupRange& o) const { return start_ == o.start_ && end_ == o.end_; }
 
   std::string ToString() const {
     return "KeyGroupRange{start=" + std::to_string(start_) + ", end=" + std::to_string(end_) + "}";

@@ -22,16 +22,16 @@ namespace keyflow {
 
 enum class StatusCode : uint8_t {
   kOk = 0,
-  kInvalidArgument,    // bad flag, config, input or request
-  kNotFound,           // file, checkpoint, job, key absent
-  kAlreadyExists,      // duplicate registration, port in use, job already running
-  kFailedPrecondition, // the system is not in a state where the request makes sense
-  kOutOfRange,         // key group outside the local range, value outside its bounds
-  kCorruption,         // checksum mismatch, truncated file, malformed frame
-  kIoError,            // the OS refused a file or socket operation
-  kUnavailable,        // peer unreachable, timed out, or went away
-  kDeadlineExceeded,   // a wait ran out of time
-  kAborted,            // cancelled or superseded (e.g. a checkpoint subsumed)
+  kInvalidArgument,     // bad flag, config, input or request
+  kNotFound,            // file, checkpoint, job, key absent
+  kAlreadyExists,       // duplicate registration, port in use, job already running
+  kFailedPrecondition,  // the system is not in a state where the request makes sense
+  kOutOfRange,          // key group outside the local range, value outside its bounds
+  kCorruption,          // checksum mismatch, truncated file, malformed frame
+  kIoError,             // the OS refused a file or socket operation
+  kUnavailable,         // peer unreachable, timed out, or went away
+  kDeadlineExceeded,    // a wait ran out of time
+  kAborted,             // cancelled or superseded (e.g. a checkpoint subsumed)
   kUnimplemented,
   kInternal,
 };
@@ -66,21 +66,39 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
-inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
-inline Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
+inline Status NotFound(std::string m) {
+  return {StatusCode::kNotFound, std::move(m)};
+}
+inline Status AlreadyExists(std::string m) {
+  return {StatusCode::kAlreadyExists, std::move(m)};
+}
 inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
-inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
-inline Status Corruption(std::string m) { return {StatusCode::kCorruption, std::move(m)}; }
-inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
-inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+inline Status OutOfRange(std::string m) {
+  return {StatusCode::kOutOfRange, std::move(m)};
+}
+inline Status Corruption(std::string m) {
+  return {StatusCode::kCorruption, std::move(m)};
+}
+inline Status IoError(std::string m) {
+  return {StatusCode::kIoError, std::move(m)};
+}
+inline Status Unavailable(std::string m) {
+  return {StatusCode::kUnavailable, std::move(m)};
+}
 inline Status DeadlineExceeded(std::string m) {
   return {StatusCode::kDeadlineExceeded, std::move(m)};
 }
-inline Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
-inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status Aborted(std::string m) {
+  return {StatusCode::kAborted, std::move(m)};
+}
+inline Status Internal(std::string m) {
+  return {StatusCode::kInternal, std::move(m)};
+}
 
 // IoError from errno, e.g. ErrnoError("cannot open /x/y") -> "cannot open /x/y: No such file".
 Status ErrnoError(std::string_view what, int err);
@@ -89,7 +107,7 @@ Status ErrnoError(std::string_view what, int err);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     CHECK(!std::get<Status>(v_).ok()) << "Result constructed from an OK status";
   }
@@ -124,21 +142,22 @@ class [[nodiscard]] Result {
 #define KF_CONCAT(a, b) KF_CONCAT_INNER(a, b)
 
 // Returns the status from the enclosing function if `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    ::keyflow::Status kf_status_ = (expr);             \
-    if (!kf_status_.ok()) return kf_status_;           \
+#define RETURN_IF_ERROR(expr)                \
+  do {                                       \
+    ::keyflow::Status kf_status_ = (expr);   \
+    if (!kf_status_.ok()) return kf_status_; \
   } while (0)
 
 // Like RETURN_IF_ERROR, adding context to the message.
-#define RETURN_IF_ERROR_CTX(expr, context)                     \
-  do {                                                         \
-    ::keyflow::Status kf_status_ = (expr);                     \
+#define RETURN_IF_ERROR_CTX(expr, context)                        \
+  do {                                                            \
+    ::keyflow::Status kf_status_ = (expr);                        \
     if (!kf_status_.ok()) return kf_status_.WithContext(context); \
   } while (0)
 
 // ASSIGN_OR_RETURN(auto x, Compute()); — binds the value or returns the error.
-#define ASSIGN_OR_RETURN(lhs, expr) ASSIGN_OR_RETURN_IMPL(KF_CONCAT(kf_result_, __LINE__), lhs, expr)
+#define ASSIGN_OR_RETURN(lhs, expr) \
+  ASSIGN_OR_RETURN_IMPL(KF_CONCAT(kf_result_, __LINE__), lhs, expr)
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                          \
   if (!tmp.ok()) return tmp.status();         \

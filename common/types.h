@@ -38,10 +38,10 @@ struct CheckpointIdTag {};
 struct WorkerIdTag {};
 struct AttemptNumberTag {};
 
-using KeyGroupId = StrongId<KeyGroupIdTag, int32_t>;      // [0, max parallelism)
-using SubtaskIndex = StrongId<SubtaskIndexTag, int32_t>;  // [0, parallelism)
-using CheckpointId = StrongId<CheckpointIdTag, int64_t>;  // >= 1, increasing
-using WorkerId = StrongId<WorkerIdTag, int64_t>;          // assigned by the coordinator
+using KeyGroupId = StrongId<KeyGroupIdTag, int32_t>;        // [0, max parallelism)
+using SubtaskIndex = StrongId<SubtaskIndexTag, int32_t>;    // [0, parallelism)
+using CheckpointId = StrongId<CheckpointIdTag, int64_t>;    // >= 1, increasing
+using WorkerId = StrongId<WorkerIdTag, int64_t>;            // assigned by the coordinator
 using AttemptNumber = StrongId<AttemptNumberTag, int64_t>;  // deployment attempt of a job
 
 // Milliseconds, as an interval.

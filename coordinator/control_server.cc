@@ -30,7 +30,8 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Bind(zmq::context_t* ctx,
     }
     std::string bound = socket.get(zmq::sockopt::last_endpoint);
     std::unique_ptr<ControlServer> server(new ControlServer(std::move(socket), bound));
-    server->coordinator_ = std::make_unique<Coordinator>(std::move(options), server.get(), wall_clock);
+    server->coordinator_ =
+        std::make_unique<Coordinator>(std::move(options), server.get(), wall_clock);
     return server;
   } catch (const zmq::error_t& e) {
     return Internal(std::string("ZeroMQ error setting up the control socket: ") + e.what());
@@ -79,7 +80,8 @@ void ControlServer::Drain(int64_t now_ms) {
 Status ControlServer::Run(int stop_fd) {
   KF_LOG_INFO("coordinator listening endpoint={}", endpoint_);
   Coordinator& c = *coordinator_;
-  int64_t tick_ms = std::max<int64_t>(10, std::min<int64_t>(100, c.workers().heartbeat_timeout_ms() / 4));
+  int64_t tick_ms =
+      std::max<int64_t>(10, std::min<int64_t>(100, c.workers().heartbeat_timeout_ms() / 4));
   int64_t next_tick = MonotonicMillis();
   while (true) {
     zmq::pollitem_t items[2] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},

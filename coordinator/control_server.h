@@ -18,7 +18,8 @@ namespace keyflow {
 class ControlServer final : public ControlOutbox {
  public:
   // Binds `endpoint` (e.g. tcp://0.0.0.0:6123). A port in use is AlreadyExists with a hint.
-  static Result<std::unique_ptr<ControlServer>> Bind(zmq::context_t* ctx, const std::string& endpoint,
+  static Result<std::unique_ptr<ControlServer>> Bind(zmq::context_t* ctx,
+                                                     const std::string& endpoint,
                                                      CoordinatorOptions options,
                                                      const Clock* wall_clock);
 

@@ -20,15 +20,14 @@ std::string MakeJobId(const std::string& name, Timestamp now) {
 
 }  // namespace
 
-Coordinator::Coordinator(CoordinatorOptions options, ControlOutbox* outbox,
-                         const Clock* wall_clock)
+Coordinator::Coordinator(CoordinatorOptions options, ControlOutbox* outbox, const Clock* wall_clock)
     : options_(std::move(options)),
       outbox_(outbox),
       wall_clock_(wall_clock),
       workers_(options_.heartbeat_timeout_ms) {}
 
 void Coordinator::SendReply(const std::string& identity, bool ok, std::string message,
-                        std::string json) {
+                            std::string json) {
   Reply r;
   r.ok = ok;
   r.message = std::move(message);
@@ -118,8 +117,8 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
         } else {
           KF_LOG_WARN("unexpected control message type={}", ControlMessageName(msg));
           SendReply(identity, false,
-                std::string("the coordinator does not handle ") +
-                    std::string(ControlMessageName(msg)) + " messages");
+                    std::string("the coordinator does not handle ") +
+                        std::string(ControlMessageName(msg)) + " messages");
         }
       },
       msg);
@@ -134,8 +133,9 @@ void Coordinator::HandleRegister(const std::string& identity, const RegisterWork
                                  int64_t now_ms) {
   WorkerRegistry::Registration r = workers_.Register(identity, m, now_ms);
   if (r.replaced) {
-    WorkerLost(*r.replaced, "a new worker registered for its slot " +
-                                std::to_string(r.replaced->slot) + " (the old process is gone)",
+    WorkerLost(*r.replaced,
+               "a new worker registered for its slot " + std::to_string(r.replaced->slot) +
+                   " (the old process is gone)",
                now_ms);
   }
   Registered reply;
@@ -152,9 +152,9 @@ void Coordinator::HandleRegister(const std::string& identity, const RegisterWork
 void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, int64_t now_ms) {
   if (job_ != nullptr && !job_->terminal()) {
     SendReply(identity, false,
-          "job " + job_->job_id() + " is still " + std::string(JobStateName(job_->state())) +
-              ": this is a session cluster that runs one job at a time; wait for it or stop it "
-              "with `keyflow cancel`");
+              "job " + job_->job_id() + " is still " + std::string(JobStateName(job_->state())) +
+                  ": this is a session cluster that runs one job at a time; wait for it or stop it "
+                  "with `keyflow cancel`");
     return;
   }
   ++jobs_submitted_;
@@ -164,14 +164,14 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
     CheckpointStorage storage(m.spec.checkpoint_dir.empty() ? options_.job.checkpoint_root
                                                             : m.spec.checkpoint_dir);
     std::string base = job_id;
-    for (int n = 2; PathExists(storage.JobDirectory(job_id)) ||
-                    (job_ != nullptr && job_->job_id() == job_id);
+    for (int n = 2;
+         PathExists(storage.JobDirectory(job_id)) || (job_ != nullptr && job_->job_id() == job_id);
          ++n) {
       job_id = base + "-" + std::to_string(n);
     }
   }
-  auto jm = JobMaster::Create(job_id, m.spec, &workers_, outbox_, wall_clock_, options_.job,
-                              now_ms);
+  auto jm =
+      JobMaster::Create(job_id, m.spec, &workers_, outbox_, wall_clock_, options_.job, now_ms);
   if (!jm.ok()) {
     SendReply(identity, false, "job rejected: " + jm.status().message());
     return;
@@ -184,8 +184,8 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
   SendReply(identity, true, "job " + job_id + " submitted", j.dump());
 }
 
-void Coordinator::HandleCheckpointRequest(const std::string& identity,
-                                          const CheckpointRequest& m, int64_t now_ms) {
+void Coordinator::HandleCheckpointRequest(const std::string& identity, const CheckpointRequest& m,
+                                          int64_t now_ms) {
   if (job_ == nullptr || job_->terminal()) {
     SendReply(identity, false, "no job is running");
     return;
@@ -251,8 +251,8 @@ Status Coordinator::ResumeJobs(int64_t now_ms) {
   if (newest == nullptr) return Status::Ok();
   KF_LOG_INFO("found job {} that was running when the coordinator stopped: resuming it",
               newest->job_id);
-  ASSIGN_OR_RETURN(job_, JobMaster::Resume(*newest, &workers_, outbox_, wall_clock_, options_.job,
-                                           now_ms));
+  ASSIGN_OR_RETURN(
+      job_, JobMaster::Resume(*newest, &workers_, outbox_, wall_clock_, options_.job, now_ms));
   return Status::Ok();
 }
 

@@ -25,20 +25,21 @@ int main(int argc, char** argv) {
   std::string bind, checkpoint_dir, log_file, log_level, config, hb_interval, hb_timeout,
       deploy_timeout;
   int port = 6123;
-  opts.add_options()
-      ("port", po::value(&port)->default_value(port), "control port (binds tcp://0.0.0.0:PORT)")
-      ("bind", po::value(&bind), "control endpoint to bind, e.g. tcp://10.0.0.1:6123 (overrides --port)")
-      ("checkpoint-dir", po::value(&checkpoint_dir)->default_value("./.keyflow/checkpoints"),
-       "directory for checkpoints and savepoints (shared file system on several hosts)")
-      ("heartbeat-interval", po::value(&hb_interval)->default_value("200ms"),
-       "how often coordinator and workers exchange heartbeats")
-      ("heartbeat-timeout", po::value(&hb_timeout)->default_value("1s"),
-       "a worker silent for longer is declared lost")
-      ("deploy-timeout", po::value(&deploy_timeout)->default_value("30s"),
-       "how long a deployment may take before the attempt fails")
-      ("log-file", po::value(&log_file), "log to this file (default: stderr)")
-      ("log-level", po::value(&log_level)->default_value("info"), "trace|debug|info|warn|error")
-      ("config", po::value(&config), "read options from this file (INI: name = value)");
+  opts.add_options()("port", po::value(&port)->default_value(port),
+                     "control port (binds tcp://0.0.0.0:PORT)")(
+      "bind", po::value(&bind),
+      "control endpoint to bind, e.g. tcp://10.0.0.1:6123 (overrides --port)")(
+      "checkpoint-dir", po::value(&checkpoint_dir)->default_value("./.keyflow/checkpoints"),
+      "directory for checkpoints and savepoints (shared file system on several hosts)")(
+      "heartbeat-interval", po::value(&hb_interval)->default_value("200ms"),
+      "how often coordinator and workers exchange heartbeats")(
+      "heartbeat-timeout", po::value(&hb_timeout)->default_value("1s"),
+      "a worker silent for longer is declared lost")(
+      "deploy-timeout", po::value(&deploy_timeout)->default_value("30s"),
+      "how long a deployment may take before the attempt fails")(
+      "log-file", po::value(&log_file), "log to this file (default: stderr)")(
+      "log-level", po::value(&log_level)->default_value("info"), "trace|debug|info|warn|error")(
+      "config", po::value(&config), "read options from this file (INI: name = value)");
   po::variables_map vm;
   int code;
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
   options.heartbeat_interval_ms = *interval;
   options.heartbeat_timeout_ms = *timeout;
   options.job.deploy_timeout_ms = *deploy;
-  if (options.heartbeat_interval_ms <= 0 || options.heartbeat_timeout_ms <= options.heartbeat_interval_ms) {
+  if (options.heartbeat_interval_ms <= 0 ||
+      options.heartbeat_timeout_ms <= options.heartbeat_interval_ms) {
     return Fail("--heartbeat-timeout must be longer than --heartbeat-interval (and both > 0)",
                 kExitUsage);
   }

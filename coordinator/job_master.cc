@@ -11,11 +11,16 @@ namespace keyflow {
 namespace {
 
 nlohmann::json CheckpointStatsJson(const CheckpointStats& st) {
-  return {{"id", st.id.value()},          {"state", st.state},
-          {"savepoint", st.savepoint},    {"final", st.final},
-          {"duration_ms", st.duration_ms}, {"bytes", st.state_bytes},
-          {"sync_us", st.max_sync_us},    {"async_us", st.max_async_us},
-          {"alignment_us", st.max_alignment_us}, {"failure", st.failure},
+  return {{"id", st.id.value()},
+          {"state", st.state},
+          {"savepoint", st.savepoint},
+          {"final", st.final},
+          {"duration_ms", st.duration_ms},
+          {"bytes", st.state_bytes},
+          {"sync_us", st.max_sync_us},
+          {"async_us", st.max_async_us},
+          {"alignment_us", st.max_alignment_us},
+          {"failure", st.failure},
           {"directory", st.directory}};
 }
 
@@ -23,14 +28,22 @@ nlohmann::json CheckpointStatsJson(const CheckpointStats& st) {
 
 std::string_view JobStateName(JobState s) {
   switch (s) {
-    case JobState::kDeploying: return "DEPLOYING";
-    case JobState::kRunning: return "RUNNING";
-    case JobState::kRescaling: return "RESCALING";
-    case JobState::kFinishing: return "FINISHING";
-    case JobState::kRestarting: return "RESTARTING";
-    case JobState::kFinished: return "FINISHED";
-    case JobState::kFailed: return "FAILED";
-    case JobState::kCanceled: return "CANCELED";
+    case JobState::kDeploying:
+      return "DEPLOYING";
+    case JobState::kRunning:
+      return "RUNNING";
+    case JobState::kRescaling:
+      return "RESCALING";
+    case JobState::kFinishing:
+      return "FINISHING";
+    case JobState::kRestarting:
+      return "RESTARTING";
+    case JobState::kFinished:
+      return "FINISHED";
+    case JobState::kFailed:
+      return "FAILED";
+    case JobState::kCanceled:
+      return "CANCELED";
   }
   return "?";
 }
@@ -46,8 +59,7 @@ JobMaster::JobMaster(std::string job_id, JobSpec spec, WorkerRegistry* workers,
       storage_(spec_.checkpoint_dir.empty() ? options_.checkpoint_root : spec_.checkpoint_dir) {}
 
 Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec spec,
-                                                     WorkerRegistry* workers,
-                                                     ControlOutbox* outbox,
+                                                     WorkerRegistry* workers, ControlOutbox* outbox,
                                                      const Clock* wall_clock,
                                                      JobMasterOptions options, int64_t now_ms) {
   ASSIGN_OR_RETURN(const JobDef* def, FindJob(spec.job_name));
@@ -72,9 +84,9 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec
                                 m->spec.job_name + ", not " + spec.job_name);
     }
     if (m->spec.key_type != spec.key_type) {
-      return FailedPrecondition("the savepoint holds " + std::string(KeyTypeName(m->spec.key_type)) +
-                                " keys; run with --key-type " +
-                                std::string(KeyTypeName(m->spec.key_type)));
+      return FailedPrecondition(
+          "the savepoint holds " + std::string(KeyTypeName(m->spec.key_type)) +
+          " keys; run with --key-type " + std::string(KeyTypeName(m->spec.key_type)));
     }
     spec.max_parallelism = m->spec.max_parallelism;  // fixed for the lifetime of the state
     restore = RestorePoint{std::move(m).value(), dir};
@@ -100,8 +112,7 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec
 }
 
 Result<std::unique_ptr<JobMaster>> JobMaster::Resume(const JobRecord& record,
-                                                     WorkerRegistry* workers,
-                                                     ControlOutbox* outbox,
+                                                     WorkerRegistry* workers, ControlOutbox* outbox,
                                                      const Clock* wall_clock,
                                                      JobMasterOptions options, int64_t now_ms) {
   ASSIGN_OR_RETURN(RestartStrategy restart, RestartStrategy::FromSpec(record.spec));
@@ -118,7 +129,8 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Resume(const JobRecord& record,
     auto m = CheckpointStorage::ReadMetadata(record.spec.from_savepoint);
     if (m.ok()) {
       std::string dir = record.spec.from_savepoint;
-      if (dir.size() > 10 && dir.substr(dir.size() - 10) == "/_metadata") dir.resize(dir.size() - 10);
+      if (dir.size() > 10 && dir.substr(dir.size() - 10) == "/_metadata")
+        dir.resize(dir.size() - 10);
       jm->initial_restore_ = RestorePoint{std::move(m).value(), dir};
     }
   }
@@ -223,7 +235,8 @@ JobMaster::Vertex* JobMaster::VertexOf(SubtaskIndex s, AttemptNumber a, WorkerId
 
 void JobMaster::Send(const std::vector<CheckpointCoordinator::Outgoing>& out) {
   for (const auto& o : out) {
-    if (o.subtask.value() < 0 || static_cast<size_t>(o.subtask.value()) >= vertices_.size()) continue;
+    if (o.subtask.value() < 0 || static_cast<size_t>(o.subtask.value()) >= vertices_.size())
+      continue;
     const Vertex& v = vertices_[static_cast<size_t>(o.subtask.value())];
     if (workers_->Find(v.worker) != nullptr) outbox_->Send(v.identity, o.message);
   }
@@ -304,9 +317,10 @@ void JobMaster::OnTaskFailed(const TaskFailed& m, int64_t now_ms) {
   if (v == nullptr) return;
   if (m.corrupted_checkpoint.value() != 0 && restored_from_ == m.corrupted_checkpoint) {
     bad_checkpoints_.insert(m.corrupted_checkpoint.value());
-    KF_LOG_WARN("checkpoint {} is corrupted ({}); the next attempt uses the previous completed "
-                "checkpoint",
-                m.corrupted_checkpoint.value(), m.reason);
+    KF_LOG_WARN(
+        "checkpoint {} is corrupted ({}); the next attempt uses the previous completed "
+        "checkpoint",
+        m.corrupted_checkpoint.value(), m.reason);
   }
   FailAttempt("subtask " + std::to_string(m.subtask.value()) + " on " + v->worker_description +
                   " failed: " + m.reason,
@@ -375,8 +389,9 @@ void JobMaster::TryRestart(int64_t now_ms) {
       return;
     }
     p = available;  // reactive scale-down: go on with the workers that remain
-    KF_LOG_WARN("no replacement worker within {} ms: restarting job {} on {} worker(s) instead of {}",
-                spec_.replacement_timeout_ms, job_id_, p, wanted);
+    KF_LOG_WARN(
+        "no replacement worker within {} ms: restarting job {} on {} worker(s) instead of {}",
+        spec_.replacement_timeout_ms, job_id_, p, wanted);
   }
   waiting_for_.clear();
   auto restore = ChooseRestorePoint();
@@ -442,14 +457,14 @@ Status JobMaster::RequestCheckpoint(bool savepoint, const std::string& directory
     return FailedPrecondition("job " + job_id_ + " is " + std::string(JobStateName(state_)) +
                               ": checkpoints are taken only while it runs");
   }
-  ASSIGN_OR_RETURN(auto out, checkpoints_->Trigger(now_ms, savepoint, false, directory,
-                                                   std::move(done)));
+  ASSIGN_OR_RETURN(auto out,
+                   checkpoints_->Trigger(now_ms, savepoint, false, directory, std::move(done)));
   Send(out);
   return Status::Ok();
 }
 
 Status JobMaster::Rescale(int32_t new_parallelism, int64_t wait_for_workers_ms,
-                         RescaleCallback done, int64_t now_ms) {
+                          RescaleCallback done, int64_t now_ms) {
   if (state_ != JobState::kRunning || !checkpoints_) {
     return FailedPrecondition("job " + job_id_ + " is " + std::string(JobStateName(state_)) +
                               ": it can be rescaled only while RUNNING");
@@ -460,7 +475,8 @@ Status JobMaster::Rescale(int32_t new_parallelism, int64_t wait_for_workers_ms,
         ": it must be between 1 and the job's max parallelism " +
         std::to_string(spec_.max_parallelism) +
         " (its number of key groups, fixed for the lifetime of the job and its checkpoints); "
-        "the job keeps running at parallelism " + std::to_string(spec_.parallelism));
+        "the job keeps running at parallelism " +
+        std::to_string(spec_.parallelism));
   }
   if (new_parallelism == spec_.parallelism) {
     done(Status::Ok());
@@ -489,7 +505,8 @@ void JobMaster::StepRescale(int64_t now_ms) {
           "rescaling to " + std::to_string(rescale_->target) + " needs " +
           std::to_string(rescale_->target) + " workers but only " + std::to_string(available) +
           " registered in time: start more workers (scripts/rescale.sh does); the job keeps "
-          "running at parallelism " + std::to_string(spec_.parallelism)));
+          "running at parallelism " +
+          std::to_string(spec_.parallelism)));
     }
     return;
   }
@@ -497,9 +514,10 @@ void JobMaster::StepRescale(int64_t now_ms) {
   Send(checkpoints_->StopPeriodic(
       rescale_->target == 0 ? "the job stops with a savepoint" : "a rescale takes a savepoint",
       now_ms));
-  auto out = checkpoints_->Trigger(
-      now_ms, /*savepoint=*/true, /*final=*/false, rescale_->savepoint_dir,
-      [this](Result<CheckpointLocation> sp) { OnRescaleSavepoint(std::move(sp), MonotonicMillis()); });
+  auto out = checkpoints_->Trigger(now_ms, /*savepoint=*/true, /*final=*/false,
+                                   rescale_->savepoint_dir, [this](Result<CheckpointLocation> sp) {
+                                     OnRescaleSavepoint(std::move(sp), MonotonicMillis());
+                                   });
   if (!out.ok()) {
     EndRescale(out.status().WithContext("cannot take the rescale savepoint"));
     return;
@@ -510,8 +528,8 @@ void JobMaster::StepRescale(int64_t now_ms) {
 void JobMaster::OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t now_ms) {
   if (!rescale_ || rescale_->phase != "savepoint") return;
   if (!savepoint.ok()) {
-    EndRescale(savepoint.status().WithContext(rescale_->target == 0 ? "the stop savepoint failed"
-                                                                     : "the rescale savepoint failed"));
+    EndRescale(savepoint.status().WithContext(
+        rescale_->target == 0 ? "the stop savepoint failed" : "the rescale savepoint failed"));
     return;
   }
   if (rescale_->target == 0) {  // stop with savepoint
@@ -559,7 +577,7 @@ void JobMaster::EndRescale(Status result) {
 }
 
 Status JobMaster::StopWithSavepoint(const std::string& directory, RequestCallback done,
-                                   int64_t now_ms) {
+                                    int64_t now_ms) {
   if (state_ != JobState::kRunning || !checkpoints_) {
     return FailedPrecondition("job " + job_id_ + " is " + std::string(JobStateName(state_)) +
                               ": it can be stopped with a savepoint only while RUNNING");
@@ -611,9 +629,11 @@ Result<nlohmann::json> JobMaster::PlanRescaleJson(int32_t new_parallelism) const
   j["key_groups_moved"] = plan.key_groups_moved;
   nlohmann::json moves = nlohmann::json::array();
   for (const KeyGroupMove& mv : plan.moves) {
-    moves.push_back({{"old_subtask", mv.old_subtask}, {"new_subtask", mv.new_subtask},
+    moves.push_back({{"old_subtask", mv.old_subtask},
+                     {"new_subtask", mv.new_subtask},
                      {"first_key_group", mv.first_key_group},
-                     {"last_key_group", mv.last_key_group}, {"bytes", mv.bytes}});
+                     {"last_key_group", mv.last_key_group},
+                     {"bytes", mv.bytes}});
   }
   j["moves"] = std::move(moves);
   j["bytes_per_new_subtask"] = plan.bytes_per_new_subtask;
@@ -682,7 +702,8 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["restart_strategy"] = restart_.Describe();
   j["restored_from"] = restored_from_ ? restored_from_->value() : 0;
   if (rescale_) {
-    j["rescale"] = {{"target", rescale_->target}, {"phase", rescale_->phase},
+    j["rescale"] = {{"target", rescale_->target},
+                    {"phase", rescale_->phase},
                     {"elapsed_ms", now_ms - rescale_->started_ms}};
   }
   j["duration_ms"] = (terminal() ? ended_ms_ : now_ms) - submitted_ms_;

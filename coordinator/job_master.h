@@ -66,9 +66,8 @@ class JobMaster {
                                                    JobMasterOptions options, int64_t now_ms);
   // A job that was running when the coordinator went down: resumes from its latest completed
   // checkpoint once enough workers have registered.
-  static Result<std::unique_ptr<JobMaster>> Resume(const JobRecord& record,
-                                                   WorkerRegistry* workers, ControlOutbox* outbox,
-                                                   const Clock* wall_clock,
+  static Result<std::unique_ptr<JobMaster>> Resume(const JobRecord& record, WorkerRegistry* workers,
+                                                   ControlOutbox* outbox, const Clock* wall_clock,
                                                    JobMasterOptions options, int64_t now_ms);
 
   void OnTaskDeployed(const TaskDeployed& m, int64_t now_ms);
@@ -173,8 +172,8 @@ class JobMaster {
   std::vector<Vertex> vertices_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::optional<RestorePoint> initial_restore_;  // --from-savepoint, until the first checkpoint
-  std::optional<CheckpointId> restored_from_;     // of the current attempt
-  std::set<int64_t> bad_checkpoints_;             // found corrupted; never restored again
+  std::optional<CheckpointId> restored_from_;    // of the current attempt
+  std::set<int64_t> bad_checkpoints_;            // found corrupted; never restored again
   bool final_triggered_ = false;
   bool attempt_cancelled_ = false;  // CancelTask sent to the current attempt's subtasks
   int64_t submitted_ms_ = 0;
@@ -184,9 +183,9 @@ class JobMaster {
   int64_t replacement_deadline_ms_ = 0;
   int64_t last_failure_ms_ = 0;
   int64_t ended_ms_ = 0;
-  std::string failure_reason_;    // why the job ended (FAILED, CANCELED)
-  std::string last_failure_;      // why the last attempt failed
-  std::string waiting_for_;       // while RESTARTING
+  std::string failure_reason_;  // why the job ended (FAILED, CANCELED)
+  std::string last_failure_;    // why the last attempt failed
+  std::string waiting_for_;     // while RESTARTING
 
   // A rescale in progress.
   struct RescaleOp {

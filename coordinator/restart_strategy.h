@@ -41,8 +41,8 @@ class RestartStrategy {
   int64_t delay_ms_ = 0;
   int64_t max_delay_ms_ = 0;
   int64_t reset_after_ms_ = 60'000;
-  int32_t restarts_ = 0;        // total
-  int32_t since_reset_ = 0;     // exponential: restarts since the last reset
+  int32_t restarts_ = 0;     // total
+  int32_t since_reset_ = 0;  // exponential: restarts since the last reset
   int64_t current_delay_ms_ = 0;
 };
 

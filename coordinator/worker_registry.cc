@@ -64,8 +64,8 @@ bool WorkerRegistry::Heartbeat(WorkerId id, AttemptNumber attempt, const Subtask
              static_cast<double>(dt);
     };
     constexpr double kAlpha = 0.3;  // smoothing of the rates over heartbeats
-    w.records_in_rate = kAlpha * rate(m.records_in, w.metrics.records_in) +
-                        (1 - kAlpha) * w.records_in_rate;
+    w.records_in_rate =
+        kAlpha * rate(m.records_in, w.metrics.records_in) + (1 - kAlpha) * w.records_in_rate;
     w.records_processed_rate = kAlpha * rate(m.records_processed, w.metrics.records_processed) +
                                (1 - kAlpha) * w.records_processed_rate;
   } else if (attempt != w.attempt) {

@@ -60,8 +60,7 @@ class KeyContext {
 
   // Flink's KeyGroupRangeOffsets.newIllegalKeyGroupException message.
   Status IllegalKeyGroup(KeyGroupId g) const {
-    return OutOfRange("Key group " + std::to_string(g.value()) + " is not in " +
-                      range_.ToString() +
+    return OutOfRange("Key group " + std::to_string(g.value()) + " is not in " + range_.ToString() +
                       ". Unless you're directly using low level state access APIs, this is most "
                       "likely caused by non-deterministic shuffle key (hashCode and equals "
                       "implementation).");

@@ -27,13 +27,14 @@ class KeyGroupWriteGuard {
   }
 
  protected:
-  static constexpr uint8_t kPending = 0;     // not serialised yet
-  static constexpr uint8_t kSerializing = 1; // claimed by one thread, in progress
-  static constexpr uint8_t kSerialized = 2;  // in the snapshot; free to change
+  static constexpr uint8_t kPending = 0;      // not serialised yet
+  static constexpr uint8_t kSerializing = 1;  // claimed by one thread, in progress
+  static constexpr uint8_t kSerialized = 2;   // in the snapshot; free to change
 
   explicit KeyGroupWriteGuard(int32_t num_key_groups)
       : state_(new std::atomic<uint8_t>[static_cast<size_t>(num_key_groups)]) {
-    for (int32_t i = 0; i < num_key_groups; ++i) state_[i].store(kPending, std::memory_order_relaxed);
+    for (int32_t i = 0; i < num_key_groups; ++i)
+      state_[i].store(kPending, std::memory_order_relaxed);
   }
   // Returns once key group `index` is kSerialized.
   virtual void SerializeBeforeWrite(int32_t index) = 0;

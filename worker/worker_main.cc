@@ -15,19 +15,19 @@ int main(int argc, char** argv) {
   po::options_description opts;
   WorkerOptions options;
   std::string log_file, log_level, config;
-  opts.add_options()
-      ("coordinator", po::value(&options.coordinator)->default_value(options.coordinator),
-       "coordinator control endpoint")
-      ("slot", po::value(&options.slot)->default_value(-1),
-       "worker slot (scripts give worker i slot i; a respawned worker takes over its slot)")
-      ("data-host", po::value(&options.data.advertised_host)->default_value("127.0.0.1"),
-       "address other workers use to reach this worker's data endpoints")
-      ("bind-host", po::value(&options.data.bind_host)->default_value("0.0.0.0"),
-       "interface the data endpoints bind to")
-      ("hostname", po::value(&options.hostname), "name shown in status (default: the host name)")
-      ("log-file", po::value(&log_file), "log to this file (default: stderr)")
-      ("log-level", po::value(&log_level)->default_value("info"), "trace|debug|info|warn|error")
-      ("config", po::value(&config), "read options from this file (INI: name = value)");
+  opts.add_options()("coordinator",
+                     po::value(&options.coordinator)->default_value(options.coordinator),
+                     "coordinator control endpoint")(
+      "slot", po::value(&options.slot)->default_value(-1),
+      "worker slot (scripts give worker i slot i; a respawned worker takes over its slot)")(
+      "data-host", po::value(&options.data.advertised_host)->default_value("127.0.0.1"),
+      "address other workers use to reach this worker's data endpoints")(
+      "bind-host", po::value(&options.data.bind_host)->default_value("0.0.0.0"),
+      "interface the data endpoints bind to")("hostname", po::value(&options.hostname),
+                                              "name shown in status (default: the host name)")(
+      "log-file", po::value(&log_file), "log to this file (default: stderr)")(
+      "log-level", po::value(&log_level)->default_value("info"), "trace|debug|info|warn|error")(
+      "config", po::value(&config), "read options from this file (INI: name = value)");
   po::variables_map vm;
   int code;
   std::vector<std::string> args(argv + 1, argv + argc);

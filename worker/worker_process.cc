@@ -14,8 +14,8 @@ constexpr int64_t kUnreachableLogEveryMs = 5000;
 
 }  // namespace
 
-Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Create(WorkerOptions options,
-                                                             ZmqContext* zmq, const Clock* clock) {
+Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Create(WorkerOptions options, ZmqContext* zmq,
+                                                             const Clock* clock) {
   std::unique_ptr<WorkerProcess> w(new WorkerProcess());
   w->options_ = std::move(options);
   w->zmq_ = zmq;
@@ -69,7 +69,8 @@ Status WorkerProcess::Run(int stop_fd) {
     zmq_pollitem_t items[3] = {{socket_->handle(), 0, ZMQ_POLLIN, 0},
                                {nullptr, mailbox_->fd(), ZMQ_POLLIN, 0},
                                {nullptr, stop_fd, ZMQ_POLLIN, 0}};
-    RETURN_IF_ERROR(PollItems(std::span(items, stop_fd >= 0 ? 3 : 2), Duration::Millis(timeout)).status());
+    RETURN_IF_ERROR(
+        PollItems(std::span(items, stop_fd >= 0 ? 3 : 2), Duration::Millis(timeout)).status());
     if (stop_fd >= 0 && (items[2].revents & ZMQ_POLLIN)) {
       KF_LOG_INFO("worker stopping (signal)");
       DropExecutor();
@@ -226,9 +227,9 @@ void WorkerProcess::OnDeploy(const DeployTask& d) {
   reply.subtask = d.subtask;
   reply.input_endpoints = executor_->input_endpoints();
   Send(reply);
-  KF_LOG_INFO("subtask deployed job={} attempt={} subtask={} key_groups={}-{} restore={}",
-              d.job_id, d.attempt.value(), d.subtask.value(), d.key_groups.start(),
-              d.key_groups.end(), d.restore ? d.restore->checkpoint.value() : 0);
+  KF_LOG_INFO("subtask deployed job={} attempt={} subtask={} key_groups={}-{} restore={}", d.job_id,
+              d.attempt.value(), d.subtask.value(), d.key_groups.start(), d.key_groups.end(),
+              d.restore ? d.restore->checkpoint.value() : 0);
 }
 
 void WorkerProcess::OnTaskDone(AttemptNumber attempt, Status s, CheckpointId corrupted) {
@@ -238,8 +239,8 @@ void WorkerProcess::OnTaskDone(AttemptNumber attempt, Status s, CheckpointId cor
   if (s.ok()) {
     Send(TaskFinished{worker_id_, attempt, subtask, metrics});
   } else {
-    KF_LOG_ERROR("subtask failed attempt={} subtask={} reason={}", attempt.value(),
-                 subtask.value(), s.message());
+    KF_LOG_ERROR("subtask failed attempt={} subtask={} reason={}", attempt.value(), subtask.value(),
+                 s.message());
     Send(TaskFailed{worker_id_, attempt, subtask, s.message(), corrupted});
   }
   DropExecutor();

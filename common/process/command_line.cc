@@ -8,8 +8,8 @@ namespace keyflow::cli {
 
 bool ParseCommandLine(const std::string& usage, const po::options_description& options,
                       const po::positional_options_description& positional,
-                      const std::vector<std::string>& args, po::variables_map* vm,
-                      int* exit_code, int style) {
+                      const std::vector<std::string>& args, po::variables_map* vm, int* exit_code,
+                      int style) {
   po::options_description all("options");
   all.add(options);
   if (style & po::command_line_style::allow_short) {
@@ -18,7 +18,8 @@ bool ParseCommandLine(const std::string& usage, const po::options_description& o
     all.add_options()("help", "show this help and exit");
   }
   try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).style(style).run(), *vm);
+    po::store(po::command_line_parser(args).options(all).positional(positional).style(style).run(),
+              *vm);
     if (vm->count("help")) {
       std::cout << usage << "\n\n" << all << "\n";
       *exit_code = kExitOk;
@@ -33,7 +34,9 @@ bool ParseCommandLine(const std::string& usage, const po::options_description& o
   return true;
 }
 
-int Fail(const Status& status, int code) { return Fail(status.message(), code); }
+int Fail(const Status& status, int code) {
+  return Fail(status.message(), code);
+}
 
 int Fail(const std::string& message, int code) {
   std::cerr << "keyflow: " << message << "\n";

@@ -60,17 +60,32 @@ Result<ControlMessage> DecodeControlMessage(std::string_view bytes, std::string_
 }
 
 std::string_view ControlMessageName(const ControlMessage& msg) {
-  static constexpr std::string_view kNames[] = {
-      "RegisterWorker",      "WorkerHeartbeat",       "TaskDeployed",
-      "TaskFinished",        "TaskFailed",            "TaskInputEnded",       "TaskRunning",
-      "AcknowledgeCheckpoint",
-      "DeclineCheckpoint",   "Registered",            "DeployTask",
-      "StartTask",           "CoordinatorHeartbeat",  "TriggerCheckpoint",
-      "NotifyCheckpointComplete", "NotifyCheckpointAborted", "CancelTask",
-      "RegisterAgain",
-      "SubmitJob",           "StatusRequest",         "CancelJob",            "StopJob",
-      "CheckpointRequest",   "ListCheckpointsRequest", "RescaleRequest",
-      "Reply"};
+  static constexpr std::string_view kNames[] = {"RegisterWorker",
+                                                "WorkerHeartbeat",
+                                                "TaskDeployed",
+                                                "TaskFinished",
+                                                "TaskFailed",
+                                                "TaskInputEnded",
+                                                "TaskRunning",
+                                                "AcknowledgeCheckpoint",
+                                                "DeclineCheckpoint",
+                                                "Registered",
+                                                "DeployTask",
+                                                "StartTask",
+                                                "CoordinatorHeartbeat",
+                                                "TriggerCheckpoint",
+                                                "NotifyCheckpointComplete",
+                                                "NotifyCheckpointAborted",
+                                                "CancelTask",
+                                                "RegisterAgain",
+                                                "SubmitJob",
+                                                "StatusRequest",
+                                                "CancelJob",
+                                                "StopJob",
+                                                "CheckpointRequest",
+                                                "ListCheckpointsRequest",
+                                                "RescaleRequest",
+                                                "Reply"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlMessage>);
   return kNames[msg.index()];
 }

@@ -36,18 +36,18 @@ inline constexpr size_t kMaxControlMessageBytes = size_t{64} << 20;
 
 // Live numbers of one subtask, sent with heartbeats and shown by `keyflow status`.
 struct SubtaskMetrics {
-  int64_t records_in = 0;        // read by the source subtask
-  int64_t records_processed = 0; // processed by the keyed subtask
-  int64_t records_out = 0;       // emitted to the sink
-  int64_t bad_records = 0;       // malformed input lines
-  int64_t late_records = 0;      // behind the watermark
+  int64_t records_in = 0;                 // read by the source subtask
+  int64_t records_processed = 0;          // processed by the keyed subtask
+  int64_t records_out = 0;                // emitted to the sink
+  int64_t bad_records = 0;                // malformed input lines
+  int64_t late_records = 0;               // behind the watermark
   int64_t current_watermark = INT64_MIN;  // keyed subtask's event-time clock
   int64_t source_watermark = INT64_MIN;   // what the source subtask emitted last
-  double backpressure = 0;       // fraction of time the source was blocked on sending [0, 1]
+  double backpressure = 0;  // fraction of time the source was blocked on sending [0, 1]
   int64_t state_keys = 0;
   int64_t timers = 0;
   bool source_finished = false;
-  int64_t restore_bytes = 0;     // state file bytes read when this attempt restored
+  int64_t restore_bytes = 0;  // state file bytes read when this attempt restored
   template <class A>
   void serialize(A& ar) {
     ar(records_in, records_processed, records_out, bad_records, late_records, current_watermark,
@@ -57,9 +57,9 @@ struct SubtaskMetrics {
 
 // One subtask's keyed-state snapshot file (Flink's KeyGroupsStateHandle).
 struct KeyGroupsStateHandle {
-  std::string path;            // relative to the checkpoint directory
+  std::string path;  // relative to the checkpoint directory
   uint64_t size = 0;
-  uint64_t checksum = 0;       // index checksum of the snapshot file
+  uint64_t checksum = 0;  // index checksum of the snapshot file
   KeyGroupRange range;
   std::vector<uint64_t> offsets;  // per key group of range, byte offset of its block
   std::vector<uint64_t> lengths;  // per key group of range, byte length of its block
@@ -79,7 +79,9 @@ struct RegisterWorker {
   std::string data_host;  // address peers use to reach this worker's data endpoints
   int32_t slot = -1;      // preferred slot (respawned worker), -1 = any
   template <class A>
-  void serialize(A& ar) { ar(hostname, pid, data_host, slot); }
+  void serialize(A& ar) {
+    ar(hostname, pid, data_host, slot);
+  }
 };
 
 struct WorkerHeartbeat {
@@ -87,7 +89,9 @@ struct WorkerHeartbeat {
   AttemptNumber attempt;  // current deployment, 0 if idle
   SubtaskMetrics metrics;
   template <class A>
-  void serialize(A& ar) { ar(worker, attempt, metrics); }
+  void serialize(A& ar) {
+    ar(worker, attempt, metrics);
+  }
 };
 
 struct TaskDeployed {
@@ -96,7 +100,9 @@ struct TaskDeployed {
   SubtaskIndex subtask;
   std::vector<std::string> input_endpoints;  // [i] = endpoint for source subtask i
   template <class A>
-  void serialize(A& ar) { ar(worker, attempt, subtask, input_endpoints); }
+  void serialize(A& ar) {
+    ar(worker, attempt, subtask, input_endpoints);
+  }
 };
 
 struct TaskFinished {
@@ -105,7 +111,9 @@ struct TaskFinished {
   SubtaskIndex subtask;
   SubtaskMetrics metrics;
   template <class A>
-  void serialize(A& ar) { ar(worker, attempt, subtask, metrics); }
+  void serialize(A& ar) {
+    ar(worker, attempt, subtask, metrics);
+  }
 };
 
 struct TaskFailed {
@@ -117,7 +125,9 @@ struct TaskFailed {
   // the coordinator then falls back to the previous completed checkpoint.
   CheckpointId corrupted_checkpoint{0};
   template <class A>
-  void serialize(A& ar) { ar(worker, attempt, subtask, reason, corrupted_checkpoint); }
+  void serialize(A& ar) {
+    ar(worker, attempt, subtask, reason, corrupted_checkpoint);
+  }
 };
 
 // The subtask restored its state (if any) and processes records: the job is "processing again".
@@ -128,7 +138,9 @@ struct TaskRunning {
   int64_t restore_ms = 0;
   int64_t restore_bytes = 0;
   template <class A>
-  void serialize(A& ar) { ar(worker, attempt, subtask, restore_ms, restore_bytes); }
+  void serialize(A& ar) {
+    ar(worker, attempt, subtask, restore_ms, restore_bytes);
+  }
 };
 
 // With checkpointing on, a subtask whose input ended keeps its results pending until a
@@ -139,7 +151,9 @@ struct TaskInputEnded {
   AttemptNumber attempt;
   SubtaskIndex subtask;
   template <class A>
-  void serialize(A& ar) { ar(worker, attempt, subtask); }
+  void serialize(A& ar) {
+    ar(worker, attempt, subtask);
+  }
 };
 
 struct AcknowledgeCheckpoint {
@@ -167,7 +181,9 @@ struct DeclineCheckpoint {
   CheckpointId checkpoint;
   std::string reason;
   template <class A>
-  void serialize(A& ar) { ar(worker, attempt, subtask, checkpoint, reason); }
+  void serialize(A& ar) {
+    ar(worker, attempt, subtask, checkpoint, reason);
+  }
 };
 
 // ---- coordinator -> worker ------------------------------------------------------------------
@@ -178,21 +194,22 @@ struct Registered {
   int64_t heartbeat_interval_ms = 0;
   int64_t heartbeat_timeout_ms = 0;
   template <class A>
-  void serialize(A& ar) { ar(worker, slot, heartbeat_interval_ms, heartbeat_timeout_ms); }
+  void serialize(A& ar) {
+    ar(worker, slot, heartbeat_interval_ms, heartbeat_timeout_ms);
+  }
 };
 
 // What a subtask restores from (Flink's StateAssignmentOperation result for one subtask).
 struct RestoreAssignment {
   CheckpointId checkpoint;
-  std::string checkpoint_dir;                   // absolute path of chk-<n> / savepoint
-  std::vector<KeyGroupsStateHandle> keyed_state;    // old subtasks' files intersecting my range
+  std::string checkpoint_dir;                          // absolute path of chk-<n> / savepoint
+  std::vector<KeyGroupsStateHandle> keyed_state;       // old subtasks' files intersecting my range
   std::map<std::string, std::string> split_positions;  // all splits (union state)
-  std::vector<std::string> sink_committables;   // the ones this subtask (re-)commits
+  std::vector<std::string> sink_committables;          // the ones this subtask (re-)commits
   std::string sink_directory;  // output directory of the job that took the checkpoint
   template <class A>
   void serialize(A& ar) {
-    ar(checkpoint, checkpoint_dir, keyed_state, split_positions, sink_committables,
-       sink_directory);
+    ar(checkpoint, checkpoint_dir, keyed_state, split_positions, sink_committables, sink_directory);
   }
 };
 
@@ -204,7 +221,9 @@ struct DeployTask {
   KeyGroupRange key_groups;
   std::optional<RestoreAssignment> restore;
   template <class A>
-  void serialize(A& ar) { ar(attempt, job_id, spec, subtask, key_groups, restore); }
+  void serialize(A& ar) {
+    ar(attempt, job_id, spec, subtask, key_groups, restore);
+  }
 };
 
 struct StartTask {
@@ -212,13 +231,17 @@ struct StartTask {
   // [j][i] = endpoint of keyed subtask j for source subtask i.
   std::vector<std::vector<std::string>> input_endpoints;
   template <class A>
-  void serialize(A& ar) { ar(attempt, input_endpoints); }
+  void serialize(A& ar) {
+    ar(attempt, input_endpoints);
+  }
 };
 
 struct CoordinatorHeartbeat {
   AttemptNumber attempt;
   template <class A>
-  void serialize(A& ar) { ar(attempt); }
+  void serialize(A& ar) {
+    ar(attempt);
+  }
 };
 
 struct TriggerCheckpoint {
@@ -228,14 +251,18 @@ struct TriggerCheckpoint {
   bool savepoint = false;
   std::string directory;  // absolute directory the subtask writes its files into
   template <class A>
-  void serialize(A& ar) { ar(attempt, checkpoint, timestamp_ms, savepoint, directory); }
+  void serialize(A& ar) {
+    ar(attempt, checkpoint, timestamp_ms, savepoint, directory);
+  }
 };
 
 struct NotifyCheckpointComplete {
   AttemptNumber attempt;
   CheckpointId checkpoint;
   template <class A>
-  void serialize(A& ar) { ar(attempt, checkpoint); }
+  void serialize(A& ar) {
+    ar(attempt, checkpoint);
+  }
 };
 
 struct NotifyCheckpointAborted {
@@ -243,7 +270,9 @@ struct NotifyCheckpointAborted {
   CheckpointId checkpoint;
   std::string reason;
   template <class A>
-  void serialize(A& ar) { ar(attempt, checkpoint, reason); }
+  void serialize(A& ar) {
+    ar(attempt, checkpoint, reason);
+  }
 };
 
 // The coordinator does not know this worker (it restarted, or declared the worker lost):
@@ -257,7 +286,9 @@ struct CancelTask {
   AttemptNumber attempt;
   std::string reason;
   template <class A>
-  void serialize(A& ar) { ar(attempt, reason); }
+  void serialize(A& ar) {
+    ar(attempt, reason);
+  }
 };
 
 // ---- CLI <-> coordinator --------------------------------------------------------------------
@@ -265,7 +296,9 @@ struct CancelTask {
 struct SubmitJob {
   JobSpec spec;
   template <class A>
-  void serialize(A& ar) { ar(spec); }
+  void serialize(A& ar) {
+    ar(spec);
+  }
 };
 
 struct StatusRequest {
@@ -282,7 +315,9 @@ struct CheckpointRequest {
   bool savepoint = false;
   std::string directory;  // savepoint target; empty = <checkpoint dir>/<job>/savepoint-<n>
   template <class A>
-  void serialize(A& ar) { ar(savepoint, directory); }
+  void serialize(A& ar) {
+    ar(savepoint, directory);
+  }
 };
 
 // Stop-with-savepoint (Flink's `flink stop`): a savepoint, then the job is canceled, so no
@@ -290,7 +325,9 @@ struct CheckpointRequest {
 struct StopJob {
   std::string directory;  // savepoint target; empty = <checkpoint dir>/<job>/savepoint-<n>
   template <class A>
-  void serialize(A& ar) { ar(directory); }
+  void serialize(A& ar) {
+    ar(directory);
+  }
 };
 
 struct ListCheckpointsRequest {
@@ -303,7 +340,9 @@ struct RescaleRequest {
   bool plan_only = false;
   int64_t wait_for_workers_ms = 30'000;  // until P' workers are registered; then refused
   template <class A>
-  void serialize(A& ar) { ar(new_parallelism, plan_only, wait_for_workers_ms); }
+  void serialize(A& ar) {
+    ar(new_parallelism, plan_only, wait_for_workers_ms);
+  }
 };
 
 // Generic reply to CLI requests: ok + human text + machine-readable JSON.
@@ -312,17 +351,18 @@ struct Reply {
   std::string message;  // a sentence for the user (error or summary)
   std::string json;     // structured payload (status, checkpoint list, plan), may be empty
   template <class A>
-  void serialize(A& ar) { ar(ok, message, json); }
+  void serialize(A& ar) {
+    ar(ok, message, json);
+  }
 };
 
 using ControlMessage =
     std::variant<RegisterWorker, WorkerHeartbeat, TaskDeployed, TaskFinished, TaskFailed,
-                 TaskInputEnded, TaskRunning,
-                 AcknowledgeCheckpoint, DeclineCheckpoint, Registered, DeployTask, StartTask,
-                 CoordinatorHeartbeat, TriggerCheckpoint, NotifyCheckpointComplete,
-                 NotifyCheckpointAborted, CancelTask, RegisterAgain, SubmitJob, StatusRequest, CancelJob,
-                 StopJob,
-                 CheckpointRequest, ListCheckpointsRequest, RescaleRequest, Reply>;
+                 TaskInputEnded, TaskRunning, AcknowledgeCheckpoint, DeclineCheckpoint, Registered,
+                 DeployTask, StartTask, CoordinatorHeartbeat, TriggerCheckpoint,
+                 NotifyCheckpointComplete, NotifyCheckpointAborted, CancelTask, RegisterAgain,
+                 SubmitJob, StatusRequest, CancelJob, StopJob, CheckpointRequest,
+                 ListCheckpointsRequest, RescaleRequest, Reply>;
 
 // Encodes version + message.
 std::string EncodeControlMessage(const ControlMessage& msg);

@@ -13,7 +13,10 @@ const std::vector<JobDef>& BuiltInJobs() {
        "`timeout` after the window's first record, whichever comes first",
        {{"count", ParamKind::kPositiveInt, "500", {}, "records that close a window"},
         {"timeout", ParamKind::kDuration, "12h", {}, "window length after its first record"},
-        {"time", ParamKind::kChoice, "processing", {"processing", "event"},
+        {"time",
+         ParamKind::kChoice,
+         "processing",
+         {"processing", "event"},
          "time domain of the timeout"}}},
       {"tumbling-count",
        "event-time tumbling windows: per key and window [floor(ts/size)*size, +size) count "

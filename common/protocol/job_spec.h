@@ -22,18 +22,18 @@ struct JobSpec {
   std::string key_field = "uid";
   std::string ts_field = "ts";
   KeyType key_type = KeyType::kString;
-  int64_t watermark_bound_ms = 0;      // bounded out-of-orderness
-  int64_t watermark_interval_ms = 200; // periodic watermark emission
-  int64_t idle_timeout_ms = 0;         // 0 = sources never mark themselves idle
-  bool fail_on_bad_record = false;     // --on-bad-record fail|skip
+  int64_t watermark_bound_ms = 0;       // bounded out-of-orderness
+  int64_t watermark_interval_ms = 200;  // periodic watermark emission
+  int64_t idle_timeout_ms = 0;          // 0 = sources never mark themselves idle
+  bool fail_on_bad_record = false;      // --on-bad-record fail|skip
   // Checkpointing (issue 4): 0 = no periodic checkpoints.
   int64_t checkpoint_interval_ms = 0;
   int64_t checkpoint_timeout_ms = 600'000;
   int64_t checkpoint_min_pause_ms = 0;
   int32_t max_concurrent_checkpoints = 1;
   int32_t retained_checkpoints = 3;
-  std::string checkpoint_dir;          // empty = the coordinator's --checkpoint-dir
-  std::string from_savepoint;          // restore from this checkpoint/savepoint directory
+  std::string checkpoint_dir;  // empty = the coordinator's --checkpoint-dir
+  std::string from_savepoint;  // restore from this checkpoint/savepoint directory
   // Restart strategy: "none", "fixed-delay", "exponential-delay"; "" = exponential-delay when
   // checkpointing is on, none otherwise (coordinator/restart_strategy.h).
   std::string restart_strategy;

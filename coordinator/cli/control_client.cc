@@ -33,8 +33,8 @@ Result<Reply> ControlClient::Request(const ControlMessage& msg) {
         std::string_view(static_cast<const char*>(reply.data()), reply.size()), "the coordinator");
     if (!decoded.ok()) return decoded.status();
     if (!std::holds_alternative<Reply>(*decoded)) {
-      return Internal("the coordinator answered with " +
-                      std::string(ControlMessageName(*decoded)) + " instead of a reply");
+      return Internal("the coordinator answered with " + std::string(ControlMessageName(*decoded)) +
+                      " instead of a reply");
     }
     return std::get<Reply>(*decoded);
   } catch (const zmq::error_t& e) {

@@ -159,60 +159,61 @@ int WaitForJob(const std::string& endpoint, const std::string& job_id) {
 
 int RunRunCommand(const std::vector<std::string>& args) {
   po::options_description opts;
-  std::string endpoint, key_type = "string", wm_bound = "1s", wm_interval = "200ms",
-                        idle = "0", on_bad = "skip", ckpt_interval = "0", ckpt_timeout = "10min",
+  std::string endpoint, key_type = "string", wm_bound = "1s", wm_interval = "200ms", idle = "0",
+                        on_bad = "skip", ckpt_interval = "0", ckpt_timeout = "10min",
                         min_pause = "0", restart_delay = "200ms", restart_max_delay = "30s",
                         replacement_timeout = "10s";
   std::vector<std::string> params;
   JobSpec spec;
   bool wait = false;
-  opts.add_options()
-      ("job", po::value(&spec.job_name)->required(), "job to run: count-window | tumbling-count")
-      ("input", po::value(&spec.input)->required(),
-       "JSON Lines file, directory of files (one split each), or "
-       "gen:events=N,keys=K,splits=S,seed=X[,rate=R]")
-      ("output", po::value(&spec.output_dir), "directory for the results (exactly-once file sink)")
-      ("parallelism", po::value(&spec.parallelism)->default_value(0),
-       "subtasks, one per worker (0 = all registered workers)")
-      ("max-parallelism", po::value(&spec.max_parallelism)->default_value(0),
-       "key groups (0 = Flink's default for the parallelism)")
-      ("param", po::value(&params)->composing(), "job parameter name=value (repeatable)")
-      ("key-field", po::value(&spec.key_field)->default_value("uid"), "JSON field of the key")
-      ("ts-field", po::value(&spec.ts_field)->default_value("ts"), "JSON field of the event time (epoch ms)")
-      ("key-type", po::value(&key_type)->default_value(key_type), "string | int | long")
-      ("watermark-bound", po::value(&wm_bound)->default_value(wm_bound),
-       "bounded out-of-orderness of event time")
-      ("watermark-interval", po::value(&wm_interval)->default_value(wm_interval),
-       "periodic watermark emission interval")
-      ("idle-timeout", po::value(&idle)->default_value(idle),
-       "mark a source idle after this long without records (0 = never)")
-      ("on-bad-record", po::value(&on_bad)->default_value(on_bad), "skip | fail")
-      ("checkpoint-interval", po::value(&ckpt_interval)->default_value(ckpt_interval),
-       "take a checkpoint this often (0 = no periodic checkpoints)")
-      ("checkpoint-timeout", po::value(&ckpt_timeout)->default_value(ckpt_timeout),
-       "a checkpoint not complete by then is aborted")
-      ("min-pause", po::value(&min_pause)->default_value(min_pause),
-       "minimum time between the end of a checkpoint and the next periodic one")
-      ("max-concurrent-checkpoints", po::value(&spec.max_concurrent_checkpoints)->default_value(1),
-       "periodic checkpoints in flight at once")
-      ("retained-checkpoints", po::value(&spec.retained_checkpoints)->default_value(3),
-       "completed checkpoints kept on disk (savepoints are always kept)")
-      ("checkpoint-dir", po::value(&spec.checkpoint_dir),
-       "checkpoint directory for this job (default: the coordinator's --checkpoint-dir)")
-      ("from-savepoint", po::value(&spec.from_savepoint),
-       "restore from this savepoint or checkpoint directory (any parallelism, same max parallelism)")
-      ("restart-strategy", po::value(&spec.restart_strategy),
-       "none | fixed-delay | exponential-delay (default: exponential-delay with checkpoints, "
-       "none without)")
-      ("restart-attempts", po::value(&spec.restart_attempts)->default_value(50),
-       "restarts allowed (exponential-delay: in a row)")
-      ("restart-delay", po::value(&restart_delay)->default_value(restart_delay),
-       "delay before a restart (exponential-delay: the first one)")
-      ("restart-max-delay", po::value(&restart_max_delay)->default_value(restart_max_delay),
-       "exponential-delay: upper bound of the backoff")
-      ("replacement-timeout", po::value(&replacement_timeout)->default_value(replacement_timeout),
-       "a lost worker not replaced within this time: restart on the remaining workers")
-      ("wait", po::bool_switch(&wait), "block until the job ends, with progress and a summary");
+  opts.add_options()("job", po::value(&spec.job_name)->required(),
+                     "job to run: count-window | tumbling-count")(
+      "input", po::value(&spec.input)->required(),
+      "JSON Lines file, directory of files (one split each), or "
+      "gen:events=N,keys=K,splits=S,seed=X[,rate=R]")(
+      "output", po::value(&spec.output_dir), "directory for the results (exactly-once file sink)")(
+      "parallelism", po::value(&spec.parallelism)->default_value(0),
+      "subtasks, one per worker (0 = all registered workers)")(
+      "max-parallelism", po::value(&spec.max_parallelism)->default_value(0),
+      "key groups (0 = Flink's default for the parallelism)")(
+      "param", po::value(&params)->composing(), "job parameter name=value (repeatable)")(
+      "key-field", po::value(&spec.key_field)->default_value("uid"), "JSON field of the key")(
+      "ts-field", po::value(&spec.ts_field)->default_value("ts"),
+      "JSON field of the event time (epoch ms)")(
+      "key-type", po::value(&key_type)->default_value(key_type), "string | int | long")(
+      "watermark-bound", po::value(&wm_bound)->default_value(wm_bound),
+      "bounded out-of-orderness of event time")("watermark-interval",
+                                                po::value(&wm_interval)->default_value(wm_interval),
+                                                "periodic watermark emission interval")(
+      "idle-timeout", po::value(&idle)->default_value(idle),
+      "mark a source idle after this long without records (0 = never)")(
+      "on-bad-record", po::value(&on_bad)->default_value(on_bad), "skip | fail")(
+      "checkpoint-interval", po::value(&ckpt_interval)->default_value(ckpt_interval),
+      "take a checkpoint this often (0 = no periodic checkpoints)")(
+      "checkpoint-timeout", po::value(&ckpt_timeout)->default_value(ckpt_timeout),
+      "a checkpoint not complete by then is aborted")(
+      "min-pause", po::value(&min_pause)->default_value(min_pause),
+      "minimum time between the end of a checkpoint and the next periodic one")(
+      "max-concurrent-checkpoints", po::value(&spec.max_concurrent_checkpoints)->default_value(1),
+      "periodic checkpoints in flight at once")(
+      "retained-checkpoints", po::value(&spec.retained_checkpoints)->default_value(3),
+      "completed checkpoints kept on disk (savepoints are always kept)")(
+      "checkpoint-dir", po::value(&spec.checkpoint_dir),
+      "checkpoint directory for this job (default: the coordinator's --checkpoint-dir)")(
+      "from-savepoint", po::value(&spec.from_savepoint),
+      "restore from this savepoint or checkpoint directory (any parallelism, same max "
+      "parallelism)")(
+      "restart-strategy", po::value(&spec.restart_strategy),
+      "none | fixed-delay | exponential-delay (default: exponential-delay with checkpoints, "
+      "none without)")("restart-attempts", po::value(&spec.restart_attempts)->default_value(50),
+                       "restarts allowed (exponential-delay: in a row)")(
+      "restart-delay", po::value(&restart_delay)->default_value(restart_delay),
+      "delay before a restart (exponential-delay: the first one)")(
+      "restart-max-delay", po::value(&restart_max_delay)->default_value(restart_max_delay),
+      "exponential-delay: upper bound of the backoff")(
+      "replacement-timeout", po::value(&replacement_timeout)->default_value(replacement_timeout),
+      "a lost worker not replaced within this time: restart on the remaining workers")(
+      "wait", po::bool_switch(&wait), "block until the job ends, with progress and a summary");
   AddCoordinatorOption(&opts, &endpoint);
   po::variables_map vm;
   int code;
@@ -263,8 +264,10 @@ int RunRunCommand(const std::vector<std::string>& args) {
     return Fail("--max-concurrent-checkpoints and --retained-checkpoints must be at least 1",
                 kExitUsage);
   }
-  if (!spec.checkpoint_dir.empty()) spec.checkpoint_dir = std::filesystem::absolute(spec.checkpoint_dir);
-  if (!spec.from_savepoint.empty()) spec.from_savepoint = std::filesystem::absolute(spec.from_savepoint);
+  if (!spec.checkpoint_dir.empty())
+    spec.checkpoint_dir = std::filesystem::absolute(spec.checkpoint_dir);
+  if (!spec.from_savepoint.empty())
+    spec.from_savepoint = std::filesystem::absolute(spec.from_savepoint);
   if (!spec.output_dir.empty()) spec.output_dir = std::filesystem::absolute(spec.output_dir);
   // Workers resolve paths in their own working directory: send absolute ones.
   if (spec.input.rfind("gen:", 0) != 0) spec.input = std::filesystem::absolute(spec.input);
@@ -276,7 +279,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
       return Fail(s, kExitUsage);
     }
   } else if (spec.max_parallelism > 0) {
-    if (Status s = ValidateMaxParallelism(spec.max_parallelism); !s.ok()) return Fail(s, kExitUsage);
+    if (Status s = ValidateMaxParallelism(spec.max_parallelism); !s.ok())
+      return Fail(s, kExitUsage);
   }
 
   auto reply = Ask(endpoint, SubmitJob{spec}, &code);
@@ -285,7 +289,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
   nlohmann::json submitted = nlohmann::json::parse(reply->json, nullptr, false);
   std::string job_id = submitted.is_object() ? submitted.value("job_id", "") : "";
   std::cerr << "keyflow: " << reply->message << " (parallelism "
-            << (submitted.is_object() ? submitted.value("parallelism", 0) : 0) << ", max parallelism "
+            << (submitted.is_object() ? submitted.value("parallelism", 0) : 0)
+            << ", max parallelism "
             << (submitted.is_object() ? submitted.value("max_parallelism", 0) : 0) << ")\n";
   std::cout << job_id << "\n";
   if (!wait) return kExitOk;
@@ -326,8 +331,8 @@ int RunStatusCommand(const std::vector<std::string>& args) {
   }
   std::cout << "job: " << job.value("job_id", "") << " (" << job.value("job", "") << ")  state "
             << job.value("state", "") << "  attempt " << job.value("attempt", 0) << "  parallelism "
-            << job.value("parallelism", 0) << "  max parallelism " << job.value("max_parallelism", 0)
-            << "\n";
+            << job.value("parallelism", 0) << "  max parallelism "
+            << job.value("max_parallelism", 0) << "\n";
   if (!job.value("failure", std::string()).empty()) {
     std::cout << "  reason: " << job.value("failure", std::string()) << "\n";
   }
@@ -337,18 +342,20 @@ int RunStatusCommand(const std::vector<std::string>& args) {
   }
   if (job.contains("rescale")) {
     std::cout << "  rescaling to " << job["rescale"].value("target", 0) << ": "
-              << job["rescale"].value("phase", "") << " ("
-              << job["rescale"].value("elapsed_ms", 0) << " ms)\n";
+              << job["rescale"].value("phase", "") << " (" << job["rescale"].value("elapsed_ms", 0)
+              << " ms)\n";
   }
   if (job.value("restarts", 0) > 0) {
-    std::cout << "  restarts: " << job.value("restarts", 0) << " (" << job.value("restart_strategy", "")
+    std::cout << "  restarts: " << job.value("restarts", 0) << " ("
+              << job.value("restart_strategy", "")
               << "), last failure: " << job.value("last_failure", std::string()) << "\n";
   }
   const nlohmann::json& ck = job["checkpoints"];
   if (ck.is_object()) {
     std::cout << "  checkpoints: interval "
-              << (ck.value("interval_ms", 0) > 0 ? std::to_string(ck.value("interval_ms", 0)) + " ms"
-                                                 : std::string("off"))
+              << (ck.value("interval_ms", 0) > 0
+                      ? std::to_string(ck.value("interval_ms", 0)) + " ms"
+                      : std::string("off"))
               << ", latest completed " << ck.value("latest_completed", 0) << ", pending "
               << ck.value("pending", 0) << "\n";
     if (ck.contains("recent")) {
@@ -436,9 +443,9 @@ int CheckpointRequestCommand(const std::vector<std::string>& args, bool savepoin
 int RunStopCommand(const std::vector<std::string>& args) {
   po::options_description opts;
   std::string endpoint, dir, timeout = "10min";
-  opts.add_options()
-      ("dir", po::value(&dir), "savepoint directory (default: <checkpoint dir>/<job>/savepoint-<n>)")
-      ("timeout", po::value(&timeout)->default_value(timeout), "how long to wait for the savepoint");
+  opts.add_options()("dir", po::value(&dir),
+                     "savepoint directory (default: <checkpoint dir>/<job>/savepoint-<n>)")(
+      "timeout", po::value(&timeout)->default_value(timeout), "how long to wait for the savepoint");
   AddCoordinatorOption(&opts, &endpoint);
   po::variables_map vm;
   int code;
@@ -493,9 +500,10 @@ int RunCheckpointsCommand(const std::vector<std::string>& args) {
   std::cout << "job " << j.value("job_id", "") << "\ncompleted:\n";
   for (const auto& c : j["completed"]) {
     std::cout << "  " << std::left << std::setw(11) << c.value("type", "") << std::setw(6)
-              << c.value("id", 0) << " P=" << c.value("parallelism", 0) << " M="
-              << c.value("max_parallelism", 0) << "  " << Human(c.value("bytes", 0.0)) << "B  "
-              << c.value("directory", "") << (c.value("final", false) ? "  (final)" : "") << "\n";
+              << c.value("id", 0) << " P=" << c.value("parallelism", 0)
+              << " M=" << c.value("max_parallelism", 0) << "  " << Human(c.value("bytes", 0.0))
+              << "B  " << c.value("directory", "") << (c.value("final", false) ? "  (final)" : "")
+              << "\n";
   }
   std::cout << "recent history:\n";
   for (const auto& h : j["history"]) {
@@ -514,15 +522,15 @@ int RunRescaleCommand(const std::vector<std::string>& args) {
   std::string endpoint, timeout = "10min", wait_workers = "30s";
   int32_t parallelism = 0;
   bool plan = false, json = false;
-  opts.add_options()
-      ("parallelism", po::value(&parallelism)->required(), "the new parallelism P' (positional)")
-      ("plan", po::bool_switch(&plan),
-       "only print which key groups move from which old subtask to which new one, and the bytes "
-       "each new subtask will read; change nothing")
-      ("wait-for-workers", po::value(&wait_workers)->default_value(wait_workers),
-       "how long the coordinator waits for P' registered workers before refusing")
-      ("timeout", po::value(&timeout)->default_value(timeout), "how long to wait for the rescale")
-      ("json", po::bool_switch(&json), "--plan: print the plan as JSON");
+  opts.add_options()("parallelism", po::value(&parallelism)->required(),
+                     "the new parallelism P' (positional)")(
+      "plan", po::bool_switch(&plan),
+      "only print which key groups move from which old subtask to which new one, and the bytes "
+      "each new subtask will read; change nothing")(
+      "wait-for-workers", po::value(&wait_workers)->default_value(wait_workers),
+      "how long the coordinator waits for P' registered workers before refusing")(
+      "timeout", po::value(&timeout)->default_value(timeout), "how long to wait for the rescale")(
+      "json", po::bool_switch(&json), "--plan: print the plan as JSON");
   AddCoordinatorOption(&opts, &endpoint);
   po::positional_options_description pos;
   pos.add("parallelism", 1);

@@ -11,10 +11,9 @@ namespace keyflow::cli {
 int RunRangesCommand(const std::vector<std::string>& args, std::istream&, std::ostream& out) {
   po::options_description opts;
   int64_t max_parallelism = 0, parallelism = 0;
-  opts.add_options()
-      ("max-parallelism,m", po::value(&max_parallelism)->required(),
-       "number of key groups M (1..32768)")
-      ("parallelism,p", po::value(&parallelism)->required(), "number of subtasks P (1..M)");
+  opts.add_options()("max-parallelism,m", po::value(&max_parallelism)->required(),
+                     "number of key groups M (1..32768)")(
+      "parallelism,p", po::value(&parallelism)->required(), "number of subtasks P (1..M)");
   po::variables_map vm;
   int code;
   if (!ParseCommandLine("usage: keyflow ranges --max-parallelism M --parallelism P\n"
@@ -32,20 +31,18 @@ int RunRangesCommand(const std::vector<std::string>& args, std::istream&, std::o
   return kExitOk;
 }
 
-int RunKeyGroupCommand(const std::vector<std::string>& args, std::istream& in,
-                       std::ostream& out) {
+int RunKeyGroupCommand(const std::vector<std::string>& args, std::istream& in, std::ostream& out) {
   po::options_description opts;
   int64_t max_parallelism = kDefaultLowerBoundMaxParallelism;
   std::optional<int64_t> parallelism;
   std::string key_type_name = "string";
   std::vector<std::string> positional_keys;
-  opts.add_options()
-      ("max-parallelism", po::value(&max_parallelism)->default_value(max_parallelism),
-       "number of key groups M (1..32768)")
-      ("parallelism", po::value<int64_t>(), "number of subtasks P; adds the owning subtask")
-      ("key-type", po::value(&key_type_name)->default_value(key_type_name),
-       "string | int | long (Java String/Integer/Long hashCode)")
-      ("key", po::value(&positional_keys), "keys (positional); none: read keys from stdin");
+  opts.add_options()("max-parallelism", po::value(&max_parallelism)->default_value(max_parallelism),
+                     "number of key groups M (1..32768)")(
+      "parallelism", po::value<int64_t>(), "number of subtasks P; adds the owning subtask")(
+      "key-type", po::value(&key_type_name)->default_value(key_type_name),
+      "string | int | long (Java String/Integer/Long hashCode)")(
+      "key", po::value(&positional_keys), "keys (positional); none: read keys from stdin");
   po::positional_options_description pos;
   pos.add("key", -1);
   po::variables_map vm;

@@ -111,7 +111,8 @@ class HeapKeyedStateBackend {
   // record's state accesses find it in cache. The keyed task calls it a few records ahead of
   // processing. Changes nothing; a key group outside range() is ignored.
   void Prefetch(uint64_t key_hash, KeyGroupId g) const {
-    if (!range().contains(g)) [[unlikely]] return;
+    if (!range().contains(g)) [[unlikely]]
+      return;
     const int32_t index = range().IndexOf(g);
     for (const StateTableBase* table : tables_) table->Prefetch(index, key_hash);
   }

@@ -44,7 +44,8 @@ bool AsyncKeyedSnapshot::TryClaimAndSerialize(int32_t index, bool copy) {
 
 void AsyncKeyedSnapshot::WaitSerialized(int32_t index) {
   std::unique_lock<std::mutex> lock(mu_);
-  serialized_.wait(lock, [&] { return state_[index].load(std::memory_order_acquire) == kSerialized; });
+  serialized_.wait(lock,
+                   [&] { return state_[index].load(std::memory_order_acquire) == kSerialized; });
 }
 
 void AsyncKeyedSnapshot::SerializeBeforeWrite(int32_t index) {

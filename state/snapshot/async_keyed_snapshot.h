@@ -52,10 +52,10 @@ class AsyncKeyedSnapshot final : public KeyGroupWriteGuard {
   KeyType key_type_;
   KeyGroupRange range_;
   std::vector<const SnapshotSection*> sections_;
-  bool copyable_;                                 // every section has `copy`
-  std::vector<std::string> blocks_;               // [index], written by the claiming thread
+  bool copyable_;                    // every section has `copy`
+  std::vector<std::string> blocks_;  // [index], written by the claiming thread
   std::vector<std::vector<std::unique_ptr<KeyGroupCopy>>> copies_;  // [index][section]
-  std::vector<std::vector<uint64_t>> counts_;     // [index][section]
+  std::vector<std::vector<uint64_t>> counts_;                       // [index][section]
   std::mutex mu_;
   std::condition_variable serialized_;
   std::atomic<int64_t> by_task_{0};

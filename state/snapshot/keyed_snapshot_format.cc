@@ -19,8 +19,7 @@ namespace {
 
 // write_section(i, out) writes the data of sections[i].
 void WriteBlock(KeyGroupId g, const std::vector<const SnapshotSection*>& sections,
-                const std::function<void(size_t, BinaryWriter&)>& write_section,
-                std::string* out) {
+                const std::function<void(size_t, BinaryWriter&)>& write_section, std::string* out) {
   size_t start = out->size();
   BinaryWriter w(out);
   w.I32(g.value());
@@ -127,11 +126,10 @@ Result<KeyedSnapshotInfo> WriteKeyedSnapshot(int32_t max_parallelism, KeyType ke
                                              KeyGroupRange range,
                                              const std::vector<const SnapshotSection*>& sections,
                                              std::string* out) {
-  KeyedSnapshotWriter writer(max_parallelism, key_type, range, sections,
-                             [out](std::string_view b) {
-                               out->append(b);
-                               return Status::Ok();
-                             });
+  KeyedSnapshotWriter writer(max_parallelism, key_type, range, sections, [out](std::string_view b) {
+    out->append(b);
+    return Status::Ok();
+  });
   RETURN_IF_ERROR(writer.Begin());
   std::string block;
   for (KeyGroupId g : range.key_groups()) {
@@ -151,7 +149,8 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
     return Broken(name, "it has " + std::to_string(size) + " bytes, less than a footer");
   }
   std::string footer;
-  RETURN_IF_ERROR(source.ReadAt(size - kKeyedSnapshotFooterSize, kKeyedSnapshotFooterSize, &footer));
+  RETURN_IF_ERROR(
+      source.ReadAt(size - kKeyedSnapshotFooterSize, kKeyedSnapshotFooterSize, &footer));
   if (std::memcmp(footer.data() + 24, kKeyedSnapshotFooterMagic, 8) != 0) {
     return Broken(name, "no footer at the end (the file was truncated or is not a snapshot)");
   }
@@ -167,7 +166,8 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
 
   // Header: read a generous prefix (headers are small), parse, verify.
   std::string head;
-  RETURN_IF_ERROR(source.ReadAt(0, static_cast<size_t>(std::min<uint64_t>(index_offset, 4096)), &head));
+  RETURN_IF_ERROR(
+      source.ReadAt(0, static_cast<size_t>(std::min<uint64_t>(index_offset, 4096)), &head));
   if (head.size() < 8 || std::memcmp(head.data(), kKeyedSnapshotMagic, 8) != 0) {
     return Broken(name, "bad magic: this is not a keyflow keyed-state snapshot");
   }
@@ -175,11 +175,11 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
   KeyedSnapshotInfo info;
   info.format_version = hr.U32();
   if (hr.ok() && info.format_version != kKeyedSnapshotFormatVersion) {
-    return FailedPrecondition("snapshot " + name + " has format version " +
-                              std::to_string(info.format_version) + " but this keyflow reads version " +
-                              std::to_string(kKeyedSnapshotFormatVersion) +
-                              " (or its header is corrupted); restore it with the keyflow version "
-                              "that wrote it");
+    return FailedPrecondition(
+        "snapshot " + name + " has format version " + std::to_string(info.format_version) +
+        " but this keyflow reads version " + std::to_string(kKeyedSnapshotFormatVersion) +
+        " (or its header is corrupted); restore it with the keyflow version "
+        "that wrote it");
   }
   info.max_parallelism = hr.I32();
   uint8_t kt = hr.U8();
@@ -227,7 +227,8 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
     prev_end = e.offset + e.length;
     info.key_groups.push_back(std::move(e));
   }
-  if (!ir.at_end() || prev_end != index_offset) return Broken(name, "index does not cover the data");
+  if (!ir.at_end() || prev_end != index_offset)
+    return Broken(name, "index does not cover the data");
   info.file_size = size;
   return KeyedSnapshotReader(&source, std::move(info));
 }
@@ -235,13 +236,14 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
 Status KeyedSnapshotReader::ReadKeyGroupBlock(KeyGroupId g, std::string* block) const {
   const std::string& name = source_->name();
   if (!info_.range.contains(g)) {
-    return OutOfRange("snapshot " + name + " holds " + info_.range.ToString() +
-                      ", not key group " + std::to_string(g.value()));
+    return OutOfRange("snapshot " + name + " holds " + info_.range.ToString() + ", not key group " +
+                      std::to_string(g.value()));
   }
   const KeyGroupEntry& e = info_.entry(g);
   RETURN_IF_ERROR(source_->ReadAt(e.offset, e.length, block));
   bytes_read_ += e.length;
-  if (block->size() < 12) return Broken(name, "block of key group " + std::to_string(g.value()) + " is too short");
+  if (block->size() < 12)
+    return Broken(name, "block of key group " + std::to_string(g.value()) + " is too short");
   uint64_t sum;
   std::memcpy(&sum, block->data() + block->size() - 8, 8);
   if (sum != Checksum64(block->data(), block->size() - 8)) {

@@ -45,8 +45,8 @@ struct SnapshotSection {
 
 // What the header and index say: enough to plan a restore without reading any state.
 struct KeyGroupEntry {
-  uint64_t offset = 0;  // of the key group's block, from the start of the file
-  uint64_t length = 0;  // of the block, including its checksum
+  uint64_t offset = 0;           // of the key group's block, from the start of the file
+  uint64_t length = 0;           // of the block, including its checksum
   std::vector<uint64_t> counts;  // per section, in section order of the header
 };
 
@@ -54,8 +54,8 @@ struct KeyedSnapshotInfo {
   uint32_t format_version = kKeyedSnapshotFormatVersion;
   int32_t max_parallelism = 0;
   KeyType key_type = KeyType::kString;
-  KeyGroupRange range;                  // key groups in the file, all of them, ascending
-  std::vector<uint8_t> section_ids;     // in block order
+  KeyGroupRange range;               // key groups in the file, all of them, ascending
+  std::vector<uint8_t> section_ids;  // in block order
   std::vector<std::string> section_names;
   std::vector<KeyGroupEntry> key_groups;  // one per key group of `range`
   uint64_t file_size = 0;

@@ -72,12 +72,17 @@ void WriteDomain(size_t n, ForEachTimer&& for_each, BinaryWriter& out) {
 }
 
 void WriteDomain(const TimerPriorityQueueSet& queue, BinaryWriter& out) {
-  WriteDomain(queue.size(), [&](auto&& fn) { queue.ForEach(fn); }, out);
+  WriteDomain(
+      queue.size(), [&](auto&& fn) { queue.ForEach(fn); }, out);
 }
 
 void WriteDomain(const std::vector<TimerEntry>& timers, BinaryWriter& out) {
   WriteDomain(
-      timers.size(), [&](auto&& fn) { for (const TimerEntry& t : timers) fn(t); }, out);
+      timers.size(),
+      [&](auto&& fn) {
+        for (const TimerEntry& t : timers) fn(t);
+      },
+      out);
 }
 
 // CopyKeyGroup's result: both domains' timers of one key group, unsorted.

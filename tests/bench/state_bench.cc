@@ -104,8 +104,8 @@ void BM_ValueStateReadUpdatePrefetched(benchmark::State& state) {
   size_t i = 0;
   const size_t n = env.records.size();
   for (auto _ : state) {
-    const KeyedRecord& ahead = env.records[i + kPrefetchDistance < n ? i + kPrefetchDistance
-                                                                      : i + kPrefetchDistance - n];
+    const KeyedRecord& ahead =
+        env.records[i + kPrefetchDistance < n ? i + kPrefetchDistance : i + kPrefetchDistance - n];
     env.backend.Prefetch(ahead.key.Hash(), ahead.key_group);
     env.SetKey(env.records[i]);
     count->Update(count->Value().value_or(0) + 1);

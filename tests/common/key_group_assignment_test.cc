@@ -42,14 +42,17 @@ TEST(JavaStringHash, UsesUtf16CodeUnitsIncludingSurrogatePairs) {
   ASSERT_TRUE(JavaStringHashUtf8("\xF0\x9F\x98\x80", &h));
   EXPECT_EQ(h, 55357 * 31 + 56832);
   // Mixed: "a😀b" = ((97*31 + 0xD83D)*31 + 0xDE00)*31 + 98
-  ASSERT_TRUE(JavaStringHashUtf8("a\xF0\x9F\x98\x80" "b", &h));
+  ASSERT_TRUE(
+      JavaStringHashUtf8("a\xF0\x9F\x98\x80"
+                         "b",
+                         &h));
   uint32_t expect = ((97u * 31u + 0xD83Du) * 31u + 0xDE00u) * 31u + 98u;
   EXPECT_EQ(h, static_cast<int32_t>(expect));
 }
 
 TEST(JavaStringHash, AsciiFastPathEqualsBytewiseDefinition) {
-  for (const std::string s : {"uid-0", "uid-123456789", "abcdefghijklmnopqrstuvwxyz0123456789",
-                              "x\xC3\xA9yzabcdefg"}) {
+  for (const std::string s :
+       {"uid-0", "uid-123456789", "abcdefghijklmnopqrstuvwxyz0123456789", "x\xC3\xA9yzabcdefg"}) {
     int32_t fast = 0;
     ASSERT_TRUE(JavaStringHashUtf8(s, &fast));
     // Reference: decode and fold one code unit at a time.
@@ -71,11 +74,14 @@ TEST(JavaStringHash, AsciiFastPathEqualsBytewiseDefinition) {
 TEST(JavaStringHash, RejectsInvalidUtf8) {
   int32_t h;
   EXPECT_FALSE(JavaStringHashUtf8("\xFF", &h));
-  EXPECT_FALSE(JavaStringHashUtf8("abc\xC3", &h));             // truncated
-  EXPECT_FALSE(JavaStringHashUtf8("\xC0\xAF", &h));            // overlong '/'
-  EXPECT_FALSE(JavaStringHashUtf8("\xED\xA0\x80", &h));        // encoded surrogate D800
-  EXPECT_FALSE(JavaStringHashUtf8("\xF4\x90\x80\x80", &h));    // > U+10FFFF
-  EXPECT_FALSE(JavaStringHashUtf8("\x80" "abc", &h));          // lone continuation
+  EXPECT_FALSE(JavaStringHashUtf8("abc\xC3", &h));           // truncated
+  EXPECT_FALSE(JavaStringHashUtf8("\xC0\xAF", &h));          // overlong '/'
+  EXPECT_FALSE(JavaStringHashUtf8("\xED\xA0\x80", &h));      // encoded surrogate D800
+  EXPECT_FALSE(JavaStringHashUtf8("\xF4\x90\x80\x80", &h));  // > U+10FFFF
+  EXPECT_FALSE(
+      JavaStringHashUtf8("\x80"
+                         "abc",
+                         &h));  // lone continuation
   EXPECT_EQ(ValidateUtf8("ok\xFF").message(),
             "invalid UTF-8 at byte 2 (keys and records must be UTF-8 text)");
 }
@@ -83,7 +89,7 @@ TEST(JavaStringHash, RejectsInvalidUtf8) {
 TEST(JavaLongHash, MatchesLongHashCode) {
   EXPECT_EQ(JavaLongHash(0), 0);
   EXPECT_EQ(JavaLongHash(1), 1);
-  EXPECT_EQ(JavaLongHash(-1), 0);                  // 0xFFFFFFFF ^ 0xFFFFFFFF
+  EXPECT_EQ(JavaLongHash(-1), 0);  // 0xFFFFFFFF ^ 0xFFFFFFFF
   EXPECT_EQ(JavaLongHash(1LL << 32), 1);
   EXPECT_EQ(JavaLongHash(0x123456789ABCDEF0LL), static_cast<int32_t>(0x9ABCDEF0u ^ 0x12345678u));
 }
@@ -139,8 +145,17 @@ TEST(KeyGroupRanges, MatchFlinkExamples) {
   check(13, 2, {{0, 6}, {7, 12}});
   check(13, 4, {{0, 3}, {4, 6}, {7, 9}, {10, 12}});
   check(42, 3, {{0, 13}, {14, 27}, {28, 41}});
-  check(64, 10, {{0, 6}, {7, 12}, {13, 19}, {20, 25}, {26, 31}, {32, 38}, {39, 44}, {45, 51},
-                 {52, 57}, {58, 63}});
+  check(64, 10,
+        {{0, 6},
+         {7, 12},
+         {13, 19},
+         {20, 25},
+         {26, 31},
+         {32, 38},
+         {39, 44},
+         {45, 51},
+         {52, 57},
+         {58, 63}});
 }
 
 TEST(KeyGroupRanges, TileAndAgreeWithOperatorIndexForManyShapes) {

@@ -62,10 +62,10 @@ namespace keyflow {
 namespace {
 
 TEST(KeyHashOfTest, EqualsTheHashOfTheKeyBuiltFromTheSameBytes) {
-  for (std::string bytes : {std::string(), std::string("a"), std::string("uid-00000042"),
-                            std::string(15, 'x'), std::string(16, 'x'),
-                            std::string("a-key-much-longer-than-fifteen-bytes"),
-                            std::string("\0\0\x01", 3)}) {
+  for (std::string bytes :
+       {std::string(), std::string("a"), std::string("uid-00000042"), std::string(15, 'x'),
+        std::string(16, 'x'), std::string("a-key-much-longer-than-fifteen-bytes"),
+        std::string("\0\0\x01", 3)}) {
     EXPECT_EQ(Key::HashOf(bytes), Key::FromBytes(bytes).Hash()) << bytes.size() << " bytes";
   }
   EXPECT_EQ(Key::HashOf(std::string(8, '\0')), Key::FromInt64(0).Hash());

@@ -63,9 +63,10 @@ class RecoveryTest : public ::testing::Test {
   void Heartbeats() {
     for (const auto& [identity, id] : ids_) {
       if (dead_.count(identity)) continue;
-      coord_->OnMessage(identity, WorkerHeartbeat{id, coord_->job() ? coord_->job()->attempt()
-                                                                    : AttemptNumber(0), {}},
-                        now_);
+      coord_->OnMessage(
+          identity,
+          WorkerHeartbeat{id, coord_->job() ? coord_->job()->attempt() : AttemptNumber(0), {}},
+          now_);
     }
   }
 
@@ -274,9 +275,8 @@ TEST_F(RecoveryTest, FinalCheckpointCommitsBeforeTheJobFinishes) {
   Submit(Spec(2, 60'000));  // periodic checkpoints far away: only the final one happens
   DeployAll({"w0", "w1"});
   for (const char* w : {"w0", "w1"}) {
-    coord_->OnMessage(w, TaskInputEnded{ids_[w], AttemptNumber(1),
-                                        outbox_.Last<DeployTask>(w)->subtask},
-                      now_);
+    coord_->OnMessage(
+        w, TaskInputEnded{ids_[w], AttemptNumber(1), outbox_.Last<DeployTask>(w)->subtask}, now_);
   }
   EXPECT_EQ(coord_->job()->state(), JobState::kFinishing);
   auto t = outbox_.Last<TriggerCheckpoint>("w0");
@@ -287,9 +287,8 @@ TEST_F(RecoveryTest, FinalCheckpointCommitsBeforeTheJobFinishes) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_TRUE(m->final);
   for (const char* w : {"w0", "w1"}) {
-    coord_->OnMessage(w, TaskFinished{ids_[w], AttemptNumber(1),
-                                      outbox_.Last<DeployTask>(w)->subtask, {}},
-                      now_);
+    coord_->OnMessage(
+        w, TaskFinished{ids_[w], AttemptNumber(1), outbox_.Last<DeployTask>(w)->subtask, {}}, now_);
   }
   EXPECT_EQ(coord_->job()->state(), JobState::kFinished);
 }
@@ -320,9 +319,9 @@ TEST_F(RecoveryTest, RescaleTakesASavepointAndRedeploysWhereEachSubtaskGetsItsFi
   DeployAll({"w0", "w1", "w2"});
   EXPECT_EQ(outbox_.To<Reply>("cli").size(), replies);  // deployed, but not restored yet
   for (const char* w : {"w0", "w1", "w2"}) {
-    coord_->OnMessage(w, TaskRunning{ids_[w], AttemptNumber(2), outbox_.Last<DeployTask>(w)->subtask,
-                                     5, 100},
-                      now_);
+    coord_->OnMessage(
+        w, TaskRunning{ids_[w], AttemptNumber(2), outbox_.Last<DeployTask>(w)->subtask, 5, 100},
+        now_);
   }
   ASSERT_EQ(outbox_.To<Reply>("cli").size(), replies + 1);
   EXPECT_TRUE(outbox_.Last<Reply>("cli")->ok);

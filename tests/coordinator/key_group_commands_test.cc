@@ -46,7 +46,8 @@ TEST(KeyGroupCommand, NegativeIntKeysOnTheCommandLineAreKeysNotOptions) {
   std::istringstream in;
   std::ostringstream out;
   EXPECT_EQ(RunKeyGroupCommand({"--key-type", "int", "-3", "4"}, in, out), 0);
-  EXPECT_EQ(out.str(), "-3\t" + std::to_string(keyflow::FlinkMurmurHash(-3) % 128) + "\t-\n4\t7\t-\n");
+  EXPECT_EQ(out.str(),
+            "-3\t" + std::to_string(keyflow::FlinkMurmurHash(-3) % 128) + "\t-\n4\t7\t-\n");
 }
 
 TEST(KeyGroupCommand, BadKeysExitWith2AndGoodKeysAreStillPrinted) {

@@ -17,9 +17,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <iterator>
 #include <set>
+#include <sstream>
 
 #include "checkpoint/checkpoint_storage.h"
 #include "common/key.h"

@@ -68,8 +68,11 @@ class RuntimeContext {
  public:
   RuntimeContext(SubtaskIndex subtask, int32_t parallelism, KeyType key_type,
                  std::map<std::string, std::string> params, HeapKeyedStateBackend* backend)
-      : subtask_(subtask), parallelism_(parallelism), key_type_(key_type),
-        params_(std::move(params)), backend_(backend) {}
+      : subtask_(subtask),
+        parallelism_(parallelism),
+        key_type_(key_type),
+        params_(std::move(params)),
+        backend_(backend) {}
 
   SubtaskIndex subtask_index() const { return subtask_; }
   int32_t parallelism() const { return parallelism_; }
@@ -79,7 +82,9 @@ class RuntimeContext {
   const std::map<std::string, std::string>& params() const { return params_; }
 
   template <typename T>
-  Result<ValueState<T>*> GetState(const ValueStateDescriptor<T>& d) { return backend_->GetState(d); }
+  Result<ValueState<T>*> GetState(const ValueStateDescriptor<T>& d) {
+    return backend_->GetState(d);
+  }
   template <typename T>
   Result<ListState<T>*> GetListState(const ListStateDescriptor<T>& d) {
     return backend_->GetListState(d);
@@ -131,7 +136,8 @@ class Context {
   Namespace timer_namespace() const { return ns_; }
 
   // Runtime side: set before each call.
-  void Set(Timestamp ts, TimeDomain domain = TimeDomain::kEventTime, Namespace ns = kVoidNamespace) {
+  void Set(Timestamp ts, TimeDomain domain = TimeDomain::kEventTime,
+           Namespace ns = kVoidNamespace) {
     timestamp_ = ts;
     domain_ = domain;
     ns_ = ns;

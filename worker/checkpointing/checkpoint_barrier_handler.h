@@ -60,12 +60,12 @@ class CheckpointBarrierHandler {
 
   Callbacks cb_;
   std::vector<bool> finished_;
-  std::vector<bool> received_;       // barrier of pending_ arrived on this channel
-  CheckpointId pending_{0};          // 0: nothing aligning
+  std::vector<bool> received_;  // barrier of pending_ arrived on this channel
+  CheckpointId pending_{0};     // 0: nothing aligning
   bool pending_announced_ = false;
-  std::set<int64_t> announced_;      // announced ids > last_triggered_ without barriers yet
+  std::set<int64_t> announced_;  // announced ids > last_triggered_ without barriers yet
   CheckpointId last_triggered_{0};
-  CheckpointId last_aborted_{0};     // barriers up to here are stale
+  CheckpointId last_aborted_{0};  // barriers up to here are stale
   int64_t alignment_start_us_ = 0;
   int64_t now_us_ = 0;
 };

@@ -33,9 +33,13 @@ KeyedProcessOperator::KeyedProcessOperator(OperatorConfig config,
   section_ptrs_ = {&sections_[0], &sections_[1]};
 }
 
-KeyedProcessOperator::~KeyedProcessOperator() { function_->Close(); }
+KeyedProcessOperator::~KeyedProcessOperator() {
+  function_->Close();
+}
 
-Status KeyedProcessOperator::Open() { return function_->Open(runtime_); }
+Status KeyedProcessOperator::Open() {
+  return function_->Open(runtime_);
+}
 
 Status KeyedProcessOperator::Restore(KeyedSnapshotReader& reader) {
   const KeyedSnapshotInfo& info = reader.info();
@@ -44,19 +48,21 @@ Status KeyedProcessOperator::Restore(KeyedSnapshotReader& reader) {
         "the snapshot was written with max parallelism " + std::to_string(info.max_parallelism) +
         " but this job has max parallelism " + std::to_string(config_.max_parallelism) +
         ": the number of key groups is fixed for the lifetime of a job and its checkpoints; "
-        "restore with --max-parallelism " + std::to_string(info.max_parallelism));
+        "restore with --max-parallelism " +
+        std::to_string(info.max_parallelism));
   }
   if (info.key_type != config_.key_type) {
-    return FailedPrecondition("the snapshot holds " + std::string(KeyTypeName(info.key_type)) +
-                              " keys but this job uses " +
-                              std::string(KeyTypeName(config_.key_type)) +
-                              " keys: restore with --key-type " +
-                              std::string(KeyTypeName(info.key_type)));
+    return FailedPrecondition(
+        "the snapshot holds " + std::string(KeyTypeName(info.key_type)) +
+        " keys but this job uses " + std::string(KeyTypeName(config_.key_type)) +
+        " keys: restore with --key-type " + std::string(KeyTypeName(info.key_type)));
   }
   return reader.Restore(config_.key_groups, section_ptrs_);
 }
 
-void KeyedProcessOperator::Start() { timers_.StartTimerService(); }
+void KeyedProcessOperator::Start() {
+  timers_.StartTimerService();
+}
 
 Status KeyedProcessOperator::ProcessElement(const Record& record) {
   RETURN_IF_ERROR(key_context_.SetCurrentKey(record.key, record.key_group));

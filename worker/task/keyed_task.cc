@@ -87,8 +87,8 @@ Status KeyedTask::NotifyCheckpointComplete(CheckpointId id) {
         if (collector_.sink) {
           Status s = collector_.sink->NotifyCheckpointComplete(id);
           if (!s.ok()) {
-            processor_->ReportError(s.WithContext("committing checkpoint " +
-                                                  std::to_string(id.value())));
+            processor_->ReportError(
+                s.WithContext("committing checkpoint " + std::to_string(id.value())));
             return;
           }
         }
@@ -120,7 +120,8 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
   uint64_t bytes = 0;
   for (const KeyGroupsStateHandle& h : r.keyed_state) {
     // AssignState makes handle paths absolute; a relative one is relative to the checkpoint.
-    std::string path = !h.path.empty() && h.path[0] == '/' ? h.path : r.checkpoint_dir + "/" + h.path;
+    std::string path =
+        !h.path.empty() && h.path[0] == '/' ? h.path : r.checkpoint_dir + "/" + h.path;
     auto corrupted = [&](const Status& s) {
       restore_corrupted_.store(true, std::memory_order_release);
       return Corruption("checkpoint " + std::to_string(r.checkpoint.value()) +
@@ -130,26 +131,27 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
     if (!file.ok()) return corrupted(file.status());
     if (file->size() != h.size) {
       return corrupted(Corruption("state file " + path + " has " + std::to_string(file->size()) +
-                                  " bytes but the checkpoint recorded " +
-                                  std::to_string(h.size) + " (truncated or replaced)"));
+                                  " bytes but the checkpoint recorded " + std::to_string(h.size) +
+                                  " (truncated or replaced)"));
     }
     auto reader = KeyedSnapshotReader::Open(*file);
     if (!reader.ok()) return corrupted(reader.status());
     if (reader->info().index_checksum != h.checksum) {
-      return corrupted(Corruption("state file " + path +
-                                  " does not match the checkpoint metadata (checksum)"));
+      return corrupted(
+          Corruption("state file " + path + " does not match the checkpoint metadata (checksum)"));
     }
     Status s = operator_->Restore(*reader);
     if (s.code() == StatusCode::kCorruption) return corrupted(s);
     RETURN_IF_ERROR(s);
     bytes += reader->bytes_read();
   }
-  KF_LOG_INFO("state restored subtask={} checkpoint={} files={} bytes_read={} keys={} timers={} ms={}",
-              deployment_.subtask.value(), r.checkpoint.value(), r.keyed_state.size(), bytes,
-              operator_->backend().NumEntries(),
-              operator_->timer_service().NumEventTimers() +
-                  operator_->timer_service().NumProcessingTimers(),
-              MonotonicMillis() - start);
+  KF_LOG_INFO(
+      "state restored subtask={} checkpoint={} files={} bytes_read={} keys={} timers={} ms={}",
+      deployment_.subtask.value(), r.checkpoint.value(), r.keyed_state.size(), bytes,
+      operator_->backend().NumEntries(),
+      operator_->timer_service().NumEventTimers() +
+          operator_->timer_service().NumProcessingTimers(),
+      MonotonicMillis() - start);
   metrics_->restore_bytes.Set(static_cast<int64_t>(bytes));
   return Status::Ok();
 }
@@ -177,7 +179,8 @@ void KeyedTask::UpdateGauges(Timestamp ts) {
                                             operator_->timer_service().NumProcessingTimers()));
   metrics_->late_records.Set(operator_->late_records());
   metrics_->records_out.Set(operator_->records_out());
-  time_->Schedule(ts + Duration::Millis(kGaugeIntervalMs), [this](Timestamp t) { UpdateGauges(t); });
+  time_->Schedule(ts + Duration::Millis(kGaugeIntervalMs),
+                  [this](Timestamp t) { UpdateGauges(t); });
 }
 
 Result<InputStatus> KeyedTask::ProcessInput() {
@@ -345,10 +348,11 @@ void KeyedTask::FinishSnapshot(CheckpointId id, Result<KeyedCheckpointPart> part
   // A later TakeSnapshot may have finished this one already (it waits for the previous file).
   if (snapshot_ && snapshot_id_ == id) WaitForSnapshotThread();
   if (part.ok()) {
-    KF_LOG_INFO("snapshot written subtask={} checkpoint={} bytes={} sync_us={} async_us={} "
-                "alignment_us={}",
-                deployment_.subtask.value(), id.value(), part->keyed_state.size,
-                part->sync_duration_us, part->async_duration_us, part->alignment_duration_us);
+    KF_LOG_INFO(
+        "snapshot written subtask={} checkpoint={} bytes={} sync_us={} async_us={} "
+        "alignment_us={}",
+        deployment_.subtask.value(), id.value(), part->keyed_state.size, part->sync_duration_us,
+        part->async_duration_us, part->alignment_duration_us);
   }
   callbacks_.checkpoint_done(id, std::move(part));
 }

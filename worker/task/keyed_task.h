@@ -42,8 +42,8 @@ namespace keyflow {
 
 // What the keyed subtask contributes to an acknowledgement.
 struct KeyedCheckpointPart {
-  KeyGroupsStateHandle keyed_state;             // path relative to the checkpoint directory
-  std::vector<std::string> sink_committables;   // encoded FileSinkCommittables, pending ones
+  KeyGroupsStateHandle keyed_state;            // path relative to the checkpoint directory
+  std::vector<std::string> sink_committables;  // encoded FileSinkCommittables, pending ones
   int64_t sync_duration_us = 0;
   int64_t async_duration_us = 0;
   int64_t alignment_duration_us = 0;
@@ -64,9 +64,8 @@ class KeyedTask {
   static Result<std::unique_ptr<KeyedTask>> Create(const DeployTask& deployment,
                                                    std::unique_ptr<InputGate> gate,
                                                    std::unique_ptr<RecordFunction> function,
-                                                   std::optional<FileSink> sink,
-                                                   const Clock* clock, TaskMetrics* metrics,
-                                                   Callbacks callbacks);
+                                                   std::optional<FileSink> sink, const Clock* clock,
+                                                   TaskMetrics* metrics, Callbacks callbacks);
   ~KeyedTask();
 
   // Opens the operator, restores state (if deployed with a restore), processes input until the

@@ -1,15 +1,15 @@
 #include "worker/task/source_task.h"
 
-#include "common/logging.h"
 #include <algorithm>
+#include "common/logging.h"
 
 #include "worker/watermark/watermarks_with_idleness.h"
 
 namespace keyflow {
 namespace {
 
-constexpr int kRecordsPerBatch = 1024;  // records per default-action call
-constexpr int kRecordsPerSplitTurn = 128;  // records of one split before the next split's turn
+constexpr int kRecordsPerBatch = 1024;          // records per default-action call
+constexpr int kRecordsPerSplitTurn = 128;       // records of one split before the next split's turn
 constexpr size_t kReadBufferBudget = 64 << 20;  // file read buffers of all splits together
 
 }  // namespace
@@ -41,8 +41,8 @@ Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deploym
   t->split_watermarks_ = mux.get();
   if (spec.idle_timeout_ms > 0) {
     ASSIGN_OR_RETURN(WatermarksWithIdleness idle,
-                     WatermarksWithIdleness::Create(std::move(mux),
-                                                    Duration::Millis(spec.idle_timeout_ms), *clock));
+                     WatermarksWithIdleness::Create(
+                         std::move(mux), Duration::Millis(spec.idle_timeout_ms), *clock));
     t->watermarks_ = std::make_unique<WatermarksWithIdleness>(std::move(idle));
   } else {
     t->watermarks_ = std::move(mux);
@@ -68,8 +68,7 @@ void SourceTask::Cancel() {
   mailbox_->Put([] {}, "wake up for cancellation").IgnoreError();
 }
 
-Status SourceTask::TriggerCheckpoint(CheckpointId id, Timestamp timestamp,
-                                     SnapshotCallback done) {
+Status SourceTask::TriggerCheckpoint(CheckpointId id, Timestamp timestamp, SnapshotCallback done) {
   std::unique_lock<std::mutex> lock(final_mu_);
   if (final_positions_) {
     auto positions = *final_positions_;
@@ -108,7 +107,8 @@ Status SourceTask::Run() {
   Status s = processor_->RunMailboxLoop();
   // Checkpoint triggers that raced with the end still get their answer.
   for (Mail& m : mailbox_->Close()) m.action();
-  if (cancelled_.load(std::memory_order_acquire)) return Aborted("the source subtask was cancelled");
+  if (cancelled_.load(std::memory_order_acquire))
+    return Aborted("the source subtask was cancelled");
   if (s.ok() && !deferred_error_.ok()) s = deferred_error_;
   return s;
 }
@@ -134,8 +134,8 @@ Status SourceTask::Emit(const Record& r, Timestamp now) {
 }
 
 Status SourceTask::OpenSplits() {
-  size_t buffer = std::clamp<size_t>(kReadBufferBudget / std::max<size_t>(1, slots_.size()),
-                                     64 << 10, 1 << 20);
+  size_t buffer =
+      std::clamp<size_t>(kReadBufferBudget / std::max<size_t>(1, slots_.size()), 64 << 10, 1 << 20);
   for (size_t i = 0; i < slots_.size(); ++i) {
     SplitSlot& slot = slots_[i];
     const SourceSplitState& st = slot.state;

@@ -15,8 +15,8 @@
 
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,7 +96,7 @@ class SourceTask {
     bool finished = false;
   };
   std::vector<SplitSlot> slots_;
-  size_t next_slot_ = 0;   // round-robin cursor
+  size_t next_slot_ = 0;  // round-robin cursor
   size_t unfinished_ = 0;
   SplitWatermarkMultiplexer* split_watermarks_ = nullptr;  // inside watermarks_
   std::unique_ptr<JsonRecordParser> parser_;
@@ -112,7 +112,7 @@ class SourceTask {
   std::unique_ptr<WatermarkGenerator> watermarks_;
   std::unique_ptr<ChannelWatermarkOutput> channel_output_;
   std::unique_ptr<WatermarkToDataOutput> watermark_output_;
-  Status deferred_error_;   // an emit error inside a watermark callback
+  Status deferred_error_;  // an emit error inside a watermark callback
   bool flush_scheduled_ = false;
   bool throttled_ = false;
   bool finished_ = false;

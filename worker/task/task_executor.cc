@@ -32,8 +32,9 @@ Result<SplitPosition> RestoredPosition(const SourceSplit& split,
   ASSIGN_OR_RETURN(SourceSplitState st, SourceSplitState::DecodeFrom(&r));
   if (!(st.split == split)) {
     return FailedPrecondition("split " + std::to_string(split.id().value()) +
-                              " of the checkpoint is " + st.split.ToString() + " but --input now gives " +
-                              split.ToString() + ": restore with the same --input");
+                              " of the checkpoint is " + st.split.ToString() +
+                              " but --input now gives " + split.ToString() +
+                              ": restore with the same --input");
   }
   return st.position;
 }
@@ -124,13 +125,15 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
   KeyedTask::Callbacks callbacks;
   TaskExecutor* self = t.get();
   callbacks.checkpoint_done = [self](CheckpointId id, Result<KeyedCheckpointPart> part) {
-    self->hooks_.run_on_control_thread(self->OnControlThread(
-        [self, id, part = std::move(part)]() mutable { self->KeyedPartDone(id, std::move(part)); }));
+    self->hooks_.run_on_control_thread(
+        self->OnControlThread([self, id, part = std::move(part)]() mutable {
+          self->KeyedPartDone(id, std::move(part));
+        }));
   };
   callbacks.input_ended = [self] {
     self->hooks_.run_on_control_thread(self->OnControlThread([self] {
-      self->hooks_.send(TaskInputEnded{self->worker_, self->deployment_.attempt,
-                                       self->deployment_.subtask});
+      self->hooks_.send(
+          TaskInputEnded{self->worker_, self->deployment_.attempt, self->deployment_.subtask});
     }));
   };
   callbacks.running = [self](int64_t restore_ms, int64_t restore_bytes) {
@@ -139,9 +142,9 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
                                     self->deployment_.subtask, restore_ms, restore_bytes});
     }));
   };
-  ASSIGN_OR_RETURN(t->keyed_,
-                   KeyedTask::Create(d, std::move(gate), std::move(function), std::move(sink),
-                                     clock, &t->metrics_, std::move(callbacks)));
+  ASSIGN_OR_RETURN(
+      t->keyed_, KeyedTask::Create(d, std::move(gate), std::move(function), std::move(sink), clock,
+                                   &t->metrics_, std::move(callbacks)));
   return t;
 }
 
@@ -234,8 +237,8 @@ void TaskExecutor::TriggerCheckpoint(const struct TriggerCheckpoint& trigger) {
   Status s = source_->TriggerCheckpoint(
       id, Timestamp(trigger.timestamp_ms),
       [self, id](Result<std::map<std::string, std::string>> positions) {
-        self->hooks_.run_on_control_thread(self->OnControlThread(
-            [self, id, positions = std::move(positions)]() mutable {
+        self->hooks_.run_on_control_thread(
+            self->OnControlThread([self, id, positions = std::move(positions)]() mutable {
               self->SourcePartDone(id, std::move(positions));
             }));
       });

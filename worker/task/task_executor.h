@@ -51,8 +51,8 @@ struct TaskExecutorHooks {
 
 class TaskExecutor {
  public:
-  static Result<std::unique_ptr<TaskExecutor>> Deploy(const DeployTask& deployment,
-                                                      WorkerId worker, ZmqContext* zmq,
+  static Result<std::unique_ptr<TaskExecutor>> Deploy(const DeployTask& deployment, WorkerId worker,
+                                                      ZmqContext* zmq,
                                                       const TaskExecutorOptions& options,
                                                       const Clock* clock, TaskExecutorHooks hooks);
   ~TaskExecutor();

@@ -19,7 +19,9 @@ KeyedOperatorTestHarness::KeyedOperatorTestHarness(std::unique_ptr<RecordFunctio
                                                      &processing_time_, &output_);
 }
 
-Status KeyedOperatorTestHarness::Open() { return operator_->Open(); }
+Status KeyedOperatorTestHarness::Open() {
+  return operator_->Open();
+}
 
 Status KeyedOperatorTestHarness::Restore(const std::vector<std::string>& snapshots) {
   CHECK(!started_) << "restore before the first element";

@@ -31,9 +31,7 @@ class IgnoreTimers final : public Triggerable {
 // One keyed subtask's state and timers, with the snapshot sections a keyed operator gives them.
 struct Subtask {
   explicit Subtask(bool with_copy)
-      : context(KeyType::kString, kMaxP, kRange),
-        backend(context),
-        timers(context, pts, target) {
+      : context(KeyType::kString, kMaxP, kRange), backend(context), timers(context, pts, target) {
     value = *backend.GetState(ValueStateDescriptor<int64_t>("value"));
     list = *backend.GetListState(ListStateDescriptor<std::string>("list"));
     sections.resize(2);
@@ -173,8 +171,8 @@ TEST(StateMapCloneTest, CloneHasTheSameEntriesAndIsIndependent) {
   std::vector<Key> keys;
   for (int i = 0; i < 2000; ++i) {
     // Long keys (heap allocated) and short ones (inline).
-    Key k = Key::FromBytes((i % 2 ? "a-much-longer-key-than-fifteen-bytes-" : "k") +
-                           std::to_string(i));
+    Key k =
+        Key::FromBytes((i % 2 ? "a-much-longer-key-than-fifteen-bytes-" : "k") + std::to_string(i));
     if (!backend.SetCurrentKey(k).ok()) continue;
     value->Update("v" + std::to_string(i));
     keys.push_back(k);

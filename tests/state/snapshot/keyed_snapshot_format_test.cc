@@ -48,8 +48,8 @@ class KeyedSnapshotFormatTest : public ::testing::Test {
     }
     sa_ = a_.section(1, "keyed state");
     sb_ = b_.section(2, "timers");
-    auto info = WriteKeyedSnapshot(16, KeyType::kString, KeyGroupRange::Of(0, 15), {&sa_, &sb_},
-                                   &bytes_);
+    auto info =
+        WriteKeyedSnapshot(16, KeyType::kString, KeyGroupRange::Of(0, 15), {&sa_, &sb_}, &bytes_);
     ASSERT_TRUE(info.ok()) << info.status().ToString();
     info_ = *info;
   }
@@ -134,9 +134,10 @@ TEST_F(KeyedSnapshotFormatTest, CorruptionMessageNamesTheFileAndKeyGroup) {
   FakeParticipant ra, rb;
   SnapshotSection a = ra.section(1, "s"), b = rb.section(2, "t");
   Status st = reader->Restore(KeyGroupRange::Of(0, 15), {&a, &b});
-  EXPECT_EQ(st.message(),
-            "snapshot /ckpt/chk-3/subtask-0.kgs is corrupted or truncated: checksum mismatch in key "
-            "group 5");
+  EXPECT_EQ(
+      st.message(),
+      "snapshot /ckpt/chk-3/subtask-0.kgs is corrupted or truncated: checksum mismatch in key "
+      "group 5");
 }
 
 TEST_F(KeyedSnapshotFormatTest, UnknownSectionIsRefused) {
@@ -152,7 +153,9 @@ TEST_F(KeyedSnapshotFormatTest, UnknownSectionIsRefused) {
 TEST_F(KeyedSnapshotFormatTest, SameDataGivesSameBytesThroughAFile) {
   TempDir dir;
   std::string again;
-  ASSERT_TRUE(WriteKeyedSnapshot(16, KeyType::kString, KeyGroupRange::Of(0, 15), {&sa_, &sb_}, &again).ok());
+  ASSERT_TRUE(
+      WriteKeyedSnapshot(16, KeyType::kString, KeyGroupRange::Of(0, 15), {&sa_, &sb_}, &again)
+          .ok());
   EXPECT_EQ(again, bytes_);
   ASSERT_TRUE(WriteFileAtomically(dir.File("s.kgs"), bytes_).ok());
   auto file = RandomAccessFile::Open(dir.File("s.kgs"));

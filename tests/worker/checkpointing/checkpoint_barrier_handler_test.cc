@@ -13,10 +13,13 @@ class BarrierHandlerTest : public ::testing::Test {
  protected:
   CheckpointBarrierHandler Make(int32_t channels) {
     CheckpointBarrierHandler::Callbacks cb;
-    cb.block_channel = [this](SubtaskIndex c) { log.push_back("block " + std::to_string(c.value())); };
+    cb.block_channel = [this](SubtaskIndex c) {
+      log.push_back("block " + std::to_string(c.value()));
+    };
     cb.unblock_all = [this] { log.push_back("unblock"); };
     cb.snapshot = [this](CheckpointId id, int64_t align_us) {
-      log.push_back("snapshot " + std::to_string(id.value()) + " after " + std::to_string(align_us));
+      log.push_back("snapshot " + std::to_string(id.value()) + " after " +
+                    std::to_string(align_us));
     };
     cb.abort = [this](CheckpointId id, const std::string& why) {
       log.push_back("abort " + std::to_string(id.value()) + ": " + why);

@@ -27,8 +27,9 @@ TEST(CountWindowEventTime, EmitsWhenCountIsReachedWithTheLastRecordsTimestamp) {
   ASSERT_TRUE(h->ProcessElement("uid-1", 2500).ok());
   EXPECT_EQ(h->ExtractOutput(), Lines{});
   ASSERT_TRUE(h->ProcessElement("uid-1", 2000).ok());
-  EXPECT_EQ(h->ExtractOutput(),
-            Lines{R"({"key":"uid-1","count":3,"start":1000,"time":2000,"cause":"count","subtask":0})"});
+  EXPECT_EQ(
+      h->ExtractOutput(),
+      Lines{R"({"key":"uid-1","count":3,"start":1000,"time":2000,"cause":"count","subtask":0})"});
   // The timer at D = 11000 was deleted: a watermark past it emits nothing.
   h->ProcessWatermark(20000);
   EXPECT_EQ(h->ExtractOutput(), Lines{});
@@ -42,11 +43,15 @@ TEST(CountWindowEventTime, TimerAtDeadlineEmitsTimeoutWhenTheWatermarkPassesIt) 
   h->ProcessWatermark(10999);
   EXPECT_EQ(h->ExtractOutput(), Lines{});
   h->ProcessWatermark(11000);
-  EXPECT_EQ(h->ExtractOutput(),
-            Lines{R"({"key":"uid-1","count":1,"start":1000,"time":11000,"cause":"timeout","subtask":0})"});
+  EXPECT_EQ(
+      h->ExtractOutput(),
+      Lines{
+          R"({"key":"uid-1","count":1,"start":1000,"time":11000,"cause":"timeout","subtask":0})"});
   h->EndInput();  // final watermark fires uid-2's timer at 15000
-  EXPECT_EQ(h->ExtractOutput(),
-            Lines{R"({"key":"uid-2","count":1,"start":5000,"time":15000,"cause":"timeout","subtask":0})"});
+  EXPECT_EQ(
+      h->ExtractOutput(),
+      Lines{
+          R"({"key":"uid-2","count":1,"start":5000,"time":15000,"cause":"timeout","subtask":0})"});
 }
 
 TEST(CountWindowEventTime, RecordAtOrAfterDeadlineClosesTheWindowFirstThenOpensANewOne) {
@@ -54,14 +59,18 @@ TEST(CountWindowEventTime, RecordAtOrAfterDeadlineClosesTheWindowFirstThenOpensA
   ASSERT_TRUE(h->ProcessElement("uid-1", 1000).ok());
   ASSERT_TRUE(h->ProcessElement("uid-1", 4000).ok());
   ASSERT_TRUE(h->ProcessElement("uid-1", 11000).ok());  // == D: closes, then opens at 11000
-  EXPECT_EQ(h->ExtractOutput(),
-            Lines{R"({"key":"uid-1","count":2,"start":1000,"time":11000,"cause":"timeout","subtask":0})"});
+  EXPECT_EQ(
+      h->ExtractOutput(),
+      Lines{
+          R"({"key":"uid-1","count":2,"start":1000,"time":11000,"cause":"timeout","subtask":0})"});
   // The old timer is gone; the new window's timer is at 21000.
   h->ProcessWatermark(20999);
   EXPECT_EQ(h->ExtractOutput(), Lines{});
   h->ProcessWatermark(21000);
-  EXPECT_EQ(h->ExtractOutput(),
-            Lines{R"({"key":"uid-1","count":1,"start":11000,"time":21000,"cause":"timeout","subtask":0})"});
+  EXPECT_EQ(
+      h->ExtractOutput(),
+      Lines{
+          R"({"key":"uid-1","count":1,"start":11000,"time":21000,"cause":"timeout","subtask":0})"});
 }
 
 TEST(CountWindowEventTime, OutputDoesNotDependOnWhenWatermarksArrive) {
@@ -99,8 +108,10 @@ TEST(CountWindowProcessingTime, TwelveHourTimeoutFiresWhenTheManualClockGetsTher
   h->SetProcessingTime(1000 + 43'200'000 - 1);
   EXPECT_EQ(h->ExtractOutput(), Lines{});
   h->SetProcessingTime(1000 + 43'200'000);
-  EXPECT_EQ(h->ExtractOutput(),
-            Lines{R"({"key":"uid-7","count":2,"start":1000,"time":43201000,"cause":"timeout","subtask":0})"});
+  EXPECT_EQ(
+      h->ExtractOutput(),
+      Lines{
+          R"({"key":"uid-7","count":2,"start":1000,"time":43201000,"cause":"timeout","subtask":0})"});
 }
 
 TEST(CountWindowProcessingTime, CountClosesTheWindowAndItsTimerNoLongerFires) {
@@ -124,9 +135,11 @@ TEST(CountWindowProcessingTime, EndOfInputEmitsOpenWindowsAndTimersDoNotFireAfte
   h->SetProcessingTime(900);
   h->EndInput();
   // Key groups ascending: "b" is in key group 22, "a" in 81.
-  EXPECT_EQ(h->ExtractOutput(),
-            (Lines{R"({"key":"b","count":1,"start":500,"time":900,"cause":"end-of-input","subtask":0})",
-                   R"({"key":"a","count":2,"start":500,"time":900,"cause":"end-of-input","subtask":0})"}));
+  EXPECT_EQ(
+      h->ExtractOutput(),
+      (Lines{
+          R"({"key":"b","count":1,"start":500,"time":900,"cause":"end-of-input","subtask":0})",
+          R"({"key":"a","count":2,"start":500,"time":900,"cause":"end-of-input","subtask":0})"}));
   h->SetProcessingTime(500 + 3'600'000);
   EXPECT_EQ(h->ExtractOutput(), Lines{});
   EXPECT_EQ(h->op().backend().NumEntries(), 0u);

@@ -29,9 +29,14 @@ std::unique_ptr<KeyedOperatorTestHarness> HarnessWithGoldenState() {
   auto h = std::make_unique<KeyedOperatorTestHarness>(std::move(fn).value(),
                                                       KeyedOperatorTestHarness::Options{});
   CHECK(h->Open().ok());
-  for (auto [key, ts] : std::vector<std::pair<std::string, int64_t>>{
-           {"uid-1", 1000}, {"uid-2", 1500}, {"uid-1", 2000}, {"a-rather-long-user-id-42", 2500},
-           {"uid-3", 3000}, {"uid-3", 3100}, {"uid-3", 3200}}) {
+  for (auto [key, ts] :
+       std::vector<std::pair<std::string, int64_t>>{{"uid-1", 1000},
+                                                    {"uid-2", 1500},
+                                                    {"uid-1", 2000},
+                                                    {"a-rather-long-user-id-42", 2500},
+                                                    {"uid-3", 3000},
+                                                    {"uid-3", 3100},
+                                                    {"uid-3", 3200}}) {
     CHECK(h->ProcessElement(key, ts).ok());
   }
   h->ProcessWatermark(4000);
@@ -68,8 +73,9 @@ TEST(SnapshotGolden, GoldenFileRestoresToTheExactState) {
   KeyedOperatorTestHarness lower(std::move(fn).value(), o);
   ASSERT_TRUE(lower.Open().ok());
   ASSERT_TRUE(lower.Restore({*golden}).ok());
-  EXPECT_EQ(lower.op().timer_service().NumEventTimers() + upper.op().timer_service().NumEventTimers(),
-            3u);
+  EXPECT_EQ(
+      lower.op().timer_service().NumEventTimers() + upper.op().timer_service().NumEventTimers(),
+      3u);
   lower.EndInput();
   upper.EndInput();
   std::vector<std::string> out = lower.ExtractOutput();
