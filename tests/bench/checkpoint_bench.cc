@@ -16,8 +16,8 @@
 //                                written. Counters: async_ms (write to close), task_rate
 //                                (records/s during the write), extra_task_ms (task-thread time
 //                                beyond what those records cost at the baseline rate: the
-//                                copy-on-write serialisation in BeforeWrite), kg_by_task (key
-//                                groups the task thread serialised itself), max_stall_ms (the
+//                                copy-on-write copies in BeforeWrite), kg_by_task (key
+//                                groups the task thread copied itself), max_stall_ms (the
 //                                slowest batch of 64 records).
 // The file goes to $TMPDIR (default /tmp); set TMPDIR to the checkpoint disk to measure that.
 #include <benchmark/benchmark.h>
