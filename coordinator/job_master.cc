@@ -207,8 +207,11 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
     if (restore) d.restore = assignments[i];
     outbox_->Send(vertices_[i].identity, d);
   }
-  // A fresh checkpoint coordinator per attempt; ids keep increasing across attempts.
+  // A fresh checkpoint coordinator per attempt; ids keep increasing across attempts: after the
+  // highest id in storage and the highest this process triggered (an aborted checkpoint's
+  // directory is deleted, but its id is never used again, as in Flink).
   ASSIGN_OR_RETURN(int64_t max_used, storage_.MaxUsedId(job_id_));
+  if (checkpoints_) max_used = std::max(max_used, checkpoints_->next_id() - 1);
   CheckpointConfig config;
   config.interval_ms = spec_.checkpoint_interval_ms;
   config.timeout_ms = spec_.checkpoint_timeout_ms;

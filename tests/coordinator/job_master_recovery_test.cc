@@ -3,6 +3,8 @@
 // checkpoint storage is real (a temp dir): acks point at small state files the test writes.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <map>
 #include <vector>
 
@@ -190,6 +192,41 @@ TEST_F(RecoveryTest, RestartsFromTheLatestCompletedCheckpointWhenAWorkerIsLost) 
   auto status = coord_->StatusJson(now_)["job"];
   EXPECT_EQ(status["restored_from"], 1);
   EXPECT_EQ(status["restarts"], 1);
+}
+
+TEST_F(RecoveryTest, WorkerDyingMidCheckpointAbortsItAndTheRestartUsesThePreviousOne) {
+  Register("w0", 0);
+  Register("w1", 1);
+  Submit(Spec(2, 500));
+  DeployAll({"w0", "w1"});
+  AdvanceToNextCheckpoint("w0");  // checkpoint 1 completes
+  AckAll({"w0", "w1"});
+  AdvanceToNextCheckpoint("w0");  // checkpoint 2: w0 acks (its file is written), w1 dies
+  const auto trigger2 = outbox_.Last<TriggerCheckpoint>("w0");
+  ASSERT_EQ(trigger2->checkpoint.value(), 2);
+  AckAll({"w0"});
+  Kill("w1");
+  Advance(1200);  // heartbeat timeout
+  EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
+  EXPECT_FALSE(std::filesystem::exists(trigger2->directory + "/_metadata"))
+      << "an aborted checkpoint never gets metadata";
+  nlohmann::json checkpoints = coord_->StatusJson(now_)["job"]["checkpoints"];
+  EXPECT_EQ(checkpoints["latest_completed"], 1);
+  EXPECT_EQ(checkpoints["pending"], 0);
+  ASSERT_FALSE(checkpoints["recent"].empty());
+  EXPECT_EQ(checkpoints["recent"][0]["id"], 2);
+  EXPECT_EQ(checkpoints["recent"][0]["state"], "ABORTED");
+
+  Register("w1b", 1);
+  Advance(100);
+  auto d0 = outbox_.Last<DeployTask>("w0");
+  ASSERT_TRUE(d0.has_value() && d0->restore.has_value());
+  EXPECT_EQ(d0->attempt.value(), 2);
+  EXPECT_EQ(d0->restore->checkpoint.value(), 1);
+  EXPECT_EQ(outbox_.Last<DeployTask>("w1b")->restore->split_positions.at("0"), "pos-1");
+  DeployAll({"w0", "w1b"});
+  AdvanceToNextCheckpoint("w0");  // ids are never reused
+  EXPECT_EQ(outbox_.Last<TriggerCheckpoint>("w0")->checkpoint.value(), 3);
 }
 
 TEST_F(RecoveryTest, CorruptedNewestCheckpointFallsBackToThePreviousOne) {
