@@ -69,7 +69,7 @@ Result<JobRecord> JobRecord::Decode(std::string_view bytes, std::string_view sou
 
 // ---- CheckpointStorage ----------------------------------------------------------------------
 
-CheckpointStorage::CheckpointStorage(std::string root) {
+CheckpointStorage::CheckpointStorage(const std::string& root) {
   std::error_code ec;
   std::filesystem::path p = std::filesystem::absolute(root, ec);
   if (ec) p = root;  // only fails when the current directory is gone; keep what we were given

@@ -48,7 +48,7 @@ class CheckpointStorage {
  public:
   // `root` is made absolute (against the current directory) and normalised, so that every
   // directory this storage names is absolute.
-  explicit CheckpointStorage(std::string root);
+  explicit CheckpointStorage(const std::string& root);
   const std::string& root() const { return root_; }
 
   std::string JobDirectory(const std::string& job_id) const;

@@ -11,7 +11,7 @@ Result<Duration> ParseDuration(std::string_view text) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   size_t digits = 0;
   while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
-  auto bad = [&](std::string why) {
+  auto bad = [&](const std::string& why) {
     return InvalidArgument("invalid duration '" + std::string(text) + "': " + why +
                            " (examples: 500ms, 10s, 5min, 12h, 1d)");
   };

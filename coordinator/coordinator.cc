@@ -228,7 +228,7 @@ void Coordinator::HandleRescale(const std::string& identity, const RescaleReques
   std::string job_id = job_->job_id();
   Status s = job_->Rescale(
       target, m.wait_for_workers_ms,
-      [this, identity, target, job_id](Status result) {
+      [this, identity, target, job_id](const Status& result) {
         if (result.ok()) {
           SendReply(identity, true,
                     "job " + job_id + " runs at parallelism " + std::to_string(target));

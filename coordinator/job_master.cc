@@ -102,8 +102,8 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec
                               " are registered: start more workers or lower --parallelism");
   }
   ASSIGN_OR_RETURN(RestartStrategy restart, RestartStrategy::FromSpec(spec));
-  std::unique_ptr<JobMaster> jm(
-      new JobMaster(std::move(job_id), std::move(spec), workers, outbox, wall_clock, options));
+  std::unique_ptr<JobMaster> jm(new JobMaster(std::move(job_id), std::move(spec), workers, outbox,
+                                              wall_clock, std::move(options)));
   jm->restart_ = restart;
   jm->submitted_ms_ = now_ms;
   jm->initial_restore_ = restore;
@@ -117,7 +117,7 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Resume(const JobRecord& record,
                                                      JobMasterOptions options, int64_t now_ms) {
   ASSIGN_OR_RETURN(RestartStrategy restart, RestartStrategy::FromSpec(record.spec));
   std::unique_ptr<JobMaster> jm(
-      new JobMaster(record.job_id, record.spec, workers, outbox, wall_clock, options));
+      new JobMaster(record.job_id, record.spec, workers, outbox, wall_clock, std::move(options)));
   jm->restart_ = restart;
   jm->submitted_ms_ = now_ms;
   jm->attempt_ = record.last_attempt;
@@ -565,7 +565,7 @@ void JobMaster::OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t
   }
 }
 
-void JobMaster::EndRescale(Status result) {
+void JobMaster::EndRescale(const Status& result) {
   if (!rescale_) return;
   RescaleOp op = std::move(*rescale_);
   rescale_.reset();

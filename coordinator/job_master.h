@@ -148,7 +148,7 @@ class JobMaster {
   Result<std::optional<RestorePoint>> ChooseRestorePoint();
   void StepRescale(int64_t now_ms);
   void OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t now_ms);
-  void EndRescale(Status result);
+  void EndRescale(const Status& result);
   void TryRestart(int64_t now_ms);
   void FailAttempt(const std::string& reason, int64_t now_ms);
   void EndJob(JobState state, const std::string& reason, int64_t now_ms);

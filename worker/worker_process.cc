@@ -210,7 +210,7 @@ void WorkerProcess::OnDeploy(const DeployTask& d) {
     mailbox->Put(std::move(fn), "from a task thread").IgnoreError();
   };
   hooks.send = [this](const ControlMessage& m) { Send(m); };
-  hooks.done = [this, attempt](Status s, CheckpointId corrupted) {
+  hooks.done = [this, attempt](const Status& s, CheckpointId corrupted) {
     OnTaskDone(attempt, s, corrupted);
   };
   auto executor = TaskExecutor::Deploy(d, worker_id_, zmq_, options_.data, clock_, hooks);
@@ -232,7 +232,7 @@ void WorkerProcess::OnDeploy(const DeployTask& d) {
               d.restore ? d.restore->checkpoint.value() : 0);
 }
 
-void WorkerProcess::OnTaskDone(AttemptNumber attempt, Status s, CheckpointId corrupted) {
+void WorkerProcess::OnTaskDone(AttemptNumber attempt, const Status& s, CheckpointId corrupted) {
   if (!executor_ || executor_->attempt() != attempt) return;
   SubtaskIndex subtask = executor_->subtask();
   SubtaskMetrics metrics = executor_->Metrics();

@@ -41,7 +41,7 @@ class WorkerProcess {
   void Send(const ControlMessage& msg);
   void Handle(const ControlMessage& msg, int64_t now);
   void OnDeploy(const DeployTask& d);
-  void OnTaskDone(AttemptNumber attempt, Status s, CheckpointId corrupted);
+  void OnTaskDone(AttemptNumber attempt, const Status& s, CheckpointId corrupted);
   void DropExecutor();
   void Tick(int64_t now);
 

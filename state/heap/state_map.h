@@ -268,7 +268,7 @@ class StateMap {
         size_t i = bigger.FreeSlot(StateEntryHashOf(e.key));
         ::new (static_cast<void*>(bigger.slots_ + i)) Entry(std::move(e));
         bigger.MarkOccupied(i);
-        e.~Entry();
+        e.~Entry();  // NOLINT(bugprone-use-after-move): destroying the moved-from entry
       }
     }
     bigger.size_ = size_;

@@ -136,6 +136,7 @@ Result<KeyedSnapshotInfo> WriteKeyedSnapshot(int32_t max_parallelism, KeyType ke
     block.clear();
     SerializeKeyGroupBlock(g, sections, &block);
     std::vector<uint64_t> counts;
+    counts.reserve(sections.size());
     for (const SnapshotSection* s : sections) counts.push_back(s->count(g));
     RETURN_IF_ERROR(writer.AppendKeyGroup(g, block, std::move(counts)));
   }

@@ -73,7 +73,7 @@ size_t KeyGroupPartitionedTimerQueue::MemoryBytes() const {
 }
 
 void KeyGroupPartitionedTimerQueue::UpdateHead(int32_t index) {
-  size_t node = static_cast<size_t>(leaves_ + index);
+  size_t node = static_cast<size_t>(leaves_) + static_cast<size_t>(index);
   HeadKey winner = MakeHeadKey(queues_[index].Peek(), index);
   tree_[node] = winner;
   // Carry the path's winner in a register: each step reads only the sibling, so the steps do

@@ -129,7 +129,7 @@ TEST_F(CheckpointCoordinatorTest, IdsStartAtFirstIdAndIncrease) {
 TEST_F(CheckpointCoordinatorTest, AllAcksWriteMetadataThenNotifyEverySubtask) {
   clock_.Set(Timestamp(1000));
   std::optional<Result<CheckpointLocation>> done;
-  int64_t id = TriggerOk(100, false, [&](Result<CheckpointLocation> r) { done = std::move(r); });
+  int64_t id = TriggerOk(100, false, [&](const Result<CheckpointLocation>& r) { done = r; });
   clock_.Set(Timestamp(1250));
   EXPECT_TRUE(cc().OnAcknowledge(Ack(id, 2), 110).empty());
   EXPECT_TRUE(cc().OnAcknowledge(Ack(id, 0), 120).empty());
@@ -246,7 +246,8 @@ TEST_F(CheckpointCoordinatorTest, AcksForUnknownOrExpiredIdsAndUnknownSubtasksAr
 
 TEST_F(CheckpointCoordinatorTest, DeclineAbortsOnlyThatCheckpointAndTheNextOneProceeds) {
   std::optional<Status> failure;
-  int64_t id = TriggerOk(0, false, [&](Result<CheckpointLocation> r) { failure = r.status(); });
+  int64_t id =
+      TriggerOk(0, false, [&](const Result<CheckpointLocation>& r) { failure = r.status(); });
   cc().OnAcknowledge(Ack(id, 0), 1);
   auto out = cc().OnDecline(Decline(id, 1, "snapshot file write failed: disk full"), 5);
   ASSERT_EQ(out.size(), static_cast<size_t>(kP));
@@ -292,7 +293,8 @@ TEST_F(CheckpointCoordinatorTest, DeclineLeavesOtherPendingCheckpointsRunning) {
 TEST_F(CheckpointCoordinatorTest, TimeoutExpiresThePendingCheckpoint) {
   MakeCoordinator(CheckpointConfig{.timeout_ms = 1000});
   std::optional<Status> failure;
-  int64_t id = TriggerOk(500, false, [&](Result<CheckpointLocation> r) { failure = r.status(); });
+  int64_t id =
+      TriggerOk(500, false, [&](const Result<CheckpointLocation>& r) { failure = r.status(); });
   cc().OnAcknowledge(Ack(id, 0), 600);
   EXPECT_TRUE(cc().OnTick(1499).empty());
   EXPECT_EQ(cc().num_pending(), 1u);
@@ -421,7 +423,7 @@ TEST_F(CheckpointCoordinatorTest, SavepointsGetNoCompletionNotificationButTheirC
   int64_t before = TriggerOk(0);
   AckAll(before, 1);
   std::optional<Result<CheckpointLocation>> done;
-  int64_t id = TriggerOk(2, true, [&](Result<CheckpointLocation> r) { done = std::move(r); });
+  int64_t id = TriggerOk(2, true, [&](const Result<CheckpointLocation>& r) { done = r; });
   auto out = AckAll(id, 3);
   EXPECT_TRUE(out.empty()) << "no NotifyCheckpointComplete for a savepoint";
   ASSERT_TRUE(done.has_value());
@@ -440,8 +442,8 @@ TEST_F(CheckpointCoordinatorTest, SavepointsGetNoCompletionNotificationButTheirC
 TEST_F(CheckpointCoordinatorTest, SavepointGoesToTheGivenDirectory) {
   const std::string target = tmp_.File("my-savepoints/sp1");
   std::optional<Result<CheckpointLocation>> done;
-  auto t = cc().Trigger(0, true, false, target,
-                        [&](Result<CheckpointLocation> r) { done = std::move(r); });
+  auto t =
+      cc().Trigger(0, true, false, target, [&](const Result<CheckpointLocation>& r) { done = r; });
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(std::get<TriggerCheckpoint>(t->front().message).directory, target);
   EXPECT_TRUE(std::get<TriggerCheckpoint>(t->front().message).savepoint);
@@ -462,7 +464,7 @@ TEST_F(CheckpointCoordinatorTest, CompletionSubsumesOlderPendingCheckpointsButNo
   MakeCoordinator(CheckpointConfig{.max_concurrent = 3});
   std::optional<Status> first_result;
   int64_t c1 =
-      TriggerOk(0, false, [&](Result<CheckpointLocation> r) { first_result = r.status(); });
+      TriggerOk(0, false, [&](const Result<CheckpointLocation>& r) { first_result = r.status(); });
   int64_t s2 = TriggerOk(1, true);
   int64_t c3 = TriggerOk(2);
   int64_t c4 = TriggerOk(3);
@@ -490,7 +492,7 @@ TEST_F(CheckpointCoordinatorTest, CompletionSubsumesOlderPendingCheckpointsButNo
 TEST_F(CheckpointCoordinatorTest, AbortAllAbortsEveryPendingCheckpointWithoutNotifying) {
   MakeCoordinator(CheckpointConfig{.max_concurrent = 2});
   std::vector<Status> results;
-  auto cb = [&](Result<CheckpointLocation> r) { results.push_back(r.status()); };
+  auto cb = [&](const Result<CheckpointLocation>& r) { results.push_back(r.status()); };
   int64_t a = TriggerOk(0, false, cb);
   int64_t b = TriggerOk(1, true, cb);
   cc().OnAcknowledge(Ack(a, 0), 2);
@@ -518,7 +520,8 @@ TEST_F(CheckpointCoordinatorTest, AckWithAHandleForAnotherRangeAbortsTheCheckpoi
 
 TEST_F(CheckpointCoordinatorTest, MetadataWriteFailureAbortsTheCheckpoint) {
   std::optional<Status> failure;
-  int64_t id = TriggerOk(0, false, [&](Result<CheckpointLocation> r) { failure = r.status(); });
+  int64_t id =
+      TriggerOk(0, false, [&](const Result<CheckpointLocation>& r) { failure = r.status(); });
   cc().OnAcknowledge(Ack(id, 0), 1);
   cc().OnAcknowledge(Ack(id, 1), 1);
   ASSERT_TRUE(RemoveAll(Dir(id)).ok());  // the storage lost the directory

@@ -62,7 +62,7 @@ namespace keyflow {
 namespace {
 
 TEST(KeyHashOfTest, EqualsTheHashOfTheKeyBuiltFromTheSameBytes) {
-  for (std::string bytes :
+  for (const std::string& bytes :
        {std::string(), std::string("a"), std::string("uid-00000042"), std::string(15, 'x'),
         std::string(16, 'x'), std::string("a-key-much-longer-than-fifteen-bytes"),
         std::string("\0\0\x01", 3)}) {

@@ -78,7 +78,7 @@ error_code ValidateValue(ondemand::value value) {
       if (error_code e = value.get_array().get(array)) return e;
       for (auto element_result : array) {
         ondemand::value element;
-        if (error_code e = std::move(element_result).get(element)) return e;
+        if (error_code e = element_result.get(element)) return e;
         if (error_code e = ValidateValue(element)) return e;
       }
       return simdjson::SUCCESS;

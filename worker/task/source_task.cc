@@ -156,7 +156,7 @@ Status SourceTask::OpenSplits() {
       ASSIGN_OR_RETURN(GeneratorSplitReader reader,
                        GeneratorSplitReader::Create(input_.generator(), st.split.generator_index(),
                                                     assigner_, st.position, clock_));
-      slot.generator.emplace(std::move(reader));
+      slot.generator.emplace(reader);
     }
     ++unfinished_;
     KF_LOG_INFO("source reading split={} from={}", st.split.ToString(), st.position.ToString());

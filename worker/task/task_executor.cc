@@ -191,7 +191,7 @@ Status TaskExecutor::Start(const StartTask& start) {
   return Status::Ok();
 }
 
-void TaskExecutor::TaskEnded(Status s) {
+void TaskExecutor::TaskEnded(const Status& s) {
   bool report = false;
   bool cancel_other = false;
   Status result;

@@ -71,7 +71,7 @@ class TaskExecutor {
 
  private:
   TaskExecutor() = default;
-  void TaskEnded(Status s);
+  void TaskEnded(const Status& s);
   // Control thread: one part of an acknowledgement arrived.
   void SourcePartDone(CheckpointId id, Result<std::map<std::string, std::string>> positions);
   void KeyedPartDone(CheckpointId id, Result<KeyedCheckpointPart> part);

@@ -18,10 +18,8 @@ namespace {
 
 using testing_timers::Fired;
 using testing_timers::FiredTimer;
-using testing_timers::GroupOf;
 using testing_timers::KeyInGroup;
 using testing_timers::OrderKey;
-using testing_timers::Timer;
 using testing_timers::TimerHarness;
 
 constexpr Namespace kNs0{0};

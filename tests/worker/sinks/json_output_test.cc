@@ -51,8 +51,8 @@ TEST(JsonOutput, StringsReadBackToTheSameText) {
   JsonRecordParser parser(JsonRecordFormat{}, 128);
   std::string all_ascii;
   for (int c = 1; c < 128; ++c) all_ascii.push_back(static_cast<char>(c));
-  for (std::string text : {all_ascii, std::string("\xC3\xA9\xF0\x9F\x98\x80"),
-                           std::string("\0mid\0", 5), std::string("\\\"\\u0041")}) {
+  for (const std::string& text : {all_ascii, std::string("\xC3\xA9\xF0\x9F\x98\x80"),
+                                  std::string("\0mid\0", 5), std::string("\\\"\\u0041")}) {
     std::string line = "{\"uid\":";
     AppendJsonString(&line, text);
     line += ",\"ts\":1}";

@@ -10,7 +10,6 @@ namespace {
 
 using test::RecordingDataOutput;
 using ::testing::ElementsAre;
-using ::testing::IsEmpty;
 
 TEST(WatermarkToDataOutput, ForwardsOnlyStrictlyIncreasingWatermarks) {
   RecordingDataOutput down;
