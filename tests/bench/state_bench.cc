@@ -62,8 +62,13 @@ struct Env {
   std::vector<KeyedRecord> records;
 };
 
-// Value() then Update(v + 1) of a ValueState<int64_t>; every key exists before timing.
-void BM_ValueStateReadUpdate(benchmark::State& state) {
+// Value() then Update(v + 1) of a ValueState<int64_t>; every key exists before timing. With
+// kPrefetchDistance > 0, records are processed the way the keyed task processes a batch: the
+// state slot of the record kPrefetchDistance ahead is prefetched
+// (HeapKeyedStateBackend::Prefetch) before the current record is processed, so the memory
+// latency of random keys overlaps.
+template <size_t kPrefetchDistance>
+void ValueStateReadUpdate(benchmark::State& state) {
   Env env(state.range(0));
   ValueState<int64_t>* count = *env.backend.GetState(ValueStateDescriptor<int64_t>("count"));
   for (const KeyedRecord& r : env.records) {
@@ -73,6 +78,11 @@ void BM_ValueStateReadUpdate(benchmark::State& state) {
   size_t i = 0;
   const size_t n = env.records.size();
   for (auto _ : state) {
+    if constexpr (kPrefetchDistance > 0) {
+      const size_t a = i + kPrefetchDistance;
+      const KeyedRecord& ahead = env.records[a < n ? a : a - n];
+      env.backend.Prefetch(ahead.key.Hash(), ahead.key_group);
+    }
     env.SetKey(env.records[i]);
     count->Update(count->Value().value_or(0) + 1);
     if (++i == n) i = 0;
@@ -80,6 +90,10 @@ void BM_ValueStateReadUpdate(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
   env.SetKey(env.records[0]);
   benchmark::DoNotOptimize(count->Value());
+}
+
+void BM_ValueStateReadUpdate(benchmark::State& state) {
+  ValueStateReadUpdate<0>(state);
 }
 BENCHMARK(BM_ValueStateReadUpdate)
     ->Arg(1'000'000)
@@ -90,30 +104,8 @@ BENCHMARK(BM_ValueStateReadUpdate)
     ->Iterations(20'000'000)
     ->Unit(benchmark::kNanosecond);
 
-// The same, processed the way the keyed task processes a batch of records: the state slot of
-// the record kPrefetchDistance ahead is prefetched (HeapKeyedStateBackend::Prefetch) before
-// the current record is processed, so the memory latency of random keys overlaps.
 void BM_ValueStateReadUpdatePrefetched(benchmark::State& state) {
-  constexpr size_t kPrefetchDistance = 8;  // as worker/task/keyed_task.cc
-  Env env(state.range(0));
-  ValueState<int64_t>* count = *env.backend.GetState(ValueStateDescriptor<int64_t>("count"));
-  for (const KeyedRecord& r : env.records) {
-    env.SetKey(r);
-    count->Update(0);
-  }
-  size_t i = 0;
-  const size_t n = env.records.size();
-  for (auto _ : state) {
-    const KeyedRecord& ahead =
-        env.records[i + kPrefetchDistance < n ? i + kPrefetchDistance : i + kPrefetchDistance - n];
-    env.backend.Prefetch(ahead.key.Hash(), ahead.key_group);
-    env.SetKey(env.records[i]);
-    count->Update(count->Value().value_or(0) + 1);
-    if (++i == n) i = 0;
-  }
-  state.SetItemsProcessed(state.iterations());
-  env.SetKey(env.records[0]);
-  benchmark::DoNotOptimize(count->Value());
+  ValueStateReadUpdate<8>(state);  // the distance of worker/task/keyed_task.cc
 }
 BENCHMARK(BM_ValueStateReadUpdatePrefetched)
     ->Arg(1'000'000)
