@@ -18,7 +18,7 @@ AsyncKeyedSnapshot::AsyncKeyedSnapshot(int32_t max_parallelism, KeyType key_type
       copies_(static_cast<size_t>(range.size())),
       counts_(static_cast<size_t>(range.size())) {}
 
-bool AsyncKeyedSnapshot::TryClaimAndSerialize(int32_t index, bool copy) {
+bool AsyncKeyedSnapshot::TryClaim(int32_t index, bool copy) {
   uint8_t expected = kPending;
   if (!state_[index].compare_exchange_strong(expected, kSerializing, std::memory_order_acq_rel)) {
     return false;
@@ -49,7 +49,7 @@ void AsyncKeyedSnapshot::WaitSerialized(int32_t index) {
 }
 
 void AsyncKeyedSnapshot::SerializeBeforeWrite(int32_t index) {
-  if (TryClaimAndSerialize(index, /*copy=*/copyable_)) {
+  if (TryClaim(index, /*copy=*/copyable_)) {
     by_task_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -60,7 +60,7 @@ Result<KeyedSnapshotInfo> AsyncKeyedSnapshot::WriteTo(KeyedSnapshotWriter::Sink 
   KeyedSnapshotWriter writer(max_parallelism_, key_type_, range_, sections_, std::move(sink));
   RETURN_IF_ERROR(writer.Begin());
   for (int32_t i = 0; i < range_.size(); ++i) {
-    if (!TryClaimAndSerialize(i, /*copy=*/false)) WaitSerialized(i);
+    if (!TryClaim(i, /*copy=*/false)) WaitSerialized(i);
     std::string& block = blocks_[static_cast<size_t>(i)];
     std::vector<std::unique_ptr<KeyGroupCopy>>& copies = copies_[static_cast<size_t>(i)];
     if (!copies.empty()) {  // copied by the task thread

@@ -45,7 +45,7 @@ class AsyncKeyedSnapshot final : public KeyGroupWriteGuard {
   void SerializeBeforeWrite(int32_t index) override;
   // Claims `index` if still pending; serialises it into blocks_[index] (or, with `copy`, copies
   // it into copies_[index]). Returns false if another thread claimed it first.
-  bool TryClaimAndSerialize(int32_t index, bool copy);
+  bool TryClaim(int32_t index, bool copy);
   void WaitSerialized(int32_t index);
 
   int32_t max_parallelism_;

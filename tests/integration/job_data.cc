@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 
 namespace keyflow::test {
@@ -177,6 +178,30 @@ std::map<std::string, int64_t> RecordsPerKey(const KeyedTimestamps& input) {
     counts[key] = static_cast<int64_t>(timestamps.size());
   }
   return counts;
+}
+
+::testing::AssertionResult SameLines(const std::vector<std::string>& actual,
+                                     const std::vector<std::string>& expected) {
+  std::vector<std::string> missing, extra;
+  std::set_difference(expected.begin(), expected.end(), actual.begin(), actual.end(),
+                      std::back_inserter(missing));
+  std::set_difference(actual.begin(), actual.end(), expected.begin(), expected.end(),
+                      std::back_inserter(extra));
+  if (missing.empty() && extra.empty()) return ::testing::AssertionSuccess();
+  auto first = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size() && i < 5; ++i) s += "\n    " + v[i];
+    return s;
+  };
+  return ::testing::AssertionFailure()
+         << actual.size() << " lines, expected " << expected.size() << ": " << missing.size()
+         << " expected lines missing, e.g." << first(missing) << "\n  " << extra.size()
+         << " unexpected lines, e.g." << first(extra);
+}
+
+void ExpectSameLines(const std::vector<std::string>& actual,
+                     const std::vector<std::string>& expected, const std::string& what) {
+  EXPECT_TRUE(SameLines(actual, expected)) << what;
 }
 
 }  // namespace keyflow::test

@@ -8,6 +8,8 @@
 // Threading: plain functions and values.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -72,6 +74,14 @@ struct JobOutput {
 // Reads every result file of a file-sink output directory; an unparsable line is an error
 // naming file and line.
 Result<JobOutput> ReadJobOutput(const std::string& dir);
+
+// Compares sorted lines as multisets; a failure names how many lines are missing and unexpected,
+// with the first few of each (not 100k lines).
+::testing::AssertionResult SameLines(const std::vector<std::string>& actual,
+                                     const std::vector<std::string>& expected);
+// EXPECT_TRUE(SameLines(actual, expected)) << what.
+void ExpectSameLines(const std::vector<std::string>& actual,
+                     const std::vector<std::string>& expected, const std::string& what);
 
 // Sum of "count" per "key" over output lines.
 std::map<std::string, int64_t> CountsPerKey(const std::vector<nlohmann::json>& lines);

@@ -84,25 +84,6 @@ class KeyedJobsTest : public ::testing::Test {
     result->lines = std::move(out->lines);
   }
 
-  // Compares sorted canonical lines and reports the first differences, not 100k lines.
-  static void ExpectSameLines(const std::vector<std::string>& actual,
-                              const std::vector<std::string>& expected, const std::string& what) {
-    EXPECT_EQ(actual.size(), expected.size()) << what;
-    std::vector<std::string> missing, extra;
-    std::set_difference(expected.begin(), expected.end(), actual.begin(), actual.end(),
-                        std::back_inserter(missing));
-    std::set_difference(actual.begin(), actual.end(), expected.begin(), expected.end(),
-                        std::back_inserter(extra));
-    auto first = [](const std::vector<std::string>& v) {
-      std::string s;
-      for (size_t i = 0; i < v.size() && i < 5; ++i) s += "\n    " + v[i];
-      return s;
-    };
-    EXPECT_TRUE(missing.empty() && extra.empty())
-        << what << ": " << missing.size() << " expected lines missing, e.g." << first(missing)
-        << "\n  " << extra.size() << " unexpected lines, e.g." << first(extra);
-  }
-
   TestDir dir_;
   std::string input_dir_;
   JsonLinesInput input_;

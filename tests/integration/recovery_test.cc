@@ -67,26 +67,6 @@ Result<std::vector<std::string>> CanonicalOutput(const std::string& dir) {
   return lines;
 }
 
-// Compares sorted lines as multisets and reports the first differences.
-::testing::AssertionResult SameLines(const std::vector<std::string>& actual,
-                                     const std::vector<std::string>& expected) {
-  std::vector<std::string> missing, extra;
-  std::set_difference(expected.begin(), expected.end(), actual.begin(), actual.end(),
-                      std::back_inserter(missing));
-  std::set_difference(actual.begin(), actual.end(), expected.begin(), expected.end(),
-                      std::back_inserter(extra));
-  if (missing.empty() && extra.empty()) return ::testing::AssertionSuccess();
-  auto first = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (size_t i = 0; i < v.size() && i < 5; ++i) s += "\n    " + v[i];
-    return s;
-  };
-  return ::testing::AssertionFailure()
-         << actual.size() << " lines, expected " << expected.size() << ": " << missing.size()
-         << " expected lines missing, e.g." << first(missing) << "\n  " << extra.size()
-         << " unexpected lines, e.g." << first(extra);
-}
-
 // The id printed by `keyflow checkpoint` / `keyflow savepoint`: "<what> N completed: DIR".
 struct Completed {
   int64_t id = 0;

@@ -106,25 +106,6 @@ std::vector<nlohmann::json> JsonLines(const std::vector<ResultLine>& lines) {
   return out;
 }
 
-// Compares sorted canonical lines and reports the first differences, not thousands of lines.
-void ExpectSameLines(const std::vector<std::string>& actual,
-                     const std::vector<std::string>& expected, const std::string& what) {
-  EXPECT_EQ(actual.size(), expected.size()) << what;
-  std::vector<std::string> missing, extra;
-  std::set_difference(expected.begin(), expected.end(), actual.begin(), actual.end(),
-                      std::back_inserter(missing));
-  std::set_difference(actual.begin(), actual.end(), expected.begin(), expected.end(),
-                      std::back_inserter(extra));
-  auto first = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (size_t i = 0; i < v.size() && i < 5; ++i) s += "\n    " + v[i];
-    return s;
-  };
-  EXPECT_TRUE(missing.empty() && extra.empty())
-      << what << ": " << missing.size() << " expected lines missing, e.g." << first(missing)
-      << "\n  " << extra.size() << " unexpected lines, e.g." << first(extra);
-}
-
 // Every result was emitted by the subtask that owned its key's key group in the attempt that
 // wrote it: records are routed to, and timers fire at, the owner of the attempt only.
 void ExpectEmittedByOwners(const std::vector<ResultLine>& lines,

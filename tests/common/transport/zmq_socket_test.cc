@@ -1,10 +1,6 @@
 #include "common/transport/zmq_socket.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <string>
@@ -13,25 +9,12 @@
 #include "common/clock.h"
 #include "common/transport/endpoint.h"
 #include "common/transport/zmq_context.h"
+#include "tests/common/transport/unused_tcp_endpoint.h"
 
 namespace keyflow {
 namespace {
 
-// "tcp://127.0.0.1:<port>" with nothing listening: the kernel picks a free port for a plain
-// socket that is closed again at once (synchronously, unlike a ZeroMQ listener).
-inline std::string UnusedTcpEndpoint() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  close(fd);
-  return "tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-}
+using ::keyflow::testing::UnusedTcpEndpoint;
 
 class ZmqSocketTest : public ::testing::Test {
  protected:

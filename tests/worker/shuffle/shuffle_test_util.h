@@ -2,11 +2,7 @@
 // 127.0.0.1 with ephemeral ports, and draining a gate into owned events.
 #pragma once
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -17,28 +13,13 @@
 #include "common/key_group_assignment.h"
 #include "common/record.h"
 #include "common/transport/zmq_context.h"
+#include "tests/common/transport/unused_tcp_endpoint.h"
 #include "worker/shuffle/input_gate.h"
 #include "worker/shuffle/record_writer.h"
 
 namespace keyflow::testing {
 
 inline constexpr int32_t kMaxParallelism = 128;
-
-// "tcp://127.0.0.1:<port>" with nothing listening: the kernel picks a free port for a plain
-// socket that is closed again at once (synchronously, unlike a ZeroMQ listener).
-inline std::string UnusedTcpEndpoint() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  close(fd);
-  return "tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-}
 
 // A record whose key is the int64 `id` (KeyType::kLong) with its real key group.
 inline Record LongKeyRecord(int64_t id, Timestamp ts = Timestamp(0), std::string payload = "") {
