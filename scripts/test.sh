@@ -4,7 +4,7 @@
 #   1. scripts/format.sh --check        (clang-format; no diff allowed)
 #   2. the plain suite                  Release build in build/, ctest
 #   3. the ASan+UBSan suite             RelWithDebInfo build in build-asan/, ctest
-# `.ci/run` runs exactly this. On 2 cores, from a clean checkout: about 17 minutes.
+# `.ci/run` runs exactly this. On 2 cores, from a clean checkout: 17-20 minutes.
 #
 #   scripts/test.sh                      all of the above
 #   scripts/test.sh --plain              only the plain suite (the quick local loop)
