@@ -1,15 +1,18 @@
 // ControlServer: the coordinator's ZeroMQ event loop. Owns the ROUTER socket the workers and
 // the CLI talk to, decodes frames into ControlMessages for the Coordinator, sends its replies,
 // and ticks it at least every heartbeat interval. Stops on SIGINT/SIGTERM (via an fd).
+// The socket is a ZmqSocket (common/transport) made from ControlPlaneSocketOptions, like every
+// other control-plane socket.
 //
 // Threading: Run() on the thread that created the server.
 #pragma once
 
 #include <memory>
 #include <string>
-#include <zmq.hpp>
 
 #include "common/status.h"
+#include "common/transport/zmq_context.h"
+#include "common/transport/zmq_socket.h"
 #include "coordinator/control_outbox.h"
 #include "coordinator/coordinator.h"
 
@@ -18,8 +21,7 @@ namespace keyflow {
 class ControlServer final : public ControlOutbox {
  public:
   // Binds `endpoint` (e.g. tcp://0.0.0.0:6123). A port in use is AlreadyExists with a hint.
-  static Result<std::unique_ptr<ControlServer>> Bind(zmq::context_t* ctx,
-                                                     const std::string& endpoint,
+  static Result<std::unique_ptr<ControlServer>> Bind(ZmqContext& ctx, const std::string& endpoint,
                                                      CoordinatorOptions options,
                                                      const Clock* wall_clock);
 
@@ -32,11 +34,11 @@ class ControlServer final : public ControlOutbox {
   Coordinator& coordinator() { return *coordinator_; }
 
  private:
-  ControlServer(zmq::socket_t socket, std::string endpoint)
+  ControlServer(ZmqSocket socket, std::string endpoint)
       : socket_(std::move(socket)), endpoint_(std::move(endpoint)) {}
   void Drain(int64_t now_ms);
 
-  zmq::socket_t socket_;
+  ZmqSocket socket_;
   std::string endpoint_;
   std::unique_ptr<Coordinator> coordinator_;
 };

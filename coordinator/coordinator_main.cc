@@ -67,9 +67,10 @@ int main(int argc, char** argv) {
   if (Status s = InitLogging("coordinator", log_file, log_level); !s.ok()) {
     return Fail(s, kExitUsage);
   }
-  zmq::context_t ctx(1);
+  auto ctx = ZmqContext::Create(1);
+  if (!ctx.ok()) return Fail(ctx.status(), kExitFailure);
   SystemClock clock;
-  auto server = ControlServer::Bind(&ctx, bind, options, &clock);
+  auto server = ControlServer::Bind(**ctx, bind, options, &clock);
   if (!server.ok()) {
     KF_LOG_ERROR("{}", server.status().message());
     return Fail(server.status(), kExitFailure);

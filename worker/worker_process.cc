@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/logging.h"
+#include "common/transport/control_plane.h"
 
 namespace keyflow {
 namespace {
@@ -25,7 +26,7 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Create(WorkerOptions optio
     ::gethostname(buf, sizeof(buf) - 1);
     w->options_.hostname = buf;
   }
-  SocketOptions so;
+  SocketOptions so = ControlPlaneSocketOptions();
   so.immediate = true;  // nothing piles up while the coordinator is unreachable
   so.send_high_water_mark = 1000;
   so.receive_high_water_mark = 1000;

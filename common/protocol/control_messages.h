@@ -28,8 +28,8 @@
 namespace keyflow {
 
 inline constexpr uint32_t kControlProtocolVersion = 1;
-// Larger messages are refused before decoding (the coordinator's ROUTER also sets this as its
-// ZeroMQ maximum message size).
+// Larger messages are refused before decoding; every control-plane socket also sets this as its
+// ZeroMQ maximum message size (ControlPlaneSocketOptions, common/transport/control_plane.h).
 inline constexpr size_t kMaxControlMessageBytes = size_t{64} << 20;
 
 // ---- shared pieces --------------------------------------------------------------------------

@@ -59,6 +59,10 @@ Result<ZmqSocket> ZmqSocket::Create(ZmqContext& context, SocketType type,
                            std::to_string(options.send_high_water_mark) +
                            " receive=" + std::to_string(options.receive_high_water_mark));
   }
+  if (options.max_message_bytes < 0) {
+    return InvalidArgument("socket max_message_bytes must be >= 0 (0 = no limit), got " +
+                           std::to_string(options.max_message_bytes));
+  }
   try {
     zmq::socket_t s(context.context(), ZmqType(type));
     s.set(zmq::sockopt::linger, 0);
@@ -71,6 +75,7 @@ Result<ZmqSocket> ZmqSocket::Create(ZmqContext& context, SocketType type,
       s.set(zmq::sockopt::rcvbuf, options.kernel_receive_buffer_bytes);
     }
     if (options.immediate) s.set(zmq::sockopt::immediate, true);
+    if (options.max_message_bytes > 0) s.set(zmq::sockopt::maxmsgsize, options.max_message_bytes);
     if (options.heartbeat_interval.millis() > 0) {
       s.set(zmq::sockopt::heartbeat_ivl, static_cast<int>(options.heartbeat_interval.millis()));
       s.set(zmq::sockopt::heartbeat_timeout,

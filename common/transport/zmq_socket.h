@@ -60,6 +60,10 @@ struct SocketOptions {
   // Monitor connect/disconnect events so connected_peers() works and a timed-out Send can say
   // Unavailable (no peer) instead of DeadlineExceeded (slow peer). Costs one inproc socket.
   bool track_connections = false;
+  // ZMQ_MAXMSGSIZE: an inbound message part larger than this drops the connection that sent it
+  // (before it is buffered). 0 = no limit (the data plane, whose batches are bounded by the
+  // sender). The control plane sets kMaxControlMessageBytes (control_plane.h).
+  int64_t max_message_bytes = 0;
 };
 
 struct SendOptions {

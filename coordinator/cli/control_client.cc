@@ -1,22 +1,21 @@
 #include "coordinator/cli/control_client.h"
 
+#include "common/transport/control_plane.h"
+
 namespace keyflow::cli {
 
-Result<std::unique_ptr<ControlClient>> ControlClient::Connect(zmq::context_t* ctx,
-                                                              const std::string& endpoint,
+Result<std::unique_ptr<ControlClient>> ControlClient::Connect(const std::string& endpoint,
                                                               int64_t timeout_ms) {
-  try {
-    zmq::socket_t s(*ctx, zmq::socket_type::dealer);
-    s.set(zmq::sockopt::linger, 0);
-    s.set(zmq::sockopt::immediate, 1);  // queue nothing until the connection exists
-    s.set(zmq::sockopt::sndtimeo, static_cast<int>(timeout_ms));
-    s.set(zmq::sockopt::rcvtimeo, static_cast<int>(timeout_ms));
-    s.connect(endpoint);
-    return std::unique_ptr<ControlClient>(new ControlClient(std::move(s), endpoint, timeout_ms));
-  } catch (const zmq::error_t& e) {
-    return InvalidArgument("cannot use coordinator address '" + endpoint + "': " + e.what() +
-                           " (expected tcp://HOST:PORT)");
+  ASSIGN_OR_RETURN(std::unique_ptr<ZmqContext> context, ZmqContext::Create(1));
+  SocketOptions so = ControlPlaneSocketOptions();
+  so.immediate = true;  // queue nothing until the connection exists
+  ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(*context, SocketType::kDealer, so));
+  if (Status connected = socket.Connect(endpoint); !connected.ok()) {
+    return InvalidArgument("cannot use coordinator address '" + endpoint +
+                           "': " + connected.message() + " (expected tcp://HOST:PORT)");
   }
+  return std::unique_ptr<ControlClient>(
+      new ControlClient(std::move(context), std::move(socket), endpoint, timeout_ms));
 }
 
 Result<Reply> ControlClient::Request(const ControlMessage& msg) {
@@ -25,21 +24,27 @@ Result<Reply> ControlClient::Request(const ControlMessage& msg) {
                             std::to_string(timeout_ms_) +
                             " ms: is it running? (start a cluster with scripts/start-cluster.sh, "
                             "or pass --coordinator tcp://HOST:PORT)";
-  try {
-    if (!socket_.send(zmq::buffer(payload), zmq::send_flags::none)) return Unavailable(unreachable);
-    zmq::message_t reply;
-    if (!socket_.recv(reply, zmq::recv_flags::none)) return Unavailable(unreachable);
-    auto decoded = DecodeControlMessage(
-        std::string_view(static_cast<const char*>(reply.data()), reply.size()), "the coordinator");
-    if (!decoded.ok()) return decoded.status();
-    if (!std::holds_alternative<Reply>(*decoded)) {
-      return Internal("the coordinator answered with " + std::string(ControlMessageName(*decoded)) +
-                      " instead of a reply");
-    }
-    return std::get<Reply>(*decoded);
-  } catch (const zmq::error_t& e) {
-    return Unavailable(unreachable + " (" + e.what() + ")");
+  const Duration timeout = Duration::Millis(timeout_ms_);
+  // Timeouts (no connection, no answer) are "unreachable"; other errors keep their reason.
+  auto failed = [&](const Status& s) {
+    return Unavailable(s.code() == StatusCode::kDeadlineExceeded ||
+                               s.code() == StatusCode::kUnavailable
+                           ? unreachable
+                           : unreachable + " (" + s.message() + ")");
+  };
+  if (Status sent = socket_.Send(payload, SendOptions{.timeout = timeout}); !sent.ok()) {
+    return failed(sent);
   }
+  zmq::message_t reply;
+  if (Status got = socket_.Receive(&reply, timeout); !got.ok()) return failed(got);
+  auto decoded = DecodeControlMessage(
+      std::string_view(static_cast<const char*>(reply.data()), reply.size()), "the coordinator");
+  if (!decoded.ok()) return decoded.status();
+  if (!std::holds_alternative<Reply>(*decoded)) {
+    return Internal("the coordinator answered with " + std::string(ControlMessageName(*decoded)) +
+                    " instead of a reply");
+  }
+  return std::get<Reply>(*decoded);
 }
 
 }  // namespace keyflow::cli

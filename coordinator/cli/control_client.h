@@ -1,28 +1,40 @@
 // ControlClient: the CLI's connection to the coordinator (a DEALER socket). One request, one
 // Reply, with a timeout; an unreachable coordinator is a clear error, never a hang.
+// It owns its ZmqContext (the CLI makes one connection per command) and its socket is a
+// ZmqSocket (common/transport) made from ControlPlaneSocketOptions, like every other
+// control-plane socket.
 #pragma once
 
 #include <memory>
 #include <string>
-#include <zmq.hpp>
 
 #include "common/protocol/control_messages.h"
 #include "common/status.h"
+#include "common/transport/zmq_context.h"
+#include "common/transport/zmq_socket.h"
 
 namespace keyflow::cli {
 
 class ControlClient {
  public:
-  // `endpoint` like tcp://127.0.0.1:6123. Does not block.
-  static Result<std::unique_ptr<ControlClient>> Connect(zmq::context_t* ctx,
-                                                        const std::string& endpoint,
+  // `endpoint` like tcp://127.0.0.1:6123. Does not block; a malformed endpoint is
+  // InvalidArgument. `timeout_ms` bounds the send and, separately, the wait for the reply.
+  static Result<std::unique_ptr<ControlClient>> Connect(const std::string& endpoint,
                                                         int64_t timeout_ms);
+  // Unavailable (with what to do) if the coordinator does not take the request or does not
+  // answer within the timeout.
   Result<Reply> Request(const ControlMessage& msg);
 
  private:
-  ControlClient(zmq::socket_t s, std::string endpoint, int64_t timeout_ms)
-      : socket_(std::move(s)), endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms) {}
-  zmq::socket_t socket_;
+  ControlClient(std::unique_ptr<ZmqContext> context, ZmqSocket socket, std::string endpoint,
+                int64_t timeout_ms)
+      : context_(std::move(context)),
+        socket_(std::move(socket)),
+        endpoint_(std::move(endpoint)),
+        timeout_ms_(timeout_ms) {}
+
+  std::unique_ptr<ZmqContext> context_;  // declared first: outlives socket_
+  ZmqSocket socket_;
   std::string endpoint_;
   int64_t timeout_ms_;
 };

@@ -33,8 +33,7 @@ void AddCoordinatorOption(po::options_description* opts, std::string* endpoint) 
 // One request/reply exchange; prints the error and returns nullopt on failure.
 std::optional<Reply> Ask(const std::string& endpoint, const ControlMessage& msg, int* exit_code,
                          bool quiet = false, int64_t timeout_ms = kRequestTimeoutMs) {
-  zmq::context_t ctx(1);
-  auto client = ControlClient::Connect(&ctx, endpoint, timeout_ms);
+  auto client = ControlClient::Connect(endpoint, timeout_ms);
   if (!client.ok()) {
     *exit_code = Fail(client.status(), kExitUsage);
     return std::nullopt;

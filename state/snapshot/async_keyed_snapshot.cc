@@ -35,17 +35,16 @@ bool AsyncKeyedSnapshot::TryClaim(int32_t index, bool copy) {
     for (const SnapshotSection* s : sections_) counts.push_back(s->count(g));
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     state_[index].store(kSerialized, std::memory_order_release);
   }
-  serialized_.notify_all();
+  serialized_.SignalAll();
   return true;
 }
 
 void AsyncKeyedSnapshot::WaitSerialized(int32_t index) {
-  std::unique_lock<std::mutex> lock(mu_);
-  serialized_.wait(lock,
-                   [&] { return state_[index].load(std::memory_order_acquire) == kSerialized; });
+  MutexLock lock(&mu_);
+  while (state_[index].load(std::memory_order_acquire) != kSerialized) serialized_.Wait(&mu_);
 }
 
 void AsyncKeyedSnapshot::SerializeBeforeWrite(int32_t index) {

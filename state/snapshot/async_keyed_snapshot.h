@@ -15,14 +15,13 @@
 // outlive both (uninstall it from the task thread after WriteTo returned).
 #pragma once
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/key.h"
 #include "common/key_group_range.h"
+#include "common/mutex.h"
 #include "state/key_group_write_guard.h"
 #include "state/snapshot/keyed_snapshot_format.h"
 
@@ -56,8 +55,10 @@ class AsyncKeyedSnapshot final : public KeyGroupWriteGuard {
   std::vector<std::string> blocks_;  // [index], written by the claiming thread
   std::vector<std::vector<std::unique_ptr<KeyGroupCopy>>> copies_;  // [index][section]
   std::vector<std::vector<uint64_t>> counts_;                       // [index][section]
-  std::mutex mu_;
-  std::condition_variable serialized_;
+  // Guards no data (state_ is atomic): it only makes "set kSerialized, then signal" and
+  // "check, then wait" atomic with respect to each other, so no wake-up is lost.
+  Mutex mu_;
+  CondVar serialized_;
   std::atomic<int64_t> by_task_{0};
 };
 

@@ -72,7 +72,7 @@ void MailboxProcessor::Stop() {
 void MailboxProcessor::ReportError(Status error) {
   CHECK(!error.ok()) << "ReportError needs an error";
   {
-    std::lock_guard<std::mutex> lock(error_mu_);
+    MutexLock lock(&error_mu_);
     if (error_.ok()) error_ = std::move(error);
   }
   RequestExit(kExitError);
@@ -82,7 +82,7 @@ Status MailboxProcessor::RunMailboxLoop() {
   Status status = RunLoop();
   const uint8_t exit = exit_requested_.load(std::memory_order_acquire);
   if (exit & kExitError) {
-    std::lock_guard<std::mutex> lock(error_mu_);
+    MutexLock lock(&error_mu_);
     return error_;
   }
   if (!status.ok()) return status;

@@ -32,9 +32,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/types.h"
 #include "worker/runtime/system_processing_time_service.h"
@@ -133,8 +133,8 @@ class MailboxProcessor {
   bool default_action_suspended_ = false;  // task thread only
 
   std::atomic<uint8_t> exit_requested_{0};  // bit set of kExit*
-  std::mutex error_mu_;
-  Status error_;  // guarded by error_mu_; the first reported error
+  Mutex error_mu_;
+  Status error_ ABSL_GUARDED_BY(error_mu_);  // the first reported error
 };
 
 }  // namespace keyflow

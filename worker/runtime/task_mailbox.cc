@@ -35,7 +35,7 @@ Status TaskMailbox::Closed(const Mail& mail) const {
 
 Status TaskMailbox::Put(Mail mail) {
   CHECK(mail.action) << "mail '" << mail.description << "' has no action";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (closed_.load(std::memory_order_relaxed)) return Closed(mail);
   queue_.push_back(std::move(mail));
   size_.store(queue_.size(), std::memory_order_release);
@@ -45,7 +45,7 @@ Status TaskMailbox::Put(Mail mail) {
 
 Status TaskMailbox::PutFirst(Mail mail) {
   CHECK(mail.action) << "mail '" << mail.description << "' has no action";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (closed_.load(std::memory_order_relaxed)) return Closed(mail);
   queue_.push_front(std::move(mail));
   size_.store(queue_.size(), std::memory_order_release);
@@ -54,7 +54,7 @@ Status TaskMailbox::PutFirst(Mail mail) {
 }
 
 std::optional<Mail> TaskMailbox::TryTake() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (queue_.empty()) return std::nullopt;
   Mail mail = std::move(queue_.front());
   queue_.pop_front();
@@ -65,7 +65,7 @@ std::optional<Mail> TaskMailbox::TryTake() {
 
 std::vector<Mail> TaskMailbox::Close() {
   std::vector<Mail> remaining;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (closed_.load(std::memory_order_relaxed)) return remaining;
   remaining.reserve(queue_.size());
   for (Mail& mail : queue_) remaining.push_back(std::move(mail));

@@ -27,11 +27,11 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace keyflow {
@@ -79,12 +79,12 @@ class TaskMailbox {
  private:
   explicit TaskMailbox(int event_fd) : event_fd_(event_fd) {}
   Status Closed(const Mail& mail) const;
-  void SignalLocked();
-  void ClearSignalLocked();
+  void SignalLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ClearSignalLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int event_fd_;
-  mutable std::mutex mu_;
-  std::deque<Mail> queue_;           // guarded by mu_
+  Mutex mu_;
+  std::deque<Mail> queue_ ABSL_GUARDED_BY(mu_);
   std::atomic<size_t> size_{0};      // == queue_.size(), written under mu_
   std::atomic<bool> closed_{false};  // written under mu_
 };

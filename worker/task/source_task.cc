@@ -69,11 +69,13 @@ void SourceTask::Cancel() {
 }
 
 Status SourceTask::TriggerCheckpoint(CheckpointId id, Timestamp timestamp, SnapshotCallback done) {
-  std::unique_lock<std::mutex> lock(final_mu_);
-  if (final_positions_) {
-    auto positions = *final_positions_;
-    lock.unlock();
-    done(std::move(positions));
+  std::optional<std::map<std::string, std::string>> final_positions;
+  {
+    MutexLock lock(&final_mu_);
+    final_positions = final_positions_;
+  }
+  if (final_positions) {
+    done(std::move(*final_positions));
     return Status::Ok();
   }
   return mailbox_->Put(
@@ -279,7 +281,7 @@ Status SourceTask::Finish() {
   metrics_->source_watermark.Set(kMaxWatermark.millis());
   metrics_->source_finished.store(true, std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> lock(final_mu_);
+    MutexLock lock(&final_mu_);
     final_positions_ = SnapshotPositions();
   }
   KF_LOG_INFO("source finished subtask={} records={}", deployment_.subtask.value(),

@@ -16,12 +16,12 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/protocol/control_messages.h"
 #include "common/transport/zmq_context.h"
 #include "worker/runtime/mailbox_processor.h"
@@ -116,8 +116,8 @@ class SourceTask {
   bool flush_scheduled_ = false;
   bool throttled_ = false;
   bool finished_ = false;
-  std::mutex final_mu_;
-  std::optional<std::map<std::string, std::string>> final_positions_;  // guarded by final_mu_
+  Mutex final_mu_;
+  std::optional<std::map<std::string, std::string>> final_positions_ ABSL_GUARDED_BY(final_mu_);
   int64_t blocked_ms_window_ = 0;  // time spent in sends during the current metrics window
   int64_t window_start_ms_ = 0;
 };

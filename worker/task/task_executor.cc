@@ -183,7 +183,7 @@ Status TaskExecutor::Start(const StartTask& start) {
   ASSIGN_OR_RETURN(source_, SourceTask::Create(deployment_, input_, splits_, std::move(writer),
                                                clock_, &metrics_));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     running_ = 2;
   }
   keyed_thread_ = std::thread([this] { TaskEnded(keyed_->Run()); });
@@ -196,7 +196,7 @@ void TaskExecutor::TaskEnded(const Status& s) {
   bool cancel_other = false;
   Status result;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     --running_;
     if (reported_) return;
     if (!s.ok()) {
@@ -304,7 +304,7 @@ void TaskExecutor::NotifyCheckpointAborted(CheckpointId id, const std::string& r
 
 void TaskExecutor::Cancel() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     reported_ = true;  // a cancelled subtask reports nothing
   }
   cancelled_.store(true);

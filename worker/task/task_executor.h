@@ -20,11 +20,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/protocol/control_messages.h"
 #include "common/transport/zmq_context.h"
 #include "worker/sources/input_spec.h"
@@ -102,9 +102,9 @@ class TaskExecutor {
   std::thread source_thread_;
   std::thread keyed_thread_;
   std::map<int64_t, PendingAck> pending_acks_;  // control thread
-  std::mutex mu_;
-  int running_ = 0;        // guarded by mu_
-  bool reported_ = false;  // guarded by mu_
+  Mutex mu_;
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+  bool reported_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace keyflow

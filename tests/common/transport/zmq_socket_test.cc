@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/transport/endpoint.h"
 #include "common/transport/zmq_context.h"
+#include "tests/common/transport/await_connected_peers.h"
 #include "tests/common/transport/unused_tcp_endpoint.h"
 
 namespace keyflow {
@@ -26,13 +27,7 @@ class ZmqSocketTest : public ::testing::Test {
 
   // Waits (bounded) until `socket` reports `n` connected peers, watching its monitor.
   bool AwaitConnectedPeers(ZmqSocket& socket, int n) {
-    const int64_t deadline = MonotonicMillis() + 5000;
-    while (socket.connected_peers() != n) {
-      if (MonotonicMillis() >= deadline) return false;
-      zmq_pollitem_t item{socket.monitor_handle(), 0, ZMQ_POLLIN, 0};
-      EXPECT_TRUE(PollItems({&item, 1}, Duration::Millis(100)).ok());
-    }
-    return true;
+    return testing::AwaitConnectedPeers(socket, n);
   }
 
   std::unique_ptr<ZmqContext> ctx_;

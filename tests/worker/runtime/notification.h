@@ -3,32 +3,36 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
+
+#include "common/mutex.h"
 
 namespace keyflow::test {
 
 class Notification {
  public:
   void Notify() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     notified_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   // True if notified within `timeout`.
   bool WaitFor(std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [this] { return notified_; });
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    MutexLock lock(&mu_);
+    while (!notified_) {
+      if (!cv_.WaitUntil(&mu_, deadline)) return notified_;
+    }
+    return true;
   }
   bool HasBeenNotified() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return notified_;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool notified_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  bool notified_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace keyflow::test
