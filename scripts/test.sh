@@ -2,16 +2,20 @@
 # The README's test command: installs what is missing, then runs every check CI runs, in this
 # order, stopping at the first failure:
 #   1. scripts/format.sh --check        (clang-format; no diff allowed)
-#   2. the plain suite                  Release build in build/, ctest
-#   3. the ASan+UBSan suite             RelWithDebInfo build in build-asan/, ctest
-# `.ci/run` runs exactly this. On 2 cores, from a clean checkout: 17-20 minutes.
+#   2. thread-safety analysis           clang -Wthread-safety -Werror, module libraries only,
+#                                       build-tsa/ (compile only: nothing is linked or run)
+#   3. the plain suite                  Release build in build/, ctest
+#   4. the ASan+UBSan suite             RelWithDebInfo build in build-asan/, ctest
+#   5. the TSan suite                   build-tsan/: only the unit-test binaries of the
+#                                       threaded modules (labels common|state|worker|checkpoint);
+#                                       no integration, coordinator or benchmark targets
+# `.ci/run` runs exactly this (see the README for the measured time of each stage).
 #
 #   scripts/test.sh                      all of the above
 #   scripts/test.sh --plain              only the plain suite (the quick local loop)
 #   scripts/test.sh --sanitize address   only the ASan+UBSan suite (build-asan/)
-#   scripts/test.sh --sanitize thread    only the TSan suite (build-tsan/; not in CI: run it for
-#                                        the mailbox, transport and runtime tests, e.g.
-#                                        -- -L 'worker|common')
+#   scripts/test.sh --sanitize thread    only the TSan suite (build-tsan/)
+#   scripts/test.sh --thread-safety      only the clang thread-safety analysis (build-tsa/)
 #   extra arguments after -- go to ctest (e.g. -- -R Timer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +25,7 @@ ctest_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --plain) modes=(plain); shift ;;
+    --thread-safety) modes=(analysis); shift ;;
     --sanitize)
       case "${2:-}" in
         address | thread) modes=("$2"); shift 2 ;;
@@ -28,13 +33,13 @@ while [ $# -gt 0 ]; do
       esac
       ;;
     --) shift; ctest_args+=("$@"); break ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 all=0
 if [ ${#modes[@]} -eq 0 ]; then
-  modes=(plain address)
+  modes=(analysis plain address thread)
   all=1
 fi
 
@@ -52,8 +57,24 @@ jobs=$(nproc)
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}"
 
+# TSan runs the unit tests of the modules with threads (mailbox, tasks, transport, async
+# snapshots, checkpoint storage); the coordinator is single-threaded and the integration tests
+# are processes (covered by the plain and ASan suites), so they are neither built nor run.
+tsan_labels='common|state|worker|checkpoint'
+
+# Clang's thread-safety analysis over the module libraries (every mutex-protected member is
+# ABSL_GUARDED_BY: common/mutex.h). -O0: the analysis runs in the front end, codegen is cheap.
+run_analysis() {
+  echo "test.sh: clang -Wthread-safety over the module libraries in build-tsa/"
+  CXX=clang++ cmake -S . -B build-tsa -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
+    -DKEYFLOW_THREAD_SAFETY_ANALYSIS=ON -DKEYFLOW_BUILD_TESTS=OFF -DKEYFLOW_BUILD_BENCHMARKS=OFF \
+    >/dev/null
+  cmake --build build-tsa -j "$jobs" --target keyflow_common keyflow_state keyflow_checkpoint \
+    keyflow_worker keyflow_coordinator
+}
+
 run_suite() {
-  local mode=$1 build type sanitize="" extra=()
+  local mode=$1 build type sanitize="" extra=() targets=()
   case "$mode" in
     plain) build=build; type=Release ;;
     address) build=build-asan; type=RelWithDebInfo; sanitize=address ;;
@@ -73,16 +94,25 @@ run_suite() {
   fi
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DKEYFLOW_SANITIZE="$sanitize" \
     "${extra[@]}" >/dev/null
+  local labels=()
+  if [ "$mode" = thread ]; then
+    # Only the test binaries of the labelled folders (tests/<module>/...) and what they link.
+    mapfile -t targets < <(ninja -C "$build" -t targets all |
+      sed -nE "s/^((${tsan_labels})[a-z_]*_tests): phony$/\1/p")
+    targets=(--target "${targets[@]}")
+    labels=(-L "$tsan_labels")
+  fi
   echo "test.sh: building in $build/ ($type${sanitize:+, sanitize=$sanitize})"
-  cmake --build "$build" -j "$jobs"
+  cmake --build "$build" -j "$jobs" "${targets[@]}"
   echo "test.sh: running the $mode suite in $build/"
-  (cd "$build" && ctest --output-on-failure -j "$jobs" --timeout 600 "${ctest_args[@]}")
+  (cd "$build" && ctest --output-on-failure -j "$jobs" --timeout 600 "${labels[@]}" \
+    "${ctest_args[@]}")
 }
 
 start=$SECONDS
 for mode in "${modes[@]}"; do
   suite_start=$SECONDS
-  run_suite "$mode"
+  if [ "$mode" = analysis ]; then run_analysis; else run_suite "$mode"; fi
   echo "test.sh: $mode suite passed in $((SECONDS - suite_start)) s"
 done
 echo "test.sh: all passed (${modes[*]}) in $((SECONDS - start)) s"

@@ -38,7 +38,7 @@ Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(const DeployTask& deploymen
   cb.block_channel = [self](SubtaskIndex c) { self->gate_->BlockChannel(c); };
   cb.unblock_all = [self] { self->gate_->UnblockAll(); };
   cb.snapshot = [self](CheckpointId id, int64_t align_us) { self->TakeSnapshot(id, align_us); };
-  cb.abort = [self](CheckpointId id, const std::string& why) {
+  cb.abort = [](CheckpointId id, const std::string& why) {
     KF_LOG_INFO("checkpoint aborted during alignment checkpoint={} reason={}", id.value(), why);
   };
   t->barriers_ = std::make_unique<CheckpointBarrierHandler>(spec.parallelism, std::move(cb));

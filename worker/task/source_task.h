@@ -114,7 +114,6 @@ class SourceTask {
   std::unique_ptr<WatermarkToDataOutput> watermark_output_;
   Status deferred_error_;  // an emit error inside a watermark callback
   bool flush_scheduled_ = false;
-  bool throttled_ = false;
   bool finished_ = false;
   Mutex final_mu_;
   std::optional<std::map<std::string, std::string>> final_positions_ ABSL_GUARDED_BY(final_mu_);
