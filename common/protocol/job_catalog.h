@@ -1,6 +1,7 @@
-// JobCatalog: the built-in jobs and their parameters, known to every process, so that the CLI
-// and the coordinator refuse an unknown job or a bad --param before anything is deployed.
-// The implementations live in worker/jobs/ (a test checks both lists agree).
+// The job catalog (BuiltInJobs, FindJob, ResolveJobParams): the built-in jobs and their parameters,
+// known to every process, so that the CLI and the coordinator refuse an unknown job or a bad
+// --param before anything is deployed. The implementations live in worker/jobs/ (a test checks both
+// lists agree).
 #pragma once
 
 #include <cstdint>

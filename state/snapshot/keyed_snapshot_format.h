@@ -117,7 +117,8 @@ class KeyedSnapshotReader {
   // section in the file that no participant claims is an error), reading only those blocks.
   // Each block's checksum and key-group id are verified before anything is restored from it.
   Status Restore(KeyGroupRange target, const std::vector<const SnapshotSection*>& sections);
-  // Reads and verifies one block; *payload receives the section bytes after the key-group id.
+  // Reads and verifies one block (checksum, key-group id); *block receives it without the
+  // checksum: the i32 key-group id, then the sections.
   Status ReadKeyGroupBlock(KeyGroupId g, std::string* block) const;
 
   uint64_t bytes_read() const { return bytes_read_; }

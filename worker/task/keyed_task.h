@@ -11,7 +11,7 @@
 //
 // End of input: when every channel delivered END_OF_INPUT the operator's EndInput runs. Without
 // checkpointing the sink commits and the task ends. With checkpointing the task reports
-// InputEnded and waits for a checkpoint taken after the end (the final one) to complete, then
+// TaskInputEnded and waits for a checkpoint taken after the end (the final one) to complete, then
 // commits and ends — so a failure before that point rolls back cleanly.
 //
 // Threading: Run() on the task thread; the public methods below it from any thread (they put
