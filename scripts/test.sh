@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
       esac
       ;;
     --) shift; ctest_args+=("$@"); break ;;
-    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
