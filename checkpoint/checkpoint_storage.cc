@@ -7,7 +7,6 @@
 
 #include "checkpoint/checksummed_envelope.h"
 #include "common/binary_io.h"
-#include "common/file_io.h"
 #include "common/logging.h"
 
 namespace keyflow {
@@ -27,11 +26,6 @@ std::optional<int64_t> ParseIdSuffix(std::string_view name, std::string_view pre
   auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
   if (ec != std::errc() || p != digits.data() + digits.size()) return std::nullopt;
   return id;
-}
-
-bool IsDirectory(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::is_directory(path, ec);
 }
 
 }  // namespace
@@ -69,7 +63,7 @@ Result<JobRecord> JobRecord::Decode(std::string_view bytes, std::string_view sou
 
 // ---- CheckpointStorage ----------------------------------------------------------------------
 
-CheckpointStorage::CheckpointStorage(const std::string& root) {
+CheckpointStorage::CheckpointStorage(const std::string& root, FileSystem& fs) : fs_(&fs) {
   std::error_code ec;
   std::filesystem::path p = std::filesystem::absolute(root, ec);
   if (ec) p = root;  // only fails when the current directory is gone; keep what we were given
@@ -100,55 +94,55 @@ std::string CheckpointStorage::SubtaskStateFileName(SubtaskIndex subtask) {
 }
 
 Status CheckpointStorage::PrepareCheckpointDirectory(const std::string& dir) const {
-  if (PathExists(dir)) {
-    if (!IsDirectory(dir)) {
+  if (fs_->Exists(dir)) {
+    if (!fs_->IsDirectory(dir)) {
       return AlreadyExists("cannot use " + dir +
                            " as a checkpoint directory: it exists and is not a directory");
     }
-    ASSIGN_OR_RETURN(std::vector<std::string> entries, ListDirectory(dir));
+    ASSIGN_OR_RETURN(std::vector<std::string> entries, fs_->ListDirectory(dir));
     if (!entries.empty()) {
       return AlreadyExists("checkpoint directory " + dir + " already exists and is not empty (" +
                            entries.front() + ", ...): choose a new or empty directory");
     }
     return Status::Ok();
   }
-  return CreateDirectories(dir);
+  return fs_->CreateDirectories(dir);
 }
 
 Status CheckpointStorage::WriteMetadata(const std::string& checkpoint_dir,
                                         const CheckpointMetadata& m) const {
-  RETURN_IF_ERROR_CTX(WriteFileAtomically(MetadataPath(checkpoint_dir), m.Encode()),
+  RETURN_IF_ERROR_CTX(fs_->WriteFileAtomically(MetadataPath(checkpoint_dir), m.Encode()),
                       "cannot write the metadata of checkpoint " + std::to_string(m.id.value()));
   return Status::Ok();
 }
 
 Result<CheckpointMetadata> CheckpointStorage::ReadMetadata(
-    const std::string& checkpoint_dir_or_file) {
-  std::string path = IsDirectory(checkpoint_dir_or_file) ? MetadataPath(checkpoint_dir_or_file)
-                                                         : checkpoint_dir_or_file;
-  if (!PathExists(path)) {
-    if (PathExists(checkpoint_dir_or_file)) {
+    const std::string& checkpoint_dir_or_file, FileSystem& fs) {
+  std::string path = fs.IsDirectory(checkpoint_dir_or_file) ? MetadataPath(checkpoint_dir_or_file)
+                                                            : checkpoint_dir_or_file;
+  if (!fs.Exists(path)) {
+    if (fs.Exists(checkpoint_dir_or_file)) {
       return NotFound("no completed checkpoint in " + checkpoint_dir_or_file + ": " +
                       std::string(kMetadataFileName) +
                       " is missing (the checkpoint was never completed)");
     }
     return NotFound("no checkpoint at " + checkpoint_dir_or_file + ": no such file or directory");
   }
-  ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
+  ASSIGN_OR_RETURN(std::string bytes, fs.ReadFileToString(path));
   return CheckpointMetadata::Decode(bytes, path);
 }
 
 Status CheckpointStorage::VerifyStateFiles(const std::string& checkpoint_dir,
-                                           const CheckpointMetadata& m) {
+                                           const CheckpointMetadata& m, FileSystem& fs) {
   for (const SubtaskCheckpointState& s : m.subtasks) {
     const std::string path = checkpoint_dir + "/" + s.keyed_state.path;
-    std::error_code ec;
-    uint64_t size = std::filesystem::file_size(path, ec);
-    if (ec) {
+    Result<FileInfo> info = fs.Stat(path);
+    if (!info.ok()) {
       return Corruption("state file " + path + " of subtask " + std::to_string(s.subtask.value()) +
                         " of checkpoint " + std::to_string(m.id.value()) +
-                        " is missing or unreadable: " + ec.message());
+                        " is missing or unreadable: " + info.status().message());
     }
+    const uint64_t size = info->size;
     if (size != s.keyed_state.size) {
       return Corruption("state file " + path + " of subtask " + std::to_string(s.subtask.value()) +
                         " of checkpoint " + std::to_string(m.id.value()) + " is " +
@@ -165,14 +159,14 @@ Result<std::vector<CheckpointLocation>> CheckpointStorage::List(const std::strin
                                                                 bool savepoint) const {
   std::vector<CheckpointLocation> out;
   const std::string job_dir = JobDirectory(job_id);
-  if (!PathExists(job_dir)) return out;
-  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(job_dir));
+  if (!fs_->Exists(job_dir)) return out;
+  ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDirectory(job_dir));
   for (const std::string& name : names) {
     std::optional<int64_t> id = ParseIdSuffix(name, prefix);
     if (!id) continue;
     const std::string dir = job_dir + "/" + name;
-    if (!PathExists(MetadataPath(dir))) continue;  // never completed: does not exist
-    Result<CheckpointMetadata> m = ReadMetadata(dir);
+    if (!fs_->Exists(MetadataPath(dir))) continue;  // never completed: does not exist
+    Result<CheckpointMetadata> m = ReadMetadata(dir, *fs_);
     if (!m.ok()) {
       KF_LOG_WARN("skipping checkpoint directory dir={} reason={}", dir, m.status().ToString());
       continue;
@@ -201,8 +195,8 @@ Result<std::vector<CheckpointLocation>> CheckpointStorage::ListSavepoints(
 
 Result<int64_t> CheckpointStorage::MaxUsedId(const std::string& job_id) const {
   const std::string job_dir = JobDirectory(job_id);
-  if (!PathExists(job_dir)) return int64_t{0};
-  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(job_dir));
+  if (!fs_->Exists(job_dir)) return int64_t{0};
+  ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDirectory(job_dir));
   int64_t max_id = 0;
   for (const std::string& name : names) {
     std::optional<int64_t> id = ParseIdSuffix(name, kCheckpointPrefix);
@@ -213,23 +207,23 @@ Result<int64_t> CheckpointStorage::MaxUsedId(const std::string& job_id) const {
 }
 
 Status CheckpointStorage::DeleteCheckpoint(const std::string& checkpoint_dir) const {
-  return RemoveAll(checkpoint_dir);
+  return fs_->RemoveAll(checkpoint_dir);
 }
 
 Status CheckpointStorage::WriteJobRecord(const JobRecord& record) const {
   const std::string dir = JobDirectory(record.job_id);
-  RETURN_IF_ERROR(CreateDirectories(dir));
-  return WriteFileAtomically(dir + "/" + std::string(kJobRecordFileName), record.Encode());
+  RETURN_IF_ERROR(fs_->CreateDirectories(dir));
+  return fs_->WriteFileAtomically(dir + "/" + std::string(kJobRecordFileName), record.Encode());
 }
 
 Result<std::vector<JobRecord>> CheckpointStorage::ListJobRecords() const {
   std::vector<JobRecord> out;
-  if (!PathExists(root_)) return out;
-  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(root_));
+  if (!fs_->Exists(root_)) return out;
+  ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDirectory(root_));
   for (const std::string& name : names) {
     const std::string path = root_ + "/" + name + "/" + std::string(kJobRecordFileName);
-    if (!PathExists(path)) continue;
-    Result<std::string> bytes = ReadFileToString(path);
+    if (!fs_->Exists(path)) continue;
+    Result<std::string> bytes = fs_->ReadFileToString(path);
     Result<JobRecord> rec =
         bytes.ok() ? JobRecord::Decode(*bytes, path) : Result<JobRecord>(bytes.status());
     if (!rec.ok()) {

@@ -8,7 +8,8 @@
 //
 // Used by the coordinator (metadata, listing, retention, job records) and by workers (they
 // write their snapshot files into the directory the trigger names). Every error names the path.
-// Threading: no shared state; any thread.
+// All file access goes through a FileSystem (common/file_system.h; default the POSIX one), so
+// tests can inject faults and crashes. Threading: no shared state; any thread.
 #pragma once
 
 #include <optional>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_metadata.h"
+#include "common/file_system.h"
 #include "common/protocol/job_spec.h"
 #include "common/status.h"
 
@@ -48,7 +50,8 @@ class CheckpointStorage {
  public:
   // `root` is made absolute (against the current directory) and normalised, so that every
   // directory this storage names is absolute.
-  explicit CheckpointStorage(const std::string& root);
+  // `fs` is not owned and must outlive the storage.
+  explicit CheckpointStorage(const std::string& root, FileSystem& fs = FileSystem::Default());
   const std::string& root() const { return root_; }
 
   std::string JobDirectory(const std::string& job_id) const;
@@ -68,10 +71,12 @@ class CheckpointStorage {
   // Reads and verifies `_metadata` of a checkpoint directory (or of a path to the file).
   // NotFound when there is none (the checkpoint never completed); Corruption when it does not
   // verify.
-  static Result<CheckpointMetadata> ReadMetadata(const std::string& checkpoint_dir_or_file);
+  static Result<CheckpointMetadata> ReadMetadata(const std::string& checkpoint_dir_or_file,
+                                                 FileSystem& fs = FileSystem::Default());
   // Checks that every subtask file named by the metadata exists with the recorded size
   // (Corruption naming the file when truncated or missing).
-  static Status VerifyStateFiles(const std::string& checkpoint_dir, const CheckpointMetadata& m);
+  static Status VerifyStateFiles(const std::string& checkpoint_dir, const CheckpointMetadata& m,
+                                 FileSystem& fs = FileSystem::Default());
 
   // Completed checkpoints (not savepoints) of a job with readable metadata, ascending by id.
   // Directories without `_metadata` are not completed checkpoints and are skipped silently;
@@ -96,6 +101,7 @@ class CheckpointStorage {
                                                bool savepoint) const;
 
   std::string root_;
+  FileSystem* fs_;
 };
 
 }  // namespace keyflow

@@ -17,97 +17,239 @@ Status Errno(std::string_view what, const std::string& path) {
   return ErrnoError(std::string(what) + " " + path, errno);
 }
 
+class PosixWritableFile final : public WritableFile {
+ public:
+  PosixWritableFile(int fd, std::string path, uint64_t size)
+      : fd_(fd), path_(std::move(path)), size_(size) {}
+  ~PosixWritableFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  Status Append(std::string_view data) override {
+    if (fd_ < 0) return FailedPrecondition("append to closed file " + path_);
+    const char* p = data.data();
+    size_t left = data.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd_, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Errno("cannot write", path_);
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+      size_ += static_cast<uint64_t>(n);
+    }
+    return Status::Ok();
+  }
+  Status Sync() override {
+    if (fd_ < 0) return FailedPrecondition("sync of closed file " + path_);
+    if (::fdatasync(fd_) != 0) return Errno("cannot sync", path_);
+    return Status::Ok();
+  }
+  Status Close() override {
+    if (fd_ < 0) return Status::Ok();
+    int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) return Errno("cannot close", path_);
+    return Status::Ok();
+  }
+  uint64_t size() const override { return size_; }
+  const std::string& path() const override { return path_; }
+
+ private:
+  int fd_;
+  std::string path_;
+  uint64_t size_;
+};
+
+class PosixRandomAccessFile final : public RandomAccessFile {
+ public:
+  PosixRandomAccessFile(int fd, std::string path, uint64_t size)
+      : fd_(fd), path_(std::move(path)), size_(size) {}
+  ~PosixRandomAccessFile() override { ::close(fd_); }
+
+  Status ReadAt(uint64_t offset, size_t n, std::string* out) const override {
+    if (offset > size_ || n > size_ - offset) {
+      return Corruption("file " + path_ + " is truncated: need bytes [" + std::to_string(offset) +
+                        ", " + std::to_string(offset + n) + ") but it has " +
+                        std::to_string(size_) + " bytes");
+    }
+    out->resize(n);
+    size_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(fd_, out->data() + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return Errno("cannot read", path_);
+      }
+      if (r == 0) {
+        return Corruption("file " + path_ + " is truncated: unexpected end at byte " +
+                          std::to_string(offset + done));
+      }
+      done += static_cast<size_t>(r);
+    }
+    return Status::Ok();
+  }
+  uint64_t size() const override { return size_; }
+  const std::string& name() const override { return path_; }
+
+ private:
+  int fd_;
+  std::string path_;
+  uint64_t size_;
+};
+
+// Stateless: every call is a system call on the arguments.
+class PosixFileSystem final : public FileSystem {
+ public:
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
+                                                        WriteMode mode) override {
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+    switch (mode) {
+      case WriteMode::kTruncate:
+        flags |= O_TRUNC;
+        break;
+      case WriteMode::kAppend:
+        flags |= O_APPEND;
+        break;
+      case WriteMode::kCreateNew:
+        flags |= O_EXCL;
+        break;
+    }
+    int fd = ::open(path.c_str(), flags, 0644);
+    if (fd < 0) return Errno("cannot create", path);
+    uint64_t size = 0;
+    if (mode == WriteMode::kAppend) {
+      struct stat st;
+      if (::fstat(fd, &st) != 0) {
+        Status s = Errno("cannot stat", path);
+        ::close(fd);
+        return s;
+      }
+      size = static_cast<uint64_t>(st.st_size);
+    }
+    return std::unique_ptr<WritableFile>(new PosixWritableFile(fd, path, size));
+  }
+
+  Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Errno("cannot open", path);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      Status s = Errno("cannot stat", path);
+      ::close(fd);
+      return s;
+    }
+    return std::unique_ptr<RandomAccessFile>(
+        new PosixRandomAccessFile(fd, path, static_cast<uint64_t>(st.st_size)));
+  }
+
+  Result<FileInfo> Stat(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return NotFound(path + " does not exist");
+      return Errno("cannot stat", path);
+    }
+    FileInfo info;
+    info.is_directory = S_ISDIR(st.st_mode);
+    info.size = info.is_directory ? 0 : static_cast<uint64_t>(st.st_size);
+    return info;
+  }
+
+  Result<std::vector<std::string>> ListDirectory(const std::string& dir) override {
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return Errno("cannot list directory", dir);
+    std::vector<std::string> names;
+    errno = 0;
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(std::move(n));
+      errno = 0;
+    }
+    int err = errno;
+    ::closedir(d);
+    if (err != 0) return ErrnoError("cannot list directory " + dir, err);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  Status CreateDirectories(const std::string& dir, uint32_t mode) override {
+    for (size_t pos = 1; pos <= dir.size(); ++pos) {
+      if (pos != dir.size() && dir[pos] != '/') continue;
+      std::string part = dir.substr(0, pos);
+      if (::mkdir(part.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
+        return Errno("cannot create directory", part);
+      }
+    }
+    struct stat st;
+    if (::stat(dir.c_str(), &st) != 0) return Errno("cannot access directory", dir);
+    if (!S_ISDIR(st.st_mode)) {
+      return InvalidArgument("'" + dir + "' exists and is not a directory");
+    }
+    return Status::Ok();
+  }
+
+  Status Rename(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      return ErrnoError("cannot rename " + from + " to " + to, errno);
+    }
+    return Status::Ok();
+  }
+
+  Status RemoveFile(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Errno("cannot remove", path);
+    return Status::Ok();
+  }
+
+  Status RemoveAll(const std::string& path) override {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    if (ec) return IoError("cannot remove " + path + ": " + ec.message());
+    return Status::Ok();
+  }
+
+  Status SyncDirectory(const std::string& dir) override {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return Errno("cannot open directory", dir);
+    int rc = ::fsync(fd);
+    ::close(fd);
+    if (rc != 0) return Errno("cannot sync directory", dir);
+    return Status::Ok();
+  }
+};
+
 }  // namespace
 
-Result<WritableFile> WritableFile::Create(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("cannot create", path);
-  return WritableFile(fd, path, 0);
+FileSystem& FileSystem::Default() {
+  static PosixFileSystem* fs = new PosixFileSystem();  // never destroyed: usable at exit
+  return *fs;
 }
 
-Result<WritableFile> WritableFile::OpenForAppend(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("cannot open for append", path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    Status s = Errno("cannot stat", path);
-    ::close(fd);
-    return s;
+bool FileSystem::Exists(const std::string& path) { return Stat(path).ok(); }
+
+bool FileSystem::IsDirectory(const std::string& path) {
+  Result<FileInfo> info = Stat(path);
+  return info.ok() && info->is_directory;
+}
+
+Result<std::string> FileSystem::ReadFileToString(const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, NewRandomAccessFile(path));
+  std::string out;
+  RETURN_IF_ERROR(f->ReadAt(0, f->size(), &out));
+  return out;
+}
+
+Status FileSystem::WriteFileAtomically(const std::string& path, std::string_view content) {
+  std::string tmp = path + ".tmp";
+  {
+    ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f, NewWritableFile(tmp, WriteMode::kTruncate));
+    RETURN_IF_ERROR(f->Append(content));
+    RETURN_IF_ERROR(f->Sync());
+    RETURN_IF_ERROR(f->Close());
   }
-  return WritableFile(fd, path, static_cast<uint64_t>(st.st_size));
-}
-
-WritableFile& WritableFile::operator=(WritableFile&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.fd_;
-    path_ = std::move(o.path_);
-    size_ = o.size_;
-    o.fd_ = -1;
-  }
-  return *this;
-}
-
-WritableFile::~WritableFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-Status WritableFile::Append(std::string_view data) {
-  if (fd_ < 0) return FailedPrecondition("append to closed file " + path_);
-  const char* p = data.data();
-  size_t left = data.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd_, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Errno("cannot write", path_);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  size_ += data.size();
-  return Status::Ok();
-}
-
-Status WritableFile::Sync() {
-  if (fd_ < 0) return FailedPrecondition("sync of closed file " + path_);
-  if (::fdatasync(fd_) != 0) return Errno("cannot sync", path_);
-  return Status::Ok();
-}
-
-Status WritableFile::Close() {
-  if (fd_ < 0) return Status::Ok();
-  int rc = ::close(fd_);
-  fd_ = -1;
-  if (rc != 0) return Errno("cannot close", path_);
-  return Status::Ok();
-}
-
-Result<RandomAccessFile> RandomAccessFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("cannot open", path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    Status s = Errno("cannot stat", path);
-    ::close(fd);
-    return s;
-  }
-  return RandomAccessFile(fd, path, static_cast<uint64_t>(st.st_size));
-}
-
-RandomAccessFile& RandomAccessFile::operator=(RandomAccessFile&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.fd_;
-    path_ = std::move(o.path_);
-    size_ = o.size_;
-    o.fd_ = -1;
-  }
-  return *this;
-}
-
-RandomAccessFile::~RandomAccessFile() {
-  if (fd_ >= 0) ::close(fd_);
+  RETURN_IF_ERROR(Rename(tmp, path));
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return SyncDirectory(dir.empty() ? "." : dir);
 }
 
 Status StringSource::ReadAt(uint64_t offset, size_t n, std::string* out) const {
@@ -120,100 +262,27 @@ Status StringSource::ReadAt(uint64_t offset, size_t n, std::string* out) const {
   return Status::Ok();
 }
 
-Status RandomAccessFile::ReadAt(uint64_t offset, size_t n, std::string* out) const {
-  if (offset > size_ || n > size_ - offset) {
-    return Corruption("file " + path_ + " is truncated: need bytes [" + std::to_string(offset) +
-                      ", " + std::to_string(offset + n) + ") but it has " + std::to_string(size_) +
-                      " bytes");
-  }
-  out->resize(n);
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::pread(fd_, out->data() + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Errno("cannot read", path_);
-    }
-    if (r == 0) {
-      return Corruption("file " + path_ + " is truncated: unexpected end at byte " +
-                        std::to_string(offset + done));
-    }
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
+Result<std::unique_ptr<RandomAccessFile>> OpenRandomAccessFile(const std::string& path) {
+  return FileSystem::Default().NewRandomAccessFile(path);
 }
-
 Result<std::string> ReadFileToString(const std::string& path) {
-  ASSIGN_OR_RETURN(RandomAccessFile f, RandomAccessFile::Open(path));
-  std::string out;
-  RETURN_IF_ERROR(f.ReadAt(0, f.size(), &out));
-  return out;
+  return FileSystem::Default().ReadFileToString(path);
 }
-
-Status SyncDirectory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("cannot open directory", dir);
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Errno("cannot sync directory", dir);
-  return Status::Ok();
-}
-
 Status WriteFileAtomically(const std::string& path, std::string_view content) {
-  std::string tmp = path + ".tmp";
-  {
-    ASSIGN_OR_RETURN(WritableFile f, WritableFile::Create(tmp));
-    RETURN_IF_ERROR(f.Append(content));
-    RETURN_IF_ERROR(f.Sync());
-    RETURN_IF_ERROR(f.Close());
-  }
-  RETURN_IF_ERROR(RenameFile(tmp, path));
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  return SyncDirectory(dir.empty() ? "." : dir);
+  return FileSystem::Default().WriteFileAtomically(path, content);
 }
-
+Status SyncDirectory(const std::string& dir) { return FileSystem::Default().SyncDirectory(dir); }
 Status CreateDirectories(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return IoError("cannot create directory " + dir + ": " + ec.message());
-  return Status::Ok();
+  return FileSystem::Default().CreateDirectories(dir);
 }
-
-bool PathExists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
+bool PathExists(const std::string& path) { return FileSystem::Default().Exists(path); }
 Result<std::vector<std::string>> ListDirectory(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return Errno("cannot list directory", dir);
-  std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(std::move(n));
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
+  return FileSystem::Default().ListDirectory(dir);
 }
-
-Status RemoveFile(const std::string& path) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Errno("cannot remove", path);
-  return Status::Ok();
-}
-
-Status RemoveAll(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (ec) return IoError("cannot remove " + path + ": " + ec.message());
-  return Status::Ok();
-}
-
+Status RemoveFile(const std::string& path) { return FileSystem::Default().RemoveFile(path); }
+Status RemoveAll(const std::string& path) { return FileSystem::Default().RemoveAll(path); }
 Status RenameFile(const std::string& from, const std::string& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0) {
-    return ErrnoError("cannot rename " + from + " to " + to, errno);
-  }
-  return Status::Ok();
+  return FileSystem::Default().Rename(from, to);
 }
 
 TempDir::TempDir(std::string_view prefix) {
@@ -225,8 +294,6 @@ TempDir::TempDir(std::string_view prefix) {
   path_ = p;
 }
 
-TempDir::~TempDir() {
-  RemoveAll(path_).IgnoreError();
-}
+TempDir::~TempDir() { RemoveAll(path_).IgnoreError(); }
 
 }  // namespace keyflow

@@ -74,4 +74,31 @@ Result<KeyedSnapshotInfo> AsyncKeyedSnapshot::WriteTo(KeyedSnapshotWriter::Sink 
   return writer.Finish();
 }
 
+Result<KeyedSnapshotInfo> AsyncKeyedSnapshot::WriteToFile(FileSystem& fs, const std::string& path,
+                                                          size_t buffer_bytes) {
+  Result<KeyedSnapshotInfo> info = [&]() -> Result<KeyedSnapshotInfo> {
+    ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
+                     fs.NewWritableFile(path, WriteMode::kTruncate));
+    std::string buffer;
+    buffer.reserve(buffer_bytes);
+    ASSIGN_OR_RETURN(KeyedSnapshotInfo written, WriteTo([&](std::string_view bytes) -> Status {
+                       buffer.append(bytes);
+                       if (buffer.size() >= buffer_bytes) {
+                         RETURN_IF_ERROR(file->Append(buffer));
+                         buffer.clear();
+                       }
+                       return Status::Ok();
+                     }));
+    RETURN_IF_ERROR(file->Append(buffer));
+    RETURN_IF_ERROR(file->Sync());
+    RETURN_IF_ERROR(file->Close());
+    return written;
+  }();
+  if (!info.ok()) {
+    fs.RemoveFile(path).IgnoreError();  // a partial snapshot is of no use to anyone
+    return info.status().WithContext("cannot write the state snapshot " + path);
+  }
+  return info;
+}
+
 }  // namespace keyflow

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/file_system.h"
 #include "common/key.h"
 #include "common/key_group_range.h"
 #include "common/mutex.h"
@@ -36,6 +37,11 @@ class AsyncKeyedSnapshot final : public KeyGroupWriteGuard {
 
   // Writes the snapshot through `sink` (e.g. a buffered file). Call once, on the writer thread.
   Result<KeyedSnapshotInfo> WriteTo(KeyedSnapshotWriter::Sink sink);
+  // WriteTo into a new file `path` of `fs`, in writes of about `buffer_bytes`, then Sync and
+  // Close: the file is durable when this returns OK. On failure (a full disk, EIO) the partial
+  // file is removed and the error names the path. Call once, on the writer thread.
+  Result<KeyedSnapshotInfo> WriteToFile(FileSystem& fs, const std::string& path,
+                                        size_t buffer_bytes = size_t{1} << 20);
 
   // Key groups the task thread had to capture (copy or serialise) itself (for metrics).
   int64_t serialized_by_task_thread() const { return by_task_.load(std::memory_order_relaxed); }

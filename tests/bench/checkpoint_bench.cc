@@ -131,22 +131,8 @@ std::unique_ptr<AsyncKeyedSnapshot> BeginSnapshot(KeyedSubtask& s) {
 
 // The helper thread's part: buffered file writes, fdatasync, close. Returns the file size.
 uint64_t WriteSnapshotFile(AsyncKeyedSnapshot& snapshot, const std::string& path) {
-  auto file = WritableFile::Create(path);
-  CheckOk(file.status());
-  std::string buffer;
-  buffer.reserve(kWriteBuffer);
-  auto info = snapshot.WriteTo([&](std::string_view bytes) -> Status {
-    buffer.append(bytes);
-    if (buffer.size() >= kWriteBuffer) {
-      RETURN_IF_ERROR(file->Append(buffer));
-      buffer.clear();
-    }
-    return Status::Ok();
-  });
+  auto info = snapshot.WriteToFile(FileSystem::Default(), path, kWriteBuffer);
   CheckOk(info.status());
-  CheckOk(file->Append(buffer));
-  CheckOk(file->Sync());
-  CheckOk(file->Close());
   return info->file_size;
 }
 

@@ -1,11 +1,6 @@
 #include "worker/sinks/file_sink.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -27,67 +22,18 @@ std::string JoinPath(const std::string& dir, std::string_view name) {
   return p;
 }
 
-Status WriteAll(int fd, const char* data, size_t size, const std::string& path) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("cannot write output file '" + path + "'", errno);
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
-Status FsyncDir(int dir_fd, const std::string& dir) {
-  if (::fsync(dir_fd) != 0) return ErrnoError("cannot fsync output directory '" + dir + "'", errno);
-  return Status::Ok();
-}
-
-Result<ScopedFd> OpenDir(const std::string& dir) {
-  ScopedFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoError("cannot open output directory '" + dir + "'", errno);
-  return fd;
-}
-
-// mkdir -p.
-Status MakeDirs(const std::string& dir) {
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos != dir.size() && dir[pos] != '/') continue;
-    std::string part = dir.substr(0, pos);
-    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrnoError("cannot create output directory '" + part + "'", errno);
-    }
-  }
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0) {
-    return ErrnoError("cannot access output directory '" + dir + "'", errno);
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return InvalidArgument("output path '" + dir + "' exists and is not a directory");
-  }
-  return Status::Ok();
-}
-
 // Size and Checksum64 of a file's content.
-Status ChecksumFile(const std::string& path, uint64_t* size, uint64_t* checksum) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoError("cannot open output file '" + path + "'", errno);
+Status ChecksumFile(FileSystem& fs, const std::string& path, uint64_t* size, uint64_t* checksum) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, fs.NewRandomAccessFile(path));
   StreamingChecksum sum;
-  std::unique_ptr<char[]> buf(new char[1 << 20]);
-  uint64_t total = 0;
-  while (true) {
-    ssize_t n = ::read(fd.get(), buf.get(), 1 << 20);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("cannot read output file '" + path + "'", errno);
-    }
-    if (n == 0) break;
-    sum.Update(buf.get(), static_cast<size_t>(n));
-    total += static_cast<uint64_t>(n);
+  constexpr uint64_t kChunk = 1 << 20;
+  std::string buf;
+  for (uint64_t offset = 0; offset < f->size(); offset += kChunk) {
+    RETURN_IF_ERROR(f->ReadAt(offset, static_cast<size_t>(std::min(kChunk, f->size() - offset)),
+                              &buf));
+    sum.Update(buf.data(), buf.size());
   }
-  *size = total;
+  *size = f->size();
   *checksum = sum.Digest();
   return Status::Ok();
 }
@@ -160,39 +106,47 @@ std::optional<SinkFileName> ParseSinkFileName(std::string_view name, std::string
   return f;
 }
 
-Status CommitImpl(const std::string& directory, const FileSinkCommittable& c, bool* already) {
+Status CommitImpl(FileSystem& fs, const std::string& directory, const FileSinkCommittable& c,
+                  bool* already) {
   const std::string pending = JoinPath(directory, c.pending_name);
   const std::string committed = JoinPath(directory, c.final_name);
-  const std::string what =
-      "cannot commit the output of checkpoint " + std::to_string(c.checkpoint.value()) + ": ";
-  struct stat st;
-  if (::stat(pending.c_str(), &st) == 0) {
-    if (static_cast<uint64_t>(st.st_size) != c.size) {
-      return Corruption(what + "pending file '" + pending + "' has " + std::to_string(st.st_size) +
+  const std::string ctx =
+      "cannot commit the output of checkpoint " + std::to_string(c.checkpoint.value());
+  const std::string what = ctx + ": ";
+  Result<FileInfo> st = fs.Stat(pending);
+  if (st.ok()) {
+    if (st->size != c.size) {
+      return Corruption(what + "pending file '" + pending + "' has " + std::to_string(st->size) +
                         " bytes, the checkpoint recorded " + std::to_string(c.size) +
                         "; it was modified outside keyflow");
     }
-    if (::rename(pending.c_str(), committed.c_str()) == 0) {
-      *already = false;
-      return Status::Ok();
+    if (!fs.Exists(committed)) {
+      Status renamed = fs.Rename(pending, committed);
+      if (renamed.ok()) {
+        *already = false;
+        return Status::Ok();
+      }
+      if (fs.Exists(pending)) return renamed.WithContext(ctx);
+      // Renamed concurrently by another recovering subtask: check the committed file below.
+    } else if (fs.Exists(pending)) {  // both names: not a concurrent commit
+      return FailedPrecondition(what + "committed file '" + committed +
+                                "' exists already and is never replaced; move it away if it "
+                                "does not belong to this job");
     }
-    if (errno != ENOENT) {
-      return ErrnoError(what + "cannot rename '" + pending + "' to '" + committed + "'", errno);
-    }
-    // Renamed concurrently by another recovering subtask: check the committed file below.
-  } else if (errno != ENOENT) {
-    return ErrnoError(what + "cannot stat '" + pending + "'", errno);
+  } else if (st.status().code() != StatusCode::kNotFound) {
+    return st.status().WithContext(ctx);
   }
-  if (::stat(committed.c_str(), &st) != 0) {
-    if (errno == ENOENT) {
+  Result<FileInfo> done = fs.Stat(committed);
+  if (!done.ok()) {
+    if (done.status().code() == StatusCode::kNotFound) {
       return NotFound(what + "neither '" + pending + "' nor '" + committed +
                       "' exists; was the output directory changed while the job ran?");
     }
-    return ErrnoError(what + "cannot stat '" + committed + "'", errno);
+    return done.status().WithContext(ctx);
   }
-  if (static_cast<uint64_t>(st.st_size) != c.size) {
+  if (done->size != c.size) {
     return Corruption(what + "committed file '" + committed + "' has " +
-                      std::to_string(st.st_size) + " bytes, the checkpoint recorded " +
+                      std::to_string(done->size) + " bytes, the checkpoint recorded " +
                       std::to_string(c.size) + "; it was modified outside keyflow");
   }
   *already = true;
@@ -250,16 +204,18 @@ Result<FileSink> FileSink::Open(FileSinkOptions options) {
   CHECK_GE(options.subtask.value(), 0);
   CHECK_GE(options.attempt.value(), 0);
   CHECK_GT(options.buffer_bytes, 0u);
-  RETURN_IF_ERROR(MakeDirs(options.directory));
+  CHECK(options.file_system != nullptr);
+  RETURN_IF_ERROR_CTX(options.file_system->CreateDirectories(options.directory),
+                      "cannot use the output directory '" + options.directory + "'");
   FileSink sink;
-  ASSIGN_OR_RETURN(sink.dir_fd_, OpenDir(options.directory));
+  sink.fs_ = options.file_system;
   sink.options_ = std::move(options);
   sink.buffer_.reserve(sink.options_.buffer_bytes + 4096);
   return sink;
 }
 
 FileSink::~FileSink() {
-  if (fd_.valid()) Abort().IgnoreError();
+  if (file_) Abort().IgnoreError();
 }
 
 std::string FileSink::Path(std::string_view name) const {
@@ -273,10 +229,7 @@ std::string FileSink::BaseName() const {
 
 Status FileSink::OpenTransaction() {
   std::string name = "." + BaseName() + std::string(kInProgressSuffix);
-  std::string path = Path(name);
-  ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (!fd.valid()) return ErrnoError("cannot create output file '" + path + "'", errno);
-  fd_ = std::move(fd);
+  ASSIGN_OR_RETURN(file_, fs_->NewWritableFile(Path(name), WriteMode::kCreateNew));
   inprogress_name_ = std::move(name);
   checksum_ = std::make_unique<StreamingChecksum>();
   txn_bytes_ = 0;
@@ -286,7 +239,7 @@ Status FileSink::OpenTransaction() {
 
 Status FileSink::FlushBuffer() {
   if (buffer_.empty()) return Status::Ok();
-  RETURN_IF_ERROR(WriteAll(fd_.get(), buffer_.data(), buffer_.size(), Path(inprogress_name_)));
+  RETURN_IF_ERROR_CTX(file_->Append(buffer_), "cannot write an output file");
   checksum_->Update(buffer_.data(), buffer_.size());
   buffer_.clear();
   return Status::Ok();
@@ -298,7 +251,7 @@ Status FileSink::Write(std::string_view line) {
     return InvalidArgument("an output line must not contain a newline (JSON Lines): " +
                            std::string(line.substr(0, 80)));
   }
-  if (!fd_.valid()) RETURN_IF_ERROR(OpenTransaction());
+  if (!file_) RETURN_IF_ERROR(OpenTransaction());
   buffer_.append(line.data(), line.size());
   buffer_.push_back('\n');
   txn_bytes_ += line.size() + 1;
@@ -306,28 +259,38 @@ Status FileSink::Write(std::string_view line) {
   return Status::Ok();
 }
 
-Status FileSink::CloseAndRename(const std::string& name) {
-  const std::string from = Path(inprogress_name_);
-  RETURN_IF_ERROR(FlushBuffer());
-  if (::fsync(fd_.get()) != 0) return ErrnoError("cannot fsync output file '" + from + "'", errno);
-  if (fd_.Reset() != 0) return ErrnoError("cannot close output file '" + from + "'", errno);
-  const std::string to = Path(name);
-  if (::rename(from.c_str(), to.c_str()) != 0) {
-    return ErrnoError("cannot rename output file '" + from + "' to '" + to + "'", errno);
-  }
-  RETURN_IF_ERROR(FsyncDir(dir_fd_.get(), options_.directory));
-  inprogress_name_.clear();
-  ++next_txn_;
+Status FileSinkPreCommitSync::Run() {
+  CHECK(file_ != nullptr) << "FileSinkPreCommitSync::Run called twice";
+  std::unique_ptr<WritableFile> file = std::move(file_);
+  RETURN_IF_ERROR_CTX(file->Sync(), "cannot fsync output file '" + from_ + "'");
+  RETURN_IF_ERROR_CTX(file->Close(), "cannot close output file '" + from_ + "'");
+  RETURN_IF_ERROR_CTX(fs_->Rename(from_, to_), "cannot pre-commit output file '" + from_ + "'");
+  RETURN_IF_ERROR_CTX(fs_->SyncDirectory(directory_),
+                      "cannot fsync output directory '" + directory_ + "'");
   return Status::Ok();
 }
 
-Result<std::optional<FileSinkCommittable>> FileSink::PreCommit(CheckpointId id) {
+Result<std::unique_ptr<FileSinkPreCommitSync>> FileSink::HandOver(const std::string& name) {
+  RETURN_IF_ERROR(FlushBuffer());
+  auto sync = std::make_unique<FileSinkPreCommitSync>();
+  sync->fs_ = fs_;
+  sync->file_ = std::move(file_);
+  sync->from_ = Path(inprogress_name_);
+  sync->to_ = Path(name);
+  sync->directory_ = options_.directory;
+  inprogress_name_.clear();
+  ++next_txn_;
+  return sync;
+}
+
+Result<std::optional<FileSinkPreCommit>> FileSink::StartPreCommit(CheckpointId id) {
   CHECK(!finished_) << "FileSink::PreCommit after FinishAndCommit";
   CHECK(!last_precommit_ || id > *last_precommit_)
       << "pre-commit for checkpoint " << id << " after checkpoint " << *last_precommit_;
   last_precommit_ = id;
-  if (!fd_.valid()) return std::optional<FileSinkCommittable>();
-  FileSinkCommittable c;
+  if (!file_) return std::optional<FileSinkPreCommit>();
+  FileSinkPreCommit pre;
+  FileSinkCommittable& c = pre.committable;
   c.checkpoint = id;
   c.pending_name =
       "_" + BaseName() + "-" + std::to_string(id.value()) + std::string(kPendingSuffix);
@@ -337,17 +300,28 @@ Result<std::optional<FileSinkCommittable>> FileSink::PreCommit(CheckpointId id) 
   c.size = txn_bytes_;
   RETURN_IF_ERROR(FlushBuffer());
   c.checksum = checksum_->Digest();
-  RETURN_IF_ERROR(CloseAndRename(c.pending_name));
+  ASSIGN_OR_RETURN(pre.sync, HandOver(c.pending_name));
   pending_.push_back(c);
-  return std::optional<FileSinkCommittable>(std::move(c));
+  return std::optional<FileSinkPreCommit>(std::move(pre));
 }
 
-Status FileSink::Commit(const std::string& directory, const FileSinkCommittable& committable) {
+Result<std::optional<FileSinkCommittable>> FileSink::PreCommit(CheckpointId id) {
+  ASSIGN_OR_RETURN(std::optional<FileSinkPreCommit> pre, StartPreCommit(id));
+  if (!pre) return std::optional<FileSinkCommittable>();
+  Status synced = pre->sync->Run();
+  if (!synced.ok()) {
+    pending_.pop_back();
+    return synced;
+  }
+  return std::optional<FileSinkCommittable>(std::move(pre->committable));
+}
+
+Status FileSink::Commit(const std::string& directory, const FileSinkCommittable& committable,
+                        FileSystem& fs) {
   bool already = false;
-  RETURN_IF_ERROR(CommitImpl(directory, committable, &already));
+  RETURN_IF_ERROR(CommitImpl(fs, directory, committable, &already));
   if (already) return Status::Ok();
-  ASSIGN_OR_RETURN(ScopedFd dir, OpenDir(directory));
-  return FsyncDir(dir.get(), directory);
+  return fs.SyncDirectory(directory);
 }
 
 Status FileSink::NotifyCheckpointComplete(CheckpointId id) {
@@ -360,7 +334,7 @@ Status FileSink::NotifyCheckpointComplete(CheckpointId id) {
       continue;
     }
     bool already = false;
-    Status s = CommitImpl(options_.directory, c, &already);
+    Status s = CommitImpl(*fs_, options_.directory, c, &already);
     if (!s.ok()) {
       if (first.ok()) first = s;
       remaining.push_back(std::move(c));  // kept: recovery commits it again
@@ -370,7 +344,7 @@ Status FileSink::NotifyCheckpointComplete(CheckpointId id) {
   }
   pending_ = std::move(remaining);
   if (committed_any) {
-    Status s = FsyncDir(dir_fd_.get(), options_.directory);
+    Status s = fs_->SyncDirectory(options_.directory);
     if (first.ok()) first = s;
   }
   return first;
@@ -381,33 +355,32 @@ Result<std::vector<std::string>> FileSink::FinishAndCommit() {
   std::vector<std::string> names;
   for (const FileSinkCommittable& c : pending_) {
     bool already = false;
-    RETURN_IF_ERROR(CommitImpl(options_.directory, c, &already));
+    RETURN_IF_ERROR(CommitImpl(*fs_, options_.directory, c, &already));
     names.push_back(c.final_name);
   }
   pending_.clear();
-  if (fd_.valid()) {
+  if (file_) {
     std::string name = options_.prefix + "-" + std::to_string(options_.subtask.value()) + "-" +
                        std::to_string(options_.attempt.value()) + std::string(kFinalTag) +
                        std::string(kCommittedSuffix);
-    RETURN_IF_ERROR(CloseAndRename(name));
+    ASSIGN_OR_RETURN(std::unique_ptr<FileSinkPreCommitSync> sync, HandOver(name));
+    RETURN_IF_ERROR(sync->Run());
     names.push_back(std::move(name));
   } else if (!names.empty()) {
-    RETURN_IF_ERROR(FsyncDir(dir_fd_.get(), options_.directory));
+    RETURN_IF_ERROR(fs_->SyncDirectory(options_.directory));
   }
   finished_ = true;
   return names;
 }
 
 Status FileSink::Abort() {
-  if (!fd_.valid()) return Status::Ok();
+  if (!file_) return Status::Ok();
   const std::string path = Path(inprogress_name_);
-  fd_.Reset();
+  file_.reset();
   buffer_.clear();
   inprogress_name_.clear();
   ++next_txn_;
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return ErrnoError("cannot delete aborted output file '" + path + "'", errno);
-  }
+  RETURN_IF_ERROR_CTX(fs_->RemoveFile(path), "cannot delete aborted output file '" + path + "'");
   return Status::Ok();
 }
 
@@ -415,23 +388,20 @@ Result<FileSinkRecoveryStats> FileSink::Recover(const std::string& directory,
                                                 const std::string& prefix,
                                                 std::optional<CheckpointId> restored,
                                                 std::span<const FileSinkCommittable> committables,
-                                                AttemptNumber current_attempt) {
+                                                AttemptNumber current_attempt, FileSystem& fs) {
   FileSinkRecoveryStats stats;
   for (const FileSinkCommittable& c : committables) {
     CHECK(restored && c.checkpoint <= *restored)
         << "committable of checkpoint " << c.checkpoint << " is newer than the restored one";
   }
-  struct stat st;
-  if (committables.empty() && ::stat(directory.c_str(), &st) != 0 && errno == ENOENT) {
-    return stats;  // nothing was ever written
-  }
+  if (committables.empty() && !fs.Exists(directory)) return stats;  // nothing was ever written
 
   // 1. Commit the restored checkpoint's committables, after checking their content.
   for (const FileSinkCommittable& c : committables) {
     std::string path = JoinPath(directory, c.pending_name);
-    if (::stat(path.c_str(), &st) != 0) path = JoinPath(directory, c.final_name);
+    if (!fs.Exists(path)) path = JoinPath(directory, c.final_name);
     uint64_t size = 0, checksum = 0;
-    Status read = ChecksumFile(path, &size, &checksum);
+    Status read = ChecksumFile(fs, path, &size, &checksum);
     if (read.ok() && (size != c.size || checksum != c.checksum)) {
       return Corruption("output file '" + path + "' of checkpoint " +
                         std::to_string(c.checkpoint.value()) + " has " + std::to_string(size) +
@@ -440,36 +410,50 @@ Result<FileSinkRecoveryStats> FileSink::Recover(const std::string& directory,
                         " bytes; it was modified outside keyflow");
     }
     bool already = false;
-    RETURN_IF_ERROR(CommitImpl(directory, c, &already));  // also reports missing files
+    RETURN_IF_ERROR(CommitImpl(fs, directory, c, &already));  // also reports missing files
     ++(already ? stats.already_committed : stats.committed);
   }
 
-  // 2. Delete what earlier attempts left that the restored checkpoint does not contain.
+  // 2. Delete the in-progress and pending files earlier attempts left that the restored
+  // checkpoint does not contain. Committed files stay, always: one the restored checkpoint
+  // does not cover means the restore would emit its results a second time.
   const int64_t restored_id = restored ? restored->value() : 0;
   std::vector<std::string> doomed;
-  {
-    std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(directory.c_str()), &::closedir);
-    if (!d) return ErrnoError("cannot list output directory '" + directory + "'", errno);
-    errno = 0;
-    while (struct dirent* e = ::readdir(d.get())) {
-      std::optional<SinkFileName> f = ParseSinkFileName(e->d_name, prefix);
-      errno = 0;
-      if (!f || f->attempt >= current_attempt.value()) continue;
-      if (f->kind == SinkFileName::kCommitted && f->checkpoint <= restored_id) continue;
-      doomed.emplace_back(e->d_name);
+  std::vector<std::string> uncovered;
+  ASSIGN_OR_RETURN(std::vector<std::string> names, fs.ListDirectory(directory));
+  for (const std::string& name : names) {
+    std::optional<SinkFileName> f = ParseSinkFileName(name, prefix);
+    if (!f || f->attempt >= current_attempt.value()) continue;
+    if (f->kind == SinkFileName::kCommitted && f->checkpoint <= restored_id) continue;
+    if (f->kind == SinkFileName::kCommitted || f->kind == SinkFileName::kFinal) {
+      uncovered.push_back(name);
+    } else {
+      doomed.push_back(name);
     }
-    if (errno != 0) return ErrnoError("cannot list output directory '" + directory + "'", errno);
+  }
+  if (!uncovered.empty()) {
+    std::string list;
+    for (size_t i = 0; i < uncovered.size() && i < 5; ++i) {
+      list += (i ? ", " : "") + uncovered[i];
+    }
+    if (uncovered.size() > 5) list += ", ...";
+    return FailedPrecondition(
+        "output directory '" + directory + "' holds " + std::to_string(uncovered.size()) +
+        " committed file(s) of earlier attempts that " +
+        (restored ? "the restored checkpoint " + std::to_string(restored_id) : "a restart from "
+                                                                               "scratch") +
+        " does not cover (" + list +
+        "), and committed output is never deleted: restoring would emit those results a second "
+        "time; restore a newer checkpoint, or start a new job with --from-savepoint to accept "
+        "the replay into new part files (checkpoint/README.md, \"When a checkpoint is "
+        "corrupt\")");
   }
   for (const std::string& name : doomed) {
-    std::string path = JoinPath(directory, name);
-    if (::unlink(path.c_str()) != 0) {
-      if (errno == ENOENT) continue;  // removed by another recovering subtask
-      return ErrnoError("cannot delete leftover output file '" + path + "'", errno);
-    }
+    RETURN_IF_ERROR_CTX(fs.RemoveFile(JoinPath(directory, name)),
+                        "cannot delete leftover output file");
     ++stats.deleted;
   }
-  ASSIGN_OR_RETURN(ScopedFd dir, OpenDir(directory));
-  RETURN_IF_ERROR(FsyncDir(dir.get(), directory));
+  RETURN_IF_ERROR(fs.SyncDirectory(directory));
   return stats;
 }
 

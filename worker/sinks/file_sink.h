@@ -8,12 +8,18 @@
 //   <prefix>-<s>-<a>-<c>.jsonl            committed: the result
 //   <prefix>-<s>-<a>-final.jsonl          committed at end of input by FinishAndCommit()
 // Readers of the result take every file whose name does not start with '.' or '_'.
+// A committed file is never deleted or rewritten by keyflow, by anything.
 //
 // Life cycle of one sink subtask (the sink is told about checkpoints by the task thread):
 //   Write(line)*                appends to the current transaction; the first write opens it
-//   PreCommit(c)                snapshotState: flush + fsync + rename to pending; the
-//                               committable joins pending_committables(), which is the sink's
-//                               state for checkpoint c; the next write opens a new transaction
+//   StartPreCommit(c)           snapshotState, the cheap half on the task thread: flush the
+//                               buffer and hand the file over; the committable joins
+//                               pending_committables(), which is the sink's state for
+//                               checkpoint c; the next write opens a new transaction
+//   FileSinkPreCommitSync::Run  the durable half, on any thread (the snapshot thread): fsync,
+//                               rename to pending, fsync of the directory. The checkpoint may
+//                               be acknowledged only after it returned OK.
+//   PreCommit(c)                both halves on the calling thread
 //   NotifyCheckpointComplete(c) commits every pending committable with checkpoint <= c, in order
 //   FinishAndCommit()           end of input: commits everything written, without a checkpoint
 //   Abort() / destructor        deletes the current in-progress file
@@ -21,15 +27,19 @@
 //
 // Recovery (static Recover): before a restarted job writes, with the committables of the
 // restored checkpoint of ALL subtasks, commit them (idempotently), then delete what earlier
-// attempts left behind that is not part of the restored checkpoint: their in-progress and
-// pending files, their final files, and their committed files of checkpoints after the
-// restored one (that data will be produced again). Files of the current attempt and files
-// that do not follow the naming above are never touched. Several subtasks may run Recover
-// concurrently with the same arguments.
+// attempts left behind that is not part of the result: their in-progress and pending files.
+// Committed files of earlier attempts that the restored checkpoint does not cover (committed
+// after it, or final files) are never deleted: Recover fails instead (FailedPrecondition),
+// because restoring would emit their results a second time (checkpoint/README.md, "When a
+// checkpoint is corrupt"). Files of the current attempt and files that do not follow the
+// naming above are never touched. Several subtasks may run Recover concurrently with the same
+// arguments.
 //
 // The output directory must belong to one job: a new job (not a restart) needs an empty
-// directory or its own prefix. Every file operation returns a Status naming the path.
-// Threading: a FileSink instance is used by one thread; the static functions are thread-safe.
+// directory or its own prefix. Every file operation goes through a FileSystem
+// (common/file_system.h; default FileSystem::Default()) and returns a Status naming the path.
+// Threading: a FileSink instance is used by one thread; a FileSinkPreCommitSync by one thread
+// (any); the static functions are thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -41,10 +51,10 @@
 #include <vector>
 
 #include "common/binary_io.h"
+#include "common/file_system.h"
 #include "common/hashing.h"
 #include "common/status.h"
 #include "common/types.h"
-#include "worker/sources/scoped_fd.h"
 
 namespace keyflow {
 
@@ -54,6 +64,7 @@ struct FileSinkOptions {
   SubtaskIndex subtask{0};
   AttemptNumber attempt{0};
   size_t buffer_bytes = 1 << 20;  // write(2) in chunks of about this size
+  FileSystem* file_system = &FileSystem::Default();  // not owned; outlives the sink
 };
 
 // A pre-committed transaction: what goes into checkpoint c and what Commit needs.
@@ -70,10 +81,31 @@ struct FileSinkCommittable {
   friend bool operator==(const FileSinkCommittable&, const FileSinkCommittable&) = default;
 };
 
+// The durable half of a pre-commit, handed off the task thread: fsync of the transaction's
+// file, rename to its pending name, fsync of the output directory. Run it once, on any thread.
+// If it fails, the committable is not durable: the checkpoint must not be acknowledged and the
+// sink must not commit it (the task fails; recovery produces that output again).
+class FileSinkPreCommitSync {
+ public:
+  Status Run();
+
+ private:
+  friend class FileSink;
+  FileSystem* fs_ = nullptr;
+  std::unique_ptr<WritableFile> file_;
+  std::string from_, to_, directory_;
+};
+
+// What StartPreCommit returns: the committable and the work that makes it durable.
+struct FileSinkPreCommit {
+  FileSinkCommittable committable;
+  std::unique_ptr<FileSinkPreCommitSync> sync;
+};
+
 struct FileSinkRecoveryStats {
   int64_t committed = 0;          // pending files renamed to their committed names
   int64_t already_committed = 0;  // committables found committed already
-  int64_t deleted = 0;            // leftovers of earlier attempts removed
+  int64_t deleted = 0;            // in-progress and pending leftovers of earlier attempts removed
 };
 
 class FileSink {
@@ -88,8 +120,12 @@ class FileSink {
   // Appends `line` and a '\n'. InvalidArgument if `line` contains a '\n'.
   Status Write(std::string_view line);
 
-  // Phase one for checkpoint `id` (strictly greater than any earlier PreCommit id). Returns the
-  // new committable, or nullopt when nothing was written since the last PreCommit.
+  // Phase one for checkpoint `id` (strictly greater than any earlier PreCommit id), the part
+  // for the task thread: no fsync. Returns the new committable (already in
+  // pending_committables()) with the sync that makes it durable, or nullopt when nothing was
+  // written since the last pre-commit. Precondition: the previous pre-commit's sync has run.
+  Result<std::optional<FileSinkPreCommit>> StartPreCommit(CheckpointId id);
+  // StartPreCommit and its sync on this thread. On failure the committable is dropped again.
   Result<std::optional<FileSinkCommittable>> PreCommit(CheckpointId id);
   // Pre-committed, not yet committed, oldest first: the sink state to put into a checkpoint
   // right after PreCommit(id).
@@ -110,17 +146,21 @@ class FileSink {
   // Renames the committable's pending file to its committed name. Idempotent: OK if it is
   // committed already. NotFound if neither file exists; Corruption if the size differs from
   // the committable's.
-  static Status Commit(const std::string& directory, const FileSinkCommittable& committable);
+  static Status Commit(const std::string& directory, const FileSinkCommittable& committable,
+                       FileSystem& fs = FileSystem::Default());
 
   // See the file comment. `restored` is the checkpoint restored from (nullopt: the job starts
-  // from scratch, so every file of earlier attempts goes); `committables` are the sink
-  // committables stored in it, of all subtasks; their checksums are verified (Corruption on
-  // mismatch). Precondition: every committable's checkpoint <= *restored.
+  // from scratch, so no committed file of an earlier attempt may exist); `committables` are the
+  // sink committables stored in it, of all subtasks; their checksums are verified (Corruption
+  // on mismatch). FailedPrecondition naming the files when earlier attempts committed output
+  // the restored checkpoint does not cover. Precondition: every committable's checkpoint
+  // <= *restored.
   static Result<FileSinkRecoveryStats> Recover(const std::string& directory,
                                                const std::string& prefix,
                                                std::optional<CheckpointId> restored,
                                                std::span<const FileSinkCommittable> committables,
-                                               AttemptNumber current_attempt);
+                                               AttemptNumber current_attempt,
+                                               FileSystem& fs = FileSystem::Default());
 
   const FileSinkOptions& options() const { return options_; }
   // Bytes written to the current transaction so far (buffered or not).
@@ -132,12 +172,13 @@ class FileSink {
   std::string BaseName() const;  // <prefix>-<s>-<a>-<t>
   Status OpenTransaction();
   Status FlushBuffer();
-  // Flushes, fsyncs and closes the in-progress file, then renames it to `name`.
-  Status CloseAndRename(const std::string& name);
+  // Flushes the in-progress file and hands it over: the returned sync fsyncs, closes and
+  // renames it to `name`, then fsyncs the directory.
+  Result<std::unique_ptr<FileSinkPreCommitSync>> HandOver(const std::string& name);
 
   FileSinkOptions options_;
-  ScopedFd dir_fd_;  // for fsync after renames
-  ScopedFd fd_;      // current in-progress file; invalid when no transaction is open
+  FileSystem* fs_ = nullptr;
+  std::unique_ptr<WritableFile> file_;  // current in-progress file; null when no transaction
   std::string inprogress_name_;
   std::string buffer_;
   std::unique_ptr<StreamingChecksum> checksum_;

@@ -127,14 +127,15 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
       return Corruption("checkpoint " + std::to_string(r.checkpoint.value()) +
                         " cannot be restored: " + s.message());
     };
-    auto file = RandomAccessFile::Open(path);
-    if (!file.ok()) return corrupted(file.status());
-    if (file->size() != h.size) {
-      return corrupted(Corruption("state file " + path + " has " + std::to_string(file->size()) +
+    auto opened = OpenRandomAccessFile(path);
+    if (!opened.ok()) return corrupted(opened.status());
+    const RandomAccessFile& file = **opened;
+    if (file.size() != h.size) {
+      return corrupted(Corruption("state file " + path + " has " + std::to_string(file.size()) +
                                   " bytes but the checkpoint recorded " + std::to_string(h.size) +
                                   " (truncated or replaced)"));
     }
-    auto reader = KeyedSnapshotReader::Open(*file);
+    auto reader = KeyedSnapshotReader::Open(file);
     if (!reader.ok()) return corrupted(reader.status());
     if (reader->info().index_checksum != h.checksum) {
       return corrupted(
@@ -279,12 +280,16 @@ void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
 
   KeyedCheckpointPart part;
   part.alignment_duration_us = alignment_us;
+  // The sink's pre-commit on this thread only hands its file over; the fsync that makes the
+  // committable durable runs on the snapshot thread, before the acknowledgement (Liveness 6).
+  std::unique_ptr<FileSinkPreCommitSync> sink_sync;
   if (collector_.sink) {
-    auto pre = collector_.sink->PreCommit(id);
+    auto pre = collector_.sink->StartPreCommit(id);
     if (!pre.ok()) {
       callbacks_.checkpoint_done(id, pre.status().WithContext("pre-committing the sink"));
       return;
     }
+    if (*pre) sink_sync = std::move((*pre)->sync);
     for (const FileSinkCommittable& c : collector_.sink->pending_committables()) {
       std::string bytes;
       BinaryWriter w(&bytes);
@@ -304,25 +309,23 @@ void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
   std::string name = CheckpointStorage::SubtaskStateFileName(deployment_.subtask);
   std::string path = dir + "/" + name;
   AsyncKeyedSnapshot* snapshot = snapshot_.get();
-  snapshot_thread_ = std::thread([this, id, name, path, part, snapshot]() mutable {
+  snapshot_thread_ = std::thread([this, id, name, path, part, snapshot,
+                                  sink_sync = std::move(sink_sync)]() mutable {
     int64_t a0 = NowMicros();
     Result<KeyedCheckpointPart> result = [&]() -> Result<KeyedCheckpointPart> {
-      ASSIGN_OR_RETURN(WritableFile file, WritableFile::Create(path));
-      std::string buffer;
-      buffer.reserve(kSnapshotWriteBuffer);
-      Status io;
-      auto sink = [&](std::string_view bytes) -> Status {
-        buffer.append(bytes);
-        if (buffer.size() >= kSnapshotWriteBuffer) {
-          RETURN_IF_ERROR(file.Append(buffer));
-          buffer.clear();
+      if (sink_sync) {
+        Status synced = sink_sync->Run();
+        if (!synced.ok()) {
+          // The committable is not durable and the sink holds it as pending: this subtask
+          // cannot go on exactly once. Fail it; recovery produces that output again.
+          Status failed = synced.WithContext("pre-committing the sink");
+          mailbox_->Put([this, failed] { processor_->ReportError(failed); }, "sink sync failed")
+              .IgnoreError();
+          return failed;
         }
-        return Status::Ok();
-      };
-      ASSIGN_OR_RETURN(KeyedSnapshotInfo info, snapshot->WriteTo(sink));
-      RETURN_IF_ERROR(file.Append(buffer));
-      RETURN_IF_ERROR(file.Sync());
-      RETURN_IF_ERROR(file.Close());
+      }
+      ASSIGN_OR_RETURN(KeyedSnapshotInfo info,
+                       snapshot->WriteToFile(FileSystem::Default(), path, kSnapshotWriteBuffer));
       KeyGroupsStateHandle& h = part.keyed_state;
       h.path = name;
       h.size = info.file_size;

@@ -158,9 +158,9 @@ TEST_F(KeyedSnapshotFormatTest, SameDataGivesSameBytesThroughAFile) {
           .ok());
   EXPECT_EQ(again, bytes_);
   ASSERT_TRUE(WriteFileAtomically(dir.File("s.kgs"), bytes_).ok());
-  auto file = RandomAccessFile::Open(dir.File("s.kgs"));
+  auto file = OpenRandomAccessFile(dir.File("s.kgs"));
   ASSERT_TRUE(file.ok());
-  auto reader = KeyedSnapshotReader::Open(*file);
+  auto reader = KeyedSnapshotReader::Open(**file);
   ASSERT_TRUE(reader.ok());
   EXPECT_EQ(reader->info().index_checksum, info_.index_checksum);
 }
