@@ -151,22 +151,81 @@ void JobMaster::WriteJobRecord() {
 Result<std::optional<JobMaster::RestorePoint>> JobMaster::ChooseRestorePoint() {
   auto completed = storage_.ListCompletedCheckpoints(job_id_);
   if (!completed.ok()) return completed.status();
+  std::vector<UnrestorableCheckpoint> skipped;  // newest first
+  std::optional<RestorePoint> chosen;
   for (auto it = completed->rbegin(); it != completed->rend(); ++it) {
-    if (bad_checkpoints_.count(it->id.value())) continue;
     auto m = CheckpointStorage::ReadMetadata(it->directory);
-    Status ok = m.ok() ? CheckpointStorage::VerifyStateFiles(it->directory, *m) : m.status();
+    auto bad = bad_checkpoints_.find(it->id.value());
+    Status ok = bad != bad_checkpoints_.end() ? Corruption(bad->second)
+                : m.ok()                      ? CheckpointStorage::VerifyStateFiles(it->directory, *m)
+                                              : m.status();
     if (!ok.ok()) {
-      bad_checkpoints_.insert(it->id.value());
-      KF_LOG_WARN("checkpoint {} cannot be restored ({}); using the previous completed checkpoint",
-                  it->id.value(), ok.message());
+      if (bad == bad_checkpoints_.end()) {
+        bad_checkpoints_[it->id.value()] = ok.message();
+        KF_LOG_WARN(
+            "checkpoint {} cannot be restored ({}); using the previous completed checkpoint",
+            it->id.value(), ok.message());
+      }
+      skipped.push_back(UnrestorableCheckpoint{
+          it->id, it->directory, ok.message(),
+          m.ok() ? m->sink_committables : std::vector<std::string>{}});
       continue;
     }
-    if (rescale_savepoint_ && rescale_savepoint_->metadata.id > m->id) return rescale_savepoint_;
-    return std::optional<RestorePoint>(RestorePoint{std::move(m).value(), it->directory});
+    if (rescale_savepoint_ && rescale_savepoint_->metadata.id > m->id) {
+      chosen = rescale_savepoint_;
+    } else {
+      chosen = RestorePoint{std::move(m).value(), it->directory};
+    }
+    break;
   }
-  if (rescale_savepoint_) return rescale_savepoint_;
-  if (initial_restore_) return initial_restore_;
-  return std::optional<RestorePoint>();
+  if (!chosen) chosen = rescale_savepoint_ ? rescale_savepoint_ : initial_restore_;
+  RETURN_IF_ERROR(CheckFallbackKeepsCommittedOutput(skipped, chosen));
+  return chosen;
+}
+
+Status JobMaster::CheckFallbackKeepsCommittedOutput(
+    const std::vector<UnrestorableCheckpoint>& skipped,
+    const std::optional<RestorePoint>& chosen) const {
+  const CheckpointId chosen_id = chosen ? chosen->metadata.id : CheckpointId(0);
+  // Each committable is one part file; a newer completed checkpoint's committables that the
+  // chosen point does not hold were (or may have been) committed by its notification.
+  std::set<std::string> at_stake;
+  std::string corrupt;
+  for (const UnrestorableCheckpoint& c : skipped) {
+    if (c.id <= chosen_id) continue;
+    corrupt += (corrupt.empty() ? "" : "; ") + ("checkpoint " + std::to_string(c.id.value()) +
+                                                 " in " + c.directory + " (" + c.reason + ")");
+    at_stake.insert(c.sink_committables.begin(), c.sink_committables.end());
+  }
+  if (chosen) {
+    for (const std::string& b : chosen->metadata.sink_committables) at_stake.erase(b);
+  }
+  if (corrupt.empty()) return Status::Ok();
+  const std::string target = chosen ? (chosen->metadata.savepoint ? "savepoint " : "checkpoint ") +
+                                          std::to_string(chosen_id.value())
+                                    : std::string("the start of the input");
+  if (at_stake.empty()) {
+    KF_LOG_WARN(
+        "falling back to {} job={}: no committed output is at stake (the newer unrestorable "
+        "checkpoints hold no sink committables): {}",
+        target, job_id_, corrupt);
+    return Status::Ok();
+  }
+  const std::string accept =
+      chosen ? "accept the replay with keyflow run ... --from-savepoint " + chosen->directory +
+                   " (the replayed results go to new part files next to the committed ones, "
+                   "so a reader sees those results twice)"
+             : "accept the replay by running the job again from the start into a new --output "
+               "directory";
+  return FailedPrecondition(
+      "the newest completed checkpoint cannot be restored: " + corrupt + ", and falling back to " +
+      target + " would emit again the results of " + std::to_string(at_stake.size()) +
+      " part file(s) already committed in " +
+      (spec_.output_dir.empty() ? std::string("the output directory") : spec_.output_dir) +
+      " after it, which keyflow never retracts; either " + accept +
+      ", or repair or restore the corrupt file and resume with keyflow run ... "
+      "--from-savepoint " +
+      skipped.front().directory);
 }
 
 Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint> restore,
@@ -319,7 +378,7 @@ void JobMaster::OnTaskFailed(const TaskFailed& m, int64_t now_ms) {
   Vertex* v = VertexOf(m.subtask, m.attempt, m.worker);
   if (v == nullptr) return;
   if (m.corrupted_checkpoint.value() != 0 && restored_from_ == m.corrupted_checkpoint) {
-    bad_checkpoints_.insert(m.corrupted_checkpoint.value());
+    bad_checkpoints_[m.corrupted_checkpoint.value()] = m.reason;
     KF_LOG_WARN(
         "checkpoint {} is corrupted ({}); the next attempt uses the previous completed "
         "checkpoint",
@@ -399,7 +458,11 @@ void JobMaster::TryRestart(int64_t now_ms) {
   waiting_for_.clear();
   auto restore = ChooseRestorePoint();
   if (!restore.ok()) {
-    EndJob(JobState::kFailed, "cannot find a checkpoint to restore: " + restore.status().message(),
+    // FailedPrecondition: a fallback would replay committed output (the message says what to do).
+    EndJob(JobState::kFailed,
+           restore.status().code() == StatusCode::kFailedPrecondition
+               ? restore.status().message()
+               : "cannot find a checkpoint to restore: " + restore.status().message(),
            now_ms);
     return;
   }

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -143,9 +144,21 @@ class JobMaster {
 
   // Deploys the next attempt on `parallelism` workers, restoring `restore` if set.
   Status DeployAttempt(int32_t parallelism, std::optional<RestorePoint> restore, int64_t now_ms);
+  // A completed checkpoint found unrestorable, and what its notification may have committed.
+  struct UnrestorableCheckpoint {
+    CheckpointId id;
+    std::string directory;
+    std::string reason;
+    std::vector<std::string> sink_committables;
+  };
   // The restore point for a restart: the newest completed checkpoint whose metadata and files
   // verify (skipping `bad_checkpoints_`), else the initial savepoint, else none.
+  // FailedPrecondition (job FAILED, checkpoint/README.md "When a checkpoint is corrupt") when
+  // skipping would re-emit committed output: a newer unrestorable checkpoint holds sink
+  // committables the chosen point does not.
   Result<std::optional<RestorePoint>> ChooseRestorePoint();
+  Status CheckFallbackKeepsCommittedOutput(const std::vector<UnrestorableCheckpoint>& skipped,
+                                           const std::optional<RestorePoint>& chosen) const;
   void StepRescale(int64_t now_ms);
   void OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t now_ms);
   void EndRescale(const Status& result);
@@ -173,7 +186,7 @@ class JobMaster {
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::optional<RestorePoint> initial_restore_;  // --from-savepoint, until the first checkpoint
   std::optional<CheckpointId> restored_from_;    // of the current attempt
-  std::set<int64_t> bad_checkpoints_;            // found corrupted; never restored again
+  std::map<int64_t, std::string> bad_checkpoints_;  // found corrupted (why); never restored again
   bool final_triggered_ = false;
   bool attempt_cancelled_ = false;  // CancelTask sent to the current attempt's subtasks
   int64_t submitted_ms_ = 0;

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "common/file_io.h"
+#include "common/testing/fault_injection_file_system.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 
 namespace keyflow {
@@ -210,6 +211,37 @@ TEST_F(CheckpointStorageTest, VerifyStateFilesNamesAMissingOrTruncatedFile) {
   EXPECT_EQ(missing.code(), StatusCode::kCorruption);
   EXPECT_NE(missing.message().find("subtask-0.kgs"), std::string::npos);
   EXPECT_NE(missing.message().find("missing"), std::string::npos);
+}
+
+// Through the fault-injecting file system: a crash right after WriteMetadata keeps the
+// checkpoint (it was fsynced and its directory entry synced), and a full disk while writing the
+// metadata leaves the previous completed checkpoint the newest one, readable.
+TEST_F(CheckpointStorageTest, CompletedCheckpointSurvivesACrashAndAFullDiskKeepsThePreviousOne) {
+  FaultInjectionFileSystem fs;
+  CheckpointStorage storage(tmp_.path(), fs);
+  CheckpointMetadata m = TestMetadata(8, 2, 1);
+  m.job_id = kJob;
+  const std::string dir1 = storage.CheckpointDirectory(kJob, CheckpointId(1));
+  ASSERT_TRUE(storage.PrepareCheckpointDirectory(dir1).ok());
+  ASSERT_TRUE(storage.WriteMetadata(dir1, m).ok());
+  ASSERT_TRUE(fs.SimulateCrash().ok());
+  EXPECT_EQ(Ids(storage.ListCompletedCheckpoints(kJob)), (std::vector<int64_t>{1}));
+
+  CheckpointMetadata m2 = TestMetadata(8, 2, 2);
+  m2.job_id = kJob;
+  const std::string dir2 = storage.CheckpointDirectory(kJob, CheckpointId(2));
+  ASSERT_TRUE(storage.PrepareCheckpointDirectory(dir2).ok());
+  fs.FailWritesAfter(10);
+  Status full = storage.WriteMetadata(dir2, m2);
+  EXPECT_EQ(full.code(), StatusCode::kIoError);
+  EXPECT_EQ(full.message(), "cannot write the metadata of checkpoint 2: cannot write " + dir2 +
+                                "/_metadata.tmp: No space left on device");
+  fs.ClearFaults();
+  ASSERT_TRUE(fs.SimulateCrash().ok());
+  EXPECT_EQ(Ids(storage.ListCompletedCheckpoints(kJob)), (std::vector<int64_t>{1}));
+  auto back = CheckpointStorage::ReadMetadata(dir1, fs);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->id, CheckpointId(1));
 }
 
 TEST_F(CheckpointStorageTest, PrepareRefusesANonEmptyDirectoryButTakesAnEmptyOne) {

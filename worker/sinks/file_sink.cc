@@ -205,6 +205,11 @@ Result<FileSink> FileSink::Open(FileSinkOptions options) {
   CHECK_GE(options.attempt.value(), 0);
   CHECK_GT(options.buffer_bytes, 0u);
   CHECK(options.file_system != nullptr);
+  if (options.file_system->Exists(options.directory) &&
+      !options.file_system->IsDirectory(options.directory)) {
+    return InvalidArgument("output path '" + options.directory +
+                           "' exists and is not a directory");
+  }
   RETURN_IF_ERROR_CTX(options.file_system->CreateDirectories(options.directory),
                       "cannot use the output directory '" + options.directory + "'");
   FileSink sink;

@@ -10,7 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/file_io.h"
 #include "common/processing_time_service.h"
+#include "common/testing/fault_injection_file_system.h"
 #include "state/heap/heap_keyed_state_backend.h"
 #include "state/snapshot/async_keyed_snapshot.h"
 #include "state/snapshot/keyed_snapshot_format.h"
@@ -157,6 +159,38 @@ TEST_P(AsyncKeyedSnapshotTest, ChangesAfterTheWriterFinishedCostNothing) {
   s.Change(0, 500, 1);
   EXPECT_EQ(snapshot->serialized_by_task_thread(), 0);
   s.EndAsync();
+}
+
+TEST_P(AsyncKeyedSnapshotTest, WriteToFileIsDurableAndAFullDiskGivesAClearErrorAndNoFile) {
+  Subtask s(/*with_copy=*/GetParam());
+  s.Change(0, 2000, 0);
+  const std::string expected = s.SynchronousSnapshot();
+  TempDir dir;
+  FaultInjectionFileSystem fs;
+  {
+    auto snapshot = s.BeginAsync();
+    auto info = snapshot->WriteToFile(fs, dir.File("ok.kgs"), 4096);
+    s.EndAsync();
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    EXPECT_EQ(info->file_size, expected.size());
+    EXPECT_EQ(fs.file_syncs(), 1);
+  }
+  ASSERT_TRUE(fs.SyncDirectory(dir.path()).ok());  // the checkpoint's _metadata write does this
+  ASSERT_TRUE(fs.SimulateCrash().ok());
+  EXPECT_EQ(*ReadFileToString(dir.File("ok.kgs")), expected);
+
+  fs.FailWritesAfter(expected.size() / 2);
+  auto snapshot = s.BeginAsync();
+  auto full = snapshot->WriteToFile(fs, dir.File("full.kgs"), 4096);
+  s.Change(0, 2000, 1);  // the task thread goes on; nothing waits for the failed writer
+  s.EndAsync();
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.status().code(), StatusCode::kIoError);
+  EXPECT_EQ(full.status().message(), "cannot write the state snapshot " + dir.File("full.kgs") +
+                                         ": cannot write " + dir.File("full.kgs") +
+                                         ": No space left on device");
+  EXPECT_FALSE(PathExists(dir.File("full.kgs")));
+  EXPECT_EQ(*ReadFileToString(dir.File("ok.kgs")), expected);  // the previous one is intact
 }
 
 INSTANTIATE_TEST_SUITE_P(CaptureByCopyOrBySerialising, AsyncKeyedSnapshotTest, ::testing::Bool(),

@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include <thread>
+
 #include "common/hashing.h"
+#include "common/testing/fault_injection_file_system.h"
 #include "tests/worker/sources/test_util.h"
 
 namespace keyflow {
@@ -241,7 +244,7 @@ TEST(FileSink, CommittableRoundTripsThroughBinaryIoAndRejectsPaths) {
 
 // A crash of attempt 1 after checkpoint 2 completed (but before its commit) and after checkpoint 3
 // was pre-committed but never completed.
-TEST(FileSink, RecoverCommitsTheRestoredCheckpointAndDeletesWhatEarlierAttemptsLeft) {
+TEST(FileSink, RecoverCommitsTheRestoredCheckpointAndDeletesUncommittedLeftovers) {
   TempDir dir;
   std::vector<FileSinkCommittable> state_of_checkpoint_2;
   {
@@ -265,15 +268,12 @@ TEST(FileSink, RecoverCommitsTheRestoredCheckpointAndDeletesWhatEarlierAttemptsL
     ASSERT_TRUE(s1.Write("s1 cp3").ok());
     PreCommit(s0, 3);  // checkpoint 3 never completes
     PreCommit(s1, 3);
-    ASSERT_TRUE(s1.NotifyCheckpointComplete(CheckpointId(3)).ok());  // wrongly, say
     ASSERT_TRUE(s0.Write("s0 after cp3").ok());
     // The crash: the in-progress file stays (the destructor would delete it).
     ASSERT_EQ(::link(dir.File(".part-0-1-3.inprogress").c_str(),
                      dir.File(".part-0-1-9.inprogress").c_str()),
               0);
   }
-  dir.Write("part-1-1-final.jsonl",
-            "s1 final\n");  // end of input reached by subtask 1
   dir.Write("notes.txt", "not ours");
   dir.Write("_SUCCESS", "");
   dir.Write(".other-0-1-0.inprogress", "another prefix");
@@ -286,8 +286,8 @@ TEST(FileSink, RecoverCommitsTheRestoredCheckpointAndDeletesWhatEarlierAttemptsL
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(stats->committed, 1);          // s0's checkpoint 2
   EXPECT_EQ(stats->already_committed, 1);  // s1's checkpoint 2
-  // s0's pending 3 and in-progress, s1's committed 3, s1's final.
-  EXPECT_EQ(stats->deleted, 4);
+  // s0's pending 3 and in-progress, s1's pending 3.
+  EXPECT_EQ(stats->deleted, 3);
   EXPECT_EQ(dir.List(),
             (std::vector<std::string>{".other-0-1-0.inprogress", ".part-0-2-0.inprogress",
                                       "_SUCCESS", "notes.txt", "part-0-1-1.jsonl",
@@ -303,24 +303,154 @@ TEST(FileSink, RecoverCommitsTheRestoredCheckpointAndDeletesWhatEarlierAttemptsL
   EXPECT_EQ(again->deleted, 0);
 }
 
-TEST(FileSink, RecoverFromScratchDeletesEveryFileOfEarlierAttempts) {
+TEST(FileSink, RecoverFromScratchDeletesEveryUncommittedFileOfEarlierAttempts) {
   TempDir dir;
   {
     FileSink s = OpenSink(Options(dir.path(), 0, 3));
     ASSERT_TRUE(s.Write("x").ok());
     PreCommit(s, 1);
-    ASSERT_TRUE(s.NotifyCheckpointComplete(CheckpointId(1)).ok());
     ASSERT_TRUE(s.Write("y").ok());
     PreCommit(s, 2);
+    ASSERT_TRUE(s.Write("z").ok());
+    ASSERT_EQ(::link(dir.File(".part-0-3-2.inprogress").c_str(),
+                     dir.File(".part-0-3-7.inprogress").c_str()),
+              0);  // the crash
   }
   Result<FileSinkRecoveryStats> stats =
       FileSink::Recover(dir.path(), "part", std::nullopt, {}, AttemptNumber(4));
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
-  EXPECT_EQ(stats->deleted, 2);
+  EXPECT_EQ(stats->deleted, 3);
   EXPECT_TRUE(dir.List().empty());
   // A directory that was never created has nothing to recover.
   EXPECT_TRUE(
       FileSink::Recover(dir.File("never"), "part", std::nullopt, {}, AttemptNumber(1)).ok());
+}
+
+// Issue 9, Liveness 2: recovery used to delete committed files newer than the restored
+// checkpoint (and final files) and write those results again under new names.
+TEST(FileSink, RecoverNeverDeletesCommittedFilesTheRestoredCheckpointDoesNotCover) {
+  TempDir dir;
+  std::vector<FileSinkCommittable> state_of_checkpoint_1;
+  {
+    FileSink s0 = OpenSink(Options(dir.path(), 0, 1));
+    ASSERT_TRUE(s0.Write("s0 cp1").ok());
+    PreCommit(s0, 1);
+    state_of_checkpoint_1 = s0.pending_committables();
+    ASSERT_TRUE(s0.NotifyCheckpointComplete(CheckpointId(1)).ok());
+    ASSERT_TRUE(s0.Write("s0 cp2").ok());
+    PreCommit(s0, 2);
+    ASSERT_TRUE(s0.NotifyCheckpointComplete(CheckpointId(2)).ok());  // 2 completed, then lost
+    ASSERT_TRUE(s0.Write("s0 cp3").ok());
+    PreCommit(s0, 3);
+  }
+  dir.Write("part-1-1-final.jsonl", "s1 final\n");
+  const std::vector<std::string> before = dir.List();
+  const std::string committed_2 = ReadFile(dir.File("part-0-1-2.jsonl"));
+
+  Result<FileSinkRecoveryStats> stats = FileSink::Recover(dir.path(), "part", CheckpointId(1),
+                                                          state_of_checkpoint_1, AttemptNumber(2));
+  ASSERT_FALSE(stats.ok());
+  EXPECT_EQ(stats.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stats.status().message(),
+            "output directory '" + dir.path() +
+                "' holds 2 committed file(s) of earlier attempts that the restored checkpoint 1 "
+                "does not cover (part-0-1-2.jsonl, part-1-1-final.jsonl), and committed output "
+                "is never deleted: restoring would emit those results a second time; restore a "
+                "newer checkpoint, or start a new job with --from-savepoint to accept the "
+                "replay into new part files (checkpoint/README.md, \"When a checkpoint is "
+                "corrupt\")");
+  EXPECT_EQ(dir.List(), before);  // nothing deleted, not even the pending file
+  EXPECT_EQ(ReadFile(dir.File("part-0-1-2.jsonl")), committed_2);
+  // From scratch, committed output of earlier attempts is refused the same way.
+  Result<FileSinkRecoveryStats> scratch =
+      FileSink::Recover(dir.path(), "part", std::nullopt, {}, AttemptNumber(2));
+  ASSERT_FALSE(scratch.ok());
+  EXPECT_NE(scratch.status().message().find("3 committed file(s) of earlier attempts that a "
+                                            "restart from scratch does not cover"),
+            std::string::npos)
+      << scratch.status().message();
+  EXPECT_EQ(dir.List(), before);
+}
+
+// Liveness 6: the task thread's half of the pre-commit does no fsync; the committable becomes
+// durable in the sync, which may run on another thread.
+TEST(FileSink, StartPreCommitDoesNoFsyncAndTheSyncMakesTheCommittableDurable) {
+  TempDir dir;
+  FaultInjectionFileSystem fs;
+  FileSinkOptions o = Options(dir.path());
+  o.file_system = &fs;
+  FileSink sink = OpenSink(o);
+  ASSERT_TRUE(sink.Write("a").ok());
+  Result<std::optional<FileSinkPreCommit>> pre = sink.StartPreCommit(CheckpointId(4));
+  ASSERT_TRUE(pre.ok()) << pre.status().ToString();
+  ASSERT_TRUE(pre->has_value());
+  EXPECT_EQ(fs.file_syncs(), 0);
+  EXPECT_EQ(fs.directory_syncs(), 0);
+  EXPECT_EQ(sink.pending_committables().size(), 1u);
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{".part-0-1-0.inprogress"}));
+  ASSERT_TRUE(sink.Write("b").ok());  // the next transaction opens meanwhile
+
+  Status synced;
+  std::thread helper([&] { synced = (*pre)->sync->Run(); });
+  const std::thread::id helper_id = helper.get_id();
+  helper.join();
+  ASSERT_TRUE(synced.ok()) << synced.ToString();
+  EXPECT_EQ(fs.file_syncs(), 1);
+  EXPECT_EQ(fs.directory_syncs(), 1);
+  EXPECT_EQ(fs.sync_threads(), (std::vector<std::thread::id>{helper_id, helper_id}));
+  EXPECT_EQ(ReadFile(dir.File("_part-0-1-0-4.pending")), "a\n");
+  // A crash now keeps the pre-committed transaction and loses the unsynced data of the next
+  // (its empty file was made durable by the directory sync).
+  ASSERT_TRUE(fs.SimulateCrash().ok());
+  EXPECT_EQ(dir.List(),
+            (std::vector<std::string>{".part-0-1-1.inprogress", "_part-0-1-0-4.pending"}));
+  EXPECT_EQ(ReadFile(dir.File(".part-0-1-1.inprogress")), "");
+}
+
+TEST(FileSink, AFailedSyncLeavesNoDurableCommittableAndSaysWhatFailed) {
+  TempDir dir;
+  FaultInjectionFileSystem fs;
+  FileSinkOptions o = Options(dir.path());
+  o.file_system = &fs;
+  FileSink sink = OpenSink(o);
+  ASSERT_TRUE(sink.Write("a").ok());
+  fs.FailSyncs(".inprogress");
+  Result<std::optional<FileSinkCommittable>> c = sink.PreCommit(CheckpointId(1));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "cannot fsync output file '" + dir.File(".part-0-1-0.inprogress") +
+                                      "': cannot sync " + dir.File(".part-0-1-0.inprogress") +
+                                      ": Input/output error");
+  EXPECT_TRUE(sink.pending_committables().empty());
+}
+
+// A crash that loses every unsynced byte: recovery from the last completed checkpoint gives
+// exactly the output of a run that stopped there.
+TEST(FileSink, CrashLosingUnsyncedDataRecoversTheCommittedResultExactly) {
+  TempDir dir;
+  FaultInjectionFileSystem fs;
+  std::vector<FileSinkCommittable> state_of_checkpoint_2;
+  {
+    FileSinkOptions o = Options(dir.path());
+    o.file_system = &fs;
+    o.buffer_bytes = 4;  // every line reaches the file at once
+    FileSink s = OpenSink(o);
+    ASSERT_TRUE(s.Write("one").ok());
+    PreCommit(s, 1);
+    ASSERT_TRUE(s.NotifyCheckpointComplete(CheckpointId(1)).ok());
+    ASSERT_TRUE(s.Write("two").ok());
+    PreCommit(s, 2);
+    state_of_checkpoint_2 = s.pending_committables();  // completed; notification lost
+    ASSERT_TRUE(s.Write("three, written but never synced").ok());
+    ASSERT_TRUE(fs.SimulateCrash().ok());
+  }  // the destructor's abort finds the in-progress file gone already
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"_part-0-1-1-2.pending", "part-0-1-1.jsonl"}));
+  Result<FileSinkRecoveryStats> stats = FileSink::Recover(
+      dir.path(), "part", CheckpointId(2), state_of_checkpoint_2, AttemptNumber(2), fs);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->committed, 1);
+  EXPECT_EQ(Result_(dir), "one\ntwo\n");
+  ASSERT_TRUE(fs.SimulateCrash().ok());  // recovery synced what it did
+  EXPECT_EQ(Result_(dir), "one\ntwo\n");
 }
 
 TEST(FileSink, RecoverDetectsContentThatDoesNotMatchTheCheckpoint) {
