@@ -116,7 +116,8 @@ class RecoveryTest : public ::testing::Test {
 
   // Acknowledges the latest TriggerCheckpoint sent to each worker, writing a state file of
   // `bytes_per_key_group` per key group of its range.
-  void AckAll(const std::vector<std::string>& identities, uint64_t bytes_per_key_group = 10) {
+  void AckAll(const std::vector<std::string>& identities, uint64_t bytes_per_key_group = 10,
+              std::vector<std::string> sink_committables = {}) {
     for (const auto& identity : identities) {
       auto t = outbox_.Last<TriggerCheckpoint>(identity);
       ASSERT_TRUE(t.has_value());
@@ -140,6 +141,7 @@ class RecoveryTest : public ::testing::Test {
       h.size = offset;
       ASSERT_TRUE(WriteFileAtomically(t->directory + "/" + h.path, std::string(h.size, 'x')).ok());
       a.split_positions["0"] = "pos-" + std::to_string(t->checkpoint.value());
+      a.sink_committables = sink_committables;
       coord_->OnMessage(identity, a, now_);
     }
   }
@@ -272,6 +274,94 @@ TEST_F(RecoveryTest, TruncatedStateFileIsSkippedWhenPlanningTheRestore) {
   auto d = outbox_.Last<DeployTask>("w0");
   ASSERT_EQ(d->attempt.value(), 2);
   EXPECT_EQ(d->restore->checkpoint.value(), 1);
+}
+
+// Issue 9, Liveness 2: checkpoint 2 completed with a sink committable (its notification
+// committed that part file); restoring checkpoint 1 would emit those results again, so the job
+// fails with a sentence naming the corrupt file, the output at stake and the choices.
+TEST_F(RecoveryTest, FallbackThatWouldReplayCommittedOutputFailsTheJobInsteadOfRestoring) {
+  Register("w0", 0);
+  JobSpec spec = Spec(1, 500);
+  spec.output_dir = "/data/out";
+  Submit(spec);
+  DeployAll({"w0"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"}, 10, {"part-file-of-checkpoint-1"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"}, 10, {"part-file-of-checkpoint-2"});
+  ASSERT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 2);
+  CheckpointStorage storage(dir_.path());
+  const std::string job = coord_->job()->job_id();
+  const std::string chk1 = storage.CheckpointDirectory(job, CheckpointId(1));
+  const std::string chk2 = storage.CheckpointDirectory(job, CheckpointId(2));
+  ASSERT_TRUE(WriteFileAtomically(chk2 + "/subtask-0.kgs", "short").ok());
+  coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"}, now_);
+  Advance(300);
+  EXPECT_EQ(outbox_.To<DeployTask>("w0").size(), 1u);  // no second attempt
+  ASSERT_EQ(coord_->job()->state(), JobState::kFailed);
+  EXPECT_EQ(coord_->job()->failure_reason(),
+            "the newest completed checkpoint cannot be restored: checkpoint 2 in " + chk2 +
+                " (state file " + chk2 +
+                "/subtask-0.kgs of subtask 0 of checkpoint 2 is truncated: expected 80 bytes, "
+                "found 5), and falling back to checkpoint 1 would emit again the results of 1 "
+                "part file(s) already committed in /data/out after it, which keyflow never "
+                "retracts; either accept the replay with keyflow run ... --from-savepoint " +
+                chk1 +
+                " (the replayed results go to new part files next to the committed ones, so a "
+                "reader sees those results twice), or repair or restore the corrupt file and "
+                "resume with keyflow run ... --from-savepoint " +
+                chk2);
+}
+
+// The same through the worker's report (a flipped byte only the checksums see).
+TEST_F(RecoveryTest, CorruptionFoundByTheWorkerWithCommittedOutputFailsTheJob) {
+  Register("w0", 0);
+  Submit(Spec(1, 500));
+  DeployAll({"w0"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"}, 10, {"c2"});
+  coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"}, now_);
+  Advance(300);
+  DeployAll({"w0"});
+  TaskFailed corrupted{ids_["w0"], AttemptNumber(2), SubtaskIndex(0),
+                       "checkpoint 2 cannot be restored: state file /x/subtask-0.kgs is corrupt",
+                       CheckpointId(2)};
+  coord_->OnMessage("w0", corrupted, now_);
+  Advance(1000);
+  EXPECT_EQ(outbox_.Last<DeployTask>("w0")->attempt.value(), 2);
+  ASSERT_EQ(coord_->job()->state(), JobState::kFailed);
+  const std::string& why = coord_->job()->failure_reason();
+  EXPECT_NE(why.find("(checkpoint 2 cannot be restored: state file /x/subtask-0.kgs is "
+                     "corrupt), and falling back to checkpoint 1 would emit again the results "
+                     "of 1 part file(s) already committed in the output directory"),
+            std::string::npos)
+      << why;
+}
+
+// A newer checkpoint whose committables the older one holds too (its notification committed
+// nothing new) falls back automatically, as without a sink.
+TEST_F(RecoveryTest, FallbackWithoutNewerCommittedOutputStaysAutomatic) {
+  Register("w0", 0);
+  Submit(Spec(1, 500));
+  DeployAll({"w0"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"}, 10, {"c1"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"}, 10, {"c1"});  // checkpoint 1's notification did not arrive before 2
+  CheckpointStorage storage(dir_.path());
+  ASSERT_TRUE(WriteFileAtomically(storage.CheckpointDirectory(coord_->job()->job_id(),
+                                                              CheckpointId(2)) +
+                                      "/subtask-0.kgs",
+                                  "short")
+                  .ok());
+  coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"}, now_);
+  Advance(300);
+  auto d = outbox_.Last<DeployTask>("w0");
+  ASSERT_EQ(d->attempt.value(), 2);
+  EXPECT_EQ(d->restore->checkpoint.value(), 1);
+  EXPECT_EQ(d->restore->sink_committables, (std::vector<std::string>{"c1"}));
 }
 
 TEST_F(RecoveryTest, ScalesDownWhenALostWorkerIsNotReplacedInTime) {
