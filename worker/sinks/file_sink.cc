@@ -267,6 +267,8 @@ Status FileSink::Write(std::string_view line) {
 Status FileSinkPreCommitSync::Run() {
   CHECK(file_ != nullptr) << "FileSinkPreCommitSync::Run called twice";
   std::unique_ptr<WritableFile> file = std::move(file_);
+  RETURN_IF_ERROR_CTX(file->Append(tail_), "cannot write output file '" + from_ + "'");
+  std::string().swap(tail_);
   RETURN_IF_ERROR_CTX(file->Sync(), "cannot fsync output file '" + from_ + "'");
   RETURN_IF_ERROR_CTX(file->Close(), "cannot close output file '" + from_ + "'");
   RETURN_IF_ERROR_CTX(fs_->Rename(from_, to_), "cannot pre-commit output file '" + from_ + "'");
@@ -276,8 +278,11 @@ Status FileSinkPreCommitSync::Run() {
 }
 
 Result<std::unique_ptr<FileSinkPreCommitSync>> FileSink::HandOver(const std::string& name) {
-  RETURN_IF_ERROR(FlushBuffer());
   auto sync = std::make_unique<FileSinkPreCommitSync>();
+  checksum_->Update(buffer_.data(), buffer_.size());
+  sync->tail_ = std::move(buffer_);  // written by the sync, not on this thread
+  buffer_ = std::string();
+  buffer_.reserve(options_.buffer_bytes + 4096);
   sync->fs_ = fs_;
   sync->file_ = std::move(file_);
   sync->from_ = Path(inprogress_name_);
@@ -303,9 +308,8 @@ Result<std::optional<FileSinkPreCommit>> FileSink::StartPreCommit(CheckpointId i
                  std::to_string(options_.attempt.value()) + "-" + std::to_string(id.value()) +
                  std::string(kCommittedSuffix);
   c.size = txn_bytes_;
-  RETURN_IF_ERROR(FlushBuffer());
-  c.checksum = checksum_->Digest();
   ASSIGN_OR_RETURN(pre.sync, HandOver(c.pending_name));
+  c.checksum = checksum_->Digest();
   pending_.push_back(c);
   return std::optional<FileSinkPreCommit>(std::move(pre));
 }

@@ -12,12 +12,12 @@
 //
 // Life cycle of one sink subtask (the sink is told about checkpoints by the task thread):
 //   Write(line)*                appends to the current transaction; the first write opens it
-//   StartPreCommit(c)           snapshotState, the cheap half on the task thread: flush the
-//                               buffer and hand the file over; the committable joins
+//   StartPreCommit(c)           snapshotState, the cheap half on the task thread: hand the
+//                               file and its unwritten buffer over; the committable joins
 //                               pending_committables(), which is the sink's state for
 //                               checkpoint c; the next write opens a new transaction
-//   FileSinkPreCommitSync::Run  the durable half, on any thread (the snapshot thread): fsync,
-//                               rename to pending, fsync of the directory. The checkpoint may
+//   FileSinkPreCommitSync::Run  the durable half, on any thread (the snapshot thread): write
+//                               the buffer, fsync, rename to pending, fsync of the directory. The checkpoint may
 //                               be acknowledged only after it returned OK.
 //   PreCommit(c)                both halves on the calling thread
 //   NotifyCheckpointComplete(c) commits every pending committable with checkpoint <= c, in order
@@ -81,8 +81,9 @@ struct FileSinkCommittable {
   friend bool operator==(const FileSinkCommittable&, const FileSinkCommittable&) = default;
 };
 
-// The durable half of a pre-commit, handed off the task thread: fsync of the transaction's
-// file, rename to its pending name, fsync of the output directory. Run it once, on any thread.
+// The durable half of a pre-commit, handed off the task thread: the write of the buffered tail
+// and the fsync of the transaction's file, its rename to the pending name, the fsync of the
+// output directory. Run it once, on any thread.
 // If it fails, the committable is not durable: the checkpoint must not be acknowledged and the
 // sink must not commit it (the task fails; recovery produces that output again).
 class FileSinkPreCommitSync {
@@ -93,6 +94,7 @@ class FileSinkPreCommitSync {
   friend class FileSink;
   FileSystem* fs_ = nullptr;
   std::unique_ptr<WritableFile> file_;
+  std::string tail_;  // buffered bytes not yet written
   std::string from_, to_, directory_;
 };
 
@@ -172,8 +174,8 @@ class FileSink {
   std::string BaseName() const;  // <prefix>-<s>-<a>-<t>
   Status OpenTransaction();
   Status FlushBuffer();
-  // Flushes the in-progress file and hands it over: the returned sync fsyncs, closes and
-  // renames it to `name`, then fsyncs the directory.
+  // Hands the in-progress file and the buffer over: the returned sync writes the buffer,
+  // fsyncs, closes and renames the file to `name`, then fsyncs the directory.
   Result<std::unique_ptr<FileSinkPreCommitSync>> HandOver(const std::string& name);
 
   FileSinkOptions options_;
