@@ -225,7 +225,9 @@ FileSystem& FileSystem::Default() {
   return *fs;
 }
 
-bool FileSystem::Exists(const std::string& path) { return Stat(path).ok(); }
+bool FileSystem::Exists(const std::string& path) {
+  return Stat(path).ok();
+}
 
 bool FileSystem::IsDirectory(const std::string& path) {
   Result<FileInfo> info = Stat(path);
@@ -271,16 +273,24 @@ Result<std::string> ReadFileToString(const std::string& path) {
 Status WriteFileAtomically(const std::string& path, std::string_view content) {
   return FileSystem::Default().WriteFileAtomically(path, content);
 }
-Status SyncDirectory(const std::string& dir) { return FileSystem::Default().SyncDirectory(dir); }
+Status SyncDirectory(const std::string& dir) {
+  return FileSystem::Default().SyncDirectory(dir);
+}
 Status CreateDirectories(const std::string& dir) {
   return FileSystem::Default().CreateDirectories(dir);
 }
-bool PathExists(const std::string& path) { return FileSystem::Default().Exists(path); }
+bool PathExists(const std::string& path) {
+  return FileSystem::Default().Exists(path);
+}
 Result<std::vector<std::string>> ListDirectory(const std::string& dir) {
   return FileSystem::Default().ListDirectory(dir);
 }
-Status RemoveFile(const std::string& path) { return FileSystem::Default().RemoveFile(path); }
-Status RemoveAll(const std::string& path) { return FileSystem::Default().RemoveAll(path); }
+Status RemoveFile(const std::string& path) {
+  return FileSystem::Default().RemoveFile(path);
+}
+Status RemoveAll(const std::string& path) {
+  return FileSystem::Default().RemoveAll(path);
+}
 Status RenameFile(const std::string& from, const std::string& to) {
   return FileSystem::Default().Rename(from, to);
 }
@@ -294,6 +304,8 @@ TempDir::TempDir(std::string_view prefix) {
   path_ = p;
 }
 
-TempDir::~TempDir() { RemoveAll(path_).IgnoreError(); }
+TempDir::~TempDir() {
+  RemoveAll(path_).IgnoreError();
+}
 
 }  // namespace keyflow

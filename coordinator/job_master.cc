@@ -157,8 +157,8 @@ Result<std::optional<JobMaster::RestorePoint>> JobMaster::ChooseRestorePoint() {
     auto m = CheckpointStorage::ReadMetadata(it->directory);
     auto bad = bad_checkpoints_.find(it->id.value());
     Status ok = bad != bad_checkpoints_.end() ? Corruption(bad->second)
-                : m.ok()                      ? CheckpointStorage::VerifyStateFiles(it->directory, *m)
-                                              : m.status();
+                : m.ok() ? CheckpointStorage::VerifyStateFiles(it->directory, *m)
+                         : m.status();
     if (!ok.ok()) {
       if (bad == bad_checkpoints_.end()) {
         bad_checkpoints_[it->id.value()] = ok.message();
@@ -166,9 +166,9 @@ Result<std::optional<JobMaster::RestorePoint>> JobMaster::ChooseRestorePoint() {
             "checkpoint {} cannot be restored ({}); using the previous completed checkpoint",
             it->id.value(), ok.message());
       }
-      skipped.push_back(UnrestorableCheckpoint{
-          it->id, it->directory, ok.message(),
-          m.ok() ? m->sink_committables : std::vector<std::string>{}});
+      skipped.push_back(
+          UnrestorableCheckpoint{it->id, it->directory, ok.message(),
+                                 m.ok() ? m->sink_committables : std::vector<std::string>{}});
       continue;
     }
     if (rescale_savepoint_ && rescale_savepoint_->metadata.id > m->id) {
@@ -194,7 +194,7 @@ Status JobMaster::CheckFallbackKeepsCommittedOutput(
   for (const UnrestorableCheckpoint& c : skipped) {
     if (c.id <= chosen_id) continue;
     corrupt += (corrupt.empty() ? "" : "; ") + ("checkpoint " + std::to_string(c.id.value()) +
-                                                 " in " + c.directory + " (" + c.reason + ")");
+                                                " in " + c.directory + " (" + c.reason + ")");
     at_stake.insert(c.sink_committables.begin(), c.sink_committables.end());
   }
   if (chosen) {

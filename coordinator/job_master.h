@@ -9,8 +9,10 @@
 // A lost worker, a failed subtask or a deployment timeout fails the attempt: every subtask is
 // cancelled, pending checkpoints are aborted, and the restart strategy decides: RESTARTING
 // (after the backoff, a new attempt restores the latest completed checkpoint — a corrupted one
-// is skipped in favour of the previous one; if a lost worker is not replaced within the
-// replacement timeout, the job restarts on the workers that remain) or FAILED.
+// is skipped in favour of the previous one unless that would re-emit committed output, then the
+// job FAILS, checkpoint/README.md "When a checkpoint is corrupt"; if a lost worker is not
+// replaced within the replacement timeout, the job restarts on the workers that remain) or
+// FAILED.
 // Messages of older attempts are ignored.
 //
 // Threading: coordinator thread only. Time is passed in (monotonic ms).
@@ -184,8 +186,8 @@ class JobMaster {
   AttemptNumber attempt_{0};
   std::vector<Vertex> vertices_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
-  std::optional<RestorePoint> initial_restore_;  // --from-savepoint, until the first checkpoint
-  std::optional<CheckpointId> restored_from_;    // of the current attempt
+  std::optional<RestorePoint> initial_restore_;     // --from-savepoint, until the first checkpoint
+  std::optional<CheckpointId> restored_from_;       // of the current attempt
   std::map<int64_t, std::string> bad_checkpoints_;  // found corrupted (why); never restored again
   bool final_triggered_ = false;
   bool attempt_cancelled_ = false;  // CancelTask sent to the current attempt's subtasks

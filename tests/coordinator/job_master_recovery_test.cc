@@ -351,11 +351,11 @@ TEST_F(RecoveryTest, FallbackWithoutNewerCommittedOutputStaysAutomatic) {
   AdvanceToNextCheckpoint("w0");
   AckAll({"w0"}, 10, {"c1"});  // checkpoint 1's notification did not arrive before 2
   CheckpointStorage storage(dir_.path());
-  ASSERT_TRUE(WriteFileAtomically(storage.CheckpointDirectory(coord_->job()->job_id(),
-                                                              CheckpointId(2)) +
-                                      "/subtask-0.kgs",
-                                  "short")
-                  .ok());
+  ASSERT_TRUE(
+      WriteFileAtomically(
+          storage.CheckpointDirectory(coord_->job()->job_id(), CheckpointId(2)) + "/subtask-0.kgs",
+          "short")
+          .ok());
   coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"}, now_);
   Advance(300);
   auto d = outbox_.Last<DeployTask>("w0");

@@ -330,8 +330,7 @@ TEST_F(RecoveryTest, CorruptCheckpointsWithCommittedOutputFailTheJobAndNeverRetr
     auto running = WaitForJob(
         *job_id,
         [&](const nlohmann::json& j) {
-          return j.value("state", "") == "RUNNING" &&
-                 j.value("records_out", int64_t{0}) > seen_out;
+          return j.value("state", "") == "RUNNING" && j.value("records_out", int64_t{0}) > seen_out;
         },
         Duration::Seconds(30), "new results");
     ASSERT_TRUE(Ok(running));
@@ -359,9 +358,9 @@ TEST_F(RecoveryTest, CorruptCheckpointsWithCommittedOutputFailTheJobAndNeverRetr
   EXPECT_THAT(why, HasSubstr("the newest completed checkpoint cannot be restored: checkpoint " +
                              newest_id + " in " + newest.directory + " (checkpoint " + newest_id +
                              " cannot be restored: "));
-  EXPECT_THAT(why, HasSubstr("; checkpoint " + second_id + " in " + second.directory +
-                             " (state file " + truncated + " of subtask 0 of checkpoint " +
-                             second_id + " is truncated"));
+  EXPECT_THAT(why,
+              HasSubstr("; checkpoint " + second_id + " in " + second.directory + " (state file " +
+                        truncated + " of subtask 0 of checkpoint " + second_id + " is truncated"));
   EXPECT_THAT(why, HasSubstr("falling back to checkpoint " + std::to_string(first.id) +
                              " would emit again the results of "));
   EXPECT_THAT(why, HasSubstr(" part file(s) already committed in " + output +

@@ -29,8 +29,8 @@ Status ChecksumFile(FileSystem& fs, const std::string& path, uint64_t* size, uin
   constexpr uint64_t kChunk = 1 << 20;
   std::string buf;
   for (uint64_t offset = 0; offset < f->size(); offset += kChunk) {
-    RETURN_IF_ERROR(f->ReadAt(offset, static_cast<size_t>(std::min(kChunk, f->size() - offset)),
-                              &buf));
+    RETURN_IF_ERROR(
+        f->ReadAt(offset, static_cast<size_t>(std::min(kChunk, f->size() - offset)), &buf));
     sum.Update(buf.data(), buf.size());
   }
   *size = f->size();
@@ -207,8 +207,7 @@ Result<FileSink> FileSink::Open(FileSinkOptions options) {
   CHECK(options.file_system != nullptr);
   if (options.file_system->Exists(options.directory) &&
       !options.file_system->IsDirectory(options.directory)) {
-    return InvalidArgument("output path '" + options.directory +
-                           "' exists and is not a directory");
+    return InvalidArgument("output path '" + options.directory + "' exists and is not a directory");
   }
   RETURN_IF_ERROR_CTX(options.file_system->CreateDirectories(options.directory),
                       "cannot use the output directory '" + options.directory + "'");
@@ -449,8 +448,9 @@ Result<FileSinkRecoveryStats> FileSink::Recover(const std::string& directory,
     return FailedPrecondition(
         "output directory '" + directory + "' holds " + std::to_string(uncovered.size()) +
         " committed file(s) of earlier attempts that " +
-        (restored ? "the restored checkpoint " + std::to_string(restored_id) : "a restart from "
-                                                                               "scratch") +
+        (restored ? "the restored checkpoint " + std::to_string(restored_id)
+                  : "a restart from "
+                    "scratch") +
         " does not cover (" + list +
         "), and committed output is never deleted: restoring would emit those results a second "
         "time; restore a newer checkpoint, or start a new job with --from-savepoint to accept "

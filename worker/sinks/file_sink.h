@@ -17,8 +17,8 @@
 //                               pending_committables(), which is the sink's state for
 //                               checkpoint c; the next write opens a new transaction
 //   FileSinkPreCommitSync::Run  the durable half, on any thread (the snapshot thread): write
-//                               the buffer, fsync, rename to pending, fsync of the directory. The checkpoint may
-//                               be acknowledged only after it returned OK.
+//                               the buffer, fsync, rename to pending, fsync of the directory. The
+//                               checkpoint may be acknowledged only after it returned OK.
 //   PreCommit(c)                both halves on the calling thread
 //   NotifyCheckpointComplete(c) commits every pending committable with checkpoint <= c, in order
 //   FinishAndCommit()           end of input: commits everything written, without a checkpoint
@@ -63,7 +63,7 @@ struct FileSinkOptions {
   std::string prefix = "part";  // non-empty; no '/', must not start with '.' or '_'
   SubtaskIndex subtask{0};
   AttemptNumber attempt{0};
-  size_t buffer_bytes = 1 << 20;  // write(2) in chunks of about this size
+  size_t buffer_bytes = 1 << 20;                     // write(2) in chunks of about this size
   FileSystem* file_system = &FileSystem::Default();  // not owned; outlives the sink
 };
 

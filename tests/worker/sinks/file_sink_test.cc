@@ -417,9 +417,9 @@ TEST(FileSink, AFailedSyncLeavesNoDurableCommittableAndSaysWhatFailed) {
   fs.FailSyncs(".inprogress");
   Result<std::optional<FileSinkCommittable>> c = sink.PreCommit(CheckpointId(1));
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().message(), "cannot fsync output file '" + dir.File(".part-0-1-0.inprogress") +
-                                      "': cannot sync " + dir.File(".part-0-1-0.inprogress") +
-                                      ": Input/output error");
+  EXPECT_EQ(c.status().message(), "cannot fsync output file '" +
+                                      dir.File(".part-0-1-0.inprogress") + "': cannot sync " +
+                                      dir.File(".part-0-1-0.inprogress") + ": Input/output error");
   EXPECT_TRUE(sink.pending_committables().empty());
 }
 
