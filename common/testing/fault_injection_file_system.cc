@@ -48,40 +48,40 @@ class FaultInjectionFileSystem::File final : public WritableFile {
 };
 
 void FaultInjectionFileSystem::FailWritesAfter(uint64_t bytes, int err) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   write_budget_ = bytes;
   budget_errno_ = err;
 }
 
 void FaultInjectionFileSystem::FailWritesTo(std::string pattern, int err) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   write_faults_.emplace_back(std::move(pattern), err);
 }
 
 void FaultInjectionFileSystem::FailSyncs(std::string pattern, int err) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   sync_faults_.emplace_back(std::move(pattern), err);
 }
 
 void FaultInjectionFileSystem::ClearFaults() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   write_budget_.reset();
   write_faults_.clear();
   sync_faults_.clear();
 }
 
 int64_t FaultInjectionFileSystem::file_syncs() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return file_syncs_;
 }
 
 int64_t FaultInjectionFileSystem::directory_syncs() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return directory_syncs_;
 }
 
 std::vector<std::thread::id> FaultInjectionFileSystem::sync_threads() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return sync_threads_;
 }
 
@@ -96,7 +96,7 @@ Result<std::unique_ptr<WritableFile>> FaultInjectionFileSystem::NewWritableFile(
     const std::string& path, WriteMode mode) {
   const bool existed = base_->Exists(path);
   ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f, base_->NewWritableFile(path, mode));
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   FileState& st = files_[path];
   if (mode == WriteMode::kAppend && existed) {
     // What was there before is as durable as it was; only new appends are at risk.
@@ -112,7 +112,7 @@ Result<std::unique_ptr<WritableFile>> FaultInjectionFileSystem::NewWritableFile(
 
 Status FaultInjectionFileSystem::BeforeAppend(const std::string& path, uint64_t epoch, size_t n,
                                               size_t* allowed) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   *allowed = 0;
   RETURN_IF_ERROR(CheckEpoch(path, epoch));
   for (const auto& [pattern, err] : write_faults_) {
@@ -131,12 +131,12 @@ Status FaultInjectionFileSystem::BeforeAppend(const std::string& path, uint64_t 
 }
 
 void FaultInjectionFileSystem::AfterAppend(const std::string& path, uint64_t n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   files_[path].size += n;
 }
 
 Status FaultInjectionFileSystem::OnSync(const std::string& path, uint64_t epoch) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckEpoch(path, epoch));
   ++file_syncs_;
   sync_threads_.push_back(std::this_thread::get_id());
@@ -150,7 +150,7 @@ Status FaultInjectionFileSystem::OnSync(const std::string& path, uint64_t epoch)
 
 Status FaultInjectionFileSystem::SyncDirectory(const std::string& dir) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     ++directory_syncs_;
     sync_threads_.push_back(std::this_thread::get_id());
     for (const auto& [pattern, err] : sync_faults_) {
@@ -158,7 +158,7 @@ Status FaultInjectionFileSystem::SyncDirectory(const std::string& dir) {
     }
   }
   RETURN_IF_ERROR(base_->SyncDirectory(dir));
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   const std::string d = std::filesystem::path(dir).lexically_normal().string();
   auto in_dir = [&](const std::string& p) {
     std::string parent = std::filesystem::path(Parent(p)).lexically_normal().string();
@@ -173,7 +173,7 @@ Status FaultInjectionFileSystem::SyncDirectory(const std::string& dir) {
 
 Status FaultInjectionFileSystem::Rename(const std::string& from, const std::string& to) {
   RETURN_IF_ERROR(base_->Rename(from, to));
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = files_.find(from);
   if (it != files_.end()) {
     FileState st = it->second;
@@ -190,13 +190,13 @@ Status FaultInjectionFileSystem::Rename(const std::string& from, const std::stri
 
 Status FaultInjectionFileSystem::RemoveFile(const std::string& path) {
   RETURN_IF_ERROR(base_->RemoveFile(path));
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   files_.erase(path);
   return Status::Ok();
 }
 
 Status FaultInjectionFileSystem::SimulateCrash() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ++epoch_;
   // Undo renames whose directory was never synced, newest first: the old name comes back.
   for (auto it = renames_.rbegin(); it != renames_.rend(); ++it) {

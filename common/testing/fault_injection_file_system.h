@@ -16,13 +16,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/file_system.h"
+#include "common/mutex.h"
 
 namespace keyflow {
 
@@ -82,20 +82,21 @@ class FaultInjectionFileSystem final : public FileSystem {
   Status BeforeAppend(const std::string& path, uint64_t epoch, size_t n, size_t* allowed);
   void AfterAppend(const std::string& path, uint64_t n);
   Status OnSync(const std::string& path, uint64_t epoch);
-  Status CheckEpoch(const std::string& path, uint64_t epoch) const;
+  Status CheckEpoch(const std::string& path, uint64_t epoch) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   FileSystem* base_;
-  mutable std::mutex mu_;
-  uint64_t epoch_ = 0;  // incremented by SimulateCrash
-  std::map<std::string, FileState> files_;
-  std::vector<PendingRename> renames_;
-  std::optional<uint64_t> write_budget_;
-  int budget_errno_ = ENOSPC;
-  std::vector<std::pair<std::string, int>> write_faults_;
-  std::vector<std::pair<std::string, int>> sync_faults_;
-  int64_t file_syncs_ = 0;
-  int64_t directory_syncs_ = 0;
-  std::vector<std::thread::id> sync_threads_;
+  mutable Mutex mu_;
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // incremented by SimulateCrash
+  std::map<std::string, FileState> files_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingRename> renames_ ABSL_GUARDED_BY(mu_);
+  std::optional<uint64_t> write_budget_ ABSL_GUARDED_BY(mu_);
+  int budget_errno_ ABSL_GUARDED_BY(mu_) = ENOSPC;
+  std::vector<std::pair<std::string, int>> write_faults_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, int>> sync_faults_ ABSL_GUARDED_BY(mu_);
+  int64_t file_syncs_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t directory_syncs_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::thread::id> sync_threads_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace keyflow
