@@ -39,19 +39,49 @@ std::string JobRecord::Encode() const {
   w.Bytes(EncodeJobSpecBlob(spec));
   w.Bytes(state);
   w.I64(last_attempt.value());
+  auto command = [&w](const JobCommand& c) {
+    w.Bytes(c.what);
+    w.Bytes(c.retry);
+    w.Bytes(c.directory);
+    w.I64(c.target_parallelism);
+  };
+  w.I64(static_cast<int64_t>(pending_commands.size()));
+  for (const JobCommand& c : pending_commands) command(c);
+  command(last_command);
+  w.Bytes(last_command_outcome);
   return EncodeChecksummedEnvelope(kJobRecordMagic, kJobRecordVersion, body);
 }
 
 Result<JobRecord> JobRecord::Decode(std::string_view bytes, std::string_view source) {
   const std::string what = "job record " + std::string(source);
+  // Version 1 (no commands) is still read; any other version is refused by the envelope.
+  uint32_t version = kJobRecordVersion;
+  if (bytes.size() >= kJobRecordMagic.size() + 4 && bytes[kJobRecordMagic.size()] == 1 &&
+      bytes.substr(kJobRecordMagic.size() + 1, 3) == std::string_view("\0\0\0", 3)) {
+    version = 1;
+  }
   ASSIGN_OR_RETURN(std::string_view body,
-                   DecodeChecksummedEnvelope(bytes, kJobRecordMagic, kJobRecordVersion, what));
+                   DecodeChecksummedEnvelope(bytes, kJobRecordMagic, version, what));
   BinaryReader r(body);
   JobRecord rec;
   rec.job_id = std::string(r.Bytes());
   std::string_view spec_blob = r.Bytes();
   rec.state = std::string(r.Bytes());
   rec.last_attempt = AttemptNumber(r.I64());
+  if (version >= 2) {
+    auto command = [&r]() {
+      JobCommand c;
+      c.what = std::string(r.Bytes());
+      c.retry = std::string(r.Bytes());
+      c.directory = std::string(r.Bytes());
+      c.target_parallelism = static_cast<int32_t>(r.I64());
+      return c;
+    };
+    int64_t n = r.I64();
+    for (int64_t i = 0; r.ok() && i < n && !r.at_end(); ++i) rec.pending_commands.push_back(command());
+    rec.last_command = command();
+    rec.last_command_outcome = std::string(r.Bytes());
+  }
   if (!r.ok()) return r.status(what);
   if (!r.at_end()) {
     return Corruption(what + " is malformed: " + std::to_string(r.remaining()) +

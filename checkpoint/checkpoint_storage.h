@@ -24,8 +24,17 @@
 
 namespace keyflow {
 
-inline constexpr uint32_t kJobRecordVersion = 1;
+// Version 2 added the CLI commands (pending and last); version 1 records are still read.
+inline constexpr uint32_t kJobRecordVersion = 2;
 inline constexpr std::string_view kJobRecordMagic = "KFJOBR01";
+
+// A CLI command the coordinator accepted for a job (rescale, stop, savepoint, checkpoint).
+struct JobCommand {
+  std::string what;                // "rescale to 3", "stop with savepoint", "savepoint", ...
+  std::string retry;               // the command line that runs it again: "keyflow rescale 3"
+  std::string directory;           // a savepoint's target directory; empty = the default one
+  int32_t target_parallelism = 0;  // a rescale's P'
+};
 
 // The persistent record of a submitted job, so a restarted coordinator can resume it.
 struct JobRecord {
@@ -33,6 +42,9 @@ struct JobRecord {
   JobSpec spec;
   std::string state;  // "RUNNING" while it must be resumed; FINISHED, FAILED, CANCELED after
   AttemptNumber last_attempt{0};
+  std::vector<JobCommand> pending_commands;  // accepted and not yet answered
+  JobCommand last_command;                   // the latest one answered (what empty: none)
+  std::string last_command_outcome;          // "completed", "failed: ...", "aborted by ..."
   // Same envelope as `_metadata` (magic "KFJOBR01", version, length, body, XXH3-64).
   std::string Encode() const;
   // Corruption / FailedPrecondition as CheckpointMetadata::Decode.

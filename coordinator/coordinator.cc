@@ -1,6 +1,9 @@
 #include "coordinator/coordinator.h"
 
+#include <cinttypes>
+#include <cstdio>
 #include <ctime>
+#include <random>
 
 #include "common/file_io.h"
 #include "common/logging.h"
@@ -18,13 +21,65 @@ std::string MakeJobId(const std::string& name, Timestamp now) {
   return name + "-" + buf;
 }
 
+// "1764442799000-9f3c0e1a2b4d5e6f": start time and 64 random bits, new per process start.
+std::string NewIncarnation(const Clock* wall_clock) {
+  std::random_device rd;
+  uint64_t r = (static_cast<uint64_t>(rd()) << 32) | rd();
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%" PRId64 "-%016" PRIx64, wall_clock->Now().millis(), r);
+  return buf;
+}
+
+// Savepoint directories without `_metadata` (never completed; a coordinator restart aborted
+// them): the job directory's savepoint-<n> and the user-given targets of pending commands.
+void CleanAbortedSavepoints(const CheckpointStorage& storage, const JobRecord& record) {
+  std::vector<std::string> dirs;
+  const std::string job_dir = storage.JobDirectory(record.job_id);
+  if (auto names = ListDirectory(job_dir); names.ok()) {
+    for (const std::string& n : *names) {
+      if (n.rfind("savepoint-", 0) == 0) dirs.push_back(job_dir + "/" + n);
+    }
+  }
+  for (const JobCommand& c : record.pending_commands) {
+    if (!c.directory.empty()) dirs.push_back(c.directory);
+  }
+  for (const std::string& dir : dirs) {
+    if (!PathExists(dir) || PathExists(CheckpointStorage::MetadataPath(dir))) continue;
+    Status s = storage.DeleteCheckpoint(dir);
+    if (s.ok()) {
+      KF_LOG_WARN("deleted {}: a savepoint the coordinator restart aborted (it has no _metadata)",
+                  dir);
+      continue;
+    }
+    Status marked = WriteFileAtomically(
+        dir + "/_ABORTED",
+        "this savepoint was aborted by a coordinator restart and never completed (no "
+        "_metadata); it cannot be restored: delete this directory\n");
+    KF_LOG_WARN("cannot delete {}, a savepoint the coordinator restart aborted ({}); {}", dir,
+                s.message(),
+                marked.ok() ? "marked it with an _ABORTED file" : "could not mark it either");
+  }
+}
+
 }  // namespace
 
 Coordinator::Coordinator(CoordinatorOptions options, ControlOutbox* outbox, const Clock* wall_clock)
     : options_(std::move(options)),
       outbox_(outbox),
       wall_clock_(wall_clock),
-      workers_(options_.heartbeat_timeout_ms) {}
+      // A slot holder that missed two heartbeats may be replaced by a new registration.
+      workers_(options_.heartbeat_timeout_ms,
+               std::min(options_.heartbeat_timeout_ms, 2 * options_.heartbeat_interval_ms)),
+      incarnation_(options_.incarnation.empty() ? NewIncarnation(wall_clock)
+                                                : options_.incarnation) {}
+
+std::function<void(const std::string&)> Coordinator::TrackCommand(JobCommand command) {
+  JobMaster* jm = job_.get();
+  int64_t token = jm->BeginCommand(std::move(command));
+  return [this, jm, token](const std::string& outcome) {
+    if (job_.get() == jm) jm->EndCommand(token, outcome);
+  };
+}
 
 void Coordinator::SendReply(const std::string& identity, bool ok, std::string message,
                             std::string json) {
@@ -56,6 +111,13 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
             // A worker we declared lost (or from before a coordinator restart): make it
             // register again so it gets a fresh identity in the registry.
             outbox_->Send(identity, RegisterAgain{});
+          } else if (job_ != nullptr) {
+            job_->OnHeartbeat(m.worker, m.attempt, m.metrics);
+          }
+        } else if constexpr (std::is_same_v<T, WorkerExiting>) {
+          if (Sender(identity, m.worker) == nullptr) return;
+          if (std::optional<WorkerInfo> gone = workers_.Remove(m.worker)) {
+            WorkerLost(*gone, "its process is exiting: " + m.reason, now_ms);
           }
         } else if constexpr (std::is_same_v<T, TaskDeployed> || std::is_same_v<T, TaskFinished> ||
                              std::is_same_v<T, TaskFailed> || std::is_same_v<T, TaskInputEnded> ||
@@ -77,13 +139,16 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
             SendReply(identity, false, "no job is running");
             return;
           }
+          auto end = TrackCommand({"stop with savepoint", "keyflow stop", m.directory, 0});
           Status s = job_->StopWithSavepoint(
               m.directory,
-              [this, identity](Result<CheckpointLocation> sp) {
+              [this, identity, end](Result<CheckpointLocation> sp) {
                 if (!sp.ok()) {
+                  end("failed: " + sp.status().message());
                   SendReply(identity, false, sp.status().message());
                   return;
                 }
+                end("completed: savepoint " + sp->directory);
                 nlohmann::json j;
                 j["id"] = sp->id.value();
                 j["directory"] = sp->directory;
@@ -94,7 +159,10 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
                           j.dump());
               },
               now_ms);
-          if (!s.ok()) SendReply(identity, false, s.message());
+          if (!s.ok()) {
+            end("");
+            SendReply(identity, false, s.message());
+          }
         } else if constexpr (std::is_same_v<T, RescaleRequest>) {
           HandleRescale(identity, m, now_ms);
         } else if constexpr (std::is_same_v<T, ListCheckpointsRequest>) {
@@ -132,17 +200,33 @@ void Coordinator::OnUndecodable(const std::string& identity, const Status& why) 
 void Coordinator::HandleRegister(const std::string& identity, const RegisterWorker& m,
                                  int64_t now_ms) {
   WorkerRegistry::Registration r = workers_.Register(identity, m, now_ms);
-  if (r.replaced) {
-    WorkerLost(*r.replaced,
-               "a new worker registered for its slot " + std::to_string(r.replaced->slot) +
-                   " (the old process is gone)",
-               now_ms);
-  }
   Registered reply;
   reply.worker = r.id;
   reply.slot = r.slot;
   reply.heartbeat_interval_ms = options_.heartbeat_interval_ms;
   reply.heartbeat_timeout_ms = options_.heartbeat_timeout_ms;
+  if (!r.refused.empty()) {
+    KF_LOG_WARN("worker registration refused host={} pid={}: {}", m.hostname, m.pid, r.refused);
+    reply.refused = "the coordinator refused this worker: " + r.refused;
+    outbox_->Send(identity, reply);
+    return;
+  }
+  if (!m.previous_exit.empty()) {
+    KF_LOG_WARN("the previous worker process of slot {} (host {}, pid {}) ended: {}", r.slot,
+                m.hostname, m.previous_pid, m.previous_exit);
+  }
+  if (r.replaced) {
+    bool reported = !m.previous_exit.empty() && m.previous_pid == r.replaced->pid;
+    WorkerLost(*r.replaced,
+               reported ? "its process ended: " + m.previous_exit
+                        : "a new worker registered for its slot " +
+                              std::to_string(r.replaced->slot) + " and it sent no heartbeat for " +
+                              std::to_string(now_ms - r.replaced->last_heartbeat_ms) + " ms",
+               now_ms);
+  } else if (!m.previous_exit.empty() && job_ != nullptr) {
+    // Lost earlier (heartbeat timeout): now we know how its process ended.
+    job_->OnWorkerExitReported(m.hostname, m.previous_pid, m.previous_exit);
+  }
   outbox_->Send(identity, reply);
   KF_LOG_INFO("worker registered worker={} slot={} host={} pid={} data_host={}", r.id.value(),
               r.slot, m.hostname, m.pid, m.data_host);
@@ -191,13 +275,16 @@ void Coordinator::HandleCheckpointRequest(const std::string& identity, const Che
     return;
   }
   std::string what = m.savepoint ? "savepoint" : "checkpoint";
+  auto end = TrackCommand({what, "keyflow " + what, m.directory, 0});
   Status s = job_->RequestCheckpoint(
       m.savepoint, m.directory,
-      [this, identity, what](Result<CheckpointLocation> done) {
+      [this, identity, what, end](Result<CheckpointLocation> done) {
         if (!done.ok()) {
+          end("failed: " + done.status().message());
           SendReply(identity, false, what + " failed: " + done.status().message());
           return;
         }
+        end("completed: " + done->directory);
         nlohmann::json j;
         j["id"] = done->id.value();
         j["directory"] = done->directory;
@@ -206,7 +293,10 @@ void Coordinator::HandleCheckpointRequest(const std::string& identity, const Che
                   j.dump());
       },
       now_ms);
-  if (!s.ok()) SendReply(identity, false, s.message());
+  if (!s.ok()) {
+    end("");
+    SendReply(identity, false, s.message());
+  }
 }
 
 void Coordinator::HandleRescale(const std::string& identity, const RescaleRequest& m,
@@ -226,9 +316,12 @@ void Coordinator::HandleRescale(const std::string& identity, const RescaleReques
   }
   int32_t target = m.new_parallelism;
   std::string job_id = job_->job_id();
+  auto end = TrackCommand({"rescale to " + std::to_string(target),
+                           "keyflow rescale " + std::to_string(target), "", target});
   Status s = job_->Rescale(
       target, m.wait_for_workers_ms,
-      [this, identity, target, job_id](const Status& result) {
+      [this, identity, target, job_id, end](const Status& result) {
+        end(result.ok() ? std::string("completed") : "failed: " + result.message());
         if (result.ok()) {
           SendReply(identity, true,
                     "job " + job_id + " runs at parallelism " + std::to_string(target));
@@ -237,7 +330,10 @@ void Coordinator::HandleRescale(const std::string& identity, const RescaleReques
         }
       },
       now_ms);
-  if (!s.ok()) SendReply(identity, false, s.message());
+  if (!s.ok()) {
+    end("");
+    SendReply(identity, false, s.message());
+  }
 }
 
 Status Coordinator::ResumeJobs(int64_t now_ms) {
@@ -251,8 +347,30 @@ Status Coordinator::ResumeJobs(int64_t now_ms) {
   if (newest == nullptr) return Status::Ok();
   KF_LOG_INFO("found job {} that was running when the coordinator stopped: resuming it",
               newest->job_id);
+  JobRecord record = *newest;
+  CleanAbortedSavepoints(storage, record);
+  for (const JobCommand& c : record.pending_commands) {
+    // A rescale whose new attempt was deployed already (the record has its parallelism) is
+    // resumed at P'; anything else in flight is gone with the old process.
+    bool completed = c.target_parallelism > 0 && record.spec.parallelism == c.target_parallelism;
+    record.last_command = c;
+    record.last_command_outcome =
+        completed ? "completed before the coordinator restarted — the job runs at parallelism " +
+                        std::to_string(record.spec.parallelism)
+                  : "aborted by a coordinator restart — the job runs at parallelism " +
+                        std::to_string(record.spec.parallelism) + "; run `" + c.retry +
+                        "` again";
+    KF_LOG_WARN("job {}: the {} in progress when the coordinator stopped was {}", record.job_id,
+                c.what, record.last_command_outcome);
+  }
+  if (!record.pending_commands.empty()) {
+    record.pending_commands.clear();
+    if (Status s = storage.WriteJobRecord(record); !s.ok()) {
+      KF_LOG_WARN("cannot write the job record: {}", s.message());
+    }
+  }
   ASSIGN_OR_RETURN(
-      job_, JobMaster::Resume(*newest, &workers_, outbox_, wall_clock_, options_.job, now_ms));
+      job_, JobMaster::Resume(record, &workers_, outbox_, wall_clock_, options_.job, now_ms));
   return Status::Ok();
 }
 
@@ -291,6 +409,7 @@ nlohmann::json Coordinator::StatusJson(int64_t now_ms) const {
     ws.push_back(std::move(x));
   }
   j["workers"] = std::move(ws);
+  j["coordinator"] = {{"incarnation", incarnation_}};
   j["job"] = job_ != nullptr ? job_->StatusJson(now_ms) : nlohmann::json();
   return j;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,6 +26,9 @@ struct CoordinatorOptions {
   int64_t heartbeat_interval_ms = 200;
   int64_t heartbeat_timeout_ms = 1000;
   JobMasterOptions job;  // includes the checkpoint root (--checkpoint-dir)
+  // Identifies this coordinator process in status (`coordinator.incarnation`): a CLI waiting for
+  // a command sees it change when the coordinator restarted. Empty: a new random one.
+  std::string incarnation;
 };
 
 class Coordinator {
@@ -33,7 +37,11 @@ class Coordinator {
   Coordinator(CoordinatorOptions options, ControlOutbox* outbox, const Clock* wall_clock);
 
   // Resumes the job that was running when a previous coordinator stopped (found in the
-  // checkpoint directory's job records). Call once before serving.
+  // checkpoint directory's job records). Call once before serving. A CLI command that was in
+  // progress then (rescale, stop, savepoint, checkpoint; kept in the job record) is recorded as
+  // aborted by the restart — or completed, for a rescale whose new attempt was already deployed
+  // — and shown as the job's `last_command`; savepoint directories it left without `_metadata`
+  // are deleted (or, if that fails, marked with an `_ABORTED` file).
   Status ResumeJobs(int64_t now_ms);
 
   void OnMessage(const std::string& identity, const ControlMessage& msg, int64_t now_ms);
@@ -45,6 +53,7 @@ class Coordinator {
 
   const WorkerRegistry& workers() const { return workers_; }
   const JobMaster* job() const { return job_.get(); }
+  const std::string& incarnation() const { return incarnation_; }
   nlohmann::json StatusJson(int64_t now_ms) const;
 
  private:
@@ -58,6 +67,8 @@ class Coordinator {
   // sender is not a registered worker or claims another worker's id.
   const WorkerInfo* Sender(const std::string& identity, WorkerId claimed);
   void WorkerLost(const WorkerInfo& w, const std::string& why, int64_t now_ms);
+  // Wraps a CLI command's reply so that the job record knows it is in progress until answered.
+  std::function<void(const std::string& outcome)> TrackCommand(JobCommand command);
 
   CoordinatorOptions options_;
   ControlOutbox* outbox_;
@@ -66,6 +77,7 @@ class Coordinator {
   std::unique_ptr<JobMaster> job_;
   int64_t last_heartbeat_sent_ms_ = 0;
   int64_t jobs_submitted_ = 0;
+  std::string incarnation_;
 };
 
 }  // namespace keyflow

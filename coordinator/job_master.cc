@@ -125,6 +125,8 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Resume(const JobRecord& record,
   jm->restart_at_ms_ = now_ms;
   jm->replacement_deadline_ms_ = now_ms + record.spec.replacement_timeout_ms;
   jm->last_failure_ = "the coordinator restarted";
+  jm->last_command_ = record.last_command;
+  jm->last_command_outcome_ = record.last_command_outcome;
   if (!record.spec.from_savepoint.empty()) {
     auto m = CheckpointStorage::ReadMetadata(record.spec.from_savepoint);
     if (m.ok()) {
@@ -144,6 +146,9 @@ void JobMaster::WriteJobRecord() {
   r.spec = spec_;
   r.state = terminal() ? std::string(JobStateName(state_)) : "RUNNING";
   r.last_attempt = attempt_;
+  for (const auto& [token, c] : commands_) r.pending_commands.push_back(c);
+  r.last_command = last_command_;
+  r.last_command_outcome = last_command_outcome_;
   Status s = storage_.WriteJobRecord(r);
   if (!s.ok()) KF_LOG_WARN("cannot write the job record: {}", s.message());
 }
@@ -236,6 +241,14 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   final_triggered_ = false;
   attempt_cancelled_ = false;
   spec_.parallelism = parallelism;
+  for (const Vertex& v : vertices_) {
+    const SubtaskMetrics& m = v.finished ? v.final_metrics : v.last_metrics;
+    earlier_attempts_.records_in += m.records_in;
+    earlier_attempts_.records_processed += m.records_processed;
+    earlier_attempts_.records_out += m.records_out;
+    earlier_attempts_.bad_records += m.bad_records;
+    earlier_attempts_.late_records += m.late_records;
+  }
   vertices_.clear();
   std::vector<const WorkerInfo*> by_slot = workers_->BySlot();
   CHECK_GE(by_slot.size(), static_cast<size_t>(parallelism));
@@ -407,6 +420,42 @@ void JobMaster::OnWorkerLost(const WorkerInfo& w, const std::string& why, int64_
     if (v.worker == w.id && v.finished) return;  // its work is done and committed
   }
   FailAttempt(w.Describe() + " was lost: " + why, now_ms);
+}
+
+void JobMaster::OnHeartbeat(WorkerId worker, AttemptNumber attempt, const SubtaskMetrics& m) {
+  if (attempt != attempt_) return;
+  for (Vertex& v : vertices_) {
+    if (v.worker == worker && !v.finished && v.ended_state.empty()) v.last_metrics = m;
+  }
+}
+
+void JobMaster::OnWorkerExitReported(const std::string& hostname, int64_t pid,
+                                     const std::string& how) {
+  const std::string who = "host " + hostname + ", pid " + std::to_string(pid) + ")";
+  const std::string note = "; its process ended: " + how;
+  for (std::string* reason : {&last_failure_, &failure_reason_}) {
+    if (reason->find(who) != std::string::npos && reason->find(note) == std::string::npos) {
+      *reason += note;
+    }
+  }
+}
+
+int64_t JobMaster::BeginCommand(JobCommand command) {
+  int64_t token = next_command_token_++;
+  commands_[token] = std::move(command);
+  WriteJobRecord();
+  return token;
+}
+
+void JobMaster::EndCommand(int64_t token, const std::string& outcome) {
+  auto it = commands_.find(token);
+  if (it == commands_.end()) return;
+  if (!outcome.empty()) {
+    last_command_ = it->second;
+    last_command_outcome_ = outcome;
+  }
+  commands_.erase(it);
+  WriteJobRecord();
 }
 
 void JobMaster::OnWorkerRegistered(int64_t now_ms) {
@@ -734,6 +783,9 @@ void JobMaster::EndJob(JobState state, const std::string& reason, int64_t now_ms
 void JobMaster::CancelAll(const std::string& reason) {
   if (attempt_cancelled_) return;
   attempt_cancelled_ = true;
+  for (Vertex& v : vertices_) {
+    if (!v.finished) v.ended_state = "CANCELED";
+  }
   CancelTask c;
   c.attempt = attempt_;
   c.reason = reason;
@@ -780,13 +832,15 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   for (const Vertex& v : vertices_) {
     const WorkerInfo* w = workers_->Find(v.worker);
     if (w != nullptr && w->attempt != attempt_) w = nullptr;  // metrics of an older attempt
-    SubtaskMetrics m = v.finished ? v.final_metrics : (w ? w->metrics : SubtaskMetrics{});
+    if (!v.ended_state.empty()) w = nullptr;                  // no live rates after the end
+    const SubtaskMetrics& m = v.finished ? v.final_metrics : v.last_metrics;
     nlohmann::json s;
     s["subtask"] = v.subtask.value();
     s["worker"] = v.worker_description;
     s["key_groups"] = {v.key_groups.start(), v.key_groups.end()};
-    s["state"] = v.finished      ? "FINISHED"
-                 : v.input_ended ? "INPUT_ENDED"
+    s["state"] = v.finished               ? "FINISHED"
+                 : !v.ended_state.empty() ? v.ended_state.c_str()
+                 : v.input_ended          ? "INPUT_ENDED"
                  : v.running     ? "RUNNING"
                  : v.deployed    ? "RESTORING"
                                  : "DEPLOYING";
@@ -814,11 +868,27 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     total.late_records += m.late_records;
   }
   j["subtasks"] = std::move(subtasks);
-  j["records_in"] = total.records_in;
-  j["records_processed"] = total.records_processed;
-  j["records_out"] = total.records_out;
-  j["bad_records"] = total.bad_records;
-  j["late_records"] = total.late_records;
+  // Job counters add up every attempt (checkpoint/README.md "Counters"): after a restore the
+  // source re-reads the records since that checkpoint, so they include replays.
+  // current_attempt: the current attempt's alone (what its subtasks show).
+  j["current_attempt"] = {{"records_in", total.records_in},
+                          {"records_processed", total.records_processed},
+                          {"records_out", total.records_out},
+                          {"bad_records", total.bad_records},
+                          {"late_records", total.late_records}};
+  j["records_in"] = earlier_attempts_.records_in + total.records_in;
+  j["records_processed"] = earlier_attempts_.records_processed + total.records_processed;
+  j["records_out"] = earlier_attempts_.records_out + total.records_out;
+  j["bad_records"] = earlier_attempts_.bad_records + total.bad_records;
+  j["late_records"] = earlier_attempts_.late_records + total.late_records;
+  if (!last_command_.what.empty()) {
+    j["last_command"] = {{"command", last_command_.what}, {"outcome", last_command_outcome_}};
+  }
+  if (!commands_.empty()) {
+    nlohmann::json pending = nlohmann::json::array();
+    for (const auto& [token, c] : commands_) pending.push_back(c.what);
+    j["commands_in_progress"] = std::move(pending);
+  }
   j["records_in_per_s"] = total_in_rate;
   j["records_processed_per_s"] = total_processed_rate;
   j["watermark"] = vertices_.empty() ? INT64_MIN : min_watermark;

@@ -82,6 +82,18 @@ class JobMaster {
   void OnDecline(const DeclineCheckpoint& m, int64_t now_ms);
   void OnWorkerLost(const WorkerInfo& w, const std::string& why, int64_t now_ms);
   void OnWorkerRegistered(int64_t now_ms);
+  // A heartbeat's metrics: kept per subtask so that status shows the last known counters after
+  // the worker is gone or the attempt ended.
+  void OnHeartbeat(WorkerId worker, AttemptNumber attempt, const SubtaskMetrics& m);
+  // A supervisor reported how a worker process (host, pid) ended: appended to the failure reason
+  // of the attempt (or job) that lost that worker, if it did.
+  void OnWorkerExitReported(const std::string& hostname, int64_t pid, const std::string& how);
+
+  // CLI commands in progress (rescale, stop, savepoint, checkpoint) are kept in the job record so
+  // that a coordinator restarted while one ran reports it (Coordinator::ResumeJobs). Begin returns
+  // a token; End with an empty outcome forgets a command that was refused at once.
+  int64_t BeginCommand(JobCommand command);
+  void EndCommand(int64_t token, const std::string& outcome);
   void OnTick(int64_t now_ms);
   void Cancel(const std::string& reason, int64_t now_ms);
   // `keyflow checkpoint` / `keyflow savepoint`: FailedPrecondition unless RUNNING or FINISHING.
@@ -134,6 +146,8 @@ class JobMaster {
     bool finished = false;
     std::vector<std::string> input_endpoints;
     SubtaskMetrics final_metrics;
+    SubtaskMetrics last_metrics;  // from the latest heartbeat of this attempt
+    std::string ended_state;      // CANCELED once the attempt was cancelled (FINISHED: finished)
   };
   // What an attempt restores from.
   struct RestorePoint {
@@ -214,6 +228,13 @@ class JobMaster {
   };
   std::optional<RescaleOp> rescale_;
   std::optional<RestorePoint> rescale_savepoint_;  // the latest rescale's savepoint
+
+  // Counters of the attempts before the current one (status adds the current attempt's).
+  SubtaskMetrics earlier_attempts_;
+  std::map<int64_t, JobCommand> commands_;  // in progress, by token
+  int64_t next_command_token_ = 1;
+  JobCommand last_command_;
+  std::string last_command_outcome_;
 };
 
 }  // namespace keyflow

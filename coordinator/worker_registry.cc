@@ -25,11 +25,23 @@ WorkerRegistry::Registration WorkerRegistry::Register(const std::string& identit
   int32_t slot = msg.slot;
   if (slot >= 0) {
     for (auto it = workers_.begin(); it != workers_.end(); ++it) {
-      if (it->second.slot == slot) {
-        r.replaced = it->second;
-        workers_.erase(it);
-        break;
+      const WorkerInfo& holder = it->second;
+      if (holder.slot != slot) continue;
+      int64_t silent_ms = now_ms - holder.last_heartbeat_ms;
+      bool predecessor = msg.previous_pid != 0 && msg.previous_pid == holder.pid &&
+                         msg.hostname == holder.hostname;
+      if (!predecessor && silent_ms <= stale_after_ms_) {
+        r.id = WorkerId(0);
+        r.slot = slot;
+        r.refused = "slot " + std::to_string(slot) + " is already held by " + holder.Describe() +
+                    ", which sent a heartbeat " + std::to_string(silent_ms) +
+                    " ms ago: stop that worker first, or start this one with another --slot "
+                    "(or without --slot to get a free one)";
+        return r;
       }
+      r.replaced = holder;
+      workers_.erase(it);
+      break;
     }
   } else {
     std::set<int32_t> used;

@@ -1,9 +1,13 @@
 // WorkerRegistry: the workers the coordinator knows, their slots and liveness.
 //
 // A worker registers with an optional preferred slot (scripts start worker i with --slot i and
-// respawn it under the same slot). A registration for a slot held by a live worker means that
-// worker's process is gone (the script only respawns after a death): the old worker is
-// reported lost at once instead of waiting for its heartbeat timeout.
+// respawn it under the same slot). A registration for a slot that another worker holds:
+//  * takes the slot over at once (the old worker is reported lost without waiting for its
+//    heartbeat timeout) when the old one is evidently gone — it missed its last two heartbeats
+//    (`stale_after_ms`), or the newcomer's supervisor names the old one's pid as the process
+//    that just ended (RegisterWorker::previous_pid, same host);
+//  * is refused otherwise: two live processes were started for one slot (a second
+//    `keyflow-worker --slot N`). The holder keeps the slot; the newcomer gets the reason.
 //
 // Threading: coordinator thread only. Time is passed in (monotonic ms), never read here.
 #pragma once
@@ -40,12 +44,16 @@ struct WorkerInfo {
 
 class WorkerRegistry {
  public:
-  explicit WorkerRegistry(int64_t heartbeat_timeout_ms) : timeout_ms_(heartbeat_timeout_ms) {}
+  // `stale_after_ms`: a slot holder silent for longer may be taken over (default: the timeout).
+  explicit WorkerRegistry(int64_t heartbeat_timeout_ms, int64_t stale_after_ms = 0)
+      : timeout_ms_(heartbeat_timeout_ms),
+        stale_after_ms_(stale_after_ms > 0 ? stale_after_ms : heartbeat_timeout_ms) {}
 
   struct Registration {
     WorkerId id;
     int32_t slot;
-    std::optional<WorkerInfo> replaced;  // live worker that held the slot, now considered lost
+    std::optional<WorkerInfo> replaced;  // worker that held the slot, now considered lost
+    std::string refused;                 // non-empty: not registered, this is why
   };
   Registration Register(const std::string& identity, const RegisterWorker& msg, int64_t now_ms);
 
@@ -65,6 +73,7 @@ class WorkerRegistry {
 
  private:
   int64_t timeout_ms_;
+  int64_t stale_after_ms_;
   int64_t next_id_ = 1;
   std::map<WorkerId, WorkerInfo> workers_;
 };

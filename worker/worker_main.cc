@@ -27,7 +27,12 @@ int main(int argc, char** argv) {
                                               "name shown in status (default: the host name)")(
       "log-file", po::value(&log_file), "log to this file (default: stderr)")(
       "log-level", po::value(&log_level)->default_value("info"), "trace|debug|info|warn|error")(
-      "config", po::value(&config), "read options from this file (INI: name = value)");
+      "config", po::value(&config), "read options from this file (INI: name = value)")(
+      "previous-exit", po::value(&options.previous_exit),
+      "set by a supervisor that restarts this worker: how the previous process of this slot "
+      "ended (e.g. \"killed by signal 9 (SIGKILL)\"); the coordinator reports it")(
+      "previous-pid", po::value(&options.previous_pid)->default_value(0),
+      "set by a supervisor: the pid of that previous process (its slot is taken over at once)");
   po::variables_map vm;
   int code;
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -39,6 +44,11 @@ int main(int argc, char** argv) {
     return code;
   }
   if (Status s = ParseConfigFile(config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
+  if (options.previous_pid < 0) {
+    return Fail("--previous-pid must be a process id (> 0), not " +
+                    std::to_string(options.previous_pid),
+                kExitUsage);
+  }
   std::string process = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "worker";
   if (Status s = InitLogging(process, log_file, log_level); !s.ok()) return Fail(s, kExitUsage);
 

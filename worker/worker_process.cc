@@ -12,6 +12,11 @@ namespace {
 
 constexpr int64_t kMaxRegisterBackoffMs = 2000;
 constexpr int64_t kUnreachableLogEveryMs = 5000;
+// A refused registration is retried this often, for at least kRefusedGiveUpMs (and two
+// heartbeat timeouts): a predecessor that has just died is then declared lost and the slot
+// becomes free; a live holder keeps it and this worker gives up.
+constexpr int64_t kRefusedRetryMs = 500;
+constexpr int64_t kRefusedGiveUpMs = 3000;
 
 }  // namespace
 
@@ -60,6 +65,15 @@ void WorkerProcess::DropExecutor() {
 }
 
 Status WorkerProcess::Run(int stop_fd) {
+  Status s = RunLoop(stop_fd);
+  if (!s.ok() && registered_) {
+    // Say why before going, so the coordinator does not wait for a heartbeat timeout.
+    if (socket_->SetLinger(Duration::Millis(200)).ok()) Send(WorkerExiting{worker_id_, s.message()});
+  }
+  return s;
+}
+
+Status WorkerProcess::RunLoop(int stop_fd) {
   KF_LOG_INFO("worker starting coordinator={} slot={} data_host={}", options_.coordinator,
               options_.slot, options_.data.advertised_host);
   while (true) {
@@ -90,6 +104,7 @@ Status WorkerProcess::Run(int stop_fd) {
       }
       Handle(*decoded, MonotonicMillis());
     }
+    if (!fatal_.ok()) return fatal_;
   }
 }
 
@@ -101,6 +116,8 @@ void WorkerProcess::Tick(int64_t now) {
     r.pid = ::getpid();
     r.data_host = options_.data.advertised_host;
     r.slot = slot_ >= 0 ? slot_ : options_.slot;
+    r.previous_exit = options_.previous_exit;
+    r.previous_pid = options_.previous_pid;
     auto sent = socket_->TrySend(EncodeControlMessage(r));
     if (!sent.ok() || !*sent) {
       if (unreachable_since_ms_ == 0) unreachable_since_ms_ = now;
@@ -145,6 +162,22 @@ void WorkerProcess::Handle(const ControlMessage& msg, int64_t now) {
       [&](const auto& m) {
         using T = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<T, Registered>) {
+          if (!m.refused.empty()) {
+            if (refused_since_ms_ == 0) {
+              refused_since_ms_ = now;
+              KF_LOG_WARN("{} (retrying for a few seconds in case that worker has just died)",
+                          m.refused);
+            }
+            if (now - refused_since_ms_ >
+                std::max(kRefusedGiveUpMs, 2 * m.heartbeat_timeout_ms)) {
+              fatal_ = FailedPrecondition(m.refused);
+            }
+            next_register_ms_ = now + kRefusedRetryMs;
+            return;
+          }
+          refused_since_ms_ = 0;
+          options_.previous_exit.clear();  // reported once
+          options_.previous_pid = 0;
           registered_ = true;
           worker_id_ = m.worker;
           slot_ = m.slot;

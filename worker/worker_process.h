@@ -25,6 +25,10 @@ struct WorkerOptions {
   int32_t slot = -1;  // -1: the coordinator picks one
   TaskExecutorOptions data;
   std::string hostname;
+  // From the supervisor that restarted this worker (--previous-exit / --previous-pid): how the
+  // previous process of this slot ended; sent with the first registration.
+  std::string previous_exit;
+  int64_t previous_pid = 0;
 };
 
 class WorkerProcess {
@@ -33,7 +37,10 @@ class WorkerProcess {
                                                        const Clock* clock);
   ~WorkerProcess();
 
-  // Runs until `stop_fd` (a SignalWaiter's) is readable.
+  // Runs until `stop_fd` (a SignalWaiter's) is readable. An error return (after which the
+  // process should exit non-zero) was first reported to the coordinator (WorkerExiting) if it
+  // could be. A registration refused for longer than kRefusedGiveUpMs (the slot is held by a
+  // live worker) ends Run with that sentence.
   Status Run(int stop_fd);
 
  private:
@@ -44,6 +51,7 @@ class WorkerProcess {
   void OnTaskDone(AttemptNumber attempt, const Status& s, CheckpointId corrupted);
   void DropExecutor();
   void Tick(int64_t now);
+  Status RunLoop(int stop_fd);
 
   WorkerOptions options_;
   ZmqContext* zmq_ = nullptr;
@@ -63,6 +71,8 @@ class WorkerProcess {
   int64_t unreachable_since_ms_ = 0;
   int64_t last_unreachable_log_ms_ = 0;
   int64_t next_heartbeat_ms_ = 0;
+  int64_t refused_since_ms_ = 0;  // registrations refused since then (slot taken)
+  Status fatal_;                  // set: Run ends with it
 };
 
 }  // namespace keyflow

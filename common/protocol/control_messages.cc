@@ -85,7 +85,8 @@ std::string_view ControlMessageName(const ControlMessage& msg) {
                                                 "CheckpointRequest",
                                                 "ListCheckpointsRequest",
                                                 "RescaleRequest",
-                                                "Reply"};
+                                                "Reply",
+                                                "WorkerExiting"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlMessage>);
   return kNames[msg.index()];
 }

@@ -78,9 +78,15 @@ struct RegisterWorker {
   int64_t pid = 0;
   std::string data_host;  // address peers use to reach this worker's data endpoints
   int32_t slot = -1;      // preferred slot (respawned worker), -1 = any
+  // Set by a supervisor that restarted this worker (scripts/lib/worker-supervisor.sh): how the
+  // previous process of this slot ended ("killed by signal 9 (SIGKILL ...)", "exit code 3") and
+  // its pid. A registration naming the pid of the slot's current holder takes the slot over at
+  // once; the coordinator attaches `previous_exit` to the failure of the attempt that lost it.
+  std::string previous_exit;
+  int64_t previous_pid = 0;
   template <class A>
   void serialize(A& ar) {
-    ar(hostname, pid, data_host, slot);
+    ar(hostname, pid, data_host, slot, previous_exit, previous_pid);
   }
 };
 
@@ -186,16 +192,31 @@ struct DeclineCheckpoint {
   }
 };
 
+// A worker that exits because of an error it caught says why before it goes, so the
+// coordinator reports the reason instead of a heartbeat timeout.
+struct WorkerExiting {
+  WorkerId worker;
+  std::string reason;
+  template <class A>
+  void serialize(A& ar) {
+    ar(worker, reason);
+  }
+};
+
 // ---- coordinator -> worker ------------------------------------------------------------------
 
+// The answer to RegisterWorker. `refused` non-empty: the registration was refused (the slot
+// is held by a live worker) and `refused` is the sentence to log; the worker retries for a
+// while (its predecessor may just have died) and then exits non-zero.
 struct Registered {
   WorkerId worker;
   int32_t slot = 0;
   int64_t heartbeat_interval_ms = 0;
   int64_t heartbeat_timeout_ms = 0;
+  std::string refused;
   template <class A>
   void serialize(A& ar) {
-    ar(worker, slot, heartbeat_interval_ms, heartbeat_timeout_ms);
+    ar(worker, slot, heartbeat_interval_ms, heartbeat_timeout_ms, refused);
   }
 };
 
@@ -362,7 +383,7 @@ using ControlMessage =
                  DeployTask, StartTask, CoordinatorHeartbeat, TriggerCheckpoint,
                  NotifyCheckpointComplete, NotifyCheckpointAborted, CancelTask, RegisterAgain,
                  SubmitJob, StatusRequest, CancelJob, StopJob, CheckpointRequest,
-                 ListCheckpointsRequest, RescaleRequest, Reply>;
+                 ListCheckpointsRequest, RescaleRequest, Reply, WorkerExiting>;
 
 // Encodes version + message.
 std::string EncodeControlMessage(const ControlMessage& msg);

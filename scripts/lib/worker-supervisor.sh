@@ -2,7 +2,10 @@
 # Keeps one keyflow worker alive (start-cluster.sh --respawn): starts it, and whenever it dies
 # starts it again with the same command line (so under the same --slot), rewriting its pid
 # file each time. Restarts back off from 1 s up to 30 s while the worker keeps dying within
-# 10 s of its start (e.g. a bad flag), and reset once it stayed up.
+# 10 s of its start (e.g. a bad flag), and reset once it stayed up. A restarted worker gets
+# --previous-exit "<how the last one ended>" --previous-pid <its pid> ("exit code 3", "killed by
+# signal 9 (SIGKILL — also what the kernel's OOM killer sends; ...)"), which it sends when it
+# registers: the coordinator takes the slot over at once and reports how the process ended.
 #
 #   worker-supervisor.sh --pid-file FILE --log FILE -- keyflow-worker ARGS...
 #
@@ -30,9 +33,26 @@ say() { echo "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ) supervisor: $*" >>"$log"; }
 stopping=0
 trap 'stopping=1' TERM INT
 
+# How a process with wait status $1 ended, as one phrase.
+describe_exit() {
+  local rc=$1
+  if [ "$rc" -gt 128 ]; then
+    local sig=$((rc - 128)) name
+    name=$(kill -l "$sig" 2>/dev/null) || name="?"
+    if [ "$sig" -eq 9 ]; then
+      echo "killed by signal 9 (SIGKILL — also what the kernel's OOM killer sends; check dmesg and the worker log)"
+    else
+      echo "killed by signal $sig (SIG$name)"
+    fi
+  else
+    echo "exit code $rc"
+  fi
+}
+
 backoff=1
+previous=()
 while :; do
-  "$@" >>"$log" 2>&1 </dev/null &
+  "$@" "${previous[@]}" >>"$log" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$pid_file.tmp" && mv -f "$pid_file.tmp" "$pid_file"
   started=$SECONDS
@@ -45,7 +65,9 @@ while :; do
     kill -0 "$pid" 2>/dev/null || break
   done
   if [ $((SECONDS - started)) -ge 10 ]; then backoff=1; fi
-  say "worker pid=$pid exited with status $rc; restarting in ${backoff}s"
+  how=$(describe_exit "$rc")
+  say "worker pid=$pid exited with status $rc ($how); restarting in ${backoff}s"
+  previous=(--previous-exit "$how" --previous-pid "$pid")
   sleep "$backoff" &
   sleeper=$!
   wait "$sleeper" 2>/dev/null

@@ -164,7 +164,7 @@ TEST_F(ClusterScriptsTest, RespawnRestartsAKilledWorkerUnderItsSlot) {
   ASSERT_TRUE(s.ok()) << s.message() << "\n" << Tail(run_dir_ + "/worker-0.log");
   EXPECT_THAT(ReadFileOrEmpty(run_dir_ + "/worker-0.log"),
               HasSubstr("supervisor: worker pid=" + std::to_string(first) +
-                        " exited with status 137; restarting"));
+                        " exited with status 137 (killed by signal 9 (SIGKILL"));
 
   auto stopped = StopCluster();
   ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
