@@ -1,5 +1,7 @@
 #include "coordinator/cli/control_client.h"
 
+#include <algorithm>
+
 #include "common/transport/control_plane.h"
 
 namespace keyflow::cli {
@@ -19,6 +21,11 @@ Result<std::unique_ptr<ControlClient>> ControlClient::Connect(const std::string&
 }
 
 Result<Reply> ControlClient::Request(const ControlMessage& msg) {
+  return Request(msg, timeout_ms_, nullptr);
+}
+
+Result<Reply> ControlClient::Request(const ControlMessage& msg, int64_t poll_ms,
+                                     const std::function<Status()>& while_waiting) {
   std::string payload = EncodeControlMessage(msg);
   std::string unreachable = "cannot reach the coordinator at " + endpoint_ + " within " +
                             std::to_string(timeout_ms_) +
@@ -36,7 +43,13 @@ Result<Reply> ControlClient::Request(const ControlMessage& msg) {
     return failed(sent);
   }
   zmq::message_t reply;
-  if (Status got = socket_.Receive(&reply, timeout); !got.ok()) return failed(got);
+  for (int64_t waited = 0;; waited += poll_ms) {
+    if (waited >= timeout_ms_) return Unavailable(unreachable);
+    Status got = socket_.Receive(&reply, Duration::Millis(std::min(poll_ms, timeout_ms_ - waited)));
+    if (got.ok()) break;
+    if (got.code() != StatusCode::kDeadlineExceeded) return failed(got);
+    if (while_waiting) RETURN_IF_ERROR(while_waiting());
+  }
   auto decoded = DecodeControlMessage(
       std::string_view(static_cast<const char*>(reply.data()), reply.size()), "the coordinator");
   if (!decoded.ok()) return decoded.status();

@@ -5,6 +5,7 @@
 // control-plane socket.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,6 +25,10 @@ class ControlClient {
   // Unavailable (with what to do) if the coordinator does not take the request or does not
   // answer within the timeout.
   Result<Reply> Request(const ControlMessage& msg);
+  // Like Request, but while the reply is outstanding calls `while_waiting` every `poll_ms`; a
+  // non-OK status from it ends the wait with that status (e.g. the coordinator restarted).
+  Result<Reply> Request(const ControlMessage& msg, int64_t poll_ms,
+                        const std::function<Status()>& while_waiting);
 
  private:
   ControlClient(std::unique_ptr<ZmqContext> context, ZmqSocket socket, std::string endpoint,

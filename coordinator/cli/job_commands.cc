@@ -46,6 +46,69 @@ std::optional<Reply> Ask(const std::string& endpoint, const ControlMessage& msg,
   return *reply;
 }
 
+std::string IncarnationOf(const Reply& status) {
+  nlohmann::json j = nlohmann::json::parse(status.json, nullptr, false);
+  if (!j.is_object() || !j["coordinator"].is_object()) return "";
+  return j["coordinator"].value("incarnation", std::string());
+}
+
+// Sends a long-running command (rescale, stop, savepoint, checkpoint — `what` as the coordinator
+// names it: "rescale to 3") and waits for its reply, polling the coordinator's status every
+// second: if the coordinator restarted meanwhile (a new incarnation), the reply will never come;
+// the job's last_command then says what became of the command. Prints the outcome; returns the
+// reply, or nullopt with *exit_code set.
+std::optional<Reply> AskWatchingRestarts(const std::string& endpoint, const ControlMessage& msg,
+                                         const std::string& what, int64_t timeout_ms,
+                                         int* exit_code) {
+  auto before = Ask(endpoint, StatusRequest{}, exit_code);
+  if (!before) return std::nullopt;
+  const std::string incarnation = IncarnationOf(*before);
+  auto client = ControlClient::Connect(endpoint, timeout_ms);
+  if (!client.ok()) {
+    *exit_code = Fail(client.status(), kExitUsage);
+    return std::nullopt;
+  }
+  std::optional<std::string> restarted;  // the sentence, once the coordinator restarted
+  bool completed = false;
+  auto watch = [&]() -> Status {
+    int code = 0;
+    auto now = Ask(endpoint, StatusRequest{}, &code, /*quiet=*/true, /*timeout_ms=*/1000);
+    if (!now || !now->ok || incarnation.empty() || IncarnationOf(*now) == incarnation) {
+      return Status::Ok();  // unreachable (restarting?) or the same process: keep waiting
+    }
+    nlohmann::json st = nlohmann::json::parse(now->json, nullptr, false);
+    const nlohmann::json& job = st["job"];
+    const nlohmann::json* last =
+        job.is_object() && job["last_command"].is_object() ? &job["last_command"] : nullptr;
+    if (last != nullptr && last->value("command", std::string()) == what) {
+      std::string outcome = last->value("outcome", std::string());
+      completed = outcome.rfind("completed", 0) == 0;
+      restarted = "the coordinator restarted while the " + what + " was in progress; the " +
+                  what + " was " + outcome;
+    } else {
+      restarted = "the coordinator restarted while the " + what +
+                  " was in progress and has no record of it, so it was lost: check `keyflow "
+                  "status` and run it again";
+    }
+    return Aborted(*restarted);
+  };
+  auto reply = (*client)->Request(msg, /*poll_ms=*/1000, watch);
+  if (restarted) {
+    if (completed) {
+      std::cout << *restarted << "\n";
+      *exit_code = kExitOk;
+    } else {
+      *exit_code = Fail(*restarted, kExitFailure);
+    }
+    return std::nullopt;
+  }
+  if (!reply.ok()) {
+    *exit_code = Fail(reply.status(), kExitFailure);
+    return std::nullopt;
+  }
+  return *reply;
+}
+
 std::string Human(double v) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(1);
@@ -80,8 +143,12 @@ std::string ProgressLine(const nlohmann::json& job) {
 
 void PrintSummary(const nlohmann::json& job, std::ostream& os) {
   os << "job " << job.value("job_id", "") << " " << job.value("state", "?") << " after "
-     << std::fixed << std::setprecision(1) << job.value("duration_ms", 0) / 1000.0 << " s\n"
-     << "  records read:      " << job.value("records_in", 0) << "\n"
+     << std::fixed << std::setprecision(1) << job.value("duration_ms", 0) / 1000.0 << " s\n";
+  if (job.value("attempt", 1) > 1) {
+    os << "  (counts add up all " << job.value("attempt", 1)
+       << " attempts, including records re-read after a restore)\n";
+  }
+  os << "  records read:      " << job.value("records_in", 0) << "\n"
      << "  records processed: " << job.value("records_processed", 0) << "\n"
      << "  results emitted:   " << job.value("records_out", 0) << "\n"
      << "  malformed records: " << job.value("bad_records", 0) << " (skipped)\n"
@@ -93,8 +160,8 @@ void PrintSummary(const nlohmann::json& job, std::ostream& os) {
     os << "  attempts:          " << job.value("attempt", 1) << " (" << job.value("restarts", 0)
        << " restarts";
     if (job.value("restored_from", 0) > 0) {
-      os << "; the last one restored checkpoint " << job.value("restored_from", 0)
-         << ", so the counts above cover the records after it";
+      os << "; the last one restored checkpoint " << job.value("restored_from", 0) << " and read "
+         << job["current_attempt"].value("records_in", 0) << " records";
     }
     os << ")\n";
     if (!job.value("last_failure", std::string()).empty()) {
@@ -339,6 +406,21 @@ int RunStatusCommand(const std::vector<std::string>& args) {
   if (!job.value("waiting_for", std::string()).empty()) {
     std::cout << "  " << job.value("waiting_for", std::string()) << "\n";
   }
+  if (job.value("attempt", 1) > 1) {
+    std::cout << "  counters add up all attempts, including records re-read after a restore; "
+                 "this attempt: in "
+              << job["current_attempt"].value("records_in", 0) << ", processed "
+              << job["current_attempt"].value("records_processed", 0) << "\n";
+  }
+  if (job.contains("commands_in_progress")) {
+    for (const auto& c : job["commands_in_progress"]) {
+      std::cout << "  command in progress: " << c.get<std::string>() << "\n";
+    }
+  }
+  if (job["last_command"].is_object()) {
+    std::cout << "  last command: " << job["last_command"].value("command", "") << " — "
+              << job["last_command"].value("outcome", "") << "\n";
+  }
   if (job.contains("rescale")) {
     std::cout << "  rescaling to " << job["rescale"].value("target", 0) << ": "
               << job["rescale"].value("phase", "") << " (" << job["rescale"].value("elapsed_ms", 0)
@@ -430,7 +512,8 @@ int CheckpointRequestCommand(const std::vector<std::string>& args, bool savepoin
   CheckpointRequest req;
   req.savepoint = savepoint;
   req.directory = dir;
-  auto reply = Ask(endpoint, req, &code, false, *timeout_ms);
+  auto reply = AskWatchingRestarts(endpoint, req, savepoint ? "savepoint" : "checkpoint",
+                                   *timeout_ms, &code);
   if (!reply) return code;
   if (!reply->ok) return Fail(reply->message, kExitFailure);
   std::cout << reply->message << "\n";
@@ -457,7 +540,7 @@ int RunStopCommand(const std::vector<std::string>& args) {
   auto timeout_ms = DurationFlagMillis("timeout", timeout);
   if (!timeout_ms.ok()) return Fail(timeout_ms.status(), kExitUsage);
   if (!dir.empty()) dir = std::filesystem::absolute(dir);
-  auto reply = Ask(endpoint, StopJob{dir}, &code, false, *timeout_ms);
+  auto reply = AskWatchingRestarts(endpoint, StopJob{dir}, "stop with savepoint", *timeout_ms, &code);
   if (!reply) return code;
   if (!reply->ok) return Fail(reply->message, kExitFailure);
   std::cout << reply->message << "\n";
@@ -550,7 +633,9 @@ int RunRescaleCommand(const std::vector<std::string>& args) {
   req.new_parallelism = parallelism;
   req.plan_only = plan;
   req.wait_for_workers_ms = *wait_ms;
-  auto reply = Ask(endpoint, req, &code, false, plan ? kRequestTimeoutMs : *timeout_ms);
+  auto reply = plan ? Ask(endpoint, req, &code)
+                    : AskWatchingRestarts(endpoint, req, "rescale to " + std::to_string(parallelism),
+                                          *timeout_ms, &code);
   if (!reply) return code;
   if (!reply->ok) return Fail(reply->message, kExitFailure);
   if (!plan) {

@@ -1,0 +1,69 @@
+// The `_job` record: version 2 keeps the CLI commands; version 1 records (before commands)
+// are still read.
+#include <gtest/gtest.h>
+
+#include "checkpoint/checkpoint_storage.h"
+#include "checkpoint/checksummed_envelope.h"
+#include "common/binary_io.h"
+
+namespace keyflow {
+namespace {
+
+JobSpec TestSpec() {
+  JobSpec s;
+  s.job_name = "count-window";
+  s.input = "gen:events=10,keys=2,splits=1,seed=1";
+  s.parallelism = 2;
+  s.max_parallelism = 8;
+  return s;
+}
+
+TEST(JobRecordTest, CommandsRoundTrip) {
+  JobRecord r;
+  r.job_id = "j";
+  r.spec = TestSpec();
+  r.state = "RUNNING";
+  r.last_attempt = AttemptNumber(3);
+  r.pending_commands.push_back({"rescale to 3", "keyflow rescale 3", "", 3});
+  r.pending_commands.push_back({"savepoint", "keyflow savepoint", "/sp/dir", 0});
+  r.last_command = {"checkpoint", "keyflow checkpoint", "", 0};
+  r.last_command_outcome = "completed: /c/chk-4";
+  auto d = JobRecord::Decode(r.Encode(), "test");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->pending_commands.size(), 2u);
+  EXPECT_EQ(d->pending_commands[0].what, "rescale to 3");
+  EXPECT_EQ(d->pending_commands[0].retry, "keyflow rescale 3");
+  EXPECT_EQ(d->pending_commands[0].target_parallelism, 3);
+  EXPECT_EQ(d->pending_commands[1].directory, "/sp/dir");
+  EXPECT_EQ(d->last_command.what, "checkpoint");
+  EXPECT_EQ(d->last_command_outcome, "completed: /c/chk-4");
+  EXPECT_EQ(d->last_attempt.value(), 3);
+}
+
+TEST(JobRecordTest, Version1RecordWithoutCommandsIsStillRead) {
+  std::string body;
+  BinaryWriter w(&body);
+  w.Bytes("old-job");
+  w.Bytes(EncodeJobSpecBlob(TestSpec()));
+  w.Bytes("RUNNING");
+  w.I64(7);
+  auto d = JobRecord::Decode(EncodeChecksummedEnvelope(kJobRecordMagic, 1, body), "v1");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->job_id, "old-job");
+  EXPECT_EQ(d->state, "RUNNING");
+  EXPECT_EQ(d->last_attempt.value(), 7);
+  EXPECT_EQ(d->spec.parallelism, 2);
+  EXPECT_TRUE(d->pending_commands.empty());
+  EXPECT_TRUE(d->last_command.what.empty());
+}
+
+TEST(JobRecordTest, UnknownVersionIsRefused) {
+  auto d = JobRecord::Decode(EncodeChecksummedEnvelope(kJobRecordMagic, 9, "x"), "v9");
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("format version 9, this keyflow reads version 2"),
+            std::string::npos)
+      << d.status().message();
+}
+
+}  // namespace
+}  // namespace keyflow

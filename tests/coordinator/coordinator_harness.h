@@ -1,0 +1,180 @@
+// Test harness for driving a Coordinator message by message: a fake outbox that records what
+// the coordinator sends per peer, and a fixture with workers, heartbeats, explicit time and
+// checkpoint acknowledgements that write small real state files (no sockets, no sleeps).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint_storage.h"
+#include "common/file_io.h"
+#include "coordinator/coordinator.h"
+
+namespace keyflow::test {
+
+class FakeOutbox : public ControlOutbox {
+ public:
+  void Send(const std::string& identity, const ControlMessage& msg) override {
+    sent.emplace_back(identity, msg);
+  }
+  template <typename T>
+  std::vector<T> To(const std::string& identity) const {
+    std::vector<T> out;
+    for (const auto& [id, m] : sent) {
+      if (id == identity && std::holds_alternative<T>(m)) out.push_back(std::get<T>(m));
+    }
+    return out;
+  }
+  template <typename T>
+  std::optional<T> Last(const std::string& identity) const {
+    auto all = To<T>(identity);
+    if (all.empty()) return std::nullopt;
+    return all.back();
+  }
+  std::vector<std::pair<std::string, ControlMessage>> sent;
+};
+
+class CoordinatorHarness : public ::testing::Test {
+ protected:
+  CoordinatorHarness() : clock_(Timestamp(1'764'442'799'000)) { Reset(); }
+
+  // A new coordinator process on the same checkpoint directory (workers must register again).
+  void Reset(std::string incarnation = "") {
+    CoordinatorOptions o;
+    o.heartbeat_interval_ms = 100;
+    o.heartbeat_timeout_ms = 1000;
+    o.job.deploy_timeout_ms = 5000;
+    o.job.checkpoint_root = dir_.path();
+    o.incarnation = std::move(incarnation);
+    coord_ = std::make_unique<Coordinator>(o, &outbox_, &clock_);
+    ids_.clear();
+    dead_.clear();
+  }
+
+  RegisterWorker Registration(int32_t slot, int64_t pid) {
+    RegisterWorker r;
+    r.hostname = "h";
+    r.pid = pid;
+    r.slot = slot;
+    return r;
+  }
+  // Registers worker `identity` in `slot` (pid 1000 + slot) and returns its id.
+  WorkerId Register(const std::string& identity, int32_t slot) {
+    return Register(identity, Registration(slot, 1000 + slot));
+  }
+  WorkerId Register(const std::string& identity, const RegisterWorker& r) {
+    coord_->OnMessage(identity, r, now_);
+    auto reply = outbox_.Last<Registered>(identity);
+    EXPECT_TRUE(reply.has_value());
+    if (reply && reply->refused.empty()) ids_[identity] = reply->worker;
+    return reply ? reply->worker : WorkerId(0);
+  }
+
+  // Every live worker heartbeats with `metrics_[identity]`.
+  void Heartbeats() {
+    for (const auto& [identity, id] : ids_) {
+      if (dead_.count(identity)) continue;
+      AttemptNumber a = coord_->job() ? coord_->job()->attempt() : AttemptNumber(0);
+      coord_->OnMessage(identity, WorkerHeartbeat{id, a, metrics_[identity]}, now_);
+    }
+  }
+
+  // Advances time in heartbeat steps, ticking the coordinator.
+  void Advance(int64_t ms) {
+    for (int64_t t = 0; t < ms; t += 100) {
+      now_ += 100;
+      Heartbeats();
+      coord_->OnTick(now_);
+    }
+  }
+
+  JobSpec Spec(int32_t p, int64_t checkpoint_interval_ms) {
+    JobSpec s;
+    s.job_name = "count-window";
+    s.input = "gen:events=10,keys=2,splits=1,seed=1";
+    s.parallelism = p;
+    s.max_parallelism = 8;
+    s.checkpoint_interval_ms = checkpoint_interval_ms;
+    s.replacement_timeout_ms = 2000;
+    return s;
+  }
+
+  void Submit(const JobSpec& spec) {
+    coord_->OnMessage("cli", SubmitJob{spec}, now_);
+    ASSERT_TRUE(outbox_.Last<Reply>("cli")->ok) << outbox_.Last<Reply>("cli")->message;
+  }
+
+  // Answers the current attempt's DeployTask of every worker; the job is then RUNNING.
+  void DeployAll(const std::vector<std::string>& identities) {
+    AttemptNumber a = coord_->job()->attempt();
+    for (const auto& identity : identities) {
+      auto d = outbox_.Last<DeployTask>(identity);
+      ASSERT_TRUE(d.has_value()) << identity;
+      ASSERT_EQ(d->attempt, a) << identity;
+      TaskDeployed r;
+      r.worker = ids_[identity];
+      r.attempt = a;
+      r.subtask = d->subtask;
+      r.input_endpoints.assign(static_cast<size_t>(d->spec.parallelism), "tcp://x:1");
+      coord_->OnMessage(identity, r, now_);
+    }
+    ASSERT_EQ(coord_->job()->state(), JobState::kRunning);
+  }
+
+  // Acknowledges the latest TriggerCheckpoint sent to each worker with a 10-byte state file
+  // per key group.
+  void AckAll(const std::vector<std::string>& identities) {
+    for (const auto& identity : identities) {
+      auto t = outbox_.Last<TriggerCheckpoint>(identity);
+      ASSERT_TRUE(t.has_value());
+      auto d = outbox_.Last<DeployTask>(identity);
+      AcknowledgeCheckpoint a;
+      a.worker = ids_[identity];
+      a.attempt = t->attempt;
+      a.subtask = d->subtask;
+      a.checkpoint = t->checkpoint;
+      KeyGroupsStateHandle& h = a.keyed_state;
+      h.path = CheckpointStorage::SubtaskStateFileName(d->subtask);
+      h.range = d->key_groups;
+      for (int32_t g = 0; g < h.range.size(); ++g) {
+        h.offsets.push_back(h.size);
+        h.lengths.push_back(10);
+        h.keys.push_back(1);
+        h.timers.push_back(1);
+        h.size += 10;
+      }
+      ASSERT_TRUE(WriteFileAtomically(t->directory + "/" + h.path, std::string(h.size, 'x')).ok());
+      a.split_positions["0"] = "pos-" + std::to_string(t->checkpoint.value());
+      coord_->OnMessage(identity, a, now_);
+    }
+  }
+
+  // Advances until the next periodic checkpoint is triggered at `identity`.
+  void AdvanceToNextCheckpoint(const std::string& identity) {
+    size_t before = outbox_.To<TriggerCheckpoint>(identity).size();
+    for (int i = 0; i < 100 && outbox_.To<TriggerCheckpoint>(identity).size() == before; ++i) {
+      Advance(100);
+    }
+    ASSERT_GT(outbox_.To<TriggerCheckpoint>(identity).size(), before) << "no checkpoint triggered";
+  }
+
+  void Kill(const std::string& identity) { dead_.insert(identity); }
+  nlohmann::json JobStatus() { return coord_->StatusJson(now_)["job"]; }
+
+  TempDir dir_{"coordinator-harness"};
+  ManualClock clock_;
+  FakeOutbox outbox_;
+  std::unique_ptr<Coordinator> coord_;
+  std::map<std::string, WorkerId> ids_;
+  std::map<std::string, SubtaskMetrics> metrics_;
+  std::set<std::string> dead_;
+  int64_t now_ = 1000;
+};
+
+}  // namespace keyflow::test

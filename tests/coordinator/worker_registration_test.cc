@@ -1,0 +1,115 @@
+// Worker registration for a slot that is taken (a second live worker is refused, a respawned
+// one takes over at once) and how a lost worker's process ended (supervisor reports, a worker
+// that says why it exits), driven message by message through the Coordinator.
+#include <gtest/gtest.h>
+
+#include "tests/coordinator/coordinator_harness.h"
+
+namespace keyflow::test {
+namespace {
+
+constexpr char kSigkill[] =
+    "killed by signal 9 (SIGKILL — also what the kernel's OOM killer sends; check dmesg and the "
+    "worker log)";
+
+class WorkerRegistrationTest : public CoordinatorHarness {
+ protected:
+  // Two workers (pids 1000, 1001) run a 2-subtask job.
+  void RunJob() {
+    Register("w0", 0);
+    Register("w1", 1);
+    Submit(Spec(2, 500));
+    DeployAll({"w0", "w1"});
+    Advance(100);
+  }
+  RegisterWorker Respawned(int32_t slot, int64_t previous_pid) {
+    RegisterWorker r = Registration(slot, 2000 + slot);
+    r.previous_pid = previous_pid;
+    r.previous_exit = kSigkill;
+    return r;
+  }
+};
+
+TEST_F(WorkerRegistrationTest, SecondWorkerForASlotHeldByALiveOneIsRefused) {
+  RunJob();
+  Register("dup", Registration(1, 4242));
+  auto reply = outbox_.Last<Registered>("dup");
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->refused,
+            "the coordinator refused this worker: slot 1 is already held by worker 2 (slot 1, "
+            "host h, pid 1001), which sent a heartbeat 0 ms ago: stop that worker first, or start "
+            "this one with another --slot (or without --slot to get a free one)");
+  EXPECT_EQ(coord_->workers().size(), 2u);
+  EXPECT_EQ(coord_->workers().BySlot()[1]->pid, 1001);
+  Advance(1000);  // the refused one retries: still refused, the job is untouched
+  Register("dup", Registration(1, 4242));
+  EXPECT_FALSE(outbox_.Last<Registered>("dup")->refused.empty());
+  EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
+  EXPECT_EQ(coord_->job()->attempt().value(), 1);
+  EXPECT_TRUE(outbox_.To<CancelTask>("w1").empty());
+}
+
+TEST_F(WorkerRegistrationTest, RespawnNamingTheHoldersPidTakesTheSlotOverAtOnce) {
+  RunJob();
+  Register("w1b", Respawned(1, 1001));  // its heartbeat is still fresh: the pid decides
+  EXPECT_TRUE(outbox_.Last<Registered>("w1b")->refused.empty());
+  EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
+  EXPECT_EQ(JobStatus()["last_failure"],
+            std::string("worker 2 (slot 1, host h, pid 1001) was lost: its process ended: ") +
+                kSigkill);
+}
+
+TEST_F(WorkerRegistrationTest, NamingAnotherPidDoesNotTakeALiveSlot) {
+  RunJob();
+  Register("w1b", Respawned(1, 999));
+  EXPECT_FALSE(outbox_.Last<Registered>("w1b")->refused.empty());
+  EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
+}
+
+TEST_F(WorkerRegistrationTest, HolderThatMissedTwoHeartbeatsIsReplacedAtOnce) {
+  RunJob();
+  Kill("w1");
+  Advance(300);  // 300 ms silent > 2 heartbeat intervals, < the 1000 ms timeout
+  Register("w1b", Registration(1, 2001));
+  EXPECT_TRUE(outbox_.Last<Registered>("w1b")->refused.empty());
+  EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
+  EXPECT_EQ(JobStatus()["last_failure"],
+            "worker 2 (slot 1, host h, pid 1001) was lost: a new worker registered for its slot 1 "
+            "and it sent no heartbeat for 300 ms");
+}
+
+TEST_F(WorkerRegistrationTest, ExitReportedAfterAHeartbeatTimeoutIsAddedToThatFailure) {
+  RunJob();
+  Kill("w1");
+  Advance(1200);
+  ASSERT_EQ(coord_->job()->state(), JobState::kRestarting);
+  const std::string timeout_reason =
+      "worker 2 (slot 1, host h, pid 1001) was lost: no heartbeat for 1100 ms (timeout 1000 ms)";
+  EXPECT_EQ(JobStatus()["last_failure"], timeout_reason);
+  Register("w1b", Respawned(1, 1001));
+  EXPECT_EQ(JobStatus()["last_failure"],
+            timeout_reason + "; its process ended: " + std::string(kSigkill));
+  Register("w1b", Respawned(1, 1001));  // a repeated registration does not repeat it
+  EXPECT_EQ(JobStatus()["last_failure"],
+            timeout_reason + "; its process ended: " + std::string(kSigkill));
+}
+
+TEST_F(WorkerRegistrationTest, ExitOfAWorkerTheJobDidNotUseChangesNoFailure) {
+  RunJob();
+  Register("w2b", Respawned(2, 3000));
+  EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
+  EXPECT_EQ(JobStatus()["last_failure"], "");
+}
+
+TEST_F(WorkerRegistrationTest, WorkerThatSaysWhyItExitsIsLostAtOnceWithItsReason) {
+  RunJob();
+  coord_->OnMessage("w0", WorkerExiting{ids_["w0"], "polling the sockets failed: EINTR"}, now_);
+  EXPECT_EQ(coord_->workers().size(), 1u);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
+  EXPECT_EQ(JobStatus()["last_failure"],
+            "worker 1 (slot 0, host h, pid 1000) was lost: its process is exiting: polling the "
+            "sockets failed: EINTR");
+}
+
+}  // namespace
+}  // namespace keyflow::test
