@@ -184,7 +184,7 @@ TEST_F(CoordinatorTest, RespawnedWorkerInTheSameSlotFailsTheJobAtOnce) {
   for (int i = 0; i < 2; ++i) ids.push_back(RegisterWorkerAt("w" + std::to_string(i), i, 0));
   Submit(2, 10);
   DeployAndStart(ids, 20);
-  RegisterWorkerAt("w1-new", 1, 50);
+  RegisterWorkerAt("w1-new", 1, 300);  // the holder missed two heartbeats: taken over at once
   EXPECT_EQ(coord_.job()->state(), JobState::kFailed);
   EXPECT_EQ(coord_.workers().size(), 2u);
 }

@@ -107,7 +107,13 @@ Status Cluster::StartWorker(int slot) {
                            std::to_string(slot), "--data-host", placement.data_host, "--bind-host",
                            placement.bind_host});
   auto& w = workers_[static_cast<size_t>(slot)];
-  if (w) w->Kill();
+  if (w) {  // a restart: tell the coordinator, as scripts/lib/worker-supervisor.sh does
+    pid_t previous = w->pid();
+    int rc = w->Kill();
+    argv.insert(argv.end(), {"--previous-pid", std::to_string(previous), "--previous-exit",
+                             rc > 128 ? "killed by signal " + std::to_string(rc - 128)
+                                      : "exit code " + std::to_string(rc)});
+  }
   ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Start(argv, WorkerLog(slot)));
   w.emplace(std::move(p));
   return Status::Ok();

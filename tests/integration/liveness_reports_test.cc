@@ -1,0 +1,152 @@
+// Process-level liveness reports (issue 9): a second worker for a taken slot is refused and
+// exits; a SIGKILLed worker under the supervisor is reported as killed by signal 9; a
+// coordinator SIGKILLed while a rescale waits is restarted and the waiting CLI learns within
+// seconds that the rescale was aborted. Waits poll status or the process with deadlines.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+
+#include "common/file_io.h"
+#include "tests/integration/cluster.h"
+#include "tests/integration/test_dir.h"
+
+namespace keyflow::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr Duration kWait = Duration::Seconds(30);
+// Runs for about a minute: long enough for every test to act while it runs.
+constexpr char kSlowInput[] = "gen:events=2000000,keys=1000,splits=3,seed=5,rate=30000";
+
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+pid_t PidFromFile(const std::string& path) {
+  std::ifstream in(path);
+  long pid = 0;
+  in >> pid;
+  return static_cast<pid_t>(pid);
+}
+
+TEST(LivenessReportsTest, SecondWorkerForATakenSlotIsRefusedAndExitsWhileTheFirstKeepsIt) {
+  TestDir dir;
+  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 2});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  Cluster& c = **cluster;
+  pid_t holder = c.worker(1)->pid();
+  auto dup = ChildProcess::Start({KeyflowBinary("keyflow-worker"), "--coordinator", c.endpoint(),
+                                  "--slot", "1", "--data-host", "127.0.0.1", "--bind-host",
+                                  "127.0.0.1"},
+                                 dir.path() + "/duplicate.log");
+  ASSERT_TRUE(dup.ok()) << dup.status().ToString();
+  auto rc = dup->Wait(Duration::Seconds(15));
+  ASSERT_TRUE(rc.ok()) << "the refused worker must give up\n" << c.LogExcerpts();
+  EXPECT_EQ(*rc, 1);
+  std::string log = ReadFileOrEmpty(dir.path() + "/duplicate.log");
+  EXPECT_THAT(log, HasSubstr("the coordinator refused this worker: slot 1 is already held by "
+                             "worker 2 (slot 1, host "));
+  EXPECT_THAT(log, HasSubstr("stop that worker first, or start this one with another --slot"));
+  auto st = c.StatusJson();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_EQ((*st)["workers"].size(), 2u);
+  EXPECT_EQ((*st)["workers"][1]["pid"], holder);
+  EXPECT_EQ((*st)["workers"][1]["worker"], 2) << "the holder was never replaced";
+  EXPECT_EQ(CountOf(ReadFileOrEmpty(c.CoordinatorLog()), "worker registered"), 2)
+      << "no flapping registrations";
+}
+
+TEST(LivenessReportsTest, SigkilledWorkerUnderTheSupervisorIsReportedKilledBySignal9) {
+  TestDir dir;
+  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 1});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  Cluster& c = **cluster;
+  const std::string pid_file = dir.path() + "/worker-1.pid";
+  auto supervisor = ChildProcess::Start(
+      {"bash", std::string(KEYFLOW_SOURCE_DIR) + "/scripts/lib/worker-supervisor.sh",
+       "--pid-file", pid_file, "--log", dir.path() + "/worker-1.log", "--",
+       KeyflowBinary("keyflow-worker"), "--coordinator", c.endpoint(), "--slot", "1",
+       "--data-host", "127.0.0.1", "--bind-host", "127.0.0.1"},
+      dir.path() + "/supervisor.log");
+  ASSERT_TRUE(supervisor.ok()) << supervisor.status().ToString();
+  struct Guard {  // the supervised worker is not our child: kill it by its pid file
+    std::string pid_file;
+    ChildProcess* supervisor;
+    ~Guard() {
+      supervisor->Kill();
+      ::kill(PidFromFile(pid_file), SIGKILL);
+    }
+  } guard{pid_file, &*supervisor};
+  ASSERT_TRUE(c.WaitForWorkers(2, kWait).ok()) << c.LogExcerpts();
+  auto run = c.Cli({"run", "--job", "count-window", "--input", kSlowInput, "--parallelism", "2",
+                    "--checkpoint-interval", "300ms"});
+  ASSERT_TRUE(run.ok() && run->exit_code == 0) << (run.ok() ? run->err : run.status().ToString());
+  ASSERT_TRUE(
+      c.WaitForStatus([](const nlohmann::json& s) { return s["job"].value("state", "") == "RUNNING"; },
+                      kWait, "the job to run")
+          .ok());
+  pid_t first = PidFromFile(pid_file);
+  ASSERT_GT(first, 0);
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  auto st = c.WaitForStatus(
+      [&](const nlohmann::json& s) {
+        return s["job"].value("last_failure", std::string()).find("its process ended: killed by "
+                                                                  "signal 9 (SIGKILL") !=
+               std::string::npos;
+      },
+      kWait, "last_failure to say how the worker ended");
+  ASSERT_TRUE(st.ok()) << st.status().ToString() << "\n" << c.LogExcerpts();
+  EXPECT_THAT((*st)["job"].value("last_failure", std::string()),
+              HasSubstr("pid " + std::to_string(first) + ") was lost"));
+  EXPECT_THAT((*st)["job"].value("last_failure", std::string()),
+              HasSubstr("also what the kernel's OOM killer sends; check dmesg"));
+  EXPECT_THAT(ReadFileOrEmpty(c.CoordinatorLog()),
+              HasSubstr("pid " + std::to_string(first) + ") ended: killed by signal 9 (SIGKILL"));
+}
+
+TEST(LivenessReportsTest, CoordinatorKilledDuringARescaleTellsTheWaitingCliWithinSeconds) {
+  TestDir dir;
+  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 2});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  Cluster& c = **cluster;
+  auto run = c.Cli({"run", "--job", "count-window", "--input", kSlowInput, "--parallelism", "2",
+                    "--checkpoint-interval", "300ms"});
+  ASSERT_TRUE(run.ok() && run->exit_code == 0) << (run.ok() ? run->err : run.status().ToString());
+  ASSERT_TRUE(
+      c.WaitForStatus([](const nlohmann::json& s) { return s["job"].value("state", "") == "RUNNING"; },
+                      kWait, "the job to run")
+          .ok());
+  // Only 2 workers: the rescale to 3 waits for a third one while the coordinator dies.
+  auto cli = c.StartCli({"rescale", "3", "--wait-for-workers", "5min"}, dir.path() + "/rescale");
+  ASSERT_TRUE(cli.ok()) << cli.status().ToString();
+  ASSERT_TRUE(c.WaitForStatus(
+                   [](const nlohmann::json& s) { return s["job"].contains("commands_in_progress"); },
+                   kWait, "the rescale to be accepted")
+                  .ok());
+  ASSERT_TRUE(c.KillCoordinator().ok());
+  ASSERT_TRUE(c.RestartCoordinator().ok()) << c.LogExcerpts();
+  int64_t restarted_ms = MonotonicMillis();
+  auto rc = cli->Wait(Duration::Seconds(15));
+  ASSERT_TRUE(rc.ok()) << "the CLI still waits\n" << c.LogExcerpts();
+  int64_t told_after_ms = MonotonicMillis() - restarted_ms;
+  EXPECT_EQ(*rc, 1);
+  EXPECT_LT(told_after_ms, 5000);
+  EXPECT_THAT(ReadFileOrEmpty(dir.path() + "/rescale.err"),
+              HasSubstr("the coordinator restarted while the rescale to 3 was in progress; the "
+                        "rescale to 3 was aborted by a coordinator restart — the job runs at "
+                        "parallelism 2; run `keyflow rescale 3` again"));
+  auto status = c.Cli({"status"});
+  ASSERT_TRUE(status.ok());
+  EXPECT_THAT(status->out, HasSubstr("last command: rescale to 3 — aborted by a coordinator "
+                                     "restart"));
+  std::cerr << "[ keyflow ] the CLI learned of the restart " << told_after_ms
+            << " ms after the coordinator was back\n";
+}
+
+}  // namespace
+}  // namespace keyflow::test
