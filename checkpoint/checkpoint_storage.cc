@@ -78,7 +78,8 @@ Result<JobRecord> JobRecord::Decode(std::string_view bytes, std::string_view sou
       return c;
     };
     int64_t n = r.I64();
-    for (int64_t i = 0; r.ok() && i < n && !r.at_end(); ++i) rec.pending_commands.push_back(command());
+    for (int64_t i = 0; r.ok() && i < n && !r.at_end(); ++i)
+      rec.pending_commands.push_back(command());
     rec.last_command = command();
     rec.last_command_outcome = std::string(r.Bytes());
   }

@@ -358,8 +358,7 @@ Status Coordinator::ResumeJobs(int64_t now_ms) {
         completed ? "completed before the coordinator restarted — the job runs at parallelism " +
                         std::to_string(record.spec.parallelism)
                   : "aborted by a coordinator restart — the job runs at parallelism " +
-                        std::to_string(record.spec.parallelism) + "; run `" + c.retry +
-                        "` again";
+                        std::to_string(record.spec.parallelism) + "; run `" + c.retry + "` again";
     KF_LOG_WARN("job {}: the {} in progress when the coordinator stopped was {}", record.job_id,
                 c.what, record.last_command_outcome);
   }

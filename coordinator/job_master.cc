@@ -841,9 +841,9 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     s["state"] = v.finished               ? "FINISHED"
                  : !v.ended_state.empty() ? v.ended_state.c_str()
                  : v.input_ended          ? "INPUT_ENDED"
-                 : v.running     ? "RUNNING"
-                 : v.deployed    ? "RESTORING"
-                                 : "DEPLOYING";
+                 : v.running              ? "RUNNING"
+                 : v.deployed             ? "RESTORING"
+                                          : "DEPLOYING";
     s["records_in"] = m.records_in;
     s["records_processed"] = m.records_processed;
     s["records_out"] = m.records_out;

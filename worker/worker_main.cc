@@ -45,9 +45,9 @@ int main(int argc, char** argv) {
   }
   if (Status s = ParseConfigFile(config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
   if (options.previous_pid < 0) {
-    return Fail("--previous-pid must be a process id (> 0), not " +
-                    std::to_string(options.previous_pid),
-                kExitUsage);
+    return Fail(
+        "--previous-pid must be a process id (> 0), not " + std::to_string(options.previous_pid),
+        kExitUsage);
   }
   std::string process = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "worker";
   if (Status s = InitLogging(process, log_file, log_level); !s.ok()) return Fail(s, kExitUsage);

@@ -68,7 +68,8 @@ Status WorkerProcess::Run(int stop_fd) {
   Status s = RunLoop(stop_fd);
   if (!s.ok() && registered_) {
     // Say why before going, so the coordinator does not wait for a heartbeat timeout.
-    if (socket_->SetLinger(Duration::Millis(200)).ok()) Send(WorkerExiting{worker_id_, s.message()});
+    if (socket_->SetLinger(Duration::Millis(200)).ok())
+      Send(WorkerExiting{worker_id_, s.message()});
   }
   return s;
 }
@@ -168,8 +169,7 @@ void WorkerProcess::Handle(const ControlMessage& msg, int64_t now) {
               KF_LOG_WARN("{} (retrying for a few seconds in case that worker has just died)",
                           m.refused);
             }
-            if (now - refused_since_ms_ >
-                std::max(kRefusedGiveUpMs, 2 * m.heartbeat_timeout_ms)) {
+            if (now - refused_since_ms_ > std::max(kRefusedGiveUpMs, 2 * m.heartbeat_timeout_ms)) {
               fatal_ = FailedPrecondition(m.refused);
             }
             next_register_ms_ = now + kRefusedRetryMs;

@@ -83,8 +83,8 @@ std::optional<Reply> AskWatchingRestarts(const std::string& endpoint, const Cont
     if (last != nullptr && last->value("command", std::string()) == what) {
       std::string outcome = last->value("outcome", std::string());
       completed = outcome.rfind("completed", 0) == 0;
-      restarted = "the coordinator restarted while the " + what + " was in progress; the " +
-                  what + " was " + outcome;
+      restarted = "the coordinator restarted while the " + what + " was in progress; the " + what +
+                  " was " + outcome;
     } else {
       restarted = "the coordinator restarted while the " + what +
                   " was in progress and has no record of it, so it was lost: check `keyflow "
@@ -540,7 +540,8 @@ int RunStopCommand(const std::vector<std::string>& args) {
   auto timeout_ms = DurationFlagMillis("timeout", timeout);
   if (!timeout_ms.ok()) return Fail(timeout_ms.status(), kExitUsage);
   if (!dir.empty()) dir = std::filesystem::absolute(dir);
-  auto reply = AskWatchingRestarts(endpoint, StopJob{dir}, "stop with savepoint", *timeout_ms, &code);
+  auto reply =
+      AskWatchingRestarts(endpoint, StopJob{dir}, "stop with savepoint", *timeout_ms, &code);
   if (!reply) return code;
   if (!reply->ok) return Fail(reply->message, kExitFailure);
   std::cout << reply->message << "\n";
@@ -633,9 +634,10 @@ int RunRescaleCommand(const std::vector<std::string>& args) {
   req.new_parallelism = parallelism;
   req.plan_only = plan;
   req.wait_for_workers_ms = *wait_ms;
-  auto reply = plan ? Ask(endpoint, req, &code)
-                    : AskWatchingRestarts(endpoint, req, "rescale to " + std::to_string(parallelism),
-                                          *timeout_ms, &code);
+  auto reply = plan
+                   ? Ask(endpoint, req, &code)
+                   : AskWatchingRestarts(endpoint, req, "rescale to " + std::to_string(parallelism),
+                                         *timeout_ms, &code);
   if (!reply) return code;
   if (!reply->ok) return Fail(reply->message, kExitFailure);
   if (!plan) {

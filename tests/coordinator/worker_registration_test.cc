@@ -54,9 +54,9 @@ TEST_F(WorkerRegistrationTest, RespawnNamingTheHoldersPidTakesTheSlotOverAtOnce)
   Register("w1b", Respawned(1, 1001));  // its heartbeat is still fresh: the pid decides
   EXPECT_TRUE(outbox_.Last<Registered>("w1b")->refused.empty());
   EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
-  EXPECT_EQ(JobStatus()["last_failure"],
-            std::string("worker 2 (slot 1, host h, pid 1001) was lost: its process ended: ") +
-                kSigkill);
+  EXPECT_EQ(
+      JobStatus()["last_failure"],
+      std::string("worker 2 (slot 1, host h, pid 1001) was lost: its process ended: ") + kSigkill);
 }
 
 TEST_F(WorkerRegistrationTest, NamingAnotherPidDoesNotTakeALiveSlot) {

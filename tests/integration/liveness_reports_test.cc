@@ -40,10 +40,10 @@ TEST(LivenessReportsTest, SecondWorkerForATakenSlotIsRefusedAndExitsWhileTheFirs
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   Cluster& c = **cluster;
   pid_t holder = c.worker(1)->pid();
-  auto dup = ChildProcess::Start({KeyflowBinary("keyflow-worker"), "--coordinator", c.endpoint(),
-                                  "--slot", "1", "--data-host", "127.0.0.1", "--bind-host",
-                                  "127.0.0.1"},
-                                 dir.path() + "/duplicate.log");
+  auto dup =
+      ChildProcess::Start({KeyflowBinary("keyflow-worker"), "--coordinator", c.endpoint(), "--slot",
+                           "1", "--data-host", "127.0.0.1", "--bind-host", "127.0.0.1"},
+                          dir.path() + "/duplicate.log");
   ASSERT_TRUE(dup.ok()) << dup.status().ToString();
   auto rc = dup->Wait(Duration::Seconds(15));
   ASSERT_TRUE(rc.ok()) << "the refused worker must give up\n" << c.LogExcerpts();
@@ -68,10 +68,10 @@ TEST(LivenessReportsTest, SigkilledWorkerUnderTheSupervisorIsReportedKilledBySig
   Cluster& c = **cluster;
   const std::string pid_file = dir.path() + "/worker-1.pid";
   auto supervisor = ChildProcess::Start(
-      {"bash", std::string(KEYFLOW_SOURCE_DIR) + "/scripts/lib/worker-supervisor.sh",
-       "--pid-file", pid_file, "--log", dir.path() + "/worker-1.log", "--",
-       KeyflowBinary("keyflow-worker"), "--coordinator", c.endpoint(), "--slot", "1",
-       "--data-host", "127.0.0.1", "--bind-host", "127.0.0.1"},
+      {"bash", std::string(KEYFLOW_SOURCE_DIR) + "/scripts/lib/worker-supervisor.sh", "--pid-file",
+       pid_file, "--log", dir.path() + "/worker-1.log", "--", KeyflowBinary("keyflow-worker"),
+       "--coordinator", c.endpoint(), "--slot", "1", "--data-host", "127.0.0.1", "--bind-host",
+       "127.0.0.1"},
       dir.path() + "/supervisor.log");
   ASSERT_TRUE(supervisor.ok()) << supervisor.status().ToString();
   struct Guard {  // the supervised worker is not our child: kill it by its pid file
@@ -86,18 +86,20 @@ TEST(LivenessReportsTest, SigkilledWorkerUnderTheSupervisorIsReportedKilledBySig
   auto run = c.Cli({"run", "--job", "count-window", "--input", kSlowInput, "--parallelism", "2",
                     "--checkpoint-interval", "300ms"});
   ASSERT_TRUE(run.ok() && run->exit_code == 0) << (run.ok() ? run->err : run.status().ToString());
-  ASSERT_TRUE(
-      c.WaitForStatus([](const nlohmann::json& s) { return s["job"].value("state", "") == "RUNNING"; },
-                      kWait, "the job to run")
-          .ok());
+  ASSERT_TRUE(c.WaitForStatus(
+                   [](const nlohmann::json& s) { return s["job"].value("state", "") == "RUNNING"; },
+                   kWait, "the job to run")
+                  .ok());
   pid_t first = PidFromFile(pid_file);
   ASSERT_GT(first, 0);
   ASSERT_EQ(::kill(first, SIGKILL), 0);
   auto st = c.WaitForStatus(
       [&](const nlohmann::json& s) {
-        return s["job"].value("last_failure", std::string()).find("its process ended: killed by "
-                                                                  "signal 9 (SIGKILL") !=
-               std::string::npos;
+        return s["job"]
+                   .value("last_failure", std::string())
+                   .find(
+                       "its process ended: killed by "
+                       "signal 9 (SIGKILL") != std::string::npos;
       },
       kWait, "last_failure to say how the worker ended");
   ASSERT_TRUE(st.ok()) << st.status().ToString() << "\n" << c.LogExcerpts();
@@ -117,17 +119,18 @@ TEST(LivenessReportsTest, CoordinatorKilledDuringARescaleTellsTheWaitingCliWithi
   auto run = c.Cli({"run", "--job", "count-window", "--input", kSlowInput, "--parallelism", "2",
                     "--checkpoint-interval", "300ms"});
   ASSERT_TRUE(run.ok() && run->exit_code == 0) << (run.ok() ? run->err : run.status().ToString());
-  ASSERT_TRUE(
-      c.WaitForStatus([](const nlohmann::json& s) { return s["job"].value("state", "") == "RUNNING"; },
-                      kWait, "the job to run")
-          .ok());
+  ASSERT_TRUE(c.WaitForStatus(
+                   [](const nlohmann::json& s) { return s["job"].value("state", "") == "RUNNING"; },
+                   kWait, "the job to run")
+                  .ok());
   // Only 2 workers: the rescale to 3 waits for a third one while the coordinator dies.
   auto cli = c.StartCli({"rescale", "3", "--wait-for-workers", "5min"}, dir.path() + "/rescale");
   ASSERT_TRUE(cli.ok()) << cli.status().ToString();
-  ASSERT_TRUE(c.WaitForStatus(
-                   [](const nlohmann::json& s) { return s["job"].contains("commands_in_progress"); },
-                   kWait, "the rescale to be accepted")
-                  .ok());
+  ASSERT_TRUE(
+      c.WaitForStatus(
+           [](const nlohmann::json& s) { return s["job"].contains("commands_in_progress"); }, kWait,
+           "the rescale to be accepted")
+          .ok());
   ASSERT_TRUE(c.KillCoordinator().ok());
   ASSERT_TRUE(c.RestartCoordinator().ok()) << c.LogExcerpts();
   int64_t restarted_ms = MonotonicMillis();
@@ -146,6 +149,14 @@ TEST(LivenessReportsTest, CoordinatorKilledDuringARescaleTellsTheWaitingCliWithi
                                      "restart"));
   std::cerr << "[ keyflow ] the CLI learned of the restart " << told_after_ms
             << " ms after the coordinator was back\n";
+}
+
+TEST(LivenessReportsTest, BadPreviousPidIsAUsageError) {
+  auto r =
+      RunCommand({KeyflowBinary("keyflow-worker"), "--previous-pid", "-5"}, Duration::Seconds(10));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 2);
+  EXPECT_THAT(r->err, HasSubstr("--previous-pid must be a process id (> 0), not -5"));
 }
 
 }  // namespace
