@@ -34,6 +34,7 @@ enum class StatusCode : uint8_t {
   kAborted,             // cancelled or superseded (e.g. a checkpoint subsumed)
   kUnimplemented,
   kInternal,
+  kDataLoss,  // input that can never be read (deleted, unreadable): retrying cannot help
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -98,6 +99,9 @@ inline Status Aborted(std::string m) {
 }
 inline Status Internal(std::string m) {
   return {StatusCode::kInternal, std::move(m)};
+}
+inline Status DataLoss(std::string m) {
+  return {StatusCode::kDataLoss, std::move(m)};
 }
 
 // IoError from errno, e.g. ErrnoError("cannot open /x/y") -> "cannot open /x/y: No such file".

@@ -24,9 +24,9 @@ int main(int argc, char** argv) {
   po::options_description opts;
   std::string bind, checkpoint_dir, log_file, log_level, config, hb_interval, hb_timeout,
       deploy_timeout;
-  int port = 6123;
+  int64_t port = 6123;
   opts.add_options()("port", po::value(&port)->default_value(port),
-                     "control port (binds tcp://0.0.0.0:PORT)")(
+                     "control port 1-65535, 0 = any free port (binds tcp://0.0.0.0:PORT)")(
       "bind", po::value(&bind),
       "control endpoint to bind, e.g. tcp://10.0.0.1:6123 (overrides --port)")(
       "checkpoint-dir", po::value(&checkpoint_dir)->default_value("./.keyflow/checkpoints"),
@@ -43,14 +43,16 @@ int main(int argc, char** argv) {
   po::variables_map vm;
   int code;
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (!ParseCommandLine(kUsage, opts, {}, args, &vm, &code)) return code;
+  if (!ParseCommandLine(kUsage, opts, {}, args, &vm, &code, kDefaultStyle, "keyflow-coordinator")) {
+    return code;
+  }
   if (Status s = ParseConfigFile(config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
 
   CoordinatorOptions options;
   options.job.checkpoint_root = checkpoint_dir;
-  auto interval = DurationFlagMillis("heartbeat-interval", hb_interval);
-  auto timeout = DurationFlagMillis("heartbeat-timeout", hb_timeout);
-  auto deploy = DurationFlagMillis("deploy-timeout", deploy_timeout);
+  auto interval = DurationFlagMillis("heartbeat-interval", hb_interval, kPositiveDuration);
+  auto timeout = DurationFlagMillis("heartbeat-timeout", hb_timeout, kPositiveDuration);
+  auto deploy = DurationFlagMillis("deploy-timeout", deploy_timeout, kPositiveDuration);
   for (const auto* r : {&interval, &timeout, &deploy}) {
     if (!r->ok()) return Fail(r->status(), kExitUsage);
   }
@@ -62,7 +64,13 @@ int main(int argc, char** argv) {
     return Fail("--heartbeat-timeout must be longer than --heartbeat-interval (and both > 0)",
                 kExitUsage);
   }
-  if (bind.empty()) bind = "tcp://0.0.0.0:" + std::to_string(port);
+  if (bind.empty()) {
+    auto checked = PortFlag("port", port, /*allow_ephemeral=*/true);
+    if (!checked.ok()) return Fail(checked.status(), kExitUsage);
+    bind = "tcp://0.0.0.0:" + (port == 0 ? std::string("*") : std::to_string(port));
+  } else if (Status s = EndpointFlag("bind", bind, /*allow_ephemeral=*/true); !s.ok()) {
+    return Fail(s, kExitUsage);
+  }
 
   if (Status s = InitLogging("coordinator", log_file, log_level); !s.ok()) {
     return Fail(s, kExitUsage);

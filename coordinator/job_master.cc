@@ -397,9 +397,14 @@ void JobMaster::OnTaskFailed(const TaskFailed& m, int64_t now_ms) {
         "checkpoint",
         m.corrupted_checkpoint.value(), m.reason);
   }
-  FailAttempt("subtask " + std::to_string(m.subtask.value()) + " on " + v->worker_description +
-                  " failed: " + m.reason,
-              now_ms);
+  std::string reason = "subtask " + std::to_string(m.subtask.value()) + " on " +
+                       v->worker_description + " failed: " + m.reason;
+  if (m.non_recoverable) {
+    reason +=
+        ": the job cannot continue (no restart can help); once the input is back, run it "
+        "again with --from-savepoint <its latest checkpoint>";
+  }
+  FailAttempt(reason, now_ms, /*recoverable=*/!m.non_recoverable);
 }
 
 void JobMaster::OnAcknowledge(const AcknowledgeCheckpoint& m, int64_t now_ms) {
@@ -463,7 +468,7 @@ void JobMaster::OnWorkerRegistered(int64_t now_ms) {
   if (state_ == JobState::kRescaling) StepRescale(now_ms);
 }
 
-void JobMaster::FailAttempt(const std::string& reason, int64_t now_ms) {
+void JobMaster::FailAttempt(const std::string& reason, int64_t now_ms, bool recoverable) {
   if (terminal() || state_ == JobState::kRestarting) return;
   if (rescale_) EndRescale(Aborted("the rescale was interrupted: " + reason));
   last_failure_ = reason;
@@ -471,6 +476,10 @@ void JobMaster::FailAttempt(const std::string& reason, int64_t now_ms) {
   CancelAll("attempt " + std::to_string(attempt_.value()) + " failed: " + reason);
   if (checkpoints_) checkpoints_->AbortAll("the attempt failed: " + reason);
   int64_t delay = 0;
+  if (!recoverable) {
+    EndJob(JobState::kFailed, reason, now_ms);
+    return;
+  }
   if (!restart_.OnFailure(now_ms, running_since_ms_, &delay)) {
     std::string why = restart_.kind() == RestartStrategy::Kind::kNone
                           ? reason + " (restart strategy: none)"

@@ -179,7 +179,8 @@ class JobMaster {
   void OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t now_ms);
   void EndRescale(const Status& result);
   void TryRestart(int64_t now_ms);
-  void FailAttempt(const std::string& reason, int64_t now_ms);
+  // `recoverable` false (a non-recoverable TaskFailed): FAILED at once, no restart.
+  void FailAttempt(const std::string& reason, int64_t now_ms, bool recoverable = true);
   void EndJob(JobState state, const std::string& reason, int64_t now_ms);
   void CancelAll(const std::string& reason);
   void Send(const std::vector<CheckpointCoordinator::Outgoing>& out);

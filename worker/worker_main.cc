@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
                         "[--data-host ADDRESS] [options]\n"
                         "Runs a keyflow worker: registers with the coordinator and runs the "
                         "subtask it is given. Stops cleanly on SIGINT/SIGTERM.",
-                        opts, {}, args, &vm, &code)) {
+                        opts, {}, args, &vm, &code, kDefaultStyle, "keyflow-worker")) {
     return code;
   }
   if (Status s = ParseConfigFile(config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
     return Fail(
         "--previous-pid must be a process id (> 0), not " + std::to_string(options.previous_pid),
         kExitUsage);
+  }
+  if (Status s = EndpointFlag("coordinator", options.coordinator); !s.ok()) {
+    return Fail(s, kExitUsage);
   }
   std::string process = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "worker";
   if (Status s = InitLogging(process, log_file, log_level); !s.ok()) return Fail(s, kExitUsage);

@@ -251,7 +251,8 @@ void WorkerProcess::OnDeploy(const DeployTask& d) {
   if (!executor.ok()) {
     KF_LOG_ERROR("deploy failed attempt={} subtask={} reason={}", d.attempt.value(),
                  d.subtask.value(), executor.status().message());
-    Send(TaskFailed{worker_id_, d.attempt, d.subtask, executor.status().message()});
+    Send(TaskFailed{worker_id_, d.attempt, d.subtask, executor.status().message(), CheckpointId(0),
+                    executor.status().code() == StatusCode::kDataLoss});
     return;
   }
   executor_ = std::move(executor).value();
@@ -275,7 +276,8 @@ void WorkerProcess::OnTaskDone(AttemptNumber attempt, const Status& s, Checkpoin
   } else {
     KF_LOG_ERROR("subtask failed attempt={} subtask={} reason={}", attempt.value(), subtask.value(),
                  s.message());
-    Send(TaskFailed{worker_id_, attempt, subtask, s.message(), corrupted});
+    Send(TaskFailed{worker_id_, attempt, subtask, s.message(), corrupted,
+                    s.code() == StatusCode::kDataLoss});
   }
   DropExecutor();
 }

@@ -1,15 +1,17 @@
 #include "common/process/command_line.h"
 
+#include <charconv>
 #include <fstream>
 
 #include "common/duration.h"
+#include "common/version.h"
 
 namespace keyflow::cli {
 
 bool ParseCommandLine(const std::string& usage, const po::options_description& options,
                       const po::positional_options_description& positional,
                       const std::vector<std::string>& args, po::variables_map* vm, int* exit_code,
-                      int style) {
+                      int style, const std::string& program) {
   po::options_description all("options");
   all.add(options);
   if (style & po::command_line_style::allow_short) {
@@ -17,11 +19,17 @@ bool ParseCommandLine(const std::string& usage, const po::options_description& o
   } else {
     all.add_options()("help", "show this help and exit");
   }
+  if (!program.empty()) all.add_options()("version", "print the version and exit");
   try {
     po::store(po::command_line_parser(args).options(all).positional(positional).style(style).run(),
               *vm);
     if (vm->count("help")) {
       std::cout << usage << "\n\n" << all << "\n";
+      *exit_code = kExitOk;
+      return false;
+    }
+    if (!program.empty() && vm->count("version")) {
+      PrintVersion(program);
       *exit_code = kExitOk;
       return false;
     }
@@ -43,10 +51,49 @@ int Fail(const std::string& message, int code) {
   return code;
 }
 
-Result<int64_t> DurationFlagMillis(const std::string& flag, const std::string& value) {
+Result<int64_t> DurationFlagMillis(const std::string& flag, const std::string& value,
+                                   DurationRange range) {
   auto d = ParseDuration(value);
   if (!d.ok()) return d.status().WithContext("--" + flag);
+  if (d->millis() < range.min_ms || d->millis() > range.max_ms) {
+    return InvalidArgument("--" + flag + " " + value + " is out of range: give a duration from " +
+                           FormatDuration(Duration::Millis(range.min_ms)) + " to " +
+                           FormatDuration(Duration::Millis(range.max_ms)));
+  }
   return d->millis();
+}
+
+Result<int> PortFlag(const std::string& flag, int64_t value, bool allow_ephemeral) {
+  const int64_t low = allow_ephemeral ? 0 : 1;
+  if (value < low || value > 65535) {
+    return InvalidArgument("--" + flag + " " + std::to_string(value) +
+                           " is not a TCP port: give a number from " + std::to_string(low) +
+                           " to 65535" + (allow_ephemeral ? " (0: any free port)" : ""));
+  }
+  return static_cast<int>(value);
+}
+
+Status EndpointFlag(const std::string& flag, const std::string& endpoint, bool allow_ephemeral) {
+  if (endpoint.rfind("tcp://", 0) != 0) return Status::Ok();
+  size_t colon = endpoint.rfind(':');
+  std::string port = colon == std::string::npos ? "" : endpoint.substr(colon + 1);
+  auto bad = [&] {
+    return InvalidArgument("--" + flag + " " + endpoint +
+                           " has no valid TCP port: write tcp://HOST:PORT with PORT from " +
+                           (allow_ephemeral ? "0" : "1") + " to 65535" +
+                           (allow_ephemeral ? " (or *: any free port)" : ""));
+  };
+  if (colon < 6 || port.empty()) return bad();
+  if (port == "*") return allow_ephemeral ? Status::Ok() : bad();
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc() || ptr != port.data() + port.size()) return bad();
+  if (!PortFlag(flag, value, allow_ephemeral).ok()) return bad();
+  return Status::Ok();
+}
+
+void PrintVersion(const std::string& program) {
+  std::cout << program << " " << kKeyflowVersion << " (git " << kKeyflowGitRevision << ")\n";
 }
 
 Status ParseConfigFile(const std::string& path, const po::options_description& options,

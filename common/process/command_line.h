@@ -26,17 +26,40 @@ namespace po = boost::program_options;
 inline constexpr int kDefaultStyle = po::command_line_style::default_style;
 inline constexpr int kLongOptionsOnly =
     po::command_line_style::unix_style ^ po::command_line_style::allow_short;
+// `program` non-empty (the binaries' own command lines) also adds --version (PrintVersion).
 bool ParseCommandLine(const std::string& usage, const po::options_description& options,
                       const po::positional_options_description& positional,
                       const std::vector<std::string>& args, po::variables_map* vm, int* exit_code,
-                      int style = kDefaultStyle);
+                      int style = kDefaultStyle, const std::string& program = "");
 
 // Prints "keyflow: <message>" to stderr and returns `code`.
 int Fail(const Status& status, int code);
 int Fail(const std::string& message, int code);
 
-// Parses a duration flag value ("500ms", "2s", "12h"); the error names the flag.
-Result<int64_t> DurationFlagMillis(const std::string& flag, const std::string& value);
+// The values a duration flag accepts. The default upper bound (one year) keeps "now + value"
+// far from int64 overflow; min_ms = 1 where 0 is meaningless (an interval, a timeout).
+struct DurationRange {
+  int64_t min_ms = 0;
+  int64_t max_ms = int64_t{365} * 24 * 3600 * 1000;
+};
+inline constexpr DurationRange kPositiveDuration{.min_ms = 1};
+
+// Parses a duration flag value ("500ms", "2s", "12h") and checks it against `range`; the error
+// names the flag and the accepted range.
+Result<int64_t> DurationFlagMillis(const std::string& flag, const std::string& value,
+                                   DurationRange range = {});
+
+// Checks a TCP port flag: 1..65535, or also 0 ("any free port") when `allow_ephemeral`.
+// Boost parses "70000" into an int without complaint; ZeroMQ would then wrap it around.
+Result<int> PortFlag(const std::string& flag, int64_t value, bool allow_ephemeral = false);
+
+// Checks the port of a "tcp://HOST:PORT" endpoint flag (other transports pass unchanged);
+// `allow_ephemeral` also accepts port 0 and "*" (a bind endpoint).
+Status EndpointFlag(const std::string& flag, const std::string& endpoint,
+                    bool allow_ephemeral = false);
+
+// Prints "<program> <version> (git <rev>)" to stdout, as `--version` does on every binary.
+void PrintVersion(const std::string& program);
 
 // Reads `--config FILE` options (INI syntax, `name = value`, same names as the flags) into vm;
 // flags given on the command line win. No-op when `path` is empty.

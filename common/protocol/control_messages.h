@@ -27,7 +27,7 @@
 
 namespace keyflow {
 
-inline constexpr uint32_t kControlProtocolVersion = 1;
+inline constexpr uint32_t kControlProtocolVersion = 2;
 // Larger messages are refused before decoding; every control-plane socket also sets this as its
 // ZeroMQ maximum message size (ControlPlaneSocketOptions, common/transport/control_plane.h).
 inline constexpr size_t kMaxControlMessageBytes = size_t{64} << 20;
@@ -130,9 +130,12 @@ struct TaskFailed {
   // Set when restoring checkpoint N failed because one of its files is corrupted or truncated:
   // the coordinator then falls back to the previous completed checkpoint.
   CheckpointId corrupted_checkpoint{0};
+  // Retrying cannot help (the input was deleted or cannot be read): the coordinator fails the
+  // job at once, whatever the restart strategy.
+  bool non_recoverable = false;
   template <class A>
   void serialize(A& ar) {
-    ar(worker, attempt, subtask, reason, corrupted_checkpoint);
+    ar(worker, attempt, subtask, reason, corrupted_checkpoint, non_recoverable);
   }
 };
 

@@ -33,6 +33,10 @@ void AddCoordinatorOption(po::options_description* opts, std::string* endpoint) 
 // One request/reply exchange; prints the error and returns nullopt on failure.
 std::optional<Reply> Ask(const std::string& endpoint, const ControlMessage& msg, int* exit_code,
                          bool quiet = false, int64_t timeout_ms = kRequestTimeoutMs) {
+  if (Status s = EndpointFlag("coordinator", endpoint); !s.ok()) {
+    *exit_code = Fail(s, kExitUsage);
+    return std::nullopt;
+  }
   auto client = ControlClient::Connect(endpoint, timeout_ms);
   if (!client.ok()) {
     *exit_code = Fail(client.status(), kExitUsage);
@@ -308,17 +312,20 @@ int RunRunCommand(const std::vector<std::string>& args) {
     const char* flag;
     const std::string* value;
     int64_t* out;
-  } durations[] = {{"watermark-bound", &wm_bound, &spec.watermark_bound_ms},
-                   {"watermark-interval", &wm_interval, &spec.watermark_interval_ms},
-                   {"idle-timeout", &idle, &spec.idle_timeout_ms},
-                   {"checkpoint-interval", &ckpt_interval, &spec.checkpoint_interval_ms},
-                   {"checkpoint-timeout", &ckpt_timeout, &spec.checkpoint_timeout_ms},
-                   {"min-pause", &min_pause, &spec.checkpoint_min_pause_ms},
-                   {"restart-delay", &restart_delay, &spec.restart_delay_ms},
-                   {"restart-max-delay", &restart_max_delay, &spec.restart_max_delay_ms},
-                   {"replacement-timeout", &replacement_timeout, &spec.replacement_timeout_ms}};
+    DurationRange range = {};
+  } durations[] = {
+      {"watermark-bound", &wm_bound, &spec.watermark_bound_ms},
+      {"watermark-interval", &wm_interval, &spec.watermark_interval_ms, kPositiveDuration},
+      {"idle-timeout", &idle, &spec.idle_timeout_ms},
+      {"checkpoint-interval", &ckpt_interval, &spec.checkpoint_interval_ms},
+      {"checkpoint-timeout", &ckpt_timeout, &spec.checkpoint_timeout_ms, kPositiveDuration},
+      {"min-pause", &min_pause, &spec.checkpoint_min_pause_ms},
+      {"restart-delay", &restart_delay, &spec.restart_delay_ms},
+      {"restart-max-delay", &restart_max_delay, &spec.restart_max_delay_ms, kPositiveDuration},
+      {"replacement-timeout", &replacement_timeout, &spec.replacement_timeout_ms,
+       kPositiveDuration}};
   for (auto& d : durations) {
-    auto ms = DurationFlagMillis(d.flag, *d.value);
+    auto ms = DurationFlagMillis(d.flag, *d.value, d.range);
     if (!ms.ok()) return Fail(ms.status(), kExitUsage);
     *d.out = *ms;
   }
@@ -506,7 +513,7 @@ int CheckpointRequestCommand(const std::vector<std::string>& args, bool savepoin
                                   "job now.\n       keyflow checkpoint inspect PATH [--json]\n"
                                   "Prints a checkpoint's metadata.";
   if (!ParseCommandLine(usage, opts, {}, args, &vm, &code)) return code;
-  auto timeout_ms = DurationFlagMillis("timeout", timeout);
+  auto timeout_ms = DurationFlagMillis("timeout", timeout, kPositiveDuration);
   if (!timeout_ms.ok()) return Fail(timeout_ms.status(), kExitUsage);
   if (!dir.empty()) dir = std::filesystem::absolute(dir);
   CheckpointRequest req;
@@ -537,7 +544,7 @@ int RunStopCommand(const std::vector<std::string>& args) {
                         opts, {}, args, &vm, &code)) {
     return code;
   }
-  auto timeout_ms = DurationFlagMillis("timeout", timeout);
+  auto timeout_ms = DurationFlagMillis("timeout", timeout, kPositiveDuration);
   if (!timeout_ms.ok()) return Fail(timeout_ms.status(), kExitUsage);
   if (!dir.empty()) dir = std::filesystem::absolute(dir);
   auto reply =
@@ -626,7 +633,7 @@ int RunRescaleCommand(const std::vector<std::string>& args) {
     return code;
   }
   if (parallelism < 1) return Fail("the new parallelism must be at least 1", kExitUsage);
-  auto timeout_ms = DurationFlagMillis("timeout", timeout);
+  auto timeout_ms = DurationFlagMillis("timeout", timeout, kPositiveDuration);
   auto wait_ms = DurationFlagMillis("wait-for-workers", wait_workers);
   if (!timeout_ms.ok()) return Fail(timeout_ms.status(), kExitUsage);
   if (!wait_ms.ok()) return Fail(wait_ms.status(), kExitUsage);

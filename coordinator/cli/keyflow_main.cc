@@ -44,7 +44,8 @@ const std::map<std::string, CommandInfo>& Commands() {
 }
 
 void PrintUsage(std::ostream& os) {
-  os << "usage: keyflow <command> [options]   (keyflow <command> --help for its options)\n\n"
+  os << "usage: keyflow <command> [options]   (keyflow <command> --help for its options;\n"
+        "       keyflow --version prints the version)\n\n"
         "commands:\n";
   for (const auto& [name, info] : Commands()) {
     os << "  " << name << std::string(12 - std::min<size_t>(name.size(), 11), ' ') << info.summary
@@ -62,6 +63,10 @@ int main(int argc, char** argv) {
   std::string name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     PrintUsage(std::cout);
+    return keyflow::cli::kExitOk;
+  }
+  if (name == "--version" || name == "version") {
+    keyflow::cli::PrintVersion("keyflow");
     return keyflow::cli::kExitOk;
   }
   auto it = Commands().find(name);

@@ -257,6 +257,45 @@ TEST_F(RecoveryTest, CorruptedNewestCheckpointFallsBackToThePreviousOne) {
   EXPECT_EQ(d->restore->checkpoint.value(), 1);
 }
 
+TEST_F(RecoveryTest, NonRecoverableTaskFailureFailsTheJobWithoutARestart) {
+  Register("w0", 0);
+  Register("w1", 1);
+  JobSpec spec = Spec(2, 500);
+  spec.restart_strategy = "fixed-delay";
+  spec.restart_attempts = 100;
+  Submit(spec);
+  DeployAll({"w0", "w1"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0", "w1"});
+  TaskFailed f{
+      ids_["w1"],      AttemptNumber(1),
+      SubtaskIndex(1), "input file /in/b.jsonl does not exist (deleted after the job started?)",
+      CheckpointId(0), /*non_recoverable=*/true};
+  coord_->OnMessage("w1", f, now_);
+  EXPECT_EQ(coord_->job()->state(), JobState::kFailed);
+  EXPECT_EQ(coord_->job()->failure_reason(),
+            "subtask 1 on " + coord_->workers().Find(ids_["w1"])->Describe() +
+                " failed: input file /in/b.jsonl does not exist (deleted after the job "
+                "started?): the job cannot continue (no restart can help); once the input is "
+                "back, run it again with --from-savepoint <its latest checkpoint>");
+  EXPECT_EQ(outbox_.Last<CancelTask>("w0")->attempt.value(), 1);
+  Advance(5000);
+  EXPECT_EQ(outbox_.Last<DeployTask>("w0")->attempt.value(), 1);  // never redeployed
+}
+
+TEST_F(RecoveryTest, RecoverableTaskFailureIsRestarted) {
+  Register("w0", 0);
+  JobSpec spec = Spec(1, 500);
+  spec.restart_strategy = "fixed-delay";
+  Submit(spec);
+  DeployAll({"w0"});
+  coord_->OnMessage(
+      "w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "cannot open: EIO"}, now_);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
+  Advance(1000);
+  EXPECT_EQ(outbox_.Last<DeployTask>("w0")->attempt.value(), 2);
+}
+
 TEST_F(RecoveryTest, TruncatedStateFileIsSkippedWhenPlanningTheRestore) {
   Register("w0", 0);
   Submit(Spec(1, 500));

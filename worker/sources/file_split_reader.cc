@@ -45,6 +45,31 @@ std::string BadRecord::ToString() const {
   return path + ":" + std::to_string(line_number) + ": " + reason.message();
 }
 
+bool IsPermanentInputErrno(int err) {
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+    case EACCES:
+    case EPERM:
+    case EISDIR:
+    case ELOOP:
+    case ENAMETOOLONG:
+      return true;
+    default:  // EIO, EMFILE, ENFILE, ENOMEM, EINTR, ESTALE, ...: may pass, the restart retries
+      return false;
+  }
+}
+
+Status InputFileError(const std::string& path, int err) {
+  if (err == ENOENT || err == ENOTDIR) {
+    return DataLoss("input file " + path + " does not exist (deleted after the job started?)");
+  }
+  if (IsPermanentInputErrno(err)) {
+    return DataLoss("input file " + path + " cannot be read: " + std::strerror(err));
+  }
+  return ErrnoError("cannot open input file " + path + " (retried by the restart strategy)", err);
+}
+
 Result<FileSplitReader> FileSplitReader::Open(const SourceSplit& split, SplitPosition from,
                                               JsonRecordParser* parser,
                                               FileSplitReaderOptions options) {
@@ -56,23 +81,16 @@ Result<FileSplitReader> FileSplitReader::Open(const SourceSplit& split, SplitPos
   r.parser_ = parser;
   r.options_ = std::move(options);
   r.fd_ = ScopedFd(::open(r.path_.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!r.fd_.valid()) {
-    int err = errno;
-    if (err == ENOENT) {
-      return NotFound("input file '" + r.path_ +
-                      "' does not exist any more (it was there when the job started)");
-    }
-    return ErrnoError("cannot open input file '" + r.path_ + "'", err);
-  }
+  if (!r.fd_.valid()) return InputFileError(r.path_, errno);
   struct stat st;
   if (::fstat(r.fd_.get(), &st) != 0) {
     return ErrnoError("cannot stat input file '" + r.path_ + "'", errno);
   }
   if (from.byte_offset() > st.st_size) {
-    return InvalidArgument("cannot resume input file '" + r.path_ + "' at byte offset " +
-                           std::to_string(from.byte_offset()) + ": the file has only " +
-                           std::to_string(st.st_size) +
-                           " bytes; it was truncated or replaced since the checkpoint");
+    return DataLoss("cannot resume input file '" + r.path_ + "' at byte offset " +
+                    std::to_string(from.byte_offset()) + ": the file has only " +
+                    std::to_string(st.st_size) +
+                    " bytes; it was truncated or replaced since the checkpoint");
   }
   if (from.byte_offset() > 0 && ::lseek(r.fd_.get(), from.byte_offset(), SEEK_SET) < 0) {
     return ErrnoError("cannot seek in input file '" + r.path_ + "'", errno);

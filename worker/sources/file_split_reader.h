@@ -56,11 +56,21 @@ struct FileSplitReaderOptions {
   size_t max_line_bytes = 64 << 20;       // longer lines are bad records
 };
 
+// Input errors that retrying cannot cure: the file or a directory above it does not exist
+// (ENOENT, ENOTDIR), may not be read (EACCES, EPERM), is a directory (EISDIR), or its path is
+// broken (ELOOP, ENAMETOOLONG). Transient ones (EIO, EMFILE, ENFILE, ENOMEM, ESTALE, ...) are
+// not: the restart strategy retries them.
+bool IsPermanentInputErrno(int err);
+// DataLoss (the job fails at once, without restarts) for a permanent errno, IoError otherwise;
+// the message names `path`.
+Status InputFileError(const std::string& path, int err);
+
 class FileSplitReader {
  public:
-  // Opens `split` (a file split) at `from`. Errors: NotFound / IoError naming the path;
-  // InvalidArgument if `from` lies beyond the end of the file (the file changed since the
-  // checkpoint). `parser` is borrowed and must outlive the reader.
+  // Opens `split` (a file split) at `from`. Errors: InputFileError (DataLoss for a missing or
+  // unreadable file, IoError for a transient failure) naming the path; DataLoss if `from` lies
+  // beyond the end of the file (the file changed since the checkpoint). `parser` is borrowed
+  // and must outlive the reader.
   static Result<FileSplitReader> Open(const SourceSplit& split, SplitPosition from,
                                       JsonRecordParser* parser,
                                       FileSplitReaderOptions options = {});

@@ -58,7 +58,14 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
 
   ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function,
                    CreateJobFunction(spec.job_name, spec.params));
-  ASSIGN_OR_RETURN(t->input_, InputSpec::Parse(spec.input));
+  auto input = InputSpec::Parse(spec.input);
+  if (!input.ok()) {
+    // The coordinator validated --input on submit: it has changed since (deleted, emptied,
+    // made unreadable). Only a transient I/O error is worth a restart.
+    if (input.status().code() == StatusCode::kIoError) return input.status();
+    return DataLoss(input.status().message());
+  }
+  t->input_ = std::move(input).value();
   for (const SourceSplit& split : t->input_.splits()) {
     if (split.id().value() % p != d.subtask.value()) continue;
     SplitPosition position;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -250,19 +251,39 @@ TEST_F(FileSplitReaderTest, ResumingBeyondTheEndOfTheFileIsAnError) {
   std::string path = dir_.Write("in.jsonl", Line(0) + "\n");
   Result<FileSplitReader> r = FileSplitReader::Open(SourceSplit::File(SplitId(0), path),
                                                     SplitPosition::InFile(1000, 3), &parser_);
-  EXPECT_EQ(r.status(), InvalidArgument("cannot resume input file '" + path +
-                                        "' at byte offset 1000: the file has only " +
-                                        std::to_string(Line(0).size() + 1) +
-                                        " bytes; it was truncated or replaced since the "
-                                        "checkpoint"));
+  EXPECT_EQ(r.status(), DataLoss("cannot resume input file '" + path +
+                                 "' at byte offset 1000: the file has only " +
+                                 std::to_string(Line(0).size() + 1) +
+                                 " bytes; it was truncated or replaced since the "
+                                 "checkpoint"));
 }
 
-TEST_F(FileSplitReaderTest, MissingFileIsNotFound) {
+TEST_F(FileSplitReaderTest, MissingFileIsANonRecoverableError) {
   std::string path = dir_.File("gone.jsonl");
   Result<FileSplitReader> r =
       FileSplitReader::Open(SourceSplit::File(SplitId(0), path), SplitPosition(), &parser_);
-  EXPECT_EQ(r.status(), NotFound("input file '" + path +
-                                 "' does not exist any more (it was there when the job started)"));
+  EXPECT_EQ(r.status(),
+            DataLoss("input file " + path + " does not exist (deleted after the job started?)"));
+}
+
+TEST_F(FileSplitReaderTest, FileUnderAPathThatIsNoDirectoryIsNonRecoverable) {
+  std::string file = dir_.Write("plain", Line(0) + "\n");
+  Result<FileSplitReader> r =
+      FileSplitReader::Open(SourceSplit::File(SplitId(0), file + "/x"), SplitPosition(), &parser_);
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+}
+
+TEST(InputFileErrorTest, TransientErrorsAreRetriedPermanentOnesAreNot) {
+  for (int err : {ENOENT, ENOTDIR, EACCES, EPERM, EISDIR, ELOOP, ENAMETOOLONG}) {
+    EXPECT_TRUE(IsPermanentInputErrno(err)) << err;
+    EXPECT_EQ(InputFileError("/in/a", err).code(), StatusCode::kDataLoss) << err;
+  }
+  for (int err : {EIO, EMFILE, ENFILE, ENOMEM, EINTR, ESTALE}) {
+    EXPECT_FALSE(IsPermanentInputErrno(err)) << err;
+    EXPECT_EQ(InputFileError("/in/a", err).code(), StatusCode::kIoError) << err;
+  }
+  EXPECT_EQ(InputFileError("/in/a", EACCES),
+            DataLoss("input file /in/a cannot be read: Permission denied"));
 }
 
 TEST(BadRecordPolicy, ParsesSkipAndFail) {

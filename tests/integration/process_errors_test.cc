@@ -1,0 +1,71 @@
+// The process-level errors of the three binaries, against the real executables: --version,
+// a port flag out of range (which ZeroMQ would silently wrap around), a bad --input refused
+// before anything is submitted. Each exits 2 with one sentence and starts nothing.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "tests/integration/cluster.h"
+#include "tests/integration/test_dir.h"
+
+namespace keyflow::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+CommandResult RunBinary(const std::vector<std::string>& argv) {
+  auto r = RunCommand(argv, Duration::Seconds(20));
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : CommandResult{};
+}
+
+TEST(ProcessErrorsTest, EveryBinaryPrintsItsVersionAndGitRevision) {
+  for (const std::string name : {"keyflow", "keyflow-coordinator", "keyflow-worker"}) {
+    CommandResult r = RunBinary({KeyflowBinary(name), "--version"});
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    EXPECT_TRUE(std::regex_match(
+        r.out, std::regex(name + " 0\\.1\\.0 \\(git ([0-9a-f]+(-dirty)?|unknown)\\)\n")))
+        << r.out;
+  }
+}
+
+TEST(ProcessErrorsTest, CoordinatorRefusesAPortOutOfRange) {
+  CommandResult r = RunBinary({KeyflowBinary("keyflow-coordinator"), "--port", "70000"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "keyflow: --port 70000 is not a TCP port: give a number from 0 to 65535 (0: any free "
+            "port)\n");
+  r = RunBinary({KeyflowBinary("keyflow-coordinator"), "--bind", "tcp://127.0.0.1:65536"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--bind tcp://127.0.0.1:65536 has no valid TCP port"));
+  r = RunBinary({KeyflowBinary("keyflow-coordinator"), "--port", "0", "--heartbeat-interval", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "keyflow: --heartbeat-interval 0 is out of range: give a duration from 1ms to 365d\n");
+}
+
+TEST(ProcessErrorsTest, WorkerRefusesACoordinatorPortOutOfRange) {
+  CommandResult r =
+      RunBinary({KeyflowBinary("keyflow-worker"), "--coordinator", "tcp://127.0.0.1:70000"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "keyflow: --coordinator tcp://127.0.0.1:70000 has no valid TCP port: write "
+            "tcp://HOST:PORT with PORT from 1 to 65535\n");
+}
+
+TEST(ProcessErrorsTest, CliRefusesACoordinatorPortOutOfRange) {
+  CommandResult r =
+      RunBinary({KeyflowBinary("keyflow"), "status", "--coordinator", "tcp://h:70000"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "keyflow: --coordinator tcp://h:70000 has no valid TCP port: write tcp://HOST:PORT "
+            "with PORT from 1 to 65535\n");
+  r = RunBinary({KeyflowBinary("keyflow"), "checkpoint", "--timeout", "0", "--coordinator",
+                 "tcp://127.0.0.1:1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--timeout 0 is out of range"));
+}
+
+}  // namespace
+}  // namespace keyflow::test
