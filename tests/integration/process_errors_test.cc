@@ -67,5 +67,26 @@ TEST(ProcessErrorsTest, CliRefusesACoordinatorPortOutOfRange) {
   EXPECT_THAT(r.err, HasSubstr("--timeout 0 is out of range"));
 }
 
+TEST(ProcessErrorsTest, PeerHostNameIsEscapedInTheCoordinatorLog) {
+  TestDir dir;
+  ClusterOptions options;
+  options.workers = 0;
+  auto cluster = Cluster::Start(dir.path(), options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  const std::string host = "evil\n2026-12-01T00:00:00.000Z info coordinator forged \x1b[31mred";
+  auto worker = ChildProcess::Start({KeyflowBinary("keyflow-worker"), "--coordinator",
+                                     (*cluster)->endpoint(), "--slot", "0", "--hostname", host},
+                                    dir.path() + "/worker.log");
+  ASSERT_TRUE(worker.ok()) << worker.status().message();
+  ASSERT_TRUE((*cluster)->WaitForWorkers(1, Duration::Seconds(20)).ok())
+      << (*cluster)->LogExcerpts();
+  std::string log = ReadFileOrEmpty((*cluster)->CoordinatorLog());
+  EXPECT_EQ(log.find('\x1b'), std::string::npos) << log;
+  EXPECT_EQ(log.find("\ncoordinator forged"), std::string::npos);
+  EXPECT_EQ(log.find("\n2026-12-01T00:00:00.000Z"), std::string::npos) << log;
+  EXPECT_THAT(log, HasSubstr("host=evil\\n2026-12-01T00:00:00.000Z info coordinator forged "
+                             "\\x1b[31mred"));
+}
+
 }  // namespace
 }  // namespace keyflow::test
