@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/file_io.h"
+#include "common/input/input_spec.h"
 #include "common/logging.h"
 
 namespace keyflow {
@@ -240,6 +241,15 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
                   ": this is a session cluster that runs one job at a time; wait for it or stop it "
                   "with `keyflow cancel`");
     return;
+  }
+  // A CLI of another version may not have validated --input. A generator spec is checked in
+  // full; files only on the workers (the coordinator's host need not see the input), which fail
+  // the job at once if they cannot read it.
+  if (m.spec.input.rfind("gen:", 0) == 0 || m.spec.input.empty()) {
+    if (Status s = InputSpec::Parse(m.spec.input).status(); !s.ok()) {
+      SendReply(identity, false, "job rejected: " + s.message());
+      return;
+    }
   }
   ++jobs_submitted_;
   std::string job_id = MakeJobId(m.spec.job_name, wall_clock_->Now());

@@ -13,6 +13,7 @@
 #include <zmq.hpp>
 
 #include "common/clock.h"
+#include "common/input/input_spec.h"
 #include "common/key_group_assignment.h"
 #include "common/process/command_line.h"
 #include "common/protocol/job_catalog.h"
@@ -344,6 +345,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
   if (!spec.output_dir.empty()) spec.output_dir = std::filesystem::absolute(spec.output_dir);
   // Workers resolve paths in their own working directory: send absolute ones.
   if (spec.input.rfind("gen:", 0) != 0) spec.input = std::filesystem::absolute(spec.input);
+  // What the workers will parse, checked here (a gen: spec, a missing file or an empty
+  // directory), so a bad --input is a usage error and not a job that fails later.
+  if (Status s = InputSpec::Parse(spec.input).status(); !s.ok()) return Fail(s, kExitUsage);
   if (spec.parallelism < 0 || spec.max_parallelism < 0) {
     return Fail("--parallelism and --max-parallelism must not be negative", kExitUsage);
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/file_io.h"
+#include "common/input/input_spec.h"
 
 namespace keyflow {
 namespace {
@@ -88,6 +89,19 @@ class CoordinatorTest : public ::testing::Test {
   FakeOutbox outbox_;
   Coordinator coord_;
 };
+
+TEST_F(CoordinatorTest, RejectsABadGeneratorSpecOnSubmit) {
+  RegisterWorkerAt("w0", 0, 0);
+  JobSpec spec;
+  spec.job_name = "count-window";
+  spec.input = "gen:events=10,keys=0,splits=1";
+  spec.parallelism = 1;
+  coord_.OnMessage("cli", SubmitJob{spec}, 10);
+  Reply r = LastReply("cli");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.message, "job rejected: " + InputSpec::Parse(spec.input).status().message());
+  EXPECT_TRUE(outbox_.To<DeployTask>("w0").empty());
+}
 
 TEST_F(CoordinatorTest, RegistersWorkersInSlotsAndDeploysSubtasksByFlinkRanges) {
   std::vector<WorkerId> ids;

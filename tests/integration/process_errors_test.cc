@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 
 #include "tests/integration/cluster.h"
@@ -65,6 +66,27 @@ TEST(ProcessErrorsTest, CliRefusesACoordinatorPortOutOfRange) {
                  "tcp://127.0.0.1:1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--timeout 0 is out of range"));
+}
+
+// Nothing listens on port 1: a run that got as far as submitting would fail with exit 1.
+TEST(ProcessErrorsTest, RunRefusesABadInputBeforeSubmitting) {
+  TestDir dir;
+  auto run = [&](const std::string& input) {
+    return RunBinary({KeyflowBinary("keyflow"), "run", "--job", "count-window", "--input", input,
+                      "--coordinator", "tcp://127.0.0.1:1"});
+  };
+  CommandResult r = run("gen:events=10,keys=0,splits=1");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("keys"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = run(dir.path() + "/missing.jsonl");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "keyflow: input '" + dir.path() +
+                       "/missing.jsonl' does not exist; give a JSON Lines file, a directory of "
+                       "them, or gen:events=N,keys=K,splits=S\n");
+  r = run(dir.Subdir("empty"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("contains no input files"));
 }
 
 TEST(ProcessErrorsTest, PeerHostNameIsEscapedInTheCoordinatorLog) {

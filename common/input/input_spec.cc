@@ -1,4 +1,4 @@
-#include "worker/sources/input_spec.h"
+#include "common/input/input_spec.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "worker/sources/generator_spec.h"
+#include "common/input/generator_spec.h"
 
 #include <charconv>
 #include <cmath>

@@ -1,0 +1,126 @@
+// SourceSplit, SplitPosition, SourceSplitState: the replayable slices of a job's input and how far
+// a reader got in one (Flink's FLIP-27 SourceSplit with its checkpointed position, §5.6).
+//
+// InputSpec (input_spec.h) turns --input into a list of splits; the source subtask reads its
+// splits with FileSplitReader / GeneratorSplitReader and, at a checkpoint, stores every split
+// with its position (SourceSplitState) in the checkpoint. On restore or rescale the splits are
+// handed out again with their positions and the readers resume exactly there.
+//
+// Encoding (little-endian, via BinaryWriter; described in worker/README.md "Sources"):
+//   SourceSplit    = u8 format version (1), u8 kind, i32 id, then
+//                    kind file: bytes path | kind generator: i32 generator split index
+//   SplitPosition  = varint offset, varint lines consumed
+//   SourceSplitState = SourceSplit, SplitPosition
+//
+// Value types; no threading concerns.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/binary_io.h"
+#include "common/status.h"
+#include "common/types.h"
+
+namespace keyflow {
+
+struct SplitIdTag {};
+// Index of a split in InputSpec::splits(): the sorted file list or the generator split index.
+using SplitId = StrongId<SplitIdTag, int32_t>;
+
+enum class SplitKind : uint8_t { kFile = 1, kGenerator = 2 };
+std::string_view SplitKindName(SplitKind kind);  // "file" | "generator"
+
+class SourceSplit {
+ public:
+  SourceSplit() = default;  // a file split with id 0 and an empty path; only for decoding
+  static SourceSplit File(SplitId id, std::string path);
+  // Precondition: generator_index >= 0.
+  static SourceSplit Generator(SplitId id, int32_t generator_index);
+
+  SplitId id() const { return id_; }
+  SplitKind kind() const { return kind_; }
+  // The file to read. Precondition: kind() == kFile.
+  const std::string& path() const;
+  // Which of the generator's splits this is. Precondition: kind() == kGenerator.
+  int32_t generator_index() const;
+
+  // "file split 2 (/data/b.jsonl)" / "generator split 3".
+  std::string ToString() const;
+
+  void EncodeTo(BinaryWriter* out) const;
+  // Corruption if the bytes are truncated, of an unknown version or kind.
+  static Result<SourceSplit> DecodeFrom(BinaryReader* in);
+
+  // Ordered by id first (then kind, path, generator index), equal iff all fields are equal.
+  friend auto operator<=>(const SourceSplit&, const SourceSplit&) = default;
+  friend bool operator==(const SourceSplit&, const SourceSplit&) = default;
+
+ private:
+  SplitId id_{0};
+  SplitKind kind_ = SplitKind::kFile;
+  std::string path_;
+  int32_t generator_index_ = 0;
+};
+
+// Where the next record of a split starts. The default value is the start of any split.
+//   file split:      byte offset of the next line, and how many lines precede it (so the next
+//                    line number, used in bad-record reports, survives a restore);
+//   generator split: index of the next event of the split.
+class SplitPosition {
+ public:
+  constexpr SplitPosition() = default;
+  // Preconditions: byte_offset >= 0, next_line_number >= 1.
+  static SplitPosition InFile(int64_t byte_offset, int64_t next_line_number);
+  // Precondition: next_index >= 0.
+  static SplitPosition InGenerator(int64_t next_index);
+
+  int64_t byte_offset() const { return offset_; }
+  int64_t next_line_number() const { return lines_ + 1; }  // 1-based
+  int64_t next_event_index() const { return offset_; }
+
+  // Advances a file position past one line of `bytes` bytes (including its line terminator).
+  void AdvanceLine(int64_t bytes) {
+    offset_ += bytes;
+    ++lines_;
+  }
+  // Advances a generator position past one event.
+  void AdvanceEvent() { ++offset_; }
+
+  std::string ToString() const;  // "offset 1234, line 17"
+
+  void EncodeTo(BinaryWriter* out) const;
+  static Result<SplitPosition> DecodeFrom(BinaryReader* in);
+
+  friend constexpr auto operator<=>(const SplitPosition&, const SplitPosition&) = default;
+
+ private:
+  int64_t offset_ = 0;  // bytes (file) or events (generator) consumed
+  int64_t lines_ = 0;   // lines consumed (file); 0 for a generator
+};
+
+// A split with its position: one entry of a source subtask's checkpointed state.
+struct SourceSplitState {
+  SourceSplit split;
+  SplitPosition position;
+
+  void EncodeTo(BinaryWriter* out) const {
+    split.EncodeTo(out);
+    position.EncodeTo(out);
+  }
+  static Result<SourceSplitState> DecodeFrom(BinaryReader* in);
+
+  friend auto operator<=>(const SourceSplitState&, const SourceSplitState&) = default;
+  friend bool operator==(const SourceSplitState&, const SourceSplitState&) = default;
+};
+
+// What a split reader's Next() produced.
+enum class SplitReadResult : uint8_t {
+  kRecord,      // a record was written to the output; the position is after it
+  kEndOfSplit,  // the split is exhausted; the position stays at its end
+  kThrottled,   // rate limit reached; try again at the reader's next_available_time()
+};
+
+}  // namespace keyflow
