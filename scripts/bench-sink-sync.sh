@@ -14,6 +14,9 @@ if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
   sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
+for a in "$@"; do
+  case "$a" in -*) echo "bench-sink-sync.sh: unknown option '$a' (try --help)" >&2; exit 2 ;; esac
+done
 [ "$#" -gt 0 ] || set -- "$ROOT/build"
 work="$(mktemp -d "${TMPDIR:-/tmp}/keyflow-sink-sync-XXXXXX")"
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT

@@ -1,7 +1,20 @@
 #!/usr/bin/env bash
 # Installs every Debian package keyflow needs to build, test and run.
 # Idempotent: runs `apt-get update` and `apt-get install` only when a package is missing.
+#
+#   scripts/install-deps.sh            install what is missing (sudo when not root)
+#   scripts/install-deps.sh --check    list what is missing, install nothing (exit 1 if any)
+#   scripts/install-deps.sh --help     this text
 set -euo pipefail
+
+check_only=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h | --help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --check) check_only=1; shift ;;
+    *) echo "install-deps.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3
@@ -27,6 +40,10 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
+if [ "$check_only" -eq 1 ]; then
+  echo "install-deps: missing ${missing[*]}"
+  exit 1
+fi
 echo "install-deps: installing ${missing[*]}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

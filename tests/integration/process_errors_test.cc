@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <regex>
 
 #include "tests/integration/cluster.h"
@@ -108,6 +109,29 @@ TEST(ProcessErrorsTest, PeerHostNameIsEscapedInTheCoordinatorLog) {
   EXPECT_EQ(log.find("\n2026-12-01T00:00:00.000Z"), std::string::npos) << log;
   EXPECT_THAT(log, HasSubstr("host=evil\\n2026-12-01T00:00:00.000Z info coordinator forged "
                              "\\x1b[31mred"));
+}
+
+// Every script answers --help with its usage and exit 0, doing nothing else (run in an empty
+// directory that must stay empty; install-deps.sh used to install instead), and refuses an
+// unknown option.
+TEST(ProcessErrorsTest, EveryScriptHasAHelpWithoutSideEffects) {
+  int scripts = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(KEYFLOW_SOURCE_DIR) + "/scripts")) {
+    if (e.path().extension() != ".sh") continue;
+    ++scripts;
+    const std::string script = e.path().string();
+    TestDir cwd;
+    CommandResult r = RunBinary(
+        {"/bin/sh", "-c", "cd '" + cwd.path() + "' && exec " + script + " --help </dev/null"});
+    EXPECT_EQ(r.exit_code, 0) << script << ": " << r.err;
+    EXPECT_THAT(r.out, HasSubstr(e.path().filename().string())) << script;
+    EXPECT_TRUE(std::filesystem::is_empty(cwd.path())) << script << " wrote files";
+    r = RunBinary({script, "--no-such-option"});
+    EXPECT_NE(r.exit_code, 0) << script;
+    EXPECT_THAT(r.err, HasSubstr("unknown")) << script;
+  }
+  EXPECT_GE(scripts, 14);
 }
 
 }  // namespace
