@@ -97,6 +97,10 @@ Result<FileSplitReader> FileSplitReader::Open(const SourceSplit& split, SplitPos
   }
   (void)::posix_fadvise(r.fd_.get(), 0, 0,
                         POSIX_FADV_SEQUENTIAL);  // a hint only
+  r.size_at_open_ = st.st_size;
+  r.file_offset_ = from.byte_offset();
+  r.dev_ = st.st_dev;
+  r.ino_ = st.st_ino;
   r.capacity_ = r.options_.read_buffer_bytes;
   r.buf_ = std::make_unique_for_overwrite<char[]>(r.capacity_ + kJsonPadding);
   r.position_ = from;
@@ -141,16 +145,55 @@ Status FileSplitReader::Fill() {
       base = buf_.get();
     }
   }
-  ssize_t n;
-  do {
-    n = ::read(fd_.get(), base + end_, capacity_ - end_);
-  } while (n < 0 && errno == EINTR);
+  const size_t want =
+      std::min<size_t>(capacity_ - end_, static_cast<size_t>(size_at_open_ - file_offset_));
+  ssize_t n = 0;
+  if (want > 0) {
+    do {
+      n = ::read(fd_.get(), base + end_, want);
+    } while (n < 0 && errno == EINTR);
+  }
   if (n < 0) return ErrnoError("cannot read input file '" + path_ + "'", errno);
   if (n == 0) {
     eof_ = true;
+    DetectChange();
   } else {
     end_ += static_cast<size_t>(n);
+    file_offset_ += n;
   }
+  return Status::Ok();
+}
+
+std::string InputChange::ToString() const {
+  return "input file " + path + " " + what +
+         " while it was read: " + std::to_string(bytes_not_read) +
+         " bytes not read (the split reads the file as it was when it was opened)";
+}
+
+void FileSplitReader::DetectChange() {
+  struct stat now;
+  if (file_offset_ < size_at_open_) {
+    change_ =
+        InputChange{path_, "was truncated", size_at_open_ - file_offset_};  // read(2) ended early
+    return;
+  }
+  if (::stat(path_.c_str(), &now) == 0 &&
+      (static_cast<uint64_t>(now.st_dev) != dev_ || static_cast<uint64_t>(now.st_ino) != ino_)) {
+    change_ = InputChange{path_, "was replaced", static_cast<int64_t>(now.st_size)};
+    return;
+  }
+  if (::fstat(fd_.get(), &now) == 0 && now.st_size > size_at_open_) {
+    change_ = InputChange{path_, "grew", static_cast<int64_t>(now.st_size - size_at_open_)};
+  }
+}
+
+Status FileSplitReader::ReportChange() {
+  if (!change_ || change_reported_) return Status::Ok();
+  change_reported_ = true;
+  if (options_.on_input_change == InputChangePolicy::kFail) {
+    return DataLoss(change_->ToString() + " (--on-input-change fail)");
+  }
+  if (options_.input_change_callback) options_.input_change_callback(*change_);
   return Status::Ok();
 }
 
@@ -166,7 +209,15 @@ Result<SplitReadResult> FileSplitReader::Next(Record* out) {
       line_size = static_cast<size_t>(nl - (base + begin_));
       consumed = line_size + 1;
     } else if (eof_) {
-      if (begin_ == end_ && !discarding_) return SplitReadResult::kEndOfSplit;
+      if (change_ && begin_ < end_ && !discarding_) {
+        // A last line without "\n" in a file that changed: half written, not a record.
+        change_->bytes_not_read += static_cast<int64_t>(end_ - begin_);
+        end_ = begin_;
+      }
+      if (begin_ == end_ && !discarding_) {
+        RETURN_IF_ERROR(ReportChange());
+        return SplitReadResult::kEndOfSplit;
+      }
       line_size = consumed = end_ - begin_;  // the last line, without terminator
     } else {
       RETURN_IF_ERROR(Fill());

@@ -17,12 +17,19 @@
 // empty or skipped lines before it): the value to store in a checkpoint. Opening the split at
 // that position yields exactly the records after it.
 //
+// A file that changes during the read is read as it was at Open (size, inode): bytes after that
+// size are never read, and at the end of the split the change is reported (InputChange: grew,
+// truncated, replaced by a rename, with the bytes not read) or, under kFail, is an error. A last
+// line without "\n" is a record only if the file did not change: in a file that grew or was
+// replaced it is a half-written line, counted in bytes_not_read, never a malformed record.
+//
 // Threading: single thread (the source subtask's task thread).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -49,11 +56,26 @@ struct BadRecord {
 };
 using BadRecordCallback = std::function<void(const BadRecord&)>;
 
+// The file changed while it was read (Liveness 5). The reader reads the file as it was when
+// the split was opened: the bytes up to the size seen then, from the inode opened then.
+struct InputChange {
+  std::string path;
+  std::string what;              // "grew", "was truncated", "was replaced"
+  int64_t bytes_not_read;        // bytes of the file now that this split does not read
+  std::string ToString() const;  // "input file /a.jsonl grew while it was read: 120 bytes ..."
+};
+enum class InputChangePolicy : uint8_t { kWarn, kFail };
+using InputChangeCallback = std::function<void(const InputChange&)>;
+
 struct FileSplitReaderOptions {
   BadRecordPolicy on_bad_record = BadRecordPolicy::kSkip;
   BadRecordCallback bad_record_callback;  // called for each skipped line (kSkip); may be empty
-  size_t read_buffer_bytes = 1 << 20;     // initial buffer, also the read(2) size
-  size_t max_line_bytes = 64 << 20;       // longer lines are bad records
+  // kWarn: the change is reported to the callback and the split ends normally; kFail: Next()
+  // returns DataLoss with InputChange::ToString().
+  InputChangePolicy on_input_change = InputChangePolicy::kWarn;
+  InputChangeCallback input_change_callback;  // may be empty
+  size_t read_buffer_bytes = 1 << 20;         // initial buffer, also the read(2) size
+  size_t max_line_bytes = 64 << 20;           // longer lines are bad records
 };
 
 // Input errors that retrying cannot cure: the file or a directory above it does not exist
@@ -94,6 +116,10 @@ class FileSplitReader {
   Status Fill();
   // Handles a rejected line; returns the error to surface under kFail.
   Status BadLine(int64_t line_number, int64_t byte_offset, Status reason);
+  // At the end of the bytes fixed at open: did the file grow, shrink or get replaced? Sets
+  // change_ (and its byte count) if so.
+  void DetectChange();
+  Status ReportChange();
 
   std::string path_;
   ScopedFd fd_;
@@ -104,6 +130,11 @@ class FileSplitReader {
   size_t begin_ = 0;  // first unconsumed byte; it is at file offset position_.byte_offset()
   size_t end_ = 0;    // end of valid bytes
   bool eof_ = false;
+  int64_t size_at_open_ = 0;  // bytes this split reads: the file's size when it was opened
+  int64_t file_offset_ = 0;   // next byte read(2) returns
+  uint64_t dev_ = 0, ino_ = 0;
+  std::optional<InputChange> change_;
+  bool change_reported_ = false;
   bool discarding_ = false;      // inside an over-long line (already reported)
   int64_t discarded_bytes_ = 0;  // of the over-long line so far
   SplitPosition position_;

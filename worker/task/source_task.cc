@@ -151,6 +151,9 @@ Status SourceTask::OpenSplits() {
         metrics->bad_records.Inc();
         KF_LOG_WARN("bad record skipped: {}", bad.ToString());
       };
+      options.input_change_callback = [](const InputChange& change) {
+        KF_LOG_WARN("{}", change.ToString());
+      };
       ASSIGN_OR_RETURN(FileSplitReader reader,
                        FileSplitReader::Open(st.split, st.position, parser_.get(), options));
       slot.file.emplace(std::move(reader));

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -284,6 +288,92 @@ TEST(InputFileErrorTest, TransientErrorsAreRetriedPermanentOnesAreNot) {
   }
   EXPECT_EQ(InputFileError("/in/a", EACCES),
             DataLoss("input file /in/a cannot be read: Permission denied"));
+}
+
+// Liveness 5: the file as it was at Open, the change reported, half-written lines not records.
+class FileChangeTest : public FileSplitReaderTest {
+ protected:
+  FileSplitReaderOptions Options(size_t buffer = 1 << 20) {
+    FileSplitReaderOptions o;
+    o.read_buffer_bytes = buffer;
+    o.bad_record_callback = [this](const BadRecord& b) { bad_.push_back(b.ToString()); };
+    o.input_change_callback = [this](const InputChange& c) { changes_.push_back(c.ToString()); };
+    return o;
+  }
+  static void Append(const std::string& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::app) << bytes;
+  }
+  std::string Change(const std::string& path, const std::string& what, size_t bytes) {
+    return "input file " + path + " " + what + " while it was read: " + std::to_string(bytes) +
+           " bytes not read (the split reads the file as it was when it was opened)";
+  }
+  std::vector<std::string> bad_, changes_;
+};
+
+TEST_F(FileChangeTest, GrowthDuringTheReadIsReportedAndNotRead) {
+  std::string path = dir_.Write("in.jsonl", Line(0) + "\n" + Line(1) + "\n");
+  FileSplitReader reader = Open(path, SplitPosition(), Options());
+  Append(path, Line(2) + "\n" + "{\"uid\":\"half");
+  EXPECT_EQ(ReadAll(reader).size(), 2u);
+  EXPECT_EQ(changes_, std::vector<std::string>{Change(path, "grew", Line(2).size() + 1 + 12)});
+  EXPECT_TRUE(bad_.empty());
+  EXPECT_EQ(reader.position().byte_offset(),
+            static_cast<int64_t>(Line(0).size() + Line(1).size() + 2));
+}
+
+TEST_F(FileChangeTest, HalfWrittenLastLineOfAGrowingFileIsNotAMalformedRecord) {
+  std::string path = dir_.Write("in.jsonl", Line(0) + "\n" + "{\"uid\":\"us");
+  FileSplitReader reader = Open(path, SplitPosition(), Options(8));
+  Append(path, "er-1\",\"ts\":5}\n");
+  EXPECT_EQ(ReadAll(reader).size(), 1u);
+  EXPECT_TRUE(bad_.empty()) << bad_[0];
+  EXPECT_EQ(changes_, std::vector<std::string>{Change(path, "grew", 10 + 14)});
+  EXPECT_EQ(reader.position(), SplitPosition::InFile(Line(0).size() + 1, 2));
+  // A restore from that position reads the line once it is complete.
+  FileSplitReader again = Open(path, reader.position());
+  EXPECT_EQ(ReadAll(again).size(), 1u);
+}
+
+TEST_F(FileChangeTest, UnchangedFileKeepsItsLastLineWithoutNewline) {
+  std::string path = dir_.Write("in.jsonl", Line(0) + "\n" + Line(1));
+  FileSplitReader reader = Open(path, SplitPosition(), Options(8));
+  EXPECT_EQ(ReadAll(reader).size(), 2u);
+  EXPECT_TRUE(changes_.empty());
+}
+
+TEST_F(FileChangeTest, ReplacementByRenameIsReportedAndTheOpenedFileIsReadToItsEnd) {
+  std::string path = dir_.Write("in.jsonl", Line(0) + "\n" + Line(1) + "\n");
+  FileSplitReader reader = Open(path, SplitPosition(), Options());
+  std::string next = dir_.Write("next.tmp", Line(5) + "\n");
+  ASSERT_EQ(std::rename(next.c_str(), path.c_str()), 0);
+  std::vector<Read> got = ReadAll(reader);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].key, "user-1");
+  EXPECT_EQ(changes_, std::vector<std::string>{Change(path, "was replaced", Line(5).size() + 1)});
+}
+
+TEST_F(FileChangeTest, TruncationDuringTheReadIsReported) {
+  std::string path = dir_.Write("in.jsonl", Line(0) + "\n" + Line(1) + "\n" + Line(2) + "\n");
+  const size_t size = Line(0).size() + Line(1).size() + Line(2).size() + 3;
+  FileSplitReader reader = Open(path, SplitPosition(), Options(Line(0).size() + 1));
+  ASSERT_EQ(ReadAll(reader, 1).size(), 1u);
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(Line(0).size() + 1 + 5)), 0);
+  EXPECT_TRUE(ReadAll(reader).empty());
+  EXPECT_TRUE(bad_.empty());
+  EXPECT_EQ(changes_,
+            std::vector<std::string>{Change(path, "was truncated", size - Line(0).size() - 1)});
+}
+
+TEST_F(FileChangeTest, FailPolicyEndsTheSplitWithAnError) {
+  std::string path = dir_.Write("in.jsonl", Line(0) + "\n");
+  FileSplitReaderOptions options = Options();
+  options.on_input_change = InputChangePolicy::kFail;
+  FileSplitReader reader = Open(path, SplitPosition(), options);
+  Append(path, Line(1) + "\n");
+  Record r;
+  EXPECT_EQ(*reader.Next(&r), SplitReadResult::kRecord);
+  EXPECT_EQ(reader.Next(&r).status(),
+            DataLoss(Change(path, "grew", Line(1).size() + 1) + " (--on-input-change fail)"));
 }
 
 TEST(BadRecordPolicy, ParsesSkipAndFail) {
