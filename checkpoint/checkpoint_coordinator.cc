@@ -28,6 +28,20 @@ std::string AbsolutePath(const std::string& path) {
 
 }  // namespace
 
+std::string_view CheckpointStateName(CheckpointState s) {
+  switch (s) {
+    case CheckpointState::kPending:
+      return "PENDING";
+    case CheckpointState::kCompleted:
+      return "COMPLETED";
+    case CheckpointState::kAborted:
+      return "ABORTED";
+    case CheckpointState::kExpired:
+      return "EXPIRED";
+  }
+  return "?";
+}
+
 CheckpointCoordinator::CheckpointCoordinator(std::string job_id, JobSpec spec,
                                              AttemptNumber attempt, CheckpointConfig config,
                                              const CheckpointStorage* storage,
@@ -67,21 +81,23 @@ std::vector<CheckpointStats> CheckpointCoordinator::PendingStats() const {
 }
 
 size_t CheckpointCoordinator::NumPendingCheckpoints() const {
-  return static_cast<size_t>(std::count_if(
-      pending_.begin(), pending_.end(), [](const auto& e) { return !e.second.stats.savepoint; }));
+  return static_cast<size_t>(std::count_if(pending_.begin(), pending_.end(), [](const auto& e) {
+    return e.second.counts_as_concurrent;
+  }));
 }
 
 Result<std::vector<CheckpointCoordinator::Outgoing>> CheckpointCoordinator::Trigger(
-    int64_t now_ms, bool savepoint, bool final, const std::string& savepoint_dir,
+    int64_t now_ms, CheckpointType type, const std::string& savepoint_dir,
     RequestCallback on_done) {
-  return StartCheckpoint(now_ms, savepoint, final, /*periodic=*/false, savepoint_dir,
-                         std::move(on_done));
+  return StartCheckpoint(now_ms, type, /*periodic=*/false, savepoint_dir, std::move(on_done));
 }
 
 Result<std::vector<CheckpointCoordinator::Outgoing>> CheckpointCoordinator::StartCheckpoint(
-    int64_t now_ms, bool savepoint, bool final, bool periodic, const std::string& savepoint_dir,
+    int64_t now_ms, CheckpointType type, bool periodic, const std::string& savepoint_dir,
     RequestCallback on_done) {
-  if (!savepoint && NumPendingCheckpoints() >= static_cast<size_t>(config_.max_concurrent)) {
+  const bool savepoint = type == CheckpointType::kSavepoint;
+  if (type == CheckpointType::kCheckpoint &&
+      NumPendingCheckpoints() >= static_cast<size_t>(config_.max_concurrent)) {
     return FailedPrecondition(
         "too many concurrent checkpoints: " + std::to_string(NumPendingCheckpoints()) +
         " pending, at most " + std::to_string(config_.max_concurrent) +
@@ -103,11 +119,12 @@ Result<std::vector<CheckpointCoordinator::Outgoing>> CheckpointCoordinator::Star
   PendingCheckpoint p;
   p.stats.id = id;
   p.stats.savepoint = savepoint;
-  p.stats.final = final;
-  p.stats.state = "PENDING";
+  p.stats.final = type == CheckpointType::kFinal;
+  p.stats.state = CheckpointState::kPending;
   p.stats.directory = dir;
   p.stats.trigger_wall_ms = wall_clock_->Now().millis();
   p.periodic = periodic;
+  p.counts_as_concurrent = type == CheckpointType::kCheckpoint;
   p.trigger_now_ms = now_ms;
   p.deadline_ms = now_ms + config_.timeout_ms;
   p.handles.resize(ranges_.size());
@@ -116,12 +133,11 @@ Result<std::vector<CheckpointCoordinator::Outgoing>> CheckpointCoordinator::Star
   std::vector<Outgoing> out;
   out.reserve(ranges_.size());
   for (size_t i = 0; i < ranges_.size(); ++i) {
-    out.push_back(
-        Outgoing{SubtaskIndex(static_cast<int32_t>(i)),
-                 TriggerCheckpoint{attempt_, id, p.stats.trigger_wall_ms, savepoint, dir}});
+    out.push_back(Outgoing{SubtaskIndex(static_cast<int32_t>(i)),
+                           TriggerCheckpoint{attempt_, id, p.stats.trigger_wall_ms, type, dir}});
   }
   KF_LOG_INFO("checkpoint triggered job={} id={} type={} periodic={} dir={}", job_id_, id.value(),
-              savepoint ? "savepoint" : (final ? "final" : "checkpoint"), periodic, dir);
+              CheckpointTypeName(type), periodic, dir);
   pending_.emplace(id.value(), std::move(p));
   return out;
 }
@@ -135,7 +151,7 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnTick(int64
     if (now_ms >= p.deadline_ms) expired.push_back(id);
   }
   for (int64_t id : expired) {
-    Abort(id, "EXPIRED",
+    Abort(id, CheckpointState::kExpired, AbortKind::kFailure,
           DeadlineExceeded("checkpoint " + std::to_string(id) + " expired after " +
                            std::to_string(config_.timeout_ms) +
                            " ms before all subtasks acknowledged it (checkpoint timeout)"),
@@ -148,8 +164,8 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnTick(int64
   if (NumPendingCheckpoints() >= static_cast<size_t>(config_.max_concurrent)) return out;
   if (last_completion_ms_ && now_ms - *last_completion_ms_ < config_.min_pause_ms) return out;
   last_periodic_trigger_ms_ = now_ms;
-  auto triggered = StartCheckpoint(now_ms, /*savepoint=*/false, /*final=*/false,
-                                   /*periodic=*/true, "", nullptr);
+  auto triggered =
+      StartCheckpoint(now_ms, CheckpointType::kCheckpoint, /*periodic=*/true, "", nullptr);
   if (!triggered.ok()) {
     KF_LOG_WARN("periodic checkpoint not triggered job={} reason={}", job_id_,
                 triggered.status().ToString());
@@ -168,7 +184,8 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::StopPeriodic
     if (!p.stats.savepoint) ids.push_back(id);
   }
   for (int64_t id : ids) {
-    Abort(id, "ABORTED", Aborted("checkpoint " + std::to_string(id) + " was aborted: " + reason),
+    Abort(id, CheckpointState::kAborted, AbortKind::kByJob,
+          Aborted("checkpoint " + std::to_string(id) + " was aborted: " + reason),
           /*notify=*/true, now_ms, &out);
   }
   return out;
@@ -240,7 +257,7 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnAcknowledg
   KeyGroupsStateHandle handle = ack.keyed_state;
   Status valid = NormalizeHandle(p, ack.subtask, &handle);
   if (!valid.ok()) {
-    Abort(id, "ABORTED",
+    Abort(id, CheckpointState::kAborted, AbortKind::kFailure,
           Aborted("subtask " + std::to_string(i) + " acknowledged checkpoint " +
                   std::to_string(id) + " with an invalid state handle: " + valid.message()),
           /*notify=*/true, now_ms, &out);
@@ -274,24 +291,24 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnDecline(
     return out;
   }
   const int32_t i = decline.subtask.value();
-  if (i < 0 || static_cast<size_t>(i) >= ranges_.size()) {
-    KF_LOG_WARN("ignoring decline from unknown subtask job={} id={} subtask={}", job_id_, id, i);
-    return out;
-  }
-  Abort(id, "ABORTED",
-        Aborted("checkpoint " + std::to_string(id) + " was declined by subtask " +
-                std::to_string(i) + ": " + decline.reason),
+  const std::string by = i >= 0 && static_cast<size_t>(i) < ranges_.size()
+                             ? "subtask " + std::to_string(i)
+                             : "worker " + std::to_string(decline.worker.value()) +
+                                   " (no subtask of checkpoint " + std::to_string(id) + ")";
+  Abort(id, CheckpointState::kAborted, AbortKind::kFailure,
+        Aborted("checkpoint " + std::to_string(id) + " was declined by " + by + ": " +
+                decline.reason),
         /*notify=*/true, now_ms, &out);
   return out;
 }
 
-void CheckpointCoordinator::AbortAll(const std::string& reason) {
+void CheckpointCoordinator::AbortAll(const std::string& reason, int64_t now_ms) {
   std::vector<int64_t> ids;
   for (const auto& [id, p] : pending_) ids.push_back(id);
   for (int64_t id : ids) {
-    const PendingCheckpoint& p = pending_.at(id);
-    Abort(id, "ABORTED", Aborted("checkpoint " + std::to_string(id) + " was aborted: " + reason),
-          /*notify=*/false, p.trigger_now_ms, nullptr);
+    Abort(id, CheckpointState::kAborted, AbortKind::kByJob,
+          Aborted("checkpoint " + std::to_string(id) + " was aborted: " + reason),
+          /*notify=*/false, now_ms, nullptr);
   }
 }
 
@@ -315,7 +332,8 @@ void CheckpointCoordinator::Complete(int64_t id, int64_t now_ms, std::vector<Out
   m.sink_committables = std::move(p.sink_committables);
   Status written = storage_->WriteMetadata(p.stats.directory, m);
   if (!written.ok()) {
-    Abort(id, "ABORTED", written, /*notify=*/true, now_ms, out);
+    Abort(id, CheckpointState::kAborted, AbortKind::kFailure, written, /*notify=*/true, now_ms,
+          out);
     return;
   }
 
@@ -324,6 +342,7 @@ void CheckpointCoordinator::Complete(int64_t id, int64_t now_ms, std::vector<Out
   pending_.erase(id);
   RememberFinished(id);
   last_completion_ms_ = now_ms;
+  consecutive_failures_ = 0;
   const CheckpointLocation location{CheckpointId(id), done.stats.savepoint, done.stats.directory};
   KF_LOG_INFO("checkpoint completed job={} id={} type={} bytes={} duration_ms={} dir={}", job_id_,
               id, m.TypeName(), done.stats.state_bytes, now_ms - done.trigger_now_ms,
@@ -336,7 +355,7 @@ void CheckpointCoordinator::Complete(int64_t id, int64_t now_ms, std::vector<Out
       if (pid < id && !pp.stats.savepoint) older.push_back(pid);
     }
     for (int64_t pid : older) {
-      Abort(pid, "ABORTED",
+      Abort(pid, CheckpointState::kAborted, AbortKind::kByJob,
             Aborted("checkpoint " + std::to_string(pid) + " was subsumed by checkpoint " +
                     std::to_string(id)),
             /*notify=*/true, now_ms, out);
@@ -349,21 +368,27 @@ void CheckpointCoordinator::Complete(int64_t id, int64_t now_ms, std::vector<Out
     ApplyRetention();
   }
 
-  done.stats.state = "COMPLETED";
+  done.stats.state = CheckpointState::kCompleted;
   done.stats.duration_ms = now_ms - done.trigger_now_ms;
   Record(done.stats);
-  if (done.on_done) done.on_done(location);
+  if (done.on_done) done.on_done(location, now_ms);
 }
 
-void CheckpointCoordinator::Abort(int64_t id, const std::string& state, const Status& why,
-                                  bool notify, int64_t now_ms, std::vector<Outgoing>* out) {
+void CheckpointCoordinator::Abort(int64_t id, CheckpointState state, AbortKind kind,
+                                  const Status& why, bool notify, int64_t now_ms,
+                                  std::vector<Outgoing>* out) {
   auto it = pending_.find(id);
   CHECK(it != pending_.end());
   PendingCheckpoint p = std::move(it->second);
   pending_.erase(it);
   RememberFinished(id);
-  KF_LOG_WARN("checkpoint {} job={} id={} reason={}", state == "EXPIRED" ? "expired" : "aborted",
-              job_id_, id, why.message());
+  if (kind == AbortKind::kFailure) {
+    ++consecutive_failures_;
+    last_failure_ = why.message();
+  }
+  KF_LOG_WARN("checkpoint {} job={} id={} consecutive_failures={} reason={}",
+              state == CheckpointState::kExpired ? "expired" : "aborted", job_id_, id,
+              consecutive_failures_, why.message());
   Status deleted = storage_->DeleteCheckpoint(p.stats.directory);
   if (!deleted.ok()) {
     KF_LOG_WARN("cannot delete aborted checkpoint dir={} reason={}", p.stats.directory,
@@ -379,7 +404,7 @@ void CheckpointCoordinator::Abort(int64_t id, const std::string& state, const St
   p.stats.failure = why.message();
   p.stats.duration_ms = now_ms - p.trigger_now_ms;
   Record(p.stats);
-  if (p.on_done) p.on_done(why);
+  if (p.on_done) p.on_done(why, now_ms);
 }
 
 void CheckpointCoordinator::ApplyRetention() {

@@ -9,9 +9,15 @@
 // interval (measured from the previous periodic trigger; the first one is due one interval
 // after the first OnTick), the minimum pause after the last completion and the maximum number
 // of concurrent checkpoints; requested checkpoints/savepoints bypass the pause, and savepoints
-// also bypass max concurrent. A pending checkpoint expires after the timeout; a decline or a
-// failure aborts it only — the job goes on. An aborted or expired checkpoint's directory is
-// deleted.
+// and final checkpoints also bypass max concurrent. A pending checkpoint expires after the
+// timeout; a decline or a failure aborts it only — the job goes on. An aborted or expired
+// checkpoint's directory is deleted.
+//
+// Failure counting (Flink's CheckpointFailureManager): a checkpoint that is declined, expires,
+// gets an invalid acknowledgement or cannot write its metadata is a failure; a completed
+// checkpoint resets the count. Aborts the job itself causes (AbortAll on failover, cancel or
+// rescale; StopPeriodic; subsumption) are not failures. The JobMaster fails the job when the
+// count exceeds --tolerable-checkpoint-failures.
 //
 // Transport-agnostic: it returns the messages to send; time comes in as arguments (`now_ms`
 // monotonic; the injected wall clock stamps checkpoints). Request callbacks run synchronously
@@ -35,6 +41,10 @@
 
 namespace keyflow {
 
+enum class CheckpointState : uint8_t { kPending, kCompleted, kAborted, kExpired };
+// "PENDING", "COMPLETED", "ABORTED", "EXPIRED" (status, `keyflow checkpoints`).
+std::string_view CheckpointStateName(CheckpointState s);
+
 struct CheckpointConfig {
   int64_t interval_ms = 0;  // 0: no periodic checkpoints
   int64_t timeout_ms = 600'000;
@@ -48,7 +58,7 @@ struct CheckpointStats {
   CheckpointId id{0};
   bool savepoint = false;
   bool final = false;
-  std::string state;  // COMPLETED, ABORTED, EXPIRED, PENDING
+  CheckpointState state = CheckpointState::kPending;
   std::string directory;
   std::string failure;
   int64_t trigger_wall_ms = 0;
@@ -75,19 +85,21 @@ class CheckpointCoordinator {
     ControlMessage message;
   };
   // Completion callback for requested checkpoints/savepoints: the location or the failure
-  // (Aborted for declined/subsumed/AbortAll, DeadlineExceeded for expired, the write error).
-  using RequestCallback = std::function<void(Result<CheckpointLocation>)>;
+  // (Aborted for declined/subsumed/AbortAll, DeadlineExceeded for expired, the write error),
+  // and the `now_ms` of the call that finished it.
+  using RequestCallback = std::function<void(Result<CheckpointLocation>, int64_t now_ms)>;
 
   // Completed checkpoints found on disk from earlier attempts (ListCompletedCheckpoints),
   // ascending, so that retention covers them and latest_completed() knows them. Call before
   // the first trigger.
   void RecoverCompleted(std::vector<CheckpointLocation> completed);
 
-  // Starts checkpoint (or savepoint) now: returns TriggerCheckpoint messages for every subtask,
-  // or an error (FailedPrecondition "too many concurrent checkpoints" — only for checkpoints,
+  // Starts a checkpoint of `type` now: returns TriggerCheckpoint messages for every subtask,
+  // or an error (FailedPrecondition "too many concurrent checkpoints" — only for kCheckpoint,
   // AlreadyExists/IoError for the directory); on error `on_done` is not called.
-  // `savepoint_dir` empty = <job>/savepoint-<n>; otherwise a new or empty directory.
-  Result<std::vector<Outgoing>> Trigger(int64_t now_ms, bool savepoint, bool final,
+  // `savepoint_dir` (kSavepoint only) empty = <job>/savepoint-<n>; otherwise a new or empty
+  // directory.
+  Result<std::vector<Outgoing>> Trigger(int64_t now_ms, CheckpointType type,
                                         const std::string& savepoint_dir,
                                         RequestCallback on_done = nullptr);
   // Expires pending checkpoints past the timeout (abort notifications), then triggers a
@@ -100,18 +112,33 @@ class CheckpointCoordinator {
   // duplicates are ignored. An ack whose handle does not match the subtask's key-group range
   // aborts the checkpoint.
   std::vector<Outgoing> OnAcknowledge(const AcknowledgeCheckpoint& ack, int64_t now_ms);
-  // Aborts that checkpoint only (notifications to every subtask); stale/unknown: ignored.
+  // Aborts that checkpoint only (notifications to every subtask); of another attempt or for an
+  // id that is not pending: ignored. A decline from a subtask index outside the job (e.g. -1,
+  // "no subtask of this attempt runs on this worker") aborts it too: a pending checkpoint never
+  // waits for an answer that was already refused.
   std::vector<Outgoing> OnDecline(const DeclineCheckpoint& decline, int64_t now_ms);
   // The attempt is over (failure, cancel, rescale): aborts every pending checkpoint without
   // notifying (the subtasks are gone) and deletes their directories; request callbacks get
   // Aborted.
-  void AbortAll(const std::string& reason);
+  void AbortAll(const std::string& reason, int64_t now_ms);
 
   // Stop-with-savepoint: no periodic checkpoint may complete after the savepoint the job will
   // be restored from, so periodic triggering stops and pending checkpoints are aborted
   // (notifications returned). ResumePeriodic undoes it if the savepoint fails.
   std::vector<Outgoing> StopPeriodic(const std::string& reason, int64_t now_ms);
   void ResumePeriodic();
+  // The job is FINISHING: no more periodic triggers; pending ones go on (after the end of
+  // input a periodic checkpoint only commits pending files, so it may complete).
+  void EndPeriodic() { periodic_enabled_ = false; }
+
+  // Checkpoint failures since the last completed checkpoint, and the last one's reason.
+  int32_t consecutive_failures() const { return consecutive_failures_; }
+  const std::string& last_failure() const { return last_failure_; }
+  // A new attempt goes on counting where the previous one stopped (failovers do not reset it).
+  void ContinueFailureCount(int32_t count, std::string last_failure) {
+    consecutive_failures_ = count;
+    last_failure_ = std::move(last_failure);
+  }
 
   size_t num_pending() const { return pending_.size(); }
   // The newest completed checkpoint (not savepoint), including recovered ones.
@@ -127,7 +154,8 @@ class CheckpointCoordinator {
  private:
   struct PendingCheckpoint {
     CheckpointStats stats;
-    bool periodic = false;
+    bool periodic = false;              // triggered by OnTick
+    bool counts_as_concurrent = false;  // kCheckpoint (not savepoint/final): max concurrent
     int64_t trigger_now_ms = 0;
     int64_t deadline_ms = 0;
     std::vector<std::optional<KeyGroupsStateHandle>> handles;  // by subtask index
@@ -136,18 +164,20 @@ class CheckpointCoordinator {
     RequestCallback on_done;
   };
 
-  Result<std::vector<Outgoing>> StartCheckpoint(int64_t now_ms, bool savepoint, bool final,
-                                                bool periodic, const std::string& savepoint_dir,
+  Result<std::vector<Outgoing>> StartCheckpoint(int64_t now_ms, CheckpointType type, bool periodic,
+                                                const std::string& savepoint_dir,
                                                 RequestCallback on_done);
-  size_t NumPendingCheckpoints() const;  // savepoints excluded
+  size_t NumPendingCheckpoints() const;  // savepoints and final checkpoints excluded
   // Checks an ack's handle against the subtask's range; makes its path relative.
   Status NormalizeHandle(const PendingCheckpoint& p, SubtaskIndex subtask,
                          KeyGroupsStateHandle* h) const;
   void Complete(int64_t id, int64_t now_ms, std::vector<Outgoing>* out);
-  // Removes the pending checkpoint, deletes its directory, records stats, notifies the
-  // subtasks (if `notify`) and runs its callback with `why`.
-  void Abort(int64_t id, const std::string& state, const Status& why, bool notify, int64_t now_ms,
-             std::vector<Outgoing>* out);
+  // Whether an abort counts towards the consecutive checkpoint failures.
+  enum class AbortKind { kFailure, kByJob };
+  // Removes the pending checkpoint, deletes its directory, records stats, counts a kFailure,
+  // notifies the subtasks (if `notify`) and runs its callback with `why`.
+  void Abort(int64_t id, CheckpointState state, AbortKind kind, const Status& why, bool notify,
+             int64_t now_ms, std::vector<Outgoing>* out);
   void ApplyRetention();
   void Record(CheckpointStats stats);
   void RememberFinished(int64_t id);
@@ -169,6 +199,8 @@ class CheckpointCoordinator {
   bool periodic_enabled_ = true;
   std::optional<int64_t> first_tick_ms_;
   std::optional<int64_t> last_completion_ms_;
+  int32_t consecutive_failures_ = 0;
+  std::string last_failure_;
 };
 
 }  // namespace keyflow

@@ -1,5 +1,6 @@
 // Clock: the source of processing time, injectable so tests never sleep.
-// SystemClock reads the wall clock; ManualClock is advanced by the test.
+// SystemClock reads the wall clock (and steady_clock for durations); ManualClock is advanced by
+// the test.
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,13 @@ class Clock {
   virtual ~Clock() = default;
   // Milliseconds since the epoch.
   virtual Timestamp Now() const = 0;
+  // Monotonic microseconds, for durations (never for timestamps). Default: steady_clock.
+  virtual int64_t MonotonicMicros() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  int64_t MonotonicMillis() const { return MonotonicMicros() / 1000; }
 };
 
 class SystemClock final : public Clock {
@@ -30,6 +38,8 @@ class ManualClock final : public Clock {
  public:
   explicit ManualClock(Timestamp start = Timestamp(0)) : now_(start.millis()) {}
   Timestamp Now() const override { return Timestamp(now_.load(std::memory_order_acquire)); }
+  // Durations follow the manual time too, so they are exact in tests.
+  int64_t MonotonicMicros() const override { return now_.load(std::memory_order_acquire) * 1000; }
   void Set(Timestamp t) { now_.store(t.millis(), std::memory_order_release); }
   void Advance(Duration d) { now_.fetch_add(d.millis(), std::memory_order_acq_rel); }
 

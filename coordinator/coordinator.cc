@@ -143,7 +143,7 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
           auto end = TrackCommand({"stop with savepoint", "keyflow stop", m.directory, 0});
           Status s = job_->StopWithSavepoint(
               m.directory,
-              [this, identity, end](Result<CheckpointLocation> sp) {
+              [this, identity, end](Result<CheckpointLocation> sp, int64_t) {
                 if (!sp.ok()) {
                   end("failed: " + sp.status().message());
                   SendReply(identity, false, sp.status().message());
@@ -288,7 +288,7 @@ void Coordinator::HandleCheckpointRequest(const std::string& identity, const Che
   auto end = TrackCommand({what, "keyflow " + what, m.directory, 0});
   Status s = job_->RequestCheckpoint(
       m.savepoint, m.directory,
-      [this, identity, what, end](Result<CheckpointLocation> done) {
+      [this, identity, what, end](Result<CheckpointLocation> done, int64_t) {
         if (!done.ok()) {
           end("failed: " + done.status().message());
           SendReply(identity, false, what + " failed: " + done.status().message());

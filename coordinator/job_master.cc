@@ -12,7 +12,7 @@ namespace {
 
 nlohmann::json CheckpointStatsJson(const CheckpointStats& st) {
   return {{"id", st.id.value()},
-          {"state", st.state},
+          {"state", CheckpointStateName(st.state)},
           {"savepoint", st.savepoint},
           {"final", st.final},
           {"duration_ms", st.duration_ms},
@@ -25,6 +25,18 @@ nlohmann::json CheckpointStatsJson(const CheckpointStats& st) {
 }
 
 }  // namespace
+
+std::string_view RescalePhaseName(RescalePhase p) {
+  switch (p) {
+    case RescalePhase::kWaitingForWorkers:
+      return "waiting for workers";
+    case RescalePhase::kSavepoint:
+      return "savepoint";
+    case RescalePhase::kDeploying:
+      return "deploying";
+  }
+  return "?";
+}
 
 std::string_view JobStateName(JobState s) {
   switch (s) {
@@ -238,7 +250,7 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   attempt_ = AttemptNumber(attempt_.value() + 1);
   state_ = JobState::kDeploying;
   deploy_started_ms_ = now_ms;
-  final_triggered_ = false;
+  final_ = FinalCheckpoint::kNone;
   attempt_cancelled_ = false;
   spec_.parallelism = parallelism;
   for (const Vertex& v : vertices_) {
@@ -283,7 +295,13 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   // highest id in storage and the highest this process triggered (an aborted checkpoint's
   // directory is deleted, but its id is never used again, as in Flink).
   ASSIGN_OR_RETURN(int64_t max_used, storage_.MaxUsedId(job_id_));
-  if (checkpoints_) max_used = std::max(max_used, checkpoints_->next_id() - 1);
+  int32_t failures = 0;
+  std::string last_checkpoint_failure;
+  if (checkpoints_) {
+    max_used = std::max(max_used, checkpoints_->next_id() - 1);
+    failures = checkpoints_->consecutive_failures();
+    last_checkpoint_failure = checkpoints_->last_failure();
+  }
   CheckpointConfig config;
   config.interval_ms = spec_.checkpoint_interval_ms;
   config.timeout_ms = spec_.checkpoint_timeout_ms;
@@ -292,6 +310,7 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   config.retained = spec_.retained_checkpoints;
   checkpoints_ = std::make_unique<CheckpointCoordinator>(job_id_, spec_, attempt_, config,
                                                          &storage_, wall_clock_, max_used + 1);
+  checkpoints_->ContinueFailureCount(failures, std::move(last_checkpoint_failure));
   auto completed = storage_.ListCompletedCheckpoints(job_id_);
   if (completed.ok()) checkpoints_->RecoverCompleted(*completed);
   WriteJobRecord();
@@ -353,10 +372,10 @@ void JobMaster::OnTaskRunning(const TaskRunning& m, int64_t now_ms) {
   KF_LOG_INFO("job processing again job={} attempt={} since_deploy_ms={} since_failure_ms={}",
               job_id_, attempt_.value(), now_ms - deploy_started_ms_,
               last_failure_ms_ > 0 ? now_ms - last_failure_ms_ : 0);
-  if (rescale_ && rescale_->phase == "deploying") {
+  if (rescale_ && rescale_->phase == RescalePhase::kDeploying) {
     KF_LOG_INFO("rescale done job={} parallelism={} ms={}", job_id_, spec_.parallelism,
                 now_ms - rescale_->started_ms);
-    EndRescale(Status::Ok());
+    EndRescale(Status::Ok(), now_ms);
   }
 }
 
@@ -369,6 +388,7 @@ void JobMaster::OnTaskInputEnded(const TaskInputEnded& m, int64_t now_ms) {
   }
   if (state_ == JobState::kRunning) {
     state_ = JobState::kFinishing;
+    if (checkpoints_) checkpoints_->EndPeriodic();
     KF_LOG_INFO("all input consumed job={}: taking the final checkpoint", job_id_);
   }
   OnTick(now_ms);
@@ -410,13 +430,40 @@ void JobMaster::OnTaskFailed(const TaskFailed& m, int64_t now_ms) {
 void JobMaster::OnAcknowledge(const AcknowledgeCheckpoint& m, int64_t now_ms) {
   if (VertexOf(m.subtask, m.attempt, m.worker) == nullptr || !checkpoints_) return;
   Send(checkpoints_->OnAcknowledge(m, now_ms));
+  CheckCheckpointFailures(now_ms);
 }
 
 void JobMaster::OnDecline(const DeclineCheckpoint& m, int64_t now_ms) {
   if (m.attempt != attempt_ || !checkpoints_ || terminal()) return;
-  KF_LOG_WARN("checkpoint declined checkpoint={} subtask={} reason={}", m.checkpoint.value(),
-              m.subtask.value(), m.reason);
-  Send(checkpoints_->OnDecline(m, now_ms));
+  // The worker is the authority on which subtask declined: a worker whose subtask is gone
+  // declines with -1, and the checkpoint must not wait for that subtask's answer.
+  auto v = std::find_if(vertices_.begin(), vertices_.end(),
+                        [&](const Vertex& x) { return x.worker == m.worker; });
+  if (v == vertices_.end()) {
+    KF_LOG_WARN("ignoring a decline from worker {} which runs no subtask of attempt {}",
+                m.worker.value(), attempt_.value());
+    return;
+  }
+  DeclineCheckpoint d = m;
+  d.subtask = v->subtask;
+  KF_LOG_WARN("checkpoint declined checkpoint={} subtask={} reported_subtask={} reason={}",
+              m.checkpoint.value(), d.subtask.value(), m.subtask.value(), m.reason);
+  Send(checkpoints_->OnDecline(d, now_ms));
+  CheckCheckpointFailures(now_ms);
+}
+
+void JobMaster::CheckCheckpointFailures(int64_t now_ms) {
+  if (!checkpoints_ || terminal()) return;
+  const int32_t failures = checkpoints_->consecutive_failures();
+  if (failures <= spec_.tolerable_checkpoint_failures) return;
+  std::string why = std::to_string(failures) +
+                    " checkpoints failed in a row, more than --tolerable-checkpoint-failures " +
+                    std::to_string(spec_.tolerable_checkpoint_failures) +
+                    " allows; the last failure: " + checkpoints_->last_failure() +
+                    " (fix the cause, e.g. free space in the checkpoint directory, then run the "
+                    "job again with --from-savepoint <its latest checkpoint>)";
+  checkpoints_->AbortAll("the job failed: too many checkpoint failures", now_ms);
+  EndJob(JobState::kFailed, why, now_ms);
 }
 
 void JobMaster::OnWorkerLost(const WorkerInfo& w, const std::string& why, int64_t now_ms) {
@@ -470,11 +517,11 @@ void JobMaster::OnWorkerRegistered(int64_t now_ms) {
 
 void JobMaster::FailAttempt(const std::string& reason, int64_t now_ms, bool recoverable) {
   if (terminal() || state_ == JobState::kRestarting) return;
-  if (rescale_) EndRescale(Aborted("the rescale was interrupted: " + reason));
+  if (rescale_) EndRescale(Aborted("the rescale was interrupted: " + reason), now_ms);
   last_failure_ = reason;
   last_failure_ms_ = now_ms;
   CancelAll("attempt " + std::to_string(attempt_.value()) + " failed: " + reason);
-  if (checkpoints_) checkpoints_->AbortAll("the attempt failed: " + reason);
+  if (checkpoints_) checkpoints_->AbortAll("the attempt failed: " + reason, now_ms);
   int64_t delay = 0;
   if (!recoverable) {
     EndJob(JobState::kFailed, reason, now_ms);
@@ -550,29 +597,46 @@ void JobMaster::OnTick(int64_t now_ms) {
       return;
     case JobState::kRunning:
       if (checkpoints_) Send(checkpoints_->OnTick(now_ms));
+      CheckCheckpointFailures(now_ms);
       return;
     case JobState::kFinishing:
       if (!checkpoints_) return;
-      Send(checkpoints_->OnTick(now_ms));
-      if (!final_triggered_ || checkpoints_->num_pending() == 0) {
-        // The final checkpoint (again, if the last try was aborted).
-        auto out = checkpoints_->Trigger(now_ms, false, true, "");
-        if (out.ok()) {
-          final_triggered_ = true;
-          Send(*out);
-        }
-      }
+      Send(checkpoints_->OnTick(now_ms));  // expiry only: periodic triggering has ended
+      CheckCheckpointFailures(now_ms);
+      MaybeTriggerFinal(now_ms);
       return;
     case JobState::kRestarting:
       TryRestart(now_ms);
       return;
     case JobState::kRescaling:
       if (checkpoints_) Send(checkpoints_->OnTick(now_ms));  // expiry only: periodic is off
+      CheckCheckpointFailures(now_ms);
+      if (state_ != JobState::kRescaling) return;
       StepRescale(now_ms);
       return;
     default:
       return;
   }
+}
+
+void JobMaster::MaybeTriggerFinal(int64_t now_ms) {
+  if (state_ != JobState::kFinishing || final_ != FinalCheckpoint::kNone) return;
+  const AttemptNumber attempt = attempt_;
+  auto out = checkpoints_->Trigger(now_ms, CheckpointType::kFinal, "",
+                                   [this, attempt](Result<CheckpointLocation> done, int64_t) {
+                                     if (attempt != attempt_ || final_ != FinalCheckpoint::kPending)
+                                       return;
+                                     // Failed: the next tick triggers it again.
+                                     final_ = done.ok() ? FinalCheckpoint::kCompleted
+                                                        : FinalCheckpoint::kNone;
+                                   });
+  if (!out.ok()) {
+    KF_LOG_WARN("final checkpoint not triggered job={} reason={}; trying again", job_id_,
+                out.status().message());
+    return;
+  }
+  final_ = FinalCheckpoint::kPending;
+  Send(*out);
 }
 
 Status JobMaster::RequestCheckpoint(bool savepoint, const std::string& directory,
@@ -581,8 +645,15 @@ Status JobMaster::RequestCheckpoint(bool savepoint, const std::string& directory
     return FailedPrecondition("job " + job_id_ + " is " + std::string(JobStateName(state_)) +
                               ": checkpoints are taken only while it runs");
   }
+  if (final_ == FinalCheckpoint::kCompleted) {
+    return FailedPrecondition("job " + job_id_ +
+                              " has completed its final checkpoint and is ending: there is "
+                              "nothing left to checkpoint");
+  }
   ASSIGN_OR_RETURN(auto out,
-                   checkpoints_->Trigger(now_ms, savepoint, false, directory, std::move(done)));
+                   checkpoints_->Trigger(
+                       now_ms, savepoint ? CheckpointType::kSavepoint : CheckpointType::kCheckpoint,
+                       directory, std::move(done)));
   Send(out);
   return Status::Ok();
 }
@@ -608,7 +679,7 @@ Status JobMaster::Rescale(int32_t new_parallelism, int64_t wait_for_workers_ms,
   }
   RescaleOp op;
   op.target = new_parallelism;
-  op.phase = "waiting for workers";
+  op.phase = RescalePhase::kWaitingForWorkers;
   op.started_ms = now_ms;
   op.workers_deadline_ms = now_ms + wait_for_workers_ms;
   op.done = std::move(done);
@@ -621,39 +692,43 @@ Status JobMaster::Rescale(int32_t new_parallelism, int64_t wait_for_workers_ms,
 }
 
 void JobMaster::StepRescale(int64_t now_ms) {
-  if (!rescale_ || rescale_->phase != "waiting for workers") return;
+  if (!rescale_ || rescale_->phase != RescalePhase::kWaitingForWorkers) return;
   int32_t available = static_cast<int32_t>(workers_->size());
   if (available < rescale_->target) {
     if (now_ms > rescale_->workers_deadline_ms) {
-      EndRescale(FailedPrecondition(
-          "rescaling to " + std::to_string(rescale_->target) + " needs " +
-          std::to_string(rescale_->target) + " workers but only " + std::to_string(available) +
-          " registered in time: start more workers (scripts/rescale.sh does); the job keeps "
-          "running at parallelism " +
-          std::to_string(spec_.parallelism)));
+      EndRescale(
+          FailedPrecondition(
+              "rescaling to " + std::to_string(rescale_->target) + " needs " +
+              std::to_string(rescale_->target) + " workers but only " + std::to_string(available) +
+              " registered in time: start more workers (scripts/rescale.sh does); the job keeps "
+              "running at parallelism " +
+              std::to_string(spec_.parallelism)),
+          now_ms);
     }
     return;
   }
-  rescale_->phase = "savepoint";
+  rescale_->phase = RescalePhase::kSavepoint;
   Send(checkpoints_->StopPeriodic(
       rescale_->target == 0 ? "the job stops with a savepoint" : "a rescale takes a savepoint",
       now_ms));
-  auto out = checkpoints_->Trigger(now_ms, /*savepoint=*/true, /*final=*/false,
-                                   rescale_->savepoint_dir, [this](Result<CheckpointLocation> sp) {
-                                     OnRescaleSavepoint(std::move(sp), MonotonicMillis());
+  auto out = checkpoints_->Trigger(now_ms, CheckpointType::kSavepoint, rescale_->savepoint_dir,
+                                   [this](Result<CheckpointLocation> sp, int64_t done_ms) {
+                                     OnRescaleSavepoint(std::move(sp), done_ms);
                                    });
   if (!out.ok()) {
-    EndRescale(out.status().WithContext("cannot take the rescale savepoint"));
+    EndRescale(out.status().WithContext("cannot take the rescale savepoint"), now_ms);
     return;
   }
   Send(*out);
 }
 
 void JobMaster::OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t now_ms) {
-  if (!rescale_ || rescale_->phase != "savepoint") return;
+  if (!rescale_ || rescale_->phase != RescalePhase::kSavepoint) return;
   if (!savepoint.ok()) {
-    EndRescale(savepoint.status().WithContext(
-        rescale_->target == 0 ? "the stop savepoint failed" : "the rescale savepoint failed"));
+    EndRescale(
+        savepoint.status().WithContext(rescale_->target == 0 ? "the stop savepoint failed"
+                                                             : "the rescale savepoint failed"),
+        now_ms);
     return;
   }
   if (rescale_->target == 0) {  // stop with savepoint
@@ -663,34 +738,34 @@ void JobMaster::OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t
     Cancel("stopped with savepoint " + std::to_string(savepoint->id.value()) + " (" +
                savepoint->directory + ")",
            now_ms);
-    if (done) done(std::move(savepoint));
+    if (done) done(std::move(savepoint), now_ms);
     return;
   }
   auto m = CheckpointStorage::ReadMetadata(savepoint->directory);
   Status valid = m.ok() ? ValidateRestore(*m, rescale_->target, spec_.max_parallelism) : m.status();
   if (!valid.ok()) {
-    EndRescale(valid.WithContext("the rescale savepoint cannot be restored"));
+    EndRescale(valid.WithContext("the rescale savepoint cannot be restored"), now_ms);
     return;
   }
   rescale_savepoint_ = RestorePoint{std::move(m).value(), savepoint->directory};
-  rescale_->phase = "deploying";
+  rescale_->phase = RescalePhase::kDeploying;
   int32_t target = rescale_->target;
   KF_LOG_INFO("rescale savepoint taken job={} savepoint={} ms={}: redeploying at parallelism {}",
               job_id_, savepoint->id.value(), now_ms - rescale_->started_ms, target);
   CancelAll("rescaling to parallelism " + std::to_string(target));
-  checkpoints_->AbortAll("rescaling");
+  checkpoints_->AbortAll("rescaling", now_ms);
   Status s = DeployAttempt(target, rescale_savepoint_, now_ms);
   if (!s.ok()) {
-    EndRescale(s);
+    EndRescale(s, now_ms);
     EndJob(JobState::kFailed, "rescale deployment failed: " + s.message(), now_ms);
   }
 }
 
-void JobMaster::EndRescale(const Status& result) {
+void JobMaster::EndRescale(const Status& result, int64_t now_ms) {
   if (!rescale_) return;
   RescaleOp op = std::move(*rescale_);
   rescale_.reset();
-  if (op.target == 0 && !result.ok() && op.stop_done) op.stop_done(result);
+  if (op.target == 0 && !result.ok() && op.stop_done) op.stop_done(result, now_ms);
   if (!result.ok() && state_ == JobState::kRescaling) {
     // The old attempt never stopped: it goes on as before.
     state_ = JobState::kRunning;
@@ -708,7 +783,7 @@ Status JobMaster::StopWithSavepoint(const std::string& directory, RequestCallbac
   }
   RescaleOp op;
   op.target = 0;
-  op.phase = "waiting for workers";  // trivially satisfied: goes straight to the savepoint
+  op.phase = RescalePhase::kWaitingForWorkers;  // trivially satisfied: straight to the savepoint
   op.started_ms = now_ms;
   op.workers_deadline_ms = now_ms;
   op.savepoint_dir = directory;
@@ -770,12 +845,12 @@ Result<nlohmann::json> JobMaster::PlanRescaleJson(int32_t new_parallelism) const
 void JobMaster::Cancel(const std::string& reason, int64_t now_ms) {
   if (terminal()) return;
   CancelAll(reason);
-  if (checkpoints_) checkpoints_->AbortAll("the job was canceled");
+  if (checkpoints_) checkpoints_->AbortAll("the job was canceled", now_ms);
   EndJob(JobState::kCanceled, reason, now_ms);
 }
 
 void JobMaster::EndJob(JobState state, const std::string& reason, int64_t now_ms) {
-  if (rescale_) EndRescale(Aborted("the job ended: " + reason));
+  if (rescale_) EndRescale(Aborted("the job ended: " + reason), now_ms);
   if (state != JobState::kFinished) CancelAll(reason);
   state_ = state;
   failure_reason_ = reason;
@@ -830,7 +905,7 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["restored_from"] = restored_from_ ? restored_from_->value() : 0;
   if (rescale_) {
     j["rescale"] = {{"target", rescale_->target},
-                    {"phase", rescale_->phase},
+                    {"phase", RescalePhaseName(rescale_->phase)},
                     {"elapsed_ms", now_ms - rescale_->started_ms}};
   }
   j["duration_ms"] = (terminal() ? ended_ms_ : now_ms) - submitted_ms_;
@@ -907,6 +982,9 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     auto latest = checkpoints_->latest_completed();
     ck["latest_completed"] = latest ? latest->id.value() : 0;
     ck["pending"] = checkpoints_->num_pending();
+    ck["consecutive_failures"] = checkpoints_->consecutive_failures();
+    ck["tolerable_failures"] = spec_.tolerable_checkpoint_failures;
+    ck["last_failure"] = checkpoints_->last_failure();
     nlohmann::json recent = nlohmann::json::array();
     for (const CheckpointStats& st : checkpoints_->history()) {
       if (recent.size() >= 5) break;

@@ -4,8 +4,13 @@
 //
 // An attempt: DeployTask to P workers (with the state each subtask restores) -> all
 // TaskDeployed -> StartTask -> RUNNING: periodic checkpoints (CheckpointCoordinator) -> with
-// checkpointing, every subtask reports TaskInputEnded -> FINISHING: a final checkpoint whose
-// completion commits the last results -> all TaskFinished -> FINISHED.
+// checkpointing, every subtask reports TaskInputEnded -> FINISHING: periodic triggering stops
+// (pending periodic checkpoints may still complete), the JobMaster triggers a checkpoint of type
+// kFinal — the only one whose completion makes a subtask commit its last results and finish —
+// and triggers it again until one completes -> all TaskFinished -> FINISHED.
+// More than spec.tolerable_checkpoint_failures consecutive checkpoint failures fail the job.
+// A decline that names no subtask (-1: the worker runs none of this attempt) is attributed to
+// the subtask deployed on that worker, so it aborts the checkpoint instead of being ignored.
 // A lost worker, a failed subtask or a deployment timeout fails the attempt: every subtask is
 // cancelled, pending checkpoints are aborted, and the restart strategy decides: RESTARTING
 // (after the backoff, a new attempt restores the latest completed checkpoint — a corrupted one
@@ -39,6 +44,11 @@
 #include "coordinator/worker_registry.h"
 
 namespace keyflow {
+
+// Phases of a rescale or stop-with-savepoint.
+enum class RescalePhase { kWaitingForWorkers, kSavepoint, kDeploying };
+// "waiting for workers", "savepoint", "deploying" (status JSON).
+std::string_view RescalePhaseName(RescalePhase p);
 
 enum class JobState {
   kDeploying,
@@ -177,7 +187,11 @@ class JobMaster {
                                            const std::optional<RestorePoint>& chosen) const;
   void StepRescale(int64_t now_ms);
   void OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t now_ms);
-  void EndRescale(const Status& result);
+  // FINISHING: triggers the final checkpoint unless one is pending or completed.
+  void MaybeTriggerFinal(int64_t now_ms);
+  // Fails the job if the consecutive checkpoint failures exceed the tolerable number.
+  void CheckCheckpointFailures(int64_t now_ms);
+  void EndRescale(const Status& result, int64_t now_ms);
   void TryRestart(int64_t now_ms);
   // `recoverable` false (a non-recoverable TaskFailed): FAILED at once, no restart.
   void FailAttempt(const std::string& reason, int64_t now_ms, bool recoverable = true);
@@ -204,7 +218,8 @@ class JobMaster {
   std::optional<RestorePoint> initial_restore_;     // --from-savepoint, until the first checkpoint
   std::optional<CheckpointId> restored_from_;       // of the current attempt
   std::map<int64_t, std::string> bad_checkpoints_;  // found corrupted (why); never restored again
-  bool final_triggered_ = false;
+  enum class FinalCheckpoint { kNone, kPending, kCompleted };
+  FinalCheckpoint final_ = FinalCheckpoint::kNone;  // of the current attempt
   bool attempt_cancelled_ = false;  // CancelTask sent to the current attempt's subtasks
   int64_t submitted_ms_ = 0;
   int64_t deploy_started_ms_ = 0;
@@ -222,7 +237,7 @@ class JobMaster {
     int32_t target = 0;  // 0: stop with savepoint
     std::string savepoint_dir;
     RequestCallback stop_done;
-    std::string phase;  // "waiting for workers", "savepoint", "deploying"
+    RescalePhase phase = RescalePhase::kWaitingForWorkers;
     int64_t started_ms = 0;
     int64_t workers_deadline_ms = 0;
     RescaleCallback done;

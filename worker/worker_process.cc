@@ -212,6 +212,10 @@ void WorkerProcess::Handle(const ControlMessage& msg, int64_t now) {
         } else if constexpr (std::is_same_v<T, TriggerCheckpoint>) {
           if (executor_ && executor_->attempt() == m.attempt) {
             executor_->TriggerCheckpoint(m);
+          } else if (ended_attempt_ == m.attempt) {
+            Send(DeclineCheckpoint{worker_id_, m.attempt, ended_subtask_, m.checkpoint,
+                                   "subtask " + std::to_string(ended_subtask_.value()) +
+                                       " of this attempt already ended on this worker"});
           } else {
             Send(DeclineCheckpoint{worker_id_, m.attempt, SubtaskIndex(-1), m.checkpoint,
                                    "no subtask of this attempt runs on this worker"});
@@ -271,6 +275,8 @@ void WorkerProcess::OnTaskDone(AttemptNumber attempt, const Status& s, Checkpoin
   if (!executor_ || executor_->attempt() != attempt) return;
   SubtaskIndex subtask = executor_->subtask();
   SubtaskMetrics metrics = executor_->Metrics();
+  ended_attempt_ = attempt;
+  ended_subtask_ = subtask;
   if (s.ok()) {
     Send(TaskFinished{worker_id_, attempt, subtask, metrics});
   } else {

@@ -59,6 +59,10 @@ class WorkerProcess {
   std::optional<ZmqSocket> socket_;
   std::unique_ptr<TaskMailbox> mailbox_;  // task threads -> control thread
   std::unique_ptr<TaskExecutor> executor_;
+  // The subtask this worker ran last and its attempt, kept after it ended: a checkpoint of that
+  // attempt triggered later is declined in its name (the coordinator must not wait for it).
+  AttemptNumber ended_attempt_{0};
+  SubtaskIndex ended_subtask_{-1};
 
   bool registered_ = false;
   WorkerId worker_id_{0};

@@ -13,6 +13,18 @@
 
 namespace keyflow {
 
+std::string_view CheckpointTypeName(CheckpointType t) {
+  switch (t) {
+    case CheckpointType::kCheckpoint:
+      return "checkpoint";
+    case CheckpointType::kSavepoint:
+      return "savepoint";
+    case CheckpointType::kFinal:
+      return "final";
+  }
+  return "?";
+}
+
 std::string EncodeControlMessage(const ControlMessage& msg) {
   std::ostringstream os(std::ios::binary);
   uint32_t version = kControlProtocolVersion;

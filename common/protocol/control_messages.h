@@ -27,7 +27,9 @@
 
 namespace keyflow {
 
-inline constexpr uint32_t kControlProtocolVersion = 2;
+// 2: TaskFailed.non_recoverable. 3: TriggerCheckpoint carries a CheckpointType instead of a
+// savepoint bool.
+inline constexpr uint32_t kControlProtocolVersion = 3;
 // Larger messages are refused before decoding; every control-plane socket also sets this as its
 // ZeroMQ maximum message size (ControlPlaneSocketOptions, common/transport/control_plane.h).
 inline constexpr size_t kMaxControlMessageBytes = size_t{64} << 20;
@@ -268,15 +270,30 @@ struct CoordinatorHeartbeat {
   }
 };
 
+// What a triggered checkpoint is for. Only a kFinal checkpoint (triggered once every subtask
+// reported TaskInputEnded) makes a subtask commit its last results and finish when it
+// completes; a kCheckpoint taken after the end of input only commits the pending files.
+enum class CheckpointType : uint8_t { kCheckpoint = 0, kSavepoint = 1, kFinal = 2 };
+// "checkpoint", "savepoint", "final" (logs, JSON).
+std::string_view CheckpointTypeName(CheckpointType t);
+
 struct TriggerCheckpoint {
   AttemptNumber attempt;
   CheckpointId checkpoint;
   int64_t timestamp_ms = 0;
-  bool savepoint = false;
+  CheckpointType type = CheckpointType::kCheckpoint;
   std::string directory;  // absolute directory the subtask writes its files into
+  bool savepoint() const { return type == CheckpointType::kSavepoint; }
   template <class A>
   void serialize(A& ar) {
-    ar(attempt, checkpoint, timestamp_ms, savepoint, directory);
+    ar(attempt, checkpoint, timestamp_ms, type, directory);
+    // Decoded bytes come from outside: the enum must hold one of its values.
+    if constexpr (A::is_loading::value) {
+      if (static_cast<uint8_t>(type) > static_cast<uint8_t>(CheckpointType::kFinal)) {
+        throw cereal::Exception("the checkpoint trigger has an unknown checkpoint type " +
+                                std::to_string(static_cast<int>(type)));
+      }
+    }
   }
 };
 

@@ -12,6 +12,10 @@
 
 namespace keyflow {
 
+// Why 5: a full checkpoint disk with a 1 s interval fails the job within ~6 s, while one slow
+// checkpoint or a decline racing a failover does not end a long-running job.
+inline constexpr int32_t kDefaultTolerableCheckpointFailures = 5;
+
 struct JobSpec {
   std::string job_name;                       // registered job, e.g. "count-window"
   std::map<std::string, std::string> params;  // job parameters (--param k=v)
@@ -32,6 +36,9 @@ struct JobSpec {
   int64_t checkpoint_min_pause_ms = 0;
   int32_t max_concurrent_checkpoints = 1;
   int32_t retained_checkpoints = 3;
+  // Consecutive checkpoint failures (declined, expired, not written) tolerated; one more fails
+  // the job (Flink's execution.checkpointing.tolerable-failed-checkpoints).
+  int32_t tolerable_checkpoint_failures = kDefaultTolerableCheckpointFailures;
   std::string checkpoint_dir;  // empty = the coordinator's --checkpoint-dir
   std::string from_savepoint;  // restore from this checkpoint/savepoint directory
   // Restart strategy: "none", "fixed-delay", "exponential-delay"; "" = exponential-delay when
@@ -47,13 +54,13 @@ struct JobSpec {
   // class version below raised, so older checkpoints stay readable.
   template <class Archive>
   void serialize(Archive& ar, const std::uint32_t version) {
-    (void)version;
     ar(job_name, params, input, output_dir, parallelism, max_parallelism, key_field, ts_field,
        key_type, watermark_bound_ms, watermark_interval_ms, idle_timeout_ms, fail_on_bad_record,
        checkpoint_interval_ms, checkpoint_timeout_ms, checkpoint_min_pause_ms,
        max_concurrent_checkpoints, retained_checkpoints, checkpoint_dir, from_savepoint,
        restart_strategy, restart_attempts, restart_delay_ms, restart_max_delay_ms,
        replacement_timeout_ms);
+    if (version >= 2) ar(tolerable_checkpoint_failures);
     // Decoded bytes come from outside: an enum must hold one of its values. (cereal reports
     // malformed input by throwing; the decoders catch it at their module edge.)
     if constexpr (Archive::is_loading::value) {
@@ -67,4 +74,4 @@ struct JobSpec {
 
 }  // namespace keyflow
 
-CEREAL_CLASS_VERSION(keyflow::JobSpec, 1);
+CEREAL_CLASS_VERSION(keyflow::JobSpec, 2);

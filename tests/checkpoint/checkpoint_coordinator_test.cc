@@ -51,7 +51,9 @@ class CheckpointCoordinatorTest : public ::testing::Test {
   int64_t TriggerOk(int64_t now_ms, bool savepoint = false,
                     CheckpointCoordinator::RequestCallback cb = nullptr,
                     const std::string& dir = "") {
-    auto r = cc().Trigger(now_ms, savepoint, false, dir, std::move(cb));
+    auto r =
+        cc().Trigger(now_ms, savepoint ? CheckpointType::kSavepoint : CheckpointType::kCheckpoint,
+                     dir, std::move(cb));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (!r.ok() || r->empty()) return -1;
     return std::get<TriggerCheckpoint>(r->front().message).checkpoint.value();
@@ -97,7 +99,7 @@ class CheckpointCoordinatorTest : public ::testing::Test {
 };
 
 TEST_F(CheckpointCoordinatorTest, TriggerCreatesTheDirectoryAndOneTriggerPerSubtask) {
-  auto out = cc().Trigger(/*now_ms=*/50, false, false, "");
+  auto out = cc().Trigger(/*now_ms=*/50, CheckpointType::kCheckpoint, "");
   ASSERT_TRUE(out.ok());
   ASSERT_EQ(out->size(), static_cast<size_t>(kP));
   for (int32_t i = 0; i < kP; ++i) {
@@ -107,13 +109,13 @@ TEST_F(CheckpointCoordinatorTest, TriggerCreatesTheDirectoryAndOneTriggerPerSubt
     EXPECT_EQ(t.attempt, kAttempt);
     EXPECT_EQ(t.checkpoint, CheckpointId(1));
     EXPECT_EQ(t.timestamp_ms, 1'700'000'000'000);  // wall clock, not now_ms
-    EXPECT_FALSE(t.savepoint);
+    EXPECT_EQ(t.type, CheckpointType::kCheckpoint);
     EXPECT_EQ(t.directory, tmp_.path() + "/job-7/chk-1");
   }
   EXPECT_TRUE(std::filesystem::is_directory(Dir(1)));
   EXPECT_EQ(cc().num_pending(), 1u);
   ASSERT_EQ(cc().PendingStats().size(), 1u);
-  EXPECT_EQ(cc().PendingStats()[0].state, "PENDING");
+  EXPECT_EQ(cc().PendingStats()[0].state, CheckpointState::kPending);
 }
 
 TEST_F(CheckpointCoordinatorTest, IdsStartAtFirstIdAndIncrease) {
@@ -129,7 +131,8 @@ TEST_F(CheckpointCoordinatorTest, IdsStartAtFirstIdAndIncrease) {
 TEST_F(CheckpointCoordinatorTest, AllAcksWriteMetadataThenNotifyEverySubtask) {
   clock_.Set(Timestamp(1000));
   std::optional<Result<CheckpointLocation>> done;
-  int64_t id = TriggerOk(100, false, [&](const Result<CheckpointLocation>& r) { done = r; });
+  int64_t id =
+      TriggerOk(100, false, [&](const Result<CheckpointLocation>& r, int64_t) { done = r; });
   clock_.Set(Timestamp(1250));
   EXPECT_TRUE(cc().OnAcknowledge(Ack(id, 2), 110).empty());
   EXPECT_TRUE(cc().OnAcknowledge(Ack(id, 0), 120).empty());
@@ -174,7 +177,7 @@ TEST_F(CheckpointCoordinatorTest, AllAcksWriteMetadataThenNotifyEverySubtask) {
   EXPECT_EQ(cc().num_pending(), 0u);
   ASSERT_EQ(cc().history().size(), 1u);
   const CheckpointStats& s = cc().history().front();
-  EXPECT_EQ(s.state, "COMPLETED");
+  EXPECT_EQ(s.state, CheckpointState::kCompleted);
   EXPECT_EQ(s.duration_ms, 30);
   EXPECT_EQ(s.trigger_wall_ms, 1000);
   EXPECT_EQ(s.acknowledged, 3);
@@ -241,13 +244,13 @@ TEST_F(CheckpointCoordinatorTest, AcksForUnknownOrExpiredIdsAndUnknownSubtasksAr
   EXPECT_TRUE(cc().OnAcknowledge(Ack(id, 2), 101).empty()) << "late ack";
   EXPECT_FALSE(PathExists(Dir(id)));
   EXPECT_FALSE(cc().latest_completed().has_value());
-  EXPECT_EQ(cc().history().front().state, "EXPIRED");
+  EXPECT_EQ(cc().history().front().state, CheckpointState::kExpired);
 }
 
 TEST_F(CheckpointCoordinatorTest, DeclineAbortsOnlyThatCheckpointAndTheNextOneProceeds) {
   std::optional<Status> failure;
-  int64_t id =
-      TriggerOk(0, false, [&](const Result<CheckpointLocation>& r) { failure = r.status(); });
+  int64_t id = TriggerOk(
+      0, false, [&](const Result<CheckpointLocation>& r, int64_t) { failure = r.status(); });
   cc().OnAcknowledge(Ack(id, 0), 1);
   auto out = cc().OnDecline(Decline(id, 1, "snapshot file write failed: disk full"), 5);
   ASSERT_EQ(out.size(), static_cast<size_t>(kP));
@@ -263,7 +266,7 @@ TEST_F(CheckpointCoordinatorTest, DeclineAbortsOnlyThatCheckpointAndTheNextOnePr
   EXPECT_FALSE(PathExists(Dir(id))) << "the aborted checkpoint's directory is deleted";
   ASSERT_TRUE(failure.has_value());
   EXPECT_EQ(failure->code(), StatusCode::kAborted);
-  EXPECT_EQ(cc().history().front().state, "ABORTED");
+  EXPECT_EQ(cc().history().front().state, CheckpointState::kAborted);
   EXPECT_EQ(cc().history().front().duration_ms, 5);
   EXPECT_NE(cc().history().front().failure.find("disk full"), std::string::npos);
   EXPECT_TRUE(cc().OnDecline(Decline(id, 2, "again"), 6).empty()) << "second decline: no-op";
@@ -293,8 +296,8 @@ TEST_F(CheckpointCoordinatorTest, DeclineLeavesOtherPendingCheckpointsRunning) {
 TEST_F(CheckpointCoordinatorTest, TimeoutExpiresThePendingCheckpoint) {
   MakeCoordinator(CheckpointConfig{.timeout_ms = 1000});
   std::optional<Status> failure;
-  int64_t id =
-      TriggerOk(500, false, [&](const Result<CheckpointLocation>& r) { failure = r.status(); });
+  int64_t id = TriggerOk(
+      500, false, [&](const Result<CheckpointLocation>& r, int64_t) { failure = r.status(); });
   cc().OnAcknowledge(Ack(id, 0), 600);
   EXPECT_TRUE(cc().OnTick(1499).empty());
   EXPECT_EQ(cc().num_pending(), 1u);
@@ -307,13 +310,13 @@ TEST_F(CheckpointCoordinatorTest, TimeoutExpiresThePendingCheckpoint) {
   EXPECT_FALSE(PathExists(Dir(id)));
   ASSERT_TRUE(failure.has_value());
   EXPECT_EQ(failure->code(), StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(cc().history().front().state, "EXPIRED");
+  EXPECT_EQ(cc().history().front().state, CheckpointState::kExpired);
   EXPECT_EQ(cc().history().front().duration_ms, 1000);
 }
 
 TEST_F(CheckpointCoordinatorTest, MaxConcurrentIsHonouredForCheckpointsButNotSavepoints) {
   int64_t first = TriggerOk(0);
-  auto second = cc().Trigger(1, false, false, "");
+  auto second = cc().Trigger(1, CheckpointType::kCheckpoint, "");
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(second.status().message().find("too many concurrent checkpoints"), std::string::npos);
@@ -404,7 +407,7 @@ TEST_F(CheckpointCoordinatorTest, RecoveredCheckpointsCountForRetentionAndLatest
   for (int64_t id = 1; id <= 2; ++id) {
     CheckpointCoordinator earlier(kJob, ckpt_test::TestSpec(kM, kP), kAttempt, {}, &storage_,
                                   &clock_, id);
-    auto t = earlier.Trigger(0, false, false, "");
+    auto t = earlier.Trigger(0, CheckpointType::kCheckpoint, "");
     ASSERT_TRUE(t.ok());
     for (int32_t i = 0; i < kP; ++i) earlier.OnAcknowledge(Ack(id, i), 1);
   }
@@ -423,7 +426,7 @@ TEST_F(CheckpointCoordinatorTest, SavepointsGetNoCompletionNotificationButTheirC
   int64_t before = TriggerOk(0);
   AckAll(before, 1);
   std::optional<Result<CheckpointLocation>> done;
-  int64_t id = TriggerOk(2, true, [&](const Result<CheckpointLocation>& r) { done = r; });
+  int64_t id = TriggerOk(2, true, [&](const Result<CheckpointLocation>& r, int64_t) { done = r; });
   auto out = AckAll(id, 3);
   EXPECT_TRUE(out.empty()) << "no NotifyCheckpointComplete for a savepoint";
   ASSERT_TRUE(done.has_value());
@@ -436,17 +439,17 @@ TEST_F(CheckpointCoordinatorTest, SavepointsGetNoCompletionNotificationButTheirC
   EXPECT_TRUE(m->savepoint);
   EXPECT_EQ(cc().latest_completed()->id, CheckpointId(before)) << "savepoints are not stored";
   EXPECT_TRUE(cc().history().front().savepoint);
-  EXPECT_EQ(cc().history().front().state, "COMPLETED");
+  EXPECT_EQ(cc().history().front().state, CheckpointState::kCompleted);
 }
 
 TEST_F(CheckpointCoordinatorTest, SavepointGoesToTheGivenDirectory) {
   const std::string target = tmp_.File("my-savepoints/sp1");
   std::optional<Result<CheckpointLocation>> done;
-  auto t =
-      cc().Trigger(0, true, false, target, [&](const Result<CheckpointLocation>& r) { done = r; });
+  auto t = cc().Trigger(0, CheckpointType::kSavepoint, target,
+                        [&](const Result<CheckpointLocation>& r, int64_t) { done = r; });
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(std::get<TriggerCheckpoint>(t->front().message).directory, target);
-  EXPECT_TRUE(std::get<TriggerCheckpoint>(t->front().message).savepoint);
+  EXPECT_EQ(std::get<TriggerCheckpoint>(t->front().message).type, CheckpointType::kSavepoint);
   AckAll(1, 1);
   ASSERT_TRUE(done.has_value() && done->ok());
   EXPECT_EQ((*done)->directory, target);
@@ -454,7 +457,8 @@ TEST_F(CheckpointCoordinatorTest, SavepointGoesToTheGivenDirectory) {
 
   // A directory that already holds something is refused, and no callback runs.
   bool called = false;
-  auto again = cc().Trigger(2, true, false, target, [&](auto) { called = true; });
+  auto again =
+      cc().Trigger(2, CheckpointType::kSavepoint, target, [&](auto, int64_t) { called = true; });
   EXPECT_EQ(again.status().code(), StatusCode::kAlreadyExists);
   EXPECT_FALSE(called);
   EXPECT_TRUE(PathExists(target + "/_metadata")) << "left untouched";
@@ -463,8 +467,8 @@ TEST_F(CheckpointCoordinatorTest, SavepointGoesToTheGivenDirectory) {
 TEST_F(CheckpointCoordinatorTest, CompletionSubsumesOlderPendingCheckpointsButNotSavepoints) {
   MakeCoordinator(CheckpointConfig{.max_concurrent = 3});
   std::optional<Status> first_result;
-  int64_t c1 =
-      TriggerOk(0, false, [&](const Result<CheckpointLocation>& r) { first_result = r.status(); });
+  int64_t c1 = TriggerOk(
+      0, false, [&](const Result<CheckpointLocation>& r, int64_t) { first_result = r.status(); });
   int64_t s2 = TriggerOk(1, true);
   int64_t c3 = TriggerOk(2);
   int64_t c4 = TriggerOk(3);
@@ -492,11 +496,11 @@ TEST_F(CheckpointCoordinatorTest, CompletionSubsumesOlderPendingCheckpointsButNo
 TEST_F(CheckpointCoordinatorTest, AbortAllAbortsEveryPendingCheckpointWithoutNotifying) {
   MakeCoordinator(CheckpointConfig{.max_concurrent = 2});
   std::vector<Status> results;
-  auto cb = [&](const Result<CheckpointLocation>& r) { results.push_back(r.status()); };
+  auto cb = [&](const Result<CheckpointLocation>& r, int64_t) { results.push_back(r.status()); };
   int64_t a = TriggerOk(0, false, cb);
   int64_t b = TriggerOk(1, true, cb);
   cc().OnAcknowledge(Ack(a, 0), 2);
-  cc().AbortAll("worker 3 lost");
+  cc().AbortAll("worker 3 lost", 0);
   EXPECT_EQ(cc().num_pending(), 0u);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].code(), StatusCode::kAborted);
@@ -520,8 +524,8 @@ TEST_F(CheckpointCoordinatorTest, AckWithAHandleForAnotherRangeAbortsTheCheckpoi
 
 TEST_F(CheckpointCoordinatorTest, MetadataWriteFailureAbortsTheCheckpoint) {
   std::optional<Status> failure;
-  int64_t id =
-      TriggerOk(0, false, [&](const Result<CheckpointLocation>& r) { failure = r.status(); });
+  int64_t id = TriggerOk(
+      0, false, [&](const Result<CheckpointLocation>& r, int64_t) { failure = r.status(); });
   cc().OnAcknowledge(Ack(id, 0), 1);
   cc().OnAcknowledge(Ack(id, 1), 1);
   ASSERT_TRUE(RemoveAll(Dir(id)).ok());  // the storage lost the directory
@@ -541,6 +545,92 @@ TEST_F(CheckpointCoordinatorTest, HistoryIsBoundedAndMostRecentFirst) {
   ASSERT_EQ(cc().history().size(), CheckpointCoordinator::kHistorySize);
   EXPECT_EQ(cc().history().front().id, CheckpointId(60));
   EXPECT_EQ(cc().history().back().id, CheckpointId(11));
+}
+
+TEST_F(CheckpointCoordinatorTest, ADeclineNamingNoSubtaskAbortsThePendingCheckpoint) {
+  // Issue 9: a worker whose subtask already ended declined the final checkpoint as subtask -1;
+  // the decline was ignored and the checkpoint waited forever.
+  std::optional<Status> failure;
+  int64_t id = TriggerOk(
+      0, false, [&](const Result<CheckpointLocation>& r, int64_t) { failure = r.status(); });
+  cc().OnAcknowledge(Ack(id, 0), 1);
+  DeclineCheckpoint d = Decline(id, -1, "no subtask of this attempt runs on this worker");
+  auto out = cc().OnDecline(d, 2);
+  EXPECT_EQ(Count<NotifyCheckpointAborted>(out), static_cast<size_t>(kP));
+  EXPECT_EQ(cc().num_pending(), 0u);
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->message(),
+            "checkpoint 1 was declined by worker 99 (no subtask of checkpoint 1): no subtask of "
+            "this attempt runs on this worker");
+  EXPECT_EQ(cc().consecutive_failures(), 1);
+}
+
+TEST_F(CheckpointCoordinatorTest, TheFinalCheckpointIsTypedAndBypassesMaxConcurrent) {
+  int64_t periodic = TriggerOk(0);
+  auto final_out = cc().Trigger(1, CheckpointType::kFinal, "");
+  ASSERT_TRUE(final_out.ok()) << final_out.status().ToString();
+  EXPECT_EQ(std::get<TriggerCheckpoint>(final_out->front().message).type, CheckpointType::kFinal);
+  EXPECT_EQ(cc().num_pending(), 2u);
+  AckAll(periodic + 1, 2);
+  ASSERT_TRUE(cc().history().front().final);
+  EXPECT_EQ(cc().history().front().state, CheckpointState::kCompleted);
+  // The older periodic one is subsumed by the completed final checkpoint.
+  EXPECT_EQ(cc().num_pending(), 0u);
+}
+
+TEST_F(CheckpointCoordinatorTest, EndPeriodicStopsTriggeringButLetsPendingOnesComplete) {
+  MakeCoordinator(CheckpointConfig{.interval_ms = 100});
+  EXPECT_TRUE(cc().OnTick(0).empty());
+  auto out = cc().OnTick(100);
+  ASSERT_EQ(Count<TriggerCheckpoint>(out), static_cast<size_t>(kP));
+  cc().EndPeriodic();
+  EXPECT_EQ(Count<NotifyCheckpointComplete>(AckAll(1, 150)), static_cast<size_t>(kP));
+  EXPECT_TRUE(cc().OnTick(1000).empty()) << "no periodic trigger after EndPeriodic";
+}
+
+TEST_F(CheckpointCoordinatorTest, CountsConsecutiveFailuresAndACompletionResetsThem) {
+  MakeCoordinator(CheckpointConfig{.timeout_ms = 100});
+  int64_t a = TriggerOk(0);
+  cc().OnDecline(Decline(a, 1, "disk full"), 1);
+  EXPECT_EQ(cc().consecutive_failures(), 1);
+  TriggerOk(2);
+  cc().OnTick(102);  // expired
+  EXPECT_EQ(cc().consecutive_failures(), 2);
+  EXPECT_NE(cc().last_failure().find("expired after 100 ms"), std::string::npos)
+      << cc().last_failure();
+  int64_t c = TriggerOk(200);
+  AcknowledgeCheckpoint bad = Ack(c, 0);
+  bad.keyed_state.range = KeyGroupRange::Of(5, 7);
+  cc().OnAcknowledge(bad, 201);  // an invalid handle is a failure too
+  EXPECT_EQ(cc().consecutive_failures(), 3);
+  int64_t d = TriggerOk(300);
+  AckAll(d, 301);
+  EXPECT_EQ(cc().consecutive_failures(), 0);
+  EXPECT_NE(cc().last_failure().find("invalid state handle"), std::string::npos)
+      << "the last failure stays visible";
+}
+
+TEST_F(CheckpointCoordinatorTest, AbortsCausedByTheJobAreNotFailures) {
+  MakeCoordinator(CheckpointConfig{.max_concurrent = 3});
+  TriggerOk(0);
+  int64_t b = TriggerOk(1);
+  AckAll(b, 2);  // subsumes checkpoint 1: not a failure
+  EXPECT_EQ(cc().consecutive_failures(), 0);
+  TriggerOk(3);
+  cc().StopPeriodic("a rescale takes a savepoint", 4);
+  EXPECT_EQ(cc().consecutive_failures(), 0);
+  cc().ResumePeriodic();
+  TriggerOk(5);
+  cc().AbortAll("worker 3 lost", 6);
+  EXPECT_EQ(cc().consecutive_failures(), 0);
+  EXPECT_EQ(cc().num_pending(), 0u);
+}
+
+TEST_F(CheckpointCoordinatorTest, ANewAttemptContinuesTheFailureCount) {
+  cc().ContinueFailureCount(4, "checkpoint 9 was declined by subtask 0: disk full");
+  int64_t a = TriggerOk(0);
+  cc().OnDecline(Decline(a, 0, "disk full"), 1);
+  EXPECT_EQ(cc().consecutive_failures(), 5);
 }
 
 }  // namespace

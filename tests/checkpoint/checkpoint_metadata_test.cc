@@ -15,6 +15,11 @@ using ckpt_test::TestMetadata;
 
 const std::string kGoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1.golden";
+// The same metadata as the current encoder writes it: format version 1 with a version-2 JobSpec
+// blob (tolerable_checkpoint_failures appended). metadata_v1.golden (JobSpec version 1) must
+// still decode.
+const std::string kCurrentGoldenPath =
+    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v2.golden";
 
 void ExpectHandleEq(const KeyGroupsStateHandle& a, const KeyGroupsStateHandle& b) {
   EXPECT_EQ(a.path, b.path);
@@ -129,22 +134,38 @@ TEST(CheckpointMetadataGolden, Version1FileStillDecodesToTheExactValues) {
   EXPECT_EQ(h1.checksum, 0x1004u);
   EXPECT_EQ(m.split_positions.at("gen-1"), "\x01\x02");
   EXPECT_EQ(m.sink_committables.size(), 3u);
+  EXPECT_EQ(m.spec.tolerable_checkpoint_failures, kDefaultTolerableCheckpointFailures)
+      << "a field the old spec does not have gets its default";
   ExpectMetadataEq(m, GoldenMetadata());
 }
 
-TEST(CheckpointMetadataGolden, EncoderStillWritesTheVersion1Bytes) {
-  auto bytes = ReadFileToString(kGoldenPath);
+TEST(CheckpointMetadataGolden, CurrentFileDecodesToTheExactValues) {
+  auto bytes = ReadFileToString(kCurrentGoldenPath);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto decoded = CheckpointMetadata::Decode(*bytes, kCurrentGoldenPath);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->spec.tolerable_checkpoint_failures, 3);
+  ExpectMetadataEq(*decoded, GoldenMetadata());
+}
+
+TEST(CheckpointMetadataGolden, EncoderStillWritesTheCurrentBytes) {
+  auto bytes = ReadFileToString(kCurrentGoldenPath);
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
   // When this fails after an intended format change: bump kCheckpointMetadataVersion, keep a
-  // decoder for version 1 and keep metadata_v1.golden; add metadata_v2.golden.
-  EXPECT_EQ(GoldenMetadata().Encode(), *bytes);
+  // decoder for version 1 and keep metadata_v1.golden; add metadata_v2.golden. After a new
+  // JobSpec field: keep the old golden files decoding and add one for the new spec version.
+  CheckpointMetadata m = GoldenMetadata();
+  m.spec.tolerable_checkpoint_failures = 3;
+  EXPECT_EQ(m.Encode(), *bytes);
 }
 
 // Regenerates the golden file (only when the format version changes, see README):
 //   checkpoint_tests --gtest_also_run_disabled_tests
 //       --gtest_filter=CheckpointMetadataGolden.DISABLED_WriteGoldenFile
 TEST(CheckpointMetadataGolden, DISABLED_WriteGoldenFile) {
-  ASSERT_TRUE(WriteFileAtomically(kGoldenPath, GoldenMetadata().Encode()).ok());
+  CheckpointMetadata m = GoldenMetadata();
+  m.spec.tolerable_checkpoint_failures = 3;
+  ASSERT_TRUE(WriteFileAtomically(kCurrentGoldenPath, m.Encode()).ok());
 }
 
 TEST(CheckpointMetadata, EveryTruncationIsCorruption) {

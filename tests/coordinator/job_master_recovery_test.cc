@@ -468,7 +468,7 @@ TEST_F(RecoveryTest, RescaleTakesASavepointAndRedeploysWhereEachSubtaskGetsItsFi
   coord_->OnMessage("cli", RescaleRequest{3, false, 5000}, now_);
   auto t = outbox_.Last<TriggerCheckpoint>("w0");
   ASSERT_TRUE(t.has_value());
-  EXPECT_TRUE(t->savepoint);
+  EXPECT_TRUE(t->savepoint());
   EXPECT_EQ(coord_->job()->state(), JobState::kRescaling);
   AckAll({"w0", "w1"});
   ASSERT_EQ(outbox_.Last<CancelTask>("w0")->attempt.value(), 1);
@@ -500,7 +500,7 @@ TEST_F(RecoveryTest, StopWithSavepointCancelsTheJobAfterTheSavepoint) {
   DeployAll({"w0"});
   coord_->OnMessage("cli", StopJob{""}, now_);
   auto t = outbox_.Last<TriggerCheckpoint>("w0");
-  ASSERT_TRUE(t && t->savepoint);
+  ASSERT_TRUE(t && t->savepoint());
   EXPECT_EQ(coord_->StatusJson(now_)["job"]["state"], "STOPPING");
   Advance(2000);  // no periodic checkpoint may start meanwhile
   EXPECT_EQ(outbox_.To<TriggerCheckpoint>("w0").size(), 1u);
@@ -586,6 +586,167 @@ TEST_F(RecoveryTest, RestartedCoordinatorResumesTheRunningJobFromItsLatestCheckp
   EXPECT_EQ(d->attempt.value(), 2);  // continues after the last recorded attempt
   EXPECT_EQ(d->restore->checkpoint.value(), 1);
   EXPECT_EQ(d->job_id, job_id);
+}
+
+// Issue 9, "a job can hang in FINISHING forever": subtask 0's input ends, a periodic checkpoint
+// completes (the old worker took it as its final one and finished), subtask 1's input ends,
+// the final checkpoint goes out and subtask 0's worker declines it as subtask -1. The decline
+// must abort it, the final one is triggered again, and the job finishes.
+TEST_F(RecoveryTest, APeriodicCheckpointRacingTheEndOfInputStillLetsTheJobFinish) {
+  Register("w0", 0);
+  Register("w1", 1);
+  Submit(Spec(2, 500));
+  DeployAll({"w0", "w1"});
+  coord_->OnMessage("w0", TaskInputEnded{ids_["w0"], AttemptNumber(1), SubtaskIndex(0)}, now_);
+  AdvanceToNextCheckpoint("w0");
+  auto periodic = outbox_.Last<TriggerCheckpoint>("w0");
+  EXPECT_EQ(periodic->type, CheckpointType::kCheckpoint);
+  AckAll({"w0", "w1"});
+  EXPECT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint, periodic->checkpoint);
+
+  coord_->OnMessage("w1", TaskInputEnded{ids_["w1"], AttemptNumber(1), SubtaskIndex(1)}, now_);
+  ASSERT_EQ(coord_->job()->state(), JobState::kFinishing);
+  auto final1 = outbox_.Last<TriggerCheckpoint>("w1");
+  ASSERT_TRUE(final1.has_value());
+  EXPECT_EQ(final1->type, CheckpointType::kFinal);
+  EXPECT_GT(final1->checkpoint, periodic->checkpoint);
+  coord_->OnMessage(
+      "w0",
+      DeclineCheckpoint{ids_["w0"], AttemptNumber(1), SubtaskIndex(-1), final1->checkpoint,
+                        "no subtask of this attempt runs on this worker"},
+      now_);
+  auto aborted = outbox_.Last<NotifyCheckpointAborted>("w1");
+  ASSERT_TRUE(aborted.has_value()) << "the decline of subtask -1 was ignored";
+  EXPECT_EQ(aborted->checkpoint, final1->checkpoint);
+  EXPECT_EQ(coord_->StatusJson(now_)["job"]["checkpoints"]["recent"][0]["failure"],
+            "checkpoint " + std::to_string(final1->checkpoint.value()) +
+                " was declined by subtask 0: no subtask of this attempt runs on this worker");
+
+  const size_t triggers = outbox_.To<TriggerCheckpoint>("w0").size();
+  Advance(2000);  // FINISHING: no periodic checkpoint, exactly one new final one
+  ASSERT_EQ(outbox_.To<TriggerCheckpoint>("w0").size(), triggers + 1);
+  auto final2 = outbox_.Last<TriggerCheckpoint>("w0");
+  EXPECT_EQ(final2->type, CheckpointType::kFinal);
+  EXPECT_GT(final2->checkpoint, final1->checkpoint);
+  AckAll({"w0", "w1"});
+  EXPECT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint, final2->checkpoint);
+  Advance(2000);  // the final checkpoint completed: nothing is triggered any more
+  EXPECT_EQ(outbox_.To<TriggerCheckpoint>("w0").size(), triggers + 1);
+  for (const char* w : {"w0", "w1"}) {
+    coord_->OnMessage(
+        w, TaskFinished{ids_[w], AttemptNumber(1), outbox_.Last<DeployTask>(w)->subtask, {}}, now_);
+  }
+  EXPECT_EQ(coord_->job()->state(), JobState::kFinished);
+}
+
+TEST_F(RecoveryTest, PendingPeriodicCheckpointMayCompleteAfterTheJobEntersFinishing) {
+  Register("w0", 0);
+  Submit(Spec(1, 500));
+  DeployAll({"w0"});
+  AdvanceToNextCheckpoint("w0");
+  auto periodic = outbox_.Last<TriggerCheckpoint>("w0");
+  coord_->OnMessage("w0", TaskInputEnded{ids_["w0"], AttemptNumber(1), SubtaskIndex(0)}, now_);
+  ASSERT_EQ(coord_->job()->state(), JobState::kFinishing);
+  // The final checkpoint does not wait for the periodic one (it bypasses max concurrent).
+  auto final1 = outbox_.Last<TriggerCheckpoint>("w0");
+  EXPECT_EQ(final1->type, CheckpointType::kFinal);
+  EXPECT_EQ(final1->checkpoint.value(), periodic->checkpoint.value() + 1);
+  // Both complete in order: the periodic one only commits, the final one ends the job.
+  AckAll({"w0"});  // acks the final one (the last trigger)
+  EXPECT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint, final1->checkpoint);
+  EXPECT_EQ(coord_->StatusJson(now_)["job"]["checkpoints"]["pending"], 0) << "periodic subsumed";
+  coord_->OnMessage("w0", TaskFinished{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), {}}, now_);
+  EXPECT_EQ(coord_->job()->state(), JobState::kFinished);
+}
+
+TEST_F(RecoveryTest, MoreThanTheTolerableConsecutiveCheckpointFailuresFailTheJob) {
+  Register("w0", 0);
+  JobSpec spec = Spec(1, 500);
+  spec.tolerable_checkpoint_failures = 2;
+  Submit(spec);
+  DeployAll({"w0"});
+  auto decline_next = [&] {
+    AdvanceToNextCheckpoint("w0");
+    auto t = outbox_.Last<TriggerCheckpoint>("w0");
+    coord_->OnMessage("w0",
+                      DeclineCheckpoint{ids_["w0"], AttemptNumber(1), SubtaskIndex(0),
+                                        t->checkpoint, "No space left on device"},
+                      now_);
+    return t->checkpoint.value();
+  };
+  decline_next();
+  decline_next();
+  nlohmann::json ck = coord_->StatusJson(now_)["job"]["checkpoints"];
+  EXPECT_EQ(ck["consecutive_failures"], 2);
+  EXPECT_EQ(ck["tolerable_failures"], 2);
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"});  // a completed checkpoint resets the count
+  EXPECT_EQ(coord_->StatusJson(now_)["job"]["checkpoints"]["consecutive_failures"], 0);
+  decline_next();
+  decline_next();
+  EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
+  int64_t last = decline_next();
+  ASSERT_EQ(coord_->job()->state(), JobState::kFailed);
+  EXPECT_EQ(coord_->job()->failure_reason(),
+            "3 checkpoints failed in a row, more than --tolerable-checkpoint-failures 2 allows; "
+            "the last failure: checkpoint " +
+                std::to_string(last) +
+                " was declined by subtask 0: No space left on device (fix the cause, e.g. free "
+                "space in the checkpoint directory, then run the job again with "
+                "--from-savepoint <its latest checkpoint>)");
+  EXPECT_EQ(outbox_.Last<CancelTask>("w0")->attempt.value(), 1);
+}
+
+TEST_F(RecoveryTest, CheckpointsAbortedByAFailoverAreNotCountedAsFailures) {
+  Register("w0", 0);
+  JobSpec spec = Spec(1, 500);
+  spec.tolerable_checkpoint_failures = 0;
+  Submit(spec);
+  DeployAll({"w0"});
+  AdvanceToNextCheckpoint("w0");  // pending when the subtask fails
+  coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"}, now_);
+  Advance(300);
+  ASSERT_EQ(outbox_.Last<DeployTask>("w0")->attempt.value(), 2);
+  DeployAll({"w0"});
+  EXPECT_EQ(coord_->StatusJson(now_)["job"]["checkpoints"]["consecutive_failures"], 0);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
+}
+
+// The deploy timeout applies to the new attempt a rescale deploys; the job then restarts per
+// its restart strategy (from the rescale savepoint, at the new parallelism).
+TEST_F(RecoveryTest, ADeployThatTimesOutAfterARescaleRestartsTheJob) {
+  Register("w0", 0);
+  Register("w1", 1);
+  Register("w2", 2);
+  Submit(Spec(2, 60'000));
+  DeployAll({"w0", "w1"});
+  coord_->OnMessage("cli", RescaleRequest{3, false, 5000}, now_);
+  auto savepoint = outbox_.Last<TriggerCheckpoint>("w0");
+  AckAll({"w0", "w1"});
+  ASSERT_EQ(coord_->job()->attempt().value(), 2);
+  const size_t replies = outbox_.To<Reply>("cli").size();
+  for (const char* w : {"w0", "w1"}) {  // w2 never answers its DeployTask
+    auto d = outbox_.Last<DeployTask>(w);
+    TaskDeployed r{ids_[w], AttemptNumber(2), d->subtask, {"tcp://x:1", "tcp://x:1", "tcp://x:1"}};
+    coord_->OnMessage(w, r, now_);
+  }
+  Advance(4900);
+  EXPECT_EQ(coord_->job()->state(), JobState::kDeploying);
+  Advance(200);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
+  EXPECT_EQ(coord_->job()->StatusJson(now_)["last_failure"].get<std::string>().rfind(
+                "deployment timed out after 5000 ms waiting for ", 0),
+            0u);
+  ASSERT_EQ(outbox_.To<Reply>("cli").size(), replies + 1);
+  EXPECT_FALSE(outbox_.Last<Reply>("cli")->ok);
+  EXPECT_NE(outbox_.Last<Reply>("cli")->message.find("the rescale was interrupted"),
+            std::string::npos);
+  Advance(1000);
+  auto d = outbox_.Last<DeployTask>("w2");
+  ASSERT_EQ(d->attempt.value(), 3);
+  EXPECT_EQ(d->spec.parallelism, 3);
+  ASSERT_TRUE(d->restore.has_value());
+  EXPECT_EQ(d->restore->checkpoint, savepoint->checkpoint);
 }
 
 }  // namespace

@@ -121,8 +121,8 @@ void ControlMessageSeeds(SeedWriter& w) {
   deploy.restore = restore;
   messages.emplace_back(deploy);
   messages.emplace_back(StartTask{AttemptNumber(2), {{"tcp://a:1", "tcp://b:2"}, {"tcp://c:3"}}});
-  messages.emplace_back(
-      TriggerCheckpoint{AttemptNumber(2), CheckpointId(5), 1234, true, "/ckpt/savepoint-5"});
+  messages.emplace_back(TriggerCheckpoint{AttemptNumber(2), CheckpointId(5), 1234,
+                                          CheckpointType::kSavepoint, "/ckpt/savepoint-5"});
   messages.emplace_back(NotifyCheckpointAborted{AttemptNumber(2), CheckpointId(5), "timeout"});
   messages.emplace_back(RegisterAgain{});
   messages.emplace_back(SubmitJob{spec});

@@ -61,9 +61,7 @@ KeyedTask::~KeyedTask() {
 }
 
 int64_t KeyedTask::NowMicros() const {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return clock_->MonotonicMicros();
 }
 
 void KeyedTask::Cancel() {
@@ -75,7 +73,7 @@ void KeyedTask::Cancel() {
 Status KeyedTask::AnnounceCheckpoint(const TriggerCheckpoint& trigger) {
   return mailbox_->Put(
       [this, trigger] {
-        announced_dirs_[trigger.checkpoint.value()] = trigger.directory;
+        announced_[trigger.checkpoint.value()] = Announced{trigger.directory, trigger.type};
         barriers_->Announce(trigger.checkpoint, NowMicros());
       },
       "announce checkpoint " + std::to_string(trigger.checkpoint.value()));
@@ -92,6 +90,9 @@ Status KeyedTask::NotifyCheckpointComplete(CheckpointId id) {
             return;
           }
         }
+        // Only the completion of a checkpoint designated final by the coordinator (or a later
+        // one) ends the subtask: a periodic checkpoint taken after the end of input commits
+        // the pending files above and the subtask waits for the final one.
         if (ended_ && final_checkpoint_.value() != 0 && id >= final_checkpoint_ &&
             !committed_final_) {
           committed_final_ = true;
@@ -116,7 +117,7 @@ Status KeyedTask::NotifyCheckpointAborted(CheckpointId id, const std::string& re
 }
 
 Status KeyedTask::Restore(const RestoreAssignment& r) {
-  int64_t start = MonotonicMillis();
+  int64_t start = clock_->MonotonicMillis();
   uint64_t bytes = 0;
   for (const KeyGroupsStateHandle& h : r.keyed_state) {
     // AssignState makes handle paths absolute; a relative one is relative to the checkpoint.
@@ -152,18 +153,18 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
       operator_->backend().NumEntries(),
       operator_->timer_service().NumEventTimers() +
           operator_->timer_service().NumProcessingTimers(),
-      MonotonicMillis() - start);
+      clock_->MonotonicMillis() - start);
   metrics_->restore_bytes.Set(static_cast<int64_t>(bytes));
   return Status::Ok();
 }
 
 Status KeyedTask::Run() {
   RETURN_IF_ERROR_CTX(operator_->Open(), "opening the job function");
-  int64_t restore_start = MonotonicMillis();
+  int64_t restore_start = clock_->MonotonicMillis();
   if (deployment_.restore) RETURN_IF_ERROR(Restore(*deployment_.restore));
   operator_->Start();
   if (callbacks_.running) {
-    callbacks_.running(MonotonicMillis() - restore_start, metrics_->restore_bytes.value());
+    callbacks_.running(clock_->MonotonicMillis() - restore_start, metrics_->restore_bytes.value());
   }
   time_->Schedule(clock_->Now() + Duration::Millis(kGaugeIntervalMs),
                   [this](Timestamp ts) { UpdateGauges(ts); });
@@ -273,10 +274,11 @@ void KeyedTask::WaitForSnapshotThread() {
 void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
   int64_t t0 = NowMicros();
   WaitForSnapshotThread();  // one snapshot file at a time
-  auto dir_it = announced_dirs_.find(id.value());
-  CHECK(dir_it != announced_dirs_.end()) << "snapshot of an unannounced checkpoint " << id;
-  std::string dir = dir_it->second;
-  announced_dirs_.erase(announced_dirs_.begin(), std::next(dir_it));
+  auto announced = announced_.find(id.value());
+  CHECK(announced != announced_.end()) << "snapshot of an unannounced checkpoint " << id;
+  const std::string dir = announced->second.directory;
+  const CheckpointType type = announced->second.type;
+  announced_.erase(announced_.begin(), std::next(announced));
 
   KeyedCheckpointPart part;
   part.alignment_duration_us = alignment_us;
@@ -297,7 +299,9 @@ void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
       part.sink_committables.push_back(std::move(bytes));
     }
   }
-  if (ended_ && final_checkpoint_.value() == 0) final_checkpoint_ = id;
+  if (ended_ && type == CheckpointType::kFinal && final_checkpoint_.value() == 0) {
+    final_checkpoint_ = id;
+  }
 
   snapshot_ = std::make_unique<AsyncKeyedSnapshot>(
       deployment_.spec.max_parallelism, deployment_.spec.key_type, deployment_.key_groups,

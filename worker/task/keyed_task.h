@@ -11,8 +11,11 @@
 //
 // End of input: when every channel delivered END_OF_INPUT the operator's EndInput runs. Without
 // checkpointing the sink commits and the task ends. With checkpointing the task reports
-// TaskInputEnded and waits for a checkpoint taken after the end (the final one) to complete, then
-// commits and ends — so a failure before that point rolls back cleanly.
+// TaskInputEnded and waits for the final checkpoint — one the coordinator triggers with
+// CheckpointType::kFinal once every subtask's input ended — to complete, then commits and ends,
+// so a failure before that point rolls back cleanly. A periodic checkpoint completing after the
+// end of input only commits the files it covered; the subtask keeps running until the final one.
+// Time (durations in acks, restore time) comes from the injected clock.
 //
 // Threading: Run() on the task thread; the public methods below it from any thread (they put
 // mail).
@@ -141,13 +144,17 @@ class KeyedTask {
   Record scratch_;
   bool ended_ = false;
 
-  // Checkpoint directories announced by the coordinator, by id.
-  std::map<int64_t, std::string> announced_dirs_;
+  // Checkpoints announced by the coordinator, by id.
+  struct Announced {
+    std::string directory;
+    CheckpointType type = CheckpointType::kCheckpoint;
+  };
+  std::map<int64_t, Announced> announced_;
   // The snapshot being written by snapshot_thread_ (one at a time).
   std::unique_ptr<AsyncKeyedSnapshot> snapshot_;
   std::thread snapshot_thread_;
   CheckpointId snapshot_id_{0};
-  CheckpointId final_checkpoint_{0};  // first checkpoint taken after the end of input
+  CheckpointId final_checkpoint_{0};  // the kFinal checkpoint snapshotted after the end of input
   bool committed_final_ = false;
 };
 

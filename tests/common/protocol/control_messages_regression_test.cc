@@ -71,14 +71,35 @@ TEST(ControlMessagesRegressionTest, RejectsAVectorOfStringsLongerThanTheMessage)
 
 TEST(ControlMessagesRegressionTest, RejectsABoolThatIsNeitherZeroNorOne) {
   // cereal's binary archive copies the byte into the bool: undefined behaviour for 2..255.
-  std::string bytes = EncodeControlMessage(
-      TriggerCheckpoint{AttemptNumber(1), CheckpointId(3), 1234, true, "/marker"});
+  std::string bytes = EncodeControlMessage(CheckpointRequest{true, "/marker"});
   const size_t savepoint = Find(bytes, "/marker") - 8 - 1;
   ASSERT_EQ(bytes[savepoint], 1);
   bytes[savepoint] = 2;
   Status s = DecodeStatus(bytes);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_THAT(s.message(), HasSubstr("a bool holds 2, not 0 or 1"));
+}
+
+TEST(ControlMessagesRegressionTest, RejectsAnUnknownCheckpointType) {
+  std::string bytes = EncodeControlMessage(TriggerCheckpoint{
+      AttemptNumber(1), CheckpointId(3), 1234, CheckpointType::kFinal, "/marker"});
+  const size_t type = Find(bytes, "/marker") - 8 - 1;
+  ASSERT_EQ(bytes[type], static_cast<char>(CheckpointType::kFinal));
+  bytes[type] = 3;
+  Status s = DecodeStatus(bytes);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_THAT(s.message(), HasSubstr("the checkpoint trigger has an unknown checkpoint type 3"));
+}
+
+TEST(ControlMessagesRegressionTest, RoundTripsEveryCheckpointType) {
+  for (CheckpointType t :
+       {CheckpointType::kCheckpoint, CheckpointType::kSavepoint, CheckpointType::kFinal}) {
+    auto decoded = DecodeControlMessage(
+        EncodeControlMessage(TriggerCheckpoint{AttemptNumber(2), CheckpointId(9), 5, t, "/d"}),
+        "peer");
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    EXPECT_EQ(std::get<TriggerCheckpoint>(*decoded).type, t) << CheckpointTypeName(t);
+  }
 }
 
 TEST(ControlMessagesRegressionTest, RejectsAJobSpecWithAnUnknownKeyType) {
