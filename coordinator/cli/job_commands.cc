@@ -269,6 +269,12 @@ int RunRunCommand(const std::vector<std::string>& args) {
       "periodic checkpoints in flight at once")(
       "retained-checkpoints", po::value(&spec.retained_checkpoints)->default_value(3),
       "completed checkpoints kept on disk (savepoints are always kept)")(
+      "tolerable-checkpoint-failures",
+      po::value(&spec.tolerable_checkpoint_failures)
+          ->default_value(kDefaultTolerableCheckpointFailures),
+      "consecutive checkpoint failures (declined, expired, not written) tolerated; one more fails "
+      "the job (0 = fail on the first; the default 5 fails a job whose checkpoint disk is full "
+      "within about 6 intervals, while a single slow or declined checkpoint does not)")(
       "checkpoint-dir", po::value(&spec.checkpoint_dir),
       "checkpoint directory for this job (default: the coordinator's --checkpoint-dir)")(
       "from-savepoint", po::value(&spec.from_savepoint),
@@ -336,6 +342,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
   }
   if (spec.max_concurrent_checkpoints < 1 || spec.retained_checkpoints < 1) {
     return Fail("--max-concurrent-checkpoints and --retained-checkpoints must be at least 1",
+                kExitUsage);
+  }
+  if (spec.tolerable_checkpoint_failures < 0) {
+    return Fail("--tolerable-checkpoint-failures must be 0 or more, not " +
+                    std::to_string(spec.tolerable_checkpoint_failures),
                 kExitUsage);
   }
   if (!spec.checkpoint_dir.empty())
@@ -449,7 +460,13 @@ int RunStatusCommand(const std::vector<std::string>& args) {
                       ? std::to_string(ck.value("interval_ms", 0)) + " ms"
                       : std::string("off"))
               << ", latest completed " << ck.value("latest_completed", 0) << ", pending "
-              << ck.value("pending", 0) << "\n";
+              << ck.value("pending", 0) << ", consecutive failures "
+              << ck.value("consecutive_failures", 0) << " of " << ck.value("tolerable_failures", 0)
+              << " tolerated\n";
+    if (!ck.value("last_failure", std::string()).empty()) {
+      std::cout << "    last checkpoint failure: " << ck.value("last_failure", std::string())
+                << "\n";
+    }
     if (ck.contains("recent")) {
       for (const auto& c : ck["recent"]) {
         std::cout << "    " << (c.value("savepoint", false) ? "savepoint " : "checkpoint ")
