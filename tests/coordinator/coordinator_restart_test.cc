@@ -73,7 +73,7 @@ TEST_F(CoordinatorRestartTest, AbortedSavepointDirectoryIsDeletedAtResume) {
   RunJob(2, 2);
   coord_->OnMessage("cli2", CheckpointRequest{true, ""}, now_);
   auto trigger = outbox_.Last<TriggerCheckpoint>("w0");
-  ASSERT_TRUE(trigger.has_value() && trigger->savepoint);
+  ASSERT_TRUE(trigger.has_value() && trigger->savepoint());
   AckAll({"w0"});  // w1 never acknowledges: the directory has a state file, no _metadata
   ASSERT_TRUE(std::filesystem::exists(trigger->directory + "/subtask-0.kgs"));
   ASSERT_FALSE(std::filesystem::exists(trigger->directory + "/_metadata"));
