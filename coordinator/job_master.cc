@@ -428,7 +428,13 @@ void JobMaster::OnTaskFailed(const TaskFailed& m, int64_t now_ms) {
 }
 
 void JobMaster::OnAcknowledge(const AcknowledgeCheckpoint& m, int64_t now_ms) {
-  if (VertexOf(m.subtask, m.attempt, m.worker) == nullptr || !checkpoints_) return;
+  Vertex* v = VertexOf(m.subtask, m.attempt, m.worker);
+  if (v == nullptr || !checkpoints_) return;
+  // Before the ack can complete a rescale savepoint (which folds this attempt's counters).
+  if (!v->finished && v->ended_state.empty() &&
+      m.metrics.records_in >= v->last_metrics.records_in) {
+    v->last_metrics = m.metrics;
+  }
   Send(checkpoints_->OnAcknowledge(m, now_ms));
   CheckCheckpointFailures(now_ms);
 }

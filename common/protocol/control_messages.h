@@ -178,10 +178,13 @@ struct AcknowledgeCheckpoint {
   int64_t sync_duration_us = 0;
   int64_t async_duration_us = 0;
   int64_t alignment_duration_us = 0;
+  // The subtask's counters when it acknowledged: a savepoint that ends an attempt (rescale,
+  // stop) then counts every record read before its barrier, which heartbeats may not have yet.
+  SubtaskMetrics metrics;
   template <class A>
   void serialize(A& ar) {
     ar(worker, attempt, subtask, checkpoint, keyed_state, split_positions, sink_committables,
-       sync_duration_us, async_duration_us, alignment_duration_us);
+       sync_duration_us, async_duration_us, alignment_duration_us, metrics);
   }
 };
 

@@ -30,6 +30,9 @@ struct JobSpec {
   int64_t watermark_interval_ms = 200;  // periodic watermark emission
   int64_t idle_timeout_ms = 0;          // 0 = sources never mark themselves idle
   bool fail_on_bad_record = false;      // --on-bad-record fail|skip
+  // --on-input-change warn|fail: a file source input that grows, is truncated or is replaced
+  // while it is read is a warning (the bytes not read are named) or fails the job.
+  bool fail_on_input_change = false;
   // Checkpointing (issue 4): 0 = no periodic checkpoints.
   int64_t checkpoint_interval_ms = 0;
   int64_t checkpoint_timeout_ms = 600'000;
@@ -61,6 +64,7 @@ struct JobSpec {
        restart_strategy, restart_attempts, restart_delay_ms, restart_max_delay_ms,
        replacement_timeout_ms);
     if (version >= 2) ar(tolerable_checkpoint_failures);
+    if (version >= 3) ar(fail_on_input_change);
     // Decoded bytes come from outside: an enum must hold one of its values. (cereal reports
     // malformed input by throwing; the decoders catch it at their module edge.)
     if constexpr (Archive::is_loading::value) {
@@ -74,4 +78,4 @@ struct JobSpec {
 
 }  // namespace keyflow
 
-CEREAL_CLASS_VERSION(keyflow::JobSpec, 2);
+CEREAL_CLASS_VERSION(keyflow::JobSpec, 3);

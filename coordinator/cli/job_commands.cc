@@ -231,9 +231,9 @@ int WaitForJob(const std::string& endpoint, const std::string& job_id) {
 int RunRunCommand(const std::vector<std::string>& args) {
   po::options_description opts;
   std::string endpoint, key_type = "string", wm_bound = "1s", wm_interval = "200ms", idle = "0",
-                        on_bad = "skip", ckpt_interval = "0", ckpt_timeout = "10min",
-                        min_pause = "0", restart_delay = "200ms", restart_max_delay = "30s",
-                        replacement_timeout = "10s";
+                        on_bad = "skip", on_change = "warn", ckpt_interval = "0",
+                        ckpt_timeout = "10min", min_pause = "0", restart_delay = "200ms",
+                        restart_max_delay = "30s", replacement_timeout = "10s";
   std::vector<std::string> params;
   JobSpec spec;
   bool wait = false;
@@ -259,6 +259,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
       "idle-timeout", po::value(&idle)->default_value(idle),
       "mark a source idle after this long without records (0 = never)")(
       "on-bad-record", po::value(&on_bad)->default_value(on_bad), "skip | fail")(
+      "on-input-change", po::value(&on_change)->default_value(on_change),
+      "an input file that grows, is truncated or replaced while it is read: warn (log the file "
+      "and the bytes not read; the job goes on with the file as it was) | fail (fail the job)")(
       "checkpoint-interval", po::value(&ckpt_interval)->default_value(ckpt_interval),
       "take a checkpoint this often (0 = no periodic checkpoints)")(
       "checkpoint-timeout", po::value(&ckpt_timeout)->default_value(ckpt_timeout),
@@ -315,6 +318,10 @@ int RunRunCommand(const std::vector<std::string>& args) {
     return Fail("--on-bad-record must be skip or fail, not '" + on_bad + "'", kExitUsage);
   }
   spec.fail_on_bad_record = on_bad == "fail";
+  if (on_change != "warn" && on_change != "fail") {
+    return Fail("--on-input-change must be warn or fail, not '" + on_change + "'", kExitUsage);
+  }
+  spec.fail_on_input_change = on_change == "fail";
   struct {
     const char* flag;
     const std::string* value;

@@ -15,11 +15,15 @@ using ckpt_test::TestMetadata;
 
 const std::string kGoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1.golden";
-// The same metadata as the current encoder writes it: format version 1 with a version-2 JobSpec
-// blob (tolerable_checkpoint_failures appended). metadata_v1.golden (JobSpec version 1) must
+// The same metadata with a version-2 JobSpec blob (tolerable_checkpoint_failures appended): must
 // still decode.
-const std::string kCurrentGoldenPath =
+const std::string kJobSpecV2GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v2.golden";
+// The same metadata as the current encoder writes it: format version 1 with a version-3 JobSpec
+// blob (fail_on_input_change appended). metadata_v1.golden (JobSpec version 1) and
+// metadata_v1_jobspec_v2.golden must still decode.
+const std::string kCurrentGoldenPath =
+    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v3.golden";
 
 void ExpectHandleEq(const KeyGroupsStateHandle& a, const KeyGroupsStateHandle& b) {
   EXPECT_EQ(a.path, b.path);
@@ -139,12 +143,23 @@ TEST(CheckpointMetadataGolden, Version1FileStillDecodesToTheExactValues) {
   ExpectMetadataEq(m, GoldenMetadata());
 }
 
+TEST(CheckpointMetadataGolden, JobSpecVersion2FileDecodesWithTheNewFieldAtItsDefault) {
+  auto bytes = ReadFileToString(kJobSpecV2GoldenPath);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV2GoldenPath);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->spec.tolerable_checkpoint_failures, 3);
+  EXPECT_FALSE(decoded->spec.fail_on_input_change);
+  ExpectMetadataEq(*decoded, GoldenMetadata());
+}
+
 TEST(CheckpointMetadataGolden, CurrentFileDecodesToTheExactValues) {
   auto bytes = ReadFileToString(kCurrentGoldenPath);
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
   auto decoded = CheckpointMetadata::Decode(*bytes, kCurrentGoldenPath);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->spec.tolerable_checkpoint_failures, 3);
+  EXPECT_TRUE(decoded->spec.fail_on_input_change);
   ExpectMetadataEq(*decoded, GoldenMetadata());
 }
 
@@ -156,6 +171,7 @@ TEST(CheckpointMetadataGolden, EncoderStillWritesTheCurrentBytes) {
   // JobSpec field: keep the old golden files decoding and add one for the new spec version.
   CheckpointMetadata m = GoldenMetadata();
   m.spec.tolerable_checkpoint_failures = 3;
+  m.spec.fail_on_input_change = true;
   EXPECT_EQ(m.Encode(), *bytes);
 }
 
@@ -165,6 +181,7 @@ TEST(CheckpointMetadataGolden, EncoderStillWritesTheCurrentBytes) {
 TEST(CheckpointMetadataGolden, DISABLED_WriteGoldenFile) {
   CheckpointMetadata m = GoldenMetadata();
   m.spec.tolerable_checkpoint_failures = 3;
+  m.spec.fail_on_input_change = true;
   ASSERT_TRUE(WriteFileAtomically(kCurrentGoldenPath, m.Encode()).ok());
 }
 

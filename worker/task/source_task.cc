@@ -145,6 +145,8 @@ Status SourceTask::OpenSplits() {
       FileSplitReaderOptions options;
       options.on_bad_record =
           deployment_.spec.fail_on_bad_record ? BadRecordPolicy::kFail : BadRecordPolicy::kSkip;
+      options.on_input_change = deployment_.spec.fail_on_input_change ? InputChangePolicy::kFail
+                                                                      : InputChangePolicy::kWarn;
       options.read_buffer_bytes = buffer;
       TaskMetrics* metrics = metrics_;
       options.bad_record_callback = [metrics](const BadRecord& bad) {

@@ -290,6 +290,7 @@ void TaskExecutor::KeyedPartDone(CheckpointId id, Result<KeyedCheckpointPart> pa
 void TaskExecutor::MaybeAcknowledge(CheckpointId id) {
   auto it = pending_acks_.find(id.value());
   if (it == pending_acks_.end() || !it->second.source_done || !it->second.keyed_done) return;
+  it->second.ack.metrics = Metrics();
   hooks_.send(it->second.ack);
   pending_acks_.erase(it);
 }

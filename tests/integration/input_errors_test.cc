@@ -1,0 +1,102 @@
+// Input that goes away or changes under a running job (issue 9, Liveness 3 and 5), end to end:
+// a deleted input directory fails the job at once with the path, whatever the restart budget,
+// instead of restarting for it; `--on-input-change` takes warn | fail and nothing else.
+//
+// The deletion is made deterministic with a frozen worker: worker 1 is SIGSTOPped before the
+// job is submitted, so every deployment times out on it (--deploy-timeout 1s) and the job keeps
+// restarting until the test has deleted the input and let worker 1 go on (SIGCONT). The next
+// deployment then reads the input spec after the deletion.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/integration/cluster.h"
+#include "tests/integration/test_dir.h"
+
+namespace keyflow::test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+bool IsTerminal(const nlohmann::json& job) {
+  const std::string s = job.value("state", "");
+  return s == "FINISHED" || s == "FAILED" || s == "CANCELED";
+}
+
+TEST(InputErrorsTest, DeletedInputDirectoryFailsTheJobAtOnceInsteadOfRestarting) {
+  TestDir dir;
+  ClusterOptions options;
+  options.workers = 2;
+  // Worker 1 stays registered while frozen (5 s heartbeat timeout), so deployments time out.
+  options.coordinator_args = {"--heartbeat-interval", "100ms", "--heartbeat-timeout", "5s",
+                              "--deploy-timeout",     "1s"};
+  auto cluster = Cluster::Start(dir.Subdir("cluster"), options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  Cluster& c = **cluster;
+
+  const std::string input = dir.Subdir("input");
+  for (const char* name : {"a.jsonl", "b.jsonl"}) {
+    std::ofstream out(input + "/" + name);
+    for (int i = 0; i < 100; ++i) {
+      out << "{\"uid\":\"k" << i % 7 << "\",\"ts\":" << 1'700'000'000'000 + i << "}\n";
+    }
+  }
+  ASSERT_TRUE(c.worker(1)->Signal(SIGSTOP).ok());
+  auto submitted =
+      c.Cli({"run", "--job", "tumbling-count", "--input", input, "--output", dir.path() + "/out",
+             "--parallelism", "2", "--checkpoint-interval", "200ms", "--restart-strategy",
+             "fixed-delay", "--restart-attempts", "1000", "--restart-delay", "100ms"});
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  ASSERT_EQ(submitted->exit_code, 0) << submitted->err;
+  const std::string job_id = submitted->out.substr(0, submitted->out.find('\n'));
+
+  // The first deployment timed out on the frozen worker: the job is being restarted.
+  auto restarting = c.WaitForStatus(
+      [](const nlohmann::json& s) {
+        return s["job"].is_object() && s["job"].value("restarts", 0) >= 1;
+      },
+      Duration::Seconds(30), "a restart after the deploy timeout");
+  ASSERT_TRUE(restarting.ok()) << restarting.status().ToString();
+  std::filesystem::remove_all(input);
+  ASSERT_TRUE(c.worker(1)->Signal(SIGCONT).ok());
+
+  auto end = c.WaitForStatus(
+      [&](const nlohmann::json& s) {
+        return s["job"].is_object() && s["job"].value("job_id", "") == job_id &&
+               IsTerminal(s["job"]);
+      },
+      Duration::Seconds(30), "the end of the job");
+  ASSERT_TRUE(end.ok()) << end.status().ToString() << "\n" << c.LogExcerpts();
+  const nlohmann::json& job = (*end)["job"];
+  EXPECT_EQ(job.value("state", ""), "FAILED") << job.dump();
+  const std::string failure = job.value("failure", "");
+  EXPECT_THAT(failure, HasSubstr(input));
+  EXPECT_THAT(failure, HasSubstr("does not exist"));
+  EXPECT_THAT(failure, Not(HasSubstr("restart attempts exhausted")));
+  // Far fewer restarts than the budget of 1000: the missing input is not retried.
+  EXPECT_LT(job.value("restarts", 0), 20) << job.dump();
+}
+
+TEST(InputErrorsTest, OnInputChangeTakesWarnOrFailOnly) {
+  // No coordinator runs at this port: the flag is refused before the CLI tries to submit.
+  auto r = RunCommand({KeyflowBinary("keyflow"), "run", "--job", "count-window", "--input",
+                       "gen:events=10,keys=2,splits=1,seed=1", "--coordinator", "tcp://127.0.0.1:1",
+                       "--on-input-change", "sometimes"},
+                      Duration::Seconds(30));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 2) << r->err;
+  EXPECT_THAT(r->err, HasSubstr("--on-input-change must be warn or fail, not 'sometimes'"));
+}
+
+TEST(InputErrorsTest, HelpDocumentsOnInputChangeAndItsDefault) {
+  auto r = RunCommand({KeyflowBinary("keyflow"), "run", "--help"}, Duration::Seconds(30));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_THAT(r->out + r->err, HasSubstr("--on-input-change arg (=warn)"));
+}
+
+}  // namespace
+}  // namespace keyflow::test
