@@ -7,11 +7,12 @@
 #   scripts/bench-sink-sync.sh [BUILD_DIR...]     (default: build/)
 #
 # Pass the build of an older revision first to compare, e.g.
-#   scripts/bench-sink-sync.sh /work/main/build build
+#   git worktree add /tmp/old <older revision> && cmake -S /tmp/old -B /tmp/old/build -G Ninja &&
+#   cmake --build /tmp/old/build && scripts/bench-sink-sync.sh /tmp/old/build build
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 for a in "$@"; do
