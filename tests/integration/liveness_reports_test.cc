@@ -40,6 +40,12 @@ TEST(LivenessReportsTest, SecondWorkerForATakenSlotIsRefusedAndExitsWhileTheFirs
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   Cluster& c = **cluster;
   pid_t holder = c.worker(1)->pid();
+  // Worker ids follow the order of registration, which is not the order of the slots.
+  auto before = c.StatusJson();
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  ASSERT_EQ((*before)["workers"].size(), 2u);
+  ASSERT_EQ((*before)["workers"][1]["pid"], holder);
+  const int holder_id = (*before)["workers"][1]["worker"].get<int>();
   auto dup =
       ChildProcess::Start({KeyflowBinary("keyflow-worker"), "--coordinator", c.endpoint(), "--slot",
                            "1", "--data-host", "127.0.0.1", "--bind-host", "127.0.0.1"},
@@ -50,13 +56,14 @@ TEST(LivenessReportsTest, SecondWorkerForATakenSlotIsRefusedAndExitsWhileTheFirs
   EXPECT_EQ(*rc, 1);
   std::string log = ReadFileOrEmpty(dir.path() + "/duplicate.log");
   EXPECT_THAT(log, HasSubstr("the coordinator refused this worker: slot 1 is already held by "
-                             "worker 2 (slot 1, host "));
+                             "worker " +
+                             std::to_string(holder_id) + " (slot 1, host "));
   EXPECT_THAT(log, HasSubstr("stop that worker first, or start this one with another --slot"));
   auto st = c.StatusJson();
   ASSERT_TRUE(st.ok()) << st.status().ToString();
   ASSERT_EQ((*st)["workers"].size(), 2u);
   EXPECT_EQ((*st)["workers"][1]["pid"], holder);
-  EXPECT_EQ((*st)["workers"][1]["worker"], 2) << "the holder was never replaced";
+  EXPECT_EQ((*st)["workers"][1]["worker"], holder_id) << "the holder was never replaced";
   EXPECT_EQ(CountOf(ReadFileOrEmpty(c.CoordinatorLog()), "worker registered"), 2)
       << "no flapping registrations";
 }
