@@ -212,7 +212,7 @@ run_job() {
   wait_job_state "FINISHED FAILED CANCELED" $((events * 3 / rate + 120)) || return 1
   [ "$(job_field "job.get('state','')")" = FINISHED ] ||
     { kf_log "the rescaled $name job ended $(job_field "job.get('state')"): $(job_field "job.get('failure')")"; return 1; }
-  say "  rescaled run: $(job_field "'attempt %d at parallelism %d processed %d records, %d late' % (job.get('attempt',0), job.get('parallelism',0), job.get('records_processed',0), job.get('late_records',0))")"
+  say "  rescaled run: $(job_field "'attempt %d at parallelism %d; %d records processed over all attempts (replays included), %d late' % (job.get('attempt',0), job.get('parallelism',0), job.get('records_processed',0), job.get('late_records',0))")"
   local attempts
   attempts="$(job_field "job.get('attempt',0)")"
   if [ "$attempts" -ne "${#steps[@]}" ]; then

@@ -136,7 +136,9 @@ def await_rescale(a):
                                "expected": expected})
             actual = [s.get("restore_bytes", 0) for s in job.get("subtasks", [])]
             result["actual"] = actual
-            processing = job.get("records_processed", 0) > 0 or not a.need_processing
+            # The new attempt's own counters: the job's add up every attempt.
+            current = job.get("current_attempt") or {}
+            processing = current.get("records_processed", 0) > 0 or not a.need_processing
             if actual == expected and processing:
                 result["processing_ms"] = now_ms - a.t0_ms
                 break
