@@ -7,26 +7,13 @@
 
 #include "common/file_io.h"
 #include "common/input/input_spec.h"
+#include "tests/coordinator/coordinator_harness.h"
 
 namespace keyflow {
 namespace {
 
 // Records what the coordinator sends, per peer.
-class FakeOutbox : public ControlOutbox {
- public:
-  void Send(const std::string& identity, const ControlMessage& msg) override {
-    sent.emplace_back(identity, msg);
-  }
-  template <typename T>
-  std::vector<T> To(const std::string& identity) const {
-    std::vector<T> out;
-    for (const auto& [id, m] : sent) {
-      if (id == identity && std::holds_alternative<T>(m)) out.push_back(std::get<T>(m));
-    }
-    return out;
-  }
-  std::vector<std::pair<std::string, ControlMessage>> sent;
-};
+using test::FakeOutbox;
 
 class CoordinatorTest : public ::testing::Test {
  protected:

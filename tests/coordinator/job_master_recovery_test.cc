@@ -12,31 +12,12 @@
 #include "common/file_io.h"
 #include "common/key_group_assignment.h"
 #include "coordinator/coordinator.h"
+#include "tests/coordinator/coordinator_harness.h"
 
 namespace keyflow {
 namespace {
 
-class FakeOutbox : public ControlOutbox {
- public:
-  void Send(const std::string& identity, const ControlMessage& msg) override {
-    sent.emplace_back(identity, msg);
-  }
-  template <typename T>
-  std::vector<T> To(const std::string& identity) const {
-    std::vector<T> out;
-    for (const auto& [id, m] : sent) {
-      if (id == identity && std::holds_alternative<T>(m)) out.push_back(std::get<T>(m));
-    }
-    return out;
-  }
-  template <typename T>
-  std::optional<T> Last(const std::string& identity) const {
-    auto all = To<T>(identity);
-    if (all.empty()) return std::nullopt;
-    return all.back();
-  }
-  std::vector<std::pair<std::string, ControlMessage>> sent;
-};
+using test::FakeOutbox;
 
 class RecoveryTest : public ::testing::Test {
  protected:
