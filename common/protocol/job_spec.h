@@ -16,8 +16,28 @@ namespace keyflow {
 // checkpoint or a decline racing a failover does not end a long-running job.
 inline constexpr int32_t kDefaultTolerableCheckpointFailures = 5;
 
+// The job library a job's functions come from (DESIGN §14): stored by the coordinator's blob
+// store under its content hash and shipped with every deployment; workers verify the hash
+// before they load it. Empty sha256 = the default (built-in) job library of the installation.
+struct JobLibraryRef {
+  std::string sha256;     // lowercase hex SHA-256 of the shared object's bytes
+  std::string file_name;  // the name it was submitted under, e.g. "libsessions.so" (for messages)
+  uint64_t size_bytes = 0;
+
+  bool is_default() const { return sha256.empty(); }
+  friend bool operator==(const JobLibraryRef&, const JobLibraryRef&) = default;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(sha256, file_name, size_bytes);
+  }
+};
+
 struct JobSpec {
-  std::string job_name;                       // registered job, e.g. "count-window"
+  std::string job_name;       // a job of job_library, e.g. "count-window"
+  JobLibraryRef job_library;  // where job_name comes from (version >= 4)
+  // The job's JobDefinition::reads_fields, resolved at submit: when false the sources ship only
+  // key and timestamp (no fields, no raw JSON), the fastest path (version >= 4).
+  bool reads_fields = false;
   std::map<std::string, std::string> params;  // job parameters (--param k=v)
   std::string input;                          // file, directory or gen:...
   std::string output_dir;                     // file sink directory; empty = no file output
@@ -65,6 +85,7 @@ struct JobSpec {
        replacement_timeout_ms);
     if (version >= 2) ar(tolerable_checkpoint_failures);
     if (version >= 3) ar(fail_on_input_change);
+    if (version >= 4) ar(job_library, reads_fields);
     // Decoded bytes come from outside: an enum must hold one of its values. (cereal reports
     // malformed input by throwing; the decoders catch it at their module edge.)
     if constexpr (Archive::is_loading::value) {
@@ -78,4 +99,4 @@ struct JobSpec {
 
 }  // namespace keyflow
 
-CEREAL_CLASS_VERSION(keyflow::JobSpec, 3);
+CEREAL_CLASS_VERSION(keyflow::JobSpec, 4);

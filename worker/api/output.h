@@ -1,0 +1,73 @@
+// What a keyed function emits (DESIGN §14; Flink's Collector + TimestampedCollector).
+//
+//   out.Collect(JsonObject().Add("user", ctx.current_key(), runtime.key_type())
+//                           .Add("sum", total).Add("cause", "timer"));   // a JSON object
+//   out.Collect(std::string("{\"raw\":true}"));                          // a raw line
+//   out.Collect(OutputRecord(line, Timestamp(t)));                       // an explicit time
+//
+// Every output record carries a timestamp. Unless the function sets one, the runtime gives it
+// the time of what is being processed, as Flink's TimestampedCollector does: the element's
+// event timestamp in ProcessElement, the timer's time in OnTimer, the final watermark in
+// EndInput. Sinks receive the line and the timestamp; the file sink writes the line (JSON
+// Lines), the print sink prints it (worker/sinks/README.md).
+//
+// Threading: built and collected on the task thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "common/key.h"
+#include "common/types.h"
+
+namespace keyflow {
+
+// Builds one JSON object, member by member, in the order added. Strings are escaped (invalid
+// UTF-8 becomes U+FFFD), doubles are written in their shortest exact form (NaN and infinities
+// as null). Adding a name twice writes it twice (callers keep names unique).
+class JsonObject {
+ public:
+  JsonObject& Add(std::string_view name, std::string_view value);
+  JsonObject& Add(std::string_view name, const char* value) {
+    return Add(name, std::string_view(value));
+  }
+  JsonObject& Add(std::string_view name, const std::string& value) {
+    return Add(name, std::string_view(value));
+  }
+  JsonObject& Add(std::string_view name, int64_t value);
+  JsonObject& Add(std::string_view name, int32_t value) { return Add(name, int64_t{value}); }
+  JsonObject& Add(std::string_view name, uint64_t value);
+  JsonObject& Add(std::string_view name, double value);
+  JsonObject& Add(std::string_view name, bool value);
+  // A key as its JSON value: a string for string keys, a number for int/long keys.
+  JsonObject& Add(std::string_view name, const Key& key, KeyType type);
+  JsonObject& AddNull(std::string_view name);
+  // `json` must be one valid JSON value (e.g. a nested object built by another JsonObject).
+  JsonObject& AddRaw(std::string_view name, std::string_view json);
+
+  // The object's text, e.g. {"user":"u1","sum":42}. The builder is empty afterwards.
+  std::string Build();
+
+ private:
+  void Name(std::string_view name);
+  std::string text_;
+};
+
+// One output record: a line of text (a JSON object for the file sink's JSON Lines) and its
+// timestamp; nullopt = the time of what is being processed (filled in by the runtime).
+struct OutputRecord {
+  OutputRecord(std::string text) : line(std::move(text)) {}  // NOLINT: implicit on purpose
+  OutputRecord(JsonObject object) : line(object.Build()) {}  // NOLINT: implicit on purpose
+  OutputRecord(std::string text, Timestamp ts) : line(std::move(text)), timestamp(ts) {}
+  OutputRecord(JsonObject object, Timestamp ts) : line(object.Build()), timestamp(ts) {}
+
+  std::string line;  // without a line terminator
+  std::optional<Timestamp> timestamp;
+
+  friend bool operator==(const OutputRecord&, const OutputRecord&) = default;
+};
+
+}  // namespace keyflow
