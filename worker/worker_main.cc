@@ -5,12 +5,14 @@
 #include "common/logging.h"
 #include "common/process/command_line.h"
 #include "common/process/signal_waiter.h"
+#include "worker/runtime/crash_handler.h"
 #include "worker/worker_process.h"
 
 int main(int argc, char** argv) {
   using namespace keyflow;
   using namespace keyflow::cli;
-  SignalWaiter signals;  // before any thread starts
+  SignalWaiter signals;    // before any thread starts
+  InstallCrashHandlers();  // a crash names the user call that was running (crash_handler.h)
 
   po::options_description opts;
   WorkerOptions options;

@@ -160,6 +160,8 @@ void PrintSummary(const nlohmann::json& job, std::ostream& os) {
      << "  late records:      " << job.value("late_records", 0) << "\n";
   if (!job.value("output", std::string()).empty()) {
     os << "  output:            " << job.value("output", std::string()) << "\n";
+  } else {
+    os << "  output:            printed by the workers (their stdout: the worker logs)\n";
   }
   if (job.value("attempt", 1) > 1) {
     os << "  attempts:          " << job.value("attempt", 1) << " (" << job.value("restarts", 0)
@@ -242,7 +244,10 @@ int RunRunCommand(const std::vector<std::string>& args) {
       "input", po::value(&spec.input)->required(),
       "JSON Lines file, directory of files (one split each), or "
       "gen:events=N,keys=K,splits=S,seed=X[,rate=R]")(
-      "output", po::value(&spec.output_dir), "directory for the results (exactly-once file sink)")(
+      "output", po::value(&spec.output_dir),
+      "directory for the results (exactly-once file sink); without it the results are printed "
+      "to each worker's stdout (its log file under scripts/start-cluster.sh), prefixed "
+      "\"<subtask+1>> \" when parallelism > 1, at least once")(
       "parallelism", po::value(&spec.parallelism)->default_value(0),
       "subtasks, one per worker (0 = all registered workers)")(
       "max-parallelism", po::value(&spec.max_parallelism)->default_value(0),

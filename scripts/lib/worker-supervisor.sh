@@ -6,6 +6,10 @@
 # --previous-exit "<how the last one ended>" --previous-pid <its pid> ("exit code 3", "killed by
 # signal 9 (SIGKILL — also what the kernel's OOM killer sends; ...)"), which it sends when it
 # registers: the coordinator takes the slot over at once and reports how the process ended.
+# A worker that crashed (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) wrote a line
+# "keyflow-worker pid P crashed: SIGSEGV while running ProcessElement of job 'j' (libj.so)" to
+# its log (worker/runtime/crash_handler.h): then the phrase is "died of SIGSEGV while running
+# ProcessElement of job 'j' (libj.so)".
 #
 #   worker-supervisor.sh --pid-file FILE --log FILE -- keyflow-worker ARGS...
 #
@@ -33,13 +37,22 @@ say() { echo "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ) supervisor: $*" >>"$log"; }
 stopping=0
 trap 'stopping=1' TERM INT
 
-# How a process with wait status $1 ended, as one phrase.
+# The cause the crash handler of process $1 wrote to the log, if it wrote one.
+crash_cause() {
+  local line
+  line=$(tail -n 500 "$log" 2>/dev/null | grep -aF "keyflow-worker pid $1 crashed: " | tail -n 1)
+  [ -n "$line" ] && printf '%s\n' "${line#*crashed: }"
+}
+
+# How process $2 with wait status $1 ended, as one phrase.
 describe_exit() {
-  local rc=$1
+  local rc=$1 cause
   if [ "$rc" -gt 128 ]; then
     local sig=$((rc - 128)) name
     name=$(kill -l "$sig" 2>/dev/null) || name="?"
-    if [ "$sig" -eq 9 ]; then
+    if [ "$sig" -ne 9 ] && cause=$(crash_cause "$2"); then
+      echo "died of $cause"
+    elif [ "$sig" -eq 9 ]; then
       echo "killed by signal 9 (SIGKILL — also what the kernel's OOM killer sends; check dmesg and the worker log)"
     else
       echo "killed by signal $sig (SIG$name)"
@@ -65,7 +78,7 @@ while :; do
     kill -0 "$pid" 2>/dev/null || break
   done
   if [ $((SECONDS - started)) -ge 10 ]; then backoff=1; fi
-  how=$(describe_exit "$rc")
+  how=$(describe_exit "$rc" "$pid")
   say "worker pid=$pid exited with status $rc ($how); restarting in ${backoff}s"
   previous=(--previous-exit "$how" --previous-pid "$pid")
   sleep "$backoff" &

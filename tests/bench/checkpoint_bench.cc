@@ -63,8 +63,8 @@ void CheckOk(const Status& s) {
   }
 }
 
-struct DiscardCollector final : Collector<std::string> {
-  void Collect(std::string) override { ++lines; }
+struct DiscardCollector final : Collector<OutputRecord> {
+  void Collect(OutputRecord) override { ++lines; }
   int64_t lines = 0;
 };
 

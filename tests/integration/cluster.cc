@@ -110,9 +110,17 @@ Status Cluster::StartWorker(int slot) {
   if (w) {  // a restart: tell the coordinator, as scripts/lib/worker-supervisor.sh does
     pid_t previous = w->pid();
     int rc = w->Kill();
-    argv.insert(argv.end(), {"--previous-pid", std::to_string(previous), "--previous-exit",
-                             rc > 128 ? "killed by signal " + std::to_string(rc - 128)
-                                      : "exit code " + std::to_string(rc)});
+    std::string how = rc > 128 ? "killed by signal " + std::to_string(rc - 128)
+                               : "exit code " + std::to_string(rc);
+    // The crash handler's line (worker/runtime/crash_handler.h), as the supervisor reads it.
+    const std::string log = ReadFileOrEmpty(WorkerLog(slot));
+    const std::string marker = "keyflow-worker pid " + std::to_string(previous) + " crashed: ";
+    if (size_t at = log.rfind(marker); rc > 128 && at != std::string::npos) {
+      size_t from = at + marker.size();
+      how = "died of " + log.substr(from, log.find('\n', from) - from);
+    }
+    argv.insert(argv.end(),
+                {"--previous-pid", std::to_string(previous), "--previous-exit", std::move(how)});
   }
   ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Start(argv, WorkerLog(slot)));
   w.emplace(std::move(p));

@@ -1,20 +1,24 @@
 // The user API of keyed jobs, in the spirit of Flink's KeyedProcessFunction (DESIGN §14).
 //
-//   class MyFunction : public KeyedProcessFunction<Record, std::string> {
+//   class MyFunction : public KeyedFunction {     // KeyedProcessFunction<Record, OutputRecord>
 //     Status Open(RuntimeContext& ctx) override {           // register state
 //       ASSIGN_OR_RETURN(count_, ctx.GetState(ValueStateDescriptor<int64_t>("count", 0)));
 //       return Status::Ok();
 //     }
-//     void ProcessElement(const Record& r, Context& ctx, Collector<std::string>& out) override {
+//     void ProcessElement(const Record& r, Context& ctx, Collector<OutputRecord>& out) override {
 //       count_->Update(*count_->Value() + 1);                // state of ctx.current_key()
 //       ctx.timer_service().RegisterEventTimeTimer(r.timestamp + Duration::Seconds(10));
 //     }
-//     void OnTimer(Timestamp t, OnTimerContext& ctx, Collector<std::string>& out) override {...}
+//     void OnTimer(Timestamp t, OnTimerContext& ctx, Collector<OutputRecord>& out) override {
+//       out.Collect(JsonObject().Add("count", *count_->Value()));   // timestamp: t
+//     }
 //   };
 //
 // The runtime sets the current key before every ProcessElement and OnTimer call; state handles
 // and timers act on it, so user code never passes a key. ProcessElement, OnTimer and EndInput
-// never run concurrently (one task thread, DESIGN §7).
+// never run concurrently (one task thread, DESIGN §7). What a function emits: worker/api/output.h.
+// A call that throws (or Open's error) fails the subtask with a message naming the job, the
+// call and the error; the job then restarts or fails per its restart strategy.
 #pragma once
 
 #include <map>

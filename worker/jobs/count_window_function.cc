@@ -35,7 +35,7 @@ class CountWindowFunction final : public RecordFunction {
     return Status::Ok();
   }
 
-  void ProcessElement(const Record& r, Context& ctx, Collector<std::string>& out) override {
+  void ProcessElement(const Record& r, Context& ctx, Collector<OutputRecord>& out) override {
     TimerService& timers = ctx.timer_service();
     if (event_time_ && r.timestamp <= timers.CurrentWatermark()) runtime_->late_records().Inc();
     Timestamp now = event_time_ ? r.timestamp : timers.CurrentProcessingTime();
@@ -58,14 +58,14 @@ class CountWindowFunction final : public RecordFunction {
     }
   }
 
-  void OnTimer(Timestamp t, OnTimerContext& ctx, Collector<std::string>& out) override {
+  void OnTimer(Timestamp t, OnTimerContext& ctx, Collector<OutputRecord>& out) override {
     std::optional<CountWindow> w = window_->Value();
     if (!w || w->deadline != t.millis()) return;  // closed by count, or an older timer
     Emit(ctx.current_key(), *w, t.millis(), "timeout", out);
     window_->Clear();
   }
 
-  void EndInput(Context& ctx, Collector<std::string>& out) override {
+  void EndInput(Context& ctx, Collector<OutputRecord>& out) override {
     if (event_time_) return;  // the final watermark closed every window
     int64_t now = ctx.timer_service().CurrentProcessingTime().millis();
     Status s = runtime_->ApplyToAllKeys("window", kVoidNamespace, [&](const Key& key) {
@@ -86,7 +86,7 @@ class CountWindowFunction final : public RecordFunction {
     event_time_ ? timers.DeleteEventTimeTimer(t) : timers.DeleteProcessingTimeTimer(t);
   }
   void Emit(const Key& key, const CountWindow& w, int64_t time, std::string_view cause,
-            Collector<std::string>& out) {
+            Collector<OutputRecord>& out) {
     std::string line;
     line.reserve(96);
     line += "{\"key\":";

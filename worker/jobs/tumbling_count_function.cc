@@ -23,7 +23,7 @@ class TumblingCountFunction final : public RecordFunction {
     return Status::Ok();
   }
 
-  void ProcessElement(const Record& r, Context& ctx, Collector<std::string>&) override {
+  void ProcessElement(const Record& r, Context& ctx, Collector<OutputRecord>&) override {
     int64_t start = WindowStart(r.timestamp.millis(), size_);
     Timestamp max_timestamp(start + size_ - 1);
     if (max_timestamp <= ctx.timer_service().CurrentWatermark()) {
@@ -35,7 +35,7 @@ class TumblingCountFunction final : public RecordFunction {
     ctx.timer_service().RegisterEventTimeTimer(max_timestamp, Namespace(start));
   }
 
-  void OnTimer(Timestamp, OnTimerContext& ctx, Collector<std::string>& out) override {
+  void OnTimer(Timestamp, OnTimerContext& ctx, Collector<OutputRecord>& out) override {
     int64_t start = ctx.timer_namespace().value();
     count_->SetCurrentNamespace(ctx.timer_namespace());
     int64_t n = *count_->Value();

@@ -5,7 +5,7 @@ namespace keyflow {
 KeyedProcessOperator::KeyedProcessOperator(OperatorConfig config,
                                            std::unique_ptr<RecordFunction> function,
                                            ProcessingTimeService* processing_time,
-                                           Collector<std::string>* output)
+                                           Collector<OutputRecord>* output)
     : config_(std::move(config)),
       function_(std::move(function)),
       key_context_(config_.key_type, config_.max_parallelism, config_.key_groups),
@@ -14,7 +14,8 @@ KeyedProcessOperator::KeyedProcessOperator(OperatorConfig config,
       user_timers_(&timers_),
       runtime_(config_.subtask, config_.parallelism, config_.key_type, config_.params, &backend_),
       context_(&key_context_, &user_timers_),
-      output_(output) {
+      output_(output),
+      guard_(config_.job_name, config_.library_name) {
   sections_.resize(2);
   SnapshotSection& state = sections_[0];
   state.id = kKeyedStateSectionId;
@@ -34,11 +35,27 @@ KeyedProcessOperator::KeyedProcessOperator(OperatorConfig config,
 }
 
 KeyedProcessOperator::~KeyedProcessOperator() {
-  function_->Close();
+  Close().IgnoreError();
+}
+
+Status KeyedProcessOperator::Fail(Status s) {
+  if (failure_.ok() && !s.ok()) {
+    failure_ = s;
+    if (failure_listener_) failure_listener_(failure_);
+  }
+  return s;
 }
 
 Status KeyedProcessOperator::Open() {
-  return function_->Open(runtime_);
+  RETURN_IF_ERROR(failure_);
+  return Fail(
+      guard_.CallReturningStatus(UserCall::kOpen, [this] { return function_->Open(runtime_); }));
+}
+
+Status KeyedProcessOperator::Close() {
+  if (closed_) return Status::Ok();
+  closed_ = true;
+  return guard_.Call(UserCall::kClose, [this] { function_->Close(); });
 }
 
 Status KeyedProcessOperator::Restore(KeyedSnapshotReader& reader) {
@@ -65,11 +82,13 @@ void KeyedProcessOperator::Start() {
 }
 
 Status KeyedProcessOperator::ProcessElement(const Record& record) {
+  RETURN_IF_ERROR(failure_);
   RETURN_IF_ERROR(key_context_.SetCurrentKey(record.key, record.key_group));
   records_processed_.Inc();
   context_.Set(record.timestamp);
-  function_->ProcessElement(record, context_, output_);
-  return Status::Ok();
+  output_.timestamp = record.timestamp;
+  return Fail(guard_.Call(UserCall::kProcessElement,
+                          [&] { function_->ProcessElement(record, context_, output_); }));
 }
 
 void KeyedProcessOperator::ProcessWatermark(Timestamp watermark) {
@@ -77,12 +96,14 @@ void KeyedProcessOperator::ProcessWatermark(Timestamp watermark) {
   timers_.AdvanceWatermark(watermark);
 }
 
-void KeyedProcessOperator::EndInput() {
-  if (ended_) return;
+Status KeyedProcessOperator::EndInput() {
+  if (ended_) return failure_;
   ended_ = true;
   ProcessWatermark(kMaxWatermark);
+  RETURN_IF_ERROR(failure_);
   context_.Set(timers_.CurrentProcessingTime(), TimeDomain::kProcessingTime);
-  function_->EndInput(context_, output_);
+  output_.timestamp = kMaxWatermark;
+  return Fail(guard_.Call(UserCall::kEndInput, [this] { function_->EndInput(context_, output_); }));
 }
 
 Result<KeyedSnapshotInfo> KeyedProcessOperator::SnapshotTo(std::string* out) const {
@@ -90,15 +111,22 @@ Result<KeyedSnapshotInfo> KeyedProcessOperator::SnapshotTo(std::string* out) con
                             section_ptrs_, out);
 }
 
+void KeyedProcessOperator::FireTimer(const TimerEntry& timer, TimeDomain domain) {
+  if (!failure_.ok()) return;  // the function failed: the task is going down
+  context_.Set(timer.timestamp, domain, timer.ns);
+  output_.timestamp = timer.timestamp;
+  Fail(guard_.Call(UserCall::kOnTimer, [&] {
+    function_->OnTimer(timer.timestamp, context_, output_);
+  })).IgnoreError();
+}
+
 void KeyedProcessOperator::OnEventTime(const TimerEntry& timer) {
-  context_.Set(timer.timestamp, TimeDomain::kEventTime, timer.ns);
-  function_->OnTimer(timer.timestamp, context_, output_);
+  FireTimer(timer, TimeDomain::kEventTime);
 }
 
 void KeyedProcessOperator::OnProcessingTime(const TimerEntry& timer) {
   if (ended_) return;  // processing-time timers do not fire after the end of input
-  context_.Set(timer.timestamp, TimeDomain::kProcessingTime, timer.ns);
-  function_->OnTimer(timer.timestamp, context_, output_);
+  FireTimer(timer, TimeDomain::kProcessingTime);
 }
 
 }  // namespace keyflow

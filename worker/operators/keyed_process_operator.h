@@ -4,11 +4,21 @@
 // advances event time on watermarks; snapshots and restores state and timers per key group.
 //
 // Lifecycle: construct -> Open() (function registers state) -> Restore(...)* -> Start() ->
-// ProcessElement / ProcessWatermark / processing-time callbacks -> EndInput().
+// ProcessElement / ProcessWatermark / processing-time callbacks -> EndInput() -> Close().
+//
+// Output (Flink's TimestampedCollector): a record the function emits without a timestamp gets
+// the element's event timestamp in ProcessElement, the timer's time in OnTimer (event- or
+// processing-time), and the final watermark (kMaxWatermark) in EndInput.
+//
+// User code: every call into the function goes through a UserFunctionGuard. The first failure
+// (Open's error, anything thrown) is kept: failure() returns it, the failure listener hears it
+// (timers fire outside any call that returns a Status), and the function is not called again
+// except for Close.
 // Used by the keyed task (worker/task) and the operator test harness.
 // Threading: task thread only (SerializeKeyGroup of the sections: see the state classes).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,11 +32,14 @@
 #include "state/key_group_write_guard.h"
 #include "state/snapshot/keyed_snapshot_format.h"
 #include "state/timers/internal_timer_service.h"
+#include "worker/api/job_definition.h"
 #include "worker/api/keyed_process_function.h"
+#include "worker/api/output.h"
+#include "worker/operators/user_function_guard.h"
 
 namespace keyflow {
 
-using RecordFunction = KeyedProcessFunction<Record, std::string>;
+using RecordFunction = KeyedFunction;  // the older name
 
 struct OperatorConfig {
   SubtaskIndex subtask{0};
@@ -35,6 +48,9 @@ struct OperatorConfig {
   KeyType key_type = KeyType::kString;
   KeyGroupRange key_groups;  // this subtask's range
   std::map<std::string, std::string> params;
+  // For messages about the function's failures: the job's name and its library's file name.
+  std::string job_name;
+  std::string library_name;
 };
 
 // Snapshot section ids (stable: they are in snapshot files).
@@ -45,9 +61,10 @@ class KeyedProcessOperator final : public Triggerable {
  public:
   // `processing_time` and `output` must outlive the operator.
   KeyedProcessOperator(OperatorConfig config, std::unique_ptr<RecordFunction> function,
-                       ProcessingTimeService* processing_time, Collector<std::string>* output);
-  ~KeyedProcessOperator() override;
+                       ProcessingTimeService* processing_time, Collector<OutputRecord>* output);
+  ~KeyedProcessOperator() override;  // Close() if not called
 
+  // The function's Open.
   Status Open();
   // Restores the key groups of this subtask's range that `reader` holds. Refuses a snapshot of
   // another max parallelism or key type (FailedPrecondition saying what differs).
@@ -55,17 +72,27 @@ class KeyedProcessOperator final : public Triggerable {
   // Arms processing-time timers (restored overdue ones fire on the next callback).
   void Start();
 
-  // OutOfRange (Flink's message) if the record's key group is not this subtask's.
   // A hint that a record of key `key` (bytes) in key group g comes soon: prefetches its state
   // (HeapKeyedStateBackend::Prefetch). Changes nothing.
   void PrefetchState(std::string_view key, KeyGroupId g) const {
     backend_.Prefetch(Key::HashOf(key), g);
   }
+  // OutOfRange (Flink's message) if the record's key group is not this subtask's; the
+  // function's failure (failure()) if it failed, now or before.
   Status ProcessElement(const Record& record);
   // Fires event-time timers <= watermark. Watermarks that do not advance are ignored.
   void ProcessWatermark(Timestamp watermark);
-  // Final watermark (if not yet seen) then the function's EndInput.
-  void EndInput();
+  // Final watermark (if not yet seen) then the function's EndInput. Returns failure().
+  Status EndInput();
+  // The function's Close (once; also after a failure). Its failure, if it throws.
+  Status Close();
+
+  // The first failure of the function (OK while none).
+  const Status& failure() const { return failure_; }
+  // Called (on the task thread) with the function's first failure.
+  void SetFailureListener(std::function<void(const Status&)> listener) {
+    failure_listener_ = std::move(listener);
+  }
 
   // Installs (or with nullptr removes) the guard every change of a key group's state or timers
   // goes through first: how an AsyncKeyedSnapshot keeps its copy consistent.
@@ -91,16 +118,23 @@ class KeyedProcessOperator final : public Triggerable {
   void OnProcessingTime(const TimerEntry& timer) override;
 
  private:
-  // Counts what the function emits and passes it on.
-  struct CountingCollector final : Collector<std::string> {
-    explicit CountingCollector(Collector<std::string>* d) : downstream(d) {}
-    void Collect(std::string value) override {
+  // Counts what the function emits, gives it the current timestamp unless it has one, and
+  // passes it on (Flink's TimestampedCollector).
+  struct TimestampedCollector final : Collector<OutputRecord> {
+    explicit TimestampedCollector(Collector<OutputRecord>* d) : downstream(d) {}
+    void Collect(OutputRecord value) override {
+      if (!value.timestamp) value.timestamp = timestamp;
       count.Inc();
       downstream->Collect(std::move(value));
     }
-    Collector<std::string>* downstream;
+    Collector<OutputRecord>* downstream;
+    Timestamp timestamp;
     Counter count;
   };
+
+  // Keeps the first failure and tells the listener. Returns `s`.
+  Status Fail(Status s);
+  void FireTimer(const TimerEntry& timer, TimeDomain domain);
 
   OperatorConfig config_;
   std::unique_ptr<RecordFunction> function_;
@@ -110,9 +144,13 @@ class KeyedProcessOperator final : public Triggerable {
   TimerService user_timers_;
   RuntimeContext runtime_;
   Context context_;
-  CountingCollector output_;
+  TimestampedCollector output_;
   Counter records_processed_;
+  UserFunctionGuard guard_;
+  Status failure_;
+  std::function<void(const Status&)> failure_listener_;
   bool ended_ = false;
+  bool closed_ = false;
   std::vector<SnapshotSection> sections_;
   std::vector<const SnapshotSection*> section_ptrs_;
 };

@@ -1,5 +1,7 @@
 #include "worker/sinks/print_sink.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <utility>
 
@@ -11,6 +13,10 @@ PrintSink::PrintSink(std::FILE* out, std::string prefix) : out_(out), prefix_(st
   CHECK(out_ != nullptr);
 }
 
+PrintSink::~PrintSink() {
+  if (out_ != nullptr && !buffer_.empty()) Flush().IgnoreError();
+}
+
 PrintSink PrintSink::ForSubtask(SubtaskIndex index, int32_t parallelism, std::FILE* out) {
   std::string prefix;
   if (parallelism > 1) prefix = std::to_string(index.value() + 1) + "> ";
@@ -18,19 +24,40 @@ PrintSink PrintSink::ForSubtask(SubtaskIndex index, int32_t parallelism, std::FI
 }
 
 Status PrintSink::Write(std::string_view line) {
-  scratch_.assign(prefix_);
-  scratch_.append(line.data(), line.size());
-  scratch_.push_back('\n');
-  if (std::fwrite(scratch_.data(), 1, scratch_.size(), out_) != scratch_.size()) {
-    return ErrnoError("cannot write to the print sink's output stream", errno);
-  }
+  buffer_.append(prefix_);
+  buffer_.append(line.data(), line.size());
+  buffer_.push_back('\n');
+  if (buffer_.size() >= kBufferBytes) return Flush();
   return Status::Ok();
 }
 
 Status PrintSink::Flush() {
+  // What others wrote through the stream goes first.
   if (std::fflush(out_) != 0) {
     return ErrnoError("cannot flush the print sink's output stream", errno);
   }
+  if (buffer_.empty()) return Status::Ok();
+  const int fd = ::fileno(out_);
+  if (fd < 0) {  // a stream without a descriptor (e.g. open_memstream)
+    const bool written = std::fwrite(buffer_.data(), 1, buffer_.size(), out_) == buffer_.size();
+    buffer_.clear();
+    if (!written || std::fflush(out_) != 0) {
+      return ErrnoError("cannot write to the print sink's output stream", errno);
+    }
+    return Status::Ok();
+  }
+  size_t done = 0;
+  while (done < buffer_.size()) {
+    ssize_t n = ::write(fd, buffer_.data() + done, buffer_.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      buffer_.clear();
+      return ErrnoError("cannot write to the print sink's output stream", err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  buffer_.clear();
   return Status::Ok();
 }
 

@@ -17,7 +17,7 @@ Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(const DeployTask& deploymen
                                                      std::unique_ptr<RecordFunction> function,
                                                      std::optional<FileSink> sink,
                                                      const Clock* clock, TaskMetrics* metrics,
-                                                     Callbacks callbacks) {
+                                                     Callbacks callbacks, std::FILE* print_stream) {
   std::unique_ptr<KeyedTask> t(new KeyedTask());
   const JobSpec& spec = deployment.spec;
   t->deployment_ = deployment;
@@ -25,7 +25,12 @@ Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(const DeployTask& deploymen
   t->metrics_ = metrics;
   t->callbacks_ = std::move(callbacks);
   t->gate_ = std::move(gate);
-  if (sink) t->collector_.sink.emplace(std::move(*sink));
+  if (sink) {
+    t->collector_.sink.emplace(std::move(*sink));
+  } else {
+    t->collector_.print.emplace(
+        PrintSink::ForSubtask(deployment.subtask, spec.parallelism, print_stream));
+  }
   ASSIGN_OR_RETURN(t->mailbox_, TaskMailbox::Create());
   t->time_ = std::make_unique<SystemProcessingTimeService>(*clock);
   t->waiter_ = std::make_unique<GateWaiter>(t->gate_.get());
@@ -49,8 +54,12 @@ Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(const DeployTask& deploymen
   config.key_type = spec.key_type;
   config.key_groups = deployment.key_groups;
   config.params = spec.params;
+  config.job_name = spec.job_name;
+  config.library_name = spec.job_library.file_name;
   t->operator_ = std::make_unique<KeyedProcessOperator>(std::move(config), std::move(function),
                                                         t->time_.get(), &t->collector_);
+  // A failure in a timer (which returns nothing) ends the mailbox loop with it.
+  t->operator_->SetFailureListener([self](const Status& s) { self->processor_->ReportError(s); });
   return t;
 }
 
@@ -159,7 +168,20 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
 }
 
 Status KeyedTask::Run() {
-  RETURN_IF_ERROR_CTX(operator_->Open(), "opening the job function");
+  Status s = RunOperator();
+  Status closed = operator_->Close();
+  if (collector_.print) {
+    Status flushed = collector_.print->Flush();
+    if (!flushed.ok()) KF_LOG_WARN("print sink: {}", flushed.message());
+  }
+  if (cancelled_.load(std::memory_order_acquire)) return Aborted("the keyed subtask was cancelled");
+  if (s.ok()) return closed;
+  if (!closed.ok()) KF_LOG_WARN("after the subtask failed: {}", closed.message());
+  return s;
+}
+
+Status KeyedTask::RunOperator() {
+  RETURN_IF_ERROR(operator_->Open());
   int64_t restore_start = clock_->MonotonicMillis();
   if (deployment_.restore) RETURN_IF_ERROR(Restore(*deployment_.restore));
   operator_->Start();
@@ -171,7 +193,6 @@ Status KeyedTask::Run() {
   Status s = processor_->RunMailboxLoop();
   if (snapshot_thread_.joinable()) snapshot_thread_.join();
   operator_->SetWriteGuard(nullptr);
-  if (cancelled_.load(std::memory_order_acquire)) return Aborted("the keyed subtask was cancelled");
   return s;
 }
 
@@ -181,6 +202,10 @@ void KeyedTask::UpdateGauges(Timestamp ts) {
                                             operator_->timer_service().NumProcessingTimers()));
   metrics_->late_records.Set(operator_->late_records());
   metrics_->records_out.Set(operator_->records_out());
+  if (collector_.print && collector_.error.ok()) {
+    Status flushed = collector_.print->Flush();
+    if (!flushed.ok()) collector_.error = flushed.WithContext("printing results");
+  }
   time_->Schedule(ts + Duration::Millis(kGaugeIntervalMs),
                   [this](Timestamp t) { UpdateGauges(t); });
 }
@@ -190,6 +215,7 @@ Result<InputStatus> KeyedTask::ProcessInput() {
   ASSIGN_OR_RETURN(std::optional<InputEvent> event, gate_->PollNext());
   if (!event) return InputStatus::kNothingAvailable;
   RETURN_IF_ERROR(HandleEvent(*event));
+  RETURN_IF_ERROR(operator_->failure());  // e.g. in a timer the watermark fired
   if (!collector_.error.ok()) return collector_.error;
   if (gate_->AllFinished()) {
     RETURN_IF_ERROR(EndOfInput());
@@ -215,8 +241,13 @@ Status KeyedTask::HandleEvent(const InputEvent& event) {
         scratch_.key_group = v.key_group;
         scratch_.timestamp = v.timestamp;
         scratch_.payload.assign(v.payload);
-        RETURN_IF_ERROR_CTX(operator_->ProcessElement(scratch_),
-                            "record from source subtask " + std::to_string(event.channel.value()));
+        Status processed = operator_->ProcessElement(scratch_);
+        if (!processed.ok()) {
+          // The function's own failure names it; others get the record's origin.
+          if (!operator_->failure().ok()) return processed;
+          return processed.WithContext("record from source subtask " +
+                                       std::to_string(event.channel.value()));
+        }
       }
       metrics_->records_processed.Inc(static_cast<int64_t>(event.records.size()));
       return Status::Ok();
@@ -246,8 +277,12 @@ Status KeyedTask::HandleEvent(const InputEvent& event) {
 
 Status KeyedTask::EndOfInput() {
   ended_ = true;
-  operator_->EndInput();
+  RETURN_IF_ERROR(operator_->EndInput());
   metrics_->records_out.Set(operator_->records_out());
+  if (collector_.print && collector_.error.ok()) {
+    Status flushed = collector_.print->Flush();
+    if (!flushed.ok()) collector_.error = flushed.WithContext("printing results");
+  }
   RETURN_IF_ERROR(collector_.error);
   KF_LOG_INFO("keyed subtask input ended subtask={} processed={} emitted={}",
               deployment_.subtask.value(), metrics_->records_processed.value(),
@@ -369,10 +404,15 @@ void KeyedTask::OperatorWatermarkOutput::EmitWatermark(Timestamp w) {
   task_->metrics_->current_watermark.Set(w.millis());
 }
 
-void KeyedTask::SinkCollector::Collect(std::string line) {
-  if (!sink || !error.ok()) return;
-  Status s = sink->Write(line);
-  if (!s.ok()) error = s.WithContext("writing a result");
+void KeyedTask::SinkCollector::Collect(OutputRecord record) {
+  if (!error.ok()) return;
+  if (sink) {
+    Status s = sink->Write(record.line);
+    if (!s.ok()) error = s.WithContext("writing a result");
+  } else if (print) {
+    Status s = print->Write(record.line);
+    if (!s.ok()) error = s.WithContext("printing a result");
+  }
 }
 
 Status KeyedTask::GateWaiter::Wait(std::optional<Duration> timeout, int mailbox_fd) {

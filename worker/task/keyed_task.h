@@ -17,11 +17,22 @@
 // end of input only commits the files it covered; the subtask keeps running until the final one.
 // Time (durations in acks, restore time) comes from the injected clock.
 //
+// Results go to the file sink (--output, exactly once) or, without --output, to the print sink
+// on `print_stream` (the worker's stdout: its log file under scripts/start-cluster.sh), each
+// line prefixed "<subtask + 1>> " when the job's parallelism is > 1 (Flink's print()); printed
+// lines are flushed at least every 200 ms and at the end of input, and are at least once (a
+// restarted attempt prints what it replays again).
+//
+// A failure of the job's function (Open's error, an exception from any call) fails Run with
+// the operator's message, e.g. "function of job 'sessions' (libsessions.so) threw
+// std::runtime_error in ProcessElement: ...".
+//
 // Threading: Run() on the task thread; the public methods below it from any thread (they put
 // mail).
 #pragma once
 
 #include <atomic>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -38,6 +49,7 @@
 #include "worker/runtime/task_mailbox.h"
 #include "worker/shuffle/input_gate.h"
 #include "worker/sinks/file_sink.h"
+#include "worker/sinks/print_sink.h"
 #include "worker/task/task_metrics.h"
 #include "worker/watermark/status_watermark_valve.h"
 
@@ -63,12 +75,14 @@ class KeyedTask {
   };
 
   // `gate` is bound already (its endpoints were reported to the coordinator). `sink` is null
-  // when the job has no --output. `metrics` and `clock` must outlive the task.
+  // when the job has no --output: results are printed to `print_stream` then. `metrics`,
+  // `clock` and `print_stream` must outlive the task.
   static Result<std::unique_ptr<KeyedTask>> Create(const DeployTask& deployment,
                                                    std::unique_ptr<InputGate> gate,
                                                    std::unique_ptr<RecordFunction> function,
                                                    std::optional<FileSink> sink, const Clock* clock,
-                                                   TaskMetrics* metrics, Callbacks callbacks);
+                                                   TaskMetrics* metrics, Callbacks callbacks,
+                                                   std::FILE* print_stream = stdout);
   ~KeyedTask();
 
   // Opens the operator, restores state (if deployed with a restore), processes input until the
@@ -85,6 +99,7 @@ class KeyedTask {
 
  private:
   KeyedTask() = default;
+  Status RunOperator();  // Run without Close and the final flush
   Status Restore(const RestoreAssignment& restore);
   Result<InputStatus> ProcessInput();
   Status HandleEvent(const InputEvent& event);
@@ -107,11 +122,12 @@ class KeyedTask {
     KeyedTask* task_;
   };
 
-  // The operator's output: the sink (or nothing without --output).
-  class SinkCollector final : public Collector<std::string> {
+  // The operator's output: the file sink, or the print sink without --output.
+  class SinkCollector final : public Collector<OutputRecord> {
    public:
-    void Collect(std::string line) override;
+    void Collect(OutputRecord record) override;
     std::optional<FileSink> sink;
+    std::optional<PrintSink> print;
     Status error;
   };
 

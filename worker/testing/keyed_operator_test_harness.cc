@@ -15,6 +15,8 @@ KeyedOperatorTestHarness::KeyedOperatorTestHarness(std::unique_ptr<RecordFunctio
   config.key_groups = options_.key_groups.value_or(ComputeKeyGroupRangeForOperatorIndex(
       options_.max_parallelism, options_.parallelism, SubtaskIndex(options_.subtask)));
   config.params = options_.params;
+  config.job_name = options_.job_name;
+  config.library_name = options_.library_name;
   operator_ = std::make_unique<KeyedProcessOperator>(std::move(config), std::move(function),
                                                      &processing_time_, &output_);
 }
@@ -72,7 +74,7 @@ void KeyedOperatorTestHarness::EndInput() {
     operator_->Start();
     started_ = true;
   }
-  operator_->EndInput();
+  operator_->EndInput().IgnoreError();  // kept in failure()
 }
 
 Result<std::string> KeyedOperatorTestHarness::Snapshot() const {
@@ -83,7 +85,15 @@ Result<std::string> KeyedOperatorTestHarness::Snapshot() const {
 
 std::vector<std::string> KeyedOperatorTestHarness::ExtractOutput() {
   std::vector<std::string> out;
-  out.swap(output_.lines);
+  out.reserve(output_.records.size());
+  for (OutputRecord& r : output_.records) out.push_back(std::move(r.line));
+  output_.records.clear();
+  return out;
+}
+
+std::vector<OutputRecord> KeyedOperatorTestHarness::ExtractOutputRecords() {
+  std::vector<OutputRecord> out;
+  out.swap(output_.records);
   return out;
 }
 

@@ -6,7 +6,12 @@
 //   ASSERT_TRUE(h.Open().ok());
 //   ASSERT_TRUE(h.ProcessElement("uid-1", 1000).ok());
 //   h.SetProcessingTime(43'200'000);     // fires the processing-time timer
-//   EXPECT_EQ(h.ExtractOutput(), ...);
+//   EXPECT_EQ(h.ExtractOutput(), ...);                  // the lines
+//   EXPECT_EQ(h.ExtractOutputRecords(), ...);           // lines with their output timestamps
+//
+// A failing function (Open's error, an exception) does not throw out of the harness: Open and
+// ProcessElement return the failure, and failure() holds the first one (also one from a timer
+// or EndInput).
 //
 // Used by unit tests and by tools that replay a job in memory.
 #pragma once
@@ -30,7 +35,9 @@ class KeyedOperatorTestHarness {
     int32_t subtask = 0;
     std::optional<KeyGroupRange> key_groups;  // default: the subtask's Flink range
     std::map<std::string, std::string> params;
-    int64_t processing_time = 0;  // initial manual processing time
+    int64_t processing_time = 0;        // initial manual processing time
+    std::string job_name = "test-job";  // for failure messages
+    std::string library_name;           // for failure messages (empty: none)
   };
 
   KeyedOperatorTestHarness(std::unique_ptr<RecordFunction> function, Options options);
@@ -47,19 +54,25 @@ class KeyedOperatorTestHarness {
   // Moves the manual processing time and runs the due processing-time timers.
   void SetProcessingTime(int64_t time);
   void EndInput();
+  // The function's Close (the destructor calls it otherwise).
+  Status Close() { return operator_->Close(); }
+  // The function's first failure (OK while none).
+  const Status& failure() const { return operator_->failure(); }
 
   Result<std::string> Snapshot() const;
 
   // Output lines emitted so far (and forgets them).
   std::vector<std::string> ExtractOutput();
+  // Output records emitted so far, with the timestamps the runtime gave them (and forgets them).
+  std::vector<OutputRecord> ExtractOutputRecords();
   KeyedProcessOperator& op() { return *operator_; }
   ManualProcessingTimeService& processing_time() { return processing_time_; }
   const KeyGroupRange& key_groups() const { return operator_->config().key_groups; }
 
  private:
-  struct VectorCollector final : Collector<std::string> {
-    void Collect(std::string v) override { lines.push_back(std::move(v)); }
-    std::vector<std::string> lines;
+  struct VectorCollector final : Collector<OutputRecord> {
+    void Collect(OutputRecord v) override { records.push_back(std::move(v)); }
+    std::vector<OutputRecord> records;
   };
 
   Options options_;

@@ -49,5 +49,51 @@ TEST(PrintSink, PrefixesTheOneBasedSubtaskIndexLikeFlinkAtHigherParallelism) {
   EXPECT_EQ(stream.Close(), "3> a\n3> b\n");
 }
 
+// A stream with a file descriptor (like the worker's stdout on its log file).
+std::string ReadAll(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  return out;
+}
+
+TEST(PrintSink, BuffersWholeLinesUntilFlushAndWritesAfterWhatTheStreamHolds) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  PrintSink sink = PrintSink::ForSubtask(SubtaskIndex(0), 2, f);
+  ASSERT_TRUE(sink.Write("a").ok());
+  EXPECT_EQ(ReadAll(f), "");    // buffered
+  std::fputs("log line\n", f);  // something else writing to the same stream
+  ASSERT_TRUE(sink.Write("b").ok());
+  ASSERT_TRUE(sink.Flush().ok());
+  EXPECT_EQ(ReadAll(f), "log line\n1> a\n1> b\n");
+  std::fclose(f);
+}
+
+TEST(PrintSink, WritesWhenTheBufferIsFull) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  PrintSink sink(f);
+  const std::string line(1023, 'x');  // 1 KiB with the newline
+  for (size_t i = 0; i < PrintSink::kBufferBytes / 1024 - 1; ++i)
+    ASSERT_TRUE(sink.Write(line).ok());
+  EXPECT_EQ(ReadAll(f).size(), 0u);
+  ASSERT_TRUE(sink.Write(line).ok());
+  EXPECT_EQ(ReadAll(f).size(), PrintSink::kBufferBytes);
+  std::fclose(f);
+}
+
+TEST(PrintSink, TheDestructorWritesWhatIsBuffered) {
+  MemoryStream stream;
+  {
+    PrintSink sink(stream.file());
+    ASSERT_TRUE(sink.Write("last").ok());
+  }
+  EXPECT_EQ(stream.Close(), "last\n");
+}
+
 }  // namespace
 }  // namespace keyflow

@@ -1,4 +1,4 @@
-#include "worker/sinks/json_output.h"
+#include "worker/api/json_output.h"
 
 #include <charconv>
 #include <cmath>

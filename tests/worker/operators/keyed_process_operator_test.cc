@@ -1,0 +1,246 @@
+// KeyedProcessOperator through the test harness: output timestamps (Flink's
+// TimestampedCollector) and failures of user code (Open's error, exceptions from every call).
+#include "worker/operators/keyed_process_operator.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "worker/testing/keyed_operator_test_harness.h"
+
+namespace keyflow {
+namespace {
+
+using Records = std::vector<OutputRecord>;
+
+// Emits one record per element and per timer, without a timestamp unless the element's key is
+// "explicit"; registers an event-time timer at ts + 10 and a processing-time timer at ts + 100.
+class EchoFunction final : public KeyedFunction {
+ public:
+  void ProcessElement(const Record& r, Context& ctx, Collector<OutputRecord>& out) override {
+    if (r.key.bytes() == "explicit") {
+      out.Collect(OutputRecord(std::string("explicit"), Timestamp(7)));
+      return;
+    }
+    out.Collect(JsonObject().Add("element", r.timestamp.millis()));
+    ctx.timer_service().RegisterEventTimeTimer(r.timestamp + Duration::Millis(10));
+    ctx.timer_service().RegisterProcessingTimeTimer(r.timestamp + Duration::Millis(100));
+  }
+  void OnTimer(Timestamp t, OnTimerContext& ctx, Collector<OutputRecord>& out) override {
+    out.Collect(JsonObject()
+                    .Add("timer", t.millis())
+                    .Add("domain", ctx.time_domain() == TimeDomain::kEventTime ? "event" : "proc"));
+  }
+  void EndInput(Context&, Collector<OutputRecord>& out) override {
+    out.Collect(std::string("end"));
+  }
+};
+
+OutputRecord At(std::string line, int64_t ts) {
+  return OutputRecord(std::move(line), Timestamp(ts));
+}
+
+TEST(KeyedProcessOperatorOutput, RecordsGetTheElementsTimerOrFinalWatermarksTimestamp) {
+  KeyedOperatorTestHarness h(std::make_unique<EchoFunction>(), {});
+  ASSERT_TRUE(h.Open().ok());
+  ASSERT_TRUE(h.ProcessElement("a", 1000).ok());
+  EXPECT_EQ(h.ExtractOutputRecords(), Records{At(R"({"element":1000})", 1000)});
+  h.ProcessWatermark(1010);
+  EXPECT_EQ(h.ExtractOutputRecords(), Records{At(R"({"timer":1010,"domain":"event"})", 1010)});
+  h.SetProcessingTime(1100);
+  EXPECT_EQ(h.ExtractOutputRecords(), Records{At(R"({"timer":1100,"domain":"proc"})", 1100)});
+  h.EndInput();
+  EXPECT_EQ(h.ExtractOutputRecords(), Records{At("end", kMaxWatermark.millis())});
+  EXPECT_EQ(h.op().records_out(), 4);
+}
+
+TEST(KeyedProcessOperatorOutput, ATimestampTheFunctionSetsIsKept) {
+  KeyedOperatorTestHarness h(std::make_unique<EchoFunction>(), {});
+  ASSERT_TRUE(h.Open().ok());
+  ASSERT_TRUE(h.ProcessElement("explicit", 1000).ok());
+  EXPECT_EQ(h.ExtractOutputRecords(), Records{At("explicit", 7)});
+}
+
+TEST(KeyedProcessOperatorOutput, ExtractOutputGivesTheLines) {
+  KeyedOperatorTestHarness h(std::make_unique<EchoFunction>(), {});
+  ASSERT_TRUE(h.Open().ok());
+  ASSERT_TRUE(h.ProcessElement("a", 5).ok());
+  EXPECT_EQ(h.ExtractOutput(), std::vector<std::string>{R"({"element":5})"});
+  EXPECT_TRUE(h.ExtractOutputRecords().empty());
+}
+
+// Fails in the call named by `where` (by throwing `what`, or by Open's error); counts calls.
+class FaultyFunction final : public KeyedFunction {
+ public:
+  enum class How { kRuntimeError, kInt, kOpenError };
+  FaultyFunction(UserCall where, How how, int* calls) : where_(where), how_(how), calls_(calls) {}
+
+  Status Open(RuntimeContext&) override {
+    if (where_ == UserCall::kOpen && how_ == How::kOpenError) {
+      return InvalidArgument("the lookup table /data/t.csv does not exist");
+    }
+    Maybe(UserCall::kOpen);
+    return Status::Ok();
+  }
+  void ProcessElement(const Record& r, Context& ctx, Collector<OutputRecord>& out) override {
+    ++*calls_;
+    out.Collect(std::string("element"));
+    ctx.timer_service().RegisterEventTimeTimer(r.timestamp);
+    ctx.timer_service().RegisterProcessingTimeTimer(r.timestamp);
+    Maybe(UserCall::kProcessElement);
+  }
+  void OnTimer(Timestamp, OnTimerContext&, Collector<OutputRecord>&) override {
+    ++*calls_;
+    Maybe(UserCall::kOnTimer);
+  }
+  void EndInput(Context&, Collector<OutputRecord>&) override {
+    ++*calls_;
+    Maybe(UserCall::kEndInput);
+  }
+  void Close() override { Maybe(UserCall::kClose); }
+
+ private:
+  void Maybe(UserCall call) {
+    if (call != where_) return;
+    if (how_ == How::kInt) throw 42;
+    throw std::runtime_error("bad value in field 'amount'");
+  }
+  UserCall where_;
+  How how_;
+  int* calls_;
+};
+
+KeyedOperatorTestHarness::Options Named() {
+  KeyedOperatorTestHarness::Options o;
+  o.job_name = "sessions";
+  o.library_name = "libsessions.so";
+  return o;
+}
+
+std::unique_ptr<KeyedOperatorTestHarness> Faulty(
+    UserCall where, FaultyFunction::How how, int* calls,
+    KeyedOperatorTestHarness::Options options = Named()) {
+  return std::make_unique<KeyedOperatorTestHarness>(
+      std::make_unique<FaultyFunction>(where, how, calls), std::move(options));
+}
+
+TEST(KeyedProcessOperatorFailures, OpenReturningAnErrorNamesTheJobTheLibraryAndTheCall) {
+  int calls = 0;
+  auto harness = Faulty(UserCall::kOpen, FaultyFunction::How::kOpenError, &calls);
+  KeyedOperatorTestHarness& h = *harness;
+  Status s = h.Open();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "function of job 'sessions' (libsessions.so) failed in Open: the lookup table "
+            "/data/t.csv does not exist");
+  EXPECT_EQ(h.failure(), s);
+  // No element reaches a function whose Open failed.
+  EXPECT_EQ(h.ProcessElement("a", 1).message(), s.message());
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(KeyedProcessOperatorFailures, OpenThrowingIsReportedWithTheExceptionType) {
+  int calls = 0;
+  auto harness = Faulty(UserCall::kOpen, FaultyFunction::How::kRuntimeError, &calls);
+  KeyedOperatorTestHarness& h = *harness;
+  Status s = h.Open();
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_EQ(s.message(),
+            "function of job 'sessions' (libsessions.so) threw std::runtime_error in Open: bad "
+            "value in field 'amount'");
+}
+
+TEST(KeyedProcessOperatorFailures, ProcessElementThrowingFailsAndTheFunctionIsNotCalledAgain) {
+  int calls = 0;
+  auto harness = Faulty(UserCall::kProcessElement, FaultyFunction::How::kRuntimeError, &calls);
+  KeyedOperatorTestHarness& h = *harness;
+  ASSERT_TRUE(h.Open().ok());
+  Status s = h.ProcessElement("a", 1);
+  EXPECT_EQ(s.message(),
+            "function of job 'sessions' (libsessions.so) threw std::runtime_error in "
+            "ProcessElement: bad value in field 'amount'");
+  EXPECT_EQ(h.failure(), s);
+  EXPECT_EQ(h.ExtractOutput(), std::vector<std::string>{"element"});  // before it threw
+  EXPECT_EQ(h.ProcessElement("b", 2), s);
+  h.ProcessWatermark(100);  // the registered timers do not fire into a failed function
+  h.SetProcessingTime(100);
+  h.EndInput();
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(h.Close().ok());  // Close still runs, once
+  EXPECT_TRUE(h.Close().ok());
+}
+
+TEST(KeyedProcessOperatorFailures, ANonStandardExceptionIsNamedByItsType) {
+  int calls = 0;
+  auto harness = Faulty(UserCall::kProcessElement, FaultyFunction::How::kInt, &calls);
+  KeyedOperatorTestHarness& h = *harness;
+  ASSERT_TRUE(h.Open().ok());
+  EXPECT_EQ(h.ProcessElement("a", 1).message(),
+            "function of job 'sessions' (libsessions.so) threw an exception of type int (not a "
+            "std::exception) in ProcessElement");
+}
+
+TEST(KeyedProcessOperatorFailures, AnEventTimeTimerThrowingIsTheFailureAndTheListenerHearsIt) {
+  int calls = 0;
+  auto harness = Faulty(UserCall::kOnTimer, FaultyFunction::How::kRuntimeError, &calls);
+  KeyedOperatorTestHarness& h = *harness;
+  std::vector<std::string> heard;
+  h.op().SetFailureListener([&](const Status& s) { heard.push_back(s.message()); });
+  ASSERT_TRUE(h.Open().ok());
+  ASSERT_TRUE(h.ProcessElement("a", 1).ok());
+  ASSERT_TRUE(h.ProcessElement("b", 1).ok());
+  h.ProcessWatermark(1);  // two timers due: the first throws, the second is not called
+  const std::string expected =
+      "function of job 'sessions' (libsessions.so) threw std::runtime_error in OnTimer: bad "
+      "value in field 'amount'";
+  EXPECT_EQ(h.failure().message(), expected);
+  EXPECT_EQ(heard, std::vector<std::string>{expected});
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(h.ProcessElement("c", 2).message(), expected);
+}
+
+TEST(KeyedProcessOperatorFailures, AProcessingTimeTimerThrowingIsTheFailure) {
+  int calls = 0;
+  auto harness = Faulty(UserCall::kOnTimer, FaultyFunction::How::kRuntimeError, &calls);
+  KeyedOperatorTestHarness& h = *harness;
+  ASSERT_TRUE(h.Open().ok());
+  ASSERT_TRUE(h.ProcessElement("a", 5).ok());
+  h.SetProcessingTime(5);
+  EXPECT_EQ(h.failure().message(),
+            "function of job 'sessions' (libsessions.so) threw std::runtime_error in OnTimer: bad "
+            "value in field 'amount'");
+}
+
+TEST(KeyedProcessOperatorFailures, EndInputThrowingIsReturnedByTheOperator) {
+  int calls = 0;
+  auto harness = Faulty(UserCall::kEndInput, FaultyFunction::How::kRuntimeError, &calls);
+  KeyedOperatorTestHarness& h = *harness;
+  ASSERT_TRUE(h.Open().ok());
+  Status s = h.op().EndInput();
+  EXPECT_EQ(s.message(),
+            "function of job 'sessions' (libsessions.so) threw std::runtime_error in EndInput: "
+            "bad value in field 'amount'");
+  EXPECT_EQ(h.failure(), s);
+}
+
+TEST(KeyedProcessOperatorFailures, CloseThrowingIsReturnedByClose) {
+  int calls = 0;
+  auto harness = Faulty(UserCall::kClose, FaultyFunction::How::kRuntimeError, &calls);
+  KeyedOperatorTestHarness& h = *harness;
+  ASSERT_TRUE(h.Open().ok());
+  EXPECT_EQ(h.Close().message(),
+            "function of job 'sessions' (libsessions.so) threw std::runtime_error in Close: bad "
+            "value in field 'amount'");
+}
+
+TEST(KeyedProcessOperatorFailures, WithoutALibraryTheMessageNamesOnlyTheJob) {
+  int calls = 0;
+  auto harness = Faulty(UserCall::kOpen, FaultyFunction::How::kOpenError, &calls, {});
+  KeyedOperatorTestHarness& h = *harness;
+  EXPECT_EQ(h.Open().message(),
+            "function of job 'test-job' failed in Open: the lookup table /data/t.csv does not "
+            "exist");
+}
+
+}  // namespace
+}  // namespace keyflow

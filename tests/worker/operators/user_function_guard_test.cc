@@ -1,0 +1,58 @@
+#include "worker/operators/user_function_guard.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace keyflow {
+namespace {
+
+TEST(UserFunctionGuard, TheCrashNoteNamesTheRunningCallOnlyWhileItRuns) {
+  UserFunctionGuard guard("crashy", "libcrashy.so");
+  EXPECT_EQ(CurrentUserCallNote(), nullptr);
+  std::string seen;
+  Status s = guard.Call(UserCall::kProcessElement, [&] { seen = CurrentUserCallNote(); });
+  EXPECT_TRUE(s.ok());
+  EXPECT_EQ(seen, "ProcessElement of job 'crashy' (libcrashy.so)");
+  EXPECT_EQ(CurrentUserCallNote(), nullptr);
+}
+
+TEST(UserFunctionGuard, ANestedCallRestoresTheOuterNote) {
+  UserFunctionGuard guard("crashy", "libcrashy.so");
+  std::string inner, after;
+  guard
+      .Call(UserCall::kEndInput,
+            [&] {
+              guard.Call(UserCall::kOnTimer, [&] { inner = CurrentUserCallNote(); }).IgnoreError();
+              after = CurrentUserCallNote();
+            })
+      .IgnoreError();
+  EXPECT_EQ(inner, "OnTimer of job 'crashy' (libcrashy.so)");
+  EXPECT_EQ(after, "EndInput of job 'crashy' (libcrashy.so)");
+}
+
+TEST(UserFunctionGuard, TheNoteIsClearedWhenTheCallThrows) {
+  UserFunctionGuard guard("j", "");
+  Status s = guard.Call(UserCall::kCreate, [] { throw std::out_of_range("no such param"); });
+  EXPECT_EQ(s.message(), "function of job 'j' threw std::out_of_range in create: no such param");
+  EXPECT_EQ(CurrentUserCallNote(), nullptr);
+}
+
+struct NotAnException {};
+
+TEST(UserFunctionGuard, NamesAUserTypeThrown) {
+  UserFunctionGuard guard("j", "libj.so");
+  Status s = guard.Call(UserCall::kOnTimer, [] { throw NotAnException{}; });
+  EXPECT_EQ(s.message(),
+            "function of job 'j' (libj.so) threw an exception of type "
+            "keyflow::(anonymous namespace)::NotAnException (not a std::exception) in OnTimer");
+}
+
+TEST(UserFunctionGuard, AnOkStatusPassesThrough) {
+  UserFunctionGuard guard("j", "libj.so");
+  EXPECT_TRUE(guard.CallReturningStatus(UserCall::kOpen, [] { return Status::Ok(); }).ok());
+}
+
+}  // namespace
+}  // namespace keyflow

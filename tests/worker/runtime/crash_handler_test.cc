@@ -1,0 +1,71 @@
+#include "worker/runtime/crash_handler.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <csignal>
+#include <string>
+
+#include "worker/operators/user_function_guard.h"
+
+namespace keyflow {
+namespace {
+
+TEST(CrashHandler, FormatsTheSignalAndTheRunningUserCall) {
+  char buf[128];
+  EXPECT_EQ(
+      FormatCrashCause(SIGSEGV, "ProcessElement of job 'crashy' (libcrashy.so)", buf, sizeof(buf)),
+      "SIGSEGV while running ProcessElement of job 'crashy' (libcrashy.so)");
+  EXPECT_EQ(FormatCrashCause(SIGFPE, nullptr, buf, sizeof(buf)), "SIGFPE");
+  EXPECT_EQ(FormatCrashCause(SIGBUS, nullptr, buf, sizeof(buf)), "SIGBUS");
+  EXPECT_EQ(FormatCrashCause(SIGABRT, nullptr, buf, sizeof(buf)), "SIGABRT");
+}
+
+TEST(CrashHandler, TruncatesToTheBuffer) {
+  char buf[8];
+  EXPECT_EQ(FormatCrashCause(SIGSEGV, "ProcessElement", buf, sizeof(buf)), "SIGSEGV");
+}
+
+// Dereferences a null pointer the optimiser cannot see through.
+void Segfault() {
+  volatile int* p = nullptr;
+  *p = 1;
+}
+
+TEST(CrashHandlerDeathTest, ACrashInUserCodeNamesTheSignalAndTheCallThenDiesOfIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  UserFunctionGuard guard("crashy", "libcrashy.so");
+  EXPECT_EXIT(
+      {
+        InstallCrashHandlers();
+        guard.Call(UserCall::kProcessElement, [] { Segfault(); }).IgnoreError();
+      },
+      ::testing::KilledBySignal(SIGSEGV),
+      "keyflow-worker pid [0-9]+ crashed: SIGSEGV while running ProcessElement of job 'crashy' "
+      "\\(libcrashy.so\\)");
+}
+
+TEST(CrashHandlerDeathTest, AnAbortInUserCodeIsNamedToo) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  UserFunctionGuard guard("crashy", "libcrashy.so");
+  EXPECT_EXIT(
+      {
+        InstallCrashHandlers();
+        guard.Call(UserCall::kOnTimer, [] { std::abort(); }).IgnoreError();
+      },
+      ::testing::KilledBySignal(SIGABRT),
+      "crashed: SIGABRT while running OnTimer of job 'crashy' \\(libcrashy.so\\)");
+}
+
+TEST(CrashHandlerDeathTest, ACrashOutsideUserCodeNamesOnlyTheSignal) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        InstallCrashHandlers();
+        std::raise(SIGFPE);
+      },
+      ::testing::KilledBySignal(SIGFPE), "crashed: SIGFPE\n");
+}
+
+}  // namespace
+}  // namespace keyflow
