@@ -94,7 +94,24 @@ void OnCrash(int signal) {
 
 std::atomic<bool> g_installed{false};
 
+constexpr size_t kAltStackBytes = 64 * 1024;
+
 }  // namespace
+
+ScopedAltSignalStack::ScopedAltSignalStack() : memory_(new char[kAltStackBytes]) {
+  stack_t ss{};
+  ss.ss_sp = memory_.get();
+  ss.ss_size = kAltStackBytes;
+  ss.ss_flags = 0;
+  installed_ = ::sigaltstack(&ss, nullptr) == 0;
+}
+
+ScopedAltSignalStack::~ScopedAltSignalStack() {
+  if (!installed_) return;
+  stack_t ss{};
+  ss.ss_flags = SS_DISABLE;
+  ::sigaltstack(&ss, nullptr);
+}
 
 std::string_view FormatCrashCause(int signal, const char* note, char* buffer, size_t size) {
   Appender a{buffer, size};
@@ -112,7 +129,7 @@ void InstallCrashHandlers() {
     struct sigaction sa {};
     sa.sa_handler = OnCrash;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND;
+    sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
     ::sigaction(signal, &sa, nullptr);
   }
 }

@@ -3,6 +3,7 @@
 #include "checkpoint/checkpoint_storage.h"
 #include "common/file_io.h"
 #include "common/logging.h"
+#include "worker/runtime/crash_handler.h"
 
 namespace keyflow {
 namespace {
@@ -168,6 +169,7 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
 }
 
 Status KeyedTask::Run() {
+  ScopedAltSignalStack crash_stack;  // a stack overflow in user code still names the call
   Status s = RunOperator();
   Status closed = operator_->Close();
   if (collector_.print) {

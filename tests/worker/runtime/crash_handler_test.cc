@@ -45,6 +45,29 @@ TEST(CrashHandlerDeathTest, ACrashInUserCodeNamesTheSignalAndTheCallThenDiesOfIt
       "\\(libcrashy.so\\)");
 }
 
+// Recurses until the stack runs out (the volatile array keeps every frame; the volatile limit
+// hides the recursion's endlessness from the compiler).
+volatile int g_depth_limit = 1 << 30;
+int Recurse(int depth) {
+  volatile char frame[1024];
+  frame[0] = static_cast<char>(depth);
+  if (depth >= g_depth_limit) return 0;
+  return Recurse(depth + 1) + frame[0];
+}
+
+TEST(CrashHandlerDeathTest, AStackOverflowInUserCodeIsNamedOnTheAlternateStack) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  UserFunctionGuard guard("deep", "libdeep.so");
+  EXPECT_EXIT(
+      {
+        InstallCrashHandlers();
+        ScopedAltSignalStack stack;
+        guard.Call(UserCall::kProcessElement, [] { (void)Recurse(0); }).IgnoreError();
+      },
+      ::testing::KilledBySignal(SIGSEGV),
+      "crashed: SIGSEGV while running ProcessElement of job 'deep' \\(libdeep.so\\)");
+}
+
 TEST(CrashHandlerDeathTest, AnAbortInUserCodeIsNamedToo) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   UserFunctionGuard guard("crashy", "libcrashy.so");
