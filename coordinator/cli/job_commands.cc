@@ -184,8 +184,9 @@ void PrintSummary(const nlohmann::json& job, std::ostream& os) {
 // asking for up to `unreachable_grace_ms`).
 int WaitForJob(const std::string& endpoint, const std::string& job_id) {
   bool tty = isatty(STDERR_FILENO) != 0;
-  int64_t last_print = 0, unreachable_since = 0;
+  int64_t last_print = 0, unreachable_since = 0, failed_since = 0;
   constexpr int64_t kUnreachableGraceMs = 120'000;
+  constexpr int64_t kExitNoteGraceMs = 4'000;
   while (true) {
     int code = 0;
     auto reply = Ask(endpoint, StatusRequest{}, &code, /*quiet=*/true);
@@ -207,6 +208,18 @@ int WaitForJob(const std::string& endpoint, const std::string& job_id) {
       const nlohmann::json& job = status.is_object() ? status["job"] : status;
       if (job.is_object() && job.value("job_id", "") == job_id) {
         std::string state = job.value("state", "");
+        // A job failed by a lost worker: a supervisor restarting it (about 1 s) reports how
+        // the process ended, e.g. "died of SIGSEGV while running ProcessElement of job ...";
+        // wait a little for that note so the summary names the crash.
+        const std::string failure = job.value("failure", std::string());
+        const bool note_due = state == "FAILED" &&
+                              failure.find(" was lost: ") != std::string::npos &&
+                              failure.find("its process ended") == std::string::npos;
+        if (note_due && failed_since == 0) failed_since = now;
+        if (note_due && now - failed_since < kExitNoteGraceMs) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling period
+          continue;
+        }
         if (state == "FINISHED" || state == "FAILED" || state == "CANCELED") {
           if (tty) std::cerr << "\r\033[K";
           PrintSummary(job, std::cout);
