@@ -4,7 +4,6 @@
 
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
-#include "common/protocol/job_catalog.h"
 
 namespace keyflow {
 
@@ -74,8 +73,11 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec
                                                      WorkerRegistry* workers, ControlOutbox* outbox,
                                                      const Clock* wall_clock,
                                                      JobMasterOptions options, int64_t now_ms) {
-  ASSIGN_OR_RETURN(const JobDef* def, FindJob(spec.job_name));
-  ASSIGN_OR_RETURN(spec.params, ResolveJobParams(*def, spec.params));
+  // The job and its params were checked against the job library at submit (keyflow run); the
+  // coordinator runs no user code. A worker that cannot create the function fails the task.
+  if (spec.job_name.empty()) {
+    return InvalidArgument("the job spec names no job: give keyflow run --job NAME");
+  }
   size_t available = workers->size();
   if (available == 0) {
     return FailedPrecondition(

@@ -16,9 +16,9 @@
 #include "common/input/input_spec.h"
 #include "common/key_group_assignment.h"
 #include "common/process/command_line.h"
-#include "common/protocol/job_catalog.h"
 #include "coordinator/cli/checkpoint_inspect_command.h"
 #include "coordinator/cli/control_client.h"
+#include "worker/job_library/job_library.h"
 
 namespace keyflow::cli {
 namespace {
@@ -241,7 +241,94 @@ int WaitForJob(const std::string& endpoint, const std::string& job_id) {
   }
 }
 
+// "name=value" -> (name, value); InvalidArgument otherwise.
+Result<std::pair<std::string, std::string>> ParseParamAssignment(const std::string& text) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return InvalidArgument("--param '" + text + "' must look like name=value");
+  }
+  return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
+}
+
+// --job-library L, or the installation's built-in library when L is empty.
+Result<std::shared_ptr<const JobLibrary>> LoadJobLibraryFlag(const std::string& path) {
+  if (path.empty()) return LoadDefaultJobLibrary();
+  return JobLibrary::Load(path);
+}
+
+constexpr char kJobLibraryHelp[] =
+    "job library (lib<name>.so built with keyflow_add_job) the job comes from (default: the "
+    "built-in jobs, lib/keyflow/jobs/libkeyflow-builtin-jobs.so of this installation)";
+
 }  // namespace
+
+int RunJobsCommand(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string library_path;
+  bool json = false;
+  opts.add_options()("job-library", po::value(&library_path), kJobLibraryHelp)(
+      "json", po::bool_switch(&json), "print the jobs as JSON");
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine("usage: keyflow jobs [--job-library L] [--json]\n"
+                        "Lists the jobs of a job library: description, parameters (type, "
+                        "default, doc), key and timestamp defaults.",
+                        opts, {}, args, &vm, &code)) {
+    return code;
+  }
+  auto library = LoadJobLibraryFlag(library_path);
+  if (!library.ok()) return Fail(library.status(), kExitUsage);
+  const JobLibraryManifest& m = (*library)->manifest();
+  if (json) {
+    nlohmann::json out;
+    out["library"] = (*library)->path();
+    out["sdk_version"] = m.sdk_version;
+    out["abi_version"] = m.abi_version;
+    out["jobs"] = nlohmann::json::array();
+    for (const JobDefinition& job : m.jobs) {
+      nlohmann::json j;
+      j["name"] = job.name;
+      j["description"] = job.description;
+      j["key_field"] = job.key_field;
+      j["key_type"] = std::string(KeyTypeName(job.key_type));
+      j["timestamp_field"] = job.timestamp_field;
+      j["reads_fields"] = job.reads_fields;
+      j["params"] = nlohmann::json::array();
+      for (const ParamSpec& p : job.params) {
+        nlohmann::json pj = {{"name", p.name},
+                             {"type", std::string(ParamTypeName(p.type))},
+                             {"default", p.default_value},
+                             {"doc", p.doc}};
+        if (p.type == ParamType::kChoice) pj["choices"] = p.choices;
+        j["params"].push_back(std::move(pj));
+      }
+      out["jobs"].push_back(std::move(j));
+    }
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "job library " << (*library)->path() << " (keyflow SDK " << m.sdk_version << ", ABI "
+            << m.abi_version << ")\n";
+  for (const JobDefinition& job : m.jobs) {
+    std::cout << "\n"
+              << job.name << "\n  " << job.description << "\n"
+              << "  input: key field " << job.key_field << " (" << KeyTypeName(job.key_type)
+              << "), timestamp field " << job.timestamp_field
+              << "; reads fields: " << (job.reads_fields ? "yes" : "no (key and timestamp only)")
+              << "\n";
+    if (job.params.empty()) std::cout << "  parameters: none\n";
+    for (const ParamSpec& p : job.params) {
+      std::cout << "  --param " << p.name << "=<" << ParamTypeName(p.type);
+      if (p.type == ParamType::kChoice) {
+        std::string choices;
+        for (const std::string& c : p.choices) choices += (choices.empty() ? "" : "|") + c;
+        std::cout << ": " << choices;
+      }
+      std::cout << ">  (default " << p.default_value << ")  " << p.doc << "\n";
+    }
+  }
+  return kExitOk;
+}
 
 int RunRunCommand(const std::vector<std::string>& args) {
   po::options_description opts;
@@ -250,10 +337,12 @@ int RunRunCommand(const std::vector<std::string>& args) {
                         ckpt_timeout = "10min", min_pause = "0", restart_delay = "200ms",
                         restart_max_delay = "30s", replacement_timeout = "10s";
   std::vector<std::string> params;
+  std::string library_path;
   JobSpec spec;
   bool wait = false;
   opts.add_options()("job", po::value(&spec.job_name)->required(),
-                     "job to run: count-window | tumbling-count")(
+                     "job to run, e.g. count-window | tumbling-count (keyflow jobs lists them)")(
+      "job-library", po::value(&library_path), kJobLibraryHelp)(
       "input", po::value(&spec.input)->required(),
       "JSON Lines file, directory of files (one split each), or "
       "gen:events=N,keys=K,splits=S,seed=X[,rate=R]")(
@@ -266,10 +355,12 @@ int RunRunCommand(const std::vector<std::string>& args) {
       "max-parallelism", po::value(&spec.max_parallelism)->default_value(0),
       "key groups (0 = Flink's default for the parallelism)")(
       "param", po::value(&params)->composing(), "job parameter name=value (repeatable)")(
-      "key-field", po::value(&spec.key_field)->default_value("uid"), "JSON field of the key")(
-      "ts-field", po::value(&spec.ts_field)->default_value("ts"),
-      "JSON field of the event time (epoch ms)")(
-      "key-type", po::value(&key_type)->default_value(key_type), "string | int | long")(
+      "key-field", po::value(&spec.key_field),
+      "JSON field of the key (default: the job's, `keyflow jobs`; uid for the built-in jobs)")(
+      "ts-field", po::value(&spec.ts_field),
+      "JSON field of the event time in epoch ms (default: the job's; ts for the built-in jobs)")(
+      "key-type", po::value(&key_type),
+      "string | int | long (default: the job's; string for the built-in jobs)")(
       "watermark-bound", po::value(&wm_bound)->default_value(wm_bound),
       "bounded out-of-orderness of event time")("watermark-interval",
                                                 po::value(&wm_interval)->default_value(wm_interval),
@@ -320,7 +411,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
                         opts, {}, args, &vm, &code)) {
     return code;
   }
-  auto job = FindJob(spec.job_name);
+  // The job, its params and its input defaults come from the job library, checked here before
+  // anything is submitted (the coordinator runs no user code).
+  auto library = LoadJobLibraryFlag(library_path);
+  if (!library.ok()) return Fail(library.status(), kExitUsage);
+  auto job = (*library)->FindJob(spec.job_name);
   if (!job.ok()) return Fail(job.status(), kExitUsage);
   for (const std::string& p : params) {
     auto kv = ParseParamAssignment(p);
@@ -329,9 +424,24 @@ int RunRunCommand(const std::vector<std::string>& args) {
   }
   auto resolved = ResolveJobParams(**job, spec.params);
   if (!resolved.ok()) return Fail(resolved.status(), kExitUsage);
-  auto kt = ParseKeyType(key_type);
-  if (!kt.ok()) return Fail(kt.status(), kExitUsage);
-  spec.key_type = *kt;
+  spec.params = resolved->values();
+  spec.reads_fields = (*job)->reads_fields;
+  if (!vm.count("key-field")) spec.key_field = (*job)->key_field;
+  if (!vm.count("ts-field")) spec.ts_field = (*job)->timestamp_field;
+  if (vm.count("key-type")) {
+    auto kt = ParseKeyType(key_type);
+    if (!kt.ok()) return Fail(kt.status(), kExitUsage);
+    spec.key_type = *kt;
+  } else {
+    spec.key_type = (*job)->key_type;
+  }
+  if (!library_path.empty()) {
+    // The coordinator's blob store ships a submitted library to the workers (JobSpec::job_library).
+    return Fail(
+        "keyflow run --job-library: this build cannot ship a job library to the workers "
+        "yet; run a built-in job (keyflow jobs lists them)",
+        kExitUsage);
+  }
   if (on_bad != "skip" && on_bad != "fail") {
     return Fail("--on-bad-record must be skip or fail, not '" + on_bad + "'", kExitUsage);
   }

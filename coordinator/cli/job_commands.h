@@ -1,4 +1,5 @@
-// `keyflow run`, `keyflow status`, `keyflow cancel`: talking to a running coordinator.
+// `keyflow jobs` (no coordinator needed), `keyflow run`, `keyflow status`, `keyflow cancel`:
+// talking to a running coordinator.
 #pragma once
 
 #include <string>
@@ -7,6 +8,8 @@
 namespace keyflow::cli {
 
 int RunRunCommand(const std::vector<std::string>& args);
+// keyflow jobs [--job-library L] [--json]: the jobs of a job library (default: the built-in one)
+int RunJobsCommand(const std::vector<std::string>& args);
 int RunStatusCommand(const std::vector<std::string>& args);
 int RunCancelCommand(const std::vector<std::string>& args);
 // keyflow stop [--dir D]: stop with a savepoint

@@ -25,6 +25,7 @@ const std::map<std::string, CommandInfo>& Commands() {
       {"ranges",
        {[](const auto& a) { return RunRangesCommand(a, std::cin, std::cout); },
         "print the key-group range of every subtask for M and P"}},
+      {"jobs", {RunJobsCommand, "list the jobs of a job library, their parameters and defaults"}},
       {"run", {RunRunCommand, "submit a job (--wait: follow it to the end)"}},
       {"status", {RunStatusCommand, "show workers, the job, subtasks, throughput, watermarks"}},
       {"cancel", {RunCancelCommand, "cancel the running job"}},

@@ -38,7 +38,7 @@
 #include "common/key_group_assignment.h"
 #include "common/processing_time_service.h"
 #include "state/snapshot/async_keyed_snapshot.h"
-#include "worker/jobs/job_factory.h"
+#include "worker/job_library/job_library.h"
 #include "worker/operators/keyed_process_operator.h"
 
 namespace keyflow {
@@ -90,7 +90,7 @@ std::vector<Record> OnePerKey(uint64_t seed, int64_t first_ts) {
 // The keyed subtask: count-window in event time, 1 M open windows (1 M keys, 1 M timers).
 struct KeyedSubtask {
   KeyedSubtask() {
-    auto fn = CreateJobFunction("count-window", {{"time", "event"}});
+    auto fn = CreateBuiltInJobFunction("count-window", {{"time", "event"}});
     CheckOk(fn.status());
     OperatorConfig config;
     config.max_parallelism = kMaxParallelism;

@@ -17,7 +17,7 @@
 #include "common/binary_io.h"
 #include "common/hashing.h"
 #include "state/snapshot/keyed_snapshot_format.h"
-#include "worker/jobs/job_factory.h"
+#include "worker/job_library/job_library.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
 namespace keyflow::fuzz {
@@ -52,7 +52,7 @@ inline std::unique_ptr<KeyedOperatorTestHarness> MakeCountWindowHarness(KeyType 
                                                                         int32_t subtask = 0) {
   std::map<std::string, std::string> params = {
       {"count", "3"}, {"timeout", "1h"}, {"time", event_time ? "event" : "processing"}};
-  auto function = CreateJobFunction("count-window", params);
+  auto function = CreateBuiltInJobFunction("count-window", params);
   CHECK(function.ok()) << function.status().ToString();
   KeyedOperatorTestHarness::Options options;
   options.key_type = key_type;

@@ -31,6 +31,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,10 @@ struct JobDefinition {
   std::function<std::unique_ptr<KeyedFunction>(const JobParams&)> create;
 };
 
+// OK if `value` is well-formed for `param` (its type, its choices); InvalidArgument naming the
+// parameter and what it accepts otherwise.
+Status ValidateParamValue(const ParamSpec& param, const std::string& value);
+
 // Checks every given parameter (declared name, well-formed value) and fills in the defaults.
 // InvalidArgument naming the parameter and what it accepts.
 Result<JobParams> ResolveJobParams(const JobDefinition& job,
@@ -119,10 +124,13 @@ struct JobLibraryManifest {
 
 }  // namespace keyflow
 
-// The library's two entry points (C linkage, so they are found by name):
+// The library's entry points (C linkage, so they are found by name):
 //   uint32_t keyflow_job_library_abi_version()      read first; must equal kSdkAbiVersion
+//   const char* keyflow_job_library_sdk_version()   e.g. "0.1.0", for the loader's messages
 //   const keyflow::JobLibraryManifest* keyflow_job_library()
+// keyflow_add_job exports these and nothing else.
 #define KEYFLOW_JOB_LIBRARY_ABI_SYMBOL "keyflow_job_library_abi_version"
+#define KEYFLOW_JOB_LIBRARY_SDK_VERSION_SYMBOL "keyflow_job_library_sdk_version"
 #define KEYFLOW_JOB_LIBRARY_SYMBOL "keyflow_job_library"
 
 #ifndef KEYFLOW_SDK_VERSION
@@ -133,6 +141,10 @@ struct JobLibraryManifest {
 #define KEYFLOW_JOB_LIBRARY(jobs_fn)                                                             \
   extern "C" __attribute__((visibility("default"))) uint32_t keyflow_job_library_abi_version() { \
     return ::keyflow::kSdkAbiVersion;                                                            \
+  }                                                                                              \
+  extern "C" __attribute__((visibility("default"))) const char*                                  \
+  keyflow_job_library_sdk_version() {                                                            \
+    return KEYFLOW_SDK_VERSION;                                                                  \
   }                                                                                              \
   extern "C" __attribute__((visibility("default"))) const ::keyflow::JobLibraryManifest*         \
   keyflow_job_library() {                                                                        \

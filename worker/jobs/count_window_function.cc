@@ -1,6 +1,5 @@
 #include "worker/jobs/count_window_function.h"
 
-#include "common/protocol/job_catalog.h"
 #include "worker/sinks/json_output.h"
 
 namespace keyflow {
@@ -114,11 +113,10 @@ class CountWindowFunction final : public RecordFunction {
 
 }  // namespace
 
-std::unique_ptr<RecordFunction> MakeCountWindowFunction(
-    const std::map<std::string, std::string>& params) {
-  return std::make_unique<CountWindowFunction>(ParamInt(params, "count"),
-                                               ParamDurationMillis(params, "timeout"),
-                                               params.at("time") == "event");
+std::unique_ptr<RecordFunction> MakeCountWindowFunction(const JobParams& params) {
+  return std::make_unique<CountWindowFunction>(params.GetInt("count"),
+                                               params.GetDuration("timeout").millis(),
+                                               params.GetString("time") == "event");
 }
 
 }  // namespace keyflow

@@ -21,12 +21,12 @@
 
 #include <memory>
 
+#include "worker/api/job_definition.h"
 #include "worker/operators/keyed_process_operator.h"
 
 namespace keyflow {
 
-// Precondition: params resolved for count-window (common/protocol/job_catalog.h).
-std::unique_ptr<RecordFunction> MakeCountWindowFunction(
-    const std::map<std::string, std::string>& params);
+// Precondition: params resolved for count-window (ResolveJobParams, builtin_jobs.cc).
+std::unique_ptr<RecordFunction> MakeCountWindowFunction(const JobParams& params);
 
 }  // namespace keyflow

@@ -1,6 +1,5 @@
 #include "worker/jobs/tumbling_count_function.h"
 
-#include "common/protocol/job_catalog.h"
 #include "worker/sinks/json_output.h"
 
 namespace keyflow {
@@ -65,9 +64,8 @@ class TumblingCountFunction final : public RecordFunction {
 
 }  // namespace
 
-std::unique_ptr<RecordFunction> MakeTumblingCountFunction(
-    const std::map<std::string, std::string>& params) {
-  return std::make_unique<TumblingCountFunction>(ParamDurationMillis(params, "size"));
+std::unique_ptr<RecordFunction> MakeTumblingCountFunction(const JobParams& params) {
+  return std::make_unique<TumblingCountFunction>(params.GetDuration("size").millis());
 }
 
 }  // namespace keyflow

@@ -8,12 +8,12 @@
 
 #include <memory>
 
+#include "worker/api/job_definition.h"
 #include "worker/operators/keyed_process_operator.h"
 
 namespace keyflow {
 
-// Precondition: params resolved for tumbling-count (common/protocol/job_catalog.h).
-std::unique_ptr<RecordFunction> MakeTumblingCountFunction(
-    const std::map<std::string, std::string>& params);
+// Precondition: params resolved for tumbling-count (ResolveJobParams, builtin_jobs.cc).
+std::unique_ptr<RecordFunction> MakeTumblingCountFunction(const JobParams& params);
 
 }  // namespace keyflow

@@ -2,7 +2,7 @@
 
 #include "common/file_io.h"
 #include "common/logging.h"
-#include "worker/jobs/job_factory.h"
+#include "worker/job_library/job_library.h"
 
 namespace keyflow {
 namespace {
@@ -39,6 +39,22 @@ Result<SplitPosition> RestoredPosition(const SourceSplit& split,
   return st.position;
 }
 
+// The job's function, from its job library (the built-in one for a default ref). The params
+// were resolved at submit; resolving again checks them against the library actually loaded.
+Result<std::unique_ptr<RecordFunction>> CreateJobFunction(const JobSpec& spec) {
+  std::shared_ptr<const JobLibrary> library;
+  if (spec.job_library.is_default()) {
+    ASSIGN_OR_RETURN(library, LoadDefaultJobLibrary());
+  } else {
+    return FailedPrecondition("job library " + spec.job_library.file_name + " (sha256 " +
+                              spec.job_library.sha256 +
+                              ") cannot be loaded: this worker has no job library cache");
+  }
+  ASSIGN_OR_RETURN(const JobDefinition* job, library->FindJob(spec.job_name));
+  ASSIGN_OR_RETURN(JobParams params, ResolveJobParams(*job, spec.params));
+  return library->CreateFunction(*job, params);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, WorkerId worker,
@@ -56,8 +72,7 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
   const JobSpec& spec = d.spec;
   const int32_t p = spec.parallelism;
 
-  ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function,
-                   CreateJobFunction(spec.job_name, spec.params));
+  ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function, CreateJobFunction(spec));
   auto input = InputSpec::Parse(spec.input);
   if (!input.ok()) {
     // The coordinator validated --input on submit: it has changed since (deleted, emptied,

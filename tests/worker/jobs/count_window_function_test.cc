@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "worker/jobs/job_factory.h"
+#include "worker/job_library/job_library.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
 namespace keyflow {
@@ -12,7 +12,7 @@ using Lines = std::vector<std::string>;
 
 std::unique_ptr<KeyedOperatorTestHarness> Harness(std::map<std::string, std::string> params,
                                                   KeyType key_type = KeyType::kString) {
-  auto fn = CreateJobFunction("count-window", params);
+  auto fn = CreateBuiltInJobFunction("count-window", params);
   CHECK(fn.ok()) << fn.status().ToString();
   KeyedOperatorTestHarness::Options o;
   o.key_type = key_type;
@@ -146,7 +146,7 @@ TEST(CountWindowProcessingTime, EndOfInputEmitsOpenWindowsAndTimersDoNotFireAfte
 }
 
 TEST(CountWindow, IntKeysAreJsonNumbersAndOutOfRangeKeysAreRefused) {
-  auto fn = CreateJobFunction("count-window", {{"count", "1"}, {"time", "event"}});
+  auto fn = CreateBuiltInJobFunction("count-window", {{"count", "1"}, {"time", "event"}});
   ASSERT_TRUE(fn.ok());
   KeyedOperatorTestHarness::Options o;
   o.key_type = KeyType::kInt;
@@ -166,14 +166,15 @@ TEST(CountWindow, IntKeysAreJsonNumbersAndOutOfRangeKeysAreRefused) {
   EXPECT_EQ(h.op().backend().NumEntries(), 0u);
 }
 
-TEST(JobFactory, RejectsUnknownJobsAndParameters) {
-  EXPECT_EQ(CreateJobFunction("nope", {}).status().message(),
-            "unknown job 'nope'; built-in jobs: count-window, tumbling-count");
-  EXPECT_EQ(CreateJobFunction("count-window", {{"cnt", "5"}}).status().message(),
+TEST(BuiltInJobs, RejectsUnknownJobsAndParameters) {
+  EXPECT_EQ(CreateBuiltInJobFunction("nope", {}).status().message(),
+            "job library libkeyflow-builtin-jobs.so has no job 'nope'; its jobs are: "
+            "count-window, tumbling-count (keyflow jobs lists them with their parameters)");
+  EXPECT_EQ(CreateBuiltInJobFunction("count-window", {{"cnt", "5"}}).status().message(),
             "job count-window has no parameter 'cnt'; its parameters are: count, timeout, time");
-  EXPECT_EQ(CreateJobFunction("count-window", {{"count", "0"}}).status().message(),
+  EXPECT_EQ(CreateBuiltInJobFunction("count-window", {{"count", "0"}}).status().message(),
             "parameter count=0 must be a positive whole number");
-  EXPECT_EQ(CreateJobFunction("count-window", {{"time", "wall"}}).status().message(),
+  EXPECT_EQ(CreateBuiltInJobFunction("count-window", {{"time", "wall"}}).status().message(),
             "parameter time=wall must be one of: processing, event");
 }
 

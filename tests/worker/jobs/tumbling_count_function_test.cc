@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "worker/jobs/job_factory.h"
+#include "worker/job_library/job_library.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
 namespace keyflow {
@@ -11,7 +11,7 @@ namespace {
 using Lines = std::vector<std::string>;
 
 std::unique_ptr<KeyedOperatorTestHarness> Harness(const std::string& size) {
-  auto fn = CreateJobFunction("tumbling-count", {{"size", size}});
+  auto fn = CreateBuiltInJobFunction("tumbling-count", {{"size", size}});
   CHECK(fn.ok());
   auto h = std::make_unique<KeyedOperatorTestHarness>(std::move(fn).value(),
                                                       KeyedOperatorTestHarness::Options{});

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "common/file_io.h"
-#include "worker/jobs/job_factory.h"
+#include "worker/job_library/job_library.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
 namespace keyflow {
@@ -24,7 +24,7 @@ const std::map<std::string, std::string> kParams = {
 // The state the golden file holds: three keys with open windows (one string key longer than 15
 // bytes, to cover heap keys), one closed window, watermark 4000.
 std::unique_ptr<KeyedOperatorTestHarness> HarnessWithGoldenState() {
-  auto fn = CreateJobFunction("count-window", kParams);
+  auto fn = CreateBuiltInJobFunction("count-window", kParams);
   CHECK(fn.ok());
   auto h = std::make_unique<KeyedOperatorTestHarness>(std::move(fn).value(),
                                                       KeyedOperatorTestHarness::Options{});
@@ -60,7 +60,7 @@ TEST(SnapshotGolden, WriterProducesTheGoldenBytes) {
 TEST(SnapshotGolden, GoldenFileRestoresToTheExactState) {
   auto golden = ReadFileToString(kGoldenPath);
   ASSERT_TRUE(golden.ok()) << golden.status().ToString();
-  auto fn = CreateJobFunction("count-window", kParams);
+  auto fn = CreateBuiltInJobFunction("count-window", kParams);
   ASSERT_TRUE(fn.ok());
   KeyedOperatorTestHarness::Options o;
   o.parallelism = 2;  // restore into the upper half only: a rescale from the golden file
@@ -68,7 +68,7 @@ TEST(SnapshotGolden, GoldenFileRestoresToTheExactState) {
   KeyedOperatorTestHarness upper(std::move(fn).value(), o);
   ASSERT_TRUE(upper.Open().ok());
   ASSERT_TRUE(upper.Restore({*golden}).ok());
-  fn = CreateJobFunction("count-window", kParams);
+  fn = CreateBuiltInJobFunction("count-window", kParams);
   o.subtask = 0;
   KeyedOperatorTestHarness lower(std::move(fn).value(), o);
   ASSERT_TRUE(lower.Open().ok());

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <regex>
 
-#include "worker/jobs/job_factory.h"
+#include "worker/job_library/job_library.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
 namespace keyflow {
@@ -42,7 +42,7 @@ std::unique_ptr<KeyedOperatorTestHarness> MakeHarness(const std::string& job,
                                                       const std::map<std::string, std::string>& p,
                                                       int32_t parallelism, int32_t subtask,
                                                       int64_t processing_time) {
-  auto fn = CreateJobFunction(job, p);
+  auto fn = CreateBuiltInJobFunction(job, p);
   CHECK(fn.ok()) << fn.status().ToString();
   KeyedOperatorTestHarness::Options o;
   o.parallelism = parallelism;
@@ -166,7 +166,7 @@ TEST(SnapshotRestore, RefusesAnotherMaxParallelism) {
   ASSERT_TRUE(a->ProcessElement("x", 5).ok());
   auto snap = a->Snapshot();
   ASSERT_TRUE(snap.ok());
-  auto fn = CreateJobFunction("tumbling-count", {{"size", "1s"}});
+  auto fn = CreateBuiltInJobFunction("tumbling-count", {{"size", "1s"}});
   KeyedOperatorTestHarness::Options o;
   o.max_parallelism = 256;
   KeyedOperatorTestHarness b(std::move(fn).value(), o);

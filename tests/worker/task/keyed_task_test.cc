@@ -12,9 +12,8 @@
 #include <set>
 
 #include "common/file_io.h"
-#include "common/protocol/job_catalog.h"
 #include "tests/worker/shuffle/shuffle_test_util.h"
-#include "worker/jobs/job_factory.h"
+#include "worker/job_library/job_library.h"
 #include "worker/task/keyed_task.h"
 
 namespace keyflow {
@@ -30,8 +29,8 @@ class KeyedTaskTest : public ::testing::Test {
     d.attempt = AttemptNumber(1);
     d.job_id = "job-1";
     d.spec.job_name = "count-window";
-    const JobDef* def = FindJob(d.spec.job_name).value();
-    d.spec.params = ResolveJobParams(*def, {}).value();
+    auto library = LoadDefaultJobLibrary().value();
+    d.spec.params = ResolveJobParams(*library->FindJob(d.spec.job_name).value(), {})->values();
     d.spec.parallelism = 1;
     d.spec.max_parallelism = testing::kMaxParallelism;
     d.spec.key_type = KeyType::kLong;
@@ -59,7 +58,7 @@ class KeyedTaskTest : public ::testing::Test {
       cv_.notify_all();
     };
     task_ = KeyedTask::Create(d, std::move(gate),
-                              CreateJobFunction(d.spec.job_name, d.spec.params).value(),
+                              CreateBuiltInJobFunction(d.spec.job_name, d.spec.params).value(),
                               std::nullopt, &clock_, &metrics_, std::move(cb))
                 .value();
     run_ = std::async(std::launch::async, [this] { return task_->Run(); });

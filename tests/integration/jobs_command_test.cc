@@ -1,0 +1,107 @@
+// `keyflow jobs` and the job-library checks of `keyflow run`, against the real binary: listing
+// the built-in library and a test library (text and JSON), and the refusals, each exit 2 with
+// one sentence before anything is submitted (no coordinator runs in these tests).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/cluster.h"
+
+namespace keyflow::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kTestData =
+    std::string(KEYFLOW_BINARY_DIR) + "/tests/worker/job_library/testdata";
+
+CommandResult Keyflow(std::vector<std::string> args) {
+  args.insert(args.begin(), KeyflowBinary("keyflow"));
+  auto r = RunCommand(args, Duration::Seconds(20));
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : CommandResult{};
+}
+
+TEST(JobsCommandTest, ListsTheBuiltInJobs) {
+  CommandResult r = Keyflow({"jobs"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("/lib/keyflow/jobs/libkeyflow-builtin-jobs.so (keyflow SDK 0.1.0, "
+                               "ABI 1)\n\ncount-window\n"));
+  EXPECT_THAT(r.out,
+              HasSubstr("  input: key field uid (string), timestamp field ts; reads fields: no "
+                        "(key and timestamp only)\n"
+                        "  --param count=<positive int>  (default 500)  records that close a "
+                        "window\n"
+                        "  --param timeout=<duration>  (default 12h)  window length after its "
+                        "first record\n"
+                        "  --param time=<choice: processing|event>  (default processing)  time "
+                        "domain of the timeout\n\ntumbling-count\n"));
+  EXPECT_THAT(r.out, HasSubstr("  --param size=<duration>  (default 1h)  window size\n"));
+}
+
+TEST(JobsCommandTest, ListsALibraryAsJson) {
+  CommandResult r = Keyflow({"jobs", "--job-library", kTestData + "/libkf-test-jobs.so", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["library"], kTestData + "/libkf-test-jobs.so");
+  EXPECT_EQ(j["abi_version"], 1);
+  ASSERT_EQ(j["jobs"].size(), 4u);
+  const nlohmann::json& all = j["jobs"][0];
+  EXPECT_EQ(all["name"], "all-types");
+  EXPECT_EQ(all["key_field"], "user");
+  EXPECT_EQ(all["key_type"], "long");
+  EXPECT_EQ(all["timestamp_field"], "time");
+  EXPECT_EQ(all["reads_fields"], true);
+  EXPECT_EQ(
+      all["params"][5],
+      nlohmann::json(
+          {{"name", "gap"}, {"type", "duration"}, {"default", "30min"}, {"doc", "a duration"}}));
+  EXPECT_EQ(all["params"][6]["choices"], nlohmann::json({"fast", "slow"}));
+  EXPECT_EQ(j["jobs"][1]["params"], nlohmann::json::array());
+}
+
+TEST(JobsCommandTest, RefusesLibrariesThatCannotBeLoaded) {
+  CommandResult r = Keyflow({"jobs", "--job-library", kTestData + "/libmissing.so"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "keyflow: job library " + kTestData +
+                       "/libmissing.so does not exist: give the path of the lib<name>.so that "
+                       "keyflow_add_job built\n");
+  r = Keyflow({"jobs", "--job-library", kTestData + "/libkf-other-abi.so"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "keyflow: " + kTestData +
+                       "/libkf-other-abi.so was built with keyflow SDK ABI 2 (keyflow 0.2.0); "
+                       "this keyflow 0.1.0 speaks SDK ABI 1: rebuild the library against this "
+                       "installation\n");
+  r = Keyflow({"jobs", "--no-such-flag"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(JobsCommandTest, RunChecksJobAndParamsAgainstTheLibraryBeforeSubmitting) {
+  // Port 1: nothing listens there; every case must fail before contacting a coordinator.
+  const std::vector<std::string> base = {"run", "--coordinator", "tcp://127.0.0.1:1", "--input",
+                                         "gen:events=10,keys=2,splits=1,seed=1"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Keyflow(args);
+  };
+  CommandResult r = run({"--job", "nope"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "keyflow: job library libkeyflow-builtin-jobs.so has no job 'nope'; its jobs are: "
+            "count-window, tumbling-count (keyflow jobs lists them with their parameters)\n");
+  r = run({"--job", "count-window", "--param", "count=0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "keyflow: parameter count=0 must be a positive whole number\n");
+  r = run({"--job", "all-types", "--job-library", kTestData + "/libkf-test-jobs.so", "--param",
+           "d=abc"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "keyflow: parameter d=abc must be a finite number, e.g. 0.25\n");
+  r = run({"--job", "count-window", "--job-library", kTestData + "/libkf-no-entry-point.so"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("is not a keyflow job library"));
+}
+
+}  // namespace
+}  // namespace keyflow::test

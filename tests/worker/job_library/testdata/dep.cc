@@ -1,0 +1,4 @@
+// libkf-dep.so: a dependency of libkf-needs-dep.so that the loader cannot find.
+int KfDepValue() {
+  return 7;
+}

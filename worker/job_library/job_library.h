@@ -1,0 +1,77 @@
+// Loading job libraries (DESIGN §14; Flink's user-code class loader): the shared objects built
+// with keyflow_add_job that declare jobs with KEYFLOW_JOB_LIBRARY (worker/api/job_definition.h).
+//
+//   ASSIGN_OR_RETURN(auto library, JobLibrary::Load("build/libsessions.so"));
+//   ASSIGN_OR_RETURN(const JobDefinition* job, library->FindJob("sessions"));
+//   ASSIGN_OR_RETURN(JobParams params, ResolveJobParams(*job, given));
+//   ASSIGN_OR_RETURN(auto function, library->CreateFunction(*job, params));
+//
+// A library stays loaded (dlopen RTLD_NOW | RTLD_LOCAL) while the JobLibrary or any function it
+// created lives: functions hold a shared_ptr to it, so dlclose runs after the last is gone.
+// Load refuses, each with one sentence saying what to do: a missing file, a file that is not a
+// shared object, one dlopen cannot load (e.g. a missing dependency: dlerror's text), one without
+// the keyflow entry points, another SDK ABI version (checked before anything else in the library
+// is called), and a bad manifest (duplicate or malformed job names, a default value that is not
+// valid for its parameter, a job without a create function).
+//
+// Thread-safety: a loaded JobLibrary is immutable; CreateFunction may be called from any thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "worker/api/job_definition.h"
+
+namespace keyflow {
+
+// The file name of the built-in job library.
+inline constexpr std::string_view kBuiltInJobLibraryName = "libkeyflow-builtin-jobs.so";
+
+class JobLibrary : public std::enable_shared_from_this<JobLibrary> {
+ public:
+  static Result<std::shared_ptr<const JobLibrary>> Load(const std::string& path);
+  ~JobLibrary();
+  JobLibrary(const JobLibrary&) = delete;
+  JobLibrary& operator=(const JobLibrary&) = delete;
+
+  const std::string& path() const { return path_; }
+  // The file name, for messages: "libsessions.so".
+  std::string file_name() const;
+  const JobLibraryManifest& manifest() const { return *manifest_; }
+  const std::vector<JobDefinition>& jobs() const { return manifest_->jobs; }
+
+  // The job `name`, or NotFound listing the library's jobs.
+  Result<const JobDefinition*> FindJob(std::string_view name) const;
+
+  // Calls `job.create` (job must be one of jobs()) with resolved params. The function keeps the
+  // library loaded. Internal if create returns null or throws.
+  Result<std::unique_ptr<KeyedFunction>> CreateFunction(const JobDefinition& job,
+                                                        const JobParams& params) const;
+
+ private:
+  JobLibrary(std::string path, void* handle, const JobLibraryManifest* manifest)
+      : path_(std::move(path)), handle_(handle), manifest_(manifest) {}
+
+  std::string path_;
+  void* handle_;
+  const JobLibraryManifest* manifest_;
+};
+
+// OK if `manifest` is well-formed (job names unique and [a-z0-9][a-z0-9-]*, parameters unique,
+// defaults valid, create set); `library` names it in the message.
+Status ValidateJobLibraryManifest(const JobLibraryManifest& manifest, std::string_view library);
+
+// Where the installation's built-in job library is: ../lib/keyflow/jobs/ from the directory of
+// the running binary (/proc/self/exe), the same layout in the build tree (build/bin,
+// build/lib/keyflow/jobs) and in an installation (PREFIX/bin, PREFIX/lib/keyflow/jobs).
+Result<std::string> DefaultJobLibraryPath();
+Result<std::shared_ptr<const JobLibrary>> LoadDefaultJobLibrary();
+
+// A function of the built-in library: load, find, resolve `params`, create (tests, tools).
+Result<std::unique_ptr<KeyedFunction>> CreateBuiltInJobFunction(
+    const std::string& job, const std::map<std::string, std::string>& params);
+
+}  // namespace keyflow
