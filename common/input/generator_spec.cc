@@ -10,7 +10,7 @@ namespace {
 
 constexpr std::string_view kUsage = "gen:events=N,keys=K,splits=S[,seed=X,...]";
 constexpr std::string_view kKnown =
-    "events, keys, splits, seed, rate, disorder, start, step, skew, payload";
+    "events, keys, splits, seed, rate, disorder, start, step, skew, payload, note";
 
 std::string Quote(std::string_view s) {
   return "'" + std::string(s) + "'";
@@ -74,16 +74,29 @@ std::string GeneratorSpec::ToString() const {
                   ",splits=" + std::to_string(splits) + ",seed=" + std::to_string(seed) +
                   ",rate=" + FormatDouble(rate) + ",disorder=" + std::to_string(disorder_ms) +
                   ",start=" + std::to_string(start_ms) + ",step=" + std::to_string(step_ms) +
-                  ",skew=" + FormatDouble(skew) + ",payload=" + std::to_string(payload_bytes);
+                  ",skew=" + FormatDouble(skew) + ",payload=" + std::to_string(payload_bytes) +
+                  ",note=" + std::to_string(note_bytes);
   return s;
 }
 
 Result<GeneratorSpec> ParseGeneratorSpec(std::string_view params) {
   GeneratorSpec spec;
   // Which parameters were given, in the order of kKnown.
-  enum Param { kEvents, kKeys, kSplits, kSeed, kRate, kDisorder, kStart, kStep, kSkew, kPayload };
-  constexpr std::string_view kNames[] = {"events",   "keys",  "splits", "seed", "rate",
-                                         "disorder", "start", "step",   "skew", "payload"};
+  enum Param {
+    kEvents,
+    kKeys,
+    kSplits,
+    kSeed,
+    kRate,
+    kDisorder,
+    kStart,
+    kStep,
+    kSkew,
+    kPayload,
+    kNote
+  };
+  constexpr std::string_view kNames[] = {"events", "keys", "splits", "seed",    "rate", "disorder",
+                                         "start",  "step", "skew",   "payload", "note"};
   bool seen[std::size(kNames)] = {};
 
   size_t pos = 0;
@@ -171,6 +184,16 @@ Result<GeneratorSpec> ParseGeneratorSpec(std::string_view params) {
           return InvalidArgument("generator parameter 'payload' must be <= " +
                                  std::to_string(GeneratorSpec::kMaxPayloadBytes) + " bytes, got " +
                                  std::to_string(spec.payload_bytes));
+        }
+        break;
+      }
+      case kNote: {
+        ASSIGN_OR_RETURN(spec.note_bytes, ParseInteger<int32_t>(name, value));
+        RETURN_IF_ERROR(MustBeNonNegative(name, spec.note_bytes));
+        if (spec.note_bytes > GeneratorSpec::kMaxPayloadBytes) {
+          return InvalidArgument("generator parameter 'note' must be <= " +
+                                 std::to_string(GeneratorSpec::kMaxPayloadBytes) + " bytes, got " +
+                                 std::to_string(spec.note_bytes));
         }
         break;
       }

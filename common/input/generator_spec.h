@@ -2,7 +2,7 @@
 // `gen:` in --input (see InputSpec). GeneratorSplitReader produces the events.
 //
 //   gen:events=N,keys=K,splits=S[,seed=X][,rate=R][,disorder=D][,start=T][,step=P]
-//       [,skew=Z][,payload=B]
+//       [,skew=Z][,payload=B][,note=C]
 //
 //   events   N > 0   total number of events of the job (over all splits)       required
 //   keys     K > 0   key space: keys "uid-0" .. "uid-<K-1>"; K >= S             required
@@ -10,11 +10,15 @@
 //   seed     X       any unsigned 64-bit integer                                default 0
 //   rate     R >= 0  max events per second for the whole job, 0 = unlimited    default 0
 //   disorder D >= 0  max out-of-orderness of timestamps in ms                   default 200
-//   start    T       timestamp (epoch ms) of the first event                    default
-//   1700000000000 step     P >= 0  event-time ms between consecutive events of the stream default 1
+//   start    T       timestamp (epoch ms) of the first event           default 1700000000000
+//   step     P >= 0  event-time ms between consecutive events of the stream     default 1
 //   skew     Z >= 0  key skew exponent: 0 uniform, 1 Zipf-like (see below)      default 0
-//   payload  B >= 0  bytes of filler payload per record (at most 1 MiB)         default 0
-//
+//   payload  B >= 0  bytes of filler payload per record (at most 1 MiB); only   default 0
+//                    for jobs that read no fields
+//   note     C >= 0  for jobs that read fields: bytes of the record's "note"    default 100
+//                    string field (at most 1 MiB); records are then JSON objects
+//                    {"uid":"uid-7","ts":...,"amount":<int 0..999>,"note":"<C letters>"}
+
 // Numbers are decimal; rate and skew may have a fraction. Parameters may come in any order; each
 // at most once. The exact event stream (and the skew model) is documented in
 // generator_split_reader.h.
@@ -44,6 +48,7 @@ struct GeneratorSpec {
   int64_t step_ms = 1;
   double skew = 0;
   int32_t payload_bytes = 0;
+  int32_t note_bytes = 100;
 
   // Events of split s: events are spread as evenly as possible, the first events % splits
   // splits get one more. Precondition: 0 <= s < splits.

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/field_tape_writer.h"
 #include "common/key_group_assignment.h"
 #include "common/record.h"
 #include "common/transport/zmq_context.h"
@@ -61,19 +62,51 @@ Record MakeRecord(int64_t i, size_t payload_bytes) {
   return Record{std::move(k), kg, Timestamp(1700000000000 + i), std::string(payload_bytes, 'p')};
 }
 
-// The records that fill one 32 KiB batch.
-std::vector<Record> OneBatchOfRecords(size_t payload_bytes) {
+// A record of a job that reads fields, as the generator makes it (note=100): payload = the JSON
+// line {"uid":"user-…","ts":…,"amount":…,"note":"<100 letters>"} (~160 bytes), fields = its tape.
+Record MakeRecordWithFields(int64_t i) {
+  Record r = MakeRecord(i, 0);
+  const std::string note(100, 'n');
+  const std::string key(r.key.bytes());
+  r.payload = R"({"uid":")" + key + R"(","ts":)" + std::to_string(r.timestamp.millis()) +
+              R"(,"amount":)" + std::to_string(i % 1000) + R"(,"note":")" + note + R"("})";
+  FieldTapeWriter w(&r.fields);
+  w.BeginObject();
+  w.Name("uid");
+  w.String(key);
+  w.Name("ts");
+  w.Int(r.timestamp.millis());
+  w.Name("amount");
+  w.Int(i % 1000);
+  w.Name("note");
+  w.String(note);
+  w.EndObject();
+  return r;
+}
+
+// The records that fill one 32 KiB batch; payload_bytes < 0: records with fields.
+std::vector<Record> OneBatchOfRecords(int64_t payload_bytes) {
   std::vector<Record> records;
   RecordBatchBuilder builder;
   for (int64_t i = 0; builder.frame_size() < kBatchBytes; ++i) {
-    records.push_back(MakeRecord(i, payload_bytes));
+    records.push_back(payload_bytes < 0 ? MakeRecordWithFields(i)
+                                        : MakeRecord(i, static_cast<size_t>(payload_bytes)));
     builder.Append(records.back());
   }
   return records;
 }
 
+// `records` as one sealed RECORDS frame.
+std::string SealedFrame(const std::vector<Record>& records) {
+  RecordBatchBuilder builder;
+  for (const Record& r : records) builder.Append(r);
+  std::string frame;
+  builder.FinishInto(SubtaskIndex(0), AttemptNumber(1), 0, &frame);
+  return frame;
+}
+
 void BM_EncodeRecordBatch(benchmark::State& state) {
-  const auto records = OneBatchOfRecords(static_cast<size_t>(state.range(0)));
+  const auto records = OneBatchOfRecords(state.range(0));
   RecordBatchBuilder builder;
   std::string frame;
   uint64_t seq = 0;
@@ -86,14 +119,11 @@ void BM_EncodeRecordBatch(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(frame.size()));
   state.counters["records_per_batch"] = static_cast<double>(records.size());
 }
-BENCHMARK(BM_EncodeRecordBatch)->Arg(0)->Arg(64);
+BENCHMARK(BM_EncodeRecordBatch)->Arg(0)->Arg(64)->Arg(-1);  // -1: with fields
 
 void BM_DecodeRecordBatchViews(benchmark::State& state) {
-  const auto records = OneBatchOfRecords(static_cast<size_t>(state.range(0)));
-  RecordBatchBuilder builder;
-  for (const Record& r : records) builder.Append(r);
-  std::string frame;
-  builder.FinishInto(SubtaskIndex(0), AttemptNumber(1), 0, &frame);
+  const auto records = OneBatchOfRecords(state.range(0));
+  const std::string frame = SealedFrame(records);
   std::vector<RecordView> views;
   for (auto _ : state) {
     auto decoded = DecodeFrame(frame, "bench");  // includes the checksum
@@ -106,15 +136,33 @@ void BM_DecodeRecordBatchViews(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(records.size()));
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(frame.size()));
 }
-BENCHMARK(BM_DecodeRecordBatchViews)->Arg(0)->Arg(64);
+BENCHMARK(BM_DecodeRecordBatchViews)->Arg(0)->Arg(64)->Arg(-1);  // -1: fields, validated
+
+// The keyed side of a job reading one numeric field: decode (validating the tapes) and read
+// "amount" of every record in place.
+void BM_DecodeAndReadOneField(benchmark::State& state) {
+  const auto records = OneBatchOfRecords(-1);
+  const std::string frame = SealedFrame(records);
+  std::vector<RecordView> views;
+  for (auto _ : state) {
+    auto decoded = DecodeFrame(frame, "bench");
+    if (!decoded.ok() || !DecodeRecordBatch(decoded->payload, "bench", &views).ok()) {
+      state.SkipWithError("decode failed");
+      break;
+    }
+    int64_t sum = 0;
+    for (const RecordView& v : views) sum += *FieldValue::Root(v.fields)["amount"].AsInt64();
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(records.size()));
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(frame.size()));
+}
+BENCHMARK(BM_DecodeAndReadOneField);
 
 // Decoding into owned Records (Key + payload string), for a like-for-like comparison with cereal.
 void BM_DecodeRecordBatchToRecords(benchmark::State& state) {
-  const auto records = OneBatchOfRecords(static_cast<size_t>(state.range(0)));
-  RecordBatchBuilder builder;
-  for (const Record& r : records) builder.Append(r);
-  std::string frame;
-  builder.FinishInto(SubtaskIndex(0), AttemptNumber(1), 0, &frame);
+  const auto records = OneBatchOfRecords(state.range(0));
+  const std::string frame = SealedFrame(records);
   std::vector<RecordView> views;
   std::vector<Record> out;
   for (auto _ : state) {
@@ -130,10 +178,10 @@ void BM_DecodeRecordBatchToRecords(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(records.size()));
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(frame.size()));
 }
-BENCHMARK(BM_DecodeRecordBatchToRecords)->Arg(0)->Arg(64);
+BENCHMARK(BM_DecodeRecordBatchToRecords)->Arg(0)->Arg(64)->Arg(-1);
 
 void BM_CerealEncodeBatch(benchmark::State& state) {
-  const auto records = OneBatchOfRecords(static_cast<size_t>(state.range(0)));
+  const auto records = OneBatchOfRecords(state.range(0));
   size_t bytes = 0;
   for (auto _ : state) {
     std::ostringstream os;
@@ -152,7 +200,7 @@ void BM_CerealEncodeBatch(benchmark::State& state) {
 BENCHMARK(BM_CerealEncodeBatch)->Arg(0)->Arg(64);
 
 void BM_CerealDecodeBatch(benchmark::State& state) {
-  const auto records = OneBatchOfRecords(static_cast<size_t>(state.range(0)));
+  const auto records = OneBatchOfRecords(state.range(0));
   std::ostringstream os;
   {
     cereal::BinaryOutputArchive ar(os);

@@ -33,6 +33,8 @@ std::string MakeLines(int n) {
   return all;
 }
 
+// Arg: 1 = keep_fields (a job that reads fields: the walk also writes the field tape and keeps
+// the line), 0 = key and timestamp only.
 void BM_JsonParseInMemory(benchmark::State& state) {
   std::string buf = MakeLines(kLines);
   buf.resize(buf.size() + kJsonPadding);
@@ -42,7 +44,9 @@ void BM_JsonParseInMemory(benchmark::State& state) {
     lines.emplace_back(buf.data() + pos, nl - pos);
     pos = nl + 1;
   }
-  JsonRecordParser parser(JsonRecordFormat{}, kMaxParallelism);
+  JsonRecordFormat format;
+  format.keep_fields = state.range(0) != 0;
+  JsonRecordParser parser(format, kMaxParallelism);
   Record record;
   int64_t bytes = 0;
   for (auto _ : state) {
@@ -57,7 +61,7 @@ void BM_JsonParseInMemory(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(lines.size()));
   state.SetBytesProcessed(bytes);
 }
-BENCHMARK(BM_JsonParseInMemory)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_JsonParseInMemory)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 void BM_FileSplitReader(benchmark::State& state) {
   std::string dir = (std::filesystem::temp_directory_path() / "keyflow-bench-XXXXXX").string();
@@ -91,7 +95,7 @@ void BM_FileSplitReader(benchmark::State& state) {
 }
 BENCHMARK(BM_FileSplitReader)->Unit(benchmark::kMillisecond);
 
-// Arg 0: skew*10, Arg 1: payload bytes.
+// Arg 0: skew*10, Arg 1: payload bytes, Arg 2: 1 = records with fields (note=100).
 void BM_Generator(benchmark::State& state) {
   GeneratorSpec spec;
   spec.events = int64_t{1} << 60;
@@ -101,7 +105,10 @@ void BM_Generator(benchmark::State& state) {
   spec.skew = static_cast<double>(state.range(0)) / 10.0;
   spec.payload_bytes = static_cast<int32_t>(state.range(1));
   KeyGroupAssigner assigner(KeyType::kString, kMaxParallelism);
-  Result<GeneratorSplitReader> reader = GeneratorSplitReader::Create(spec, 1, assigner);
+  GeneratorRecordFormat format;
+  format.with_fields = state.range(2) != 0;
+  Result<GeneratorSplitReader> reader =
+      GeneratorSplitReader::Create(spec, 1, assigner, SplitPosition(), nullptr, format);
   if (!reader.ok()) {
     state.SkipWithError(reader.status().ToString().c_str());
     return;
@@ -115,7 +122,7 @@ void BM_Generator(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * 1000);
 }
-BENCHMARK(BM_Generator)->Args({0, 0})->Args({10, 0})->Args({0, 64});
+BENCHMARK(BM_Generator)->Args({0, 0, 0})->Args({10, 0, 0})->Args({0, 64, 0})->Args({0, 0, 1});
 
 }  // namespace
 }  // namespace keyflow

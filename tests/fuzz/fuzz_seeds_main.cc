@@ -10,6 +10,7 @@
 #include "checkpoint/checkpoint_metadata.h"
 #include "checkpoint/checkpoint_storage.h"
 #include "checkpoint/checksummed_envelope.h"
+#include "common/field_tape_writer.h"
 #include "common/file_io.h"
 #include "common/key_group_assignment.h"
 #include "common/protocol/control_messages.h"
@@ -72,6 +73,21 @@ void DataPlaneSeeds(SeedWriter& w) {
   builder.Append(StringRecord("user-1", 1000, "{\"uid\":\"user-1\",\"ts\":1000}"));
   builder.Append(StringRecord("", -5, ""));
   builder.Append(StringRecord("a-key-longer-than-fifteen-bytes", 1'700'000'000'000, "x"));
+  {
+    Record with_fields = StringRecord("user-2", 2000, R"({"uid":"user-2","a":[1,null]})");
+    FieldTapeWriter tape(&with_fields.fields);
+    tape.BeginObject();
+    tape.Name("uid");
+    tape.String("user-2");
+    tape.Name("a");
+    tape.BeginArray();
+    tape.Int(1);
+    tape.Null();
+    tape.EndArray();
+    tape.EndObject();
+    builder.Append(with_fields);
+    w.Add("record_fields_fuzzer", 0, with_fields.fields);
+  }
   builder.FinishInto(SubtaskIndex(0), AttemptNumber(1), 0, &frame);
   w.Add("data_frame_fuzzer", 0, frame);
   const std::string_view payload = std::string_view(frame).substr(kFrameHeaderSize);
@@ -202,6 +218,8 @@ void JsonSeeds(SeedWriter& w) {
       {2, R"({"uid":"7", "ts": 12 , "s":"\"\\\/\b\f\n\r\t"} )"},
       {0, "{\"uid\":\"a\",\"ts\":1} trailing"},
       {0, "[1,2,3]"},
+      {8, R"({"uid":"u","ts":5,"n":null,"d":-0.5e-3,"s":"\u00e9\n","o":{"a":[true,false,{}]}})"},
+      {9, R"({"uid":"12","ts":1,"big":18446744073709551616,"huge":1e400,"e":[]})"},
   };
   for (const auto& [mode, line] : lines) w.Add("json_record_fuzzer", mode, line);
 }

@@ -4,9 +4,12 @@
 // Input: mode byte, then one line (any bytes, including newlines and NULs).
 //   mode bits 0-1: key type (string, int, long; 3 = string).
 //   mode bit 2:    keep the line as payload.
+//   mode bit 3:    keep fields (the field tape of a job that reads fields).
 // Properties: never crashes; errors are InvalidArgument; the zero-copy Parse (line followed by
 // padding in the caller's buffer, as FileSplitReader calls it) and the copying Parse agree on
-// the outcome and the record; a parsed record's key group is the one the key hashes to.
+// the outcome and the record; a parsed record's key group is the one the key hashes to. With
+// fields: the tape is valid, holds the key and timestamp fields, and its ToJson parses back to
+// the same tape.
 // (The error *message* may differ: simdjson looks at the first padding byte of an unbalanced
 // document — a '}' there makes it report "unbalanced" early; see
 // tests/worker/sources/json_record_parser_regression_test.cc.)
@@ -14,6 +17,7 @@
 #include <string>
 
 #include "common/key_group_assignment.h"
+#include "common/record_fields.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "worker/sources/json_record_parser.h"
 
@@ -23,6 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   JsonRecordFormat format;
   format.key_type = fuzz::KeyTypeOf(in.mode & 3);
   format.keep_payload = (in.mode >> 2) & 1;
+  format.keep_fields = (in.mode >> 3) & 1;
   JsonRecordParser parser(format, fuzz::kMaxParallelism);
 
   Record copied;
@@ -45,7 +50,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CHECK(copied.key_group == zero_copy.key_group);
   CHECK(copied.timestamp == zero_copy.timestamp);
   CHECK(copied.payload == zero_copy.payload);
-  CHECK(copied.payload == (format.keep_payload ? in.bytes : std::string_view()));
+  CHECK(copied.fields == zero_copy.fields);
+  CHECK(copied.payload ==
+        (format.keep_payload || format.keep_fields ? in.bytes : std::string_view()));
+  CHECK(copied.fields.empty() == !format.keep_fields);
+  if (format.keep_fields) {
+    Status valid = ValidateFieldTape(copied.fields);
+    CHECK(valid.ok()) << valid.ToString();
+    CHECK(!copied.field(format.key_field).is_missing());
+    CHECK(copied.field(format.timestamp_field).AsInt64() == copied.timestamp.millis());
+    Record again;
+    const std::string json = copied.object().ToJson();
+    Status reparsed = parser.Parse(json, &again);
+    CHECK(reparsed.ok()) << json << ": " << reparsed.ToString();
+    CHECK(again.fields == copied.fields) << json;
+    CHECK(again.key == copied.key);
+  }
   if (format.key_type != KeyType::kString) CHECK_EQ(copied.key.size(), 8u);
   Result<KeyGroupId> g = AssignToKeyGroup(copied.key, format.key_type, fuzz::kMaxParallelism);
   CHECK(g.ok()) << g.status().ToString();

@@ -3,11 +3,13 @@
 //
 // Input: mode byte (unused, kept for a uniform corpus layout), then the payload.
 // Properties: decoding never crashes or over-allocates; a failed decode leaves no records; a
-// decoded batch rebuilt with RecordBatchBuilder decodes to the same records.
+// decoded batch rebuilt with RecordBatchBuilder decodes to the same records; the field tapes of
+// a decoded batch are safe to read (ToJson walks every value).
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/record_fields.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "worker/shuffle/record_batch_builder.h"
 
@@ -24,7 +26,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   RecordBatchBuilder builder;
   for (const RecordView& r : records) {
     CHECK_GE(r.key_group.value(), 0);
-    builder.Append(r.key, r.key_group, r.timestamp, r.payload);
+    builder.Append(r.key, r.key_group, r.timestamp, r.payload, r.fields);
+    const FieldValue root = FieldValue::Root(r.fields);
+    CHECK(root.is_missing() == r.fields.empty());
+    (void)root.ToJson();
   }
   std::string frame;
   builder.FinishInto(SubtaskIndex(0), AttemptNumber(0), 0, &frame);
@@ -39,6 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CHECK(again[i].key_group == records[i].key_group);
     CHECK(again[i].timestamp == records[i].timestamp);
     CHECK(again[i].payload == records[i].payload);
+    CHECK(again[i].fields == records[i].fields);
     // The record as the keyed task materialises it.
     Record r = records[i].ToRecord();
     CHECK(r.key.bytes() == records[i].key);

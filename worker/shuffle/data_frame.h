@@ -32,7 +32,7 @@
 namespace keyflow {
 
 inline constexpr uint32_t kFrameMagic = 0x5044464B;  // "KFDP" in little-endian byte order
-inline constexpr uint16_t kDataPlaneVersion = 1;
+inline constexpr uint16_t kDataPlaneVersion = 2;     // 2: records may carry fields
 inline constexpr size_t kFrameHeaderSize = 44;
 inline constexpr size_t kFrameChecksumOffset = 8;
 inline constexpr size_t kFrameChecksummedFrom = 16;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/binary_io.h"
+#include "common/record_fields.h"
 
 namespace keyflow {
 namespace {
@@ -25,18 +26,21 @@ void RecordBatchBuilder::Clear() {
 }
 
 void RecordBatchBuilder::Append(const Record& record) {
-  Append(record.key.bytes(), record.key_group, record.timestamp, record.payload);
+  Append(record.key.bytes(), record.key_group, record.timestamp, record.payload, record.fields);
 }
 
 void RecordBatchBuilder::Append(std::string_view key, KeyGroupId key_group, Timestamp timestamp,
-                                std::string_view payload) {
+                                std::string_view payload, std::string_view fields) {
   DCHECK(key_group.value() >= 0);
   CHECK_LT(count_, std::numeric_limits<uint32_t>::max());
   BinaryWriter w(&buffer_);
   w.Bytes(key);
   w.VarU64(static_cast<uint32_t>(key_group.value()));
   w.I64(timestamp.millis());
-  w.Bytes(payload);
+  const bool has_fields = !fields.empty();
+  w.VarU64((static_cast<uint64_t>(payload.size()) << 1) | (has_fields ? 1 : 0));
+  w.Raw(payload.data(), payload.size());
+  if (has_fields) w.Bytes(fields);
   ++count_;
 }
 
@@ -68,7 +72,9 @@ Status DecodeRecordBatch(std::string_view payload, std::string_view channel,
     v.key = r.Bytes();
     uint64_t key_group = r.VarU64();
     v.timestamp = Timestamp(r.I64());
-    v.payload = r.Bytes();
+    const uint64_t payload_tag = r.VarU64();
+    v.payload = r.Raw(payload_tag >> 1);
+    v.fields = (payload_tag & 1) ? r.Bytes() : std::string_view();
     if (!r.ok()) {
       out->clear();
       return corrupt("record " + std::to_string(i) + " of " + std::to_string(count) +
@@ -80,6 +86,13 @@ Status DecodeRecordBatch(std::string_view payload, std::string_view channel,
                      ", beyond any max parallelism");
     }
     v.key_group = KeyGroupId(static_cast<int32_t>(key_group));
+    if (!v.fields.empty()) {
+      if (Status s = ValidateFieldTape(v.fields); !s.ok()) {
+        out->clear();
+        return corrupt("record " + std::to_string(i) + " of " + std::to_string(count) + ": " +
+                       s.message());
+      }
+    }
   }
   if (!r.at_end()) {
     out->clear();

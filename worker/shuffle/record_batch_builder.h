@@ -5,8 +5,12 @@
 //     varint key length, key bytes     (Key::bytes())
 //     varint key group                 (< 2^31)
 //     int64  timestamp                 (ms)
-//     varint payload length, payload bytes
-// A record takes at least kMinEncodedRecordBytes, which bounds the count a payload can claim.
+//     varint payload length << 1 | has_fields, payload bytes
+//     if has_fields: varint fields length, fields bytes (a field tape, common/record_fields.h)
+// (data-plane version 2; version 1 had no has_fields bit.) A key-only record (the job reads no
+// fields: payload and fields empty) is exactly as long as in version 1. A record takes at least
+// kMinEncodedRecordBytes, which bounds the count a payload can claim. The decoder validates every
+// field tape (ValidateFieldTape), so the keyed side may read them without bounds checks.
 //
 // Hand-rolled with BinaryWriter instead of a cereal archive: one reusable buffer per channel,
 // no per-record allocation or virtual call, and the frame header is written in place in front
@@ -40,7 +44,7 @@ class RecordBatchBuilder {
   // Appends one record (copies its bytes into the batch).
   void Append(const Record& record);
   void Append(std::string_view key, KeyGroupId key_group, Timestamp timestamp,
-              std::string_view payload);
+              std::string_view payload, std::string_view fields = {});
 
   uint32_t num_records() const { return count_; }
   bool empty() const { return count_ == 0; }
@@ -66,14 +70,17 @@ struct RecordView {
   KeyGroupId key_group;
   Timestamp timestamp;
   std::string_view payload;
+  std::string_view fields;  // a validated field tape, or empty
 
   Key ToKey() const { return Key::FromBytes(key); }
-  Record ToRecord() const { return Record{ToKey(), key_group, timestamp, std::string(payload)}; }
+  Record ToRecord() const {
+    return Record{ToKey(), key_group, timestamp, std::string(payload), std::string(fields)};
+  }
 };
 
 // Decodes a RECORDS payload into *out (cleared first; its capacity is reused). Corruption,
 // prefixed with `channel`, for a truncated or malformed payload, a record count that cannot
-// fit the payload (checked before anything is reserved) or trailing bytes.
+// fit the payload (checked before anything is reserved), a malformed field tape or trailing bytes.
 Status DecodeRecordBatch(std::string_view payload, std::string_view channel,
                          std::vector<RecordView>* out);
 

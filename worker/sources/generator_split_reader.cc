@@ -18,6 +18,8 @@ constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;  // SplitMix64's Weyl increme
 constexpr uint64_t kSplitSalt = 0xD1B54A32D192ED03ull;
 constexpr uint64_t kJitterSalt = 0x2545F4914F6CDD1Dull;
 constexpr uint64_t kPayloadSalt = 0x94D049BB133111EBull;
+constexpr uint64_t kAmountSalt = 0xBF58476D1CE4E5B9ull;
+constexpr int64_t kAmountRange = 1000;
 constexpr double kEpsilon = 1e-9;  // absorbs rounding in the pacing arithmetic
 
 // SplitMix64's output function: a bijective 64-bit mixer.
@@ -42,12 +44,23 @@ inline void LettersFromWord(uint64_t w, uint8_t out[8]) {
   std::memcpy(out, &letters, 8);
 }
 
+// n letters [a-z] derived from `h` into p.
+void FillLetters(uint64_t h, char* p, int32_t n) {
+  uint64_t state = h ^ kPayloadSalt;
+  for (int32_t i = 0; i < n; i += 8) {
+    uint8_t letters[8];
+    LettersFromWord(Mix(state += kGamma), letters);
+    std::memcpy(p + i, letters, static_cast<size_t>(std::min(8, n - i)));
+  }
+}
+
 }  // namespace
 
 Result<GeneratorSplitReader> GeneratorSplitReader::Create(const GeneratorSpec& spec,
                                                           int32_t split_index,
                                                           const KeyGroupAssigner& assigner,
-                                                          SplitPosition from, const Clock* clock) {
+                                                          SplitPosition from, const Clock* clock,
+                                                          const GeneratorRecordFormat& format) {
   if (assigner.key_type() != KeyType::kString) {
     return InvalidArgument(
         "the generator (--input gen:...) produces string "
@@ -65,6 +78,17 @@ Result<GeneratorSplitReader> GeneratorSplitReader::Create(const GeneratorSpec& s
       << "unvalidated generator spec " << spec.ToString();
   CHECK(spec.rate == 0 || clock != nullptr) << "a rate-limited generator needs a clock";
   GeneratorSplitReader r(spec, split_index, assigner);
+  if (format.with_fields) {
+    r.with_fields_ = true;
+    r.key_field_ = format.key_field;
+    r.ts_field_ = format.timestamp_field;
+    r.json_key_prefix_ = "{";
+    field_tape::AppendJsonString(format.key_field, &r.json_key_prefix_);
+    r.json_key_prefix_ += ":\"";
+    r.json_ts_prefix_ = "\",";
+    field_tape::AppendJsonString(format.timestamp_field, &r.json_ts_prefix_);
+    r.json_ts_prefix_ += ":";
+  }
   if (from.next_event_index() > r.size_) {
     return InvalidArgument("cannot resume generator split " + std::to_string(split_index) +
                            " at event " + std::to_string(from.next_event_index()) +
@@ -94,6 +118,7 @@ GeneratorSplitReader::GeneratorSplitReader(const GeneratorSpec& spec, int32_t sp
       step_ms_(spec.step_ms),
       disorder_ms_(spec.disorder_ms),
       payload_bytes_(spec.payload_bytes),
+      note_bytes_(spec.note_bytes),
       split_base_(Mix(Mix(spec.seed) + static_cast<uint64_t>(split) * kSplitSalt)),
       skewed_(spec.skew > 0) {
   if (skewed_) {
@@ -138,18 +163,54 @@ void GeneratorSplitReader::EventAt(int64_t index, Record* out) const {
   const int64_t jitter = disorder_ms_ > 0 ? Scale(Mix(h ^ kJitterSalt), disorder_ms_) : 0;
   out->timestamp = Timestamp(start_ms_ + g * step_ms_ + jitter);
 
+  if (with_fields_) {
+    WriteFields(h, key, out->timestamp, out);
+    return;
+  }
+  out->fields.clear();
   if (payload_bytes_ == 0) {
     out->payload.clear();
     return;
   }
   out->payload.resize(static_cast<size_t>(payload_bytes_));
-  char* p = out->payload.data();
-  uint64_t state = h ^ kPayloadSalt;
-  for (int32_t i = 0; i < payload_bytes_; i += 8) {
-    uint8_t letters[8];
-    LettersFromWord(Mix(state += kGamma), letters);
-    std::memcpy(p + i, letters, static_cast<size_t>(std::min(8, payload_bytes_ - i)));
-  }
+  FillLetters(h, out->payload.data(), payload_bytes_);
+}
+
+void GeneratorSplitReader::WriteFields(uint64_t h, std::string_view key, Timestamp timestamp,
+                                       Record* out) const {
+  const int64_t amount = Scale(Mix(h ^ kAmountSalt), kAmountRange);
+  char ts_text[24], amount_text[24];
+  std::string_view ts(
+      ts_text,
+      static_cast<size_t>(std::to_chars(ts_text, ts_text + 24, timestamp.millis()).ptr - ts_text));
+  std::string_view amount_str(
+      amount_text,
+      static_cast<size_t>(std::to_chars(amount_text, amount_text + 24, amount).ptr - amount_text));
+
+  std::string& line = out->payload;
+  line.assign(json_key_prefix_);
+  line.append(key);  // "uid-<k>" needs no escaping
+  line.append(json_ts_prefix_);
+  line.append(ts);
+  line.append(",\"amount\":");
+  line.append(amount_str);
+  line.append(",\"note\":\"");
+  const size_t note_at = line.size();
+  line.resize(note_at + static_cast<size_t>(note_bytes_));
+  FillLetters(h, line.data() + note_at, note_bytes_);
+  line.append("\"}");
+
+  tape_.Reset(&out->fields);
+  tape_.BeginObject();
+  tape_.Name(key_field_);
+  tape_.String(key);
+  tape_.Name(ts_field_);
+  tape_.Int(timestamp.millis());
+  tape_.Name("amount");
+  tape_.Int(amount);
+  tape_.Name("note");
+  tape_.String(std::string_view(line.data() + note_at, static_cast<size_t>(note_bytes_)));
+  tape_.EndObject();
 }
 
 bool GeneratorSplitReader::Refill() {

@@ -19,6 +19,12 @@
 //   timestamp           start + g*step + jitter, jitter uniform in [0, disorder): bounded
 //                       out-of-orderness, every timestamp > (max timestamp so far) - disorder
 //   payload             `payload` bytes of [a-z], derived from the same hash
+//   fields (format.with_fields, for jobs that read fields): the record is the JSON object
+//                       {"<key field>":"uid-<k>","<ts field>":<timestamp>,"amount":<a>,
+//                        "note":"<note letters>"}, a = uniform in [0, 1000) from the hash,
+//                       note = spec.note_bytes letters [a-z] (as payload's); Record::fields is
+//                       its field tape and Record::payload its JSON text (the filler payload
+//                       is not generated)
 //   key group           KeyGroupAssigner of the job (string keys)
 //
 // Rate limit (rate R > 0): the split emits at most R/S events per second on the injected clock,
@@ -30,8 +36,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "common/clock.h"
+#include "common/field_tape_writer.h"
 #include "common/key_group_assignment.h"
 #include "common/record.h"
 #include "common/status.h"
@@ -39,6 +47,13 @@
 #include "worker/sources/source_split.h"
 
 namespace keyflow {
+
+// How generated events become records (from the job, not from the gen: text).
+struct GeneratorRecordFormat {
+  bool with_fields = false;  // JobSpec::reads_fields
+  std::string key_field = "uid";
+  std::string timestamp_field = "ts";
+};
 
 class GeneratorSplitReader {
  public:
@@ -49,7 +64,8 @@ class GeneratorSplitReader {
   static Result<GeneratorSplitReader> Create(const GeneratorSpec& spec, int32_t split_index,
                                              const KeyGroupAssigner& assigner,
                                              SplitPosition from = SplitPosition(),
-                                             const Clock* clock = nullptr);
+                                             const Clock* clock = nullptr,
+                                             const GeneratorRecordFormat& format = {});
 
   // kRecord (the next event in *out; position() after it), kEndOfSplit, or kThrottled.
   SplitReadResult Next(Record* out) {
@@ -76,6 +92,7 @@ class GeneratorSplitReader {
   // Reads the clock and recomputes budget_. False if no event is allowed yet.
   bool Refill();
   int64_t ZipfRank(uint64_t hash) const;
+  void WriteFields(uint64_t hash, std::string_view key, Timestamp timestamp, Record* out) const;
 
   KeyGroupAssigner assigner_;
   int32_t split_;
@@ -84,6 +101,12 @@ class GeneratorSplitReader {
   int64_t keys_in_split_;
   int64_t start_ms_, step_ms_, disorder_ms_;
   int32_t payload_bytes_;
+  int32_t note_bytes_;
+  bool with_fields_ = false;
+  // JSON text around the values of a record with fields, e.g. {"uid":"  ","ts":  ,"amount":
+  std::string json_key_prefix_, json_ts_prefix_;
+  mutable FieldTapeWriter tape_;  // reused by EventAt (single thread)
+  std::string key_field_, ts_field_;
   uint64_t split_base_;
   bool skewed_;
   double zipf_a_ = 0, zipf_inv_a_ = 0, zipf_c_ = 0, zipf_log_n1_ = 0;

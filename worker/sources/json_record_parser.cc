@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "common/check.h"
+#include "common/field_tape_writer.h"
 
 namespace keyflow {
 namespace {
@@ -25,13 +26,18 @@ Status JsonError(error_code e) {
   return InvalidArgument(std::string("invalid JSON: ") + simdjson::error_message(e));
 }
 
-// True if `raw` (a number token, maybe followed by whitespace) matches JSON's number grammar:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-bool IsJsonNumber(std::string_view raw) {
+std::string_view TrimTrailingSpace(std::string_view raw) {
   while (!raw.empty() &&
          (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\r' || raw.back() == '\n')) {
     raw.remove_suffix(1);
   }
+  return raw;
+}
+
+// True if `raw` (a number token, maybe followed by whitespace) matches JSON's number grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+bool IsJsonNumber(std::string_view raw) {
+  raw = TrimTrailingSpace(raw);
   size_t i = 0;
   auto digit = [&](size_t j) { return j < raw.size() && raw[j] >= '0' && raw[j] <= '9'; };
   if (i < raw.size() && raw[i] == '-') ++i;
@@ -55,46 +61,75 @@ bool IsJsonNumber(std::string_view raw) {
   return i == raw.size();
 }
 
-// Walks a value we do not use so that a malformed value anywhere fails the line (On-Demand only
-// validates what it visits).
-error_code ValidateValue(ondemand::value value) {
+// Walks a value so that a malformed value anywhere fails the line (On-Demand only validates
+// what it visits). kWrite (a job that reads fields): also writes the value to *tape in the same
+// walk. `depth` counts the containers around the value.
+template <bool kWrite>
+error_code WalkValue(ondemand::value value, FieldTapeWriter* tape, int depth) {
   ondemand::json_type type;
   if (error_code e = value.type().get(type)) return e;
   switch (type) {
     case ondemand::json_type::object: {
+      if (depth >= kMaxFieldDepth) return simdjson::DEPTH_ERROR;
       ondemand::object object;
       if (error_code e = value.get_object().get(object)) return e;
+      if constexpr (kWrite) tape->BeginObject();
       for (auto field_result : object) {
         ondemand::field field;
         if (error_code e = std::move(field_result).get(field)) return e;
         std::string_view name;
         if (error_code e = field.unescaped_key().get(name)) return e;
-        if (error_code e = ValidateValue(field.value())) return e;
+        if constexpr (kWrite) tape->Name(name);
+        if (error_code e = WalkValue<kWrite>(field.value(), tape, depth + 1)) return e;
       }
+      if constexpr (kWrite) tape->EndObject();
       return simdjson::SUCCESS;
     }
     case ondemand::json_type::array: {
+      if (depth >= kMaxFieldDepth) return simdjson::DEPTH_ERROR;
       ondemand::array array;
       if (error_code e = value.get_array().get(array)) return e;
+      if constexpr (kWrite) tape->BeginArray();
       for (auto element_result : array) {
         ondemand::value element;
         if (error_code e = element_result.get(element)) return e;
-        if (error_code e = ValidateValue(element)) return e;
+        if (error_code e = WalkValue<kWrite>(element, tape, depth + 1)) return e;
       }
+      if constexpr (kWrite) tape->EndArray();
       return simdjson::SUCCESS;
     }
     case ondemand::json_type::number: {
       ondemand::number number;
       error_code e = value.get_number().get(number);
-      // simdjson 3.0 rejects integers beyond 64 bits, which are valid JSON.
+      // simdjson 3.0 rejects integers beyond 64 bits (and doubles beyond its range), which are
+      // valid JSON: the tape keeps their text.
       if (e == simdjson::NUMBER_ERROR && IsJsonNumber(value.raw_json_token())) {
+        if constexpr (kWrite) tape->NumberText(TrimTrailingSpace(value.raw_json_token()));
         return simdjson::SUCCESS;
       }
-      return e;
+      if (e) return e;
+      if constexpr (kWrite) {
+        switch (number.get_number_type()) {
+          case ondemand::number_type::signed_integer:
+            tape->Int(number.get_int64());
+            break;
+          case ondemand::number_type::unsigned_integer: {  // 2^63 .. 2^64-1
+            char text[24];
+            char* end = std::to_chars(text, text + sizeof text, number.get_uint64()).ptr;
+            tape->NumberText(std::string_view(text, static_cast<size_t>(end - text)));
+            break;
+          }
+          default:
+            tape->Double(number.get_double());
+        }
+      }
+      return simdjson::SUCCESS;
     }
     case ondemand::json_type::string: {
       std::string_view s;
-      return value.get_string().get(s);
+      if (error_code e = value.get_string().get(s)) return e;
+      if constexpr (kWrite) tape->String(s);
+      return simdjson::SUCCESS;
     }
     case ondemand::json_type::boolean: {
       bool b;
@@ -103,13 +138,17 @@ error_code ValidateValue(ondemand::value value) {
         return value.raw_json_token().substr(0, 1) == "t" ? simdjson::T_ATOM_ERROR
                                                           : simdjson::F_ATOM_ERROR;
       }
-      return e;
+      if (e) return e;
+      if constexpr (kWrite) tape->Bool(b);
+      return simdjson::SUCCESS;
     }
     case ondemand::json_type::null: {
       bool is_null = false;
       error_code e = value.is_null().get(is_null);
       if (e == simdjson::INCORRECT_TYPE || (!e && !is_null)) return simdjson::N_ATOM_ERROR;
-      return e;
+      if (e) return e;
+      if constexpr (kWrite) tape->Null();
+      return simdjson::SUCCESS;
     }
   }
   return simdjson::TAPE_ERROR;
@@ -150,6 +189,7 @@ bool ParseDecimal(std::string_view text, int64_t* out, bool* out_of_range) {
 
 struct JsonRecordParser::Impl {
   ondemand::parser parser;
+  FieldTapeWriter tape;
 
   Status KeyNotAnInteger(const JsonRecordFormat& f) const {
     return InvalidArgument("field " + Quote(f.key_field) + " is not an integer (key type " +
@@ -162,8 +202,9 @@ struct JsonRecordParser::Impl {
         (f.key_type == KeyType::kInt ? " (32-bit); use --key-type long" : " (64-bit)"));
   }
 
+  // `tape` (null unless keep_fields) receives the value as it appears in the line.
   Status ReadKey(const JsonRecordFormat& f, const KeyGroupAssigner& assigner, ondemand::value value,
-                 Record* out) {
+                 Record* out, FieldTapeWriter* tape) {
     if (f.key_type == KeyType::kString) {
       std::string_view text;
       error_code e = value.get_string().get(text);
@@ -180,6 +221,7 @@ struct JsonRecordParser::Impl {
       }
       out->key = Key::FromBytes(text);
       out->key_group = group;
+      if (tape) tape->String(text);
       return Status::Ok();
     }
 
@@ -191,6 +233,7 @@ struct JsonRecordParser::Impl {
       if (e == simdjson::INCORRECT_TYPE) return KeyNotAnInteger(f);
       if (e == simdjson::NUMBER_OUT_OF_RANGE) return KeyOutOfRange(f);
       if (e) return JsonError(e);
+      if (tape) tape->Int(v);
     } else if (type == ondemand::json_type::string) {
       std::string_view text;
       if (error_code e = value.get_string().get(text)) return JsonError(e);
@@ -198,6 +241,7 @@ struct JsonRecordParser::Impl {
       if (!ParseDecimal(text, &v, &out_of_range)) {
         return out_of_range ? KeyOutOfRange(f) : KeyNotAnInteger(f);
       }
+      if (tape) tape->String(text);
     } else {
       return KeyNotAnInteger(f);
     }
@@ -210,7 +254,8 @@ struct JsonRecordParser::Impl {
     return Status::Ok();
   }
 
-  Status ReadTimestamp(const JsonRecordFormat& f, ondemand::value value, Record* out) {
+  Status ReadTimestamp(const JsonRecordFormat& f, ondemand::value value, Record* out,
+                       FieldTapeWriter* tape) {
     ondemand::json_type type;
     if (error_code e = value.type().get(type)) return JsonError(e);
     if (type != ondemand::json_type::number) {
@@ -229,6 +274,7 @@ struct JsonRecordParser::Impl {
     }
     if (e) return JsonError(e);
     out->timestamp = Timestamp(ts);
+    if (tape) tape->Int(ts);
     return Status::Ok();
   }
 };
@@ -261,6 +307,12 @@ Status JsonRecordParser::Parse(std::string_view line, size_t padded_size, Record
     if (e == simdjson::INCORRECT_TYPE) return InvalidArgument("line is not a JSON object");
     return JsonError(e);
   }
+  FieldTapeWriter* tape = nullptr;
+  if (format_.keep_fields) {
+    tape = &impl_->tape;
+    tape->Reset(&out->fields);
+    tape->BeginObject();
+  }
   bool have_key = false;
   bool have_ts = false;
   for (auto field_result : object) {
@@ -268,15 +320,17 @@ Status JsonRecordParser::Parse(std::string_view line, size_t padded_size, Record
     if (error_code e = std::move(field_result).get(field)) return JsonError(e);
     std::string_view name;
     if (error_code e = field.unescaped_key().get(name)) return JsonError(e);
+    if (tape) tape->Name(name);
     if (name == format_.key_field) {
       if (have_key) return InvalidArgument("duplicate field " + Quote(format_.key_field));
       have_key = true;
-      RETURN_IF_ERROR(impl_->ReadKey(format_, assigner_, field.value(), out));
+      RETURN_IF_ERROR(impl_->ReadKey(format_, assigner_, field.value(), out, tape));
     } else if (name == format_.timestamp_field) {
       if (have_ts) return InvalidArgument("duplicate field " + Quote(format_.timestamp_field));
       have_ts = true;
-      RETURN_IF_ERROR(impl_->ReadTimestamp(format_, field.value(), out));
-    } else if (error_code e = ValidateValue(field.value())) {
+      RETURN_IF_ERROR(impl_->ReadTimestamp(format_, field.value(), out, tape));
+    } else if (error_code e = tape ? WalkValue<true>(field.value(), tape, 1)
+                                   : WalkValue<false>(field.value(), nullptr, 1)) {
       return JsonError(e);
     }
   }
@@ -286,7 +340,12 @@ Status JsonRecordParser::Parse(std::string_view line, size_t padded_size, Record
   }
   if (!have_key) return InvalidArgument("missing field " + Quote(format_.key_field));
   if (!have_ts) return InvalidArgument("missing field " + Quote(format_.timestamp_field));
-  if (format_.keep_payload) {
+  if (tape) {
+    tape->EndObject();
+  } else {
+    out->fields.clear();
+  }
+  if (format_.keep_payload || format_.keep_fields) {
     out->payload.assign(line.data(), line.size());
   } else {
     out->payload.clear();

@@ -1,4 +1,5 @@
-// JsonRecordParser: one JSON Lines line -> one Record (key, key group, timestamp, payload).
+// JsonRecordParser: one JSON Lines line -> one Record (key, key group, timestamp, and, when the
+// job reads fields, the raw line and its field tape).
 //
 // Format (DESIGN §13): every line is a JSON object. The key is the top-level field `key_field`
 // (default "uid"), the event timestamp the top-level field `timestamp_field` (default "ts"),
@@ -12,6 +13,11 @@
 //                     integer ("42", "-7"; no spaces, no '+', no fraction): IDs are often quoted
 //                     in exports because they exceed JavaScript's 2^53.
 //   timestamp         a JSON integer (any int64). Fractions, exponents and strings are rejected.
+//
+// keep_fields (the job reads fields, JobSpec::reads_fields): the same single walk also writes
+// the whole object, key and timestamp included, into Record::fields (common/record_fields.h:
+// strings unescaped, integers as int64, other numbers as doubles, integers beyond 64 bits as
+// their text), and Record::payload is the line. Off, nothing extra is written or copied.
 //
 // A field that appears twice is an error. Errors are InvalidArgument with the reason only
 // ("missing field 'uid'", "field 'ts' is not an integer (epoch milliseconds)",
@@ -44,6 +50,7 @@ struct JsonRecordFormat {
   std::string timestamp_field = "ts";
   KeyType key_type = KeyType::kString;
   bool keep_payload = false;  // Record::payload = the line as read (without its terminator)
+  bool keep_fields = false;   // Record::fields = the line's field tape; implies keep_payload
 };
 
 class JsonRecordParser {
@@ -69,8 +76,8 @@ class JsonRecordParser {
   struct Impl;  // simdjson stays out of this header (it is large)
   JsonRecordFormat format_;
   KeyGroupAssigner assigner_;
-  std::unique_ptr<Impl> impl_;
-  std::string copy_;  // padded copy for Parse(line, out)
+  std::unique_ptr<Impl> impl_;  // also holds the reusable FieldTapeWriter
+  std::string copy_;            // padded copy for Parse(line, out)
 };
 
 }  // namespace keyflow

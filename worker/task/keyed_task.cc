@@ -243,6 +243,7 @@ Status KeyedTask::HandleEvent(const InputEvent& event) {
         scratch_.key_group = v.key_group;
         scratch_.timestamp = v.timestamp;
         scratch_.payload.assign(v.payload);
+        scratch_.fields.assign(v.fields);
         Status processed = operator_->ProcessElement(scratch_);
         if (!processed.ok()) {
           // The function's own failure names it; others get the record's origin.

@@ -33,6 +33,7 @@ Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deploym
     format.key_field = spec.key_field;
     format.timestamp_field = spec.ts_field;
     format.key_type = spec.key_type;
+    format.keep_fields = spec.reads_fields;
     t->parser_ = std::make_unique<JsonRecordParser>(format, spec.max_parallelism);
   }
   if (spec.watermark_bound_ms < 0) return InvalidArgument("--watermark-bound must not be negative");
@@ -160,9 +161,12 @@ Status SourceTask::OpenSplits() {
                        FileSplitReader::Open(st.split, st.position, parser_.get(), options));
       slot.file.emplace(std::move(reader));
     } else {
-      ASSIGN_OR_RETURN(GeneratorSplitReader reader,
-                       GeneratorSplitReader::Create(input_.generator(), st.split.generator_index(),
-                                                    assigner_, st.position, clock_));
+      ASSIGN_OR_RETURN(
+          GeneratorSplitReader reader,
+          GeneratorSplitReader::Create(
+              input_.generator(), st.split.generator_index(), assigner_, st.position, clock_,
+              GeneratorRecordFormat{deployment_.spec.reads_fields, deployment_.spec.key_field,
+                                    deployment_.spec.ts_field}));
       slot.generator.emplace(reader);
     }
     ++unfinished_;

@@ -95,7 +95,7 @@ TEST(DataFrame, HeaderBytesFollowTheDocumentedLayout) {
                    ChannelEvent::Watermark(Timestamp(1000)), &frame);
   ASSERT_EQ(frame.size(), kFrameHeaderSize + 8);
   const std::string expected_without_checksum = std::string("KFDP") +         // magic
-                                                std::string("\x01\x00", 2) +  // version 1
+                                                std::string("\x02\x00", 2) +  // version 2
                                                 std::string("\x00\x00", 2);   // reserved
   EXPECT_EQ(frame.substr(0, 8), expected_without_checksum);
   const std::string rest = std::string("\x02\x00\x00\x00", 4) +  // kind WATERMARK + pad
@@ -152,11 +152,11 @@ TEST(DataFrame, TruncatedHeaderMessageSaysHowShort) {
 TEST(DataFrame, OtherVersionIsRejectedWithUpgradeAdvice) {
   std::string frame;
   EncodeEventFrame(SubtaskIndex(3), AttemptNumber(5), 1, ChannelEvent::EndOfInput(), &frame);
-  frame[4] = 2;
+  frame[4] = 3;
   Status s = DecodeFrame(frame, kChannel).status();
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_EQ(s.message(), std::string(kChannel) +
-                             ": peer speaks data-plane version 2, this worker speaks 1: run the "
+                             ": peer speaks data-plane version 3, this worker speaks 2: run the "
                              "same keyflow version on all hosts");
 }
 

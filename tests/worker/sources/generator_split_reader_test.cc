@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "common/record_fields.h"
 #include "tests/worker/sources/test_util.h"
+#include "worker/sources/json_record_parser.h"
 
 namespace keyflow {
 namespace {
@@ -282,6 +284,64 @@ TEST(GeneratorSplitReader, CreateRejectsNonStringKeysUnknownSplitsAndPositionsPa
             InvalidArgument("cannot resume generator split 1 at event 6: it has only 5 events (" +
                             spec.ToString() + "); was --input changed since the checkpoint?"));
   EXPECT_TRUE(GeneratorSplitReader::Create(spec, 1, strings, SplitPosition::InGenerator(5)).ok());
+}
+
+TEST(GeneratorSplitReader, RecordsWithFieldsAreJsonObjectsWithTheirTape) {
+  const GeneratorSpec spec = Spec("events=200,keys=10,splits=2,seed=3,note=20");
+  static const KeyGroupAssigner assigner(KeyType::kString, kMaxParallelism);
+  GeneratorRecordFormat format;
+  format.with_fields = true;
+  format.key_field = "user";
+  format.timestamp_field = "time";
+  Result<GeneratorSplitReader> with =
+      GeneratorSplitReader::Create(spec, 1, assigner, SplitPosition(), nullptr, format);
+  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  GeneratorSplitReader without = Reader(spec, 1);
+  JsonRecordFormat json;
+  json.key_field = "user";
+  json.timestamp_field = "time";
+  json.keep_fields = true;
+  JsonRecordParser parser(json, kMaxParallelism);
+  std::set<int64_t> amounts;
+  for (int64_t i = 0; i < with->size(); ++i) {
+    Record r, plain, parsed;
+    with->EventAt(i, &r);
+    without.EventAt(i, &plain);
+    // Same key, key group and timestamp as without fields.
+    ASSERT_EQ(r.key, plain.key);
+    ASSERT_EQ(r.key_group, plain.key_group);
+    ASSERT_EQ(r.timestamp, plain.timestamp);
+    ASSERT_TRUE(ValidateFieldTape(r.fields).ok());
+    EXPECT_EQ(*r.GetString("user"), r.key.bytes());
+    EXPECT_EQ(*r.GetInt64("time"), r.timestamp.millis());
+    const int64_t amount = *r.GetInt64("amount");
+    EXPECT_GE(amount, 0);
+    EXPECT_LT(amount, 1000);
+    amounts.insert(amount);
+    EXPECT_EQ(r.GetString("note")->size(), 20u);
+    // payload is the record's JSON line: parsing it gives the same tape.
+    ASSERT_TRUE(parser.Parse(r.raw_json(), &parsed).ok()) << r.raw_json();
+    EXPECT_EQ(parsed.fields, r.fields) << r.raw_json();
+    EXPECT_EQ(parsed.key, r.key);
+  }
+  EXPECT_GT(amounts.size(), 50u);  // amounts vary
+  Record first;
+  with->EventAt(0, &first);
+  EXPECT_EQ(first.raw_json().substr(0, 13), R"({"user":"uid-)");
+}
+
+TEST(GeneratorSplitReader, DefaultNoteIsAHundredBytes) {
+  const GeneratorSpec spec = Spec("events=4,keys=2,splits=1");
+  static const KeyGroupAssigner assigner(KeyType::kString, kMaxParallelism);
+  GeneratorRecordFormat format;
+  format.with_fields = true;
+  Result<GeneratorSplitReader> reader =
+      GeneratorSplitReader::Create(spec, 0, assigner, SplitPosition(), nullptr, format);
+  ASSERT_TRUE(reader.ok());
+  Record r;
+  reader->EventAt(0, &r);
+  EXPECT_EQ(r.GetString("note")->size(), 100u);
+  EXPECT_EQ(r.object().size(), 4u);
 }
 
 }  // namespace

@@ -124,7 +124,7 @@ TEST(InputSpec, GeneratorWithRequiredParametersGetsDefaultsAndOneSplitPerGenerat
 
 TEST(InputSpec, GeneratorParsesEveryParameterAndRoundTripsThroughToString) {
   Result<GeneratorSpec> g = ParseGeneratorSpec(
-      "payload=16,skew=1.25,step=5,start=-100,disorder=0,"
+      "payload=16,skew=1.25,step=5,start=-100,disorder=0,note=7,"
       "rate=2.5,seed=18446744073709551615,"
       "splits=2,keys=1000,events=1000000");
   ASSERT_TRUE(g.ok()) << g.status().ToString();
@@ -138,10 +138,11 @@ TEST(InputSpec, GeneratorParsesEveryParameterAndRoundTripsThroughToString) {
   EXPECT_EQ(g->step_ms, 5);
   EXPECT_EQ(g->skew, 1.25);
   EXPECT_EQ(g->payload_bytes, 16);
+  EXPECT_EQ(g->note_bytes, 7);
   EXPECT_EQ(g->ToString(),
             "gen:events=1000000,keys=1000,splits=2,seed="
             "18446744073709551615,rate=2.5,"
-            "disorder=0,start=-100,step=5,skew=1.25,payload=16");
+            "disorder=0,start=-100,step=5,skew=1.25,payload=16,note=7");
   Result<InputSpec> again = InputSpec::Parse(g->ToString());
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->generator(), *g);
@@ -161,7 +162,7 @@ TEST(InputSpec, GeneratorErrorsNameTheParameter) {
       {"gen:events=5,keys=2,splits=1,color=red",
        "unknown generator parameter 'color'; known parameters: events, keys, "
        "splits, seed, rate, "
-       "disorder, start, step, skew, payload"},
+       "disorder, start, step, skew, payload, note"},
       {"gen:events=abc,keys=2,splits=1",
        "generator parameter 'events' must be a decimal integer, got 'abc'"},
       {"gen:events=,keys=2,splits=1",
@@ -197,6 +198,11 @@ TEST(InputSpec, GeneratorErrorsNameTheParameter) {
        "generator parameter 'payload' must be >= 0, got -1"},
       {"gen:events=5,keys=2,splits=1,payload=1048577",
        "generator parameter 'payload' must be <= 1048576 bytes, got 1048577"},
+      {"gen:events=5,keys=2,splits=1,note=-1", "generator parameter 'note' must be >= 0, got -1"},
+      {"gen:events=5,keys=2,splits=1,note=1048577",
+       "generator parameter 'note' must be <= 1048576 bytes, got 1048577"},
+      {"gen:events=5,keys=2,splits=1,note=x",
+       "generator parameter 'note' must be a decimal integer, got 'x'"},
       {"gen:events=5,keys=2,splits=1,events=6", "generator parameter 'events' is given twice"},
       {"gen:events=5,keys,splits=1", "generator parameter 'keys' needs a value (keys=...)"},
       {"gen:events=5,,keys=2,splits=1",

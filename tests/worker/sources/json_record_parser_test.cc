@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/record_fields.h"
 #include "tests/worker/sources/test_util.h"
 
 namespace keyflow {
@@ -244,6 +245,123 @@ TEST(JsonRecordParser, ZeroCopyParseOnAPaddedBufferEqualsCopyingParse) {
   Record copied = ParseOk(parser, buf.substr(0, first));
   EXPECT_EQ(in_place, copied);
   EXPECT_EQ(in_place.key, Key::FromBytes("a"));
+}
+
+// keep_fields: the one walk over the line also writes its field tape.
+JsonRecordFormat WithFields(KeyType type = KeyType::kString) {
+  JsonRecordFormat f = Format(type);
+  f.keep_fields = true;
+  return f;
+}
+
+Record ParseWithFields(JsonRecordParser& parser, std::string_view line) {
+  Record r = ParseOk(parser, line);
+  EXPECT_TRUE(ValidateFieldTape(r.fields).ok()) << ValidateFieldTape(r.fields).ToString();
+  return r;
+}
+
+TEST(JsonRecordParserFields, KeepsEveryFieldAndTheRawLine) {
+  JsonRecordParser parser(WithFields(), kMaxParallelism);
+  const std::string line =
+      R"({"uid":"u\u0031", "ts":1700000000123, "amount":42, "price":-2.5e1, "ok":true,)"
+      R"( "no":false, "nothing":null, "note":"a\"b\\c\n", "tags":["x",1,[2.0]],)"
+      R"( "address":{"city":"Z\u00fcrich","zip":8001}})";
+  Record r = ParseWithFields(parser, line);
+  EXPECT_EQ(r.key, Key::FromBytes("u1"));
+  EXPECT_EQ(r.timestamp, Timestamp(1700000000123));
+  EXPECT_EQ(r.raw_json(), line);
+  EXPECT_EQ(*r.GetString("uid"), "u1");  // the key and timestamp are fields too
+  EXPECT_EQ(*r.GetInt64("ts"), 1700000000123);
+  EXPECT_EQ(*r.GetInt64("amount"), 42);
+  EXPECT_EQ(*r.GetDouble("price"), -25.0);
+  EXPECT_EQ(r.field("price").type(), FieldType::kDouble);
+  EXPECT_EQ(*r.GetBool("ok"), true);
+  EXPECT_EQ(*r.GetBool("no"), false);
+  EXPECT_TRUE(r.field("nothing").is_null());
+  EXPECT_TRUE(r.field("absent").is_missing());
+  EXPECT_EQ(*r.GetString("note"), "a\"b\\c\n");
+  EXPECT_EQ(r.field("tags").size(), 3u);
+  EXPECT_EQ(r.field("tags")[2][size_t{0}].AsDouble(), 2.0);
+  EXPECT_EQ(r.field("address")["city"].AsString(), "Z\xc3\xbcrich");
+  EXPECT_EQ(r.field("address")["zip"].AsInt64(), 8001);
+  EXPECT_EQ(r.object().ToJson(),
+            R"({"uid":"u1","ts":1700000000123,"amount":42,"price":-25.0,"ok":true,"no":false,)"
+            R"("nothing":null,"note":"a\"b\\c\n","tags":["x",1,[2.0]],)"
+            "\"address\":{\"city\":\"Z\xc3\xbcrich\",\"zip\":8001}}");
+}
+
+TEST(JsonRecordParserFields, NumbersBeyondInt64KeepTheirText) {
+  JsonRecordParser parser(WithFields(), kMaxParallelism);
+  Record r = ParseWithFields(
+      parser, R"({"uid":"a","ts":1,"u":18446744073709551615,)"
+              R"("big":123456789012345678901234567890 ,"min":-9223372036854775808})");
+  EXPECT_EQ(r.field("u").type(), FieldType::kInt);
+  EXPECT_EQ(r.field("u").AsInt64(), std::nullopt);
+  EXPECT_EQ(r.field("u").ToJson(), "18446744073709551615");
+  EXPECT_EQ(r.field("big").ToJson(), "123456789012345678901234567890");
+  EXPECT_EQ(r.field("min").AsInt64(), INT64_MIN);
+  EXPECT_EQ(r.GetInt64("big").status().message(),
+            "field 'big' is 123456789012345678901234567890, beyond the 64-bit range");
+}
+
+TEST(JsonRecordParserFields, IntegerKeysKeepTheirJsonForm) {
+  JsonRecordParser parser(WithFields(KeyType::kLong), kMaxParallelism);
+  Record from_number = ParseWithFields(parser, R"({"uid":7,"ts":1})");
+  EXPECT_EQ(from_number.key, Key::FromInt64(7));
+  EXPECT_EQ(from_number.field("uid").AsInt64(), 7);
+  Record from_string = ParseWithFields(parser, R"({"uid":"7","ts":1})");
+  EXPECT_EQ(from_string.key, Key::FromInt64(7));
+  EXPECT_EQ(from_string.field("uid").AsString(), "7");
+}
+
+TEST(JsonRecordParserFields, MalformedLinesStayErrors) {
+  JsonRecordParser parser(WithFields(), kMaxParallelism);
+  for (std::string_view line : {
+           R"({"uid":"a","ts":1,"x":[1,2})",
+           R"({"uid":"a","ts":1,"x":tru})",
+           R"({"uid":"a","ts":1,"x":nul})",
+           R"({"uid":"a","ts":1,"x":01})",
+           R"({"uid":"a","ts":1,"x":{"y":}})",
+           R"({"uid":"a","ts":1} x)",
+           R"({"uid":"a","ts":1,"uid":"b"})",
+           R"({"ts":1,"x":1})",
+       }) {
+    Record r;
+    EXPECT_EQ(parser.Parse(line, &r).code(), StatusCode::kInvalidArgument) << line;
+  }
+}
+
+TEST(JsonRecordParserFields, ToJsonParsesBackToTheSameFields) {
+  JsonRecordParser parser(WithFields(), kMaxParallelism);
+  Record first = ParseWithFields(
+      parser, R"({ "ts" : 3, "uid" : "\ud83d\ude00", "d": 1E2, "e": 0.1, "s": "\t\u0001", )"
+              R"("a": [[], {}, -0, 1e400] })");
+  Record second = ParseWithFields(parser, first.object().ToJson());
+  EXPECT_EQ(second.fields, first.fields) << first.object().ToJson();
+  EXPECT_EQ(second.key, first.key);
+}
+
+TEST(JsonRecordParserFields, WithoutKeepFieldsNothingIsKept) {
+  JsonRecordParser with(WithFields(), kMaxParallelism);
+  JsonRecordParser without(JsonRecordFormat{}, kMaxParallelism);
+  Record r;
+  ASSERT_TRUE(with.Parse(R"({"uid":"a","ts":1,"x":2})", &r).ok());
+  ASSERT_FALSE(r.fields.empty());
+  ASSERT_TRUE(without.Parse(R"({"uid":"a","ts":1,"x":2})", &r).ok());  // the reused record
+  EXPECT_TRUE(r.fields.empty());
+  EXPECT_TRUE(r.payload.empty());
+  EXPECT_TRUE(r.field("x").is_missing());
+}
+
+TEST(JsonRecordParserFields, DeeplyNestedValuesAreKept) {
+  JsonRecordParser parser(WithFields(), kMaxParallelism);
+  std::string deep(200, '[');
+  deep += "1";
+  deep += std::string(200, ']');
+  Record r = ParseWithFields(parser, R"({"uid":"a","ts":1,"deep":)" + deep + "}");
+  FieldValue v = r.field("deep");
+  for (int i = 0; i < 200; ++i) v = v[size_t{0}];
+  EXPECT_EQ(v.AsInt64(), 1);
 }
 
 }  // namespace
