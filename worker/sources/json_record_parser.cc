@@ -70,7 +70,7 @@ error_code WalkValue(ondemand::value value, FieldTapeWriter* tape, int depth) {
   if (error_code e = value.type().get(type)) return e;
   switch (type) {
     case ondemand::json_type::object: {
-      if (depth >= kMaxFieldDepth) return simdjson::DEPTH_ERROR;
+      if (kWrite && depth >= kMaxFieldDepth) return simdjson::DEPTH_ERROR;
       ondemand::object object;
       if (error_code e = value.get_object().get(object)) return e;
       if constexpr (kWrite) tape->BeginObject();
@@ -86,7 +86,7 @@ error_code WalkValue(ondemand::value value, FieldTapeWriter* tape, int depth) {
       return simdjson::SUCCESS;
     }
     case ondemand::json_type::array: {
-      if (depth >= kMaxFieldDepth) return simdjson::DEPTH_ERROR;
+      if (kWrite && depth >= kMaxFieldDepth) return simdjson::DEPTH_ERROR;
       ondemand::array array;
       if (error_code e = value.get_array().get(array)) return e;
       if constexpr (kWrite) tape->BeginArray();
@@ -202,7 +202,8 @@ struct JsonRecordParser::Impl {
         (f.key_type == KeyType::kInt ? " (32-bit); use --key-type long" : " (64-bit)"));
   }
 
-  // `tape` (null unless keep_fields) receives the value as it appears in the line.
+  // kFields: `tape` receives the value as it appears in the line.
+  template <bool kFields>
   Status ReadKey(const JsonRecordFormat& f, const KeyGroupAssigner& assigner, ondemand::value value,
                  Record* out, FieldTapeWriter* tape) {
     if (f.key_type == KeyType::kString) {
@@ -221,7 +222,7 @@ struct JsonRecordParser::Impl {
       }
       out->key = Key::FromBytes(text);
       out->key_group = group;
-      if (tape) tape->String(text);
+      if constexpr (kFields) tape->String(text);
       return Status::Ok();
     }
 
@@ -233,7 +234,7 @@ struct JsonRecordParser::Impl {
       if (e == simdjson::INCORRECT_TYPE) return KeyNotAnInteger(f);
       if (e == simdjson::NUMBER_OUT_OF_RANGE) return KeyOutOfRange(f);
       if (e) return JsonError(e);
-      if (tape) tape->Int(v);
+      if constexpr (kFields) tape->Int(v);
     } else if (type == ondemand::json_type::string) {
       std::string_view text;
       if (error_code e = value.get_string().get(text)) return JsonError(e);
@@ -241,7 +242,7 @@ struct JsonRecordParser::Impl {
       if (!ParseDecimal(text, &v, &out_of_range)) {
         return out_of_range ? KeyOutOfRange(f) : KeyNotAnInteger(f);
       }
-      if (tape) tape->String(text);
+      if constexpr (kFields) tape->String(text);
     } else {
       return KeyNotAnInteger(f);
     }
@@ -254,6 +255,7 @@ struct JsonRecordParser::Impl {
     return Status::Ok();
   }
 
+  template <bool kFields>
   Status ReadTimestamp(const JsonRecordFormat& f, ondemand::value value, Record* out,
                        FieldTapeWriter* tape) {
     ondemand::json_type type;
@@ -274,7 +276,52 @@ struct JsonRecordParser::Impl {
     }
     if (e) return JsonError(e);
     out->timestamp = Timestamp(ts);
-    if (tape) tape->Int(ts);
+    if constexpr (kFields) tape->Int(ts);
+    return Status::Ok();
+  }
+
+  // The members of the line's object. kFields: the same walk writes them to Record::fields
+  // (one instantiation per mode, so that a job reading no fields runs exactly the code it ran
+  // before fields existed).
+  template <bool kFields>
+  Status ReadObject(const JsonRecordFormat& f, const KeyGroupAssigner& assigner,
+                    ondemand::document& doc, ondemand::object& object, Record* out) {
+    FieldTapeWriter* const tape = kFields ? &this->tape : nullptr;
+    if constexpr (kFields) {
+      tape->Reset(&out->fields);
+      tape->BeginObject();
+    }
+    bool have_key = false;
+    bool have_ts = false;
+    for (auto field_result : object) {
+      ondemand::field field;
+      if (error_code e = std::move(field_result).get(field)) return JsonError(e);
+      std::string_view name;
+      if (error_code e = field.unescaped_key().get(name)) return JsonError(e);
+      if constexpr (kFields) tape->Name(name);
+      if (name == f.key_field) {
+        if (have_key) return InvalidArgument("duplicate field " + Quote(f.key_field));
+        have_key = true;
+        RETURN_IF_ERROR(ReadKey<kFields>(f, assigner, field.value(), out, tape));
+      } else if (name == f.timestamp_field) {
+        if (have_ts) return InvalidArgument("duplicate field " + Quote(f.timestamp_field));
+        have_ts = true;
+        RETURN_IF_ERROR(ReadTimestamp<kFields>(f, field.value(), out, tape));
+      } else if (error_code e = WalkValue<kFields>(field.value(), tape, 1)) {
+        return JsonError(e);
+      }
+    }
+    // Anything after the object ("{...} x", "{...}}") is not JSON Lines.
+    if (!doc.current_location().error()) {
+      return InvalidArgument("invalid JSON: unexpected content after the object");
+    }
+    if (!have_key) return InvalidArgument("missing field " + Quote(f.key_field));
+    if (!have_ts) return InvalidArgument("missing field " + Quote(f.timestamp_field));
+    if constexpr (kFields) {
+      tape->EndObject();
+    } else {
+      out->fields.clear();
+    }
     return Status::Ok();
   }
 };
@@ -307,44 +354,9 @@ Status JsonRecordParser::Parse(std::string_view line, size_t padded_size, Record
     if (e == simdjson::INCORRECT_TYPE) return InvalidArgument("line is not a JSON object");
     return JsonError(e);
   }
-  FieldTapeWriter* tape = nullptr;
-  if (format_.keep_fields) {
-    tape = &impl_->tape;
-    tape->Reset(&out->fields);
-    tape->BeginObject();
-  }
-  bool have_key = false;
-  bool have_ts = false;
-  for (auto field_result : object) {
-    ondemand::field field;
-    if (error_code e = std::move(field_result).get(field)) return JsonError(e);
-    std::string_view name;
-    if (error_code e = field.unescaped_key().get(name)) return JsonError(e);
-    if (tape) tape->Name(name);
-    if (name == format_.key_field) {
-      if (have_key) return InvalidArgument("duplicate field " + Quote(format_.key_field));
-      have_key = true;
-      RETURN_IF_ERROR(impl_->ReadKey(format_, assigner_, field.value(), out, tape));
-    } else if (name == format_.timestamp_field) {
-      if (have_ts) return InvalidArgument("duplicate field " + Quote(format_.timestamp_field));
-      have_ts = true;
-      RETURN_IF_ERROR(impl_->ReadTimestamp(format_, field.value(), out, tape));
-    } else if (error_code e = tape ? WalkValue<true>(field.value(), tape, 1)
-                                   : WalkValue<false>(field.value(), nullptr, 1)) {
-      return JsonError(e);
-    }
-  }
-  // Anything after the object ("{...} x", "{...}}") is not JSON Lines.
-  if (!doc.current_location().error()) {
-    return InvalidArgument("invalid JSON: unexpected content after the object");
-  }
-  if (!have_key) return InvalidArgument("missing field " + Quote(format_.key_field));
-  if (!have_ts) return InvalidArgument("missing field " + Quote(format_.timestamp_field));
-  if (tape) {
-    tape->EndObject();
-  } else {
-    out->fields.clear();
-  }
+  RETURN_IF_ERROR(format_.keep_fields
+                      ? impl_->ReadObject<true>(format_, assigner_, doc, object, out)
+                      : impl_->ReadObject<false>(format_, assigner_, doc, object, out));
   if (format_.keep_payload || format_.keep_fields) {
     out->payload.assign(line.data(), line.size());
   } else {
