@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/field_tape_writer.h"
 #include "common/key_group_assignment.h"
 #include "tests/worker/shuffle/shuffle_test_util.h"
 #include "worker/shuffle/input_gate.h"
@@ -133,6 +134,47 @@ TEST(ShuffleEndToEnd, EveryRecordArrivesExactlyOnceAtItsKeyGroupOwner) {
   }
   writers.clear();
   gates.clear();
+}
+
+// Records of a job that reads fields cross a real TCP channel with their raw JSON and field
+// tape intact, between key-only records of the same batch.
+TEST(ShuffleEndToEnd, RecordsWithFieldsArriveWithTheirFields) {
+  constexpr int64_t kRecords = 1000;
+  auto ctx = ZmqContext::Create().value();
+  auto gate = InputGate::Create(*ctx, testing::GateOptions(SubtaskIndex(0), 1)).value();
+  auto writer =
+      RecordWriter::Create(*ctx, testing::WriterOptions(SubtaskIndex(0), {gate.get()})).value();
+  auto make = [](int64_t n) {
+    Record r = LongKeyRecord(n, Timestamp(n));
+    if (n % 3 == 0) return r;  // key-only
+    r.payload = "{\"uid\":" + std::to_string(n) + ",\"amount\":" + std::to_string(n * 7) + "}";
+    FieldTapeWriter w(&r.fields);
+    w.BeginObject();
+    w.Name("uid");
+    w.Int(n);
+    w.Name("amount");
+    w.Int(n * 7);
+    w.EndObject();
+    return r;
+  };
+  for (int64_t n = 0; n < kRecords; ++n) ASSERT_TRUE(writer->Emit(make(n), Timestamp(0)).ok());
+  ASSERT_TRUE(writer->BroadcastEvent(ChannelEvent::EndOfInput()).ok());
+  ASSERT_TRUE(writer->Close().ok());
+  int64_t next = 0;
+  while (!gate->AllFinished()) {
+    auto event = gate->Next(Duration::Seconds(30));
+    ASSERT_TRUE(event.ok()) << event.status().ToString();
+    ASSERT_TRUE(event->has_value()) << "no input for 30 s";
+    for (const RecordView& v : (*event)->records) {
+      const Record expected = make(next++);
+      ASSERT_EQ(v.ToRecord(), expected);
+      if (!expected.fields.empty()) {
+        EXPECT_EQ(*v.ToRecord().GetInt64("amount"), (next - 1) * 7);
+      }
+    }
+  }
+  EXPECT_EQ(next, kRecords);
+  EXPECT_EQ(gate->metrics(SubtaskIndex(0)).decode_errors, 0u);
 }
 
 }  // namespace

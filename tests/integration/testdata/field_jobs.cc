@@ -1,0 +1,62 @@
+// A job library whose function reads record fields, for tests/integration/record_fields_test.cc
+// (issue 10, requirement 1: fields parsed once at the source reach the function through the
+// shuffle). Built with keyflow_add_job as libfield-jobs.so.
+//
+//   fields-echo   per record: {"key":K,"ts":T,"amount":<GetInt64("amount")> or the error,
+//                 "city":<address.city> or null,"tags":<size of tags>,"missing_is_null":<bool>,
+//                 "raw":<raw_json()>}
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/record.h"
+#include "worker/api/job_definition.h"
+#include "worker/api/keyed_process_function.h"
+#include "worker/api/output.h"
+
+namespace {
+
+using keyflow::Collector;
+using keyflow::Context;
+using keyflow::FieldValue;
+using keyflow::JobDefinition;
+using keyflow::JobParams;
+using keyflow::KeyedFunction;
+using keyflow::OutputRecord;
+using keyflow::Record;
+
+class FieldsEcho final : public KeyedFunction {
+ public:
+  void ProcessElement(const Record& r, Context& ctx, Collector<OutputRecord>& out) override {
+    keyflow::JsonObject line;
+    line.Add("key", ctx.current_key(), keyflow::KeyType::kString);
+    line.Add("ts", r.timestamp.millis());
+    keyflow::Result<int64_t> amount = r.GetInt64("amount");
+    if (amount.ok()) {
+      line.Add("amount", *amount);
+    } else {
+      line.Add("amount_error", amount.status().message());
+    }
+    FieldValue city = r.field("address")["city"];
+    if (auto text = city.AsString()) line.Add("city", *text);
+    line.Add("tags", static_cast<int64_t>(r.field("tags").size()));
+    line.Add("missing_is_null", r.field("nothing").is_null());
+    line.Add("raw", r.raw_json());
+    out.Collect(std::move(line));
+  }
+};
+
+std::vector<JobDefinition> Jobs() {
+  JobDefinition echo;
+  echo.name = "fields-echo";
+  echo.description = "per record, the fields it read and the raw JSON";
+  echo.reads_fields = true;
+  echo.create = [](const JobParams&) -> std::unique_ptr<KeyedFunction> {
+    return std::make_unique<FieldsEcho>();
+  };
+  return {echo};
+}
+
+}  // namespace
+
+KEYFLOW_JOB_LIBRARY(Jobs)
