@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string json = copied.object().ToJson();
     Status reparsed = parser.Parse(json, &again);
     CHECK(reparsed.ok()) << json << ": " << reparsed.ToString();
-    CHECK(again.fields == copied.fields) << json;
+    CHECK(again.fields == copied.fields) << json << " from " << in.bytes;
     CHECK(again.key == copied.key);
   }
   if (format.key_type != KeyType::kString) CHECK_EQ(copied.key.size(), 8u);

@@ -119,8 +119,16 @@ error_code WalkValue(ondemand::value value, FieldTapeWriter* tape, int depth) {
             tape->NumberText(std::string_view(text, static_cast<size_t>(end - text)));
             break;
           }
-          default:
-            tape->Double(number.get_double());
+          default: {
+            // simdjson 3.0.1's get_number() misreads some long decimals (184467440737095520.0
+            // as 0): read the token's text with from_chars, which rounds correctly.
+            const std::string_view text = TrimTrailingSpace(value.raw_json_token());
+            double d = 0;
+            if (std::from_chars(text.data(), text.data() + text.size(), d).ec != std::errc()) {
+              d = number.get_double();
+            }
+            tape->Double(d);
+          }
         }
       }
       return simdjson::SUCCESS;

@@ -364,5 +364,24 @@ TEST(JsonRecordParserFields, DeeplyNestedValuesAreKept) {
   EXPECT_EQ(v.AsInt64(), 1);
 }
 
+TEST(JsonRecordParserFields, LongDecimalsAreReadExactly) {
+  // simdjson 3.0.1's get_number() reads 184467440737095520.0 as 0 (found by the fuzzer's
+  // ToJson round trip); the tape holds the correctly rounded double.
+  JsonRecordParser parser(WithFields(), kMaxParallelism);
+  Record r = ParseWithFields(
+      parser, R"({"uid":"a","ts":1,"a":184467440737095520.0,"b":18446744073709551e1,"c":0.1})");
+  EXPECT_EQ(r.field("a").AsDouble(), 184467440737095520.0);
+  EXPECT_EQ(r.field("b").AsDouble(), 18446744073709551e1);
+  EXPECT_EQ(r.field("c").AsDouble(), 0.1);
+}
+
+TEST(JsonRecordParserFields, ADuplicateNameKeepsBothAndTheFirstWins) {
+  JsonRecordParser parser(WithFields(), kMaxParallelism);
+  Record r = ParseWithFields(parser, R"({"uid":"a","ts":1,"x":1,"x":"two"})");
+  EXPECT_EQ(r.field("x").AsInt64(), 1);
+  EXPECT_EQ(r.object().size(), 4u);
+  EXPECT_EQ(r.object().ToJson(), R"({"uid":"a","ts":1,"x":1,"x":"two"})");
+}
+
 }  // namespace
 }  // namespace keyflow
