@@ -30,7 +30,6 @@
 #include "common/types.h"
 #include "state/heap/heap_keyed_state_backend.h"
 #include "state/namespace.h"
-#include "state/timers/internal_timer_service.h"
 
 namespace keyflow {
 
@@ -45,26 +44,30 @@ enum class TimeDomain { kEventTime, kProcessingTime };
 
 // Timers of the current key (Flink's TimerService). Window-style functions scope a timer with a
 // namespace (e.g. the window start); plain functions use the default, kVoidNamespace.
+// Implemented by the runtime (the keyed operator, over its InternalTimerService): a job library
+// calls timers through this interface only, so it links no timer code.
 class TimerService {
  public:
-  explicit TimerService(InternalTimerService* timers) : timers_(timers) {}
-  Timestamp CurrentProcessingTime() const { return timers_->CurrentProcessingTime(); }
-  Timestamp CurrentWatermark() const { return timers_->CurrentWatermark(); }
+  virtual ~TimerService() = default;
+  virtual Timestamp CurrentProcessingTime() const = 0;
+  virtual Timestamp CurrentWatermark() const = 0;
   void RegisterProcessingTimeTimer(Timestamp t, Namespace ns = kVoidNamespace) {
-    timers_->RegisterProcessingTimeTimer(ns, t);
+    RegisterTimer(TimeDomain::kProcessingTime, t, ns);
   }
   void RegisterEventTimeTimer(Timestamp t, Namespace ns = kVoidNamespace) {
-    timers_->RegisterEventTimeTimer(ns, t);
+    RegisterTimer(TimeDomain::kEventTime, t, ns);
   }
   void DeleteProcessingTimeTimer(Timestamp t, Namespace ns = kVoidNamespace) {
-    timers_->DeleteProcessingTimeTimer(ns, t);
+    DeleteTimer(TimeDomain::kProcessingTime, t, ns);
   }
   void DeleteEventTimeTimer(Timestamp t, Namespace ns = kVoidNamespace) {
-    timers_->DeleteEventTimeTimer(ns, t);
+    DeleteTimer(TimeDomain::kEventTime, t, ns);
   }
 
- private:
-  InternalTimerService* timers_;
+ protected:
+  // Registering an existing timer and deleting a missing one are no-ops.
+  virtual void RegisterTimer(TimeDomain domain, Timestamp t, Namespace ns) = 0;
+  virtual void DeleteTimer(TimeDomain domain, Timestamp t, Namespace ns) = 0;
 };
 
 // Per-subtask information and state registration (Flink's RuntimeContext).

@@ -23,7 +23,7 @@ struct CountWindow {
   }
 };
 
-class CountWindowFunction final : public RecordFunction {
+class CountWindowFunction final : public KeyedFunction {
  public:
   CountWindowFunction(int64_t count, int64_t timeout_ms, bool event_time)
       : max_count_(count), timeout_(Duration::Millis(timeout_ms)), event_time_(event_time) {}
@@ -113,7 +113,7 @@ class CountWindowFunction final : public RecordFunction {
 
 }  // namespace
 
-std::unique_ptr<RecordFunction> MakeCountWindowFunction(const JobParams& params) {
+std::unique_ptr<KeyedFunction> MakeCountWindowFunction(const JobParams& params) {
   return std::make_unique<CountWindowFunction>(params.GetInt("count"),
                                                params.GetDuration("timeout").millis(),
                                                params.GetString("time") == "event");

@@ -21,12 +21,14 @@
 
 #include <memory>
 
+#include "common/record.h"
 #include "worker/api/job_definition.h"
-#include "worker/operators/keyed_process_operator.h"
+#include "worker/api/keyed_process_function.h"
+#include "worker/api/output.h"
 
 namespace keyflow {
 
 // Precondition: params resolved for count-window (ResolveJobParams, builtin_jobs.cc).
-std::unique_ptr<RecordFunction> MakeCountWindowFunction(const JobParams& params);
+std::unique_ptr<KeyedFunction> MakeCountWindowFunction(const JobParams& params);
 
 }  // namespace keyflow

@@ -12,7 +12,7 @@ int64_t WindowStart(int64_t ts, int64_t size) {
   return q * size;
 }
 
-class TumblingCountFunction final : public RecordFunction {
+class TumblingCountFunction final : public KeyedFunction {
  public:
   explicit TumblingCountFunction(int64_t size_ms) : size_(size_ms) {}
 
@@ -64,7 +64,7 @@ class TumblingCountFunction final : public RecordFunction {
 
 }  // namespace
 
-std::unique_ptr<RecordFunction> MakeTumblingCountFunction(const JobParams& params) {
+std::unique_ptr<KeyedFunction> MakeTumblingCountFunction(const JobParams& params) {
   return std::make_unique<TumblingCountFunction>(params.GetDuration("size").millis());
 }
 

@@ -8,12 +8,14 @@
 
 #include <memory>
 
+#include "common/record.h"
 #include "worker/api/job_definition.h"
-#include "worker/operators/keyed_process_operator.h"
+#include "worker/api/keyed_process_function.h"
+#include "worker/api/output.h"
 
 namespace keyflow {
 
 // Precondition: params resolved for tumbling-count (ResolveJobParams, builtin_jobs.cc).
-std::unique_ptr<RecordFunction> MakeTumblingCountFunction(const JobParams& params);
+std::unique_ptr<KeyedFunction> MakeTumblingCountFunction(const JobParams& params);
 
 }  // namespace keyflow

@@ -53,6 +53,28 @@ struct OperatorConfig {
   std::string library_name;
 };
 
+// The functions' TimerService (worker/api/keyed_process_function.h) over the operator's
+// InternalTimerService.
+class OperatorTimerService final : public TimerService {
+ public:
+  explicit OperatorTimerService(InternalTimerService* timers) : timers_(timers) {}
+  Timestamp CurrentProcessingTime() const override { return timers_->CurrentProcessingTime(); }
+  Timestamp CurrentWatermark() const override { return timers_->CurrentWatermark(); }
+
+ protected:
+  void RegisterTimer(TimeDomain domain, Timestamp t, Namespace ns) override {
+    domain == TimeDomain::kEventTime ? timers_->RegisterEventTimeTimer(ns, t)
+                                     : timers_->RegisterProcessingTimeTimer(ns, t);
+  }
+  void DeleteTimer(TimeDomain domain, Timestamp t, Namespace ns) override {
+    domain == TimeDomain::kEventTime ? timers_->DeleteEventTimeTimer(ns, t)
+                                     : timers_->DeleteProcessingTimeTimer(ns, t);
+  }
+
+ private:
+  InternalTimerService* timers_;
+};
+
 // Snapshot section ids (stable: they are in snapshot files).
 inline constexpr uint8_t kKeyedStateSectionId = 1;
 inline constexpr uint8_t kTimersSectionId = 2;
@@ -141,7 +163,7 @@ class KeyedProcessOperator final : public Triggerable {
   KeyContext key_context_;
   HeapKeyedStateBackend backend_;
   InternalTimerService timers_;
-  TimerService user_timers_;
+  OperatorTimerService user_timers_;
   RuntimeContext runtime_;
   Context context_;
   TimestampedCollector output_;
