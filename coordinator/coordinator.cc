@@ -8,6 +8,7 @@
 #include "common/file_io.h"
 #include "common/input/input_spec.h"
 #include "common/logging.h"
+#include "coordinator/blob_store.h"
 
 namespace keyflow {
 namespace {
@@ -115,6 +116,9 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
           } else if (job_ != nullptr) {
             job_->OnHeartbeat(m.worker, m.attempt, m.metrics);
           }
+        } else if constexpr (std::is_same_v<T, FetchJobLibrary>) {
+          if (Sender(identity, m.worker) == nullptr) return;
+          HandleFetchJobLibrary(identity, m);
         } else if constexpr (std::is_same_v<T, WorkerExiting>) {
           if (Sender(identity, m.worker) == nullptr) return;
           if (std::optional<WorkerInfo> gone = workers_.Remove(m.worker)) {
@@ -251,12 +255,23 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
       return;
     }
   }
+  if (!m.spec.job_library.is_default() || !m.job_library_bytes.empty()) {
+    // Stored (verified, by content hash) before anything is deployed: every deployment of this
+    // job, also after a coordinator restart, fetches it from there.
+    BlobStore blobs(CheckpointRootOf(m.spec));
+    if (Status s = blobs.Store(m.spec.job_library, m.job_library_bytes); !s.ok()) {
+      KF_LOG_WARN("job library refused: {}", s.message());
+      SendReply(identity, false, "job rejected: " + s.message());
+      return;
+    }
+    KF_LOG_INFO("job library {} stored sha256={} bytes={} dir={}", m.spec.job_library.file_name,
+                m.spec.job_library.sha256, m.spec.job_library.size_bytes, blobs.directory());
+  }
   ++jobs_submitted_;
   std::string job_id = MakeJobId(m.spec.job_name, wall_clock_->Now());
   {
     // Two submissions in the same second, or a directory left by an earlier coordinator.
-    CheckpointStorage storage(m.spec.checkpoint_dir.empty() ? options_.job.checkpoint_root
-                                                            : m.spec.checkpoint_dir);
+    CheckpointStorage storage(CheckpointRootOf(m.spec));
     std::string base = job_id;
     for (int n = 2;
          PathExists(storage.JobDirectory(job_id)) || (job_ != nullptr && job_->job_id() == job_id);
@@ -276,6 +291,34 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
   j["parallelism"] = job_->spec().parallelism;
   j["max_parallelism"] = job_->spec().max_parallelism;
   SendReply(identity, true, "job " + job_id + " submitted", j.dump());
+}
+
+const std::string& Coordinator::CheckpointRootOf(const JobSpec& spec) const {
+  return spec.checkpoint_dir.empty() ? options_.job.checkpoint_root : spec.checkpoint_dir;
+}
+
+void Coordinator::HandleFetchJobLibrary(const std::string& identity, const FetchJobLibrary& m) {
+  JobLibraryBlob reply;
+  reply.attempt = m.attempt;
+  reply.sha256 = m.sha256;
+  if (job_ == nullptr || job_->spec().job_library.is_default() ||
+      job_->spec().job_library.sha256 != m.sha256) {
+    // Only the current job's library is served: nothing else is needed for a deployment.
+    reply.error = "the coordinator's current job does not use job library " + m.sha256;
+  } else {
+    const JobLibraryRef& ref = job_->spec().job_library;
+    auto bytes = BlobStore(CheckpointRootOf(job_->spec())).Read(ref);
+    if (bytes.ok()) {
+      reply.bytes = std::move(bytes).value();
+      KF_LOG_INFO("sending job library {} sha256={} bytes={} to worker {}", ref.file_name,
+                  ref.sha256, reply.bytes.size(), m.worker.value());
+    } else {
+      reply.error = bytes.status().message();
+      KF_LOG_ERROR("worker {} asked for job library {}: {}", m.worker.value(), ref.sha256,
+                   reply.error);
+    }
+  }
+  outbox_->Send(identity, reply);
 }
 
 void Coordinator::HandleCheckpointRequest(const std::string& identity, const CheckpointRequest& m,

@@ -59,6 +59,10 @@ class Coordinator {
  private:
   void HandleRegister(const std::string& identity, const RegisterWorker& m, int64_t now_ms);
   void HandleSubmit(const std::string& identity, const SubmitJob& m, int64_t now_ms);
+  // A worker lacks the current job's library: answer with its bytes from the blob store.
+  void HandleFetchJobLibrary(const std::string& identity, const FetchJobLibrary& m);
+  // The job's --checkpoint-dir, else the coordinator's: where its checkpoints and blobs live.
+  const std::string& CheckpointRootOf(const JobSpec& spec) const;
   void HandleRescale(const std::string& identity, const RescaleRequest& m, int64_t now_ms);
   void HandleCheckpointRequest(const std::string& identity, const CheckpointRequest& m,
                                int64_t now_ms);

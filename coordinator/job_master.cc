@@ -897,6 +897,11 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   nlohmann::json j;
   j["job_id"] = job_id_;
   j["job"] = spec_.job_name;
+  if (!spec_.job_library.is_default()) {
+    j["job_library"] = {{"file_name", spec_.job_library.file_name},
+                        {"sha256", spec_.job_library.sha256},
+                        {"size_bytes", spec_.job_library.size_bytes}};
+  }
   j["state"] = state_ == JobState::kRescaling && rescale_ && rescale_->target == 0
                    ? std::string_view("STOPPING")
                    : JobStateName(state_);

@@ -21,6 +21,7 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev libcereal-dev libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libabsl-dev libxxhash-dev libsimdjson-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libsodium-dev  # SHA-256 of job libraries (common/sha256.h)
   iproute2 procps psmisc
   # hardening (issue 6): clang + libFuzzer/sanitizer runtimes for scripts/fuzz.sh, llvm for
   # llvm-symbolizer (readable sanitizer stacks), clang-format and clang-tidy for

@@ -2,6 +2,7 @@
 // and sink subtask of one index of the job the coordinator deploys.
 #include <iostream>
 
+#include "common/file_system.h"
 #include "common/logging.h"
 #include "common/process/command_line.h"
 #include "common/process/signal_waiter.h"
@@ -28,6 +29,10 @@ int main(int argc, char** argv) {
       "interface the data endpoints bind to")("hostname", po::value(&options.hostname),
                                               "name shown in status (default: the host name)")(
       "log-file", po::value(&log_file), "log to this file (default: stderr)")(
+      "cache-dir",
+      po::value(&options.data.job_library_cache_dir)->default_value(kDefaultJobLibraryCacheDir),
+      "local cache of the job libraries the coordinator ships (files <sha256>.so, verified "
+      "before every load; relative to the working directory; workers may share it)")(
       "log-level", po::value(&log_level)->default_value("info"), "trace|debug|info|warn|error")(
       "config", po::value(&config), "read options from this file (INI: name = value)")(
       "previous-exit", po::value(&options.previous_exit),
@@ -53,6 +58,15 @@ int main(int argc, char** argv) {
   }
   if (Status s = EndpointFlag("coordinator", options.coordinator); !s.ok()) {
     return Fail(s, kExitUsage);
+  }
+  if (options.data.job_library_cache_dir.empty()) {
+    return Fail("--cache-dir must name a directory (it is created if missing)", kExitUsage);
+  }
+  if (Status s = FileSystem::Default().CreateDirectories(options.data.job_library_cache_dir, 0700);
+      !s.ok()) {
+    return Fail("cannot use --cache-dir " + options.data.job_library_cache_dir + ": " +
+                    s.message() + " (give a directory this user can create and write)",
+                kExitUsage);
   }
   std::string process = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "worker";
   if (Status s = InitLogging(process, log_file, log_level); !s.ok()) return Fail(s, kExitUsage);

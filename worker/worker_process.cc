@@ -39,6 +39,7 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Create(WorkerOptions optio
   RETURN_IF_ERROR(s.Connect(w->options_.coordinator));
   w->socket_.emplace(std::move(s));
   ASSIGN_OR_RETURN(w->mailbox_, TaskMailbox::Create());
+  w->job_libraries_ = std::make_unique<JobLibraryCache>(w->options_.data.job_library_cache_dir);
   return w;
 }
 
@@ -56,6 +57,7 @@ void WorkerProcess::Send(const ControlMessage& msg) {
 }
 
 void WorkerProcess::DropExecutor() {
+  awaiting_library_.reset();
   if (executor_) {
     int64_t start = MonotonicMillis();
     executor_->Cancel();
@@ -204,7 +206,12 @@ void WorkerProcess::Handle(const ControlMessage& msg, int64_t now) {
             KF_LOG_INFO("subtask started attempt={} subtask={}", m.attempt.value(),
                         executor_->subtask().value());
           }
+        } else if constexpr (std::is_same_v<T, JobLibraryBlob>) {
+          OnJobLibraryBlob(m);
         } else if constexpr (std::is_same_v<T, CancelTask>) {
+          if (awaiting_library_ && awaiting_library_->attempt <= m.attempt) {
+            awaiting_library_.reset();
+          }
           if (executor_ && executor_->attempt() <= m.attempt) {
             KF_LOG_INFO("cancelling subtask attempt={} reason={}", m.attempt.value(), m.reason);
             DropExecutor();
@@ -240,6 +247,51 @@ void WorkerProcess::Handle(const ControlMessage& msg, int64_t now) {
 
 void WorkerProcess::OnDeploy(const DeployTask& d) {
   DropExecutor();
+  const JobLibraryRef& ref = d.spec.job_library;
+  if (!ref.is_default()) {
+    auto cached = job_libraries_->Find(ref);
+    if (!cached.ok()) return FailDeploy(d, cached.status());
+    if (!*cached) {
+      KF_LOG_INFO("job library {} sha256={} is not cached in {}: fetching it from the coordinator",
+                  ref.file_name, ref.sha256, job_libraries_->dir());
+      awaiting_library_ = d;
+      Send(FetchJobLibrary{worker_id_, d.attempt, ref.sha256});
+      return;  // the coordinator's deploy timeout covers an answer that never comes
+    }
+    KF_LOG_INFO("job library {} sha256={} found in the cache: {}", ref.file_name, ref.sha256,
+                **cached);
+  }
+  Deploy(d);
+}
+
+void WorkerProcess::OnJobLibraryBlob(const JobLibraryBlob& blob) {
+  if (!awaiting_library_ || awaiting_library_->attempt != blob.attempt ||
+      awaiting_library_->spec.job_library.sha256 != blob.sha256) {
+    return;  // an answer for a deployment that was cancelled or replaced meanwhile
+  }
+  DeployTask d = std::move(*awaiting_library_);
+  awaiting_library_.reset();
+  const JobLibraryRef& ref = d.spec.job_library;
+  if (!blob.error.empty()) {
+    // The coordinator cannot produce it: no restart on any worker can help.
+    return FailDeploy(d, DataLoss("cannot get job library " + ref.file_name +
+                                  " from the coordinator: " + blob.error));
+  }
+  auto stored = job_libraries_->Store(ref, blob.bytes);
+  if (!stored.ok()) return FailDeploy(d, stored.status());
+  KF_LOG_INFO("job library {} sha256={} fetched ({} bytes) and cached: {}", ref.file_name,
+              ref.sha256, blob.bytes.size(), *stored);
+  Deploy(d);
+}
+
+void WorkerProcess::FailDeploy(const DeployTask& d, const Status& why) {
+  KF_LOG_ERROR("deploy failed attempt={} subtask={} reason={}", d.attempt.value(),
+               d.subtask.value(), why.message());
+  Send(TaskFailed{worker_id_, d.attempt, d.subtask, why.message(), CheckpointId(0),
+                  why.code() == StatusCode::kDataLoss});
+}
+
+void WorkerProcess::Deploy(const DeployTask& d) {
   AttemptNumber attempt = d.attempt;
   TaskMailbox* mailbox = mailbox_.get();
   TaskExecutorHooks hooks;
@@ -252,13 +304,7 @@ void WorkerProcess::OnDeploy(const DeployTask& d) {
     OnTaskDone(attempt, s, corrupted);
   };
   auto executor = TaskExecutor::Deploy(d, worker_id_, zmq_, options_.data, clock_, hooks);
-  if (!executor.ok()) {
-    KF_LOG_ERROR("deploy failed attempt={} subtask={} reason={}", d.attempt.value(),
-                 d.subtask.value(), executor.status().message());
-    Send(TaskFailed{worker_id_, d.attempt, d.subtask, executor.status().message(), CheckpointId(0),
-                    executor.status().code() == StatusCode::kDataLoss});
-    return;
-  }
+  if (!executor.ok()) return FailDeploy(d, executor.status());
   executor_ = std::move(executor).value();
   TaskDeployed reply;
   reply.worker = worker_id_;

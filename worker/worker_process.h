@@ -2,7 +2,9 @@
 // coordinator (retrying with backoff while it is unreachable), exchanges heartbeats, deploys /
 // starts / cancels the subtask the coordinator assigns (TaskExecutor), and reports its end.
 // If the coordinator stops answering for longer than its heartbeat timeout, the worker cancels
-// its subtask and registers again (a restarted coordinator resumes the job).
+// its subtask and registers again (a restarted coordinator resumes the job). A deployment of a
+// job library this worker has not cached waits for its bytes from the coordinator
+// (FetchJobLibrary -> JobLibraryBlob) and stores them in the JobLibraryCache first.
 //
 // Threading: Run() on the main thread; task threads report back through a mailbox.
 #pragma once
@@ -15,6 +17,7 @@
 #include "common/protocol/control_messages.h"
 #include "common/transport/zmq_context.h"
 #include "common/transport/zmq_socket.h"
+#include "worker/job_library/job_library_cache.h"
 #include "worker/runtime/task_mailbox.h"
 #include "worker/task/task_executor.h"
 
@@ -48,6 +51,9 @@ class WorkerProcess {
   void Send(const ControlMessage& msg);
   void Handle(const ControlMessage& msg, int64_t now);
   void OnDeploy(const DeployTask& d);
+  void OnJobLibraryBlob(const JobLibraryBlob& blob);
+  void Deploy(const DeployTask& d);
+  void FailDeploy(const DeployTask& d, const Status& why);
   void OnTaskDone(AttemptNumber attempt, const Status& s, CheckpointId corrupted);
   void DropExecutor();
   void Tick(int64_t now);
@@ -59,6 +65,9 @@ class WorkerProcess {
   std::optional<ZmqSocket> socket_;
   std::unique_ptr<TaskMailbox> mailbox_;  // task threads -> control thread
   std::unique_ptr<TaskExecutor> executor_;
+  std::unique_ptr<JobLibraryCache> job_libraries_;
+  // A deployment waiting for its job library's bytes (FetchJobLibrary sent).
+  std::optional<DeployTask> awaiting_library_;
   // The subtask this worker ran last and its attempt, kept after it ended: a checkpoint of that
   // attempt triggered later is declined in its name (the coordinator must not wait for it).
   AttemptNumber ended_attempt_{0};

@@ -98,7 +98,9 @@ std::string_view ControlMessageName(const ControlMessage& msg) {
                                                 "ListCheckpointsRequest",
                                                 "RescaleRequest",
                                                 "Reply",
-                                                "WorkerExiting"};
+                                                "WorkerExiting",
+                                                "FetchJobLibrary",
+                                                "JobLibraryBlob"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlMessage>);
   return kNames[msg.index()];
 }

@@ -28,11 +28,15 @@
 namespace keyflow {
 
 // 2: TaskFailed.non_recoverable. 3: TriggerCheckpoint carries a CheckpointType instead of a
-// savepoint bool.
-inline constexpr uint32_t kControlProtocolVersion = 3;
+// savepoint bool. 4: SubmitJob carries the job library's bytes; FetchJobLibrary / JobLibraryBlob.
+inline constexpr uint32_t kControlProtocolVersion = 4;
+// The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
+// worker fetches); a larger one is refused with a sentence before anything is sent.
+inline constexpr size_t kMaxJobLibraryBytes = size_t{256} << 20;
 // Larger messages are refused before decoding; every control-plane socket also sets this as its
 // ZeroMQ maximum message size (ControlPlaneSocketOptions, common/transport/control_plane.h).
-inline constexpr size_t kMaxControlMessageBytes = size_t{64} << 20;
+// A job library plus room for the rest of the message.
+inline constexpr size_t kMaxControlMessageBytes = kMaxJobLibraryBytes + (size_t{16} << 20);
 
 // ---- shared pieces --------------------------------------------------------------------------
 
@@ -211,6 +215,19 @@ struct WorkerExiting {
   }
 };
 
+// A DeployTask names a job library (spec.job_library) this worker's cache does not hold (or
+// holds damaged): the worker asks the coordinator's blob store for its bytes (Flink's BlobCache
+// fetching from the BlobServer) and deploys once JobLibraryBlob arrived.
+struct FetchJobLibrary {
+  WorkerId worker;
+  AttemptNumber attempt;
+  std::string sha256;
+  template <class A>
+  void serialize(A& ar) {
+    ar(worker, attempt, sha256);
+  }
+};
+
 // ---- coordinator -> worker ------------------------------------------------------------------
 
 // The answer to RegisterWorker. `refused` non-empty: the registration was refused (the slot
@@ -335,13 +352,31 @@ struct CancelTask {
   }
 };
 
+// The answer to FetchJobLibrary: the stored bytes (verified by the coordinator; the worker
+// verifies them again against sha256), or `error` (a sentence) when the blob store cannot
+// produce them.
+struct JobLibraryBlob {
+  AttemptNumber attempt;
+  std::string sha256;
+  std::string bytes;
+  std::string error;
+  template <class A>
+  void serialize(A& ar) {
+    ar(attempt, sha256, bytes, error);
+  }
+};
+
 // ---- CLI <-> coordinator --------------------------------------------------------------------
 
 struct SubmitJob {
   JobSpec spec;
+  // The job library's bytes when spec.job_library is not the default one (at most
+  // kMaxJobLibraryBytes); the coordinator verifies them against spec.job_library.sha256 and
+  // stores them in its blob store. May be empty when the blob store already holds that hash.
+  std::string job_library_bytes;
   template <class A>
   void serialize(A& ar) {
-    ar(spec);
+    ar(spec, job_library_bytes);
   }
 };
 
@@ -400,13 +435,12 @@ struct Reply {
   }
 };
 
-using ControlMessage =
-    std::variant<RegisterWorker, WorkerHeartbeat, TaskDeployed, TaskFinished, TaskFailed,
-                 TaskInputEnded, TaskRunning, AcknowledgeCheckpoint, DeclineCheckpoint, Registered,
-                 DeployTask, StartTask, CoordinatorHeartbeat, TriggerCheckpoint,
-                 NotifyCheckpointComplete, NotifyCheckpointAborted, CancelTask, RegisterAgain,
-                 SubmitJob, StatusRequest, CancelJob, StopJob, CheckpointRequest,
-                 ListCheckpointsRequest, RescaleRequest, Reply, WorkerExiting>;
+using ControlMessage = std::variant<
+    RegisterWorker, WorkerHeartbeat, TaskDeployed, TaskFinished, TaskFailed, TaskInputEnded,
+    TaskRunning, AcknowledgeCheckpoint, DeclineCheckpoint, Registered, DeployTask, StartTask,
+    CoordinatorHeartbeat, TriggerCheckpoint, NotifyCheckpointComplete, NotifyCheckpointAborted,
+    CancelTask, RegisterAgain, SubmitJob, StatusRequest, CancelJob, StopJob, CheckpointRequest,
+    ListCheckpointsRequest, RescaleRequest, Reply, WorkerExiting, FetchJobLibrary, JobLibraryBlob>;
 
 // Encodes version + message.
 std::string EncodeControlMessage(const ControlMessage& msg);

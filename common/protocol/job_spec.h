@@ -25,6 +25,11 @@ struct JobLibraryRef {
   uint64_t size_bytes = 0;
 
   bool is_default() const { return sha256.empty(); }
+  // "job library libsessions.so (52c6c14d07e1)", for messages.
+  std::string Describe() const {
+    return "job library " + (file_name.empty() ? std::string("?") : file_name) + " (" +
+           sha256.substr(0, 12) + ")";
+  }
   friend bool operator==(const JobLibraryRef&, const JobLibraryRef&) = default;
   template <class Archive>
   void serialize(Archive& ar) {

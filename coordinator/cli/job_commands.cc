@@ -18,6 +18,7 @@
 #include "common/process/command_line.h"
 #include "coordinator/cli/checkpoint_inspect_command.h"
 #include "coordinator/cli/control_client.h"
+#include "coordinator/cli/job_library_upload.h"
 #include "worker/job_library/job_library.h"
 
 namespace keyflow::cli {
@@ -435,13 +436,6 @@ int RunRunCommand(const std::vector<std::string>& args) {
   } else {
     spec.key_type = (*job)->key_type;
   }
-  if (!library_path.empty()) {
-    // The coordinator's blob store ships a submitted library to the workers (JobSpec::job_library).
-    return Fail(
-        "keyflow run --job-library: this build cannot ship a job library to the workers "
-        "yet; run a built-in job (keyflow jobs lists them)",
-        kExitUsage);
-  }
   if (on_bad != "skip" && on_bad != "fail") {
     return Fail("--on-bad-record must be skip or fail, not '" + on_bad + "'", kExitUsage);
   }
@@ -506,7 +500,15 @@ int RunRunCommand(const std::vector<std::string>& args) {
       return Fail(s, kExitUsage);
   }
 
-  auto reply = Ask(endpoint, SubmitJob{spec}, &code);
+  SubmitJob submit{spec, ""};
+  if (!library_path.empty()) {
+    // The coordinator's blob store ships it to the workers by its hash (JobSpec::job_library).
+    auto upload = ReadJobLibraryForUpload(library_path);
+    if (!upload.ok()) return Fail(upload.status(), kExitUsage);
+    submit.spec.job_library = upload->ref;
+    submit.job_library_bytes = std::move(upload->bytes);
+  }
+  auto reply = Ask(endpoint, submit, &code);
   if (!reply) return code;
   if (!reply->ok) return Fail(reply->message, kExitFailure);
   nlohmann::json submitted = nlohmann::json::parse(reply->json, nullptr, false);

@@ -105,7 +105,7 @@ Status Cluster::StartWorker(int slot) {
   std::vector<std::string> argv = placement.prefix;
   argv.insert(argv.end(), {KeyflowBinary("keyflow-worker"), "--coordinator", endpoint_, "--slot",
                            std::to_string(slot), "--data-host", placement.data_host, "--bind-host",
-                           placement.bind_host});
+                           placement.bind_host, "--cache-dir", WorkerCacheDir(slot)});
   auto& w = workers_[static_cast<size_t>(slot)];
   if (w) {  // a restart: tell the coordinator, as scripts/lib/worker-supervisor.sh does
     pid_t previous = w->pid();
@@ -125,6 +125,10 @@ Status Cluster::StartWorker(int slot) {
   ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Start(argv, WorkerLog(slot)));
   w.emplace(std::move(p));
   return Status::Ok();
+}
+
+std::string Cluster::WorkerCacheDir(int slot) const {
+  return dir_ + "/worker-" + std::to_string(slot) + "-cache";
 }
 
 Result<pid_t> Cluster::KillWorker(int slot) {

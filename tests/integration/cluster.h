@@ -73,6 +73,8 @@ class Cluster {
   ChildProcess* worker(int slot);
   ChildProcess& coordinator() { return *coordinator_; }
   std::string WorkerLog(int slot) const;
+  // Worker `slot`'s --cache-dir (job libraries), kept across its restarts.
+  std::string WorkerCacheDir(int slot) const;
   std::string CoordinatorLog() const { return dir_ + "/coordinator.log"; }
 
   // `keyflow ARGS... --coordinator ENDPOINT` to completion.

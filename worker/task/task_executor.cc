@@ -41,14 +41,17 @@ Result<SplitPosition> RestoredPosition(const SourceSplit& split,
 
 // The job's function, from its job library (the built-in one for a default ref). The params
 // were resolved at submit; resolving again checks them against the library actually loaded.
-Result<std::unique_ptr<RecordFunction>> CreateJobFunction(const JobSpec& spec) {
+Result<std::unique_ptr<RecordFunction>> CreateJobFunction(const JobSpec& spec,
+                                                          const std::string& cache_dir) {
   std::shared_ptr<const JobLibrary> library;
   if (spec.job_library.is_default()) {
     ASSIGN_OR_RETURN(library, LoadDefaultJobLibrary());
   } else {
-    return FailedPrecondition("job library " + spec.job_library.file_name + " (sha256 " +
-                              spec.job_library.sha256 +
-                              ") cannot be loaded: this worker has no job library cache");
+    // The cached copy WorkerProcess fetched, its SHA-256 verified right before the load: bytes
+    // that do not match spec.job_library are never loaded.
+    ASSIGN_OR_RETURN(std::string path, ResolveJobLibraryPath(spec.job_library, cache_dir));
+    ASSIGN_OR_RETURN(library, JobLibrary::Load(path));
+    KF_LOG_INFO("job library loaded path={} sha256={}", path, spec.job_library.sha256);
   }
   ASSIGN_OR_RETURN(const JobDefinition* job, library->FindJob(spec.job_name));
   ASSIGN_OR_RETURN(JobParams params, ResolveJobParams(*job, spec.params));
@@ -72,7 +75,8 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
   const JobSpec& spec = d.spec;
   const int32_t p = spec.parallelism;
 
-  ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function, CreateJobFunction(spec));
+  ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function,
+                   CreateJobFunction(spec, options.job_library_cache_dir));
   auto input = InputSpec::Parse(spec.input);
   if (!input.ok()) {
     // The coordinator validated --input on submit: it has changed since (deleted, emptied,

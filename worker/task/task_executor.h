@@ -27,6 +27,7 @@
 #include "common/mutex.h"
 #include "common/protocol/control_messages.h"
 #include "common/transport/zmq_context.h"
+#include "worker/job_library/job_library_cache.h"
 #include "worker/sources/input_spec.h"
 #include "worker/task/keyed_task.h"
 #include "worker/task/source_task.h"
@@ -37,6 +38,10 @@ namespace keyflow {
 struct TaskExecutorOptions {
   std::string bind_host = "0.0.0.0";          // data sockets bind here
   std::string advertised_host = "127.0.0.1";  // peers connect here
+  // keyflow-worker --cache-dir: where shipped job libraries are cached; the executor loads
+  // ResolveJobLibraryPath(spec.job_library, job_library_cache_dir)
+  // (worker/job_library/job_library_cache.h).
+  std::string job_library_cache_dir = kDefaultJobLibraryCacheDir;
 };
 
 struct TaskExecutorHooks {

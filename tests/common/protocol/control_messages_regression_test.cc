@@ -130,7 +130,8 @@ TEST(ControlMessagesRegressionTest, RejectsAMessageAboveTheSizeLimit) {
   bytes.resize(kMaxControlMessageBytes + 1, 'x');
   Status s = DecodeStatus(bytes);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
-  EXPECT_THAT(s.message(), HasSubstr("has 67108865 bytes, more than the limit of 67108864"));
+  // 272 MiB: a 256 MiB job library plus 16 MiB for the rest of the message.
+  EXPECT_THAT(s.message(), HasSubstr("has 285212673 bytes, more than the limit of 285212672"));
 }
 
 TEST(ControlMessagesRegressionTest, RoundTripsEmptyAndFilledContainers) {

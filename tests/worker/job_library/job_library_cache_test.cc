@@ -1,0 +1,88 @@
+#include "worker/job_library/job_library_cache.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/file_io.h"
+#include "common/sha256.h"
+#include "worker/job_library/job_library.h"
+
+namespace keyflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+class JobLibraryCacheTest : public ::testing::Test {
+ protected:
+  JobLibraryRef Ref() const { return JobLibraryRef{Sha256Hex(bytes_), "libsum.so", bytes_.size()}; }
+  std::string CachedPath() const { return dir_.path() + "/" + Sha256Hex(bytes_) + ".so"; }
+  TempDir dir_{"job-library-cache"};
+  std::string bytes_ = std::string(
+                           "\x7f"
+                           "ELF",
+                           4) +
+                       std::string(3000, 's');
+};
+
+TEST_F(JobLibraryCacheTest, StoresAndResolvesAVerifiedCopy) {
+  JobLibraryCache cache(dir_.path());
+  EXPECT_FALSE(cache.Find(Ref())->has_value());
+  EXPECT_EQ(ResolveJobLibraryPath(Ref(), dir_.path()).status().code(),
+            StatusCode::kFailedPrecondition);
+  ASSERT_EQ(*cache.Store(Ref(), bytes_), CachedPath());
+  EXPECT_EQ(**cache.Find(Ref()), CachedPath());
+  EXPECT_EQ(*ResolveJobLibraryPath(Ref(), dir_.path()), CachedPath());
+  EXPECT_EQ(*ReadFileToString(CachedPath()), bytes_);
+}
+
+TEST_F(JobLibraryCacheTest, TheDefaultRefResolvesToTheInstallationsDefaultLibrary) {
+  auto resolved = ResolveJobLibraryPath(JobLibraryRef{}, dir_.path());
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  EXPECT_EQ(*resolved, *DefaultJobLibraryPath());
+}
+
+TEST_F(JobLibraryCacheTest, RefusesBytesThatDoNotMatchTheRef) {
+  JobLibraryCache cache(dir_.path());
+  std::string other = bytes_;
+  other[10] = 'x';
+  auto stored = cache.Store(Ref(), other);
+  EXPECT_EQ(stored.status().code(), StatusCode::kCorruption);
+  EXPECT_THAT(stored.status().message(), HasSubstr("libsum.so"));
+  EXPECT_FALSE(PathExists(CachedPath()));
+  EXPECT_EQ(cache.Store(Ref(), bytes_ + "x").status().code(), StatusCode::kCorruption);
+}
+
+TEST_F(JobLibraryCacheTest, ACorruptCachedFileIsNeverResolvedAndIsReplacedByTheNextStore) {
+  JobLibraryCache cache(dir_.path());
+  ASSERT_TRUE(cache.Store(Ref(), bytes_).ok());
+  // Same size, one bit flipped: only the hash can tell.
+  std::string corrupt = bytes_;
+  corrupt[2000] ^= 0x10;
+  ASSERT_TRUE(WriteFileAtomically(CachedPath(), corrupt).ok());
+  auto resolved = ResolveJobLibraryPath(Ref(), dir_.path());
+  EXPECT_EQ(resolved.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(resolved.status().message(), HasSubstr("damaged and removed"));
+  EXPECT_FALSE(PathExists(CachedPath())) << "the corrupt copy is removed, never loaded";
+  EXPECT_FALSE(cache.Find(Ref())->has_value());
+  ASSERT_TRUE(cache.Store(Ref(), bytes_).ok());
+  EXPECT_EQ(*ReadFileToString(*ResolveJobLibraryPath(Ref(), dir_.path())), bytes_);
+}
+
+TEST_F(JobLibraryCacheTest, ATruncatedCachedFileIsReplacedByStore) {
+  JobLibraryCache cache(dir_.path());
+  ASSERT_TRUE(CreateDirectories(dir_.path()).ok());
+  ASSERT_TRUE(WriteFileAtomically(CachedPath(), bytes_.substr(0, 100)).ok());
+  ASSERT_EQ(*cache.Store(Ref(), bytes_), CachedPath());
+  EXPECT_EQ(*ReadFileToString(CachedPath()), bytes_);
+}
+
+TEST_F(JobLibraryCacheTest, AnUnusableCacheDirectoryIsAClearError) {
+  ASSERT_TRUE(WriteFileAtomically(dir_.File("file"), "x").ok());
+  JobLibraryCache cache(dir_.File("file") + "/cache");
+  auto stored = cache.Store(Ref(), bytes_);
+  EXPECT_EQ(stored.status().code(), StatusCode::kIoError);
+  EXPECT_THAT(stored.status().message(), HasSubstr("the worker's job library cache (--cache-dir)"));
+}
+
+}  // namespace
+}  // namespace keyflow
