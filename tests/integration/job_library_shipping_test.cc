@@ -61,7 +61,7 @@ TEST(JobLibraryShippingTest, ADeletedSubmittedLibraryRunsOnEveryWorkerAndSurvive
 
   // Stored by hash beside the checkpoints, recorded in the job's spec.
   const std::string blob = cluster.CheckpointDir() + "/blobs/" + sha + ".so";
-  EXPECT_EQ(ReadFileToString(blob).value_or(""), bytes);
+  EXPECT_EQ(ReadFileOrEmpty(blob), bytes);
   EXPECT_EQ(fs::status(fs::path(blob).parent_path()).permissions() & fs::perms::all,
             fs::perms::owner_all);
 
@@ -75,8 +75,7 @@ TEST(JobLibraryShippingTest, ADeletedSubmittedLibraryRunsOnEveryWorkerAndSurvive
   ASSERT_TRUE(running.ok()) << running.status().ToString();
   ASSERT_EQ((*running)["job"].value("state", ""), "RUNNING") << running->dump();
   for (int slot : {0, 1}) {
-    EXPECT_EQ(ReadFileToString(cluster.WorkerCacheDir(slot) + "/" + sha + ".so").value_or(""),
-              bytes)
+    EXPECT_EQ(ReadFileOrEmpty(cluster.WorkerCacheDir(slot) + "/" + sha + ".so"), bytes)
         << "worker " << slot << " cached the library it fetched";
     const std::string log = ReadFileOrEmpty(cluster.WorkerLog(slot));
     EXPECT_THAT(log, HasSubstr("fetched (" + std::to_string(bytes.size()) + " bytes) and cached"));
@@ -106,7 +105,7 @@ TEST(JobLibraryShippingTest, ADeletedSubmittedLibraryRunsOnEveryWorkerAndSurvive
       << "the surviving worker's next attempt loads its cached copy";
   const std::string log1 = ReadFileOrEmpty(cluster.WorkerLog(1));
   EXPECT_THAT(log1, HasSubstr("did not match its SHA-256 and was removed; fetching it again"));
-  EXPECT_EQ(ReadFileToString(cluster.WorkerCacheDir(1) + "/" + sha + ".so").value_or(""), bytes)
+  EXPECT_EQ(ReadFileOrEmpty(cluster.WorkerCacheDir(1) + "/" + sha + ".so"), bytes)
       << "the damaged copy was replaced by a verified one";
 
   // Every checkpoint's metadata names the library by its hash.
