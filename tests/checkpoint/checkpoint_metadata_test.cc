@@ -22,8 +22,20 @@ const std::string kJobSpecV2GoldenPath =
 // The same metadata as the current encoder writes it: format version 1 with a version-3 JobSpec
 // blob (fail_on_input_change appended). metadata_v1.golden (JobSpec version 1) and
 // metadata_v1_jobspec_v2.golden must still decode.
-const std::string kCurrentGoldenPath =
+const std::string kJobSpecV3GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v3.golden";
+const std::string kCurrentGoldenPath =
+    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v4.golden";
+
+// What the current golden file's spec adds to GoldenMetadata(): the fields of JobSpec versions
+// 2-4, the job library by its content hash among them.
+void SetCurrentSpecFields(JobSpec* spec) {
+  spec->tolerable_checkpoint_failures = 3;
+  spec->fail_on_input_change = true;
+  spec->job_library = JobLibraryRef{
+      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "libsessions.so", 4096};
+  spec->reads_fields = true;
+}
 
 void ExpectHandleEq(const KeyGroupsStateHandle& a, const KeyGroupsStateHandle& b) {
   EXPECT_EQ(a.path, b.path);
@@ -153,6 +165,18 @@ TEST(CheckpointMetadataGolden, JobSpecVersion2FileDecodesWithTheNewFieldAtItsDef
   ExpectMetadataEq(*decoded, GoldenMetadata());
 }
 
+TEST(CheckpointMetadataGolden, JobSpecVersion3FileDecodesWithTheDefaultJobLibrary) {
+  auto bytes = ReadFileToString(kJobSpecV3GoldenPath);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV3GoldenPath);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->spec.tolerable_checkpoint_failures, 3);
+  EXPECT_TRUE(decoded->spec.fail_on_input_change);
+  EXPECT_TRUE(decoded->spec.job_library.is_default()) << "an older checkpoint: the built-in jobs";
+  EXPECT_FALSE(decoded->spec.reads_fields);
+  ExpectMetadataEq(*decoded, GoldenMetadata());
+}
+
 TEST(CheckpointMetadataGolden, CurrentFileDecodesToTheExactValues) {
   auto bytes = ReadFileToString(kCurrentGoldenPath);
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
@@ -160,6 +184,11 @@ TEST(CheckpointMetadataGolden, CurrentFileDecodesToTheExactValues) {
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->spec.tolerable_checkpoint_failures, 3);
   EXPECT_TRUE(decoded->spec.fail_on_input_change);
+  EXPECT_EQ(decoded->spec.job_library.sha256,
+            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+  EXPECT_EQ(decoded->spec.job_library.file_name, "libsessions.so");
+  EXPECT_EQ(decoded->spec.job_library.size_bytes, 4096u);
+  EXPECT_TRUE(decoded->spec.reads_fields);
   ExpectMetadataEq(*decoded, GoldenMetadata());
 }
 
@@ -170,8 +199,7 @@ TEST(CheckpointMetadataGolden, EncoderStillWritesTheCurrentBytes) {
   // decoder for version 1 and keep metadata_v1.golden; add metadata_v2.golden. After a new
   // JobSpec field: keep the old golden files decoding and add one for the new spec version.
   CheckpointMetadata m = GoldenMetadata();
-  m.spec.tolerable_checkpoint_failures = 3;
-  m.spec.fail_on_input_change = true;
+  SetCurrentSpecFields(&m.spec);
   EXPECT_EQ(m.Encode(), *bytes);
 }
 
@@ -180,8 +208,7 @@ TEST(CheckpointMetadataGolden, EncoderStillWritesTheCurrentBytes) {
 //       --gtest_filter=CheckpointMetadataGolden.DISABLED_WriteGoldenFile
 TEST(CheckpointMetadataGolden, DISABLED_WriteGoldenFile) {
   CheckpointMetadata m = GoldenMetadata();
-  m.spec.tolerable_checkpoint_failures = 3;
-  m.spec.fail_on_input_change = true;
+  SetCurrentSpecFields(&m.spec);
   ASSERT_TRUE(WriteFileAtomically(kCurrentGoldenPath, m.Encode()).ok());
 }
 

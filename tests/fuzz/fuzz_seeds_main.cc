@@ -142,6 +142,14 @@ void ControlMessageSeeds(SeedWriter& w) {
   messages.emplace_back(NotifyCheckpointAborted{AttemptNumber(2), CheckpointId(5), "timeout"});
   messages.emplace_back(RegisterAgain{});
   messages.emplace_back(SubmitJob{spec});
+  messages.emplace_back(SubmitJob{spec, std::string("\x7f"
+                                                    "ELF\x02\x01\x01",
+                                                    7)});
+  messages.emplace_back(FetchJobLibrary{WorkerId(3), AttemptNumber(2), std::string(64, 'a')});
+  messages.emplace_back(JobLibraryBlob{AttemptNumber(2), std::string(64, 'a'),
+                                       "\x7f"
+                                       "ELF",
+                                       ""});
   messages.emplace_back(RescaleRequest{3, true});
   messages.emplace_back(Reply{true, "ok", "{\"jobs\":[]}"});
   for (const ControlMessage& m : messages) {

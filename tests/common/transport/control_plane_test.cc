@@ -20,7 +20,7 @@ using ::keyflow::testing::AwaitConnectedPeers;
 
 TEST(ControlPlaneSocketOptionsTest, LimitEveryControlMessageToTheDecodersMaximum) {
   SocketOptions options = ControlPlaneSocketOptions();
-  EXPECT_EQ(options.max_message_bytes, int64_t{64} << 20);
+  EXPECT_EQ(options.max_message_bytes, int64_t{272} << 20);  // a 256 MiB job library + 16 MiB
   EXPECT_EQ(static_cast<size_t>(options.max_message_bytes), kMaxControlMessageBytes);
 }
 
