@@ -6,7 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include "tests/integration/cluster.h"
+#include "tests/integration/job_data.h"
+#include "tests/integration/test_dir.h"
 
 namespace keyflow::test {
 namespace {
@@ -46,7 +50,7 @@ TEST(JobsCommandTest, ListsALibraryAsJson) {
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["library"], kTestData + "/libkf-test-jobs.so");
   EXPECT_EQ(j["abi_version"], 1);
-  ASSERT_EQ(j["jobs"].size(), 4u);
+  ASSERT_EQ(j["jobs"].size(), 5u);
   const nlohmann::json& all = j["jobs"][0];
   EXPECT_EQ(all["name"], "all-types");
   EXPECT_EQ(all["key_field"], "user");
@@ -101,6 +105,37 @@ TEST(JobsCommandTest, RunChecksJobAndParamsAgainstTheLibraryBeforeSubmitting) {
   r = run({"--job", "count-window", "--job-library", kTestData + "/libkf-no-entry-point.so"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("is not a keyflow job library"));
+}
+
+// The job's declared input defaults (key field "user" as a long, timestamp field "time") and
+// reads_fields reach the workers: echo emits key, timestamp and a field of every record.
+TEST(JobsCommandTest, RunUsesTheJobsInputDefaultsAndShipsItsFields) {
+  TestDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string input = dir.Subdir("input") + "/events.jsonl";
+  {
+    std::ofstream f(input);
+    f << "{\"user\":7,\"time\":1000,\"page\":\"a\"}\n"
+      << "{\"time\":1001,\"user\":8,\"uid\":\"x\",\"page\":\"b\"}\n";
+  }
+  ClusterOptions options;
+  options.workers = 1;
+  auto cluster = Cluster::Start(dir.Subdir("cluster"), options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  const std::string output = dir.path() + "/output";
+  auto run = RunJob(**cluster,
+                    {"--job-library", kTestData + "/libkf-test-jobs.so", "--job", "echo", "--input",
+                     input, "--output", output, "--parallelism", "1"},
+                    Duration::Seconds(60));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->job.value("state", ""), "FINISHED")
+      << run->job.dump() << (*cluster)->LogExcerpts();
+  auto out = ReadJobOutput(output);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  std::vector<std::string> lines;
+  for (const nlohmann::json& l : out->lines) lines.push_back(l.dump());
+  EXPECT_TRUE(
+      SameLines(lines, {R"({"key":7,"page":"a","ts":1000})", R"({"key":8,"page":"b","ts":1001})"}));
 }
 
 }  // namespace

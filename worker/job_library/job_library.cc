@@ -142,14 +142,17 @@ Status ValidateJobLibraryManifest(const JobLibraryManifest& manifest, std::strin
   return Status::Ok();
 }
 
-Result<std::shared_ptr<const JobLibrary>> JobLibrary::Load(const std::string& path) {
+Result<std::shared_ptr<const JobLibrary>> JobLibrary::Load(const std::string& path,
+                                                           const std::string& display_name) {
+  // Messages name the library as the user knows it; a cached copy also by its path.
+  const std::string name = display_name.empty() ? path : display_name + " (" + path + ")";
   RETURN_IF_ERROR(CheckSharedObjectFile(path));
   // dlopen searches the library path for a name without '/': a job library is always a file.
   std::string file = path.find('/') == std::string::npos ? "./" + path : path;
   void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();
-    return FailedPrecondition("cannot load job library " + path + ": " +
+    return FailedPrecondition("cannot load job library " + name + ": " +
                               (err ? err : "unknown dlopen error") +
                               " (install what it needs, or rebuild it with keyflow_add_job)");
   }
@@ -162,7 +165,7 @@ Result<std::shared_ptr<const JobLibrary>> JobLibrary::Load(const std::string& pa
   auto abi = reinterpret_cast<AbiVersionFn>(dlsym(handle, KEYFLOW_JOB_LIBRARY_ABI_SYMBOL));
   auto manifest_fn = reinterpret_cast<ManifestFn>(dlsym(handle, KEYFLOW_JOB_LIBRARY_SYMBOL));
   if (abi == nullptr || manifest_fn == nullptr) {
-    return InvalidArgument(path +
+    return InvalidArgument(name +
                            " is not a keyflow job library (it has no keyflow_job_library entry "
                            "point): build it with keyflow_add_job and declare its jobs with "
                            "KEYFLOW_JOB_LIBRARY");
@@ -172,7 +175,7 @@ Result<std::shared_ptr<const JobLibrary>> JobLibrary::Load(const std::string& pa
     auto sdk =
         reinterpret_cast<SdkVersionFn>(dlsym(handle, KEYFLOW_JOB_LIBRARY_SDK_VERSION_SYMBOL));
     std::string built_with = sdk != nullptr && sdk() != nullptr ? std::string(sdk()) : "unknown";
-    return FailedPrecondition(path + " was built with keyflow SDK ABI " + std::to_string(version) +
+    return FailedPrecondition(name + " was built with keyflow SDK ABI " + std::to_string(version) +
                               " (keyflow " + built_with + "); this keyflow " + KEYFLOW_SDK_VERSION +
                               " speaks SDK ABI " + std::to_string(kSdkAbiVersion) +
                               ": rebuild the library against this installation");
@@ -181,23 +184,23 @@ Result<std::shared_ptr<const JobLibrary>> JobLibrary::Load(const std::string& pa
   try {
     manifest = manifest_fn();
   } catch (const std::exception& e) {
-    return FailedPrecondition("job library " + path + " threw " + typeid(e).name() +
+    return FailedPrecondition("job library " + name + " threw " + typeid(e).name() +
                               " while declaring its jobs: " + e.what());
   } catch (...) {
-    return FailedPrecondition("job library " + path + " threw while declaring its jobs");
+    return FailedPrecondition("job library " + name + " threw while declaring its jobs");
   }
   if (manifest == nullptr) {
-    return InvalidArgument("job library " + path +
+    return InvalidArgument("job library " + name +
                            " returned no manifest: declare its jobs with KEYFLOW_JOB_LIBRARY");
   }
   if (manifest->abi_version != kSdkAbiVersion) {
-    return FailedPrecondition(path + " declares SDK ABI " + std::to_string(manifest->abi_version) +
+    return FailedPrecondition(name + " declares SDK ABI " + std::to_string(manifest->abi_version) +
                               " in its manifest but " + std::to_string(version) +
                               " in its entry point: rebuild it with keyflow_add_job");
   }
-  RETURN_IF_ERROR(ValidateJobLibraryManifest(*manifest, path));
+  RETURN_IF_ERROR(ValidateJobLibraryManifest(*manifest, name));
   closer.h = nullptr;
-  return std::shared_ptr<const JobLibrary>(new JobLibrary(path, handle, manifest));
+  return std::shared_ptr<const JobLibrary>(new JobLibrary(path, display_name, handle, manifest));
 }
 
 JobLibrary::~JobLibrary() {
@@ -205,7 +208,7 @@ JobLibrary::~JobLibrary() {
 }
 
 std::string JobLibrary::file_name() const {
-  return std::filesystem::path(path_).filename().string();
+  return std::filesystem::path(display_name_.empty() ? path_ : display_name_).filename().string();
 }
 
 Result<const JobDefinition*> JobLibrary::FindJob(std::string_view name) const {

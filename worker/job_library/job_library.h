@@ -32,13 +32,16 @@ inline constexpr std::string_view kBuiltInJobLibraryName = "libkeyflow-builtin-j
 
 class JobLibrary : public std::enable_shared_from_this<JobLibrary> {
  public:
-  static Result<std::shared_ptr<const JobLibrary>> Load(const std::string& path);
+  // `display_name`: how messages name the library when `path` is a copy (a worker's cache file
+  // <sha256>.so of libsessions.so); empty = the path.
+  static Result<std::shared_ptr<const JobLibrary>> Load(const std::string& path,
+                                                        const std::string& display_name = "");
   ~JobLibrary();
   JobLibrary(const JobLibrary&) = delete;
   JobLibrary& operator=(const JobLibrary&) = delete;
 
   const std::string& path() const { return path_; }
-  // The file name, for messages: "libsessions.so".
+  // The file name, for messages: "libsessions.so" (of the display name, if given).
   std::string file_name() const;
   const JobLibraryManifest& manifest() const { return *manifest_; }
   const std::vector<JobDefinition>& jobs() const { return manifest_->jobs; }
@@ -52,10 +55,15 @@ class JobLibrary : public std::enable_shared_from_this<JobLibrary> {
                                                         const JobParams& params) const;
 
  private:
-  JobLibrary(std::string path, void* handle, const JobLibraryManifest* manifest)
-      : path_(std::move(path)), handle_(handle), manifest_(manifest) {}
+  JobLibrary(std::string path, std::string display_name, void* handle,
+             const JobLibraryManifest* manifest)
+      : path_(std::move(path)),
+        display_name_(std::move(display_name)),
+        handle_(handle),
+        manifest_(manifest) {}
 
   std::string path_;
+  std::string display_name_;
   void* handle_;
   const JobLibraryManifest* manifest_;
 };

@@ -66,8 +66,8 @@ TEST(JobLibrary, ReadsTheManifestOfAValidLibrary) {
   EXPECT_TRUE((*job)->reads_fields);
   EXPECT_EQ((*library)->FindJob("nope").status().message(),
             "job library libkf-test-jobs.so has no job 'nope'; its jobs are: all-types, "
-            "no-params, create-throws, create-returns-null (keyflow jobs lists them with their "
-            "parameters)");
+            "no-params, create-throws, create-returns-null, echo (keyflow jobs lists them with "
+            "their parameters)");
 }
 
 TEST(JobLibrary, CreatedFunctionsKeepTheLibraryLoaded) {
@@ -164,6 +164,20 @@ TEST(JobLibrary, RefusesAnotherSdkAbiBeforeCallingTheLibrary) {
                 KEYFLOW_SDK_VERSION +
                 " speaks SDK ABI 1: rebuild the library against this installation");
   EXPECT_FALSE(IsLoaded(TestLibrary("kf-other-abi")));
+  // A worker's cached copy is named as it was submitted, and by its path.
+  EXPECT_EQ(JobLibrary::Load(TestLibrary("kf-other-abi"), "libother.so").status().message(),
+            "libother.so (" + TestLibrary("kf-other-abi") +
+                ") was built with keyflow SDK ABI 2 (keyflow 0.2.0); this keyflow " +
+                KEYFLOW_SDK_VERSION +
+                " speaks SDK ABI 1: rebuild the library against this installation");
+}
+
+TEST(JobLibrary, ACopyIsNamedByItsDisplayName) {
+  auto library = JobLibrary::Load(TestLibrary("kf-test-jobs"), "libmine.so").value();
+  EXPECT_EQ(library->file_name(), "libmine.so");
+  EXPECT_EQ(library->path(), TestLibrary("kf-test-jobs"));
+  EXPECT_EQ(library->FindJob("x").status().message().rfind("job library libmine.so has no job", 0),
+            0u);
 }
 
 TEST(JobLibrary, RefusesBadManifests) {

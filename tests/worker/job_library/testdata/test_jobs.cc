@@ -19,6 +19,20 @@ class ConstantFunction final : public keyflow::KeyedFunction {
   std::string line_;
 };
 
+// Emits {"key":K,"ts":T,"page":P} per record: which key and timestamp fields the runtime used,
+// and whether the record's fields arrived.
+class EchoFunction final : public keyflow::KeyedFunction {
+ public:
+  void ProcessElement(const keyflow::Record& r, keyflow::Context& ctx,
+                      keyflow::Collector<keyflow::OutputRecord>& out) override {
+    auto page = r.GetString("page");
+    out.Collect(keyflow::JsonObject()
+                    .Add("key", ctx.current_key(), keyflow::KeyType::kLong)
+                    .Add("ts", r.timestamp.millis())
+                    .Add("page", page.ok() ? std::string(*page) : page.status().message()));
+  }
+};
+
 std::vector<keyflow::JobDefinition> Jobs() {
   using keyflow::ParamType;
   keyflow::JobDefinition all;
@@ -58,7 +72,15 @@ std::vector<keyflow::JobDefinition> Jobs() {
   null.name = "create-returns-null";
   null.description = "its create function returns null";
   null.create = [](const keyflow::JobParams&) { return std::unique_ptr<keyflow::KeyedFunction>(); };
-  return {all, none, throws, null};
+  keyflow::JobDefinition echo;
+  echo.name = "echo";
+  echo.description = "emits key, timestamp and field page of every record";
+  echo.key_field = "user";
+  echo.key_type = keyflow::KeyType::kLong;
+  echo.timestamp_field = "time";
+  echo.reads_fields = true;
+  echo.create = [](const keyflow::JobParams&) { return std::make_unique<EchoFunction>(); };
+  return {all, none, throws, null, echo};
 }
 
 }  // namespace
