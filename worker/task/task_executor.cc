@@ -50,7 +50,7 @@ Result<std::unique_ptr<RecordFunction>> CreateJobFunction(const JobSpec& spec,
     // The cached copy WorkerProcess fetched, its SHA-256 verified right before the load: bytes
     // that do not match spec.job_library are never loaded.
     ASSIGN_OR_RETURN(std::string path, ResolveJobLibraryPath(spec.job_library, cache_dir));
-    ASSIGN_OR_RETURN(library, JobLibrary::Load(path));
+    ASSIGN_OR_RETURN(library, JobLibrary::Load(path, spec.job_library.file_name));
     KF_LOG_INFO("job library loaded path={} sha256={}", path, spec.job_library.sha256);
   }
   ASSIGN_OR_RETURN(const JobDefinition* job, library->FindJob(spec.job_name));
