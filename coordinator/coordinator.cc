@@ -267,6 +267,13 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
     KF_LOG_INFO("job library {} stored sha256={} bytes={} dir={}", m.spec.job_library.file_name,
                 m.spec.job_library.sha256, m.spec.job_library.size_bytes, blobs.directory());
   }
+  // Kept for the workers' fetches (a resubmission without bytes: read on the first fetch).
+  job_library_sha256_.clear();
+  job_library_bytes_.clear();
+  if (!m.job_library_bytes.empty()) {
+    job_library_sha256_ = m.spec.job_library.sha256;
+    job_library_bytes_ = m.job_library_bytes;
+  }
   ++jobs_submitted_;
   std::string job_id = MakeJobId(m.spec.job_name, wall_clock_->Now());
   {
@@ -307,13 +314,20 @@ void Coordinator::HandleFetchJobLibrary(const std::string& identity, const Fetch
     reply.error = "the coordinator's current job does not use job library " + m.sha256;
   } else {
     const JobLibraryRef& ref = job_->spec().job_library;
-    auto bytes = BlobStore(CheckpointRootOf(job_->spec())).Read(ref);
-    if (bytes.ok()) {
-      reply.bytes = std::move(bytes).value();
+    if (job_library_sha256_ != ref.sha256) {  // after a coordinator restart: read it once
+      auto bytes = BlobStore(CheckpointRootOf(job_->spec())).Read(ref);
+      if (bytes.ok()) {
+        job_library_sha256_ = ref.sha256;
+        job_library_bytes_ = std::move(bytes).value();
+      } else {
+        reply.error = bytes.status().message();
+      }
+    }
+    if (reply.error.empty()) {
+      reply.bytes = job_library_bytes_;
       KF_LOG_INFO("sending job library {} sha256={} bytes={} to worker {}", ref.file_name,
                   ref.sha256, reply.bytes.size(), m.worker.value());
     } else {
-      reply.error = bytes.status().message();
       KF_LOG_ERROR("worker {} asked for job library {}: {}", m.worker.value(), ref.sha256,
                    reply.error);
     }

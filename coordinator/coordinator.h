@@ -82,6 +82,10 @@ class Coordinator {
   int64_t last_heartbeat_sent_ms_ = 0;
   int64_t jobs_submitted_ = 0;
   std::string incarnation_;
+  // The current job's library bytes (verified) once submitted or read from the blob store, so
+  // that each worker's fetch is a send, not a read and hash of up to kMaxJobLibraryBytes.
+  std::string job_library_sha256_;
+  std::string job_library_bytes_;
 };
 
 }  // namespace keyflow

@@ -508,7 +508,10 @@ int RunRunCommand(const std::vector<std::string>& args) {
     submit.spec.job_library = upload->ref;
     submit.job_library_bytes = std::move(upload->bytes);
   }
-  auto reply = Ask(endpoint, submit, &code);
+  // The coordinator hashes and fsyncs the library before it answers: 100 ms more per MiB.
+  const int64_t submit_timeout_ms =
+      kRequestTimeoutMs + static_cast<int64_t>(submit.job_library_bytes.size() >> 20) * 100;
+  auto reply = Ask(endpoint, submit, &code, /*quiet=*/false, submit_timeout_ms);
   if (!reply) return code;
   if (!reply->ok) return Fail(reply->message, kExitFailure);
   nlohmann::json submitted = nlohmann::json::parse(reply->json, nullptr, false);

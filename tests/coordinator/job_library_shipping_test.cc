@@ -99,11 +99,20 @@ TEST_F(JobLibraryShippingTest, OnlyTheCurrentJobsLibraryIsServedAndOnlyToWorkers
   EXPECT_TRUE(outbox_.To<JobLibraryBlob>("stranger").empty());
 }
 
-TEST_F(JobLibraryShippingTest, ADeletedBlobIsAnErrorThatSaysToSubmitAgain) {
+TEST_F(JobLibraryShippingTest,
+       ABlobDeletedBeforeACoordinatorRestartIsAnErrorThatSaysToSubmitAgain) {
   Register("w0", 0);
   coord_->OnMessage("cli", SubmitJob{LibrarySpec(1), bytes_}, now_);
   ASSERT_TRUE(RemoveFile(BlobPath()).ok());
-  JobLibraryBlob blob = Fetch("w0");
+  EXPECT_EQ(Fetch("w0").bytes, bytes_) << "this coordinator keeps the verified bytes in memory";
+  DeployAll({"w0"});
+
+  Reset("second");
+  ASSERT_TRUE(coord_->ResumeJobs(now_).ok());
+  Register("w0b", 0);
+  Advance(500);
+  ASSERT_TRUE(outbox_.Last<DeployTask>("w0b").has_value());
+  JobLibraryBlob blob = Fetch("w0b");
   EXPECT_EQ(blob.bytes, "");
   EXPECT_THAT(blob.error, HasSubstr("is not in the coordinator's blob store"));
   EXPECT_THAT(blob.error, HasSubstr("keyflow run --job-library"));
