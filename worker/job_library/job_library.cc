@@ -13,6 +13,7 @@
 #include "common/record.h"
 #include "worker/api/keyed_process_function.h"
 #include "worker/api/output.h"
+#include "worker/job_library/user_function_guard.h"
 
 namespace keyflow {
 namespace {
@@ -223,15 +224,13 @@ Result<const JobDefinition*> JobLibrary::FindJob(std::string_view name) const {
 Result<std::unique_ptr<KeyedFunction>> JobLibrary::CreateFunction(const JobDefinition& job,
                                                                   const JobParams& params) const {
   std::unique_ptr<KeyedFunction> inner;
-  const std::string where = "the create function of job '" + job.name + "' (" + file_name() + ")";
-  try {
-    inner = job.create(params);
-  } catch (const std::exception& e) {
-    return Internal(where + " threw " + typeid(e).name() + ": " + e.what());
-  } catch (...) {
-    return Internal(where + " threw an exception that is not a std::exception");
+  // Like every call into user code (a crash in create is named by the crash handler too).
+  UserFunctionGuard guard(job.name, file_name());
+  RETURN_IF_ERROR(guard.Call(UserCall::kCreate, [&] { inner = job.create(params); }));
+  if (inner == nullptr) {
+    return Internal(guard.function_description() +
+                    " returned no function from create: return a new function");
   }
-  if (inner == nullptr) return Internal(where + " returned no function: return a new function");
   return std::unique_ptr<KeyedFunction>(
       std::make_unique<LibraryFunction>(std::move(inner), shared_from_this()));
 }

@@ -35,7 +35,7 @@
 #include "worker/api/job_definition.h"
 #include "worker/api/keyed_process_function.h"
 #include "worker/api/output.h"
-#include "worker/operators/user_function_guard.h"
+#include "worker/job_library/user_function_guard.h"
 
 namespace keyflow {
 

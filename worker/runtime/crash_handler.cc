@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstddef>
 
-#include "worker/operators/user_function_guard.h"
+#include "worker/job_library/user_function_guard.h"
 
 namespace keyflow {
 namespace {

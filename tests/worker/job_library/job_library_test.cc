@@ -99,12 +99,12 @@ TEST(JobLibrary, CreateFailuresNameTheJobAndLibrary) {
   auto library = JobLibrary::Load(TestLibrary("kf-test-jobs")).value();
   const JobDefinition* throws = library->FindJob("create-throws").value();
   EXPECT_EQ(library->CreateFunction(*throws, JobParams()).status().message(),
-            "the create function of job 'create-throws' (libkf-test-jobs.so) threw "
-            "St13runtime_error: no such thing");
+            "function of job 'create-throws' (libkf-test-jobs.so) threw std::runtime_error in "
+            "create: no such thing");
   const JobDefinition* null = library->FindJob("create-returns-null").value();
   EXPECT_EQ(library->CreateFunction(*null, JobParams()).status().message(),
-            "the create function of job 'create-returns-null' (libkf-test-jobs.so) returned no "
-            "function: return a new function");
+            "function of job 'create-returns-null' (libkf-test-jobs.so) returned no function "
+            "from create: return a new function");
 }
 
 TEST(JobLibrary, RefusesAMissingFile) {
