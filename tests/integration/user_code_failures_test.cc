@@ -110,6 +110,7 @@ TEST_F(UserCodeFailuresTest, OpenFailingFailsTheJobWithTheFunctionsErrorInStatus
       Faulty("open-fails", {"--param", "message=no table t.csv", "--restart-strategy", "none"}),
       kJobTimeout);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_TRUE(run->job.is_object()) << run->cli.out << run->cli.err;
   const std::string expected =
       "failed: function of job 'open-fails' (libfaulty-jobs.so) failed in Open: no table t.csv";
   EXPECT_NE(run->cli.exit_code, 0);
@@ -131,6 +132,7 @@ TEST_F(UserCodeFailuresTest, AThrowingFunctionRestartsPerItsStrategyThenFailsWit
                                        "--restart-attempts", "1", "--restart-delay", "100ms"}),
              kJobTimeout);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_TRUE(run->job.is_object()) << run->cli.out << run->cli.err;
   EXPECT_EQ(run->job.value("state", ""), "FAILED") << run->job.dump();
   EXPECT_EQ(run->job.value("attempt", 0), 2) << "one restart, then failed: " << run->job.dump();
   const std::string expected =
