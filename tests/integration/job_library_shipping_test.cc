@@ -39,102 +39,146 @@ bool Ended(const nlohmann::json& job) {
   return s == "FINISHED" || s == "FAILED" || s == "CANCELED";
 }
 
-TEST(JobLibraryShippingTest, ADeletedSubmittedLibraryRunsOnEveryWorkerAndSurvivesAWorkerKill) {
-  TestDir dir;
-  auto started = Cluster::Start(dir.Subdir("cluster"), ClusterOptions{.workers = 2});
-  ASSERT_TRUE(started.ok()) << started.status().ToString();
-  Cluster& cluster = **started;
+class JobLibraryShippingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto started = Cluster::Start(dir_.Subdir("cluster"), ClusterOptions{.workers = 2});
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    cluster_ = std::move(started).value();
+    bytes_ = ReadFileOrEmpty(kBuiltInLibrary);
+    ASSERT_FALSE(bytes_.empty()) << kBuiltInLibrary << " is missing: build keyflow-builtin-jobs";
+    sha_ = Sha256Hex(bytes_);
+  }
 
-  const std::string bytes = ReadFileOrEmpty(kBuiltInLibrary);
-  ASSERT_FALSE(bytes.empty()) << kBuiltInLibrary << " is missing: build keyflow-builtin-jobs";
-  const std::string sha = Sha256Hex(bytes);
-  const std::string submitted = dir.Subdir("submitted") + "/libuser-jobs.so";
-  ASSERT_TRUE(WriteFileAtomically(submitted, bytes).ok());
-  const std::string output = dir.path() + "/output";
-  auto run = cluster.Cli({"run", "--job-library", submitted, "--job", "tumbling-count", "--param",
-                          "size=" + std::to_string(kSizeMs) + "ms", "--input", kInput, "--output",
-                          output, "--parallelism", "2", "--checkpoint-interval", "300ms"});
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ASSERT_EQ(run->exit_code, 0) << run->err << cluster.LogExcerpts();
-  ASSERT_TRUE(RemoveFile(submitted).ok());  // nothing on any host refers to this path any more
-  const std::string job_id = run->out.substr(0, run->out.find('\n'));
+  // Submits tumbling-count from a copy of the library at a temp path, deletes that copy, and
+  // waits for two completed checkpoints; returns the job id.
+  std::string SubmitAndDeleteTheLibrary() {
+    const std::string submitted = dir_.Subdir("submitted") + "/libuser-jobs.so";
+    EXPECT_TRUE(WriteFileAtomically(submitted, bytes_).ok());
+    auto run =
+        cluster_->Cli({"run", "--job-library", submitted, "--job", "tumbling-count", "--param",
+                       "size=" + std::to_string(kSizeMs) + "ms", "--input", kInput, "--output",
+                       Output(), "--parallelism", "2", "--checkpoint-interval", "300ms"});
+    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    if (!run.ok()) return "";
+    EXPECT_EQ(run->exit_code, 0) << run->err << cluster_->LogExcerpts();
+    EXPECT_TRUE(RemoveFile(submitted).ok());  // nothing on any host refers to this path any more
+    auto running = cluster_->WaitForStatus(
+        [&](const nlohmann::json& s) {
+          const nlohmann::json& job = s["job"];
+          return Ended(job) || (job.value("state", "") == "RUNNING" &&
+                                job["checkpoints"].value("latest_completed", int64_t{0}) >= 2);
+        },
+        Duration::Seconds(30), "two completed checkpoints");
+    EXPECT_TRUE(running.ok()) << running.status().ToString();
+    if (running.ok()) {
+      EXPECT_EQ((*running)["job"].value("state", ""), "RUNNING") << running->dump();
+    }
+    return run->out.substr(0, run->out.find('\n'));
+  }
 
+  // Waits for the end: FINISHED after a restart, with exactly the reference output.
+  void ExpectFinishedWithTheReferenceOutput() {
+    auto end = cluster_->WaitForStatus([](const nlohmann::json& s) { return Ended(s["job"]); },
+                                       Duration::Seconds(90), "the end of the job");
+    ASSERT_TRUE(end.ok()) << end.status().ToString();
+    const nlohmann::json& job = (*end)["job"];
+    ASSERT_EQ(job.value("state", ""), "FINISHED") << job.dump() << cluster_->LogExcerpts();
+    EXPECT_GE(job.value("attempt", 0), 2);
+    auto input = GeneratedKeyedTimestamps(kInput);
+    ASSERT_TRUE(input.ok()) << input.status().ToString();
+    auto out = ReadJobOutput(Output());
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    std::vector<std::string> actual;
+    for (const nlohmann::json& line : out->lines) {
+      auto c = CanonicalTumblingCount(line);
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      actual.push_back(*c);
+    }
+    std::sort(actual.begin(), actual.end());
+    ExpectSameLines(actual, ReferenceTumblingCount(*input, kSizeMs), "tumbling-count output");
+  }
+
+  std::string Output() const { return dir_.path() + "/output"; }
+  std::string Cached(int slot) const { return cluster_->WorkerCacheDir(slot) + "/" + sha_ + ".so"; }
+  std::string Fetched() const {
+    return "fetched (" + std::to_string(bytes_.size()) + " bytes) and cached";
+  }
+
+  TestDir dir_;
+  std::unique_ptr<Cluster> cluster_;
+  std::string bytes_;
+  std::string sha_;
+};
+
+TEST_F(JobLibraryShippingTest, ADeletedSubmittedLibraryRunsOnEveryWorkerAndSurvivesAWorkerKill) {
+  const std::string job_id = SubmitAndDeleteTheLibrary();
+  ASSERT_FALSE(job_id.empty());
   // Stored by hash beside the checkpoints, recorded in the job's spec.
-  const std::string blob = cluster.CheckpointDir() + "/blobs/" + sha + ".so";
-  EXPECT_EQ(ReadFileOrEmpty(blob), bytes);
+  const std::string blob = cluster_->CheckpointDir() + "/blobs/" + sha_ + ".so";
+  EXPECT_EQ(ReadFileOrEmpty(blob), bytes_);
   EXPECT_EQ(fs::status(fs::path(blob).parent_path()).permissions() & fs::perms::all,
             fs::perms::owner_all);
-
-  auto running = cluster.WaitForStatus(
-      [&](const nlohmann::json& s) {
-        const nlohmann::json& job = s["job"];
-        return Ended(job) || (job.value("state", "") == "RUNNING" &&
-                              job["checkpoints"].value("latest_completed", int64_t{0}) >= 2);
-      },
-      Duration::Seconds(30), "two completed checkpoints");
-  ASSERT_TRUE(running.ok()) << running.status().ToString();
-  ASSERT_EQ((*running)["job"].value("state", ""), "RUNNING") << running->dump();
   for (int slot : {0, 1}) {
-    EXPECT_EQ(ReadFileOrEmpty(cluster.WorkerCacheDir(slot) + "/" + sha + ".so"), bytes)
+    EXPECT_EQ(ReadFileOrEmpty(Cached(slot)), bytes_)
         << "worker " << slot << " cached the library it fetched";
-    const std::string log = ReadFileOrEmpty(cluster.WorkerLog(slot));
-    EXPECT_THAT(log, HasSubstr("fetched (" + std::to_string(bytes.size()) + " bytes) and cached"));
-    EXPECT_THAT(log, HasSubstr("job library loaded path=" + cluster.WorkerCacheDir(slot) + "/" +
-                               sha + ".so sha256=" + sha));
+    const std::string log = ReadFileOrEmpty(cluster_->WorkerLog(slot));
+    EXPECT_THAT(log, HasSubstr(Fetched()));
+    EXPECT_THAT(log, HasSubstr("job library loaded path=" + Cached(slot) + " sha256=" + sha_));
   }
-  auto records = CheckpointStorage(cluster.CheckpointDir()).ListJobRecords();
+  auto records = CheckpointStorage(cluster_->CheckpointDir()).ListJobRecords();
   ASSERT_TRUE(records.ok() && records->size() == 1u);
-  EXPECT_EQ(records->front().spec.job_library.sha256, sha) << "the _job record keeps the ref";
+  EXPECT_EQ(records->front().spec.job_library.sha256, sha_) << "the _job record keeps the ref";
 
   // Worker 1's cached copy is damaged (same size, other bytes) and the worker is SIGKILLed.
-  std::string damaged = bytes;
+  std::string damaged = bytes_;
   damaged[damaged.size() / 2] ^= 0x55;
-  ASSERT_TRUE(WriteFileAtomically(cluster.WorkerCacheDir(1) + "/" + sha + ".so", damaged).ok());
-  ASSERT_TRUE(cluster.KillWorker(1).ok());
-  ASSERT_TRUE(cluster.StartWorker(1).ok());
+  ASSERT_TRUE(WriteFileAtomically(Cached(1), damaged).ok());
+  ASSERT_TRUE(cluster_->KillWorker(1).ok());
+  ASSERT_TRUE(cluster_->StartWorker(1).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectFinishedWithTheReferenceOutput());
 
-  auto end = cluster.WaitForStatus([](const nlohmann::json& s) { return Ended(s["job"]); },
-                                   Duration::Seconds(90), "the end of the job");
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
-  const nlohmann::json& job = (*end)["job"];
-  ASSERT_EQ(job.value("state", ""), "FINISHED") << job.dump() << cluster.LogExcerpts();
-  EXPECT_GE(job.value("attempt", 0), 2);
-
-  EXPECT_THAT(ReadFileOrEmpty(cluster.WorkerLog(0)),
-              HasSubstr("sha256=" + sha + " found in the cache"))
+  EXPECT_THAT(ReadFileOrEmpty(cluster_->WorkerLog(0)),
+              HasSubstr("sha256=" + sha_ + " found in the cache"))
       << "the surviving worker's next attempt loads its cached copy";
-  const std::string log1 = ReadFileOrEmpty(cluster.WorkerLog(1));
-  EXPECT_THAT(log1, HasSubstr("did not match its SHA-256 and was removed; fetching it again"));
-  EXPECT_EQ(ReadFileOrEmpty(cluster.WorkerCacheDir(1) + "/" + sha + ".so"), bytes)
-      << "the damaged copy was replaced by a verified one";
+  EXPECT_THAT(ReadFileOrEmpty(cluster_->WorkerLog(1)),
+              HasSubstr("did not match its SHA-256 and was removed; fetching it again"));
+  EXPECT_EQ(ReadFileOrEmpty(Cached(1)), bytes_) << "the damaged copy was replaced";
 
   // Every checkpoint's metadata names the library by its hash.
   int checked = 0;
-  for (const auto& entry : fs::directory_iterator(cluster.CheckpointDir() + "/" + job_id)) {
+  for (const auto& entry : fs::directory_iterator(cluster_->CheckpointDir() + "/" + job_id)) {
     if (entry.path().filename().string().rfind("chk-", 0) != 0) continue;
     auto metadata = CheckpointStorage::ReadMetadata(entry.path().string());
     ASSERT_TRUE(metadata.ok()) << metadata.status().ToString();
-    EXPECT_EQ(metadata->spec.job_library.sha256, sha);
+    EXPECT_EQ(metadata->spec.job_library.sha256, sha_);
     EXPECT_EQ(metadata->spec.job_library.file_name, "libuser-jobs.so");
     ++checked;
   }
   EXPECT_GT(checked, 0);
-
-  auto input = GeneratedKeyedTimestamps(kInput);
-  ASSERT_TRUE(input.ok()) << input.status().ToString();
-  auto out = ReadJobOutput(output);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
-  std::vector<std::string> actual;
-  for (const nlohmann::json& line : out->lines) {
-    auto c = CanonicalTumblingCount(line);
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    actual.push_back(*c);
-  }
-  std::sort(actual.begin(), actual.end());
-  ExpectSameLines(actual, ReferenceTumblingCount(*input, kSizeMs), "tumbling-count output");
 }
 
-TEST(JobLibraryShippingTest, AnUnusableCacheDirIsAUsageErrorAtWorkerStart) {
+// A restarted coordinator finds the library in its blob store: a worker that lost its cache
+// fetches it from the new coordinator process.
+TEST_F(JobLibraryShippingTest, ARestartedCoordinatorServesTheLibraryFromItsBlobStore) {
+  ASSERT_FALSE(SubmitAndDeleteTheLibrary().empty());
+  ASSERT_TRUE(cluster_->KillCoordinator().ok());
+  ASSERT_TRUE(cluster_->KillWorker(1).ok());
+  ASSERT_TRUE(RemoveAll(cluster_->WorkerCacheDir(1)).ok());
+  ASSERT_TRUE(cluster_->RestartCoordinator().ok());
+  ASSERT_TRUE(cluster_->StartWorker(1).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectFinishedWithTheReferenceOutput());
+
+  const std::string log1 = ReadFileOrEmpty(cluster_->WorkerLog(1));
+  EXPECT_NE(log1.find(Fetched()), log1.rfind(Fetched())) << "fetched again after the restart";
+  EXPECT_EQ(ReadFileOrEmpty(Cached(1)), bytes_);
+  const std::string coordinator_log = ReadFileOrEmpty(cluster_->CoordinatorLog());
+  EXPECT_THAT(coordinator_log.substr(coordinator_log.rfind("resuming it")),
+              HasSubstr("sending job library libuser-jobs.so sha256=" + sha_))
+      << "the new coordinator process read it from " << cluster_->CheckpointDir() << "/blobs";
+}
+
+TEST(WorkerCacheDirFlagTest, AnUnusableCacheDirIsAUsageErrorAtWorkerStart) {
   TestDir dir;
   ASSERT_TRUE(WriteFileAtomically(dir.path() + "/file", "x").ok());
   auto r = RunCommand({KeyflowBinary("keyflow-worker"), "--cache-dir", dir.path() + "/file/cache",
