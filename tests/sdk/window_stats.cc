@@ -1,0 +1,116 @@
+// window-stats: per key and event-time tumbling window [floor(ts/size)*size, +size), one record
+//   {"key":K,"window_start":S,"count":N,"sum":A,"nulls":U,"missing":M,"first_tag":T}
+// N = records, A = sum of the integer field `field`, U = records whose `field` is null,
+// M = records without it, T = meta.tag of the window's first record (null if it has none).
+// Built against the installed SDK only (tests/sdk/README.md).
+#include <keyflow/keyflow.h>
+
+#include <chrono>
+#include <thread>
+
+namespace {
+
+using keyflow::Collector;
+using keyflow::Context;
+using keyflow::MapState;
+using keyflow::MapStateDescriptor;
+using keyflow::OutputRecord;
+using keyflow::Record;
+using keyflow::RuntimeContext;
+using keyflow::Status;
+using keyflow::Timestamp;
+
+// Indexes into a window's statistics.
+enum Stat : size_t { kCount, kSum, kNulls, kMissing, kStats };
+
+class WindowStats final : public keyflow::KeyedFunction {
+ public:
+  WindowStats(int64_t size_ms, std::string field, int64_t pause_every)
+      : size_(size_ms), field_(std::move(field)), pause_every_(pause_every) {}
+
+  Status Open(RuntimeContext& runtime) override {
+    runtime_ = &runtime;
+    ASSIGN_OR_RETURN(stats_, runtime.GetMapState(
+                                 MapStateDescriptor<int64_t, std::vector<int64_t>>("stats")));
+    ASSIGN_OR_RETURN(first_tag_,
+                     runtime.GetMapState(MapStateDescriptor<int64_t, std::string>("first-tag")));
+    return Status::Ok();
+  }
+
+  void ProcessElement(const Record& r, Context& ctx, Collector<OutputRecord>&) override {
+    if (pause_every_ > 0 && ++seen_ % pause_every_ == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a slow function, on purpose
+    }
+    const int64_t ts = r.timestamp.millis();
+    const int64_t start = ts - ((ts % size_) + size_) % size_;
+    std::vector<int64_t> stats(kStats, 0);
+    if (auto current = stats_->Get(start)) {
+      stats = *current;
+    } else {  // the window's first record
+      keyflow::FieldValue tag = r.field("meta")["tag"];
+      first_tag_->Put(start, tag.AsString() ? std::string(*tag.AsString()) : std::string("\0", 1));
+      ctx.timer_service().RegisterEventTimeTimer(Timestamp(start + size_ - 1));
+    }
+    stats[kCount] += 1;
+    keyflow::FieldValue value = r.field(field_);
+    if (value.is_missing()) {
+      stats[kMissing] += 1;
+    } else if (value.is_null()) {
+      stats[kNulls] += 1;
+    } else {
+      stats[kSum] += value.AsInt64().value_or(0);
+    }
+    stats_->Put(start, std::move(stats));
+  }
+
+  void OnTimer(Timestamp t, keyflow::OnTimerContext& ctx, Collector<OutputRecord>& out) override {
+    const int64_t start = t.millis() + 1 - size_;
+    auto stats = stats_->Get(start);
+    auto tag = first_tag_->Get(start);
+    if (!stats || !tag) return;
+    keyflow::JsonObject line;
+    line.Add("key", ctx.current_key(), runtime_->key_type())
+        .Add("window_start", start)
+        .Add("count", (*stats)[kCount])
+        .Add("sum", (*stats)[kSum])
+        .Add("nulls", (*stats)[kNulls])
+        .Add("missing", (*stats)[kMissing]);
+    if (*tag == std::string("\0", 1)) {
+      line.AddNull("first_tag");
+    } else {
+      line.Add("first_tag", *tag);
+    }
+    out.Collect(std::move(line));
+    stats_->Remove(start);
+    first_tag_->Remove(start);
+  }
+
+ private:
+  const int64_t size_;
+  const std::string field_;
+  const int64_t pause_every_;
+  int64_t seen_ = 0;
+  RuntimeContext* runtime_ = nullptr;
+  MapState<int64_t, std::vector<int64_t>>* stats_ = nullptr;  // window start -> Stat values
+  MapState<int64_t, std::string>* first_tag_ = nullptr;  // window start -> tag ("\0": none)
+};
+
+std::vector<keyflow::JobDefinition> Jobs() {
+  keyflow::JobDefinition job;
+  job.name = "window-stats";
+  job.description = "per key and event-time tumbling window: count, sum, nulls, first tag";
+  job.params = {
+      {"size", keyflow::ParamType::kDuration, "1s", "window size"},
+      {"field", keyflow::ParamType::kString, "amount", "the integer field to sum"},
+      {"pause-every", keyflow::ParamType::kInt, "0", "sleep 1 ms every N records (0: never)"},
+  };
+  job.create = [](const keyflow::JobParams& p) {
+    return std::make_unique<WindowStats>(p.GetDuration("size").millis(), p.GetString("field"),
+                                         p.GetInt("pause-every"));
+  };
+  return {job};
+}
+
+}  // namespace
+
+KEYFLOW_JOB_LIBRARY(Jobs)
