@@ -8,14 +8,20 @@
 #      dir): count-window in event time on gen: input at P = 2 — records/s end to end against a
 #      single-thread in-memory keyed count of the same records (tests/bench/baseline_bench.cc),
 #      then the same job with --checkpoint-interval 1s against without, with the checkpoints'
-#      synchronous pause and duration from `keyflow checkpoints --json`,
+#      synchronous pause and duration from `keyflow checkpoints --json`; in the same runs, the
+#      running-sum example job (worker/jobs/examples/, a job library loaded with --job-library)
+#      that reads one numeric field ("amount") of generated records carrying ~100 bytes of other
+#      fields (the generator's "note"), against count-window, which reads no fields (issue 10:
+#      target >= 0.5x),
 #   4. prints a markdown table of every number with its target and the machine's load average.
 #
-#   scripts/bench.sh [--quick] [--micro-only | --e2e-only] [options]
+#   scripts/bench.sh [--quick] [--micro-only | --e2e-only | --throughput-only] [options]
 #
 #   --quick            small sizes for a smoke run (numbers not comparable to the targets)
 #   --micro-only       only the micro-benchmarks
 #   --e2e-only         only the end-to-end benchmarks
+#   --throughput-only  only the end-to-end throughput runs (count-window, running-sum, baseline),
+#                      not the checkpoint runs
 #   --events N         events per end-to-end job (default 20000000; --quick 400000)
 #   --keys K           distinct keys of the throughput job (default 1000000; --quick 20000)
 #   --ckpt-keys K      distinct keys of the checkpoint jobs (default 2000000, i.e. 1 M keys and
@@ -36,7 +42,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/lib/cluster.sh"
 RESULTS_PY="$ROOT/scripts/bench-lib/bench_results.py"
 
-quick=0 micro=1 e2e=1 events="" keys="" ckpt_keys="" repeat="" results_dir=""
+quick=0 micro=1 e2e=1 ckpt_runs=1 events="" keys="" ckpt_keys="" repeat="" results_dir=""
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -44,6 +50,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1; shift ;;
     --micro-only) e2e=0; shift ;;
     --e2e-only) micro=0; shift ;;
+    --throughput-only) micro=0 ckpt_runs=0; shift ;;
     --events) need "$@"; events="$2"; shift 2 ;;
     --keys) need "$@"; keys="$2"; shift 2 ;;
     --ckpt-keys) need "$@"; ckpt_keys="$2"; shift 2 ;;
@@ -90,7 +97,7 @@ median() { python3 -c 'import statistics,sys; print(statistics.median(float(a) f
 
 # ---- build -------------------------------------------------------------------------------------
 micro_targets=(key_group_bench state_bench timer_bench snapshot_bench checkpoint_bench)
-e2e_targets=(keyflow keyflow-coordinator keyflow-worker baseline_bench)
+e2e_targets=(keyflow keyflow-coordinator keyflow-worker baseline_bench running-sum)
 targets=()
 [ "$micro" -eq 0 ] || targets+=("${micro_targets[@]}")
 [ "$e2e" -eq 0 ] || targets+=("${e2e_targets[@]}")
@@ -191,15 +198,23 @@ if [ "$e2e" -eq 1 ]; then
   KEYFLOW="$BIN/keyflow"
   run_no=0
 
-  # run_job KEYS CHECKPOINT_INTERVAL: one count-window job (event time) at P = 2 with --wait;
-  # sets rate (records/s = records in / job duration), job_load, and for checkpointed runs
-  # leaves checkpoints-<n>.json.
+  # The field-reading job: running-sum of "amount" with one interval of 12 h, so that it keeps
+  # one timer per key, as count-window does with its 12 h timeout (the jobs then differ in
+  # reading a field, not in their number of timers).
+  RUNNING_SUM=(--job-library "$build_dir/lib/keyflow/examples/librunning-sum.so" --job running-sum
+    --param field=amount --param interval=12h)
+  COUNT_WINDOW=(--job count-window --param time=event)
+
+  # run_job KEYS CHECKPOINT_INTERVAL [JOB ARGS...]: one job (default: count-window in event time)
+  # at P = 2 with --wait; sets rate (records/s = records in / job duration), job_load, and for
+  # checkpointed runs leaves checkpoints-<n>.json.
   run_job() {
-    local k="$1" interval="$2" input out args
+    local k="$1" interval="$2" input out args job=("${@:3}")
+    [ ${#job[@]} -gt 0 ] || job=("${COUNT_WINDOW[@]}")
     run_no=$((run_no + 1))
     input="gen:events=$events,keys=$k,splits=2,seed=42"
     out="$run_dir/output-$run_no"
-    args=(run --coordinator "$endpoint" --job count-window --param time=event --input "$input"
+    args=(run --coordinator "$endpoint" "${job[@]}" --input "$input"
       --output "$out" --parallelism 2 --wait)
     [ "$interval" = 0 ] || args+=(--checkpoint-interval "$interval")
     job_load="$(load1)"
@@ -223,10 +238,13 @@ if [ "$e2e" -eq 1 ]; then
 
   # Issue 3: throughput against the single-thread baseline, on the same records.
   input="gen:events=$events,keys=$keys,splits=2,seed=42"
-  rates=() base_rates=() loads=()
+  rates=() field_rates=() base_rates=() loads=()
   for ((r = 0; r < repeat; r++)); do
     run_job "$keys" 0
     rates+=("$rate")
+    loads+=("$job_load")
+    run_job "$keys" 0 "${RUNNING_SUM[@]}"
+    field_rates+=("$rate")
     loads+=("$job_load")
     load="$(load1)"
     step "baseline_bench --input=$input (load $load)"
@@ -241,7 +259,13 @@ if [ "$e2e" -eq 1 ]; then
   row "end to end" "records/s, keyflow cluster" "$(calc "$job_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
   row "end to end" "records/s, single-thread flat-hash-map count (baseline)" "$(calc "$base_rate/1e6")" "M/s" "" "$load" "same generated records, absl::flat_hash_map<Key, int64_t>; the generator alone: $(calc "round($gen_rate/1e6,1)") M/s"
   row "end to end" "ratio cluster / baseline" "$(calc "$job_rate/$base_rate")" "" ">= 0.3" "${loads[*]}"
+  field_rate="$(median "${field_rates[@]}")"
+  note="running-sum (examples) of \"amount\", interval 12h, gen: records with a 100-byte \"note\" field; same runs, alternating with count-window; median of $repeat"
+  row "end to end" "records/s, field-reading job (running-sum)" "$(calc "$field_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
+  row "end to end" "ratio field-reading job / count-window" "$(calc "$field_rate/$job_rate")" "" ">= 0.5" "${loads[*]}"
 
+fi
+if [ "$e2e" -eq 1 ] && [ "$ckpt_runs" -eq 1 ]; then
   # Issue 4: the same job with and without periodic checkpoints (1 M keys per worker).
   plain=() ckpt=() loads=() files=()
   for ((r = 0; r < repeat; r++)); do

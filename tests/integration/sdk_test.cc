@@ -17,10 +17,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <tuple>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/job_data.h"
@@ -118,86 +121,173 @@ TEST_F(SdkTest, JobsListsTheOutOfTreeLibrary) {
   EXPECT_THAT(r->out, HasSubstr("1s"));
 }
 
-// ---- input and reference --------------------------------------------------------------------
+// ---- input and references ------------------------------------------------------------------
 
 constexpr int kFiles = 4;
 constexpr int kKeysPerFile = 50;
 constexpr int kRecordsPerFile = 10'000;
 constexpr int64_t kStartMs = 1'700'000'000'000;
-constexpr int64_t kStepMs = 7;  // per file, timestamps only grow: no record is late
-constexpr int64_t kWindowMs = 1'000;
+// Per file, timestamps only grow (no record is late): 7 ms apart, and 2 s more every 1000
+// records, so that every key has a pause of more than 1 s ten times (sessions).
+constexpr int64_t kStepMs = 7;
+constexpr int64_t kPauseMs = 2'000;
 
-struct WindowStats {
-  int64_t count = 0, sum = 0, nulls = 0, missing = 0;
-  std::string first_tag;  // "null" for none
+struct InputRecord {
+  int64_t ts = 0;
+  std::optional<int64_t> amount;  // nullopt: null or missing
+  bool amount_null = false;
+  bool amount_missing = false;
+  std::string tag;  // "" when the record has no meta
 };
-using Reference = std::map<std::pair<std::string, int64_t>, WindowStats>;
+// Per key, its records in input order (a key lives in one file).
+using Input = std::map<std::string, std::vector<InputRecord>>;
 
-std::string Canonical(const std::string& key, int64_t start, const WindowStats& w) {
-  return key + "|" + std::to_string(start) + "|" + std::to_string(w.count) + "|" +
-         std::to_string(w.sum) + "|" + std::to_string(w.nulls) + "|" +
-         std::to_string(w.missing) + "|" + w.first_tag;
-}
-
-// Writes kFiles JSON Lines files: key "user-<n>" lives in file n % kFiles only. Every 7th
-// record has "amount":null, every 11th none; every 5th has no "meta"; "note" pads each record
-// with ~60 bytes, escapes included. Returns the canonical reference lines, sorted.
-Result<std::vector<std::string>> WriteInput(const std::string& dir) {
-  Reference reference;
+// Writes kFiles JSON Lines files into `dir`: key "user-<n>" lives in file n % kFiles only. Every
+// 7th record has "amount":null, every 11th none; every 5th has no "meta"; "note" pads each
+// record with ~60 bytes, escapes included.
+Result<Input> WriteInput(const std::string& dir) {
+  Input input;
   for (int f = 0; f < kFiles; ++f) {
     std::string path = dir + "/part-" + std::to_string(f) + ".jsonl";
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     if (!out) return IoError("cannot create " + path);
     for (int i = 0; i < kRecordsPerFile; ++i) {
       const std::string key = "user-" + std::to_string(f + kFiles * (i % kKeysPerFile));
-      const int64_t ts = kStartMs + f * 3 + i * kStepMs;
-      const int64_t amount = (i * 37) % 1000 - 100;
-      const std::string tag = "t" + std::to_string(i % 13);
-      std::string line = "{\"uid\":\"" + key + "\",\"ts\":" + std::to_string(ts);
+      InputRecord r;
+      r.ts = kStartMs + f * 3 + i * kStepMs + (i / 1000) * kPauseMs;
+      std::string line = "{\"uid\":\"" + key + "\",\"ts\":" + std::to_string(r.ts);
       if (i % 7 == 0) {
+        r.amount_null = true;
         line += ",\"amount\":null";
-      } else if (i % 11 != 0) {
-        line += ",\"amount\":" + std::to_string(amount);
+      } else if (i % 11 == 0) {
+        r.amount_missing = true;
+      } else {
+        r.amount = (i * 37) % 1000 - 100;
+        line += ",\"amount\":" + std::to_string(*r.amount);
       }
-      if (i % 5 != 0) line += ",\"meta\":{\"tag\":\"" + tag + "\",\"n\":[1,2,3]}";
+      if (i % 5 != 0) {
+        r.tag = "t" + std::to_string(i % 13);
+        line += ",\"meta\":{\"tag\":\"" + r.tag + "\",\"n\":[1,2,3]}";
+      }
       line += ",\"note\":\"padding \\\"quoted\\\" \\\\ \\u00e9 0123456789abcdef0123456789\"}\n";
       out << line;
-
-      const int64_t start = ts - ts % kWindowMs;
-      auto [it, first] = reference.try_emplace({key, start});
-      WindowStats& w = it->second;
-      if (first) w.first_tag = i % 5 != 0 ? tag : "null";
-      ++w.count;
-      if (i % 7 == 0) {
-        ++w.nulls;
-      } else if (i % 11 == 0) {
-        ++w.missing;
-      } else {
-        w.sum += amount;
-      }
+      input[key].push_back(std::move(r));
     }
     if (!out.flush()) return IoError("cannot write " + path);
   }
+  return input;
+}
+
+std::string Join(const std::vector<std::string>& parts) {
+  std::string s;
+  for (const std::string& p : parts) s += (s.empty() ? "" : "|") + p;
+  return s;
+}
+std::string Str(int64_t v) {
+  return std::to_string(v);
+}
+
+// window-stats (tests/sdk/window_stats.cc): "key|window_start|count|sum|nulls|missing|tag".
+std::vector<std::string> ReferenceWindowStats(const Input& input, int64_t size_ms) {
   std::vector<std::string> lines;
-  for (const auto& [kw, w] : reference) lines.push_back(Canonical(kw.first, kw.second, w));
+  for (const auto& [key, records] : input) {
+    std::map<int64_t, std::array<int64_t, 4>> stats;  // count, sum, nulls, missing
+    std::map<int64_t, std::string> tags;
+    for (const InputRecord& r : records) {
+      int64_t start = r.ts - r.ts % size_ms;
+      auto& w = stats[start];
+      if (!tags.count(start)) tags[start] = r.tag.empty() ? "null" : r.tag;
+      w[0] += 1;
+      w[1] += r.amount.value_or(0);
+      w[2] += r.amount_null ? 1 : 0;
+      w[3] += r.amount_missing ? 1 : 0;
+    }
+    for (const auto& [start, w] : stats) {
+      lines.push_back(
+          Join({key, Str(start), Str(w[0]), Str(w[1]), Str(w[2]), Str(w[3]), tags[start]}));
+    }
+  }
   std::sort(lines.begin(), lines.end());
   return lines;
 }
 
-Result<std::string> CanonicalOutputLine(const nlohmann::json& j) {
-  for (const char* name : {"window_start", "count", "sum", "nulls", "missing"}) {
-    if (!j.contains(name) || !j[name].is_number_integer()) {
-      return InvalidArgument(std::string("output line without integer \"") + name +
-                             "\": " + j.dump());
+// sessions (worker/jobs/examples/sessions.cc), field "amount": "key|start|end|events|sum|max".
+std::vector<std::string> ReferenceSessions(const Input& input, int64_t gap_ms) {
+  std::vector<std::string> lines;
+  for (const auto& [key, records] : input) {
+    bool open = false;
+    int64_t start = 0, end = 0, events = 0;
+    std::vector<int64_t> values;
+    auto close = [&] {
+      std::string sum = "null", max = "null";
+      if (!values.empty()) {
+        int64_t total = 0;
+        for (int64_t v : values) total += v;
+        sum = Str(total);
+        max = Str(*std::max_element(values.begin(), values.end()));
+      }
+      lines.push_back(Join({key, Str(start), Str(end), Str(events), sum, max}));
+      open = false;
+    };
+    for (const InputRecord& r : records) {
+      if (open && r.ts >= end) close();
+      if (!open) {
+        open = true;
+        start = r.ts, end = 0, events = 0;
+        values.clear();
+      }
+      start = std::min(start, r.ts);
+      end = std::max(end, r.ts + gap_ms);
+      ++events;
+      if (r.amount) values.push_back(*r.amount);
+    }
+    if (open) close();
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// running-sum (worker/jobs/examples/running_sum.cc), field "amount": "key|time|sum".
+std::vector<std::string> ReferenceRunningSum(const Input& input, int64_t interval_ms) {
+  std::vector<std::string> lines;
+  for (const auto& [key, records] : input) {
+    std::map<int64_t, int64_t> per_interval;
+    for (const InputRecord& r : records) {
+      per_interval[r.ts - r.ts % interval_ms] += r.amount.value_or(0);
+    }
+    int64_t total = 0;
+    for (const auto& [start, sum] : per_interval) {
+      total += sum;
+      lines.push_back(Join({key, Str(start + interval_ms), Str(total)}));
     }
   }
-  if (!j.contains("key") || !j["key"].is_string() || !j.contains("first_tag")) {
-    return InvalidArgument("output line without key or first_tag: " + j.dump());
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// An output value as the canonical text of the references: integers, strings, null.
+std::string CanonicalValue(const nlohmann::json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+// The committed output of `dir`, each line as its `fields` joined with '|', sorted.
+Result<std::vector<std::string>> CanonicalOutput(const std::string& dir,
+                                                 const std::vector<std::string>& fields) {
+  ASSIGN_OR_RETURN(JobOutput out, ReadJobOutput(dir));
+  std::vector<std::string> lines;
+  for (const nlohmann::json& line : out.lines) {
+    std::vector<std::string> parts;
+    for (const std::string& f : fields) {
+      if (!line.contains(f))
+        return InvalidArgument("output line without \"" + f + "\": " + line.dump());
+      parts.push_back(CanonicalValue(line[f]));
+    }
+    lines.push_back(Join(parts));
   }
-  WindowStats w{j["count"].get<int64_t>(), j["sum"].get<int64_t>(), j["nulls"].get<int64_t>(),
-                j["missing"].get<int64_t>(),
-                j["first_tag"].is_null() ? "null" : j["first_tag"].get<std::string>()};
-  return Canonical(j["key"].get<std::string>(), j["window_start"].get<int64_t>(), w);
+  std::sort(lines.begin(), lines.end());
+  return lines;
 }
 
 // The library built against the installed SDK runs on a 3-worker cluster with checkpoints;
@@ -205,20 +295,21 @@ Result<std::string> CanonicalOutputLine(const nlohmann::json& j) {
 // committed output is exactly the reference (nothing lost, nothing duplicated).
 TEST_F(SdkTest, OutOfTreeJobSurvivesAWorkerKillWithExactOutput) {
   TestDir dir;
-  auto reference = WriteInput(dir.Subdir("input"));
-  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
-  ASSERT_GT(reference->size(), 1000u);
+  auto input = WriteInput(dir.Subdir("input"));
+  ASSERT_TRUE(input.ok()) << input.status().ToString();
+  const std::vector<std::string> reference = ReferenceWindowStats(*input, 1'000);
+  ASSERT_GT(reference.size(), 1000u);
 
   auto cluster = Cluster::Start(dir.Subdir("cluster"), ClusterOptions{});
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   Cluster& c = **cluster;
   const std::string output = dir.path() + "/output";
   // pause-every=4: about 3 s of processing per subtask, so the kill lands mid-run.
-  auto cli = c.StartCli({"run", "--job-library", kJobLibrary, "--job", "window-stats", "--param",
-                         "size=1s", "--param", "pause-every=4", "--input", dir.path() + "/input",
-                         "--output", output, "--parallelism", "3", "--checkpoint-interval",
-                         "300ms", "--wait"},
-                        dir.path() + "/run.log");
+  auto cli = c.StartCli(
+      {"run", "--job-library", kJobLibrary, "--job", "window-stats", "--param", "size=1s",
+       "--param", "pause-every=4", "--input", dir.path() + "/input", "--output", output,
+       "--parallelism", "3", "--checkpoint-interval", "300ms", "--wait"},
+      dir.path() + "/run.log");
   ASSERT_TRUE(cli.ok()) << cli.status().ToString();
 
   auto running = c.WaitForStatus(
@@ -251,16 +342,112 @@ TEST_F(SdkTest, OutOfTreeJobSurvivesAWorkerKillWithExactOutput) {
   EXPECT_GT(job.value("restored_from", int64_t{0}), 0) << job.dump();
   EXPECT_EQ(job.value("late_records", int64_t{-1}), 0) << job.dump();
 
+  auto actual = CanonicalOutput(
+      output, {"key", "window_start", "count", "sum", "nulls", "missing", "first_tag"});
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, reference));
+}
+
+// ---- the examples (worker/jobs/examples), built in-tree with the same keyflow_add_job --------
+
+std::string ExampleLibrary(const std::string& name) {
+  return std::string(KEYFLOW_BINARY_DIR) + "/lib/keyflow/examples/lib" + name + ".so";
+}
+
+TEST(ExamplesTest, JobsDescribesEachExample) {
+  const std::map<std::string, std::vector<std::string>> params = {
+      {"count-or-timeout", {"count", "500", "timeout", "12h"}},
+      {"sessions", {"gap", "30min", "field", "amount"}},
+      {"running-sum", {"field", "amount", "interval", "1min"}}};
+  for (const auto& [job, expected] : params) {
+    auto r = RunCommand({KeyflowBinary("keyflow"), "jobs", "--job-library", ExampleLibrary(job)},
+                        Duration::Seconds(30));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->exit_code, 0) << job << ": " << r->err;
+    EXPECT_THAT(r->out, HasSubstr(job));
+    for (const std::string& text : expected) EXPECT_THAT(r->out, HasSubstr(text)) << job;
+  }
+}
+
+class ExamplesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto input = WriteInput(dir_.Subdir("input"));
+    ASSERT_TRUE(input.ok()) << input.status().ToString();
+    input_ = std::move(*input);
+    ClusterOptions options;
+    options.workers = 2;
+    auto cluster = Cluster::Start(dir_.Subdir("cluster"), options);
+    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    cluster_ = std::move(cluster).value();
+  }
+
+  // Runs example `job` with `params` on the input to the end; returns the output directory.
+  std::string Run(const std::string& job, const std::vector<std::string>& params) {
+    std::string output = dir_.path() + "/output-" + job;
+    std::vector<std::string> args = {"--job-library", ExampleLibrary(job),
+                                     "--job",         job,
+                                     "--input",       dir_.path() + "/input",
+                                     "--output",      output,
+                                     "--parallelism", "2"};
+    for (const std::string& p : params) args.insert(args.end(), {"--param", p});
+    auto run = RunJob(*cluster_, args, Duration::Seconds(120));
+    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    if (run.ok()) {
+      EXPECT_EQ(run->cli.exit_code, 0) << run->cli.out << run->cli.err << cluster_->LogExcerpts();
+      EXPECT_EQ(run->job.value("state", ""), "FINISHED") << run->job.dump();
+      EXPECT_EQ(run->job.value("late_records", int64_t{-1}), 0) << run->job.dump();
+    }
+    return output;
+  }
+
+  TestDir dir_;
+  Input input_;
+  std::unique_ptr<Cluster> cluster_;
+};
+
+// Event time: a session per run of a key's records less than `gap` apart, exactly.
+TEST_F(ExamplesTest, SessionsEmitsOneRecordPerSession) {
+  const std::vector<std::string> reference = ReferenceSessions(input_, 1'000);
+  ASSERT_EQ(reference.size(), 200u * 10u) << "every key pauses ten times";
+  std::string output = Run("sessions", {"gap=1s"});
+  auto actual = CanonicalOutput(output, {"key", "start", "end", "events", "sum", "max"});
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, reference));
+}
+
+// Event time: per key and 5 s interval with records, the sum of every record before its end.
+TEST_F(ExamplesTest, RunningSumEmitsTheSumAtEveryIntervalEnd) {
+  std::string output = Run("running-sum", {"interval=5s"});
+  auto actual = CanonicalOutput(output, {"key", "time", "sum"});
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, ReferenceRunningSum(input_, 5'000)));
+}
+
+// Processing time (nondeterministic timing, deterministic totals): with a 12 h timeout every
+// window closes by count (exactly `count` records) or at the end of input (the rest), and every
+// record is counted once.
+TEST_F(ExamplesTest, CountOrTimeoutClosesWindowsByCountAndAtTheEnd) {
+  std::string output = Run("count-or-timeout", {"count=30", "timeout=12h"});
   auto out = ReadJobOutput(output);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  std::vector<std::string> actual;
+  std::map<std::string, int64_t> counted, ends;
   for (const nlohmann::json& line : out->lines) {
-    auto canonical = CanonicalOutputLine(line);
-    ASSERT_TRUE(canonical.ok()) << canonical.status().ToString();
-    actual.push_back(*canonical);
+    const std::string key = line.value("uid", "");
+    const std::string cause = line.value("cause", "");
+    const int64_t count = line.value("count", int64_t{0});
+    counted[key] += count;
+    if (cause == "count") {
+      EXPECT_EQ(count, 30) << line.dump();
+    } else {
+      EXPECT_EQ(cause, "end-of-input") << line.dump();
+      EXPECT_EQ(++ends[key], 1) << "one open window per key at the end: " << line.dump();
+    }
   }
-  std::sort(actual.begin(), actual.end());
-  EXPECT_TRUE(SameLines(actual, *reference));
+  std::map<std::string, int64_t> expected;
+  for (const auto& [key, records] : input_) expected[key] = static_cast<int64_t>(records.size());
+  EXPECT_EQ(counted, expected);
+  EXPECT_EQ(ends.size(), expected.size()) << "200 records per key: 6 windows of 30, one of 20";
 }
 
 }  // namespace

@@ -30,8 +30,8 @@ class WindowStats final : public keyflow::KeyedFunction {
 
   Status Open(RuntimeContext& runtime) override {
     runtime_ = &runtime;
-    ASSIGN_OR_RETURN(stats_, runtime.GetMapState(
-                                 MapStateDescriptor<int64_t, std::vector<int64_t>>("stats")));
+    ASSIGN_OR_RETURN(
+        stats_, runtime.GetMapState(MapStateDescriptor<int64_t, std::vector<int64_t>>("stats")));
     ASSIGN_OR_RETURN(first_tag_,
                      runtime.GetMapState(MapStateDescriptor<int64_t, std::string>("first-tag")));
     return Status::Ok();
@@ -92,7 +92,7 @@ class WindowStats final : public keyflow::KeyedFunction {
   int64_t seen_ = 0;
   RuntimeContext* runtime_ = nullptr;
   MapState<int64_t, std::vector<int64_t>>* stats_ = nullptr;  // window start -> Stat values
-  MapState<int64_t, std::string>* first_tag_ = nullptr;  // window start -> tag ("\0": none)
+  MapState<int64_t, std::string>* first_tag_ = nullptr;       // window start -> tag ("\0": none)
 };
 
 std::vector<keyflow::JobDefinition> Jobs() {

@@ -46,7 +46,7 @@
 //   {"uid":K,"count":N,"time":T,"cause":"count"|"timeout"|"end-of-input"}
 // T is the processing time (epoch ms) at which the window closed.
 //
-//   keyflow run --job-library build/lib/keyflow/examples/libcount-or-timeout.so \
+//   keyflow run --job-library build/lib/keyflow/examples/libcount-or-timeout.so
 //       --job count-or-timeout --param count=500 --param timeout=12h --input events/ --wait
 #include <keyflow/keyflow.h>
 
@@ -102,13 +102,13 @@ class CountOrTimeout final : public keyflow::KeyedFunction {
   // Visits every key that still has a window (ApplyToAllKeys sets the current key).
   void EndInput(Context& ctx, Collector<OutputRecord>& out) override {
     Timestamp now = ctx.timer_service().CurrentProcessingTime();
-    Status s = runtime_->ApplyToAllKeys("count", keyflow::kVoidNamespace,
-                                        [&](const keyflow::Key& key) {
-                                          Emit(key, *count_->Value(), now, "end-of-input", out);
-                                          count_->Clear();
-                                          timer_->Clear();
-                                          return Status::Ok();
-                                        });
+    Status s =
+        runtime_->ApplyToAllKeys("count", keyflow::kVoidNamespace, [&](const keyflow::Key& key) {
+          Emit(key, *count_->Value(), now, "end-of-input", out);
+          count_->Clear();
+          timer_->Clear();
+          return Status::Ok();
+        });
     if (!s.ok()) throw std::runtime_error(s.ToString());  // the runtime reports it as a failure
   }
 

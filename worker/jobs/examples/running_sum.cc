@@ -14,7 +14,7 @@
 // `field` count as 0; records behind the watermark are late: counted (`keyflow status`) and
 // dropped.
 //
-//   keyflow run --job-library build/lib/keyflow/examples/librunning-sum.so --job running-sum \
+//   keyflow run --job-library build/lib/keyflow/examples/librunning-sum.so --job running-sum
 //       --param field=amount --param interval=5min --input events/ --output out/ --wait
 #include <keyflow/keyflow.h>
 

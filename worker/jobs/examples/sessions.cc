@@ -8,13 +8,13 @@
 // it closes when the watermark passes its last record + gap (the timer). One output record per
 // session, at the session's end:
 //   {"key":K,"start":S,"end":E,"events":N,"sum":A,"max":M}
-// S = the session's smallest timestamp, E = last record's timestamp + gap (the timer's time; the output
-// record's timestamp), N = records, A/M = sum and maximum of the integer field `field` over the
-// records that have one (null when none has). Records behind the watermark are late: counted
+// S = the session's smallest timestamp, E = last record's timestamp + gap (the timer's time; the
+// output record's timestamp), N = records, A/M = sum and maximum of the integer field `field` over
+// the records that have one (null when none has). Records behind the watermark are late: counted
 // (`keyflow status` shows late records) and dropped, as Flink's windows drop them without
 // allowed lateness.
 //
-//   keyflow run --job-library build/lib/keyflow/examples/libsessions.so --job sessions \
+//   keyflow run --job-library build/lib/keyflow/examples/libsessions.so --job sessions
 //       --param gap=30min --input events/ --output out/ --checkpoint-interval 10s --wait
 #include <keyflow/keyflow.h>
 
