@@ -105,6 +105,7 @@ class CountOrTimeout final : public keyflow::KeyedFunction {
     Status s =
         runtime_->ApplyToAllKeys("count", keyflow::kVoidNamespace, [&](const keyflow::Key& key) {
           Emit(key, *count_->Value(), now, "end-of-input", out);
+          ctx.timer_service().DeleteProcessingTimeTimer(Timestamp(*timer_->Value()));
           count_->Clear();
           timer_->Clear();
           return Status::Ok();
