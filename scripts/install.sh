@@ -13,7 +13,8 @@
 #   --no-deps        do not run scripts/install-deps.sh (the packages are already there)
 #
 # Layout under PREFIX: bin/keyflow, bin/keyflow-coordinator, bin/keyflow-worker,
-# lib/keyflow/jobs/ (the built-in job library), include/keyflow/ (the SDK headers),
+# lib/keyflow/jobs/ (the built-in job library), lib/keyflow/examples/ and share/keyflow/examples/
+# (the example job libraries and their sources), include/keyflow/ (the SDK headers),
 # lib/libkeyflow_sdk.a and lib/cmake/keyflow/ (find_package(keyflow)). KEYFLOW_JOBS sets the
 # build's -j (default nproc).
 set -euo pipefail
@@ -78,4 +79,5 @@ Write your own job (README.md, "Write your own job"):
   cmake -S myjob -B myjob/build -DCMAKE_PREFIX_PATH=$prefix && cmake --build myjob/build
   keyflow jobs --job-library myjob/build/libsessions.so
   keyflow run --job-library myjob/build/libsessions.so --job sessions --input events/ --wait
+Examples to start from: $prefix/share/keyflow/examples/ (built: $prefix/lib/keyflow/examples/).
 EOF

@@ -109,6 +109,20 @@ TEST_F(SdkTest, InstallsHeadersLibraryAndCMakePackage) {
   EXPECT_TRUE(fs::is_regular_file(kJobLibrary));
 }
 
+// scripts/install.sh checks its arguments before it installs or builds anything.
+TEST(InstallScriptTest, RefusesAMissingOrSecondPrefix) {
+  const std::string script = std::string(KEYFLOW_SOURCE_DIR) + "/scripts/install.sh";
+  auto r = RunCommand({script}, Duration::Seconds(30));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 1);
+  EXPECT_THAT(r->err, HasSubstr("give the installation prefix, e.g. scripts/install.sh "
+                                "/opt/keyflow (try --help)"));
+  r = RunCommand({script, "--no-deps", "/tmp/a", "/tmp/b"}, Duration::Seconds(30));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 1);
+  EXPECT_THAT(r->err, HasSubstr("one PREFIX only, got '/tmp/a' and '/tmp/b'"));
+}
+
 // `keyflow jobs --job-library L` describes the out-of-tree job: name, parameters, defaults.
 TEST_F(SdkTest, JobsListsTheOutOfTreeLibrary) {
   auto r = RunCommand({KeyflowBinary("keyflow"), "jobs", "--job-library", kJobLibrary},
