@@ -151,9 +151,10 @@ TEST_F(UserCodeFailuresTest, ACrashingFunctionNamesTheSignalAndTheCallOnceTheWor
                                /*parallelism=*/1)) {
     args.push_back(std::move(a));
   }
-  auto run = cluster_->Cli(args);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ASSERT_EQ(run->exit_code, 0) << run->out << run->err;
+  args.push_back("--wait");
+  const std::string cli_log = dir_.path() + "/run-wait.out";
+  auto cli = cluster_->StartCli(args, cli_log);
+  ASSERT_TRUE(cli.ok()) << cli.status().ToString();
   // The worker running the keyed subtask dies of SIGSEGV at its second record. Restart it as
   // the supervisor does (cluster.h reads the crash line from the log, as worker-supervisor.sh).
   int crashed = -1;
@@ -185,6 +186,12 @@ TEST_F(UserCodeFailuresTest, ACrashingFunctionNamesTheSignalAndTheCallOnceTheWor
       },
       Duration::Seconds(30), "the job FAILED naming the crash");
   ASSERT_TRUE(st.ok()) << st.status().ToString() << cluster_->LogExcerpts();
+  // The --wait summary names the crash too (it waits for the restarted worker's report).
+  auto cli_code = cli->Wait(Duration::Seconds(20));
+  ASSERT_TRUE(cli_code.ok()) << cli_code.status().ToString();
+  EXPECT_EQ(*cli_code, 1);
+  EXPECT_NE(ReadFileOrEmpty(cli_log).find(expected), std::string::npos)
+      << ReadFileOrEmpty(cli_log) << ReadFileOrEmpty(cli_log + ".err");
   ASSERT_TRUE(cluster_->WaitForWorkers(2, Duration::Seconds(20)).ok());
   ExpectTheNextJobFinishes();
 }
