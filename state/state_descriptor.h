@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "state/aggregate_function.h"
+#include "state/type_ops.h"
 #include "state/type_serializer.h"
 
 namespace keyflow {
@@ -45,8 +46,6 @@ inline constexpr uint8_t kMaxStateKind = 4;
 // "ValueState", "ListState", "MapState", "ReducingState", "AggregatingState".
 std::string_view StateKindName(StateKind kind);
 
-// A readable C++ name of a type ("long", "std::string", "Event"), for error messages.
-std::string TypeNameOf(const std::type_info& type);
 
 template <typename T>
 class ValueStateDescriptor {

@@ -1,6 +1,7 @@
 #include "state/heap/heap_keyed_state_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -10,23 +11,56 @@
 
 namespace keyflow {
 
-HeapKeyedStateBackend::HeapKeyedStateBackend(KeyContext& key_context) : key_context_(key_context) {}
+void FailNoCurrentKey(const std::string& state_name) {
+  CHECK(false) << "keyed state '" << state_name
+               << "' was used without a current key: keyed state is only accessible while the "
+                  "runtime has set a key (in processElement, onTimer or ApplyToAllKeys)";
+  std::abort();  // not reached: CHECK(false) aborts
+}
+
+HeapKeyedStateBackend::HeapKeyedStateBackend(KeyContext& key_context)
+    : KeyedStateBackend(key_context) {}
 
 HeapKeyedStateBackend::~HeapKeyedStateBackend() = default;
 
-Result<HeapKeyedStateBackend::RegisteredState*> HeapKeyedStateBackend::FindRegistered(
-    const std::string& name, const std::type_info& signature, std::string (*describe)()) const {
-  if (name.empty()) {
-    return InvalidArgument("a keyed state needs a non-empty name (" + describe() + ")");
+template <typename V>
+HeapKeyedStateBackend::RegisteredState HeapKeyedStateBackend::MakeState(
+    const StateRegistration& r) {
+  auto table = std::make_unique<StateTable<V>>(r.name, r.kind, r.type_description, range().size(),
+                                               *r.value_ops);
+  auto state = std::make_unique<HeapKeyedState<V>>(this, &key_context(), table.get());
+  return RegisteredState{std::type_index(*r.signature), std::move(table), std::move(state),
+                         nullptr};
+}
+
+Result<KeyedStateHandle*> HeapKeyedStateBackend::GetOrRegisterState(const StateRegistration& r,
+                                                                    HandleFactory make) {
+  if (r.name.empty()) {
+    return InvalidArgument("a keyed state needs a non-empty name (" + r.type_description + ")");
   }
-  auto it = states_.find(name);
-  if (it == states_.end()) return static_cast<RegisteredState*>(nullptr);
-  if (it->second.signature != std::type_index(signature)) {
-    return AlreadyExists("keyed state '" + name + "' is already registered as " +
-                         it->second.type_description + "; it cannot also be registered as " +
-                         describe() + ". State names are unique per operator: use another name");
+  if (auto it = states_.find(r.name); it != states_.end()) {
+    if (it->second.signature != std::type_index(*r.signature)) {
+      return AlreadyExists("keyed state '" + r.name + "' is already registered as " +
+                           it->second.table->type_description() +
+                           "; it cannot also be registered as " + r.type_description +
+                           ". State names are unique per operator: use another name");
+    }
+    return it->second.handle.get();
   }
-  return const_cast<RegisteredState*>(&it->second);
+  if (!r.invalid_reason.empty()) return InvalidArgument(r.invalid_reason);
+
+  const TypeOps& ops = *r.value_ops;
+  RegisteredState registered =
+      InlineValue<8>::Fits(ops)    ? MakeState<InlineValue<8>>(r)
+      : InlineValue<16>::Fits(ops) ? MakeState<InlineValue<16>>(r)
+      : InlineValue<24>::Fits(ops) ? MakeState<InlineValue<24>>(r)
+      : InlineValue<32>::Fits(ops) ? MakeState<InlineValue<32>>(r)
+                                   : MakeState<BoxedValue>(r);
+  registered.handle = make(registered.state.get());
+  KeyedStateHandle* handle = registered.handle.get();
+  tables_.push_back(registered.table.get());
+  states_.emplace(r.name, std::move(registered));
+  return handle;
 }
 
 Status HeapKeyedStateBackend::ApplyToAllKeys(std::string_view state_name, Namespace ns,
@@ -38,12 +72,12 @@ Status HeapKeyedStateBackend::ApplyToAllKeys(std::string_view state_name, Namesp
   }
   const StateTableBase& table = *it->second.table;
   std::optional<std::pair<Key, KeyGroupId>> previous;
-  if (key_context_.has_current_key()) {
-    previous.emplace(key_context_.current_key(), key_context_.current_key_group());
+  if (key_context().has_current_key()) {
+    previous.emplace(key_context().current_key(), key_context().current_key_group());
   }
   auto restore_previous = [&] {
     if (!previous) return;
-    Status s = key_context_.SetCurrentKey(previous->first, previous->second);
+    Status s = key_context().SetCurrentKey(previous->first, previous->second);
     CHECK(s.ok()) << s.ToString();
   };
 
@@ -54,7 +88,7 @@ Status HeapKeyedStateBackend::ApplyToAllKeys(std::string_view state_name, Namesp
     table.CollectKeys(range().IndexOf(g), ns, &keys);
     std::sort(keys.begin(), keys.end());
     for (const Key& key : keys) {
-      Status s = key_context_.SetCurrentKey(key, g);
+      Status s = key_context().SetCurrentKey(key, g);
       CHECK(s.ok()) << s.ToString();  // stored keys are in range by construction
       s = fn(key);
       if (!s.ok()) {
@@ -92,23 +126,30 @@ void HeapKeyedStateBackend::ClearAll() {
 
 namespace {
 
-// Format (state/README.md):
-//   i32 key group | varint number of states | per state: bytes name, u8 kind, entries.
-// write_state(i, out) writes the i-th state's name, kind and entries.
+// Format version 2 (state/README.md):
+//   i32 -2 | i32 key group | varint number of states |
+//   per state: bytes name, u8 kind, bytes declared type, entries.
+// write_state(i, out) writes the i-th state's name, kind, type and entries.
 void WriteKeyGroupStates(KeyGroupId g, size_t num_states,
                          absl::FunctionRef<void(size_t, BinaryWriter&)> write_state,
                          BinaryWriter& out) {
+  out.I32(-kKeyGroupStateFormatVersion);
   out.I32(g.value());
   out.VarU64(num_states);
   for (size_t i = 0; i < num_states; ++i) write_state(i, out);
+}
+
+void WriteStateHeader(const StateTableBase& table, BinaryWriter& out) {
+  out.Bytes(table.name());
+  out.U8(static_cast<uint8_t>(table.kind()));
+  out.Bytes(table.type_description());
 }
 
 // CopyKeyGroup's result: the non-empty states of one key group, by name ascending.
 class StateKeyGroupCopy final : public KeyGroupCopy {
  public:
   struct State {
-    std::string name;
-    StateKind kind;
+    const StateTableBase* table;  // name, kind and type only: registrations never change
     std::unique_ptr<StateTableBase::EntriesCopy> entries;
   };
   StateKeyGroupCopy(KeyGroupId g, std::vector<State> states) : g_(g), states_(std::move(states)) {}
@@ -117,8 +158,7 @@ class StateKeyGroupCopy final : public KeyGroupCopy {
     WriteKeyGroupStates(
         g_, states_.size(),
         [&](size_t i, BinaryWriter& w) {
-          w.Bytes(states_[i].name);
-          w.U8(static_cast<uint8_t>(states_[i].kind));
+          WriteStateHeader(*states_[i].table, w);
           states_[i].entries->Write(w);
         },
         out);
@@ -139,17 +179,15 @@ class StateKeyGroupCopy final : public KeyGroupCopy {
 void HeapKeyedStateBackend::SerializeKeyGroup(KeyGroupId g, BinaryWriter& out) const {
   CHECK(range().contains(g)) << "SerializeKeyGroup: key group " << g << " is not in " << range();
   const int32_t index = range().IndexOf(g);
-  std::vector<const std::pair<const std::string, RegisteredState>*> present;
-  for (const auto& entry : states_) {
-    if (entry.second.table->Size(index) > 0) present.push_back(&entry);
+  std::vector<const StateTableBase*> present;
+  for (const auto& [name, state] : states_) {
+    if (state.table->Size(index) > 0) present.push_back(state.table.get());
   }
   WriteKeyGroupStates(
       g, present.size(),
       [&](size_t i, BinaryWriter& w) {
-        const StateTableBase& table = *present[i]->second.table;
-        w.Bytes(present[i]->first);
-        w.U8(static_cast<uint8_t>(table.kind()));
-        table.WriteKeyGroup(index, w);
+        WriteStateHeader(*present[i], w);
+        present[i]->WriteKeyGroup(index, w);
       },
       out);
 }
@@ -160,17 +198,30 @@ std::unique_ptr<KeyGroupCopy> HeapKeyedStateBackend::CopyKeyGroup(KeyGroupId g) 
   std::vector<StateKeyGroupCopy::State> states;
   for (const auto& [name, state] : states_) {
     if (state.table->Size(index) == 0) continue;
-    states.push_back({name, state.table->kind(), state.table->CopyKeyGroup(index)});
+    states.push_back({state.table.get(), state.table->CopyKeyGroup(index)});
   }
   return std::make_unique<StateKeyGroupCopy>(g, std::move(states));
 }
 
 Status HeapKeyedStateBackend::RestoreKeyGroup(KeyGroupId g, BinaryReader& in) {
-  if (!range().contains(g)) return key_context_.IllegalKeyGroup(g);
+  if (!range().contains(g)) return key_context().IllegalKeyGroup(g);
   const std::string context = "cannot restore key group " + std::to_string(g.value());
-  const int32_t stored = in.I32();
-  // A state takes at least: name length (1) + kind (1) + entry count (1).
-  const uint64_t num_states = in.Count(3);
+  // Version 1 starts with the key group (>= 0); later versions with -version, then the group.
+  int32_t stored = in.I32();
+  int32_t version = 1;
+  if (in.ok() && stored < 0) {
+    version = -stored;
+    if (version != kKeyGroupStateFormatVersion) {
+      return FailedPrecondition(context + ": its keyed state was written in format version " +
+                                std::to_string(version) + ", which this keyflow cannot read (it "
+                                "reads versions 1 and " +
+                                std::to_string(kKeyGroupStateFormatVersion) +
+                                "); restore it with the keyflow version that wrote it");
+    }
+    stored = in.I32();
+  }
+  // A state takes at least: name length (1) + kind (1) [+ type length (1)] + entry count (1).
+  const uint64_t num_states = in.Count(version == 1 ? 3 : 4);
   if (!in.ok()) return MalformedSnapshot(context);
   if (stored != g.value()) {
     return Corruption(context +
@@ -185,6 +236,8 @@ Status HeapKeyedStateBackend::RestoreKeyGroup(KeyGroupId g, BinaryReader& in) {
   for (uint64_t i = 0; i < num_states; ++i) {
     std::string_view name = in.Bytes();
     const uint8_t kind = in.U8();
+    std::string_view type;
+    if (version >= 2) type = in.Bytes();
     if (!in.ok()) return MalformedSnapshot(context);
     if (i > 0 && name <= previous_name) {
       return Corruption(context + ": states are not in ascending name order ('" +
@@ -205,10 +258,17 @@ Status HeapKeyedStateBackend::RestoreKeyGroup(KeyGroupId g, BinaryReader& in) {
       return FailedPrecondition(context + ": keyed state '" + std::string(name) +
                                 "' was written as " +
                                 std::string(StateKindName(static_cast<StateKind>(kind))) +
-                                " but is registered as " + it->second.type_description);
+                                " but is registered as " + table->type_description());
+    }
+    if (version >= 2 && type != table->type_description()) {
+      return FailedPrecondition(
+          context + ": state '" + std::string(name) + "' was checkpointed as " +
+          std::string(type) + " but the job now declares " + table->type_description() +
+          ": a job upgrade must keep the type of every state; declare it as " +
+          std::string(type) + " again, or give the new type a new state name");
     }
     std::unique_ptr<StagedKeyGroup> entries;
-    RETURN_IF_ERROR_CTX(table->ReadKeyGroup(in, g, key_context_.assigner(), &entries), context);
+    RETURN_IF_ERROR_CTX(table->ReadKeyGroup(in, g, key_context().assigner(), &entries), context);
     staged.emplace_back(table, std::move(entries));
     previous_name.assign(name);
   }

@@ -16,6 +16,9 @@
 // Threading: not synchronised. Concurrent const access is safe while nobody mutates.
 #pragma once
 
+// Job libraries must not compile backend code: tests/state/sdk_only_job.cc checks this macro.
+#define KEYFLOW_STATE_HEAP_INCLUDED 1
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -1,9 +1,11 @@
 // StateTable<V>: the heap storage of one registered keyed state (Flink's StateTable).
 //
 // One StateMap (a flat hash table keyed by (Key, Namespace); state_map.h) per key group of
-// the backend's range (index = key group - range start). V is what one (key, namespace) holds: T
+// the backend's range (index = key group - range start). What one (key, namespace) holds — T
 // for value and reducing state, std::vector<T> for list state, a flat map for map state, ACC for
-// aggregating state. Lists and maps are never stored empty.
+// aggregating state — is known through its TypeOps only; V is how it is kept (InlineValue<N> or
+// BoxedValue, heap_value.h) and the TypeOps' serializer encodes it in snapshots. Lists and maps
+// are never stored empty.
 //
 // Lookups reuse the key's hash from the KeyContext: the handle passes a StateEntryLookup that
 // carries the precomputed hash, so a record hashes its key once whatever number of states it
@@ -30,10 +32,11 @@
 #include "common/key.h"
 #include "common/key_group_assignment.h"
 #include "common/status.h"
+#include "state/heap/heap_value.h"
 #include "state/heap/state_map.h"
 #include "state/namespace.h"
 #include "state/state_descriptor.h"
-#include "state/type_serializer.h"
+#include "state/type_ops.h"
 
 namespace keyflow {
 
@@ -55,14 +58,20 @@ Status CheckRestoredKey(const Key& key, KeyGroupId g, const KeyGroupAssigner& as
 // inspection and ClearAll.
 class StateTableBase {
  public:
-  StateTableBase(std::string name, StateKind kind, int32_t num_key_groups)
-      : name_(std::move(name)), kind_(kind), num_key_groups_(num_key_groups) {}
+  StateTableBase(std::string name, StateKind kind, std::string type_description,
+                 int32_t num_key_groups)
+      : name_(std::move(name)),
+        kind_(kind),
+        type_description_(std::move(type_description)),
+        num_key_groups_(num_key_groups) {}
   virtual ~StateTableBase() = default;
   StateTableBase(const StateTableBase&) = delete;
   StateTableBase& operator=(const StateTableBase&) = delete;
 
   const std::string& name() const { return name_; }
   StateKind kind() const { return kind_; }
+  // The declared type, "ValueState<long>" (StateRegistration::type_description).
+  const std::string& type_description() const { return type_description_; }
   int32_t num_key_groups() const { return num_key_groups_; }
 
   // Number of (key, namespace) entries in key group `kg_index`.
@@ -103,6 +112,7 @@ class StateTableBase {
  private:
   std::string name_;
   StateKind kind_;
+  std::string type_description_;
   int32_t num_key_groups_;
 };
 
@@ -111,9 +121,14 @@ class StateTable final : public StateTableBase {
  public:
   using Table = StateMap<V>;
 
-  StateTable(std::string name, StateKind kind, int32_t num_key_groups)
-      : StateTableBase(std::move(name), kind, num_key_groups),
+  // `ops` describes the stored values and must outlive the table.
+  StateTable(std::string name, StateKind kind, std::string type_description,
+             int32_t num_key_groups, const TypeOps& ops)
+      : StateTableBase(std::move(name), kind, std::move(type_description), num_key_groups),
+        ops_(ops),
         key_groups_(static_cast<size_t>(num_key_groups)) {}
+
+  const TypeOps& ops() const { return ops_; }
 
   // Read access to one key group. Precondition: 0 <= kg_index < num_key_groups().
   const Table& KeyGroup(int32_t kg_index) const { return key_groups_[kg_index]; }
@@ -132,10 +147,10 @@ class StateTable final : public StateTableBase {
     CollectKeysOf(key_groups_[kg_index], out);
   }
   void WriteKeyGroup(int32_t kg_index, BinaryWriter& out) const override {
-    WriteEntries(key_groups_[kg_index], out);
+    WriteEntries(ops_, key_groups_[kg_index], out);
   }
   std::unique_ptr<EntriesCopy> CopyKeyGroup(int32_t kg_index) const override {
-    return std::make_unique<Copy>(key_groups_[kg_index].Clone());
+    return std::make_unique<Copy>(ops_, key_groups_[kg_index].Clone());
   }
   Status ReadKeyGroup(BinaryReader& in, KeyGroupId g, const KeyGroupAssigner& assigner,
                       std::unique_ptr<StagedKeyGroup>* staged) const override;
@@ -151,40 +166,39 @@ class StateTable final : public StateTableBase {
     Table table;
   };
   struct Copy final : EntriesCopy {
-    explicit Copy(Table t) : table(std::move(t)) {}
-    void Write(BinaryWriter& out) const override { WriteEntries(table, out); }
+    Copy(const TypeOps& o, Table t) : ops(o), table(std::move(t)) {}
+    void Write(BinaryWriter& out) const override { WriteEntries(ops, table, out); }
     void CollectKeys(absl::flat_hash_set<Key>* out) const override { CollectKeysOf(table, out); }
+    const TypeOps& ops;
     Table table;
   };
 
   static void CollectKeysOf(const Table& table, absl::flat_hash_set<Key>* out) {
     table.ForEach([&](const typename Table::Entry& e) { out->insert(e.key.key); });
   }
-  static void WriteEntries(const Table& table, BinaryWriter& out);
+  static void WriteEntries(const TypeOps& ops, const Table& table, BinaryWriter& out);
 
   // Lists and maps are never stored empty; a snapshot holding one is malformed.
   bool IsEmptyCollection(const V& v) const {
-    if constexpr (requires { v.empty(); }) {
-      return (kind() == StateKind::kList || kind() == StateKind::kMap) && v.empty();
-    } else {
-      return false;
-    }
+    return (kind() == StateKind::kList || kind() == StateKind::kMap) && ops_.empty != nullptr &&
+           ops_.empty(v.get());
   }
 
+  const TypeOps& ops_;
   std::vector<Table> key_groups_;  // sized once; never reallocated
 };
 
 // ---- snapshot encoding of one key group's entries ----
 
 template <typename V>
-void StateTable<V>::WriteEntries(const Table& table, BinaryWriter& out) {
+void StateTable<V>::WriteEntries(const TypeOps& ops, const Table& table, BinaryWriter& out) {
   std::vector<const typename Table::Entry*> sorted;
   table.SortedEntries(&sorted);  // ascending (key bytes, namespace)
   out.VarU64(sorted.size());
   for (const auto* e : sorted) {
     out.KeyBytes(e->key.key);
     out.I64(e->key.ns.value());
-    TypeSerializer<V>::Write(out, e->value);
+    ops.write(out, e->value.get());
   }
 }
 
@@ -192,9 +206,9 @@ template <typename V>
 Status StateTable<V>::ReadKeyGroup(BinaryReader& in, KeyGroupId g, const KeyGroupAssigner& assigner,
                                    std::unique_ptr<StagedKeyGroup>* staged) const {
   // An entry takes at least: key length (1) + namespace (8) + the value's minimum.
-  constexpr size_t kMinEntryBytes = 1 + 8 + TypeSerializer<V>::kMinBytes;
+  const size_t min_entry_bytes = 1 + 8 + ops_.min_serialized_bytes;
   const std::string what = "state '" + name() + "'";
-  uint64_t n = in.Count(kMinEntryBytes);
+  uint64_t n = in.Count(min_entry_bytes);
   if (!in.ok()) return MalformedSnapshot(what);
   if (n == 0) return Corruption(what + ": a state is written only with at least one entry");
   auto result = std::make_unique<Staged>();
@@ -213,8 +227,8 @@ Status StateTable<V>::ReadKeyGroup(BinaryReader& in, KeyGroupId g, const KeyGrou
     }
     Key key = Key::FromBytes(key_bytes);
     RETURN_IF_ERROR_CTX(CheckRestoredKey(key, g, assigner), what);
-    V value{};
-    if (!TypeSerializer<V>::Read(in, &value)) return MalformedSnapshot(what);
+    V value(ops_);
+    if (!ops_.read(in, value.get())) return MalformedSnapshot(what);
     if (IsEmptyCollection(value)) {
       return Corruption(what + ": an empty " + std::string(StateKindName(kind())) +
                         " entry (empty collections are never stored)");

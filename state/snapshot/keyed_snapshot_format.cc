@@ -175,10 +175,12 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
   BinaryReader hr(std::string_view(head).substr(8));
   KeyedSnapshotInfo info;
   info.format_version = hr.U32();
-  if (hr.ok() && info.format_version != kKeyedSnapshotFormatVersion) {
+  if (hr.ok() && (info.format_version < kOldestKeyedSnapshotFormatVersion ||
+                  info.format_version > kKeyedSnapshotFormatVersion)) {
     return FailedPrecondition(
         "snapshot " + name + " has format version " + std::to_string(info.format_version) +
-        " but this keyflow reads version " + std::to_string(kKeyedSnapshotFormatVersion) +
+        " but this keyflow reads versions " + std::to_string(kOldestKeyedSnapshotFormatVersion) +
+        " to " + std::to_string(kKeyedSnapshotFormatVersion) +
         " (or its header is corrupted); restore it with the keyflow version "
         "that wrote it");
   }

@@ -21,7 +21,10 @@
 
 namespace keyflow {
 
-inline constexpr uint32_t kKeyedSnapshotFormatVersion = 1;
+// The version written. 2: the keyed-state section holds per-key-group state format 2 (declared
+// types; state/README.md). Version 1 files are still read (their sections are version 1).
+inline constexpr uint32_t kKeyedSnapshotFormatVersion = 2;
+inline constexpr uint32_t kOldestKeyedSnapshotFormatVersion = 1;
 inline constexpr char kKeyedSnapshotMagic[9] = "KFKGSNAP";
 inline constexpr char kKeyedSnapshotFooterMagic[9] = "KFKGEND1";
 inline constexpr size_t kKeyedSnapshotFooterSize = 32;

@@ -28,7 +28,7 @@
 #include "common/metrics.h"
 #include "common/status.h"
 #include "common/types.h"
-#include "state/heap/heap_keyed_state_backend.h"
+#include "state/keyed_state_backend.h"
 #include "state/namespace.h"
 
 namespace keyflow {
@@ -74,7 +74,7 @@ class TimerService {
 class RuntimeContext {
  public:
   RuntimeContext(SubtaskIndex subtask, int32_t parallelism, KeyType key_type,
-                 std::map<std::string, std::string> params, HeapKeyedStateBackend* backend)
+                 std::map<std::string, std::string> params, KeyedStateBackend* backend)
       : subtask_(subtask),
         parallelism_(parallelism),
         key_type_(key_type),
@@ -125,7 +125,7 @@ class RuntimeContext {
   int32_t parallelism_;
   KeyType key_type_;
   std::map<std::string, std::string> params_;
-  HeapKeyedStateBackend* backend_;
+  KeyedStateBackend* backend_;
   Counter late_records_;
 };
 

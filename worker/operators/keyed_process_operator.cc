@@ -1,5 +1,7 @@
 #include "worker/operators/keyed_process_operator.h"
 
+#include "state/heap/heap_keyed_state_backend.h"
+
 namespace keyflow {
 
 KeyedProcessOperator::KeyedProcessOperator(OperatorConfig config,
@@ -9,10 +11,10 @@ KeyedProcessOperator::KeyedProcessOperator(OperatorConfig config,
     : config_(std::move(config)),
       function_(std::move(function)),
       key_context_(config_.key_type, config_.max_parallelism, config_.key_groups),
-      backend_(key_context_),
+      backend_(std::make_unique<HeapKeyedStateBackend>(key_context_)),
       timers_(key_context_, *processing_time, *this),
       user_timers_(&timers_),
-      runtime_(config_.subtask, config_.parallelism, config_.key_type, config_.params, &backend_),
+      runtime_(config_.subtask, config_.parallelism, config_.key_type, config_.params, backend_.get()),
       context_(&key_context_, &user_timers_),
       output_(output),
       guard_(config_.job_name, config_.library_name) {
@@ -20,10 +22,10 @@ KeyedProcessOperator::KeyedProcessOperator(OperatorConfig config,
   SnapshotSection& state = sections_[0];
   state.id = kKeyedStateSectionId;
   state.name = "keyed state";
-  state.write = [this](KeyGroupId g, BinaryWriter& w) { backend_.SerializeKeyGroup(g, w); };
-  state.count = [this](KeyGroupId g) -> uint64_t { return backend_.NumKeys(g); };
-  state.restore = [this](KeyGroupId g, BinaryReader& r) { return backend_.RestoreKeyGroup(g, r); };
-  state.copy = [this](KeyGroupId g) { return backend_.CopyKeyGroup(g); };
+  state.write = [this](KeyGroupId g, BinaryWriter& w) { backend_->SerializeKeyGroup(g, w); };
+  state.count = [this](KeyGroupId g) -> uint64_t { return backend_->NumKeys(g); };
+  state.restore = [this](KeyGroupId g, BinaryReader& r) { return backend_->RestoreKeyGroup(g, r); };
+  state.copy = [this](KeyGroupId g) { return backend_->CopyKeyGroup(g); };
   SnapshotSection& timers = sections_[1];
   timers.id = kTimersSectionId;
   timers.name = "timers";

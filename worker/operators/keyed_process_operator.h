@@ -27,9 +27,9 @@
 #include "common/metrics.h"
 #include "common/processing_time_service.h"
 #include "common/record.h"
-#include "state/heap/heap_keyed_state_backend.h"
 #include "state/key_context.h"
 #include "state/key_group_write_guard.h"
+#include "state/keyed_state_backend.h"
 #include "state/snapshot/keyed_snapshot_format.h"
 #include "state/timers/internal_timer_service.h"
 #include "worker/api/job_definition.h"
@@ -95,9 +95,9 @@ class KeyedProcessOperator final : public Triggerable {
   void Start();
 
   // A hint that a record of key `key` (bytes) in key group g comes soon: prefetches its state
-  // (HeapKeyedStateBackend::Prefetch). Changes nothing.
+  // (KeyedStateBackend::Prefetch). Changes nothing.
   void PrefetchState(std::string_view key, KeyGroupId g) const {
-    backend_.Prefetch(Key::HashOf(key), g);
+    backend_->Prefetch(Key::HashOf(key), g);
   }
   // OutOfRange (Flink's message) if the record's key group is not this subtask's; the
   // function's failure (failure()) if it failed, now or before.
@@ -119,7 +119,7 @@ class KeyedProcessOperator final : public Triggerable {
   // Installs (or with nullptr removes) the guard every change of a key group's state or timers
   // goes through first: how an AsyncKeyedSnapshot keeps its copy consistent.
   void SetWriteGuard(KeyGroupWriteGuard* guard) {
-    backend_.SetWriteGuard(guard);
+    backend_->SetWriteGuard(guard);
     timers_.SetWriteGuard(guard);
   }
 
@@ -129,7 +129,7 @@ class KeyedProcessOperator final : public Triggerable {
 
   const OperatorConfig& config() const { return config_; }
   Timestamp current_watermark() const { return timers_.CurrentWatermark(); }
-  const HeapKeyedStateBackend& backend() const { return backend_; }
+  const KeyedStateBackend& backend() const { return *backend_; }
   const InternalTimerService& timer_service() const { return timers_; }
   int64_t records_processed() const { return records_processed_.value(); }
   int64_t records_out() const { return output_.count.value(); }
@@ -161,7 +161,7 @@ class KeyedProcessOperator final : public Triggerable {
   OperatorConfig config_;
   std::unique_ptr<RecordFunction> function_;
   KeyContext key_context_;
-  HeapKeyedStateBackend backend_;
+  std::unique_ptr<KeyedStateBackend> backend_;  // the heap backend
   InternalTimerService timers_;
   OperatorTimerService user_timers_;
   RuntimeContext runtime_;

@@ -130,6 +130,28 @@ TEST(HeapKeyGroupSnapshot, WritesTheDocumentedBytes) {
   BinaryWriter w(&out);
   backend.SerializeKeyGroup(KeyGroupId(32), w);
   const std::string expected(
+      "\xfe\xff\xff\xff"                   // -2: format version 2
+      "\x20\x00\x00\x00"                   // key group 32
+      "\x01"                               // one state
+      "\x01v"                              // name "v"
+      "\x00"                               // kind: ValueState
+      "\x10ValueState<long>"               // declared type
+      "\x01"                               // one entry
+      "\x05uid-0"                          // key
+      "\x00\x00\x00\x00\x00\x00\x00\x80"   // namespace: kVoidNamespace (INT64_MIN)
+      "\x05\x00\x00\x00\x00\x00\x00\x00",  // value 5
+      52);
+  EXPECT_EQ(out, expected);
+
+  std::string empty;
+  BinaryWriter we(&empty);
+  backend.SerializeKeyGroup(KeyGroupId(0), we);
+  EXPECT_EQ(empty, std::string("\xfe\xff\xff\xff\x00\x00\x00\x00\x00", 9));  // group 0, no states
+}
+
+// The bytes keyflow wrote before format version 2 (no marker, no declared types) still restore.
+TEST(HeapKeyGroupSnapshot, RestoresTheVersionOneBytes) {
+  const std::string v1(
       "\x20\x00\x00\x00"                   // key group 32
       "\x01"                               // one state
       "\x01v"                              // name "v"
@@ -139,12 +161,51 @@ TEST(HeapKeyGroupSnapshot, WritesTheDocumentedBytes) {
       "\x00\x00\x00\x00\x00\x00\x00\x80"   // namespace: kVoidNamespace (INT64_MIN)
       "\x05\x00\x00\x00\x00\x00\x00\x00",  // value 5
       31);
-  EXPECT_EQ(out, expected);
+  KeyContext context(KeyType::kString, kMaxP, kAll);
+  HeapKeyedStateBackend backend(context);
+  ValueState<int64_t>* v = *backend.GetState(ValueStateDescriptor<int64_t>("v"));
+  BinaryReader r(v1);
+  ASSERT_EQ(backend.RestoreKeyGroup(KeyGroupId(32), r), Status::Ok());
+  EXPECT_EQ(r.remaining(), 0u);
+  ASSERT_TRUE(backend.SetCurrentKey(K("uid-0")).ok());
+  EXPECT_EQ(v->Value(), 5);
+  BinaryReader empty(std::string_view("\x00\x00\x00\x00\x00", 5));
+  EXPECT_EQ(backend.RestoreKeyGroup(KeyGroupId(0), empty), Status::Ok());
+}
 
-  std::string empty;
-  BinaryWriter we(&empty);
-  backend.SerializeKeyGroup(KeyGroupId(0), we);
-  EXPECT_EQ(empty, std::string("\x00\x00\x00\x00\x00", 5));  // key group 0, no states
+TEST(HeapKeyGroupSnapshot, RefusesAStateWhoseDeclaredTypeChanged) {
+  KeyContext wc(KeyType::kString, kMaxP, kAll);
+  HeapKeyedStateBackend writer(wc);
+  auto* window = *writer.GetState(ValueStateDescriptor<AvgAcc>("window"));
+  ASSERT_TRUE(writer.SetCurrentKey(K("uid-0")).ok());
+  window->Update(AvgAcc{3, 1});
+  std::string bytes;
+  BinaryWriter w(&bytes);
+  writer.SerializeKeyGroup(KeyGroupId(32), w);
+
+  KeyContext rc(KeyType::kString, kMaxP, kAll);
+  HeapKeyedStateBackend reader(rc);
+  ASSERT_TRUE(reader.GetState(ValueStateDescriptor<int64_t>("window")).ok());
+  BinaryReader r(bytes);
+  EXPECT_EQ(reader.RestoreKeyGroup(KeyGroupId(32), r),
+            FailedPrecondition(
+                "cannot restore key group 32: state 'window' was checkpointed as "
+                "ValueState<keyflow::testing_util::AvgAcc> but the job now declares "
+                "ValueState<long>: a job upgrade must keep the type of every state; declare it "
+                "as ValueState<keyflow::testing_util::AvgAcc> again, or give the new type a new "
+                "state name"));
+  EXPECT_EQ(reader.NumEntries(), 0u);
+}
+
+TEST(HeapKeyGroupSnapshot, RefusesAFormatVersionItCannotRead) {
+  KeyContext context(KeyType::kString, kMaxP, kAll);
+  HeapKeyedStateBackend backend(context);
+  BinaryReader r(std::string_view("\xfd\xff\xff\xff\x20\x00\x00\x00\x00", 9));  // version 3
+  EXPECT_EQ(backend.RestoreKeyGroup(KeyGroupId(32), r),
+            FailedPrecondition("cannot restore key group 32: its keyed state was written in "
+                               "format version 3, which this keyflow cannot read (it reads "
+                               "versions 1 and 2); restore it with the keyflow version that "
+                               "wrote it"));
 }
 
 TEST(HeapKeyGroupSnapshot, EqualStateGivesEqualBytesWhateverTheHistory) {

@@ -16,7 +16,11 @@
 namespace keyflow {
 namespace {
 
+// What the writer produces now (format version 2, declared state types) and what keyflow before
+// the job SDK wrote (version 1): both must restore to the same state.
 const std::string kGoldenPath =
+    std::string(KEYFLOW_SOURCE_DIR) + "/tests/worker/operators/testdata/count_window_v2.kgs";
+const std::string kGoldenV1Path =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/worker/operators/testdata/count_window_v1.kgs";
 const std::map<std::string, std::string> kParams = {
     {"count", "3"}, {"timeout", "10s"}, {"time", "event"}};
@@ -54,11 +58,12 @@ TEST(SnapshotGolden, WriterProducesTheGoldenBytes) {
   auto golden = ReadFileToString(kGoldenPath);
   ASSERT_TRUE(golden.ok()) << golden.status().ToString();
   EXPECT_EQ(*bytes, *golden) << "the snapshot format changed: bump kKeyedSnapshotFormatVersion, "
-                                "keep reading version 1, and regenerate (see the file comment)";
+                                "keep reading the older versions, and regenerate (see the file "
+                                "comment)";
 }
 
-TEST(SnapshotGolden, GoldenFileRestoresToTheExactState) {
-  auto golden = ReadFileToString(kGoldenPath);
+void ExpectGoldenFileRestoresToTheExactState(const std::string& path) {
+  auto golden = ReadFileToString(path);
   ASSERT_TRUE(golden.ok()) << golden.status().ToString();
   auto fn = CreateBuiltInJobFunction("count-window", kParams);
   ASSERT_TRUE(fn.ok());
@@ -96,6 +101,14 @@ TEST(SnapshotGolden, GoldenFileRestoresToTheExactState) {
   };
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(out, expected);
+}
+
+TEST(SnapshotGolden, GoldenFileRestoresToTheExactState) {
+  ExpectGoldenFileRestoresToTheExactState(kGoldenPath);
+}
+
+TEST(SnapshotGolden, VersionOneGoldenFileStillRestoresToTheExactState) {
+  ExpectGoldenFileRestoresToTheExactState(kGoldenV1Path);
 }
 
 }  // namespace
