@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <cstdlib>
+#include <string_view>
 
 namespace keyflow {
 
@@ -28,6 +29,11 @@ std::string TypeNameOf(const std::type_info& type) {
   char* demangled = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
   std::string name = (status == 0 && demangled != nullptr) ? demangled : type.name();
   std::free(demangled);
+  for (std::string_view qualifier : {"(anonymous namespace)::", "keyflow::"}) {
+    for (size_t at = name.find(qualifier); at != std::string::npos; at = name.find(qualifier, at)) {
+      name.erase(at, qualifier.size());
+    }
+  }
   return name;
 }
 

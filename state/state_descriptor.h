@@ -62,7 +62,7 @@ class ValueStateDescriptor {
   const std::string& name() const { return name_; }
   const std::optional<T>& default_value() const { return default_; }
   // "ValueState<long>"
-  static std::string TypeDescription() { return "ValueState<" + TypeNameOf(typeid(T)) + ">"; }
+  static std::string TypeDescription() { return "ValueState<" + StateTypeName<T>() + ">"; }
 
  private:
   std::string name_;
@@ -78,7 +78,7 @@ class ListStateDescriptor {
 
   explicit ListStateDescriptor(std::string name) : name_(std::move(name)) {}
   const std::string& name() const { return name_; }
-  static std::string TypeDescription() { return "ListState<" + TypeNameOf(typeid(T)) + ">"; }
+  static std::string TypeDescription() { return "ListState<" + StateTypeName<T>() + ">"; }
 
  private:
   std::string name_;
@@ -93,7 +93,7 @@ class MapStateDescriptor {
   explicit MapStateDescriptor(std::string name) : name_(std::move(name)) {}
   const std::string& name() const { return name_; }
   static std::string TypeDescription() {
-    return "MapState<" + TypeNameOf(typeid(UK)) + ", " + TypeNameOf(typeid(UV)) + ">";
+    return "MapState<" + StateTypeName<UK>() + ", " + StateTypeName<UV>() + ">";
   }
 
  private:
@@ -113,7 +113,7 @@ class ReducingStateDescriptor {
       : name_(std::move(name)), reduce_(std::move(reduce)) {}
   const std::string& name() const { return name_; }
   const ReduceFunction& reduce_function() const { return reduce_; }
-  static std::string TypeDescription() { return "ReducingState<" + TypeNameOf(typeid(T)) + ">"; }
+  static std::string TypeDescription() { return "ReducingState<" + StateTypeName<T>() + ">"; }
 
  private:
   std::string name_;
@@ -133,8 +133,8 @@ class AggregatingStateDescriptor {
   const std::string& name() const { return name_; }
   const std::shared_ptr<const Function>& aggregate_function() const { return function_; }
   static std::string TypeDescription() {
-    return "AggregatingState<" + TypeNameOf(typeid(IN)) + ", " + TypeNameOf(typeid(ACC)) + ", " +
-           TypeNameOf(typeid(OUT)) + ">";
+    return "AggregatingState<" + StateTypeName<IN>() + ", " + StateTypeName<ACC>() + ", " +
+           StateTypeName<OUT>() + ">";
   }
 
  private:

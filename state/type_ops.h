@@ -28,9 +28,22 @@
 
 namespace keyflow {
 
-// A readable C++ name of a type ("long", "std::string", "Event"), for error messages and
-// snapshots (state_descriptor.cc).
+// A readable C++ name of a type, for error messages and snapshots (state_descriptor.cc): the
+// demangled name without "keyflow::" and "(anonymous namespace)::" qualifiers, so that it does
+// not change when a job moves into a library or namespace: "long", "std::string", "CountWindow".
 std::string TypeNameOf(const std::type_info& type);
+
+// The name a state type is recorded under in snapshots (and shown in errors): T::kStateTypeName
+// if T declares one (`static constexpr std::string_view kStateTypeName = "Session";`, which keeps
+// checkpoints restorable when the C++ type is renamed), else TypeNameOf(typeid(T)).
+template <typename T>
+std::string StateTypeName() {
+  if constexpr (requires { T::kStateTypeName; }) {
+    return std::string(T::kStateTypeName);
+  } else {
+    return TypeNameOf(typeid(T));
+  }
+}
 
 struct TypeOps {
   size_t size;
@@ -50,7 +63,7 @@ struct TypeOps {
   bool (*read)(BinaryReader& in, void* value);
   // For containers (std::vector, maps): true if the value holds no element. nullptr otherwise.
   bool (*empty)(const void* value);
-  // TypeNameOf(typeid(T)).
+  // StateTypeName<T>().
   std::string (*type_name)();
 };
 
@@ -80,7 +93,7 @@ struct TypeOpsFor {
   {
     return static_cast<const T*>(value)->empty();
   }
-  static std::string Name() { return TypeNameOf(typeid(T)); }
+  static std::string Name() { return StateTypeName<T>(); }
 
   static constexpr bool kHasEmpty = requires(const T& v) {
     { v.empty() } -> std::convertible_to<bool>;

@@ -148,5 +148,27 @@ TEST(KeyedState, ApplyToAllKeysVisitsKeysWithState) {
   EXPECT_EQ(t.backend.NumEntries(), 0u);
 }
 
+// A type that fixes the name it is recorded under, so it may be renamed in C++.
+struct RenamedSession {
+  static constexpr std::string_view kStateTypeName = "Session";
+  int64_t start = 0;
+  void Write(BinaryWriter& out) const { out.I64(start); }
+  bool Read(BinaryReader& in) {
+    start = in.I64();
+    return in.ok();
+  }
+};
+
+TEST(KeyedState, DeclaredTypesAreStableNames) {
+  EXPECT_EQ(ValueStateDescriptor<int64_t>::TypeDescription(), "ValueState<long>");
+  EXPECT_EQ(ValueStateDescriptor<RenamedSession>::TypeDescription(), "ValueState<Session>");
+  // keyflow:: and (anonymous namespace):: are not part of the name.
+  EXPECT_EQ((MapStateDescriptor<std::string, sdk_test::Window>::TypeDescription()),
+            "MapState<std::string, sdk_test::Window>");
+  EXPECT_EQ(TypeOpsOf<RenamedSession>().type_name(), "Session");
+  EXPECT_TRUE(TypeOpsOf<RenamedSession>().trivially_copyable);
+  EXPECT_FALSE(TypeOpsOf<std::string>().trivially_copyable);
+}
+
 }  // namespace
 }  // namespace keyflow

@@ -190,9 +190,9 @@ TEST(HeapKeyGroupSnapshot, RefusesAStateWhoseDeclaredTypeChanged) {
   EXPECT_EQ(reader.RestoreKeyGroup(KeyGroupId(32), r),
             FailedPrecondition(
                 "cannot restore key group 32: state 'window' was checkpointed as "
-                "ValueState<keyflow::testing_util::AvgAcc> but the job now declares "
+                "ValueState<testing_util::AvgAcc> but the job now declares "
                 "ValueState<long>: a job upgrade must keep the type of every state; declare it "
-                "as ValueState<keyflow::testing_util::AvgAcc> again, or give the new type a new "
+                "as ValueState<testing_util::AvgAcc> again, or give the new type a new "
                 "state name"));
   EXPECT_EQ(reader.NumEntries(), 0u);
 }
