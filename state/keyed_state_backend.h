@@ -87,18 +87,18 @@ class KeyedStateBackend {
   template <typename T>
   Result<ValueState<T>*> GetState(const ValueStateDescriptor<T>& d) {
     using D = ValueStateDescriptor<T>;
-    return Typed<ValueState<T>>(
-        Registration<D>(d.name(), &TypeOpsOf<T>()),
-        [&](InternalKeyedState* s) { return std::make_unique<ValueState<T>>(s, d.default_value()); });
+    return Typed<ValueState<T>>(Registration<D>(d.name(), &TypeOpsOf<T>()),
+                                [&](InternalKeyedState* s) {
+                                  return std::make_unique<ValueState<T>>(s, d.default_value());
+                                });
   }
   template <typename T>
   Result<ListState<T>*> GetListState(const ListStateDescriptor<T>& d) {
     using D = ListStateDescriptor<T>;
     StateRegistration r = Registration<D>(d.name(), &TypeOpsOf<std::vector<T>>());
     r.element_ops = &TypeOpsOf<T>();
-    return Typed<ListState<T>>(r, [](InternalKeyedState* s) {
-      return std::make_unique<ListState<T>>(s);
-    });
+    return Typed<ListState<T>>(
+        r, [](InternalKeyedState* s) { return std::make_unique<ListState<T>>(s); });
   }
   template <typename UK, typename UV>
   Result<MapState<UK, UV>*> GetMapState(const MapStateDescriptor<UK, UV>& d) {
@@ -113,7 +113,8 @@ class KeyedStateBackend {
   Result<ReducingState<T>*> GetReducingState(const ReducingStateDescriptor<T>& d) {
     using D = ReducingStateDescriptor<T>;
     StateRegistration r = Registration<D>(d.name(), &TypeOpsOf<T>());
-    if (!d.reduce_function()) r.invalid_reason = "ReducingState '" + d.name() + "' needs a reduce function";
+    if (!d.reduce_function())
+      r.invalid_reason = "ReducingState '" + d.name() + "' needs a reduce function";
     return Typed<ReducingState<T>>(r, [&](InternalKeyedState* s) {
       return std::make_unique<ReducingState<T>>(s, d.reduce_function());
     });
@@ -128,8 +129,8 @@ class KeyedStateBackend {
       r.invalid_reason = "AggregatingState '" + d.name() + "' needs an aggregate function";
     }
     ASSIGN_OR_RETURN(Handle * h, Typed<Handle>(r, [&](InternalKeyedState* s) {
-                                     return std::make_unique<Handle>(s, d.aggregate_function());
-                                   }));
+                       return std::make_unique<Handle>(s, d.aggregate_function());
+                     }));
     return static_cast<AggregatingState<IN, OUT>*>(h);
   }
 
@@ -191,8 +192,7 @@ class KeyedStateBackend {
   // GetOrRegisterState with the handle type known: the signature check makes the cast safe.
   template <typename Handle, typename Make>
   Result<Handle*> Typed(const StateRegistration& r, Make&& make) {
-    ASSIGN_OR_RETURN(KeyedStateHandle * h,
-                     GetOrRegisterState(r, [&](InternalKeyedState* s) {
+    ASSIGN_OR_RETURN(KeyedStateHandle * h, GetOrRegisterState(r, [&](InternalKeyedState* s) {
                        return std::unique_ptr<KeyedStateHandle>(make(s));
                      }));
     return static_cast<Handle*>(h);

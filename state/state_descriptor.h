@@ -46,7 +46,6 @@ inline constexpr uint8_t kMaxStateKind = 4;
 // "ValueState", "ListState", "MapState", "ReducingState", "AggregatingState".
 std::string_view StateKindName(StateKind kind);
 
-
 template <typename T>
 class ValueStateDescriptor {
  public:

@@ -53,7 +53,7 @@ struct TypeOps {
   // The fewest bytes `write` produces (bounds counts read from untrusted bytes).
   size_t min_serialized_bytes;
 
-  void (*construct)(void* at);                     // T() at `at`
+  void (*construct)(void* at);  // T() at `at`
   void (*copy_construct)(void* at, const void* from);
   void (*move_construct)(void* at, void* from);
   void (*move_assign)(void* to, void* from);
@@ -88,11 +88,8 @@ struct TypeOpsFor {
   static bool Read(BinaryReader& in, void* value) {
     return TypeSerializer<T>::Read(in, static_cast<T*>(value));
   }
-  static bool Empty(const void* value)
-    requires requires(const T& v) { v.empty(); }
-  {
-    return static_cast<const T*>(value)->empty();
-  }
+  static bool Empty(const void* value) requires requires(const T& v) { v.empty(); }
+  { return static_cast<const T*>(value)->empty(); }
   static std::string Name() { return StateTypeName<T>(); }
 
   static constexpr bool kHasEmpty = requires(const T& v) {
@@ -108,7 +105,7 @@ struct TypeOpsFor {
   static constexpr TypeOps kOps = {
       sizeof(T),
       alignof(T),
-      std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
+      std::is_trivially_copyable_v<T>&& std::is_trivially_destructible_v<T>,
       TypeSerializer<T>::kMinBytes,
       &Construct,
       &CopyConstruct,

@@ -50,12 +50,11 @@ Result<KeyedStateHandle*> HeapKeyedStateBackend::GetOrRegisterState(const StateR
   if (!r.invalid_reason.empty()) return InvalidArgument(r.invalid_reason);
 
   const TypeOps& ops = *r.value_ops;
-  RegisteredState registered =
-      InlineValue<8>::Fits(ops)    ? MakeState<InlineValue<8>>(r)
-      : InlineValue<16>::Fits(ops) ? MakeState<InlineValue<16>>(r)
-      : InlineValue<24>::Fits(ops) ? MakeState<InlineValue<24>>(r)
-      : InlineValue<32>::Fits(ops) ? MakeState<InlineValue<32>>(r)
-                                   : MakeState<BoxedValue>(r);
+  RegisteredState registered = InlineValue<8>::Fits(ops)    ? MakeState<InlineValue<8>>(r)
+                               : InlineValue<16>::Fits(ops) ? MakeState<InlineValue<16>>(r)
+                               : InlineValue<24>::Fits(ops) ? MakeState<InlineValue<24>>(r)
+                               : InlineValue<32>::Fits(ops) ? MakeState<InlineValue<32>>(r)
+                                                            : MakeState<BoxedValue>(r);
   registered.handle = make(registered.state.get());
   KeyedStateHandle* handle = registered.handle.get();
   tables_.push_back(registered.table.get());
@@ -213,7 +212,8 @@ Status HeapKeyedStateBackend::RestoreKeyGroup(KeyGroupId g, BinaryReader& in) {
     version = -stored;
     if (version != kKeyGroupStateFormatVersion) {
       return FailedPrecondition(context + ": its keyed state was written in format version " +
-                                std::to_string(version) + ", which this keyflow cannot read (it "
+                                std::to_string(version) +
+                                ", which this keyflow cannot read (it "
                                 "reads versions 1 and " +
                                 std::to_string(kKeyGroupStateFormatVersion) +
                                 "); restore it with the keyflow version that wrote it");
@@ -262,10 +262,10 @@ Status HeapKeyedStateBackend::RestoreKeyGroup(KeyGroupId g, BinaryReader& in) {
     }
     if (version >= 2 && type != table->type_description()) {
       return FailedPrecondition(
-          context + ": state '" + std::string(name) + "' was checkpointed as " +
-          std::string(type) + " but the job now declares " + table->type_description() +
-          ": a job upgrade must keep the type of every state; declare it as " +
-          std::string(type) + " again, or give the new type a new state name");
+          context + ": state '" + std::string(name) + "' was checkpointed as " + std::string(type) +
+          " but the job now declares " + table->type_description() +
+          ": a job upgrade must keep the type of every state; declare it as " + std::string(type) +
+          " again, or give the new type a new state name");
     }
     std::unique_ptr<StagedKeyGroup> entries;
     RETURN_IF_ERROR_CTX(table->ReadKeyGroup(in, g, key_context().assigner(), &entries), context);

@@ -31,11 +31,21 @@ struct InlineValue {
   }
 
   explicit InlineValue(const TypeOps& ops) { ops.construct(bytes); }
-  InlineValue(const TypeOps& ops, void* from) { std::memcpy(bytes, from, ops.size); }
+  InlineValue(const TypeOps& ops, void* from) { Copy(ops, from); }
 
   void* get() { return bytes; }
   const void* get() const { return bytes; }
-  void Assign(const TypeOps& ops, void* from) { std::memcpy(bytes, from, ops.size); }
+  void Assign(const TypeOps& ops, void* from) { Copy(ops, from); }
+
+  // A type of exactly N bytes (the common case: int64_t, a struct of three int64_t) is copied
+  // with a fixed-size memcpy the compiler inlines.
+  void Copy(const TypeOps& ops, const void* from) {
+    if (ops.size == N) [[likely]] {
+      std::memcpy(bytes, from, N);
+    } else {
+      std::memcpy(bytes, from, ops.size);
+    }
+  }
 
   alignas(8) unsigned char bytes[N];
 };
@@ -51,8 +61,7 @@ class BoxedValue {
   BoxedValue(const BoxedValue& o) : ops_(o.ops_), object_(Allocate(*o.ops_)) {
     ops_->copy_construct(object_, o.object_);
   }
-  BoxedValue(BoxedValue&& o) noexcept
-      : ops_(o.ops_), object_(std::exchange(o.object_, nullptr)) {}
+  BoxedValue(BoxedValue&& o) noexcept : ops_(o.ops_), object_(std::exchange(o.object_, nullptr)) {}
   BoxedValue& operator=(BoxedValue&& o) noexcept {
     if (this != &o) {
       Free();

@@ -122,8 +122,8 @@ class StateTable final : public StateTableBase {
   using Table = StateMap<V>;
 
   // `ops` describes the stored values and must outlive the table.
-  StateTable(std::string name, StateKind kind, std::string type_description,
-             int32_t num_key_groups, const TypeOps& ops)
+  StateTable(std::string name, StateKind kind, std::string type_description, int32_t num_key_groups,
+             const TypeOps& ops)
       : StateTableBase(std::move(name), kind, std::move(type_description), num_key_groups),
         ops_(ops),
         key_groups_(static_cast<size_t>(num_key_groups)) {}

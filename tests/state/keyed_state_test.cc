@@ -29,7 +29,9 @@ struct Subtask {
     Status s = sdk_test::RegisterStates(runtime, &states);
     EXPECT_EQ(s, Status::Ok());
   }
-  void Key(const std::string& k) { ASSERT_EQ(backend.SetCurrentKey(Key::FromBytes(k)), Status::Ok()); }
+  void SetKey(const std::string& k) {
+    ASSERT_EQ(backend.SetCurrentKey(Key::FromBytes(k)), Status::Ok());
+  }
   std::map<int32_t, std::string> SerializeAll() const {
     std::map<int32_t, std::string> all;
     for (KeyGroupId g : kAll.key_groups()) {
@@ -48,7 +50,7 @@ struct Subtask {
 
 TEST(KeyedState, EveryHandleKindThroughTheInterface) {
   Subtask t;
-  t.Key("alice");
+  t.SetKey("alice");
   EXPECT_EQ(sdk_test::Describe(t.states), "count=0 pages= per-page=(empty)");
   sdk_test::OnVisit(t.states, "home", 10);
   sdk_test::OnVisit(t.states, "cart", 30);
@@ -56,10 +58,10 @@ TEST(KeyedState, EveryHandleKindThroughTheInterface) {
   EXPECT_EQ(sdk_test::Describe(t.states),
             "count=3 last=home@20 window=3/10-110 pages=home,cart,home, per-page=cart:1,home:2, "
             "max=30 avg=20.000000");
-  t.Key("bob");
+  t.SetKey("bob");
   EXPECT_EQ(sdk_test::Describe(t.states), "count=0 pages= per-page=(empty)");
   sdk_test::OnVisit(t.states, "cart", 5);
-  t.Key("alice");
+  t.SetKey("alice");
   sdk_test::Forget(t.states, "cart", /*clear_pages=*/false);
   sdk_test::Forget(t.states, "home", /*clear_pages=*/true);
   EXPECT_EQ(sdk_test::Describe(t.states),
@@ -70,7 +72,7 @@ TEST(KeyedState, EveryHandleKindThroughTheInterface) {
 
 TEST(KeyedState, NamespacesSeparateValues) {
   Subtask t;
-  t.Key("alice");
+  t.SetKey("alice");
   sdk_test::OnVisit(t.states, "home", 10);
   t.states.window->SetCurrentNamespace(kVoidNamespace);
   EXPECT_FALSE(t.states.window->Value().has_value());
@@ -94,8 +96,7 @@ TEST(KeyedState, RegisteringAgainReturnsTheSameHandleAndAnotherTypeIsRefused) {
   auto unnamed = t.runtime.GetState(ValueStateDescriptor<int64_t>(""));
   EXPECT_EQ(unnamed.status().code(), StatusCode::kInvalidArgument);
   auto no_function = t.runtime.GetReducingState(ReducingStateDescriptor<int64_t>("sum", nullptr));
-  EXPECT_EQ(no_function.status(),
-            InvalidArgument("ReducingState 'sum' needs a reduce function"));
+  EXPECT_EQ(no_function.status(), InvalidArgument("ReducingState 'sum' needs a reduce function"));
 }
 
 // Snapshot through the interface, restore into a fresh backend registered by the SDK code: the
@@ -103,7 +104,7 @@ TEST(KeyedState, RegisteringAgainReturnsTheSameHandleAndAnotherTypeIsRefused) {
 TEST(KeyedState, SnapshotsRoundTripThroughTheInterface) {
   Subtask writer;
   for (int i = 0; i < 200; ++i) {
-    writer.Key("user-" + std::to_string(i % 37));
+    writer.SetKey("user-" + std::to_string(i % 37));
     sdk_test::OnVisit(writer.states, "page-" + std::to_string(i % 5), i);
   }
   std::map<int32_t, std::string> bytes = writer.SerializeAll();
@@ -122,8 +123,8 @@ TEST(KeyedState, SnapshotsRoundTripThroughTheInterface) {
   EXPECT_EQ(reader.SerializeAll(), bytes);
   EXPECT_EQ(reader.backend.NumEntries(), writer.backend.NumEntries());
   for (int u = 0; u < 37; ++u) {
-    writer.Key("user-" + std::to_string(u));
-    reader.Key("user-" + std::to_string(u));
+    writer.SetKey("user-" + std::to_string(u));
+    reader.SetKey("user-" + std::to_string(u));
     EXPECT_EQ(sdk_test::Describe(reader.states), sdk_test::Describe(writer.states)) << u;
   }
 }
@@ -131,7 +132,7 @@ TEST(KeyedState, SnapshotsRoundTripThroughTheInterface) {
 TEST(KeyedState, ApplyToAllKeysVisitsKeysWithState) {
   Subtask t;
   for (const char* k : {"c", "a", "b"}) {
-    t.Key(k);
+    t.SetKey(k);
     sdk_test::OnVisit(t.states, "home", 1);
   }
   std::string seen;

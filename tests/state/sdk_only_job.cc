@@ -59,13 +59,12 @@ Status RegisterStates(RuntimeContext& runtime, SessionStates* s) {
   ASSIGN_OR_RETURN(s->window, runtime.GetState(ValueStateDescriptor<Window>("window")));
   s->window->SetCurrentNamespace(Namespace(7));
   ASSIGN_OR_RETURN(s->pages, runtime.GetListState(ListStateDescriptor<std::string>("pages")));
-  ASSIGN_OR_RETURN(s->per_page, runtime.GetMapState(
-                                    MapStateDescriptor<std::string, int64_t>("per-page")));
-  ASSIGN_OR_RETURN(s->max_time,
-                   runtime.GetReducingState(ReducingStateDescriptor<int64_t>(
-                       "max-time", [](const int64_t& a, const int64_t& b) {
-                         return std::max(a, b);
-                       })));
+  ASSIGN_OR_RETURN(s->per_page,
+                   runtime.GetMapState(MapStateDescriptor<std::string, int64_t>("per-page")));
+  ASSIGN_OR_RETURN(
+      s->max_time,
+      runtime.GetReducingState(ReducingStateDescriptor<int64_t>(
+          "max-time", [](const int64_t& a, const int64_t& b) { return std::max(a, b); })));
   ASSIGN_OR_RETURN(s->avg_time,
                    runtime.GetAggregatingState(
                        AggregatingStateDescriptor<int64_t, std::pair<int64_t, int64_t>, double>(
@@ -100,8 +99,7 @@ std::string Describe(const SessionStates& s) {
   }
   out += " pages=";
   for (const std::string& p : s.pages->Get()) out += p + ",";
-  std::map<std::string, int64_t> sorted(s.per_page->Entries().begin(),
-                                        s.per_page->Entries().end());
+  std::map<std::string, int64_t> sorted(s.per_page->Entries().begin(), s.per_page->Entries().end());
   out += " per-page=";
   for (const auto& [p, n] : sorted) out += p + ":" + std::to_string(n) + ",";
   if (s.per_page->IsEmpty()) out += "(empty)";

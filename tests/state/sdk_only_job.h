@@ -32,12 +32,12 @@ struct Window {
 
 // Registered in Open; the names are the state names.
 struct SessionStates {
-  ValueState<int64_t>* count = nullptr;             // default 0
-  ValueState<Visit>* last = nullptr;                // no default
-  ValueState<Window>* window = nullptr;             // in namespace 7
-  ListState<std::string>* pages = nullptr;          // every page, in order
+  ValueState<int64_t>* count = nullptr;     // default 0
+  ValueState<Visit>* last = nullptr;        // no default
+  ValueState<Window>* window = nullptr;     // in namespace 7
+  ListState<std::string>* pages = nullptr;  // every page, in order
   MapState<std::string, int64_t>* per_page = nullptr;
-  ReducingState<int64_t>* max_time = nullptr;       // max
+  ReducingState<int64_t>* max_time = nullptr;  // max
   AggregatingState<int64_t, double>* avg_time = nullptr;
 };
 
