@@ -47,7 +47,7 @@ class RunningSum final : public keyflow::KeyedFunction {
     runtime_ = &runtime;
     ASSIGN_OR_RETURN(total_, runtime.GetState(ValueStateDescriptor<int64_t>("total", 0)));
     ASSIGN_OR_RETURN(interval_sum_,
-                     runtime.GetState(ValueStateDescriptor<int64_t>("interval-sum", 0)));
+                     runtime.GetState(ValueStateDescriptor<int64_t>("interval-sum")));
     return Status::Ok();
   }
 
@@ -60,13 +60,16 @@ class RunningSum final : public keyflow::KeyedFunction {
     }
     int64_t value = r.field(field_).AsInt64().value_or(0);
     interval_sum_->SetCurrentNamespace(interval);
-    interval_sum_->Update(*interval_sum_->Value() + value);
-    ctx.timer_service().RegisterEventTimeTimer(last, interval);  // once per key and interval
+    std::optional<int64_t> sum = interval_sum_->Value();
+    // The key's first record in this interval registers the interval's timer (registering it
+    // again would be a no-op, but a lookup in the timer queue for every record).
+    if (!sum) ctx.timer_service().RegisterEventTimeTimer(last, interval);
+    interval_sum_->Update(sum.value_or(0) + value);
   }
 
   void OnTimer(Timestamp t, keyflow::OnTimerContext& ctx, Collector<OutputRecord>& out) override {
     interval_sum_->SetCurrentNamespace(ctx.timer_namespace());
-    int64_t sum = *total_->Value() + *interval_sum_->Value();
+    int64_t sum = *total_->Value() + interval_sum_->Value().value_or(0);
     interval_sum_->Clear();
     total_->Update(sum);
     out.Collect(keyflow::JsonObject()
