@@ -50,11 +50,13 @@ Result<KeyedStateHandle*> HeapKeyedStateBackend::GetOrRegisterState(const StateR
   if (!r.invalid_reason.empty()) return InvalidArgument(r.invalid_reason);
 
   const TypeOps& ops = *r.value_ops;
-  RegisteredState registered = InlineValue<8>::Fits(ops)    ? MakeState<InlineValue<8>>(r)
-                               : InlineValue<16>::Fits(ops) ? MakeState<InlineValue<16>>(r)
-                               : InlineValue<24>::Fits(ops) ? MakeState<InlineValue<24>>(r)
-                               : InlineValue<32>::Fits(ops) ? MakeState<InlineValue<32>>(r)
-                                                            : MakeState<BoxedValue>(r);
+  RegisteredState registered = InlineValue<8>::Fits(ops)     ? MakeState<InlineValue<8>>(r)
+                               : InlineValue<16>::Fits(ops)  ? MakeState<InlineValue<16>>(r)
+                               : InlineValue<24>::Fits(ops)  ? MakeState<InlineValue<24>>(r)
+                               : InlineValue<32>::Fits(ops)  ? MakeState<InlineValue<32>>(r)
+                               : InlineObject<24>::Fits(ops) ? MakeState<InlineObject<24>>(r)
+                               : InlineObject<32>::Fits(ops) ? MakeState<InlineObject<32>>(r)
+                                                             : MakeState<BoxedValue>(r);
   registered.handle = make(registered.state.get());
   KeyedStateHandle* handle = registered.handle.get();
   tables_.push_back(registered.table.get());

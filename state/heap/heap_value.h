@@ -5,8 +5,12 @@
 //                   types of at most N bytes and alignment <= 8 (int64_t in a 32-byte slot as
 //                   before; count-window's 24-byte struct in a 48-byte slot): no indirection,
 //                   copies are memcpy.
+//   InlineObject<N> the object itself in N bytes of the slot, with its TypeOps pointer, for
+//                   other types of at most N bytes (std::vector, absl::flat_hash_map,
+//                   std::string): moved, copied and destroyed through the TypeOps, so a list or
+//                   map costs no more pointer chasing than when the heap knew the type.
 //   BoxedValue      a pointer to a heap object built and destroyed through its TypeOps, for
-//                   every other type (strings, lists, maps, structs with such members).
+//                   larger types.
 //
 // Both have the same interface: constructed from (ops) = T(), or from (ops, void* from) = T moved
 // from *from; get() is the T*; Assign(ops, from) moves *from into it. Value types; not
@@ -48,6 +52,38 @@ struct InlineValue {
   }
 
   alignas(8) unsigned char bytes[N];
+};
+
+template <size_t N>
+class InlineObject {
+ public:
+  static constexpr size_t kCapacity = N;
+  // Whether values of `ops` fit (any type whose moves do not throw: std::vector, flat maps and
+  // std::string do not).
+  static bool Fits(const TypeOps& ops) { return ops.size <= N && ops.alignment <= 8; }
+
+  explicit InlineObject(const TypeOps& ops) : ops_(&ops) { ops.construct(bytes_); }
+  InlineObject(const TypeOps& ops, void* from) : ops_(&ops) { ops.move_construct(bytes_, from); }
+  InlineObject(const InlineObject& o) : ops_(o.ops_) { ops_->copy_construct(bytes_, o.bytes_); }
+  InlineObject(InlineObject&& o) noexcept : ops_(o.ops_) { ops_->move_construct(bytes_, o.bytes_); }
+  InlineObject& operator=(InlineObject&& o) noexcept {
+    if (this != &o) {
+      ops_->destroy(bytes_);
+      ops_ = o.ops_;
+      ops_->move_construct(bytes_, o.bytes_);
+    }
+    return *this;
+  }
+  InlineObject& operator=(const InlineObject&) = delete;
+  ~InlineObject() { ops_->destroy(bytes_); }
+
+  void* get() { return bytes_; }
+  const void* get() const { return bytes_; }
+  void Assign(const TypeOps& ops, void* from) { ops.move_assign(bytes_, from); }
+
+ private:
+  const TypeOps* ops_;
+  alignas(8) unsigned char bytes_[N];
 };
 
 class BoxedValue {
