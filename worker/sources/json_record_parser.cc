@@ -373,4 +373,13 @@ Status JsonRecordParser::Parse(std::string_view line, size_t padded_size, Record
   return Status::Ok();
 }
 
+Result<Record> ParseRecordWithFields(std::string_view line, JsonRecordFormat format,
+                                     int32_t max_parallelism) {
+  format.keep_fields = true;
+  JsonRecordParser parser(std::move(format), max_parallelism);
+  Record record;
+  RETURN_IF_ERROR(parser.Parse(line, &record));
+  return record;
+}
+
 }  // namespace keyflow

@@ -80,4 +80,10 @@ class JsonRecordParser {
   std::string copy_;            // padded copy for Parse(line, out)
 };
 
+// A Record as a job that reads fields receives it (key, key group, timestamp, raw line and field
+// tape) from one JSON line, e.g. for the unit tests of a function with the keyed operator test
+// harness: ParseRecordWithFields(R"({"uid":"u1","ts":1000,"amount":5})"). Errors as Parse.
+Result<Record> ParseRecordWithFields(std::string_view line, JsonRecordFormat format = {},
+                                     int32_t max_parallelism = 128);
+
 }  // namespace keyflow

@@ -383,5 +383,15 @@ TEST(JsonRecordParserFields, ADuplicateNameKeepsBothAndTheFirstWins) {
   EXPECT_EQ(r.object().ToJson(), R"({"uid":"a","ts":1,"x":1,"x":"two"})");
 }
 
+TEST(JsonRecordParserFields, ParseRecordWithFieldsMakesATestRecord) {
+  Result<Record> r = ParseRecordWithFields(R"({"uid":"u1","ts":1000,"amount":5})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->key, Key::FromBytes("u1"));
+  EXPECT_EQ(r->timestamp, Timestamp(1000));
+  EXPECT_EQ(*r->GetInt64("amount"), 5);
+  EXPECT_EQ(r->raw_json(), R"({"uid":"u1","ts":1000,"amount":5})");
+  EXPECT_EQ(ParseRecordWithFields(R"({"uid":"u1"})").status().message(), "missing field 'ts'");
+}
+
 }  // namespace
 }  // namespace keyflow
