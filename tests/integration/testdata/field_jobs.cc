@@ -5,6 +5,9 @@
 //   fields-echo   per record: {"key":K,"ts":T,"amount":<GetInt64("amount")> or the error,
 //                 "city":<address.city> or null,"tags":<size of tags>,"missing_is_null":<bool>,
 //                 "raw":<raw_json()>}
+//   sum-amount    reads the numeric field "amount" of every record; at the end of input one
+//                 line per subtask {"records":N,"sum":S} (a job reading one numeric field, for
+//                 measuring against count-window; not fault tolerant: no state)
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +49,21 @@ class FieldsEcho final : public KeyedFunction {
   }
 };
 
+class SumAmount final : public KeyedFunction {
+ public:
+  void ProcessElement(const Record& r, Context&, Collector<OutputRecord>&) override {
+    ++records_;
+    if (auto amount = r.field("amount").AsInt64()) sum_ += *amount;
+  }
+  void EndInput(Context&, Collector<OutputRecord>& out) override {
+    out.Collect(keyflow::JsonObject().Add("records", records_).Add("sum", sum_));
+  }
+
+ private:
+  int64_t records_ = 0;
+  int64_t sum_ = 0;
+};
+
 std::vector<JobDefinition> Jobs() {
   JobDefinition echo;
   echo.name = "fields-echo";
@@ -54,7 +72,14 @@ std::vector<JobDefinition> Jobs() {
   echo.create = [](const JobParams&) -> std::unique_ptr<KeyedFunction> {
     return std::make_unique<FieldsEcho>();
   };
-  return {echo};
+  JobDefinition sum;
+  sum.name = "sum-amount";
+  sum.description = "reads the field amount of every record; one sum per subtask at the end";
+  sum.reads_fields = true;
+  sum.create = [](const JobParams&) -> std::unique_ptr<KeyedFunction> {
+    return std::make_unique<SumAmount>();
+  };
+  return {echo, sum};
 }
 
 }  // namespace
