@@ -3,12 +3,15 @@
 //
 // The source extracts the key and the event timestamp (JSON Lines: `uid`/`ts` by default) and
 // computes the key group once; the router, the receiver's key context and the state backend
-// reuse it. When the job reads fields (JobDefinition::reads_fields), the source also keeps
-//   payload  the raw JSON line, as read (raw_json())
-//   fields   the line's object as a field tape (common/record_fields.h), written during the
-//            same single parse; the key and timestamp fields are fields too
-// and both travel through the shuffle. Otherwise both are empty (the fastest path) and every
-// field reads as missing.
+// reuse it. When the job reads fields (JobDefinition::reads_fields), the source also writes
+//   fields   the line's object as a field tape (common/record_fields.h), during the same single
+//            parse; the key and timestamp fields are fields too
+// and the tape travels through the shuffle (the raw line does not: it would double the bytes
+// per record). raw_json() is the record as compact JSON text, made from the tape on first use:
+// the line's members in source order, escapes and number forms normalised (`"\u00e9"` is `"é"`,
+// `1E2` is `100.0`). Without fields every field reads as missing (the fastest path).
+// `payload` is an opaque line a source may keep besides (JsonRecordFormat::keep_payload); when
+// set, raw_json() returns it as is.
 //
 // Reading fields, e.g. in a KeyedProcessFunction:
 //   ASSIGN_OR_RETURN(int64_t amount, record.GetInt64("amount"));   // an error is a sentence
@@ -37,13 +40,22 @@ struct Record {
   Timestamp timestamp;
   std::string payload;
   std::string fields;  // field tape; empty when the job reads no fields
+  // raw_json()'s text, made on first use. Whoever changes `fields` of a Record that may have been
+  // read clears it (the keyed task does for every record it reuses its Record for).
+  mutable std::string raw_json_cache;
 
   // The top-level field `name`; kMissing if absent (or if the record carries no fields).
   FieldValue field(std::string_view name) const { return object()[name]; }
   // The whole record as an object value (ForEachMember, ToJson); kMissing without fields.
   FieldValue object() const { return FieldValue::Root(fields); }
-  // The input line as read (JSON Lines), when the job reads fields; otherwise empty.
-  std::string_view raw_json() const { return payload; }
+  // The record as JSON text: `payload` if the source kept the line, else the fields as compact
+  // JSON (made once, then cached); empty when the record carries neither. The view is valid
+  // while the Record lives and is not modified.
+  std::string_view raw_json() const {
+    if (!payload.empty() || fields.empty()) return payload;
+    if (raw_json_cache.empty()) raw_json_cache = object().ToJson();
+    return raw_json_cache;
+  }
 
   // Typed reads of a top-level field. Errors (InvalidArgument) are sentences naming the field:
   // "field 'amount' is missing", "field 'amount' is a string, not an integer".

@@ -327,6 +327,14 @@ TEST(RecordAccessors, ErrorsAreSentencesNamingTheField) {
   EXPECT_DOUBLE_EQ(*big.GetDouble("big"), 1e20);
 }
 
+TEST(RecordAccessors, RawJsonIsTheTapeAsJsonUnlessAPayloadWasKept) {
+  Record r = WithFields(EveryTypeTape());
+  EXPECT_EQ(r.raw_json(), FieldValue::Root(r.fields).ToJson());
+  EXPECT_EQ(r.raw_json_cache, r.raw_json());  // made once
+  r.payload = R"({"uid": "u1"})";
+  EXPECT_EQ(r.raw_json(), R"({"uid": "u1"})");
+}
+
 TEST(RecordAccessors, RecordsOfJobsThatReadNoFieldsSaySo) {
   Record r;
   r.payload = "";

@@ -82,12 +82,6 @@ Result<GeneratorSplitReader> GeneratorSplitReader::Create(const GeneratorSpec& s
     r.with_fields_ = true;
     r.key_field_ = format.key_field;
     r.ts_field_ = format.timestamp_field;
-    r.json_key_prefix_ = "{";
-    field_tape::AppendJsonString(format.key_field, &r.json_key_prefix_);
-    r.json_key_prefix_ += ":\"";
-    r.json_ts_prefix_ = "\",";
-    field_tape::AppendJsonString(format.timestamp_field, &r.json_ts_prefix_);
-    r.json_ts_prefix_ += ":";
   }
   if (from.next_event_index() > r.size_) {
     return InvalidArgument("cannot resume generator split " + std::to_string(split_index) +
@@ -178,28 +172,9 @@ void GeneratorSplitReader::EventAt(int64_t index, Record* out) const {
 
 void GeneratorSplitReader::WriteFields(uint64_t h, std::string_view key, Timestamp timestamp,
                                        Record* out) const {
-  const int64_t amount = Scale(Mix(h ^ kAmountSalt), kAmountRange);
-  char ts_text[24], amount_text[24];
-  std::string_view ts(
-      ts_text,
-      static_cast<size_t>(std::to_chars(ts_text, ts_text + 24, timestamp.millis()).ptr - ts_text));
-  std::string_view amount_str(
-      amount_text,
-      static_cast<size_t>(std::to_chars(amount_text, amount_text + 24, amount).ptr - amount_text));
-
-  std::string& line = out->payload;
-  line.assign(json_key_prefix_);
-  line.append(key);  // "uid-<k>" needs no escaping
-  line.append(json_ts_prefix_);
-  line.append(ts);
-  line.append(",\"amount\":");
-  line.append(amount_str);
-  line.append(",\"note\":\"");
-  const size_t note_at = line.size();
-  line.resize(note_at + static_cast<size_t>(note_bytes_));
-  FillLetters(h, line.data() + note_at, note_bytes_);
-  line.append("\"}");
-
+  out->payload.clear();  // raw_json() renders the tape
+  note_.resize(static_cast<size_t>(note_bytes_));
+  FillLetters(h, note_.data(), note_bytes_);
   tape_.Reset(&out->fields);
   tape_.BeginObject();
   tape_.Name(key_field_);
@@ -207,9 +182,9 @@ void GeneratorSplitReader::WriteFields(uint64_t h, std::string_view key, Timesta
   tape_.Name(ts_field_);
   tape_.Int(timestamp.millis());
   tape_.Name("amount");
-  tape_.Int(amount);
+  tape_.Int(Scale(Mix(h ^ kAmountSalt), kAmountRange));
   tape_.Name("note");
-  tape_.String(std::string_view(line.data() + note_at, static_cast<size_t>(note_bytes_)));
+  tape_.String(note_);
   tape_.EndObject();
 }
 

@@ -23,8 +23,7 @@
 //                       {"<key field>":"uid-<k>","<ts field>":<timestamp>,"amount":<a>,
 //                        "note":"<note letters>"}, a = uniform in [0, 1000) from the hash,
 //                       note = spec.note_bytes letters [a-z] (as payload's); Record::fields is
-//                       its field tape and Record::payload its JSON text (the filler payload
-//                       is not generated)
+//                       its field tape (raw_json() is exactly that JSON text; no payload)
 //   key group           KeyGroupAssigner of the job (string keys)
 //
 // Rate limit (rate R > 0): the split emits at most R/S events per second on the injected clock,
@@ -103,9 +102,8 @@ class GeneratorSplitReader {
   int32_t payload_bytes_;
   int32_t note_bytes_;
   bool with_fields_ = false;
-  // JSON text around the values of a record with fields, e.g. {"uid":"  ","ts":  ,"amount":
-  std::string json_key_prefix_, json_ts_prefix_;
   mutable FieldTapeWriter tape_;  // reused by EventAt (single thread)
+  mutable std::string note_;
   std::string key_field_, ts_field_;
   uint64_t split_base_;
   bool skewed_;

@@ -365,7 +365,7 @@ Status JsonRecordParser::Parse(std::string_view line, size_t padded_size, Record
   RETURN_IF_ERROR(format_.keep_fields
                       ? impl_->ReadObject<true>(format_, assigner_, doc, object, out)
                       : impl_->ReadObject<false>(format_, assigner_, doc, object, out));
-  if (format_.keep_payload || format_.keep_fields) {
+  if (format_.keep_payload) {
     out->payload.assign(line.data(), line.size());
   } else {
     out->payload.clear();

@@ -17,7 +17,7 @@
 // keep_fields (the job reads fields, JobSpec::reads_fields): the same single walk also writes
 // the whole object, key and timestamp included, into Record::fields (common/record_fields.h:
 // strings unescaped, integers as int64, other numbers as doubles, integers beyond 64 bits as
-// their text), and Record::payload is the line. Off, nothing extra is written or copied.
+// their text); Record::raw_json() renders it as JSON text. Off, nothing extra is written.
 //
 // A field that appears twice is an error. Errors are InvalidArgument with the reason only
 // ("missing field 'uid'", "field 'ts' is not an integer (epoch milliseconds)",
@@ -50,7 +50,7 @@ struct JsonRecordFormat {
   std::string timestamp_field = "ts";
   KeyType key_type = KeyType::kString;
   bool keep_payload = false;  // Record::payload = the line as read (without its terminator)
-  bool keep_fields = false;   // Record::fields = the line's field tape; implies keep_payload
+  bool keep_fields = false;   // Record::fields = the line's field tape
 };
 
 class JsonRecordParser {

@@ -244,6 +244,7 @@ Status KeyedTask::HandleEvent(const InputEvent& event) {
         scratch_.timestamp = v.timestamp;
         scratch_.payload.assign(v.payload);
         scratch_.fields.assign(v.fields);
+        scratch_.raw_json_cache.clear();
         Status processed = operator_->ProcessElement(scratch_);
         if (!processed.ok()) {
           // The function's own failure names it; others get the record's origin.
