@@ -829,5 +829,72 @@ TEST_F(RecoveryTest, LostWorkerWithoutReplacementRestartsTheJobOnTheRemainingWor
   EXPECT_TRUE(SameLines(*actual, Reference(kInput, kCount, kTimeoutMs)));
 }
 
+// A job upgrade (issue 10): a savepoint of the built-in count-window restores into a newer build
+// of the same jobs, shipped as a job library (other bytes, other hash), and the result is exact;
+// a build whose state "window" changed its type is refused at restore, naming the state, and
+// the savepoint stays usable.
+TEST_F(RecoveryTest, AJobUpgradeRestoresIntoANewerBuildAndRefusesAChangedStateType) {
+  constexpr int64_t kLateCount = 800, kLongTimeoutMs = 60'000;
+  constexpr char kSlowInput[] = "gen:events=20000,keys=200,splits=2,seed=5,skew=1,rate=3000";
+  auto args = [&](const std::string& output, std::vector<std::string> extra) {
+    std::vector<std::string> a = {"run",
+                                  "--job",
+                                  "count-window",
+                                  "--param",
+                                  "time=event",
+                                  "--param",
+                                  "count=" + std::to_string(kLateCount),
+                                  "--param",
+                                  "timeout=60s",
+                                  "--input",
+                                  kSlowInput,
+                                  "--output",
+                                  output,
+                                  "--parallelism",
+                                  "2"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  auto first = Submit(args(dir_.path() + "/output-v1", {"--checkpoint-interval", "1h"}));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(Ok(WaitForProcessing(*first)));
+  const std::string savepoint_dir = dir_.path() + "/savepoint";
+  auto taken = cluster_->Cli({"savepoint", "--dir", savepoint_dir}, Duration::Seconds(30));
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  ASSERT_TRUE(ParseCompleted(*taken, "savepoint").ok()) << taken->out << taken->err;
+  auto cancel = cluster_->Cli({"cancel"});
+  ASSERT_TRUE(cancel.ok() && cancel->exit_code == 0) << cancel->out << cancel->err;
+  auto inspected = Inspect({"--json", savepoint_dir});
+  ASSERT_TRUE(inspected.ok() && inspected->exit_code == 0) << inspected->err;
+  ASSERT_EQ(nlohmann::json::parse(inspected->out, nullptr, false).value("sink_committables", -1), 0)
+      << "precondition: the savepoint was taken before the first result (machine too slow?)";
+
+  // The state's type changed: refused at restore with the state's name, no restart loop.
+  auto bad = Submit(args(dir_.path() + "/output-bad",
+                         {"--job-library", KEYFLOW_CHANGED_STATE_JOBS_LIBRARY, "--from-savepoint",
+                          savepoint_dir, "--restart-strategy", "none"}));
+  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+  auto bad_end = WaitForEnd(*bad);
+  ASSERT_TRUE(bad_end.ok()) << bad_end.status().ToString();
+  EXPECT_EQ(bad_end->value("state", ""), "FAILED") << bad_end->dump();
+  EXPECT_THAT(bad_end->value("failure", ""),
+              HasSubstr("state 'window' was checkpointed as ValueState<CountWindow> but the job "
+                        "now declares ValueState<long>"))
+      << bad_end->dump();
+
+  // A newer build of the same jobs: restores, and the whole result is exact.
+  const std::string output = dir_.path() + "/output-v2";
+  auto second =
+      Submit(args(output, {"--job-library", KEYFLOW_BUILTIN_JOBS_V2_LIBRARY, "--from-savepoint",
+                           savepoint_dir, "--checkpoint-interval", "300ms"}));
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  auto end = WaitForEnd(*second);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
+  auto actual = CanonicalOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, Reference(kSlowInput, kLateCount, kLongTimeoutMs)));
+}
+
 }  // namespace
 }  // namespace keyflow::test

@@ -23,6 +23,9 @@ std::vector<JobDefinition> BuiltInJobs() {
        "time domain of the timeout",
        {"processing", "event"}},
   };
+#ifdef KEYFLOW_JOB_BUILD_TAG  // another build of the same jobs (the job-upgrade test)
+  count_window.description += " (build " KEYFLOW_JOB_BUILD_TAG ")";
+#endif
   count_window.reads_fields = false;  // key and timestamp only
   count_window.create = [](const JobParams& p) { return MakeCountWindowFunction(p); };
 
