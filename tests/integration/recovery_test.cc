@@ -119,15 +119,20 @@ class RecoveryTest : public ::testing::Test {
   std::vector<std::string> CountWindowArgs(const std::string& input, const std::string& output,
                                            int parallelism,
                                            std::vector<std::string> extra = {}) const {
+    return CountWindowArgs(input, output, parallelism, kCount, kTimeoutMs, std::move(extra));
+  }
+  std::vector<std::string> CountWindowArgs(const std::string& input, const std::string& output,
+                                           int parallelism, int64_t count, int64_t timeout_ms,
+                                           std::vector<std::string> extra) const {
     std::vector<std::string> args = {"run",
                                      "--job",
                                      "count-window",
                                      "--param",
                                      "time=event",
                                      "--param",
-                                     "count=" + std::to_string(kCount),
+                                     "count=" + std::to_string(count),
                                      "--param",
-                                     "timeout=" + std::to_string(kTimeoutMs) + "ms",
+                                     "timeout=" + std::to_string(timeout_ms) + "ms",
                                      "--input",
                                      input,
                                      "--output",
@@ -837,23 +842,7 @@ TEST_F(RecoveryTest, AJobUpgradeRestoresIntoANewerBuildAndRefusesAChangedStateTy
   constexpr int64_t kLateCount = 800, kLongTimeoutMs = 60'000;
   constexpr char kSlowInput[] = "gen:events=20000,keys=200,splits=2,seed=5,skew=1,rate=3000";
   auto args = [&](const std::string& output, std::vector<std::string> extra) {
-    std::vector<std::string> a = {"run",
-                                  "--job",
-                                  "count-window",
-                                  "--param",
-                                  "time=event",
-                                  "--param",
-                                  "count=" + std::to_string(kLateCount),
-                                  "--param",
-                                  "timeout=60s",
-                                  "--input",
-                                  kSlowInput,
-                                  "--output",
-                                  output,
-                                  "--parallelism",
-                                  "2"};
-    a.insert(a.end(), extra.begin(), extra.end());
-    return a;
+    return CountWindowArgs(kSlowInput, output, 2, kLateCount, kLongTimeoutMs, std::move(extra));
   };
   auto first = Submit(args(dir_.path() + "/output-v1", {"--checkpoint-interval", "1h"}));
   ASSERT_TRUE(first.ok()) << first.status().ToString();
