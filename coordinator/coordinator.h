@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include "common/security/process_security.h"
 
 #include "common/clock.h"
 #include "common/protocol/control_messages.h"
@@ -29,6 +30,9 @@ struct CoordinatorOptions {
   // Identifies this coordinator process in status (`coordinator.incarnation`): a CLI waiting for
   // a command sees it change when the coordinator restarted. Empty: a new random one.
   std::string incarnation;
+  // --keys / --insecure (common/security/process_security.h): the control ROUTER's CURVE key and
+  // the keys it admits.
+  ProcessSecurity security;
 };
 
 class Coordinator {

@@ -5,6 +5,7 @@
 #include "common/logging.h"
 #include "common/process/command_line.h"
 #include "common/process/signal_waiter.h"
+#include "common/security/process_security.h"
 #include "coordinator/control_server.h"
 
 namespace {
@@ -40,6 +41,8 @@ int main(int argc, char** argv) {
       "log-file", po::value(&log_file), "log to this file (default: stderr)")(
       "log-level", po::value(&log_level)->default_value("info"), "trace|debug|info|warn|error")(
       "config", po::value(&config), "read options from this file (INI: name = value)");
+  SecurityFlags security_flags;
+  AddSecurityFlags(opts, Role::kCoordinator, &security_flags);
   po::variables_map vm;
   int code;
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -50,6 +53,11 @@ int main(int argc, char** argv) {
 
   CoordinatorOptions options;
   options.job.checkpoint_root = checkpoint_dir;
+  // TRANSITIONAL (until the harness and scripts pass --keys): neither flag means --insecure.
+  if (security_flags.keys_dir.empty()) security_flags.insecure = true;
+  auto security = LoadProcessSecurity(security_flags, Role::kCoordinator);
+  if (!security.ok()) return Fail(security.status(), kExitUsage);
+  options.security = *security;
   auto interval = DurationFlagMillis("heartbeat-interval", hb_interval, kPositiveDuration);
   auto timeout = DurationFlagMillis("heartbeat-timeout", hb_timeout, kPositiveDuration);
   auto deploy = DurationFlagMillis("deploy-timeout", deploy_timeout, kPositiveDuration);
@@ -75,6 +83,7 @@ int main(int argc, char** argv) {
   if (Status s = InitLogging("coordinator", log_file, log_level); !s.ok()) {
     return Fail(s, kExitUsage);
   }
+  if (!options.security.enabled) KF_LOG_WARN("{}", InsecureWarning("keyflow-coordinator"));
   auto ctx = ZmqContext::Create(1);
   if (!ctx.ok()) return Fail(ctx.status(), kExitFailure);
   SystemClock clock;

@@ -6,6 +6,7 @@
 #include "common/logging.h"
 #include "common/process/command_line.h"
 #include "common/process/signal_waiter.h"
+#include "common/security/process_security.h"
 #include "worker/runtime/crash_handler.h"
 #include "worker/worker_process.h"
 
@@ -40,6 +41,8 @@ int main(int argc, char** argv) {
       "ended (e.g. \"killed by signal 9 (SIGKILL)\"); the coordinator reports it")(
       "previous-pid", po::value(&options.previous_pid)->default_value(0),
       "set by a supervisor: the pid of that previous process (its slot is taken over at once)");
+  SecurityFlags security_flags;
+  AddSecurityFlags(opts, Role::kWorker, &security_flags, "worker-<slot>");
   po::variables_map vm;
   int code;
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -68,9 +71,18 @@ int main(int argc, char** argv) {
                     s.message() + " (give a directory this user can create and write)",
                 kExitUsage);
   }
+  if (security_flags.key_name == "worker-<slot>") {
+    security_flags.key_name = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "";
+  }
+  // TRANSITIONAL (until the harness and scripts pass --keys): neither flag means --insecure.
+  if (security_flags.keys_dir.empty()) security_flags.insecure = true;
+  auto security = LoadProcessSecurity(security_flags, Role::kWorker);
+  if (!security.ok()) return Fail(security.status(), kExitUsage);
+  options.security = *security;
   std::string process = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "worker";
   if (Status s = InitLogging(process, log_file, log_level); !s.ok()) return Fail(s, kExitUsage);
 
+  if (!options.security.enabled) KF_LOG_WARN("{}", InsecureWarning("keyflow-worker"));
   // One I/O thread: a worker already runs a source and a keyed task thread on few cores.
   auto zmq = ZmqContext::Create(1);
   if (!zmq.ok()) return Fail(zmq.status(), kExitFailure);

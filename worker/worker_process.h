@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include "common/security/process_security.h"
 
 #include "common/clock.h"
 #include "common/protocol/control_messages.h"
@@ -32,6 +33,9 @@ struct WorkerOptions {
   // previous process of this slot ended; sent with the first registration.
   std::string previous_exit;
   int64_t previous_pid = 0;
+  // --keys / --key-name / --insecure (common/security/process_security.h): this worker's key,
+  // the coordinator's public key.
+  ProcessSecurity security;
 };
 
 class WorkerProcess {

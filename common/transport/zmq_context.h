@@ -36,13 +36,17 @@ class ZmqContext {
   uint64_t NextUniqueId() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
   // Number of ZmqSockets currently open on this context.
   int open_sockets() const { return open_sockets_.load(std::memory_order_acquire); }
+  // True while a ZapAuthenticator serves this context (CURVE server sockets require one).
+  bool zap_handler_running() const { return zap_handler_.load(std::memory_order_acquire); }
 
  private:
-  friend class ZmqSocket;  // maintains open_sockets_
+  friend class ZmqSocket;         // maintains open_sockets_
+  friend class ZapAuthenticator;  // maintains zap_handler_
   explicit ZmqContext(zmq::context_t context) : context_(std::move(context)) {}
 
   zmq::context_t context_;
   std::atomic<int> open_sockets_{0};
+  std::atomic<bool> zap_handler_{false};
   std::atomic<uint64_t> next_id_{1};
 };
 

@@ -22,6 +22,8 @@ int ZmqType(SocketType type) {
       return ZMQ_ROUTER;
     case SocketType::kPair:
       return ZMQ_PAIR;
+    case SocketType::kRep:
+      return ZMQ_REP;
   }
   return ZMQ_PAIR;
 }
@@ -46,6 +48,51 @@ Status FromZmqError(std::string_view what, const zmq::error_t& e) {
   }
 }
 
+// ZeroMQ takes a Z85 key as 41 bytes with the terminating NUL.
+void SetZ85Key(zmq::socket_t& s, int option, const std::string& z85) {
+  if (zmq_setsockopt(s.handle(), option, z85.c_str(), z85.size() + 1) != 0) {
+    throw zmq::error_t();
+  }
+}
+
+Status ValidateCurve(const ZmqContext& context, const CurveOptions& curve) {
+  using Mode = CurveOptions::Mode;
+  if (curve.mode == Mode::kOff) return Status::Ok();
+  if (!CurveAvailable()) {
+    return FailedPrecondition(
+        "this libzmq was built without CURVE support, so the socket cannot be secured: install "
+        "Debian's libzmq5 (scripts/install-deps.sh) or run with --insecure");
+  }
+  RETURN_IF_ERROR_CTX(ValidateZ85Key(curve.own.public_key), "CURVE public key");
+  RETURN_IF_ERROR_CTX(ValidateZ85Key(curve.own.secret_key), "CURVE secret key");
+  if (curve.mode == Mode::kClient) {
+    RETURN_IF_ERROR_CTX(ValidateZ85Key(curve.server_public_key), "CURVE server key");
+    return Status::Ok();
+  }
+  if (curve.zap_domain.empty()) {
+    return InvalidArgument("a CURVE server socket needs a ZAP domain");
+  }
+  if (!context.zap_handler_running()) {
+    return FailedPrecondition(
+        "a CURVE server socket needs a ZapAuthenticator running on its context (without one, "
+        "ZeroMQ would admit every key)");
+  }
+  return Status::Ok();
+}
+
+void ApplyCurve(zmq::socket_t& s, const CurveOptions& curve) {
+  using Mode = CurveOptions::Mode;
+  if (curve.mode == Mode::kServer) {
+    s.set(zmq::sockopt::zap_domain, curve.zap_domain);
+    s.set(zmq::sockopt::curve_server, true);
+    SetZ85Key(s, ZMQ_CURVE_SECRETKEY, curve.own.secret_key);
+  } else if (curve.mode == Mode::kClient) {
+    SetZ85Key(s, ZMQ_CURVE_SERVERKEY, curve.server_public_key);
+    SetZ85Key(s, ZMQ_CURVE_PUBLICKEY, curve.own.public_key);
+    SetZ85Key(s, ZMQ_CURVE_SECRETKEY, curve.own.secret_key);
+  }
+}
+
 std::string MillisText(int64_t ms) {
   return std::to_string(ms) + " ms";
 }
@@ -63,9 +110,11 @@ Result<ZmqSocket> ZmqSocket::Create(ZmqContext& context, SocketType type,
     return InvalidArgument("socket max_message_bytes must be >= 0 (0 = no limit), got " +
                            std::to_string(options.max_message_bytes));
   }
+  RETURN_IF_ERROR(ValidateCurve(context, options.curve));
   try {
     zmq::socket_t s(context.context(), ZmqType(type));
     s.set(zmq::sockopt::linger, 0);
+    ApplyCurve(s, options.curve);
     s.set(zmq::sockopt::sndhwm, options.send_high_water_mark);
     s.set(zmq::sockopt::rcvhwm, options.receive_high_water_mark);
     if (options.kernel_send_buffer_bytes > 0) {
@@ -97,6 +146,12 @@ Result<ZmqSocket> ZmqSocket::Create(ZmqContext& context, SocketType type,
   } catch (const zmq::error_t& e) {
     return FromZmqError("cannot create a ZeroMQ socket", e);
   }
+}
+
+std::string PeerUserId(const zmq::message_t& msg) {
+  // zmq_msg_gets takes a non-const message but does not modify it.
+  const char* id = zmq_msg_gets(const_cast<zmq_msg_t*>(msg.handle()), "User-Id");
+  return id == nullptr ? std::string() : std::string(id);
 }
 
 ZmqSocket::ZmqSocket(ZmqSocket&& other) noexcept

@@ -27,13 +27,34 @@
 
 #include <zmq.hpp>
 
+#include "common/security/curve_keys.h"
 #include "common/status.h"
 #include "common/transport/zmq_context.h"
 #include "common/types.h"
 
 namespace keyflow {
 
-enum class SocketType : uint8_t { kPush, kPull, kDealer, kRouter, kPair };
+enum class SocketType : uint8_t { kPush, kPull, kDealer, kRouter, kPair, kRep };
+
+// CURVE (RFC 26): an encrypted, authenticated connection. A server socket (the one that binds:
+// the coordinator's ROUTER, a worker's data PULL) holds its own key pair and names a ZAP domain;
+// the process's ZapAuthenticator (common/security/zap_authenticator.h) decides which client keys
+// it admits and tags each admitted connection with a User-Id (PeerUserId below). A client socket
+// holds its own key pair and pins the server's public key: it talks to nobody else.
+struct CurveOptions {
+  enum class Mode : uint8_t { kOff, kServer, kClient };
+  Mode mode = Mode::kOff;
+  CurveKeyPair own;               // both modes: this socket's key pair (secret required)
+  std::string server_public_key;  // kClient: the server's public key (Z85)
+  std::string zap_domain;         // kServer: passed to the ZAP policy (non-empty)
+
+  static CurveOptions Server(CurveKeyPair own, std::string zap_domain) {
+    return CurveOptions{Mode::kServer, std::move(own), "", std::move(zap_domain)};
+  }
+  static CurveOptions Client(CurveKeyPair own, std::string server_public_key) {
+    return CurveOptions{Mode::kClient, std::move(own), std::move(server_public_key), ""};
+  }
+};
 
 struct SocketOptions {
   // Queue limits in messages (ZMQ_SNDHWM / ZMQ_RCVHWM), each > 0: bounded queues are the
@@ -64,7 +85,14 @@ struct SocketOptions {
   // (before it is buffered). 0 = no limit (the data plane, whose batches are bounded by the
   // sender). The control plane sets kMaxControlMessageBytes (control_plane.h).
   int64_t max_message_bytes = 0;
+  // Off by default. A kServer socket can only be created while a ZapAuthenticator runs on the
+  // context (without one, libzmq would admit every client key): FailedPrecondition otherwise.
+  CurveOptions curve;
 };
+
+// The authenticated identity of the connection a received message came from: the User-Id its
+// ZAP handler gave it ("worker:worker-0"), or "" on a connection without CURVE.
+std::string PeerUserId(const zmq::message_t& msg);
 
 struct SendOptions {
   // Total time a send may wait for the peer to accept the message.
