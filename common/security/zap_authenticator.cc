@@ -60,7 +60,7 @@ ZapAuthenticator::~ZapAuthenticator() {
 }
 
 ZapCounts ZapAuthenticator::counts(std::string_view domain) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = counts_.find(domain);
   return it == counts_.end() ? ZapCounts{} : it->second;
 }
@@ -108,7 +108,7 @@ void ZapAuthenticator::Answer(std::vector<zmq::message_t>& request) {
     }
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     ZapCounts& c = counts_[r.domain];
     ++(decision.admitted ? c.admitted : c.refused);
   }

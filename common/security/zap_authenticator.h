@@ -21,11 +21,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/transport/zmq_context.h"
 #include "common/transport/zmq_socket.h"
@@ -76,8 +76,8 @@ class ZapAuthenticator {
   ZmqSocket socket_;  // REP on inproc://zeromq.zap.01; used only by thread_ after Start
   ZapPolicy policy_;
   int stop_fd_;  // eventfd: readable when the destructor asks the thread to stop
-  mutable std::mutex mu_;
-  std::map<std::string, ZapCounts, std::less<>> counts_;  // by domain; guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, ZapCounts, std::less<>> counts_ ABSL_GUARDED_BY(mu_);  // by domain
   std::thread thread_;
 };
 
