@@ -46,14 +46,17 @@ void ControlServer::Send(const std::string& identity, const ControlMessage& msg)
 
 void ControlServer::Drain(int64_t now_ms) {
   std::vector<zmq::message_t> parts;
-  while (true) {
+  // Bounded, so that a peer flooding messages cannot keep the loop from ticking (heartbeat
+  // deadlines are judged against a fresh now); the ROUTER fair-queues its peers, so the
+  // registered workers' messages are among the next few read whatever one peer sends.
+  for (int n = 0; n < kMaxMessagesPerDrain; ++n) {
     auto got = socket_.TryReceiveMultipart(&parts);
     if (!got.ok()) {
       KF_LOG_WARN("control receive failed: {}", got.status().message());
       return;
     }
     if (!*got) return;
-    if (parts.size() < 2) continue;  // malformed envelope
+    if (parts.size() < 2) continue;  // malformed envelope (a ROUTER always adds the identity)
     std::string identity(static_cast<const char*>(parts[0].data()), parts[0].size());
     // Extra frames are not part of the protocol: such a message decodes as empty (an error).
     std::string_view body;

@@ -36,7 +36,9 @@ class ControlServer final : public ControlOutbox {
  private:
   ControlServer(ZmqSocket socket, std::string endpoint)
       : socket_(std::move(socket)), endpoint_(std::move(endpoint)) {}
+  // Handles up to kMaxMessagesPerDrain pending messages.
   void Drain(int64_t now_ms);
+  static constexpr int kMaxMessagesPerDrain = 512;
 
   ZmqSocket socket_;
   std::string endpoint_;

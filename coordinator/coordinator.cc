@@ -73,7 +73,10 @@ Coordinator::Coordinator(CoordinatorOptions options, ControlOutbox* outbox, cons
       workers_(options_.heartbeat_timeout_ms,
                std::min(options_.heartbeat_timeout_ms, 2 * options_.heartbeat_interval_ms)),
       incarnation_(options_.incarnation.empty() ? NewIncarnation(wall_clock)
-                                                : options_.incarnation) {}
+                                                : options_.incarnation),
+      peer_errors_(LogRateLimiterOptions{.clock = wall_clock}),
+      junk_replies_(LogRateLimiterOptions{
+          .interval = Duration::Seconds(1), .max_lines_per_interval = 1000, .clock = wall_clock}) {}
 
 std::function<void(const std::string&)> Coordinator::TrackCommand(JobCommand command) {
   JobMaster* jm = job_.get();
@@ -95,7 +98,9 @@ void Coordinator::SendReply(const std::string& identity, bool ok, std::string me
 const WorkerInfo* Coordinator::Sender(const std::string& identity, WorkerId claimed) {
   const WorkerInfo* w = workers_.FindByIdentity(identity);
   if (w == nullptr || w->id != claimed) {
-    KF_LOG_WARN("message from unregistered or mismatched peer claimed_worker={}", claimed.value());
+    KF_LOG_WARN_RATE_LIMITED(peer_errors_, "unknown sender/" + identity,
+                             "message from unregistered or mismatched peer claimed_worker={}",
+                             claimed.value());
     return nullptr;
   }
   return w;
@@ -188,7 +193,8 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
             SendReply(identity, true, "job " + job_->job_id() + " canceled");
           }
         } else {
-          KF_LOG_WARN("unexpected control message type={}", ControlMessageName(msg));
+          KF_LOG_WARN_RATE_LIMITED(peer_errors_, "unexpected/" + identity,
+                                   "unexpected control message type={}", ControlMessageName(msg));
           SendReply(identity, false,
                     std::string("the coordinator does not handle ") +
                         std::string(ControlMessageName(msg)) + " messages");
@@ -198,8 +204,10 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
 }
 
 void Coordinator::OnUndecodable(const std::string& identity, const Status& why) {
-  KF_LOG_WARN("undecodable control message: {}", why.message());
-  SendReply(identity, false, why.message());
+  ++malformed_control_messages_;
+  KF_LOG_WARN_RATE_LIMITED(peer_errors_, "undecodable/" + identity,
+                           "undecodable control message: {}", why.message());
+  if (junk_replies_.ShouldLog(identity)) SendReply(identity, false, why.message());
 }
 
 void Coordinator::HandleRegister(const std::string& identity, const RegisterWorker& m,
@@ -475,7 +483,8 @@ nlohmann::json Coordinator::StatusJson(int64_t now_ms) const {
     ws.push_back(std::move(x));
   }
   j["workers"] = std::move(ws);
-  j["coordinator"] = {{"incarnation", incarnation_}};
+  j["coordinator"] = {{"incarnation", incarnation_},
+                      {"malformed_control_messages", malformed_control_messages_}};
   j["job"] = job_ != nullptr ? job_->StatusJson(now_ms) : nlohmann::json();
   return j;
 }

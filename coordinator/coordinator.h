@@ -16,6 +16,7 @@
 #include "common/security/process_security.h"
 
 #include "common/clock.h"
+#include "common/log_rate_limiter.h"
 #include "common/protocol/control_messages.h"
 #include "coordinator/control_outbox.h"
 #include "coordinator/job_master.h"
@@ -49,7 +50,9 @@ class Coordinator {
   Status ResumeJobs(int64_t now_ms);
 
   void OnMessage(const std::string& identity, const ControlMessage& msg, int64_t now_ms);
-  // A frame that could not be decoded: answered with a Reply error (CLI peers read it) and logged.
+  // A frame that could not be decoded: counted (status: coordinator.malformed_control_messages),
+  // logged at most once per peer per minute and answered with a Reply error (CLI peers read
+  // it) at most once per peer per second, so a peer flooding junk costs neither log nor queue.
   void OnUndecodable(const std::string& identity, const Status& why);
   // Periodic work: heartbeats out, lost workers, job timeouts. Call at least every
   // heartbeat_interval_ms.
@@ -90,6 +93,10 @@ class Coordinator {
   // that each worker's fetch is a send, not a read and hash of up to kMaxJobLibraryBytes.
   std::string job_library_sha256_;
   std::string job_library_bytes_;
+  // Errors logged per received message (undecodable, unknown sender), and replies to junk.
+  LogRateLimiter peer_errors_;
+  LogRateLimiter junk_replies_;
+  uint64_t malformed_control_messages_ = 0;
 };
 
 }  // namespace keyflow

@@ -935,6 +935,7 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     s["subtask"] = v.subtask.value();
     s["worker"] = v.worker_description;
     s["key_groups"] = {v.key_groups.start(), v.key_groups.end()};
+    s["input_endpoints"] = v.input_endpoints;  // [i]: where source subtask i sends to it
     s["state"] = v.finished               ? "FINISHED"
                  : !v.ended_state.empty() ? v.ended_state.c_str()
                  : v.input_ended          ? "INPUT_ENDED"

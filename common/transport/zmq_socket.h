@@ -82,8 +82,8 @@ struct SocketOptions {
   // Unavailable (no peer) instead of DeadlineExceeded (slow peer). Costs one inproc socket.
   bool track_connections = false;
   // ZMQ_MAXMSGSIZE: an inbound message part larger than this drops the connection that sent it
-  // (before it is buffered). 0 = no limit (the data plane, whose batches are bounded by the
-  // sender). The control plane sets kMaxControlMessageBytes (control_plane.h).
+  // (before it is buffered). 0 = no limit. The control plane sets kMaxControlMessageBytes
+  // (control_plane.h), the data plane kMaxDataFrameBytes (worker/shuffle/input_gate.h).
   int64_t max_message_bytes = 0;
   // Off by default. A kServer socket can only be created while a ZapAuthenticator runs on the
   // context (without one, libzmq would admit every client key): FailedPrecondition otherwise.

@@ -1,14 +1,13 @@
 #include "checkpoint/checkpoint_storage.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <memory>
 
 #include "common/file_io.h"
+#include "common/testing/captured_log.h"
 #include "common/testing/fault_injection_file_system.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 
@@ -17,24 +16,7 @@ namespace {
 
 using ckpt_test::TestMetadata;
 
-// Routes log lines into memory for the duration of a test, to assert on warnings.
-class CapturedLog {
- public:
-  CapturedLog() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100)) {
-    previous_ = spdlog::default_logger();
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink_));
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  std::string Text() const {
-    std::string all;
-    for (const std::string& line : sink_->last_formatted()) all += line;
-    return all;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
+using keyflow::testing::CapturedLog;
 
 class CheckpointStorageTest : public ::testing::Test {
  protected:

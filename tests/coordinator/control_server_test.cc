@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -82,6 +83,90 @@ TEST_F(ControlServerTest, RepliesToAnUndecodableMessageWithTheReason) {
   ASSERT_TRUE(std::holds_alternative<Reply>(*decoded));
   EXPECT_FALSE(std::get<Reply>(*decoded).ok);
   EXPECT_THAT(std::get<Reply>(*decoded).message, HasSubstr("a control peer"));
+}
+
+ControlMessage DecodeOrDie(const zmq::message_t& m) {
+  auto decoded = DecodeControlMessage(
+      std::string_view(static_cast<const char*>(m.data()), m.size()), "the coordinator");
+  EXPECT_TRUE(decoded.ok()) << decoded.status().message();
+  return decoded.ok() ? *decoded : ControlMessage(Reply{});
+}
+
+// One socket floods for 2 s — junk, then valid status requests, which cost the loop more than
+// they cost the sender, so a backlog builds — while a worker registers and heartbeats every
+// 100 ms against a 1 s timeout. The loop ticks (the worker keeps receiving the coordinator's
+// heartbeats) and reads the worker between bounded drains: it is never declared lost, and the
+// CLI's status request is answered.
+void ExpectWorkerServedDuringAFlood(ZmqContext& ctx, const std::string& endpoint, bool junk) {
+  ZmqSocket worker = ZmqSocket::Create(ctx, SocketType::kDealer).value();
+  ASSERT_TRUE(worker.Connect(endpoint).ok());
+  RegisterWorker reg;
+  reg.hostname = "h";
+  reg.pid = 4242;
+  ASSERT_TRUE(worker.Send(EncodeControlMessage(reg), SendOptions{}).ok());
+  zmq::message_t got;
+  ASSERT_TRUE(worker.Receive(&got, Duration::Seconds(5)).ok());
+  ControlMessage registered = DecodeOrDie(got);
+  ASSERT_TRUE(std::holds_alternative<Registered>(registered));
+  const WorkerId id = std::get<Registered>(registered).worker;
+
+  std::atomic<bool> flooding{true};
+  std::atomic<int64_t> sent{0};
+  std::thread flood([&] {
+    zmq::context_t flood_ctx(1);
+    zmq::socket_t s(flood_ctx, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::sndhwm, 100'000);
+    s.connect(endpoint);
+    const std::string message = junk ? "junk!" : EncodeControlMessage(StatusRequest{});
+    while (flooding.load()) {
+      if (s.send(zmq::buffer(message), zmq::send_flags::dontwait)) sent.fetch_add(1);
+    }
+  });
+
+  bool told_to_register_again = false;
+  int coordinator_heartbeats = 0;
+  const int64_t end = MonotonicMillis() + 2000;
+  int64_t next_heartbeat = 0;
+  while (MonotonicMillis() < end) {
+    if (MonotonicMillis() >= next_heartbeat) {
+      ASSERT_TRUE(
+          worker
+              .Send(EncodeControlMessage(WorkerHeartbeat{id, AttemptNumber(0), {}}), SendOptions{})
+              .ok());
+      next_heartbeat = MonotonicMillis() + 100;
+    }
+    auto r = worker.Receive(&got, Duration::Millis(20));
+    if (r.ok()) {
+      ControlMessage m = DecodeOrDie(got);
+      told_to_register_again |= std::holds_alternative<RegisterAgain>(m);
+      coordinator_heartbeats += std::holds_alternative<CoordinatorHeartbeat>(m);
+    }
+  }
+  // Asked while the flood goes on.
+  auto client = cli::ControlClient::Connect(endpoint, 5000).value();
+  Result<Reply> status = client->Request(StatusRequest{});
+  flooding.store(false);
+  flood.join();
+
+  ASSERT_TRUE(status.ok()) << status.status().message();
+  EXPECT_FALSE(told_to_register_again) << "the worker was declared lost during the flood";
+  EXPECT_GE(coordinator_heartbeats, 5) << "the loop did not tick during the 2 s flood";
+  auto json = nlohmann::json::parse(status->json);
+  ASSERT_EQ(json["workers"].size(), 1u) << json.dump();
+  EXPECT_LT(json["workers"][0]["last_heartbeat_ms_ago"].get<int64_t>(), 1000) << json.dump();
+  if (junk) {
+    EXPECT_GT(json["coordinator"]["malformed_control_messages"].get<int64_t>(), 1000)
+        << "sent " << sent.load();
+  }
+}
+
+TEST_F(ControlServerTest, ARegisteredWorkerStaysAliveWhileOneSocketFloodsJunk) {
+  ExpectWorkerServedDuringAFlood(*ctx_, server_->endpoint(), /*junk=*/true);
+}
+
+TEST_F(ControlServerTest, ARegisteredWorkerStaysAliveWhileOneSocketFloodsStatusRequests) {
+  ExpectWorkerServedDuringAFlood(*ctx_, server_->endpoint(), /*junk=*/false);
 }
 
 TEST_F(ControlServerTest, BindingAPortInUseNamesAnotherCoordinator) {

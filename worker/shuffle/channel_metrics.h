@@ -22,6 +22,8 @@ struct InputChannelMetrics {
   uint64_t bytes = 0;          // bytes of those frames, headers included
   uint64_t decode_errors = 0;  // frames rejected (corrupt, wrong sender, lost or duplicate)
   uint64_t stale_frames = 0;   // frames of an older attempt, dropped
+  // Frames that failed the frame format check (not from a keyflow sender, or damaged), dropped.
+  uint64_t dropped_frames = 0;
   int64_t blocked_millis = 0;  // time the channel was blocked for barrier alignment
 };
 

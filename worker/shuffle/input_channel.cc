@@ -7,25 +7,34 @@ namespace keyflow {
 
 InputChannel::InputChannel(ZmqSocket socket, std::string endpoint, SubtaskIndex receiver,
                            SubtaskIndex sender, AttemptNumber attempt,
-                           std::optional<KeyGroupRange> key_groups)
+                           std::optional<KeyGroupRange> key_groups, LogRateLimiter* frame_errors)
     : socket_(std::move(socket)),
       endpoint_(std::move(endpoint)),
       receiver_(receiver),
       sender_(sender),
       attempt_(attempt),
-      key_groups_(key_groups) {
+      key_groups_(key_groups),
+      frame_errors_(frame_errors) {
   description_ = "channel from source subtask " + std::to_string(sender.value()) +
                  " to keyed subtask " + std::to_string(receiver.value()) + " (" + endpoint_ + ")";
 }
 
 Result<bool> InputChannel::ReceiveNext(InputEvent* event) {
-  for (;;) {
+  for (int dropped = 0;;) {
     auto got = socket_.TryReceive(&message_);
     if (!got.ok()) return got.status().WithContext(description_);
     if (!*got) return false;
     std::string_view bytes(static_cast<const char*>(message_.data()), message_.size());
     auto decoded = DecodeFrame(bytes, description_);
-    if (!decoded.ok()) return Reject(decoded.status());
+    if (!decoded.ok()) {
+      // Not a frame of a keyflow sender (or damaged on the way): the sequence check of the next
+      // good frame catches a real sender's loss, so this one is only counted.
+      ++metrics_.dropped_frames;
+      KF_LOG_WARN_RATE_LIMITED(*frame_errors_, description_, "dropped a data frame: {}",
+                               decoded.status().message());
+      if (++dropped >= kMaxDropsPerReceive) return false;
+      continue;
+    }
     const FrameHeader& h = decoded->header;
     if (h.attempt < attempt_) {
       ++metrics_.stale_frames;  // a frame of an earlier deployment: ignore it

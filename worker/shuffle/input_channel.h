@@ -3,11 +3,15 @@
 // for alignment, finished) and counters.
 //
 // Owned by InputGate; used only on the keyed task thread. Validation per frame, in order:
-// frame format (data_frame.h); frames of an older attempt are dropped and counted (stale
-// deployment); a newer attempt means this subtask is behind (FailedPrecondition); the sender
-// index must be this channel's; the sequence number must be the next one (a gap means frames
-// were lost with a broken connection: Unavailable, restart from a checkpoint); nothing may
-// follow END_OF_INPUT; record key groups must lie in this subtask's range.
+// frame format (data_frame.h): a frame that fails it (bad magic, version, reserved bytes, length
+// or checksum: not a frame of a keyflow sender, or damaged) is dropped and counted
+// (dropped_frames, a rate-limited log line) without touching the job — if it was a real
+// sender's frame, the next good frame shows the gap in the sequence numbers and fails as
+// below; frames of an older attempt are dropped and counted (stale deployment); a newer attempt
+// means this subtask is behind (FailedPrecondition); the sender index must be this channel's; the
+// sequence number must be the next one (a gap means frames were lost with a broken connection:
+// Unavailable, restart from a checkpoint); nothing may follow END_OF_INPUT; record key groups must
+// lie in this subtask's range.
 #pragma once
 
 #include <optional>
@@ -18,6 +22,7 @@
 #include <zmq.hpp>
 
 #include "common/key_group_range.h"
+#include "common/log_rate_limiter.h"
 #include "common/status.h"
 #include "common/transport/zmq_socket.h"
 #include "common/types.h"
@@ -41,12 +46,17 @@ struct InputEvent {
 class InputChannel {
  public:
   // `socket`: a PULL socket already bound; `endpoint`: the address senders connect to.
+  // `frame_errors` (not owned, outlives the channel) limits the log lines of dropped frames.
   InputChannel(ZmqSocket socket, std::string endpoint, SubtaskIndex receiver, SubtaskIndex sender,
-               AttemptNumber attempt, std::optional<KeyGroupRange> key_groups);
+               AttemptNumber attempt, std::optional<KeyGroupRange> key_groups,
+               LogRateLimiter* frame_errors);
 
-  // Receives frames until one is valid and current (dropping stale ones) and decodes it into
-  // *event. false: nothing pending. Errors name this channel and count as decode errors.
+  // Receives frames until one is valid and current (dropping malformed and stale ones) and
+  // decodes it into *event. false: nothing pending, or kMaxDropsPerReceive frames dropped in a
+  // row (so a peer sending junk cannot hold the task thread; call again). Errors name this
+  // channel and count as decode errors.
   Result<bool> ReceiveNext(InputEvent* event);
+  static constexpr int kMaxDropsPerReceive = 64;
 
   void Block(Timestamp now);
   void Unblock(Timestamp now);
@@ -72,6 +82,7 @@ class InputChannel {
   SubtaskIndex sender_;
   AttemptNumber attempt_;
   std::optional<KeyGroupRange> key_groups_;
+  LogRateLimiter* frame_errors_;
   std::string description_;
 
   zmq::message_t message_;           // the frame the current event points into

@@ -8,7 +8,8 @@
 namespace keyflow {
 
 InputGate::InputGate(const InputGateOptions& options)
-    : clock_(options.clock != nullptr ? options.clock : &system_clock_) {}
+    : clock_(options.clock != nullptr ? options.clock : &system_clock_),
+      frame_errors_(LogRateLimiterOptions{.clock = clock_}) {}
 
 Result<std::unique_ptr<InputGate>> InputGate::Create(ZmqContext& context,
                                                      const InputGateOptions& options) {
@@ -20,6 +21,7 @@ Result<std::unique_ptr<InputGate>> InputGate::Create(ZmqContext& context,
   SocketOptions socket_options;
   socket_options.receive_high_water_mark = options.receive_high_water_mark;
   socket_options.kernel_receive_buffer_bytes = options.kernel_receive_buffer_bytes;
+  socket_options.max_message_bytes = options.max_frame_bytes;
   gate->channels_.reserve(static_cast<size_t>(options.num_channels));
   for (int32_t i = 0; i < options.num_channels; ++i) {
     std::string what = "input channel " + std::to_string(i) + " of keyed subtask " +
@@ -31,7 +33,7 @@ Result<std::unique_ptr<InputGate>> InputGate::Create(ZmqContext& context,
     auto advertised = AdvertisedEndpoint(*bound, options.advertised_host);
     if (!advertised.ok()) return advertised.status().WithContext(what);
     gate->channels_.emplace_back(std::move(socket), *advertised, options.subtask, SubtaskIndex(i),
-                                 options.attempt, options.key_groups);
+                                 options.attempt, options.key_groups, &gate->frame_errors_);
   }
   return gate;
 }

@@ -13,7 +13,10 @@
 // queue; the sender feels backpressure); UnblockAll() resumes every channel.
 //
 // Errors from PollNext (Corruption, Unavailable for lost frames, FailedPrecondition for a newer
-// attempt) name the channel; they are counted per channel and the caller fails the task.
+// attempt) name the channel; they are counted per channel and the caller fails the task. Bytes
+// that are not a keyflow frame (another program writing to the port, a damaged frame) are
+// dropped and counted instead (InputChannelMetrics::dropped_frames, input_channel.h), and a
+// frame above max_frame_bytes drops its connection inside ZeroMQ.
 //
 // Threading: used only on the keyed task thread. The clock (for blocked time) is injectable.
 #pragma once
@@ -25,11 +28,13 @@
 
 #include "common/clock.h"
 #include "common/key_group_range.h"
+#include "common/log_rate_limiter.h"
 #include "common/status.h"
 #include "common/transport/zmq_context.h"
 #include "common/types.h"
 #include "worker/shuffle/channel_metrics.h"
 #include "worker/shuffle/input_channel.h"
+#include "worker/shuffle/record_batch_builder.h"
 
 namespace keyflow {
 
@@ -42,7 +47,10 @@ struct InputGateOptions {
   std::string advertised_host = "127.0.0.1";
   // If set, every record must belong to this range (this subtask's key groups).
   std::optional<KeyGroupRange> key_groups;
-  int receive_high_water_mark = 16;     // frames queued per channel inside ZeroMQ
+  int receive_high_water_mark = 16;  // frames queued per channel inside ZeroMQ
+  // ZMQ_MAXMSGSIZE of every channel: a peer announcing a larger frame is disconnected before
+  // anything is buffered. Default: the largest frame a sender produces (record_batch_builder.h).
+  int64_t max_frame_bytes = static_cast<int64_t>(kMaxDataFrameBytes);
   int kernel_receive_buffer_bytes = 0;  // 0: OS default
   // Measures blocked time; null uses the system clock. Not owned; must outlive the gate.
   const Clock* clock = nullptr;
@@ -93,6 +101,7 @@ class InputGate {
 
   SystemClock system_clock_;
   const Clock* clock_;
+  LogRateLimiter frame_errors_;  // dropped-frame log lines of all channels
   std::vector<InputChannel> channels_;
   size_t next_channel_ = 0;  // round-robin cursor
   InputEvent event_;

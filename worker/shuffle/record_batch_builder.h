@@ -37,6 +37,18 @@ namespace keyflow {
 
 inline constexpr size_t kMinEncodedRecordBytes = 11;  // 1 + 1 + 8 + 1: empty key and payload
 
+// The limits that bound every data-plane frame, so that each receiving socket can refuse larger
+// ones (ZMQ_MAXMSGSIZE, InputGateOptions::max_frame_bytes; worker/README.md, "Data plane"):
+// a record's key, payload and fields together are at most kMaxRecordBytes (the file source's
+// line limit; RecordWriter::Emit refuses a larger record), its encoding adds at most
+// kMaxRecordOverheadBytes (varints and the timestamp), and a batch is sealed as soon as it
+// reaches batch_size_bytes (at most kMaxBatchSizeBytes), so it holds that plus one record.
+inline constexpr size_t kMaxRecordBytes = size_t{64} << 20;
+inline constexpr size_t kMaxRecordOverheadBytes = 64;
+inline constexpr size_t kMaxBatchSizeBytes = size_t{1} << 20;
+inline constexpr size_t kMaxDataFrameBytes =
+    kMaxBatchSizeBytes + kMaxRecordBytes + kMaxRecordOverheadBytes;
+
 class RecordBatchBuilder {
  public:
   RecordBatchBuilder();

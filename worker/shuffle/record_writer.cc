@@ -17,6 +17,11 @@ Result<std::unique_ptr<RecordWriter>> RecordWriter::Create(ZmqContext& context,
     return InvalidArgument("batch size " + std::to_string(options.batch_size_bytes) +
                            " bytes is too small for even one record");
   }
+  if (options.batch_size_bytes > kMaxBatchSizeBytes) {
+    return InvalidArgument("batch size " + std::to_string(options.batch_size_bytes) +
+                           " bytes is above the data plane's limit of " +
+                           std::to_string(kMaxBatchSizeBytes) + " bytes: choose a smaller one");
+  }
   if (options.batch_timeout.millis() < 0 || options.send_timeout.millis() <= 0) {
     return InvalidArgument("batch timeout must be >= 0 and send timeout > 0");
   }
@@ -88,6 +93,15 @@ Status RecordWriter::Emit(const Record& record, Timestamp now) {
   SubtaskIndex target =
       ComputeOperatorIndexForKeyGroup(options_.max_parallelism, num_channels(), record.key_group);
   OutputChannel& channel = channels_[static_cast<size_t>(target.value())];
+  if (size_t bytes = record.key.size() + record.payload.size() + record.fields.size();
+      bytes > kMaxRecordBytes) {
+    // Receivers drop the connection of a larger frame (ZMQ_MAXMSGSIZE): refuse it here, clearly.
+    return InvalidArgument("a record of key group " + std::to_string(record.key_group.value()) +
+                           " has " + std::to_string(bytes) +
+                           " bytes of key, payload and fields, above the data plane's limit of " +
+                           std::to_string(kMaxRecordBytes) +
+                           " bytes per record: split such input records");
+  }
   if (channel.queued_frames() > 0) RETURN_IF_ERROR(Track(channel.Push(Deadline())));
   return Track(channel.Append(record, now));
 }
