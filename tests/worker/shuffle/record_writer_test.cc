@@ -244,6 +244,32 @@ TEST_F(RecordWriterTest, RejectsInvalidOptions) {
   options = WriterOptions(SubtaskIndex(0), {gate_.get()});
   options.batch_size_bytes = 10;
   EXPECT_EQ(RecordWriter::Create(*ctx_, options).status().code(), StatusCode::kInvalidArgument);
+  options.batch_size_bytes = kMaxBatchSizeBytes + 1;
+  Status too_big = RecordWriter::Create(*ctx_, options).status();
+  EXPECT_EQ(too_big.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(too_big.message(),
+            "batch size 1048577 bytes is above the data plane's limit of "
+            "1048576 bytes: choose a smaller one");
+}
+
+// Receivers refuse frames above kMaxDataFrameBytes (ZMQ_MAXMSGSIZE), so the writer refuses a
+// record that would make one, with the limit in the message, and stays usable.
+TEST_F(RecordWriterTest, RefusesARecordAboveTheDataPlaneLimitAndStaysUsable) {
+  RecordWriter& writer = MakeWriter(WriterOptions(SubtaskIndex(0), {gate_.get()}));
+  Record huge = LongKeyRecord(1, Timestamp(0), std::string(kMaxRecordBytes - 7, 'x'));  // +8 key
+  Status s = writer.Emit(huge, Timestamp(0));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(s.message(), "a record of key group " + std::to_string(huge.key_group.value()) +
+                             " has 67108865 bytes of key, payload and fields, above the data "
+                             "plane's limit of 67108864 bytes per record: split such input "
+                             "records");
+  huge.payload.pop_back();  // exactly at the limit: goes through
+  ASSERT_TRUE(writer.Emit(huge, Timestamp(0)).ok());
+  ASSERT_TRUE(writer.BroadcastEvent(ChannelEvent::EndOfInput()).ok());
+  ASSERT_TRUE(writer.Flush().ok());
+  auto events = DrainUntilEndOfInput(*gate_);
+  ASSERT_EQ(RecordsOf(events).size(), 1u);
+  EXPECT_EQ(RecordsOf(events)[0].payload.size(), kMaxRecordBytes - 8);
 }
 
 }  // namespace
