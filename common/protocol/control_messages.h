@@ -29,7 +29,8 @@ namespace keyflow {
 
 // 2: TaskFailed.non_recoverable. 3: TriggerCheckpoint carries a CheckpointType instead of a
 // savepoint bool. 4: SubmitJob carries the job library's bytes; FetchJobLibrary / JobLibraryBlob.
-inline constexpr uint32_t kControlProtocolVersion = 4;
+// 5: JobSpec carries the job's declared fields (JobSpec version 5).
+inline constexpr uint32_t kControlProtocolVersion = 5;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
 inline constexpr size_t kMaxJobLibraryBytes = size_t{256} << 20;

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cereal/cereal.hpp>
+#include <cereal/types/vector.hpp>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/key.h"
 #include "common/status.h"
@@ -43,6 +45,9 @@ struct JobSpec {
   // The job's JobDefinition::reads_fields, resolved at submit: when false the sources ship only
   // key and timestamp (no fields, no raw JSON), the fastest path (version >= 4).
   bool reads_fields = false;
+  // JobDefinition::fields, resolved at submit with the job's params: with reads_fields, the
+  // sources ship only these top-level fields; empty = every field (version >= 5).
+  std::vector<std::string> fields;
   std::map<std::string, std::string> params;  // job parameters (--param k=v)
   std::string input;                          // file, directory or gen:...
   std::string output_dir;                     // file sink directory; empty = no file output
@@ -91,6 +96,7 @@ struct JobSpec {
     if (version >= 2) ar(tolerable_checkpoint_failures);
     if (version >= 3) ar(fail_on_input_change);
     if (version >= 4) ar(job_library, reads_fields);
+    if (version >= 5) ar(fields);
     // Decoded bytes come from outside: an enum must hold one of its values. (cereal reports
     // malformed input by throwing; the decoders catch it at their module edge.)
     if constexpr (Archive::is_loading::value) {
@@ -104,4 +110,4 @@ struct JobSpec {
 
 }  // namespace keyflow
 
-CEREAL_CLASS_VERSION(keyflow::JobSpec, 4);
+CEREAL_CLASS_VERSION(keyflow::JobSpec, 5);

@@ -427,6 +427,15 @@ int RunRunCommand(const std::vector<std::string>& args) {
   if (!resolved.ok()) return Fail(resolved.status(), kExitUsage);
   spec.params = resolved->values();
   spec.reads_fields = (*job)->reads_fields;
+  if (spec.reads_fields && (*job)->fields) spec.fields = (*job)->fields(*resolved);
+  for (const std::string& f : spec.fields) {
+    if (f.empty()) {
+      return Fail("job '" + spec.job_name +
+                      "' declares an empty field name in its definition's `fields`; fix the job "
+                      "library",
+                  kExitUsage);
+    }
+  }
   if (!vm.count("key-field")) spec.key_field = (*job)->key_field;
   if (!vm.count("ts-field")) spec.ts_field = (*job)->timestamp_field;
   if (vm.count("key-type")) {

@@ -24,17 +24,20 @@ const std::string kJobSpecV2GoldenPath =
 // metadata_v1_jobspec_v2.golden must still decode.
 const std::string kJobSpecV3GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v3.golden";
-const std::string kCurrentGoldenPath =
+const std::string kJobSpecV4GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v4.golden";
+const std::string kCurrentGoldenPath =
+    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v5.golden";
 
 // What the current golden file's spec adds to GoldenMetadata(): the fields of JobSpec versions
-// 2-4, the job library by its content hash among them.
+// 2-5, the job library by its content hash among them.
 void SetCurrentSpecFields(JobSpec* spec) {
   spec->tolerable_checkpoint_failures = 3;
   spec->fail_on_input_change = true;
   spec->job_library = JobLibraryRef{
       "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "libsessions.so", 4096};
   spec->reads_fields = true;
+  spec->fields = {"amount", "note"};
 }
 
 void ExpectHandleEq(const KeyGroupsStateHandle& a, const KeyGroupsStateHandle& b) {
@@ -177,6 +180,17 @@ TEST(CheckpointMetadataGolden, JobSpecVersion3FileDecodesWithTheDefaultJobLibrar
   ExpectMetadataEq(*decoded, GoldenMetadata());
 }
 
+TEST(CheckpointMetadataGolden, JobSpecVersion4FileDecodesWithoutAProjection) {
+  auto bytes = ReadFileToString(kJobSpecV4GoldenPath);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV4GoldenPath);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_TRUE(decoded->spec.reads_fields);
+  EXPECT_EQ(decoded->spec.job_library.file_name, "libsessions.so");
+  EXPECT_TRUE(decoded->spec.fields.empty()) << "an older checkpoint: every field";
+  ExpectMetadataEq(*decoded, GoldenMetadata());
+}
+
 TEST(CheckpointMetadataGolden, CurrentFileDecodesToTheExactValues) {
   auto bytes = ReadFileToString(kCurrentGoldenPath);
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
@@ -189,6 +203,7 @@ TEST(CheckpointMetadataGolden, CurrentFileDecodesToTheExactValues) {
   EXPECT_EQ(decoded->spec.job_library.file_name, "libsessions.so");
   EXPECT_EQ(decoded->spec.job_library.size_bytes, 4096u);
   EXPECT_TRUE(decoded->spec.reads_fields);
+  EXPECT_EQ(decoded->spec.fields, (std::vector<std::string>{"amount", "note"}));
   ExpectMetadataEq(*decoded, GoldenMetadata());
 }
 

@@ -7,7 +7,10 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/job_data.h"
@@ -31,13 +34,17 @@ class RecordFieldsTest : public ::testing::Test {
     cluster_ = std::move(cluster).value();
   }
 
-  // Runs fields-echo on `input` at parallelism 2 and returns its output lines.
-  std::vector<nlohmann::json> Echo(const std::string& input) {
+  // Runs `job` (default fields-echo) on `input` at parallelism 2 and returns its output lines.
+  std::vector<nlohmann::json> Echo(const std::string& input, const std::string& job = "fields-echo",
+                                   const std::vector<std::string>& extra = {}) {
     const std::string output = dir_.path() + "/output-" + std::to_string(++runs_);
-    auto run = RunJob(*cluster_,
-                      {"--job-library", KEYFLOW_FIELD_JOBS_LIBRARY, "--job", "fields-echo",
-                       "--input", input, "--parallelism", "2", "--output", output},
-                      kJobTimeout);
+    std::vector<std::string> args = {"--job-library", KEYFLOW_FIELD_JOBS_LIBRARY,
+                                     "--job",         job,
+                                     "--input",       input,
+                                     "--parallelism", "2",
+                                     "--output",      output};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto run = RunJob(*cluster_, args, kJobTimeout);
     EXPECT_TRUE(run.ok()) << run.status().ToString();
     if (!run.ok()) return {};
     if (!run->job.is_object()) {
@@ -111,6 +118,68 @@ TEST_F(RecordFieldsTest, GeneratedRecordsCarryAmountAndNote) {
     sum += in["amount"].get<int64_t>();
   }
   EXPECT_GT(sum, 0);
+}
+
+// A job that declares its fields (JobDefinition::fields): the sources of both kinds ship only
+// those, so raw_json() on the keyed side is the input object restricted to them.
+TEST_F(RecordFieldsTest, DeclaredFieldsAreTheOnlyOnesThatTravel) {
+  const std::string input = dir_.Subdir("input") + "/events.jsonl";
+  std::map<std::string, int> expected_raw;  // projected input object, dumped -> occurrences
+  {
+    std::ofstream f(input);
+    for (int i = 0; i < 200; ++i) {
+      nlohmann::json line = {{"uid", "u" + std::to_string(i % 5)},
+                             {"ts", 1000 + i},
+                             {"note", std::string(50, 'n')},
+                             {"address", {{"city", "c" + std::to_string(i % 3)}}}};
+      if (i % 4 != 0) line["amount"] = i * 7 - 300;
+      f << line.dump() << "\n";
+      nlohmann::json projected = nlohmann::json::object();
+      for (const char* kept : {"amount", "address"}) {
+        if (line.contains(kept)) projected[kept] = line[kept];
+      }
+      ++expected_raw[projected.dump()];
+    }
+  }
+  std::vector<nlohmann::json> lines = Echo(input, "projected-echo");
+  ASSERT_EQ(lines.size(), 200u);
+  for (const nlohmann::json& out : lines) {
+    const std::string dumped = nlohmann::json::parse(out.value("raw", std::string())).dump();
+    ASSERT_EQ(expected_raw.count(dumped), 1u) << "not a projected input line: " << out.dump();
+    if (--expected_raw[dumped] == 0) expected_raw.erase(dumped);
+  }
+  EXPECT_TRUE(expected_raw.empty());
+
+  // Generated records: {"amount":N} only, with the amounts of the full records.
+  const std::string gen = "gen:events=2000,keys=30,splits=2,seed=5,note=40";
+  std::multiset<std::tuple<std::string, int64_t, int64_t>> full, seen;  // key, ts, amount
+  for (const nlohmann::json& out : Echo(gen)) {
+    full.insert({out.value("key", std::string()), out.value("ts", int64_t{-1}),
+                 out.value("amount", int64_t{-1})});
+  }
+  ASSERT_EQ(full.size(), 2000u);
+  for (const nlohmann::json& out : Echo(gen, "projected-echo", {"--param", "fields=amount"})) {
+    const nlohmann::json raw = nlohmann::json::parse(out.value("raw", std::string("{}")));
+    ASSERT_EQ(raw.size(), 1u) << out.dump();
+    seen.insert({out.value("key", std::string()), out.value("ts", int64_t{-1}),
+                 raw.value("amount", int64_t{-1})});
+  }
+  EXPECT_EQ(seen, full);
+}
+
+// A declared field name must not be empty: refused at submit, before anything is deployed.
+TEST(RecordFieldsSubmitTest, AnEmptyDeclaredFieldIsRefusedAtSubmit) {
+  // Port 1: nothing listens there; the refusal comes before any contact.
+  auto r = RunCommand(
+      {KeyflowBinary("keyflow"), "run", "--coordinator", "tcp://127.0.0.1:1", "--input",
+       "gen:events=10,keys=2,splits=1,seed=1", "--job-library", KEYFLOW_FIELD_JOBS_LIBRARY, "--job",
+       "projected-echo", "--param", "fields=amount,,note"},
+      Duration::Seconds(20));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, 2);
+  EXPECT_EQ(r->err,
+            "keyflow: job 'projected-echo' declares an empty field name in its definition's "
+            "`fields`; fix the job library\n");
 }
 
 #endif  // KEYFLOW_FIELD_JOBS_LIBRARY

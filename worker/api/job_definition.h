@@ -41,7 +41,7 @@
 
 namespace keyflow {
 
-inline constexpr uint32_t kSdkAbiVersion = 1;
+inline constexpr uint32_t kSdkAbiVersion = 2;  // 2: JobDefinition::fields
 
 struct Record;
 struct OutputRecord;
@@ -101,6 +101,13 @@ struct JobDefinition {
   // False when the functions read only key and timestamp: the sources then ship neither fields
   // nor raw JSON (the fastest path). True gives Record::field() and Record::raw_json().
   bool reads_fields = true;
+  // With reads_fields: the top-level fields the functions read, given the job's parameters
+  // (called once, at submit). The sources then put only these into the records and drop every
+  // other field before the shuffle (Flink's projection push-down), so a record stays small however
+  // much else the input carries; Record::field() of an undeclared field and Record::raw_json()
+  // see only the declared ones (raw_json() is then e.g. {"amount":42}). Null or an empty list:
+  // every field. Names must be non-empty (checked at submit).
+  std::function<std::vector<std::string>(const JobParams&)> fields;
   // Creates the function of one keyed subtask. Called on the task thread of every keyed subtask
   // of every deployment attempt; must not return null.
   std::function<std::unique_ptr<KeyedFunction>(const JobParams&)> create;

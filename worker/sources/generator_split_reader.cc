@@ -82,6 +82,15 @@ Result<GeneratorSplitReader> GeneratorSplitReader::Create(const GeneratorSpec& s
     r.with_fields_ = true;
     r.key_field_ = format.key_field;
     r.ts_field_ = format.timestamp_field;
+    if (!format.fields.empty()) {
+      auto listed = [&](std::string_view name) {
+        return std::find(format.fields.begin(), format.fields.end(), name) != format.fields.end();
+      };
+      r.write_key_ = listed(r.key_field_);
+      r.write_ts_ = listed(r.ts_field_);
+      r.write_amount_ = listed("amount");
+      r.write_note_ = listed("note");
+    }
   }
   if (from.next_event_index() > r.size_) {
     return InvalidArgument("cannot resume generator split " + std::to_string(split_index) +
@@ -173,18 +182,26 @@ void GeneratorSplitReader::EventAt(int64_t index, Record* out) const {
 void GeneratorSplitReader::WriteFields(uint64_t h, std::string_view key, Timestamp timestamp,
                                        Record* out) const {
   out->payload.clear();  // raw_json() renders the tape
-  note_.resize(static_cast<size_t>(note_bytes_));
-  FillLetters(h, note_.data(), note_bytes_);
   tape_.Reset(&out->fields);
   tape_.BeginObject();
-  tape_.Name(key_field_);
-  tape_.String(key);
-  tape_.Name(ts_field_);
-  tape_.Int(timestamp.millis());
-  tape_.Name("amount");
-  tape_.Int(Scale(Mix(h ^ kAmountSalt), kAmountRange));
-  tape_.Name("note");
-  tape_.String(note_);
+  if (write_key_) {
+    tape_.Name(key_field_);
+    tape_.String(key);
+  }
+  if (write_ts_) {
+    tape_.Name(ts_field_);
+    tape_.Int(timestamp.millis());
+  }
+  if (write_amount_) {
+    tape_.Name("amount");
+    tape_.Int(Scale(Mix(h ^ kAmountSalt), kAmountRange));
+  }
+  if (write_note_) {
+    note_.resize(static_cast<size_t>(note_bytes_));
+    FillLetters(h, note_.data(), note_bytes_);
+    tape_.Name("note");
+    tape_.String(note_);
+  }
   tape_.EndObject();
 }
 

@@ -23,7 +23,9 @@
 //                       {"<key field>":"uid-<k>","<ts field>":<timestamp>,"amount":<a>,
 //                        "note":"<note letters>"}, a = uniform in [0, 1000) from the hash,
 //                       note = spec.note_bytes letters [a-z] (as payload's); Record::fields is
-//                       its field tape (raw_json() is exactly that JSON text; no payload)
+//                       its field tape (raw_json() is exactly that JSON text; no payload);
+//                       with a projection (format.fields) only the listed members, in this
+//                       order (the note's letters are then not even computed)
 //   key group           KeyGroupAssigner of the job (string keys)
 //
 // Rate limit (rate R > 0): the split emits at most R/S events per second on the injected clock,
@@ -36,6 +38,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/field_tape_writer.h"
@@ -52,6 +55,9 @@ struct GeneratorRecordFormat {
   bool with_fields = false;  // JobSpec::reads_fields
   std::string key_field = "uid";
   std::string timestamp_field = "ts";
+  // With with_fields: only these members go into the tape (JobSpec::fields, the job's declared
+  // fields), in the order above; a member not listed is not generated at all. Empty: all four.
+  std::vector<std::string> fields;
 };
 
 class GeneratorSplitReader {
@@ -102,6 +108,8 @@ class GeneratorSplitReader {
   int32_t payload_bytes_;
   int32_t note_bytes_;
   bool with_fields_ = false;
+  // Members written to the tape (with_fields_): all without a projection.
+  bool write_key_ = true, write_ts_ = true, write_amount_ = true, write_note_ = true;
   mutable FieldTapeWriter tape_;  // reused by EventAt (single thread)
   mutable std::string note_;
   std::string key_field_, ts_field_;

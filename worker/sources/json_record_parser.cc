@@ -230,7 +230,7 @@ struct JsonRecordParser::Impl {
       }
       out->key = Key::FromBytes(text);
       out->key_group = group;
-      if constexpr (kFields) tape->String(text);
+      if (kFields && tape != nullptr) tape->String(text);
       return Status::Ok();
     }
 
@@ -242,7 +242,7 @@ struct JsonRecordParser::Impl {
       if (e == simdjson::INCORRECT_TYPE) return KeyNotAnInteger(f);
       if (e == simdjson::NUMBER_OUT_OF_RANGE) return KeyOutOfRange(f);
       if (e) return JsonError(e);
-      if constexpr (kFields) tape->Int(v);
+      if (kFields && tape != nullptr) tape->Int(v);
     } else if (type == ondemand::json_type::string) {
       std::string_view text;
       if (error_code e = value.get_string().get(text)) return JsonError(e);
@@ -250,7 +250,7 @@ struct JsonRecordParser::Impl {
       if (!ParseDecimal(text, &v, &out_of_range)) {
         return out_of_range ? KeyOutOfRange(f) : KeyNotAnInteger(f);
       }
-      if constexpr (kFields) tape->String(text);
+      if (kFields && tape != nullptr) tape->String(text);
     } else {
       return KeyNotAnInteger(f);
     }
@@ -284,8 +284,17 @@ struct JsonRecordParser::Impl {
     }
     if (e) return JsonError(e);
     out->timestamp = Timestamp(ts);
-    if constexpr (kFields) tape->Int(ts);
+    if (kFields && tape != nullptr) tape->Int(ts);
     return Status::Ok();
+  }
+
+  // Whether member `name` goes into the tape: every member without a projection.
+  static bool Kept(const JsonRecordFormat& f, std::string_view name) {
+    if (f.fields.empty()) return true;
+    for (const std::string& kept : f.fields) {
+      if (kept == name) return true;
+    }
+    return false;
   }
 
   // The members of the line's object. kFields: the same walk writes them to Record::fields
@@ -306,16 +315,25 @@ struct JsonRecordParser::Impl {
       if (error_code e = std::move(field_result).get(field)) return JsonError(e);
       std::string_view name;
       if (error_code e = field.unescaped_key().get(name)) return JsonError(e);
-      if constexpr (kFields) tape->Name(name);
+      // The member's tape: null when the job's projection drops it (it is still validated).
+      FieldTapeWriter* member_tape = nullptr;
+      if constexpr (kFields) {
+        if (Kept(f, name)) {
+          member_tape = tape;
+          member_tape->Name(name);
+        }
+      }
       if (name == f.key_field) {
         if (have_key) return InvalidArgument("duplicate field " + Quote(f.key_field));
         have_key = true;
-        RETURN_IF_ERROR(ReadKey<kFields>(f, assigner, field.value(), out, tape));
+        RETURN_IF_ERROR(ReadKey<kFields>(f, assigner, field.value(), out, member_tape));
       } else if (name == f.timestamp_field) {
         if (have_ts) return InvalidArgument("duplicate field " + Quote(f.timestamp_field));
         have_ts = true;
-        RETURN_IF_ERROR(ReadTimestamp<kFields>(f, field.value(), out, tape));
-      } else if (error_code e = WalkValue<kFields>(field.value(), tape, 1)) {
+        RETURN_IF_ERROR(ReadTimestamp<kFields>(f, field.value(), out, member_tape));
+      } else if (error_code e = member_tape != nullptr
+                                    ? WalkValue<kFields>(field.value(), member_tape, 1)
+                                    : WalkValue<false>(field.value(), nullptr, 1)) {
         return JsonError(e);
       }
     }

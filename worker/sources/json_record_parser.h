@@ -17,7 +17,9 @@
 // keep_fields (the job reads fields, JobSpec::reads_fields): the same single walk also writes
 // the whole object, key and timestamp included, into Record::fields (common/record_fields.h:
 // strings unescaped, integers as int64, other numbers as doubles, integers beyond 64 bits as
-// their text); Record::raw_json() renders it as JSON text. Off, nothing extra is written.
+// their text); Record::raw_json() renders it as JSON text. Off, nothing extra is written. With
+// a projection (`fields`, the job's declared fields) only the listed top-level members are
+// written, in source order; the key and timestamp fields only if listed.
 //
 // A field that appears twice is an error. Errors are InvalidArgument with the reason only
 // ("missing field 'uid'", "field 'ts' is not an integer (epoch milliseconds)",
@@ -34,6 +36,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/key.h"
 #include "common/key_group_assignment.h"
@@ -51,6 +54,9 @@ struct JsonRecordFormat {
   KeyType key_type = KeyType::kString;
   bool keep_payload = false;  // Record::payload = the line as read (without its terminator)
   bool keep_fields = false;   // Record::fields = the line's field tape
+  // With keep_fields: only these top-level members go into the tape (JobSpec::fields); the
+  // others are still validated, then dropped. Empty: every member.
+  std::vector<std::string> fields;
 };
 
 class JsonRecordParser {

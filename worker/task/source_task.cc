@@ -34,6 +34,7 @@ Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deploym
     format.timestamp_field = spec.ts_field;
     format.key_type = spec.key_type;
     format.keep_fields = spec.reads_fields;
+    format.fields = spec.fields;
     t->parser_ = std::make_unique<JsonRecordParser>(format, spec.max_parallelism);
   }
   if (spec.watermark_bound_ms < 0) return InvalidArgument("--watermark-bound must not be negative");
@@ -166,7 +167,7 @@ Status SourceTask::OpenSplits() {
           GeneratorSplitReader::Create(
               input_.generator(), st.split.generator_index(), assigner_, st.position, clock_,
               GeneratorRecordFormat{deployment_.spec.reads_fields, deployment_.spec.key_field,
-                                    deployment_.spec.ts_field}));
+                                    deployment_.spec.ts_field, deployment_.spec.fields}));
       slot.generator.emplace(reader);
     }
     ++unfinished_;

@@ -8,6 +8,9 @@
 //   sum-amount    reads the numeric field "amount" of every record; at the end of input one
 //                 line per subtask {"records":N,"sum":S} (a job reading one numeric field, for
 //                 measuring against count-window; not fault tolerant: no state)
+//   projected-echo  declares the fields it reads (JobDefinition::fields, from --param
+//                 fields=a,b; default "amount,address"): per record {"key":K,"ts":T,
+//                 "raw":<raw_json()>}, which then holds only those fields
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +67,26 @@ class SumAmount final : public KeyedFunction {
   int64_t sum_ = 0;
 };
 
+class RawEcho final : public KeyedFunction {
+ public:
+  void ProcessElement(const Record& r, Context& ctx, Collector<OutputRecord>& out) override {
+    out.Collect(keyflow::JsonObject()
+                    .Add("key", ctx.current_key(), keyflow::KeyType::kString)
+                    .Add("ts", r.timestamp.millis())
+                    .Add("raw", r.raw_json()));
+  }
+};
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1) {
+    out.push_back(text.substr(start, comma - start));
+  }
+  out.push_back(text.substr(start));
+  return out;
+}
+
 std::vector<JobDefinition> Jobs() {
   JobDefinition echo;
   echo.name = "fields-echo";
@@ -79,7 +102,17 @@ std::vector<JobDefinition> Jobs() {
   sum.create = [](const JobParams&) -> std::unique_ptr<KeyedFunction> {
     return std::make_unique<SumAmount>();
   };
-  return {echo, sum};
+  JobDefinition projected;
+  projected.name = "projected-echo";
+  projected.description = "per record, its raw JSON, holding only the declared fields";
+  projected.params = {{"fields", keyflow::ParamType::kString, "amount,address",
+                       "the fields the job declares, comma-separated"}};
+  projected.reads_fields = true;
+  projected.fields = [](const JobParams& p) { return SplitCommas(p.GetString("fields")); };
+  projected.create = [](const JobParams&) -> std::unique_ptr<KeyedFunction> {
+    return std::make_unique<RawEcho>();
+  };
+  return {echo, sum, projected};
 }
 
 }  // namespace

@@ -160,16 +160,16 @@ TEST(JobLibrary, RefusesAnotherSdkAbiBeforeCallingTheLibrary) {
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(r.status().message(),
             TestLibrary("kf-other-abi") +
-                " was built with keyflow SDK ABI 2 (keyflow 0.2.0); this keyflow " +
+                " was built with keyflow SDK ABI 3 (keyflow 0.3.0); this keyflow " +
                 KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 1: rebuild the library against this installation");
+                " speaks SDK ABI 2: rebuild the library against this installation");
   EXPECT_FALSE(IsLoaded(TestLibrary("kf-other-abi")));
   // A worker's cached copy is named as it was submitted, and by its path.
   EXPECT_EQ(JobLibrary::Load(TestLibrary("kf-other-abi"), "libother.so").status().message(),
             "libother.so (" + TestLibrary("kf-other-abi") +
-                ") was built with keyflow SDK ABI 2 (keyflow 0.2.0); this keyflow " +
+                ") was built with keyflow SDK ABI 3 (keyflow 0.3.0); this keyflow " +
                 KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 1: rebuild the library against this installation");
+                " speaks SDK ABI 2: rebuild the library against this installation");
 }
 
 TEST(JobLibrary, ACopyIsNamedByItsDisplayName) {

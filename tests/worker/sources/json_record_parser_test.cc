@@ -394,5 +394,66 @@ TEST(JsonRecordParserFields, ParseRecordWithFieldsMakesATestRecord) {
   EXPECT_EQ(ParseRecordWithFields(R"({"uid":"u1"})").status().message(), "missing field 'ts'");
 }
 
+// A projection (JsonRecordFormat::fields, the job's declared fields): only the listed top-level
+// members reach the tape, in source order; the others are still validated, then dropped.
+JsonRecordFormat Projected(std::vector<std::string> fields, KeyType type = KeyType::kString) {
+  JsonRecordFormat f = WithFields(type);
+  f.fields = std::move(fields);
+  return f;
+}
+
+TEST(JsonRecordParserProjection, KeepsOnlyTheListedMembersInSourceOrder) {
+  const std::string line =
+      R"({"uid":"u1","ts":7,"x":[1,{"y":true}],"amount":5,"note":"abc","price":2.5})";
+  JsonRecordParser amount(Projected({"amount"}), kMaxParallelism);
+  Record r = ParseWithFields(amount, line);
+  EXPECT_EQ(r.key, Key::FromBytes("u1"));  // key and timestamp are read whatever is listed
+  EXPECT_EQ(r.timestamp, Timestamp(7));
+  EXPECT_EQ(r.raw_json(), R"({"amount":5})");
+  EXPECT_TRUE(r.field("uid").is_missing());
+  EXPECT_TRUE(r.field("note").is_missing());
+
+  // Listed order does not matter; the key and timestamp fields are kept when listed.
+  JsonRecordParser three(Projected({"price", "uid", "ts"}), kMaxParallelism);
+  EXPECT_EQ(ParseWithFields(three, line).raw_json(), R"({"uid":"u1","ts":7,"price":2.5})");
+  // A nested member is kept whole; a listed name the line lacks is simply missing.
+  JsonRecordParser nested(Projected({"x", "absent"}), kMaxParallelism);
+  EXPECT_EQ(ParseWithFields(nested, line).raw_json(), R"({"x":[1,{"y":true}]})");
+  // Nothing listed is on the line: an empty object, not "no fields".
+  JsonRecordParser none(Projected({"absent"}), kMaxParallelism);
+  Record empty = ParseWithFields(none, line);
+  EXPECT_EQ(empty.raw_json(), "{}");
+  EXPECT_EQ(empty.GetInt64("amount").status().message(), "field 'amount' is missing");
+}
+
+TEST(JsonRecordParserProjection, MatchesUnescapedNamesKeepsDuplicatesAndIntegerKeys) {
+  JsonRecordFormat f = Projected({"amount", "id"}, KeyType::kLong);
+  f.key_field = "id";
+  JsonRecordParser by_id(f, kMaxParallelism);
+  Record r = ParseWithFields(by_id, R"({"id":42,"ts":1,"am\u006funt":3,"amount":4,"b":0})");
+  EXPECT_EQ(r.key, Key::FromInt64(42));
+  EXPECT_EQ(r.raw_json(), R"({"id":42,"amount":3,"amount":4})");
+  EXPECT_EQ(*r.GetInt64("amount"), 3);  // the first of two wins, as without a projection
+}
+
+TEST(JsonRecordParserProjection, ADroppedMemberMustStillBeValidJson) {
+  JsonRecordParser parser(Projected({"amount"}), kMaxParallelism);
+  for (std::string_view line : {
+           R"({"uid":"a","ts":1,"x":[1,,2],"amount":5})",
+           R"({"uid":"a","ts":1,"x":{"y":tru},"amount":5})",
+           R"({"uid":"a","ts":1,"x":"\ud800","amount":5})",
+           R"({"uid":"a","ts":1,"amount":5,"x":01})",
+       }) {
+    Status s = ParseError(parser, line);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << line;
+    EXPECT_TRUE(s.message().starts_with("invalid JSON")) << line << " -> " << s.ToString();
+  }
+  // The key and timestamp are checked even when not listed.
+  EXPECT_EQ(ParseError(parser, R"({"uid":1,"ts":1,"amount":5})").message(),
+            "field 'uid' is not a string (key type string; use --key-type int or long for "
+            "numeric keys)");
+  EXPECT_EQ(ParseError(parser, R"({"uid":"a","amount":5})").message(), "missing field 'ts'");
+}
+
 }  // namespace
 }  // namespace keyflow

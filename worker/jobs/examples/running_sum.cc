@@ -136,6 +136,10 @@ std::vector<keyflow::JobDefinition> Jobs() {
       {"interval", keyflow::ParamType::kDuration, "1min", "how often the sum is emitted"},
   };
   job.reads_fields = true;
+  // Only `field` travels: the sources drop every other field of the input before the shuffle.
+  job.fields = [](const keyflow::JobParams& p) {
+    return std::vector<std::string>{p.GetString("field")};
+  };
   job.create = [](const keyflow::JobParams& p) {
     return std::make_unique<RunningSum>(p.GetString("field"), p.GetDuration("interval"));
   };
