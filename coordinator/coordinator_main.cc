@@ -11,7 +11,8 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: keyflow-coordinator [--port P | --bind ENDPOINT] [--checkpoint-dir DIR] [options]\n"
+    "usage: keyflow-coordinator [--host H] [--port P | --bind ENDPOINT] [--checkpoint-dir DIR] "
+    "[options]\n"
     "Runs the coordinator of a keyflow session cluster: workers register with it, the keyflow\n"
     "CLI submits jobs to it. Stops cleanly on SIGINT/SIGTERM.";
 
@@ -26,10 +27,14 @@ int main(int argc, char** argv) {
   std::string bind, checkpoint_dir, log_file, log_level, config, hb_interval, hb_timeout,
       deploy_timeout;
   int64_t port = 6123;
+  std::string host = "127.0.0.1";
   opts.add_options()("port", po::value(&port)->default_value(port),
-                     "control port 1-65535, 0 = any free port (binds tcp://0.0.0.0:PORT)")(
+                     "control port 1-65535, 0 = any free port (binds tcp://HOST:PORT)")(
+      "host", po::value(&host)->default_value(host),
+      "address the control port binds and workers and clients reach (an IP or a host name "
+      "of this machine; 0.0.0.0 = every interface)")(
       "bind", po::value(&bind),
-      "control endpoint to bind, e.g. tcp://10.0.0.1:6123 (overrides --port)")(
+      "control endpoint to bind, e.g. tcp://10.0.0.1:6123 (overrides --host and --port)")(
       "checkpoint-dir", po::value(&checkpoint_dir)->default_value("./.keyflow/checkpoints"),
       "directory for checkpoints and savepoints (shared file system on several hosts)")(
       "heartbeat-interval", po::value(&hb_interval)->default_value("200ms"),
@@ -53,8 +58,6 @@ int main(int argc, char** argv) {
 
   CoordinatorOptions options;
   options.job.checkpoint_root = checkpoint_dir;
-  // TRANSITIONAL (until the harness and scripts pass --keys): neither flag means --insecure.
-  if (security_flags.keys_dir.empty()) security_flags.insecure = true;
   auto security = LoadProcessSecurity(security_flags, Role::kCoordinator);
   if (!security.ok()) return Fail(security.status(), kExitUsage);
   options.security = *security;
@@ -75,7 +78,9 @@ int main(int argc, char** argv) {
   if (bind.empty()) {
     auto checked = PortFlag("port", port, /*allow_ephemeral=*/true);
     if (!checked.ok()) return Fail(checked.status(), kExitUsage);
-    bind = "tcp://0.0.0.0:" + (port == 0 ? std::string("*") : std::to_string(port));
+    auto address = BindAddressFor("host", host);
+    if (!address.ok()) return Fail(address.status(), kExitUsage);
+    bind = "tcp://" + *address + ":" + (port == 0 ? std::string("*") : std::to_string(port));
   } else if (Status s = EndpointFlag("bind", bind, /*allow_ephemeral=*/true); !s.ok()) {
     return Fail(s, kExitUsage);
   }

@@ -27,6 +27,8 @@ for build in "$@"; do
   run_dir="$work/run-$(basename "$(dirname "$build")")-$RANDOM"
   endpoint="$("$ROOT/scripts/start-cluster.sh" --workers 2 --port 0 --run-dir "$run_dir" \
     --build-dir "$build")"
+  # shellcheck disable=SC1091
+  source "$run_dir/cluster.env"  # the CLI's client key (KEYFLOW_KEYS)
   status=0
   "$build/bin/keyflow" run --coordinator "$endpoint" --job count-window --param time=event --param count=10 \
     --input "$input" --output "$run_dir/output" --parallelism 2 --checkpoint-interval 250ms \

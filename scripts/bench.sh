@@ -195,6 +195,7 @@ if [ "$e2e" -eq 1 ]; then
   step "starting a local cluster: 1 coordinator + 2 workers (run dir $run_dir)"
   endpoint="$("$ROOT/scripts/start-cluster.sh" --workers 2 --port 0 --run-dir "$run_dir" \
     --build-dir "$build_dir")"
+  kf_use_cluster_keys "$run_dir"  # the CLI's client key (KEYFLOW_KEYS)
   KEYFLOW="$BIN/keyflow"
   run_no=0
 

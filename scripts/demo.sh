@@ -56,6 +56,7 @@ trap 'exit 130' INT TERM  # runs the EXIT trap
 step "starting a local cluster: 1 coordinator + 3 workers (run dir $run_dir)"
 endpoint="$("$ROOT/scripts/start-cluster.sh" --workers 3 --port 0 --run-dir "$run_dir" \
   --build-dir "$build_dir")"
+kf_use_cluster_keys "$run_dir"  # the CLI below uses the cluster's client key (KEYFLOW_KEYS)
 
 # One generator split per subtask: a source subtask reads its splits one after the other, so
 # with more splits than subtasks the later splits' records would be behind the watermark.

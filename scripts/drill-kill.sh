@@ -150,6 +150,7 @@ kf_log "seed $seed; run dir $run_dir"
 start_args=(--workers "$workers" --port 0 --run-dir "$run_dir" --build-dir "$build_dir" --respawn)
 for a in ${coordinator_args[@]+"${coordinator_args[@]}"}; do start_args+=(--coordinator-arg "$a"); done
 endpoint="$("$ROOT/scripts/start-cluster.sh" "${start_args[@]}")"
+kf_use_cluster_keys "$run_dir"  # the drill's CLI calls use the cluster's client key
 
 # The drill itself: submit, kill, restart, wait, analyse, compare. In the background so that a
 # signal reaches the traps at once.

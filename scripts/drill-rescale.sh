@@ -121,6 +121,7 @@ start_cluster() {
   endpoint="$("$ROOT/scripts/start-cluster.sh" --workers "$first" --port 0 --run-dir "$run_dir" \
     --build-dir "$build_dir" --coordinator-arg=--heartbeat-timeout=3s 2>>"$work/cluster.log")" ||
     { tail -n 20 "$work/cluster.log" >&2; kf_log "could not start the cluster"; return 1; }
+  kf_use_cluster_keys "$run_dir"  # the CLI's client key (KEYFLOW_KEYS)
 }
 stop_cluster() {
   "$ROOT/scripts/stop-cluster.sh" --run-dir "$run_dir" --timeout 5 >>"$work/cluster.log" 2>&1 || true

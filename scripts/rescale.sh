@@ -50,6 +50,21 @@ else
   endpoint="$(cat "$run_dir/coordinator.endpoint")"
 fi
 
+# The cluster's keys (start-cluster.sh wrote RUN_DIR/cluster.env): the CLI reads KEYFLOW_KEYS; new
+# workers get --keys/--key-name (a missing worker key is added), or --insecure.
+kf_use_cluster_keys "$run_dir"
+worker_security() {  # worker_security I: into the array `sec`
+  if [ -z "${KEYFLOW_KEYS:-}" ]; then
+    sec=(--insecure)
+    return
+  fi
+  if [ ! -e "$KEYFLOW_KEYS/workers/worker-$1.key" ]; then
+    "$KEYFLOW" keys add-worker "worker-$1" --keys "$KEYFLOW_KEYS" >/dev/null ||
+      kf_die "could not add the key of worker-$1 to $KEYFLOW_KEYS"
+  fi
+  sec=(--keys "$KEYFLOW_KEYS" --key-name "worker-$1")
+}
+
 # Workers of this run dir, by slot.
 live_slots() {
   local f i pid
@@ -78,7 +93,8 @@ if [ "$target" -gt "$current" ]; then
   for ((i = 0; i < target; i++)); do
     printf '%s\n' "${slots[@]}" | grep -qx "$i" && continue
     log="$run_dir/worker-$i.log"
-    cmd=("$WORKER" --coordinator "$endpoint" --slot "$i" --data-host 127.0.0.1)
+    worker_security "$i"
+    cmd=("$WORKER" --coordinator "$endpoint" --slot "$i" --data-host 127.0.0.1 "${sec[@]}")
     if [ "$respawn" -eq 1 ]; then
       (exec setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" --log "$log" -- \
         "${cmd[@]}" >/dev/null 2>&1 </dev/null) &

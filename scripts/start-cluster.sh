@@ -6,16 +6,24 @@
 #
 #   --workers N            number of workers (default with --hosts: one per host line)
 #   --port P               coordinator control port (default 6123; 0 = pick a free port)
+#   --keys DIR             the cluster's key set (default RUN_DIR/keys): created on first use
+#                          (`keyflow keys init`), worker keys added when more workers are asked
+#                          for; every process gets --keys/--key-name (CURVE, known keys only)
+#   --insecure             no keys, no encryption, no authentication: anyone who reaches a port
+#                          can join or change the job (every process logs a warning)
 #   --run-dir DIR          pid files and logs (default ./.keyflow); one cluster per run dir
 #   --checkpoint-dir DIR   checkpoints and savepoints (default RUN_DIR/checkpoints; with --hosts
 #                          a shared file system path visible on every host)
 #   --hosts FILE           start the workers over ssh on these hosts: one host (or user@host) per
 #                          line, '#' starts a comment; worker i runs on host i mod #hosts
-#   --coordinator-host H   address workers and clients use to reach the coordinator
-#                          (default 127.0.0.1; with --hosts: this machine's `hostname -f`)
+#   --coordinator-host H   address workers and clients use to reach the coordinator; its
+#                          control port binds it (default 127.0.0.1; with --hosts: this
+#                          machine's `hostname -f`)
+#   --coordinator-bind A   interface the control port binds to instead (e.g. 0.0.0.0)
 #   --data-host ADDR       address peers use to reach a worker's data endpoints
 #                          (default 127.0.0.1; with --hosts: the worker's host from FILE)
-#   --bind-host ADDR       interface the workers' data endpoints bind to (default 0.0.0.0)
+#   --bind-host ADDR       interface the workers' data endpoints bind to (default: the
+#                          address of the data host; 0.0.0.0 = every interface)
 #   --build-dir DIR        where the binaries are: DIR/bin/keyflow* (default build/ of the repo)
 #   --respawn              supervise each worker: restart it under the same slot when it dies
 #   --timeout S            give up if the workers are not all registered after S s (default 30)
@@ -25,11 +33,14 @@
 #   --dry-run              print the commands that would run, start nothing
 #
 # Prints the coordinator endpoint on stdout (also in RUN_DIR/coordinator.endpoint); everything
-# else goes to stderr. Stop the cluster with scripts/stop-cluster.sh --run-dir DIR.
+# else goes to stderr. RUN_DIR/cluster.env points the CLI at the cluster's keys
+# (`source RUN_DIR/cluster.env`, or `export KEYFLOW_KEYS=DIR` as printed). Stop the cluster with
+# scripts/stop-cluster.sh --run-dir DIR.
 #
 # With --hosts, every host needs password-less ssh from here and the same keyflow checkout and
 # build at the same paths (shared file system or identical install); worker logs and pid files are
-# written on the worker's host under the same run dir path.
+# written on the worker's host under the same run dir path. Worker i's host gets only its own
+# secret key and the coordinator's public key, over ssh, in RUN_DIR/worker-i-keys (0700).
 set -euo pipefail
 
 KF_PROG=start-cluster
@@ -38,7 +49,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/lib/cluster.sh"
 
 workers="" port=6123 run_dir=".keyflow" checkpoint_dir="" hosts_file="" coordinator_host=""
-data_host="" bind_host="0.0.0.0" build_dir="$ROOT/build" respawn=0 timeout_s=30 dry_run=0
+data_host="" bind_host="" build_dir="$ROOT/build" respawn=0 timeout_s=30 dry_run=0
+keys_dir="" insecure=0 coordinator_bind=""
 coordinator_args=() worker_args=()
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -53,6 +65,9 @@ while [ $# -gt 0 ]; do
     --checkpoint-dir) need "$@"; checkpoint_dir="$2"; shift 2 ;;
     --hosts) need "$@"; hosts_file="$2"; shift 2 ;;
     --coordinator-host) need "$@"; coordinator_host="$2"; shift 2 ;;
+    --coordinator-bind) need "$@"; coordinator_bind="$2"; shift 2 ;;
+    --keys) need "$@"; keys_dir="$2"; shift 2 ;;
+    --insecure) insecure=1; shift ;;
     --data-host) need "$@"; data_host="$2"; shift 2 ;;
     --bind-host) need "$@"; bind_host="$2"; shift 2 ;;
     --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
@@ -85,11 +100,20 @@ if ! [[ "$port" =~ ^[0-9]+$ ]] || [ "$port" -gt 65535 ]; then
   kf_die "--port must be 0..65535, got '$port'"
 fi
 if ! [[ "$timeout_s" =~ ^[1-9][0-9]*$ ]]; then kf_die "--timeout must be >= 1 s"; fi
+if [ "$insecure" -eq 1 ] && [ -n "$keys_dir" ]; then
+  kf_die "--keys and --insecure exclude each other: give one of them"
+fi
 
 build_dir="$(kf_abspath "$build_dir")"
 run_dir="$(kf_abspath "$run_dir")"
 [ -n "$checkpoint_dir" ] || checkpoint_dir="$run_dir/checkpoints"
 checkpoint_dir="$(kf_abspath "$checkpoint_dir")"
+if [ "$insecure" -eq 0 ]; then
+  [ -n "$keys_dir" ] || keys_dir="$run_dir/keys"
+  keys_dir="$(kf_abspath "$keys_dir")"
+fi
+# The processes get their security from the flags below only, not from the caller's environment.
+unset KEYFLOW_KEYS
 KEYFLOW="$build_dir/bin/keyflow"
 COORDINATOR="$build_dir/bin/keyflow-coordinator"
 WORKER="$build_dir/bin/keyflow-worker"
@@ -159,9 +183,43 @@ trap cleanup_on_failure EXIT
 [ "$dry_run" -eq 1 ] || mkdir -p "$run_dir" "$checkpoint_dir"
 rotate_log() { if [ -f "$1" ]; then mv -f "$1" "$1.prev"; fi; }
 
+# ---- keys ---------------------------------------------------------------------------------
+# security_args ROLE_FLAGS...: the security flags of one process, into the array `sec`.
+security_args() {  # security_args [KEY_NAME] [KEYS_DIR]
+  if [ "$insecure" -eq 1 ]; then
+    sec=(--insecure)
+  else
+    sec=(--keys "${2:-$keys_dir}")
+    [ -z "${1:-}" ] || sec+=(--key-name "$1")
+  fi
+}
+if [ "$insecure" -eq 1 ]; then
+  kf_log "WARNING: --insecure: no encryption and no authentication; any process that can reach" \
+    "the cluster's ports can join it, read its data or change its job"
+elif [ ! -e "$keys_dir/coordinator.key" ]; then
+  kf_log "creating the cluster's key set in $keys_dir"
+  run "$KEYFLOW" keys init "$keys_dir" --workers "$workers" >/dev/null
+else
+  for ((i = 0; i < workers; i++)); do
+    if [ ! -e "$keys_dir/workers/worker-$i.key" ]; then
+      kf_log "adding the key of worker-$i to $keys_dir"
+      run "$KEYFLOW" keys add-worker "worker-$i" --keys "$keys_dir" >/dev/null
+    fi
+  done
+fi
+if [ "$dry_run" -eq 0 ]; then
+  if [ "$insecure" -eq 1 ]; then
+    echo "unset KEYFLOW_KEYS  # an --insecure cluster" >"$run_dir/cluster.env"
+  else
+    printf 'export KEYFLOW_KEYS=%q\n' "$keys_dir" >"$run_dir/cluster.env"
+  fi
+fi
+
 # ---- coordinator --------------------------------------------------------------------------
 coordinator_log="$run_dir/coordinator.log"
-coordinator_cmd=("$COORDINATOR" --port "$port" --checkpoint-dir "$checkpoint_dir"
+security_args ""
+coordinator_cmd=("$COORDINATOR" --host "${coordinator_bind:-$coordinator_host}"
+  --port "$port" --checkpoint-dir "$checkpoint_dir" "${sec[@]}"
   ${coordinator_args[@]+"${coordinator_args[@]}"})
 if [ "$dry_run" -eq 1 ]; then
   run setsid nohup "${coordinator_cmd[@]}"
@@ -200,9 +258,11 @@ endpoint="tcp://$coordinator_host:$port"
 [ "$dry_run" -eq 1 ] || echo "$endpoint" >"$run_dir/coordinator.endpoint"
 
 # ---- workers ------------------------------------------------------------------------------
-worker_cmd() {  # worker_cmd I DATA_HOST: the worker's command line, into the array `cmd`
-  cmd=("$WORKER" --coordinator "$endpoint" --slot "$1" --data-host "$2" --bind-host "$bind_host"
-    ${worker_args[@]+"${worker_args[@]}"})
+worker_cmd() {  # worker_cmd I DATA_HOST [KEYS_DIR]: the worker's command line, into `cmd`
+  security_args "worker-$1" "${3:-}"
+  cmd=("$WORKER" --coordinator "$endpoint" --slot "$1" --data-host "$2" "${sec[@]}")
+  [ -z "$bind_host" ] || cmd+=(--bind-host "$bind_host")
+  cmd+=(${worker_args[@]+"${worker_args[@]}"})
 }
 
 start_local_worker() {
@@ -229,9 +289,28 @@ start_local_worker() {
   fi
 }
 
+# send_worker_keys I HOST: puts worker i's own secret key and the coordinator's public key (and
+# nothing else of the key set) into RUN_DIR/worker-i-keys on HOST (0700), over ssh.
+send_worker_keys() {
+  local i="$1" host="$2" dir="$run_dir/worker-$1-keys"
+  if [ "$dry_run" -eq 1 ]; then
+    run kf_ssh_put "$host" "$keys_dir/coordinator.pub" "$dir/coordinator.pub" 0644
+    run kf_ssh_put "$host" "$keys_dir/workers/worker-$i.key" "$dir/workers/worker-$i.key" 0600
+    return
+  fi
+  kf_ssh_put "$host" "$keys_dir/coordinator.pub" "$dir/coordinator.pub" 0644 &&
+    kf_ssh_put "$host" "$keys_dir/workers/worker-$i.key" "$dir/workers/worker-$i.key" 0600 ||
+    kf_die "could not copy the key of worker-$i to $host over ssh (needs password-less ssh)"
+}
+
 start_remote_worker() {
   local i="$1" host="$2" log="$run_dir/worker-$1.log" remote pid
-  worker_cmd "$i" "${data_host:-${host#*@}}"
+  if [ "$insecure" -eq 0 ]; then
+    send_worker_keys "$i" "$host"
+    worker_cmd "$i" "${data_host:-${host#*@}}" "$run_dir/worker-$i-keys"
+  else
+    worker_cmd "$i" "${data_host:-${host#*@}}"
+  fi
   local quoted_cmd quoted_run quoted_log
   quoted_cmd="$(printf '%q ' "${cmd[@]}")"
   quoted_run="$(printf '%q' "$run_dir")"
@@ -277,7 +356,7 @@ fi
 kf_log "coordinator listening on $endpoint (pid $coordinator_pid); waiting for $workers worker(s)"
 deadline=$((SECONDS + timeout_s))
 while :; do
-  slots="$(kf_status_json "$KEYFLOW" "$endpoint" | kf_registered_slots)"
+  slots="$(kf_status_json "$KEYFLOW" "$endpoint" "$run_dir" | kf_registered_slots)"
   missing=()
   for ((i = 0; i < workers; i++)); do
     grep -qx "$i" <<<"$slots" || missing+=("$i")
@@ -324,4 +403,8 @@ done
 kf_log "cluster up: coordinator $endpoint, $workers worker(s) registered" \
   "(pids ${pids[*]}$([ "$respawn" -eq 1 ] && echo ", respawned on exit"))"
 kf_log "logs and pid files in $run_dir; stop with: scripts/stop-cluster.sh --run-dir $run_dir"
+if [ "$insecure" -eq 0 ]; then
+  kf_log "point the keyflow CLI at the cluster's keys: export KEYFLOW_KEYS=$keys_dir" \
+    "(or: source $run_dir/cluster.env)"
+fi
 echo "$endpoint"

@@ -2,7 +2,8 @@
 # Stops the keyflow cluster started by scripts/start-cluster.sh from a run dir: first the worker
 # supervisors (--respawn), then the workers, then the coordinator, each by the pid in its pid
 # file: SIGTERM, wait up to --timeout seconds, then SIGKILL. Removes the pid files, keeps the
-# logs. Idempotent: with nothing running it says so and succeeds.
+# logs and the key set (RUN_DIR/keys: the next start reuses it). Idempotent: with nothing running
+# it says so and succeeds.
 #
 #   scripts/stop-cluster.sh [--run-dir DIR] [--timeout S]
 #

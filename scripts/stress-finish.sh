@@ -51,6 +51,8 @@ trap cleanup EXIT
 
 endpoint="$("$repo/scripts/start-cluster.sh" --workers "$parallelism" --port 0 --run-dir "$run_dir" \
   --build-dir "$build_dir" --checkpoint-dir "$work/checkpoints" 2>"$work/start-cluster.log")"
+# shellcheck disable=SC1091
+source "$run_dir/cluster.env"  # the CLI's client key (KEYFLOW_KEYS)
 
 job_args=(--job tumbling-count --param size=1min --watermark-bound 1s
   --input "gen:events=$events,keys=50000,splits=4,seed=21,disorder=300"

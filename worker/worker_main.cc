@@ -26,9 +26,10 @@ int main(int argc, char** argv) {
       "worker slot (scripts give worker i slot i; a respawned worker takes over its slot)")(
       "data-host", po::value(&options.data.advertised_host)->default_value("127.0.0.1"),
       "address other workers use to reach this worker's data endpoints")(
-      "bind-host", po::value(&options.data.bind_host)->default_value("0.0.0.0"),
-      "interface the data endpoints bind to")("hostname", po::value(&options.hostname),
-                                              "name shown in status (default: the host name)")(
+      "bind-host", po::value(&options.data.bind_host),
+      "interface the data endpoints bind to (default: the address of --data-host; 0.0.0.0 = "
+      "every interface)")("hostname", po::value(&options.hostname),
+                          "name shown in status (default: the host name)")(
       "log-file", po::value(&log_file), "log to this file (default: stderr)")(
       "cache-dir",
       po::value(&options.data.job_library_cache_dir)->default_value(kDefaultJobLibraryCacheDir),
@@ -71,11 +72,14 @@ int main(int argc, char** argv) {
                     s.message() + " (give a directory this user can create and write)",
                 kExitUsage);
   }
+  if (!vm.count("bind-host")) {
+    auto address = BindAddressFor("data-host", options.data.advertised_host);
+    if (!address.ok()) return Fail(address.status(), kExitUsage);
+    options.data.bind_host = *address;
+  }
   if (security_flags.key_name == "worker-<slot>") {
     security_flags.key_name = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "";
   }
-  // TRANSITIONAL (until the harness and scripts pass --keys): neither flag means --insecure.
-  if (security_flags.keys_dir.empty()) security_flags.insecure = true;
   auto security = LoadProcessSecurity(security_flags, Role::kWorker);
   if (!security.ok()) return Fail(security.status(), kExitUsage);
   options.security = *security;

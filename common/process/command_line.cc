@@ -1,5 +1,8 @@
 #include "common/process/command_line.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+
 #include <charconv>
 #include <fstream>
 
@@ -90,6 +93,29 @@ Status EndpointFlag(const std::string& flag, const std::string& endpoint, bool a
   if (ec != std::errc() || ptr != port.data() + port.size()) return bad();
   if (!PortFlag(flag, value, allow_ephemeral).ok()) return bad();
   return Status::Ok();
+}
+
+Result<std::string> BindAddressFor(const std::string& flag, const std::string& host) {
+  in6_addr v6{};
+  in_addr v4{};
+  if (host == "*" || ::inet_pton(AF_INET, host.c_str(), &v4) == 1 ||
+      ::inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    return host;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* found = nullptr;
+  if (host.empty() || ::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 ||
+      found == nullptr) {
+    return InvalidArgument("--" + flag + " '" + host +
+                           "' is not an address of this host: give an IP address or a host name "
+                           "that resolves (or choose the interface to bind explicitly)");
+  }
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text,
+              sizeof(text));
+  ::freeaddrinfo(found);
+  return std::string(text);
 }
 
 void PrintVersion(const std::string& program) {

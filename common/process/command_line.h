@@ -58,6 +58,11 @@ Result<int> PortFlag(const std::string& flag, int64_t value, bool allow_ephemera
 Status EndpointFlag(const std::string& flag, const std::string& endpoint,
                     bool allow_ephemeral = false);
 
+// The address to bind for `host` (a --host/--data-host flag): a numeric IPv4/IPv6 address or
+// "*" as is, a host name resolved to its first IPv4 address (ZeroMQ binds no DNS names).
+// InvalidArgument naming `flag` when it does not resolve.
+Result<std::string> BindAddressFor(const std::string& flag, const std::string& host);
+
 // Prints "<program> <version> (git <rev>)" to stdout, as `--version` does on every binary.
 void PrintVersion(const std::string& program);
 

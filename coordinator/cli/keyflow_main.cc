@@ -9,6 +9,7 @@
 #include "common/process/command_line.h"
 #include "coordinator/cli/job_commands.h"
 #include "coordinator/cli/key_group_commands.h"
+#include "coordinator/cli/keys_command.h"
 
 namespace {
 
@@ -40,6 +41,9 @@ const std::map<std::string, CommandInfo>& Commands() {
       {"key-group",
        {[](const auto& a) { return RunKeyGroupCommand(a, std::cin, std::cout); },
         "print the key group (and subtask) of keys"}},
+      {"keys",
+       {[](const auto& a) { return RunKeysCommand(a, std::cout, std::cerr); },
+        "create and list the cluster's CURVE keys (init, add-worker, add-client, list)"}},
   };
   return commands;
 }

@@ -6,6 +6,10 @@
 #   coordinator.pid            pid of the keyflow-coordinator process
 #   coordinator.log            its stdout+stderr
 #   coordinator.endpoint       the endpoint clients use, e.g. tcp://127.0.0.1:6123
+#   keys/                      the cluster's key set (default of --keys; `keyflow keys init`)
+#   cluster.env                `export KEYFLOW_KEYS=...` for the CLI (or `unset` for --insecure)
+#   worker-<i>-keys/           only with --hosts, on worker i's host: coordinator.pub and
+#                              workers/worker-<i>.key, nothing else (0700)
 #   worker-<i>.pid             pid of worker i (slot i); with --hosts the pid on its host
 #   worker-<i>.host            only with --hosts: the host worker i runs on
 #   worker-<i>.log             its stdout+stderr (with --hosts: on its host, same path)
@@ -113,9 +117,34 @@ kf_stop_remote() {
     kf_log "could not reach $host to stop pid $pid (ssh failed): stop it there by hand"
 }
 
-# kf_status_json KEYFLOW_BIN ENDPOINT: `keyflow status --json`, empty output on failure.
+# kf_ssh_put HOST SRC DEST MODE: copies the local file SRC to DEST on HOST over ssh (stdin), with
+# MODE; DEST's directory is made private (0700). Never leaves a partial DEST.
+kf_ssh_put() {
+  local host="$1" src="$2" dest dir
+  dest="$(printf '%q' "$3")"
+  dir="$(printf '%q' "$(dirname "$3")")"
+  ssh -o BatchMode=yes -o ConnectTimeout=10 "$host" \
+    "umask 077 && mkdir -p $dir && chmod 0700 $dir && cat >$dest.tmp && chmod $4 $dest.tmp &&
+     mv -f $dest.tmp $dest" <"$src"
+}
+
+# kf_use_cluster_keys RUN_DIR: points the keyflow CLI of this shell at the cluster started from
+# RUN_DIR (its RUN_DIR/cluster.env: KEYFLOW_KEYS, or none for an --insecure cluster).
+kf_use_cluster_keys() {
+  unset KEYFLOW_KEYS
+  if [ -f "$1/cluster.env" ]; then
+    # shellcheck disable=SC1091
+    source "$1/cluster.env"
+  fi
+}
+
+# kf_status_json KEYFLOW_BIN ENDPOINT [RUN_DIR]: `keyflow status --json` with the keys of the
+# cluster of RUN_DIR, empty output on failure.
 kf_status_json() {
-  "$1" status --json --coordinator "$2" 2>/dev/null || true
+  (
+    [ -z "${3:-}" ] || kf_use_cluster_keys "$3"
+    "$1" status --json --coordinator "$2" 2>/dev/null || true
+  )
 }
 
 # kf_registered_slots: reads `keyflow status --json` on stdin, prints the registered slots,

@@ -1,6 +1,7 @@
 #include "tests/integration/cluster.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 
 namespace keyflow::test {
@@ -35,6 +36,7 @@ std::string KeyflowBinary(const std::string& name) {
 Result<std::unique_ptr<Cluster>> Cluster::Start(const std::string& dir, ClusterOptions options) {
   std::unique_ptr<Cluster> c(new Cluster(dir, std::move(options)));
   c->workers_.resize(static_cast<size_t>(c->options_.workers));
+  RETURN_IF_ERROR(c->CreateKeys());
   RETURN_IF_ERROR(c->StartCoordinator());
   for (int i = 0; i < c->options_.workers; ++i) RETURN_IF_ERROR(c->StartWorker(i));
   Status s = c->WaitForWorkers(c->options_.workers, c->options_.start_timeout);
@@ -49,6 +51,34 @@ Cluster::~Cluster() {
   if (coordinator_) coordinator_->Kill();
 }
 
+Status Cluster::CreateKeys() const {
+  if (options_.insecure) return Status::Ok();
+  ASSIGN_OR_RETURN(CommandResult r, RunCommand({KeyflowBinary("keyflow"), "keys", "init", KeysDir(),
+                                                "--workers", std::to_string(options_.workers)},
+                                               Duration::Seconds(20)));
+  if (r.exit_code != 0) {
+    return FailedPrecondition("keyflow keys init " + KeysDir() + " exited with " +
+                              std::to_string(r.exit_code) + ": " + r.err);
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> Cluster::SecurityArgs(const std::string& key_name) const {
+  if (options_.insecure) return {"--insecure"};
+  std::vector<std::string> args = {"--keys", KeysDir()};
+  if (key_name.empty()) return args;
+  // A worker key the key set does not have yet (a test's extra worker): add it, as an operator
+  // would with `keyflow keys add-worker`.
+  if (!std::filesystem::exists(KeysDir() + "/workers/" + key_name + ".key")) {
+    auto r =
+        RunCommand({KeyflowBinary("keyflow"), "keys", "add-worker", key_name, "--keys", KeysDir()},
+                   Duration::Seconds(20));
+    CHECK(r.ok() && r->exit_code == 0)
+        << "keyflow keys add-worker " << key_name << " failed: " << (r.ok() ? r->err : "");
+  }
+  return Concat(args, {"--key-name", key_name});
+}
+
 Status Cluster::StartCoordinator(int port) {
   std::vector<std::string> argv = options_.coordinator_prefix;
   argv.push_back(KeyflowBinary("keyflow-coordinator"));
@@ -60,6 +90,7 @@ Status Cluster::StartCoordinator(int port) {
     argv.insert(argv.end(), {"--bind", bind});
   }
   argv.insert(argv.end(), {"--checkpoint-dir", CheckpointDir()});
+  argv = Concat(argv, SecurityArgs(""));
   argv = Concat(argv, options_.coordinator_args);
   // Only this process's "listening on" line counts (the log keeps earlier coordinators').
   const size_t log_offset = ReadFileOrEmpty(CoordinatorLog()).size();
@@ -106,6 +137,7 @@ Status Cluster::StartWorker(int slot) {
   argv.insert(argv.end(), {KeyflowBinary("keyflow-worker"), "--coordinator", endpoint_, "--slot",
                            std::to_string(slot), "--data-host", placement.data_host, "--bind-host",
                            placement.bind_host, "--cache-dir", WorkerCacheDir(slot)});
+  argv = Concat(argv, SecurityArgs("worker-" + std::to_string(slot)));
   auto& w = workers_[static_cast<size_t>(slot)];
   if (w) {  // a restart: tell the coordinator, as scripts/lib/worker-supervisor.sh does
     pid_t previous = w->pid();
@@ -151,6 +183,9 @@ std::string Cluster::WorkerLog(int slot) const {
 
 std::vector<std::string> Cluster::CliCommand(std::vector<std::string> args) const {
   std::vector<std::string> argv = options_.cli_prefix;
+  // The client key set as users point the CLI at it (`export KEYFLOW_KEYS=DIR`, client key
+  // "operator" by default).
+  if (!options_.insecure) argv.insert(argv.end(), {"env", "KEYFLOW_KEYS=" + KeysDir()});
   argv.push_back(KeyflowBinary("keyflow"));
   argv = Concat(argv, args);
   argv.insert(argv.end(), {"--coordinator", endpoint_});

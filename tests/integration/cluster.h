@@ -5,6 +5,10 @@
 // synchronise. RAII: the destructor SIGKILLs every process the cluster started, also when the
 // test failed half-way (and ChildProcess's PDEATHSIG covers a crashing test binary).
 //
+// Secure by default (issue 13): Start() creates a key set in DIR/keys with the real `keyflow keys
+// init` and passes --keys/--key-name to the coordinator, every worker (worker-SLOT) and every
+// CLI call (client "operator"); ClusterOptions::insecure runs every process with --insecure.
+//
 // Each process may run under a command prefix (e.g. `ip netns exec NS`), so the same helper
 // runs a cluster spread over network namespaces (network_namespaces.h).
 //
@@ -45,6 +49,8 @@ struct ClusterOptions {
   std::vector<std::string> coordinator_args = {"--heartbeat-interval", "100ms",
                                                "--heartbeat-timeout", "1s"};
   Duration start_timeout = Duration::Seconds(30);
+  // false (the default): CURVE with a key set in DIR/keys; true: every process gets --insecure.
+  bool insecure = false;
 };
 
 class Cluster {
@@ -76,6 +82,12 @@ class Cluster {
   // Worker `slot`'s --cache-dir (job libraries), kept across its restarts.
   std::string WorkerCacheDir(int slot) const;
   std::string CoordinatorLog() const { return dir_ + "/coordinator.log"; }
+  // The key set (`keyflow keys init`), empty when options.insecure.
+  std::string KeysDir() const { return options_.insecure ? std::string() : dir_ + "/keys"; }
+  // The flags that make a process use the key set as worker key `key_name` ("" for the
+  // coordinator; a missing worker key is added), or {"--insecure"}: for tests that start a
+  // process of their own against this cluster.
+  std::vector<std::string> SecurityArgs(const std::string& key_name) const;
 
   // `keyflow ARGS... --coordinator ENDPOINT` to completion.
   Result<CommandResult> Cli(std::vector<std::string> args,
@@ -101,6 +113,7 @@ class Cluster {
       : dir_(std::move(dir)), options_(std::move(options)) {}
   // port 0: options_.coordinator_bind (or --port 0); otherwise that port.
   Status StartCoordinator(int port = 0);
+  Status CreateKeys() const;
   std::vector<std::string> CliCommand(std::vector<std::string> args) const;
 
   std::string dir_;

@@ -5,7 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -27,6 +30,19 @@ bool ProcessAlive(pid_t pid) {
   std::string stat = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/stat");
   size_t paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+unsigned Mode(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return st.st_mode & 07777;
+}
+
+// The process's command line, arguments separated by spaces.
+std::string CommandLineOf(pid_t pid) {
+  std::string cmdline = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/cmdline");
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  return cmdline;
 }
 
 pid_t PidFromFile(const std::string& path) {
@@ -68,10 +84,21 @@ class ClusterScriptsTest : public ::testing::Test {
     return RunCommand({Script("stop-cluster.sh"), "--run-dir", run_dir_}, Duration::Seconds(60));
   }
   Result<CommandResult> StatusOf(const std::string& endpoint) {
-    return RunCommand({KeyflowBinary("keyflow"), "status", "--json", "--coordinator", endpoint},
+    // As a user would after start-cluster.sh: export KEYFLOW_KEYS=RUN_DIR/keys.
+    return RunCommand({"env", "KEYFLOW_KEYS=" + run_dir_ + "/keys", KeyflowBinary("keyflow"),
+                       "status", "--json", "--coordinator", endpoint},
                       Duration::Seconds(15));
   }
   std::string PidFile(const std::string& name) const { return run_dir_ + "/" + name + ".pid"; }
+
+  std::vector<std::string> Files(const std::string& dir) const {
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+      files.push_back(e.path().string().substr(dir.size() + 1));
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+  }
 
   TestDir dir_;
   std::string run_dir_ = dir_.path() + "/run";
@@ -130,7 +157,7 @@ TEST_F(ClusterScriptsTest, PortInUseFailsWithTheCoordinatorsErrorAndLeavesNothin
   ASSERT_TRUE(started.ok()) << started.status().ToString();
   EXPECT_EQ(started->exit_code, 1);
   EXPECT_THAT(started->err, HasSubstr("the coordinator exited (status 1) instead of starting"));
-  EXPECT_THAT(started->err, HasSubstr("address tcp://0.0.0.0:" + port + " is already in use"));
+  EXPECT_THAT(started->err, HasSubstr("address tcp://127.0.0.1:" + port + " is already in use"));
   EXPECT_FALSE(std::filesystem::exists(PidFile("coordinator")));
   EXPECT_FALSE(std::filesystem::exists(PidFile("worker-0")));
 }
@@ -172,6 +199,128 @@ TEST_F(ClusterScriptsTest, RespawnRestartsAKilledWorkerUnderItsSlot) {
   EXPECT_FALSE(ProcessAlive(supervisor));
   EXPECT_FALSE(ProcessAlive(second)) << "stopping the supervisor first: no respawn on stop";
   EXPECT_FALSE(std::filesystem::exists(PidFile("worker-0.supervisor")));
+}
+
+// Secure by default: the first start creates RUN_DIR/keys (private modes), every process gets
+// --keys, the CLI is told where the keys are; a later start with more workers adds their keys
+// and keeps the others.
+TEST_F(ClusterScriptsTest, StartCreatesAKeySetOnFirstUseAndAddsWorkerKeysLater) {
+  auto started = StartCluster({"--workers", "1", "--port", "0"});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_EQ(started->exit_code, 0) << started->err;
+  const std::string keys = run_dir_ + "/keys";
+  EXPECT_EQ(Mode(keys), 0700u);
+  EXPECT_EQ(Mode(keys + "/coordinator.key"), 0600u);
+  EXPECT_EQ(Mode(keys + "/workers/worker-0.key"), 0600u);
+  EXPECT_EQ(Mode(keys + "/clients/operator.key"), 0600u);
+  EXPECT_FALSE(std::filesystem::exists(keys + "/workers/worker-1.key"));
+  EXPECT_EQ(ReadFileOrEmpty(run_dir_ + "/cluster.env"), "export KEYFLOW_KEYS=" + keys + "\n");
+  EXPECT_THAT(started->err, HasSubstr("export KEYFLOW_KEYS=" + keys));
+  EXPECT_THAT(CommandLineOf(PidFromFile(PidFile("coordinator"))),
+              HasSubstr("--host 127.0.0.1 --port 0 --checkpoint-dir " + run_dir_ +
+                        "/checkpoints --keys " + keys));
+  EXPECT_THAT(CommandLineOf(PidFromFile(PidFile("worker-0"))),
+              HasSubstr("--keys " + keys + " --key-name worker-0"));
+  const std::string coordinator_key = ReadFileOrEmpty(keys + "/coordinator.key");
+  ASSERT_EQ(StopCluster()->exit_code, 0);
+
+  auto again = StartCluster({"--workers", "3", "--port", "0"});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->exit_code, 0) << again->err;
+  EXPECT_THAT(again->err, HasSubstr("adding the key of worker-1 to " + keys));
+  EXPECT_THAT(again->err, HasSubstr("adding the key of worker-2 to " + keys));
+  EXPECT_EQ(ReadFileOrEmpty(keys + "/coordinator.key"), coordinator_key) << "never re-created";
+  EXPECT_EQ(Mode(keys + "/workers/worker-2.key"), 0600u);
+  EXPECT_THAT(again->err, HasSubstr("3 worker(s) registered"));
+}
+
+TEST_F(ClusterScriptsTest, InsecureIsExplicitAndWarnsAtEveryStart) {
+  auto started = StartCluster({"--workers", "1", "--port", "0", "--insecure"});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_EQ(started->exit_code, 0) << started->err;
+  EXPECT_THAT(started->err, HasSubstr("WARNING: --insecure: no encryption and no authentication"));
+  EXPECT_FALSE(std::filesystem::exists(run_dir_ + "/keys"));
+  EXPECT_EQ(ReadFileOrEmpty(run_dir_ + "/cluster.env"),
+            "unset KEYFLOW_KEYS  # an --insecure cluster\n");
+  Status s = WaitUntil(
+      [&] {
+        return ReadFileOrEmpty(run_dir_ + "/worker-0.log").find("runs with --insecure") !=
+               std::string::npos;
+      },
+      Duration::Seconds(10), "the worker's warning");
+  EXPECT_TRUE(s.ok()) << Tail(run_dir_ + "/worker-0.log");
+  EXPECT_THAT(ReadFileOrEmpty(run_dir_ + "/coordinator.log"),
+              HasSubstr("keyflow-coordinator runs with --insecure"));
+
+  auto both = StartCluster({"--workers", "1", "--insecure", "--keys", dir_.path() + "/k"});
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->exit_code, 1);
+  EXPECT_THAT(both->err, HasSubstr("--keys and --insecure exclude each other"));
+}
+
+// --hosts: worker i's host gets only its own secret key and the coordinator's public key, over
+// ssh (a fake ssh that runs the command here: the test's "hosts" share this file system), in a
+// 0700 directory of its own, and the workers register with them.
+TEST_F(ClusterScriptsTest, HostsGetOnlyTheirOwnWorkerKeyOverSsh) {
+  const std::string bin = dir_.Subdir("fake-bin");
+  {
+    std::ofstream ssh(bin + "/ssh");
+    ssh << "#!/usr/bin/env bash\n"
+           "# fake ssh [-n] [-o OPT]... HOST CMD: runs CMD here, logs HOST\n"
+           "while [ $# -gt 0 ]; do case \"$1\" in -n) shift ;; -o) shift 2 ;; *) break ;; esac; "
+           "done\n"
+           "echo \"$1\" >>"
+        << dir_.path()
+        << "/ssh-hosts.log\n"
+           "shift\n"
+           "exec bash -c \"$*\"\n";
+  }
+  std::filesystem::permissions(bin + "/ssh", std::filesystem::perms::owner_all);
+  const std::string hosts = dir_.path() + "/hosts";
+  std::ofstream(hosts) << "host-a\nhost-b  # the second host\n";
+  std::vector<std::string> argv = {"env",
+                                   "PATH=" + bin + ":" + std::string(std::getenv("PATH")),
+                                   Script("start-cluster.sh"),
+                                   "--run-dir",
+                                   run_dir_,
+                                   "--build-dir",
+                                   KEYFLOW_BINARY_DIR,
+                                   "--timeout",
+                                   "30",
+                                   "--hosts",
+                                   hosts,
+                                   "--port",
+                                   "0",
+                                   "--coordinator-host",
+                                   "127.0.0.1",
+                                   "--data-host",
+                                   "127.0.0.1"};
+  auto started = RunCommand(argv, Duration::Seconds(60));
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_EQ(started->exit_code, 0) << started->err;
+  EXPECT_THAT(started->err, HasSubstr("2 worker(s) registered"));
+  EXPECT_THAT(ReadFileOrEmpty(dir_.path() + "/ssh-hosts.log"), HasSubstr("host-b"));
+  for (int i : {0, 1}) {
+    const std::string mine = run_dir_ + "/worker-" + std::to_string(i) + "-keys";
+    EXPECT_EQ(Files(mine),
+              (std::vector<std::string>{"coordinator.pub", "workers",
+                                        "workers/worker-" + std::to_string(i) + ".key"}));
+    EXPECT_EQ(Mode(mine), 0700u);
+    EXPECT_EQ(Mode(mine + "/workers"), 0700u);
+    EXPECT_EQ(Mode(mine + "/coordinator.pub"), 0644u);
+    EXPECT_EQ(Mode(mine + "/workers/worker-" + std::to_string(i) + ".key"), 0600u);
+    EXPECT_EQ(ReadFileOrEmpty(mine + "/workers/worker-" + std::to_string(i) + ".key"),
+              ReadFileOrEmpty(run_dir_ + "/keys/workers/worker-" + std::to_string(i) + ".key"));
+    EXPECT_EQ(ReadFileOrEmpty(mine + "/coordinator.pub"),
+              ReadFileOrEmpty(run_dir_ + "/keys/coordinator.pub"));
+    EXPECT_THAT(CommandLineOf(PidFromFile(PidFile("worker-" + std::to_string(i)))),
+                HasSubstr("--keys " + mine + " --key-name worker-" + std::to_string(i)));
+  }
+  auto stopped = RunCommand({"env", "PATH=" + bin + ":" + std::string(std::getenv("PATH")),
+                             Script("stop-cluster.sh"), "--run-dir", run_dir_},
+                            Duration::Seconds(60));
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->exit_code, 0) << stopped->err;
 }
 
 }  // namespace

@@ -57,7 +57,8 @@ TEST(FailurePathsTest, WorkerAgainstUnreachableCoordinatorKeepsRetryingAndSaysSo
   std::string endpoint = "tcp://127.0.0.1:" + std::to_string(*port);
   std::string log = dir.path() + "/worker.log";
   auto worker = ChildProcess::Start(
-      {KeyflowBinary("keyflow-worker"), "--coordinator", endpoint, "--slot", "0"}, log);
+      {KeyflowBinary("keyflow-worker"), "--coordinator", endpoint, "--slot", "0", "--insecure"},
+      log);
   ASSERT_TRUE(worker.ok()) << worker.status().ToString();
   std::string expected = "coordinator " + endpoint + " unreachable for ";
   Status s = WaitUntil([&] { return Contains(ReadFileOrEmpty(log), expected); },
@@ -73,15 +74,16 @@ TEST(FailurePathsTest, CoordinatorOnPortInUseExitsOneWithClearError) {
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   std::string port = (*first)->endpoint().substr((*first)->endpoint().rfind(':') + 1);
   std::string log = dir.path() + "/second-coordinator.log";
-  auto second = ChildProcess::Start({KeyflowBinary("keyflow-coordinator"), "--port", port,
-                                     "--checkpoint-dir", dir.path() + "/checkpoints"},
-                                    log);
+  std::vector<std::string> argv = {KeyflowBinary("keyflow-coordinator"), "--port", port,
+                                   "--checkpoint-dir", dir.path() + "/checkpoints"};
+  for (const std::string& arg : (*first)->SecurityArgs("")) argv.push_back(arg);
+  auto second = ChildProcess::Start(argv, log);
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   auto code = second->Wait(Duration::Seconds(20));
   ASSERT_TRUE(code.ok()) << code.status().ToString();
   EXPECT_EQ(*code, 1);
   std::string text = ReadFileOrEmpty(log);
-  EXPECT_THAT(text, HasSubstr("address tcp://0.0.0.0:" + port + " is already in use"));
+  EXPECT_THAT(text, HasSubstr("address tcp://127.0.0.1:" + port + " is already in use"));
   EXPECT_THAT(text, HasSubstr("choose another --port"));
   EXPECT_TRUE((*first)->coordinator().Running()) << "the first coordinator is unaffected";
 }

@@ -15,6 +15,23 @@
 namespace keyflow::test {
 namespace {
 
+// keyflow-worker for `slot` of cluster `c` on loopback, with the cluster's keys.
+std::vector<std::string> WorkerCommand(const Cluster& c, int slot) {
+  std::vector<std::string> argv = {KeyflowBinary("keyflow-worker"),
+                                   "--coordinator",
+                                   c.endpoint(),
+                                   "--slot",
+                                   std::to_string(slot),
+                                   "--data-host",
+                                   "127.0.0.1",
+                                   "--bind-host",
+                                   "127.0.0.1"};
+  for (const std::string& arg : c.SecurityArgs("worker-" + std::to_string(slot))) {
+    argv.push_back(arg);
+  }
+  return argv;
+}
+
 using ::testing::HasSubstr;
 
 constexpr Duration kWait = Duration::Seconds(30);
@@ -46,10 +63,8 @@ TEST(LivenessReportsTest, SecondWorkerForATakenSlotIsRefusedAndExitsWhileTheFirs
   ASSERT_EQ((*before)["workers"].size(), 2u);
   ASSERT_EQ((*before)["workers"][1]["pid"], holder);
   const int holder_id = (*before)["workers"][1]["worker"].get<int>();
-  auto dup =
-      ChildProcess::Start({KeyflowBinary("keyflow-worker"), "--coordinator", c.endpoint(), "--slot",
-                           "1", "--data-host", "127.0.0.1", "--bind-host", "127.0.0.1"},
-                          dir.path() + "/duplicate.log");
+  std::vector<std::string> argv = WorkerCommand(c, 1);
+  auto dup = ChildProcess::Start(argv, dir.path() + "/duplicate.log");
   ASSERT_TRUE(dup.ok()) << dup.status().ToString();
   auto rc = dup->Wait(Duration::Seconds(15));
   ASSERT_TRUE(rc.ok()) << "the refused worker must give up\n" << c.LogExcerpts();
@@ -74,12 +89,13 @@ TEST(LivenessReportsTest, SigkilledWorkerUnderTheSupervisorIsReportedKilledBySig
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   Cluster& c = **cluster;
   const std::string pid_file = dir.path() + "/worker-1.pid";
-  auto supervisor = ChildProcess::Start(
-      {"bash", std::string(KEYFLOW_SOURCE_DIR) + "/scripts/lib/worker-supervisor.sh", "--pid-file",
-       pid_file, "--log", dir.path() + "/worker-1.log", "--", KeyflowBinary("keyflow-worker"),
-       "--coordinator", c.endpoint(), "--slot", "1", "--data-host", "127.0.0.1", "--bind-host",
-       "127.0.0.1"},
-      dir.path() + "/supervisor.log");
+  std::vector<std::string> argv = {
+      "bash",       std::string(KEYFLOW_SOURCE_DIR) + "/scripts/lib/worker-supervisor.sh",
+      "--pid-file", pid_file,
+      "--log",      dir.path() + "/worker-1.log",
+      "--"};
+  for (const std::string& arg : WorkerCommand(c, 1)) argv.push_back(arg);
+  auto supervisor = ChildProcess::Start(argv, dir.path() + "/supervisor.log");
   ASSERT_TRUE(supervisor.ok()) << supervisor.status().ToString();
   struct Guard {  // the supervised worker is not our child: kill it by its pid file
     std::string pid_file;

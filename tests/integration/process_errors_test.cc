@@ -33,18 +33,78 @@ TEST(ProcessErrorsTest, EveryBinaryPrintsItsVersionAndGitRevision) {
 }
 
 TEST(ProcessErrorsTest, CoordinatorRefusesAPortOutOfRange) {
-  CommandResult r = RunBinary({KeyflowBinary("keyflow-coordinator"), "--port", "70000"});
+  CommandResult r =
+      RunBinary({KeyflowBinary("keyflow-coordinator"), "--port", "70000", "--insecure"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "keyflow: --port 70000 is not a TCP port: give a number from 0 to 65535 (0: any free "
             "port)\n");
-  r = RunBinary({KeyflowBinary("keyflow-coordinator"), "--bind", "tcp://127.0.0.1:65536"});
+  r = RunBinary(
+      {KeyflowBinary("keyflow-coordinator"), "--bind", "tcp://127.0.0.1:65536", "--insecure"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--bind tcp://127.0.0.1:65536 has no valid TCP port"));
-  r = RunBinary({KeyflowBinary("keyflow-coordinator"), "--port", "0", "--heartbeat-interval", "0"});
+  r = RunBinary({KeyflowBinary("keyflow-coordinator"), "--port", "0", "--heartbeat-interval", "0",
+                 "--insecure"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "keyflow: --heartbeat-interval 0 is out of range: give a duration from 1ms to 365d\n");
+}
+
+// Secure by default: neither binary starts without --keys or an explicit --insecure.
+TEST(ProcessErrorsTest, CoordinatorAndWorkerRefuseToStartWithoutKeysOrInsecure) {
+  const std::string sentence =
+      "keyflow: no keys: pass --keys DIR (create DIR with `keyflow keys init DIR`; "
+      "scripts/start-cluster.sh does it on first use) or, to run without authentication, "
+      "--insecure\n";
+  CommandResult r =
+      RunBinary({"env", "-u", "KEYFLOW_KEYS", KeyflowBinary("keyflow-coordinator"), "--port", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, sentence);
+  r = RunBinary({"env", "-u", "KEYFLOW_KEYS", KeyflowBinary("keyflow-worker"), "--coordinator",
+                 "tcp://127.0.0.1:1", "--slot", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, sentence);
+  TestDir dir;
+  r = RunBinary({KeyflowBinary("keyflow-worker"), "--coordinator", "tcp://127.0.0.1:1", "--keys",
+                 dir.path(), "--insecure"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--keys and --insecure exclude each other"));
+}
+
+// The control port binds --host (default 127.0.0.1), not every interface; a host that does
+// not resolve is a usage error, for the coordinator's --host and the worker's --data-host.
+TEST(ProcessErrorsTest, CoordinatorBindsLoopbackByDefaultAndRefusesAnUnknownHost) {
+  TestDir dir;
+  auto coordinator =
+      ChildProcess::Start({KeyflowBinary("keyflow-coordinator"), "--port", "0", "--insecure",
+                           "--checkpoint-dir", dir.path() + "/checkpoints"},
+                          dir.path() + "/coordinator.log");
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status().ToString();
+  Status s = WaitUntil(
+      [&] {
+        return ReadFileOrEmpty(dir.path() + "/coordinator.log").find("listening on") !=
+               std::string::npos;
+      },
+      Duration::Seconds(15), "the \"listening on\" line");
+  ASSERT_TRUE(s.ok()) << s.message();
+  const std::string log = ReadFileOrEmpty(dir.path() + "/coordinator.log");
+  EXPECT_THAT(log, HasSubstr("keyflow-coordinator: listening on tcp://127.0.0.1:"));
+  EXPECT_THAT(log, HasSubstr("keyflow-coordinator runs with --insecure: connections are neither "
+                             "encrypted nor authenticated"));
+  coordinator->Kill();
+
+  CommandResult r = RunBinary({KeyflowBinary("keyflow-coordinator"), "--host",
+                               "no-such-host.invalid", "--port", "0", "--insecure"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "keyflow: --host 'no-such-host.invalid' is not an address of this host: give an IP "
+            "address or a host name that resolves (or choose the interface to bind "
+            "explicitly)\n");
+  r = RunBinary({KeyflowBinary("keyflow-worker"), "--coordinator", "tcp://127.0.0.1:1",
+                 "--data-host", "no-such-host.invalid", "--insecure"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--data-host 'no-such-host.invalid' is not an address of this "
+                               "host"));
 }
 
 TEST(ProcessErrorsTest, WorkerRefusesACoordinatorPortOutOfRange) {
@@ -97,9 +157,15 @@ TEST(ProcessErrorsTest, PeerHostNameIsEscapedInTheCoordinatorLog) {
   auto cluster = Cluster::Start(dir.path(), options);
   ASSERT_TRUE(cluster.ok()) << cluster.status().message();
   const std::string host = "evil\n2026-12-01T00:00:00.000Z info coordinator forged \x1b[31mred";
-  auto worker = ChildProcess::Start({KeyflowBinary("keyflow-worker"), "--coordinator",
-                                     (*cluster)->endpoint(), "--slot", "0", "--hostname", host},
-                                    dir.path() + "/worker.log");
+  std::vector<std::string> argv = {KeyflowBinary("keyflow-worker"),
+                                   "--coordinator",
+                                   (*cluster)->endpoint(),
+                                   "--slot",
+                                   "0",
+                                   "--hostname",
+                                   host};
+  for (const std::string& arg : (*cluster)->SecurityArgs("worker-0")) argv.push_back(arg);
+  auto worker = ChildProcess::Start(argv, dir.path() + "/worker.log");
   ASSERT_TRUE(worker.ok()) << worker.status().message();
   ASSERT_TRUE((*cluster)->WaitForWorkers(1, Duration::Seconds(20)).ok())
       << (*cluster)->LogExcerpts();

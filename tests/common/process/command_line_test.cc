@@ -42,6 +42,19 @@ TEST(EndpointFlagTest, BindEndpointsMayAskForAnyFreePort) {
   EXPECT_FALSE(EndpointFlag("bind", "tcp://0.0.0.0:65536", true).ok());
 }
 
+TEST(BindAddressForTest, KeepsAddressesResolvesNamesAndRefusesUnknownHosts) {
+  EXPECT_EQ(*BindAddressFor("host", "10.1.2.3"), "10.1.2.3");
+  EXPECT_EQ(*BindAddressFor("host", "0.0.0.0"), "0.0.0.0");
+  EXPECT_EQ(*BindAddressFor("host", "::1"), "::1");
+  EXPECT_EQ(*BindAddressFor("host", "*"), "*");
+  EXPECT_EQ(*BindAddressFor("data-host", "localhost"), "127.0.0.1");
+  EXPECT_EQ(BindAddressFor("data-host", "no-such-host.invalid").status(),
+            InvalidArgument("--data-host 'no-such-host.invalid' is not an address of this host: "
+                            "give an IP address or a host name that resolves (or choose the "
+                            "interface to bind explicitly)"));
+  EXPECT_FALSE(BindAddressFor("host", "").ok());
+}
+
 TEST(DurationFlagTest, ChecksTheRange) {
   EXPECT_EQ(*DurationFlagMillis("timeout", "2s"), 2000);
   EXPECT_EQ(*DurationFlagMillis("idle-timeout", "0"), 0);

@@ -1,0 +1,326 @@
+#include "coordinator/cli/keys_command.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <iomanip>
+#include <map>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/process/command_line.h"
+
+namespace keyflow::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr unsigned kDirMode = 0700;
+constexpr unsigned kSecretMode = 0600;
+constexpr unsigned kPublicMode = 0644;
+
+Status MakePrivateDir(const std::string& path) {
+  if (::mkdir(path.c_str(), kDirMode) != 0 && errno != EEXIST) {
+    return IoError("cannot create directory " + path + ": " + std::strerror(errno) +
+                   ": check that its parent exists and is writable");
+  }
+  // mkdir's mode is reduced by the umask, and an existing (empty) directory keeps its own.
+  if (::chmod(path.c_str(), kDirMode) != 0) {
+    return IoError("cannot make directory " + path + " private (0700): " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// Writes NAME.key (0600) and NAME.pub (0644) of a fresh key pair; the .key first, so that a key
+// the coordinator admits always has its secret half somewhere.
+Status WriteKeyPair(const KeyDirectory& keys, Role role, const std::string& name) {
+  ASSIGN_OR_RETURN(CurveKeyPair pair, GenerateCurveKeyPair());
+  KeyFile file{PeerIdentity{role, name}, pair};
+  RETURN_IF_ERROR(WriteNewKeyFile(keys.SecretKeyFile(role, name), file, kSecretMode));
+  file.keys.secret_key.clear();
+  return WriteNewKeyFile(keys.PublicKeyFile(role, name), file, kPublicMode);
+}
+
+bool HoldsKeySet(const KeyDirectory& keys) {
+  std::error_code ec;
+  for (const std::string& p : {keys.CoordinatorKey(), keys.CoordinatorPub(),
+                               keys.RoleDir(Role::kWorker), keys.RoleDir(Role::kOperator)}) {
+    if (fs::exists(p, ec)) return true;
+  }
+  return false;
+}
+
+Status RequireKeySet(const std::string& dir) {
+  if (dir.empty()) {
+    return InvalidArgument(
+        "no key directory: pass --keys DIR (or set KEYFLOW_KEYS); create one with `keyflow keys "
+        "init DIR`");
+  }
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec) || !fs::exists(KeyDirectory{dir}.CoordinatorPub(), ec)) {
+    return NotFound(dir + " holds no key set: create one with `keyflow keys init " + dir + "`");
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> SplitNames(const std::string& list) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    names.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return names;
+}
+
+const char* KeysDirDefault() {
+  const char* env = std::getenv("KEYFLOW_KEYS");
+  return env == nullptr ? "" : env;
+}
+
+int FailTo(std::ostream& err, const Status& status, int code) {
+  err << "keyflow: " << status.message() << "\n";
+  return code;
+}
+
+int RunInit(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description opts;
+  std::string dir, clients = "operator";
+  int64_t workers = 2;
+  opts.add_options()("dir", po::value(&dir)->required(), "the new key directory (positional)")(
+      "workers", po::value(&workers)->default_value(workers),
+      "worker keys to create: workers/worker-0 .. worker-(N-1) (0..1024)")(
+      "clients", po::value(&clients)->default_value(clients),
+      "operator client keys to create, comma-separated (clients/NAME)");
+  po::positional_options_description pos;
+  pos.add("dir", 1);
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine(
+          "usage: keyflow keys init DIR [--workers N] [--clients NAME,...]\n"
+          "Creates a cluster's key set in DIR (0700): coordinator.key/.pub, workers/worker-I.key/"
+          ".pub and clients/NAME.key/.pub (.key 0600, .pub 0644). Never overwrites a key.",
+          opts, pos, args, &vm, &code)) {
+    return code;
+  }
+  if (workers < 0 || workers > 1024) {
+    return FailTo(err,
+                  InvalidArgument("--workers " + std::to_string(workers) +
+                                  " is out of range: give 0..1024 (add more later with `keyflow "
+                                  "keys add-worker NAME`)"),
+                  kExitUsage);
+  }
+  std::vector<std::string> names =
+      clients.empty() ? std::vector<std::string>{} : SplitNames(clients);
+  for (const std::string& name : names) {
+    if (Status s = ValidateKeyName(name); !s.ok()) {
+      return FailTo(err, s.WithContext("--clients"), kExitUsage);
+    }
+  }
+  if (Status s = InitKeySet(dir, static_cast<int>(workers), names); !s.ok()) {
+    return FailTo(err, s, kExitFailure);
+  }
+  out << "created the key set " << dir << ": coordinator, " << workers << " worker key(s), "
+      << names.size() << " client key(s)\n"
+      << "  the coordinator needs " << dir << " (--keys " << dir << ")\n"
+      << "  a worker needs only coordinator.pub and workers/NAME.key (--keys DIR --key-name NAME)\n"
+      << "  the CLI: export KEYFLOW_KEYS=" << dir << " (client key \"operator\" by default)\n";
+  return kExitOk;
+}
+
+int RunAdd(Role role, const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const std::string sub = role == Role::kWorker ? "add-worker" : "add-client";
+  po::options_description opts;
+  std::string name, dir;
+  opts.add_options()("name", po::value(&name)->required(), "the new key's name (positional)")(
+      "keys", po::value(&dir)->default_value(KeysDirDefault()),
+      "the key directory (default: $KEYFLOW_KEYS)");
+  po::positional_options_description pos;
+  pos.add("name", 1);
+  po::variables_map vm;
+  int code;
+  const std::string what = role == Role::kWorker ? "worker" : "operator client";
+  if (!ParseCommandLine("usage: keyflow keys " + sub + " NAME [--keys DIR]\nAdds the " + what +
+                            " key NAME to the key set (" +
+                            (role == Role::kWorker ? "workers" : "clients") +
+                            "/NAME.key 0600 and NAME.pub 0644); refuses an existing name.\n"
+                            "A running coordinator admits it after `keyflow keys reload`.",
+                        opts, pos, args, &vm, &code)) {
+    return code;
+  }
+  if (Status s = ValidateKeyName(name); !s.ok()) return FailTo(err, s, kExitUsage);
+  if (Status s = AddKey(dir, role, name); !s.ok()) return FailTo(err, s, kExitFailure);
+  const KeyDirectory keys{dir};
+  out << "added " << PeerIdentity{role, name}.ToUserId() << ": " << keys.SecretKeyFile(role, name)
+      << " (keep it private) and " << keys.PublicKeyFile(role, name) << "\n";
+  return kExitOk;
+}
+
+int RunList(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description opts;
+  std::string dir;
+  bool json = false;
+  opts.add_options()("keys", po::value(&dir)->default_value(KeysDirDefault()),
+                     "the key directory (default: $KEYFLOW_KEYS)")(
+      "json", po::bool_switch(&json), "print a JSON array instead of a table");
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine("usage: keyflow keys list [--keys DIR] [--json]\n"
+                        "Prints every key of the key set: ROLE NAME STATE PUBLIC-KEY (STATE: "
+                        "admitted, or revoked when only its .key file is left).",
+                        opts, {}, args, &vm, &code)) {
+    return code;
+  }
+  Result<std::vector<ListedKey>> keys = ListKeys(dir);
+  if (!keys.ok()) return FailTo(err, keys.status(), kExitFailure);
+  if (json) {
+    nlohmann::json array = nlohmann::json::array();
+    for (const ListedKey& k : *keys) {
+      array.push_back({{"role", RoleName(k.identity.role)},
+                       {"name", k.identity.name},
+                       {"state", k.state},
+                       {"public_key", k.public_key}});
+    }
+    out << array.dump(2) << "\n";
+    return kExitOk;
+  }
+  out << std::left << std::setw(13) << "ROLE" << std::setw(20) << "NAME" << std::setw(13) << "STATE"
+      << "PUBLIC-KEY\n";
+  for (const ListedKey& k : *keys) {
+    out << std::setw(13) << RoleName(k.identity.role) << std::setw(20) << k.identity.name
+        << std::setw(13) << k.state << k.public_key << "\n";
+  }
+  return kExitOk;
+}
+
+using Subcommand =
+    std::function<int(const std::vector<std::string>&, std::ostream&, std::ostream&)>;
+
+struct SubcommandInfo {
+  Subcommand run;
+  const char* summary;
+};
+
+// The subcommands of `keyflow keys`. `reload` (ask a running coordinator to re-read its trusted
+// keys) is a control request and belongs next to the other requests: register it here.
+const std::map<std::string, SubcommandInfo>& KeysSubcommands() {
+  static const std::map<std::string, SubcommandInfo> subcommands = {
+      {"init", {RunInit, "create a cluster's key set in DIR"}},
+      {"add-worker",
+       {[](const auto& a, auto& o, auto& e) { return RunAdd(Role::kWorker, a, o, e); },
+        "add a worker key"}},
+      {"add-client",
+       {[](const auto& a, auto& o, auto& e) { return RunAdd(Role::kOperator, a, o, e); },
+        "add an operator client key"}},
+      {"list", {RunList, "list the keys of a key set"}},
+  };
+  return subcommands;
+}
+
+void PrintKeysUsage(std::ostream& os) {
+  os << "usage: keyflow keys <subcommand> [options]   (keyflow keys <subcommand> --help)\n\n"
+        "subcommands:\n";
+  for (const auto& [name, info] : KeysSubcommands()) {
+    os << "  " << std::left << std::setw(12) << name << info.summary << "\n";
+  }
+}
+
+}  // namespace
+
+Status InitKeySet(const std::string& dir, int workers, const std::vector<std::string>& clients) {
+  const KeyDirectory keys{dir};
+  std::error_code ec;
+  if (HoldsKeySet(keys)) {
+    return AlreadyExists(dir + " already holds a key set; keys are never overwritten");
+  }
+  if (fs::exists(dir, ec) && !(fs::is_directory(dir, ec) && fs::is_empty(dir, ec))) {
+    return AlreadyExists(dir +
+                         " exists and is not an empty directory: give a new directory for the "
+                         "key set");
+  }
+  RETURN_IF_ERROR(MakePrivateDir(dir));
+  RETURN_IF_ERROR(MakePrivateDir(keys.RoleDir(Role::kWorker)));
+  RETURN_IF_ERROR(MakePrivateDir(keys.RoleDir(Role::kOperator)));
+  ASSIGN_OR_RETURN(CurveKeyPair pair, GenerateCurveKeyPair());
+  KeyFile coordinator{PeerIdentity{Role::kCoordinator, "coordinator"}, pair};
+  RETURN_IF_ERROR(WriteNewKeyFile(keys.CoordinatorKey(), coordinator, kSecretMode));
+  coordinator.keys.secret_key.clear();
+  RETURN_IF_ERROR(WriteNewKeyFile(keys.CoordinatorPub(), coordinator, kPublicMode));
+  for (int i = 0; i < workers; ++i) {
+    RETURN_IF_ERROR(WriteKeyPair(keys, Role::kWorker, "worker-" + std::to_string(i)));
+  }
+  for (const std::string& name : clients) {
+    RETURN_IF_ERROR(ValidateKeyName(name));
+    RETURN_IF_ERROR(WriteKeyPair(keys, Role::kOperator, name));
+  }
+  return Status::Ok();
+}
+
+Status AddKey(const std::string& dir, Role role, const std::string& name) {
+  RETURN_IF_ERROR(RequireKeySet(dir));
+  RETURN_IF_ERROR(ValidateKeyName(name));
+  const KeyDirectory keys{dir};
+  std::error_code ec;
+  if (fs::exists(keys.SecretKeyFile(role, name), ec) ||
+      fs::exists(keys.PublicKeyFile(role, name), ec)) {
+    return AlreadyExists("the key set " + dir + " already has a " + std::string(RoleName(role)) +
+                         " key named " + name +
+                         ": keys are never overwritten; choose another name");
+  }
+  RETURN_IF_ERROR(MakePrivateDir(keys.RoleDir(role)));
+  return WriteKeyPair(keys, role, name);
+}
+
+Result<std::vector<ListedKey>> ListKeys(const std::string& dir) {
+  RETURN_IF_ERROR(RequireKeySet(dir));
+  const KeyDirectory keys{dir};
+  std::vector<ListedKey> listed;
+  ASSIGN_OR_RETURN(KeyFile coordinator, ReadKeyFile(keys.CoordinatorPub(), false));
+  listed.push_back({coordinator.identity, coordinator.keys.public_key, "coordinator"});
+  for (Role role : {Role::kWorker, Role::kOperator}) {
+    // name -> (has .pub, has .key)
+    std::map<std::string, std::pair<bool, bool>> names;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(keys.RoleDir(role), ec)) {
+      const std::string ext = entry.path().extension().string();
+      if (ext == ".pub") names[entry.path().stem().string()].first = true;
+      if (ext == ".key") names[entry.path().stem().string()].second = true;
+    }
+    if (ec) return IoError("cannot list " + keys.RoleDir(role) + ": " + ec.message());
+    for (const auto& [name, present] : names) {
+      const bool admitted = present.first;
+      ASSIGN_OR_RETURN(KeyFile file, ReadKeyFile(admitted ? keys.PublicKeyFile(role, name)
+                                                          : keys.SecretKeyFile(role, name),
+                                                 /*require_secret=*/!admitted));
+      listed.push_back({file.identity, file.keys.public_key, admitted ? "admitted" : "revoked"});
+    }
+  }
+  return listed;
+}
+
+int RunKeysCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) {
+    PrintKeysUsage(err);
+    return kExitUsage;
+  }
+  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    PrintKeysUsage(out);
+    return kExitOk;
+  }
+  auto it = KeysSubcommands().find(args[0]);
+  if (it == KeysSubcommands().end()) {
+    err << "keyflow: unknown subcommand 'keys " << args[0] << "'\n";
+    PrintKeysUsage(err);
+    return kExitUsage;
+  }
+  return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+}
+
+}  // namespace keyflow::cli

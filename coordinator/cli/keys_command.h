@@ -1,0 +1,42 @@
+// `keyflow keys`: the cluster's CURVE key set (common/security/curve_keys.h, "Key directory").
+//
+//   keyflow keys init DIR [--workers N] [--clients NAME,...]
+//       creates DIR (0700) with coordinator.key/.pub, workers/worker-0..N-1 and clients/NAME
+//       (default client "operator"); refuses a DIR that already holds a key set or other files
+//   keyflow keys add-worker NAME [--keys DIR]     adds workers/NAME.key and .pub
+//   keyflow keys add-client NAME [--keys DIR]     adds clients/NAME.key and .pub
+//   keyflow keys list [--keys DIR] [--json]       role, name, public key and state of every key
+//   keyflow keys reload ...                       (a request to a running coordinator; see
+//                                                 KeysSubcommands in keys_command.cc)
+// --keys defaults to $KEYFLOW_KEYS. Keys are never overwritten; .key files are 0600, .pub files
+// 0644, the directories 0700.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "common/security/curve_keys.h"
+#include "common/status.h"
+
+namespace keyflow::cli {
+
+int RunKeysCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// The operations behind the subcommands (errors are the sentences the command prints).
+// Creates the key set of InitKeySet's documentation above in `dir`.
+Status InitKeySet(const std::string& dir, int workers, const std::vector<std::string>& clients);
+// Adds one worker or client key (role kWorker or kOperator) to an existing key set.
+Status AddKey(const std::string& dir, Role role, const std::string& name);
+
+struct ListedKey {
+  PeerIdentity identity;
+  std::string public_key;
+  // "admitted": the .pub file is there (the coordinator trusts it); "revoked": only the .key
+  // file is left (its .pub was removed). The coordinator's own key is "coordinator".
+  std::string state;
+};
+// The keys of a key set: the coordinator first, then workers and clients by name.
+Result<std::vector<ListedKey>> ListKeys(const std::string& dir);
+
+}  // namespace keyflow::cli
