@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/file_io.h"
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
 
@@ -202,9 +203,12 @@ Status CheckpointCoordinator::NormalizeHandle(const PendingCheckpoint& p, Subtas
   // absolute path inside that directory too.
   const std::string prefix = p.stats.directory + "/";
   if (h->path.compare(0, prefix.size(), prefix) == 0) h->path = h->path.substr(prefix.size());
-  if (h->path.empty() || h->path.front() == '/') {
-    return InvalidArgument("its state file path '" + h->path + "' is not inside " +
-                           p.stats.directory);
+  // Relative, no "..", no symbolic link out of the directory: the path goes into `_metadata`
+  // and a restore reads it (a forged ack must not point a worker at another file).
+  Result<std::string> inside = ResolveInside(p.stats.directory, h->path, "its state file");
+  if (!inside.ok()) {
+    return InvalidArgument(inside.status().message() + " (the checkpoint directory is " +
+                           p.stats.directory + ")");
   }
   if (!(h->range == expected)) {
     return InvalidArgument("its state covers " + h->range.ToString() + " but the subtask owns " +

@@ -2,6 +2,7 @@
 
 #include "checkpoint/checksummed_envelope.h"
 #include "common/binary_io.h"
+#include "common/file_io.h"
 #include "common/key_group_assignment.h"
 
 namespace keyflow {
@@ -27,10 +28,9 @@ std::vector<uint64_t> ReadU64Vector(BinaryReader& r) {
 Status ValidateHandle(const KeyGroupsStateHandle& h, const KeyGroupRange& expected, int32_t i) {
   const std::string who = "subtask " + std::to_string(i);
   if (h.path.empty()) return InvalidArgument(who + " has no state file path");
-  if (h.path.front() == '/') {
-    return InvalidArgument(who + "'s state file path " + h.path +
-                           " is absolute; it must be relative to the checkpoint directory");
-  }
+  // Relative, without "..": a crafted `_metadata` must not make a restore read (or `checkpoint
+  // inspect` stat) a file outside its checkpoint directory.
+  RETURN_IF_ERROR(CheckRelativePath(h.path, who + "'s state file"));
   if (!(h.range == expected)) {
     return InvalidArgument(who + " covers " + h.range.ToString() + " but owns " +
                            expected.ToString());

@@ -7,6 +7,7 @@
 
 #include "checkpoint/checksummed_envelope.h"
 #include "common/binary_io.h"
+#include "common/file_io.h"
 #include "common/logging.h"
 
 namespace keyflow {
@@ -137,7 +138,7 @@ Status CheckpointStorage::PrepareCheckpointDirectory(const std::string& dir) con
     }
     return Status::Ok();
   }
-  return fs_->CreateDirectories(dir);
+  return fs_->CreateDirectories(dir, kPrivateDirectoryMode);
 }
 
 Status CheckpointStorage::WriteMetadata(const std::string& checkpoint_dir,
@@ -166,7 +167,14 @@ Result<CheckpointMetadata> CheckpointStorage::ReadMetadata(
 Status CheckpointStorage::VerifyStateFiles(const std::string& checkpoint_dir,
                                            const CheckpointMetadata& m, FileSystem& fs) {
   for (const SubtaskCheckpointState& s : m.subtasks) {
-    const std::string path = checkpoint_dir + "/" + s.keyed_state.path;
+    // Inside the checkpoint directory, also after symbolic links: a savepoint whose
+    // subtask-<i>.kgs links to another file is refused before any worker reads it.
+    Result<std::string> resolved = ResolveInside(
+        checkpoint_dir, s.keyed_state.path,
+        "the state file of subtask " + std::to_string(s.subtask.value()) + " of checkpoint " +
+            std::to_string(m.id.value()));
+    if (!resolved.ok()) return Corruption(resolved.status().message());
+    const std::string& path = *resolved;
     Result<FileInfo> info = fs.Stat(path);
     if (!info.ok()) {
       return Corruption("state file " + path + " of subtask " + std::to_string(s.subtask.value()) +
@@ -243,7 +251,7 @@ Status CheckpointStorage::DeleteCheckpoint(const std::string& checkpoint_dir) co
 
 Status CheckpointStorage::WriteJobRecord(const JobRecord& record) const {
   const std::string dir = JobDirectory(record.job_id);
-  RETURN_IF_ERROR(fs_->CreateDirectories(dir));
+  RETURN_IF_ERROR(fs_->CreateDirectories(dir, kPrivateDirectoryMode));
   return fs_->WriteFileAtomically(dir + "/" + std::string(kJobRecordFileName), record.Encode());
 }
 

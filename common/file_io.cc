@@ -116,8 +116,16 @@ class PosixFileSystem final : public FileSystem {
         flags |= O_EXCL;
         break;
     }
-    int fd = ::open(path.c_str(), flags, 0644);
+    struct stat before;
+    const bool existed = mode != WriteMode::kCreateNew && ::lstat(path.c_str(), &before) == 0;
+    int fd = ::open(path.c_str(), flags, static_cast<mode_t>(kPrivateFileMode));
     if (fd < 0) return Errno("cannot create", path);
+    // The umask may only narrow what open(2) creates; a new file gets exactly 0600.
+    if (!existed && ::fchmod(fd, static_cast<mode_t>(kPrivateFileMode)) != 0) {
+      Status s = Errno("cannot set the mode of", path);
+      ::close(fd);
+      return s;
+    }
     uint64_t size = 0;
     if (mode == WriteMode::kAppend) {
       struct stat st;
@@ -177,7 +185,12 @@ class PosixFileSystem final : public FileSystem {
     for (size_t pos = 1; pos <= dir.size(); ++pos) {
       if (pos != dir.size() && dir[pos] != '/') continue;
       std::string part = dir.substr(0, pos);
-      if (::mkdir(part.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
+      if (::mkdir(part.c_str(), static_cast<mode_t>(mode)) == 0) {
+        // Exactly `mode`, whatever the umask (0750 output directories under umask 077).
+        if (::chmod(part.c_str(), static_cast<mode_t>(mode)) != 0) {
+          return Errno("cannot set the mode of directory", part);
+        }
+      } else if (errno != EEXIST) {
         return Errno("cannot create directory", part);
       }
     }
@@ -185,6 +198,13 @@ class PosixFileSystem final : public FileSystem {
     if (::stat(dir.c_str(), &st) != 0) return Errno("cannot access directory", dir);
     if (!S_ISDIR(st.st_mode)) {
       return InvalidArgument("'" + dir + "' exists and is not a directory");
+    }
+    return Status::Ok();
+  }
+
+  Status SetPermissions(const std::string& path, uint32_t mode) override {
+    if (::chmod(path.c_str(), static_cast<mode_t>(mode)) != 0) {
+      return Errno("cannot set the mode of", path);
     }
     return Status::Ok();
   }
@@ -293,6 +313,80 @@ Status RemoveAll(const std::string& path) {
 }
 Status RenameFile(const std::string& from, const std::string& to) {
   return FileSystem::Default().Rename(from, to);
+}
+
+Status CheckRelativePath(std::string_view relative, std::string_view what) {
+  auto refuse = [&](std::string_view why) {
+    return InvalidArgument(std::string(what) + " path '" +
+                           std::string(relative.substr(0, 200)) + "' " + std::string(why));
+  };
+  if (relative.empty()) return InvalidArgument(std::string(what) + " path is empty");
+  if (relative.find('\0') != std::string_view::npos) return refuse("contains a NUL byte");
+  if (relative.front() == '/') return refuse("is absolute; it must be relative to its directory");
+  size_t start = 0;
+  while (start <= relative.size()) {
+    size_t end = relative.find('/', start);
+    if (end == std::string_view::npos) end = relative.size();
+    if (relative.substr(start, end - start) == "..") {
+      return refuse("has a '..' component; it must stay inside its directory");
+    }
+    start = end + 1;
+  }
+  return Status::Ok();
+}
+
+Result<std::string> CanonicalPath(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  if (ec) return InvalidArgument("cannot make '" + path + "' absolute: " + ec.message());
+  p = p.lexically_normal();
+  // Walk up to the longest prefix that exists, resolve it, append the missing rest.
+  std::filesystem::path existing = p;
+  std::vector<std::filesystem::path> missing;
+  while (true) {
+    std::string s = existing.string();
+    while (s.size() > 1 && s.back() == '/') s.pop_back();
+    char* real = ::realpath(s.c_str(), nullptr);
+    if (real != nullptr) {
+      std::filesystem::path out(real);
+      std::free(real);
+      for (auto it = missing.rbegin(); it != missing.rend(); ++it) out /= *it;
+      std::string r = out.lexically_normal().string();
+      while (r.size() > 1 && r.back() == '/') r.pop_back();
+      return r;
+    }
+    struct stat st;
+    if (::lstat(s.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      return InvalidArgument("'" + s + "' is a symbolic link that leads nowhere");
+    }
+    if (!existing.has_relative_path()) return p.string();  // not even "/" resolves
+    if (!existing.filename().empty()) missing.push_back(existing.filename());
+    existing = existing.parent_path();
+  }
+}
+
+bool IsPathUnder(std::string_view path, std::string_view root) {
+  while (root.size() > 1 && root.back() == '/') root.remove_suffix(1);
+  if (path.substr(0, root.size()) != root) return false;
+  return path.size() == root.size() || root == "/" || path[root.size()] == '/';
+}
+
+Result<std::string> ResolveInside(const std::string& base, std::string_view relative,
+                                  std::string_view what) {
+  RETURN_IF_ERROR(CheckRelativePath(relative, what));
+  std::string joined =
+      (std::filesystem::path(base) / std::filesystem::path(relative)).lexically_normal().string();
+  while (joined.size() > 1 && joined.back() == '/') joined.pop_back();
+  struct stat st;
+  if (::stat(base.c_str(), &st) != 0) return joined;  // nothing exists yet to lead anywhere
+  ASSIGN_OR_RETURN(std::string real_base, CanonicalPath(base));
+  Result<std::string> real = CanonicalPath(joined);
+  if (!real.ok() || !IsPathUnder(*real, real_base)) {
+    return InvalidArgument(std::string(what) + " path '" + std::string(relative.substr(0, 200)) +
+                           "' leads outside " + base + " through a symbolic link" +
+                           (real.ok() ? " (to " + *real + ")" : ": " + real.status().message()));
+  }
+  return joined;
 }
 
 TempDir::TempDir(std::string_view prefix) {

@@ -45,6 +45,29 @@ Status RemoveFile(const std::string& path);  // OK if absent
 Status RemoveAll(const std::string& path);   // recursive; OK if absent
 Status RenameFile(const std::string& from, const std::string& to);
 
+// ---- paths that arrive from outside -------------------------------------------------------
+// Checkpoint acks, `_metadata` files, savepoints, sink committables and client requests name
+// paths; none of them may reach outside the directory it belongs to (issue 13).
+
+// Lexical check of a path meant to be relative to some directory: InvalidArgument naming
+// `what` and the path when it is empty, absolute, holds a NUL byte or a ".." component.
+Status CheckRelativePath(std::string_view relative, std::string_view what);
+
+// `base` + "/" + `relative` (lexically normal) if it stays inside `base`: CheckRelativePath,
+// then, when `base` exists, the symbolic links of the existing part are resolved (realpath) and
+// the result must still lie inside realpath(`base`) — a link that leads out, or a dangling link
+// (a writer would follow it), is refused with InvalidArgument naming `what` and both paths.
+Result<std::string> ResolveInside(const std::string& base, std::string_view relative,
+                                  std::string_view what);
+
+// `path` made absolute and lexically normal, with the symbolic links of its longest existing
+// prefix resolved (realpath) and the missing rest appended: what containment checks compare.
+// InvalidArgument when a missing component is a dangling symbolic link.
+Result<std::string> CanonicalPath(const std::string& path);
+
+// Whether `path` is `root` or lies under it (both canonical or at least lexically normal).
+bool IsPathUnder(std::string_view path, std::string_view root);
+
 // A fresh directory under $TMPDIR (or /tmp) removed when the object dies; for tests and tools.
 class TempDir {
  public:

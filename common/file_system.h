@@ -12,7 +12,11 @@
 //   * WritableFile::Sync makes the file's data durable; a rename or a new directory entry is
 //     durable only after SyncDirectory of its parent;
 //   * implementations are thread-safe: any thread may call any method; one WritableFile is used
-//     by one thread at a time (it may be handed to another thread).
+//     by one thread at a time (it may be handed to another thread);
+//   * what keyflow writes is private to its user, whatever the umask (issue 13): a new file has
+//     mode kPrivateFileMode (0600) and a new directory the mode given (default
+//     kPrivateDirectoryMode, 0700); SetPermissions widens or narrows one explicitly (the file
+//     sink's committed output is 0640 in a 0750 directory).
 #pragma once
 
 #include <cstdint>
@@ -50,6 +54,9 @@ class RandomAccessSource {
 // An open file for positional reads; size() is its size when opened.
 class RandomAccessFile : public RandomAccessSource {};
 
+inline constexpr uint32_t kPrivateFileMode = 0600;       // state, checkpoint, metadata, blobs
+inline constexpr uint32_t kPrivateDirectoryMode = 0700;  // checkpoint, blob and cache directories
+
 enum class WriteMode {
   kTruncate,   // create or truncate
   kAppend,     // create if absent, append otherwise
@@ -68,6 +75,8 @@ class FileSystem {
 
   virtual ~FileSystem() = default;
 
+  // A file created by this call has mode kPrivateFileMode (not subject to the umask); one that
+  // existed keeps its mode.
   virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
                                                                 WriteMode mode) = 0;
   virtual Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
@@ -76,9 +85,12 @@ class FileSystem {
   virtual Result<FileInfo> Stat(const std::string& path) = 0;
   // Names (not paths) of the entries of `dir`, sorted.
   virtual Result<std::vector<std::string>> ListDirectory(const std::string& dir) = 0;
-  // Creates `dir` and its missing parents with `mode`; OK if it exists as a directory,
+  // Creates `dir` and its missing parents with exactly `mode` (chmod after mkdir: the umask
+  // does not narrow it); directories that existed keep theirs. OK if it exists as a directory,
   // InvalidArgument if it exists and is not one.
   virtual Status CreateDirectories(const std::string& dir, uint32_t mode) = 0;
+  // chmod(2): sets the permission bits of `path` to `mode`.
+  virtual Status SetPermissions(const std::string& path, uint32_t mode) = 0;
   // Atomically replaces `to` if it exists (rename(2)).
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
   virtual Status RemoveFile(const std::string& path) = 0;  // OK if absent
@@ -89,7 +101,9 @@ class FileSystem {
   // Conveniences built on the operations above (one implementation for every file system).
   bool Exists(const std::string& path);
   bool IsDirectory(const std::string& path);
-  Status CreateDirectories(const std::string& dir) { return CreateDirectories(dir, 0755); }
+  Status CreateDirectories(const std::string& dir) {
+    return CreateDirectories(dir, kPrivateDirectoryMode);
+  }
   Result<std::string> ReadFileToString(const std::string& path);
   // Temp file `path`.tmp + Sync + rename + SyncDirectory: readers see the old content or the new
   // content, never a torn file (checkpoint metadata, job records, pid files).

@@ -9,6 +9,7 @@
 #include "common/input/input_spec.h"
 #include "common/logging.h"
 #include "coordinator/blob_store.h"
+#include "coordinator/path_rules.h"
 
 namespace keyflow {
 namespace {
@@ -262,6 +263,11 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
       SendReply(identity, false, "job rejected: " + s.message());
       return;
     }
+  }
+  // Before anything is written: the blob store and the job directory live under its paths.
+  if (Status s = CheckAllowedJobPaths(m.spec, options_.job.allowed_paths); !s.ok()) {
+    SendReply(identity, false, "job rejected: " + s.message());
+    return;
   }
   if (!m.spec.job_library.is_default() || !m.job_library_bytes.empty()) {
     // Stored (verified, by content hash) before anything is deployed: every deployment of this

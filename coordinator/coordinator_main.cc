@@ -7,6 +7,7 @@
 #include "common/process/signal_waiter.h"
 #include "common/security/process_security.h"
 #include "coordinator/control_server.h"
+#include "coordinator/path_rules.h"
 
 namespace {
 
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   po::options_description opts;
   std::string bind, checkpoint_dir, log_file, log_level, config, hb_interval, hb_timeout,
       deploy_timeout;
+  std::vector<std::string> allowed_paths;
   int64_t port = 6123;
   std::string host = "127.0.0.1";
   opts.add_options()("port", po::value(&port)->default_value(port),
@@ -37,6 +39,9 @@ int main(int argc, char** argv) {
       "control endpoint to bind, e.g. tcp://10.0.0.1:6123 (overrides --host and --port)")(
       "checkpoint-dir", po::value(&checkpoint_dir)->default_value("./.keyflow/checkpoints"),
       "directory for checkpoints and savepoints (shared file system on several hosts)")(
+      "allowed-path", po::value(&allowed_paths)->composing(),
+      "accept client paths (--input, --output, --checkpoint-dir, --from-savepoint, savepoint "
+      "--dir) only under this absolute directory (repeatable; default: any path)")(
       "heartbeat-interval", po::value(&hb_interval)->default_value("200ms"),
       "how often coordinator and workers exchange heartbeats")(
       "heartbeat-timeout", po::value(&hb_timeout)->default_value("1s"),
@@ -61,6 +66,9 @@ int main(int argc, char** argv) {
   auto security = LoadProcessSecurity(security_flags, Role::kCoordinator);
   if (!security.ok()) return Fail(security.status(), kExitUsage);
   options.security = *security;
+  auto roots = CanonicalAllowedRoots(allowed_paths);
+  if (!roots.ok()) return Fail(roots.status(), kExitUsage);
+  options.job.allowed_paths = std::move(roots).value();
   auto interval = DurationFlagMillis("heartbeat-interval", hb_interval, kPositiveDuration);
   auto timeout = DurationFlagMillis("heartbeat-timeout", hb_timeout, kPositiveDuration);
   auto deploy = DurationFlagMillis("deploy-timeout", deploy_timeout, kPositiveDuration);

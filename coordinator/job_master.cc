@@ -4,6 +4,7 @@
 
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
+#include "coordinator/path_rules.h"
 
 namespace keyflow {
 
@@ -93,6 +94,9 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec
     std::string dir = spec.from_savepoint;
     if (dir.size() > 10 && dir.substr(dir.size() - 10) == "/_metadata") dir.resize(dir.size() - 10);
     RETURN_IF_ERROR(CheckpointStorage::VerifyStateFiles(dir, *m));
+    // Its pending results are committed where the job that took it wrote them.
+    RETURN_IF_ERROR(CheckAllowedPath("the output directory of the savepoint " + spec.from_savepoint,
+                                     m->spec.output_dir, options.allowed_paths));
     if (m->spec.job_name != spec.job_name) {
       return FailedPrecondition("the savepoint " + spec.from_savepoint + " belongs to job " +
                                 m->spec.job_name + ", not " + spec.job_name);
@@ -649,6 +653,7 @@ void JobMaster::MaybeTriggerFinal(int64_t now_ms) {
 
 Status JobMaster::RequestCheckpoint(bool savepoint, const std::string& directory,
                                     RequestCallback done, int64_t now_ms) {
+  RETURN_IF_ERROR(CheckAllowedPath("--dir", directory, options_.allowed_paths));
   if ((state_ != JobState::kRunning && state_ != JobState::kFinishing) || !checkpoints_) {
     return FailedPrecondition("job " + job_id_ + " is " + std::string(JobStateName(state_)) +
                               ": checkpoints are taken only while it runs");
@@ -785,6 +790,7 @@ void JobMaster::EndRescale(const Status& result, int64_t now_ms) {
 
 Status JobMaster::StopWithSavepoint(const std::string& directory, RequestCallback done,
                                     int64_t now_ms) {
+  RETURN_IF_ERROR(CheckAllowedPath("--dir", directory, options_.allowed_paths));
   if (state_ != JobState::kRunning || !checkpoints_) {
     return FailedPrecondition("job " + job_id_ + " is " + std::string(JobStateName(state_)) +
                               ": it can be stopped with a savepoint only while RUNNING");

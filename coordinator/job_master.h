@@ -65,6 +65,8 @@ std::string_view JobStateName(JobState s);
 struct JobMasterOptions {
   int64_t deploy_timeout_ms = 30'000;  // all TaskDeployed must arrive within this
   std::string checkpoint_root = "./.keyflow/checkpoints";
+  // --allowed-path roots, canonical (coordinator/path_rules.h); empty = any absolute path.
+  std::vector<std::string> allowed_paths;
 };
 
 class JobMaster {

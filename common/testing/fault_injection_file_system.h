@@ -62,6 +62,9 @@ class FaultInjectionFileSystem final : public FileSystem {
   Status CreateDirectories(const std::string& dir, uint32_t mode) override {
     return base_->CreateDirectories(dir, mode);
   }
+  Status SetPermissions(const std::string& path, uint32_t mode) override {
+    return base_->SetPermissions(path, mode);
+  }
   Status Rename(const std::string& from, const std::string& to) override;
   Status RemoveFile(const std::string& path) override;
   Status RemoveAll(const std::string& path) override { return base_->RemoveAll(path); }

@@ -19,6 +19,7 @@
 #include "coordinator/cli/checkpoint_inspect_command.h"
 #include "coordinator/cli/control_client.h"
 #include "coordinator/cli/job_library_upload.h"
+#include "coordinator/path_rules.h"
 #include "worker/job_library/job_library.h"
 
 namespace keyflow::cli {
@@ -408,7 +409,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
   po::variables_map vm;
   int code;
   if (!ParseCommandLine("usage: keyflow run --job NAME --input SPEC [--output DIR] [options]\n"
-                        "Submits a job to the coordinator.",
+                        "Submits a job to the coordinator. Paths (--input, --output, "
+                        "--checkpoint-dir, --from-savepoint) are made absolute and must be\n"
+                        "readable (input, savepoint) or writable (output, checkpoint dir) by "
+                        "you; a coordinator started with --allowed-path accepts only\n"
+                        "paths under those directories.",
                         opts, {}, args, &vm, &code)) {
     return code;
   }
@@ -497,6 +502,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
   // What the workers will parse, checked here (a gen: spec, a missing file or an empty
   // directory), so a bad --input is a usage error and not a job that fails later.
   if (Status s = InputSpec::Parse(spec.input).status(); !s.ok()) return Fail(s, kExitUsage);
+  // The cluster reads and writes these for this user (coordinator/path_rules.h).
+  if (Status s = CheckClientMayUsePaths(spec); !s.ok()) return Fail(s, kExitUsage);
   if (spec.parallelism < 0 || spec.max_parallelism < 0) {
     return Fail("--parallelism and --max-parallelism must not be negative", kExitUsage);
   }
@@ -686,6 +693,8 @@ int CheckpointRequestCommand(const std::vector<std::string>& args, bool savepoin
   auto timeout_ms = DurationFlagMillis("timeout", timeout, kPositiveDuration);
   if (!timeout_ms.ok()) return Fail(timeout_ms.status(), kExitUsage);
   if (!dir.empty()) dir = std::filesystem::absolute(dir);
+  if (Status s = dir.empty() ? Status::Ok() : CheckUserMayWriteDirectory("--dir", dir); !s.ok())
+    return Fail(s, kExitUsage);
   CheckpointRequest req;
   req.savepoint = savepoint;
   req.directory = dir;
@@ -717,6 +726,8 @@ int RunStopCommand(const std::vector<std::string>& args) {
   auto timeout_ms = DurationFlagMillis("timeout", timeout, kPositiveDuration);
   if (!timeout_ms.ok()) return Fail(timeout_ms.status(), kExitUsage);
   if (!dir.empty()) dir = std::filesystem::absolute(dir);
+  if (Status s = dir.empty() ? Status::Ok() : CheckUserMayWriteDirectory("--dir", dir); !s.ok())
+    return Fail(s, kExitUsage);
   auto reply =
       AskWatchingRestarts(endpoint, StopJob{dir}, "stop with savepoint", *timeout_ms, &code);
   if (!reply) return code;

@@ -158,6 +158,26 @@ bool ValidFileName(std::string_view name) {
          name.find('\0') == std::string_view::npos;
 }
 
+// A committable arrives from a checkpoint or savepoint file (and so from outside): it may only
+// name a pending file and its committed name as a FileSink writes them — the same prefix,
+// subtask and attempt, and its own checkpoint id — so that a crafted one cannot make Commit
+// rename any other file of the directory (issue 13).
+bool WellFormedCommittableNames(const FileSinkCommittable& c) {
+  if (!ValidFileName(c.pending_name) || !ValidFileName(c.final_name)) return false;
+  std::string_view body = c.final_name;
+  if (!EndsWith(body, kCommittedSuffix)) return false;
+  body.remove_suffix(kCommittedSuffix.size());
+  int64_t fields[3];
+  if (!SplitTrailingInts(&body, 3, fields)) return false;
+  if (body.empty() || body[0] == '.' || body[0] == '_') return false;
+  std::optional<SinkFileName> pending = ParseSinkFileName(c.pending_name, body);
+  std::optional<SinkFileName> committed = ParseSinkFileName(c.final_name, body);
+  return pending && committed && pending->kind == SinkFileName::kPending &&
+         committed->kind == SinkFileName::kCommitted && pending->subtask == committed->subtask &&
+         pending->attempt == committed->attempt && pending->checkpoint == c.checkpoint.value() &&
+         committed->checkpoint == c.checkpoint.value();
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------- committable
@@ -184,9 +204,11 @@ Result<FileSinkCommittable> FileSinkCommittable::DecodeFrom(BinaryReader* in) {
     return Corruption("file sink committable has format version " + std::to_string(version) +
                       ", this build reads version " + std::to_string(kCommittableVersion));
   }
-  if (!ValidFileName(c.pending_name) || !ValidFileName(c.final_name)) {
-    return Corruption("file sink committable names an invalid file ('" + c.pending_name + "', '" +
-                      c.final_name + "')");
+  if (!WellFormedCommittableNames(c)) {
+    return Corruption("file sink committable of checkpoint " + std::to_string(c.checkpoint.value()) +
+                      " names files a file sink does not write ('" + c.pending_name.substr(0, 200) +
+                      "', '" + c.final_name.substr(0, 200) +
+                      "'): the checkpoint was crafted or damaged; restore another one");
   }
   return c;
 }
@@ -209,7 +231,7 @@ Result<FileSink> FileSink::Open(FileSinkOptions options) {
       !options.file_system->IsDirectory(options.directory)) {
     return InvalidArgument("output path '" + options.directory + "' exists and is not a directory");
   }
-  RETURN_IF_ERROR_CTX(options.file_system->CreateDirectories(options.directory),
+  RETURN_IF_ERROR_CTX(options.file_system->CreateDirectories(options.directory, kOutputDirectoryMode),
                       "cannot use the output directory '" + options.directory + "'");
   FileSink sink;
   sink.fs_ = options.file_system;
@@ -234,6 +256,9 @@ std::string FileSink::BaseName() const {
 Status FileSink::OpenTransaction() {
   std::string name = "." + BaseName() + std::string(kInProgressSuffix);
   ASSIGN_OR_RETURN(file_, fs_->NewWritableFile(Path(name), WriteMode::kCreateNew));
+  // 0640 from the start (created 0600): the committed file is this file renamed.
+  RETURN_IF_ERROR_CTX(fs_->SetPermissions(Path(name), kOutputFileMode),
+                      "cannot open an output transaction");
   inprogress_name_ = std::move(name);
   checksum_ = std::make_unique<StreamingChecksum>();
   txn_bytes_ = 0;

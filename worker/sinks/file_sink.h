@@ -58,6 +58,12 @@
 
 namespace keyflow {
 
+// Modes of what the sink creates, whatever the umask: the output directory (when the sink
+// creates it) and every file in it, in progress, pending or committed (issue 13: output is not
+// world-readable; the group may read it).
+inline constexpr uint32_t kOutputDirectoryMode = 0750;
+inline constexpr uint32_t kOutputFileMode = 0640;
+
 struct FileSinkOptions {
   std::string directory;        // created (with parents) if missing
   std::string prefix = "part";  // non-empty; no '/', must not start with '.' or '_'
@@ -76,6 +82,9 @@ struct FileSinkCommittable {
   uint64_t checksum = 0;     // Checksum64 of the content
 
   // u8 version (1), i64 checkpoint, bytes pending_name, bytes final_name, u64 size, u64 checksum.
+  // DecodeFrom refuses (Corruption) names a FileSink does not write: pending_name must be
+  // "_<prefix>-<s>-<a>-<t>-<c>.pending" and final_name "<prefix>-<s>-<a>-<c>.jsonl" with the
+  // same prefix, s and a and c = checkpoint, so a crafted checkpoint cannot rename other files.
   void EncodeTo(BinaryWriter* out) const;
   static Result<FileSinkCommittable> DecodeFrom(BinaryReader* in);
   friend bool operator==(const FileSinkCommittable&, const FileSinkCommittable&) = default;
