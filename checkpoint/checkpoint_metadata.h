@@ -65,7 +65,8 @@ struct CheckpointMetadata {
   // on them: id >= 1; 1 <= parallelism <= max parallelism <= 32768; exactly one subtask state
   // per subtask index, in order; subtask i's handle covers Flink's key-group range of i, with
   // one offset, length, key count and timer count per key group, every block inside the
-  // file; the path is relative, non-empty and has no ".." (CheckRelativePath). InvalidArgument saying which one is broken.
+  // file; the path is relative, non-empty and has no ".." (CheckRelativePath). InvalidArgument
+  // saying which one is broken.
   Status Validate() const;
 };
 

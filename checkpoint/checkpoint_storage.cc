@@ -169,10 +169,10 @@ Status CheckpointStorage::VerifyStateFiles(const std::string& checkpoint_dir,
   for (const SubtaskCheckpointState& s : m.subtasks) {
     // Inside the checkpoint directory, also after symbolic links: a savepoint whose
     // subtask-<i>.kgs links to another file is refused before any worker reads it.
-    Result<std::string> resolved = ResolveInside(
-        checkpoint_dir, s.keyed_state.path,
-        "the state file of subtask " + std::to_string(s.subtask.value()) + " of checkpoint " +
-            std::to_string(m.id.value()));
+    Result<std::string> resolved =
+        ResolveInside(checkpoint_dir, s.keyed_state.path,
+                      "the state file of subtask " + std::to_string(s.subtask.value()) +
+                          " of checkpoint " + std::to_string(m.id.value()));
     if (!resolved.ok()) return Corruption(resolved.status().message());
     const std::string& path = *resolved;
     Result<FileInfo> info = fs.Stat(path);

@@ -317,8 +317,8 @@ Status RenameFile(const std::string& from, const std::string& to) {
 
 Status CheckRelativePath(std::string_view relative, std::string_view what) {
   auto refuse = [&](std::string_view why) {
-    return InvalidArgument(std::string(what) + " path '" +
-                           std::string(relative.substr(0, 200)) + "' " + std::string(why));
+    return InvalidArgument(std::string(what) + " path '" + std::string(relative.substr(0, 200)) +
+                           "' " + std::string(why));
   };
   if (relative.empty()) return InvalidArgument(std::string(what) + " path is empty");
   if (relative.find('\0') != std::string_view::npos) return refuse("contains a NUL byte");

@@ -46,8 +46,9 @@ Status CheckAllowedPath(std::string_view flag, const std::string& path,
   if (roots.empty() || path.empty()) return Status::Ok();
   const std::string who = std::string(flag) + " " + path;
   if (path.front() != '/') {
-    return InvalidArgument(who + " is not an absolute path; the coordinator accepts only absolute "
-                                 "paths under its --allowed-path roots (" +
+    return InvalidArgument(who +
+                           " is not an absolute path; the coordinator accepts only absolute "
+                           "paths under its --allowed-path roots (" +
                            JoinRoots(roots) + ")");
   }
   Result<std::string> canonical = CanonicalPath(path);

@@ -1,6 +1,8 @@
 #include "checkpoint/checkpoint_coordinator.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <optional>
@@ -520,6 +522,52 @@ TEST_F(CheckpointCoordinatorTest, AckWithAHandleForAnotherRangeAbortsTheCheckpoi
   EXPECT_EQ(Count<NotifyCheckpointAborted>(out), 3u);
   EXPECT_NE(cc().history().front().failure.find("invalid state handle"), std::string::npos);
   EXPECT_EQ(cc().num_pending(), 0u);
+}
+
+// Issue 13: a forged ack must not put a path outside the checkpoint directory into `_metadata`.
+TEST_F(CheckpointCoordinatorTest, AcksWhoseStateFileLeadsOutOfTheDirectoryAbortTheCheckpoint) {
+  TempDir outside{"ckpt-outside"};
+  const std::string target = outside.File("victim");
+  ASSERT_TRUE(WriteFileAtomically(target, "root-owned bytes").ok());
+  ASSERT_EQ(::chmod(target.c_str(), 0600), 0);
+  int64_t now = 0;
+  for (const std::string& bad : {std::string("../../../victim"), std::string("sub/../../x"), target,
+                                 std::string("link-out"), std::string("")}) {
+    int64_t id = TriggerOk(now);
+    if (bad == "link-out") {
+      ASSERT_EQ(::symlink(target.c_str(), (Dir(id) + "/link-out").c_str()), 0);
+    }
+    AcknowledgeCheckpoint forged = Ack(id, 1);
+    forged.keyed_state.path = bad;
+    cc().OnAcknowledge(Ack(id, 0), now + 1);
+    auto out = cc().OnAcknowledge(forged, now + 1);
+    EXPECT_EQ(Count<NotifyCheckpointAborted>(out), 3u) << bad;
+    EXPECT_EQ(cc().num_pending(), 0u) << bad;
+    const std::string failure = cc().history().front().failure;
+    EXPECT_NE(failure.find("subtask 1 acknowledged checkpoint " + std::to_string(id) +
+                           " with an invalid state handle: its state file path"),
+              std::string::npos)
+        << failure;
+    EXPECT_FALSE(PathExists(CheckpointStorage::MetadataPath(Dir(id)))) << bad;
+    now += 10;
+  }
+  EXPECT_EQ(*ReadFileToString(target), "root-owned bytes");
+  struct stat st;
+  ASSERT_EQ(::stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+TEST_F(CheckpointCoordinatorTest, CheckpointDirectoriesAndMetadataArePrivate) {
+  int64_t id = TriggerOk(0);
+  AckAll(id, 1);
+  struct stat st;
+  for (const std::string& dir : {storage_.root(), storage_.JobDirectory(kJob), Dir(id)}) {
+    ASSERT_EQ(::stat(dir.c_str(), &st), 0) << dir;
+    // The root is the test's TempDir (mkdtemp: 0700); the rest was created by the storage.
+    EXPECT_EQ(st.st_mode & 07777, 0700u) << dir;
+  }
+  ASSERT_EQ(::stat(CheckpointStorage::MetadataPath(Dir(id)).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
 }
 
 TEST_F(CheckpointCoordinatorTest, MetadataWriteFailureAbortsTheCheckpoint) {

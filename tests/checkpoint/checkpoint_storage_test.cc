@@ -1,11 +1,13 @@
 #include "checkpoint/checkpoint_storage.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <memory>
 
+#include "checkpoint/checksummed_envelope.h"
 #include "common/file_io.h"
 #include "common/testing/captured_log.h"
 #include "common/testing/fault_injection_file_system.h"
@@ -193,6 +195,68 @@ TEST_F(CheckpointStorageTest, VerifyStateFilesNamesAMissingOrTruncatedFile) {
   EXPECT_EQ(missing.code(), StatusCode::kCorruption);
   EXPECT_NE(missing.message().find("subtask-0.kgs"), std::string::npos);
   EXPECT_NE(missing.message().find("missing"), std::string::npos);
+}
+
+// Issue 13: a crafted `_metadata` (or a savepoint handed in by a client) must not make a
+// restore read a file outside its directory.
+TEST_F(CheckpointStorageTest, CraftedMetadataWithAPathOutOfTheDirectoryIsCorruption) {
+  std::string dir = WriteCompleted(1);
+  std::string bytes = *ReadFileToString(CheckpointStorage::MetadataPath(dir));
+  auto body = DecodeChecksummedEnvelope(bytes, kCheckpointMetadataMagic, kCheckpointMetadataVersion,
+                                        "test");
+  ASSERT_TRUE(body.ok());
+  std::string crafted(*body);
+  // "subtask-0.kgs" (13 bytes) -> "../../../etc" + 1 byte: same length, the rest stays valid.
+  const size_t at = crafted.find("subtask-0.kgs");
+  ASSERT_NE(at, std::string::npos);
+  crafted.replace(at, 13, "../../../etcX");
+  ASSERT_TRUE(WriteFileAtomically(CheckpointStorage::MetadataPath(dir),
+                                  EncodeChecksummedEnvelope(kCheckpointMetadataMagic,
+                                                            kCheckpointMetadataVersion, crafted))
+                  .ok());
+  auto m = CheckpointStorage::ReadMetadata(dir);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(m.status().message().find("subtask 0's state file path '../../../etcX' has a '..' "
+                                      "component; it must stay inside its directory"),
+            std::string::npos)
+      << m.status().ToString();
+}
+
+TEST_F(CheckpointStorageTest, VerifyStateFilesRefusesAStateFileThatLinksOutOfTheDirectory) {
+  TempDir outside{"ckpt-victim"};
+  std::string dir = WriteCompleted(1, /*savepoint=*/true);
+  CheckpointMetadata m = *CheckpointStorage::ReadMetadata(dir);
+  const uint64_t size0 = m.subtasks[0].keyed_state.size;
+  const std::string victim = outside.File("victim");
+  ASSERT_TRUE(WriteFileAtomically(victim, std::string(size0, 'v')).ok());  // the recorded size
+  ASSERT_EQ(::chmod(victim.c_str(), 0600), 0);
+  ASSERT_TRUE(RemoveFile(dir + "/subtask-0.kgs").ok());
+  ASSERT_EQ(::symlink(victim.c_str(), (dir + "/subtask-0.kgs").c_str()), 0);
+  Status s = CheckpointStorage::VerifyStateFiles(dir, m);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("the state file of subtask 0 of checkpoint 1 path 'subtask-0.kgs' "
+                             "leads outside " +
+                             dir + " through a symbolic link"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_EQ(*ReadFileToString(victim), std::string(size0, 'v'));
+  struct stat st;
+  ASSERT_EQ(::stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+TEST_F(CheckpointStorageTest, JobRecordAndItsDirectoryArePrivate) {
+  JobRecord r;
+  r.job_id = kJob;
+  r.spec = ckpt_test::TestSpec(8, 2);
+  r.state = "RUNNING";
+  ASSERT_TRUE(storage_.WriteJobRecord(r).ok());
+  struct stat st;
+  ASSERT_EQ(::stat(storage_.JobDirectory(kJob).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(::stat((storage_.JobDirectory(kJob) + "/_job").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
 }
 
 // Through the fault-injecting file system: a crash right after WriteMetadata keeps the

@@ -31,9 +31,9 @@ class ScopedUmask {
 TEST(CheckRelativePath, RefusesEmptyAbsoluteDotDotAndNul) {
   EXPECT_TRUE(CheckRelativePath("subtask-0.kgs", "x").ok());
   EXPECT_TRUE(CheckRelativePath("a/./b..c/..d", "x").ok());
-  for (std::string bad : {std::string(""), std::string("/etc/passwd"), std::string("../x"),
-                          std::string("a/../../x"), std::string("a/.."), std::string(".."),
-                          std::string("a\0b", 3)}) {
+  for (std::string bad :
+       {std::string(""), std::string("/etc/passwd"), std::string("../x"), std::string("a/../../x"),
+        std::string("a/.."), std::string(".."), std::string("a\0b", 3)}) {
     Status s = CheckRelativePath(bad, "the state file");
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find("the state file path"), std::string::npos) << s.message();

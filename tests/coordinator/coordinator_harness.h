@@ -51,6 +51,7 @@ class CoordinatorHarness : public ::testing::Test {
     o.heartbeat_timeout_ms = 1000;
     o.job.deploy_timeout_ms = 5000;
     o.job.checkpoint_root = dir_.path();
+    o.job.allowed_paths = allowed_paths_;
     o.incarnation = std::move(incarnation);
     coord_ = std::make_unique<Coordinator>(o, &outbox_, &clock_);
     ids_.clear();
@@ -168,6 +169,7 @@ class CoordinatorHarness : public ::testing::Test {
   nlohmann::json JobStatus() { return coord_->StatusJson(now_)["job"]; }
 
   TempDir dir_{"coordinator-harness"};
+  std::vector<std::string> allowed_paths_;  // --allowed-path of the next Reset()
   ManualClock clock_;
   FakeOutbox outbox_;
   std::unique_ptr<Coordinator> coord_;

@@ -205,7 +205,8 @@ Result<FileSinkCommittable> FileSinkCommittable::DecodeFrom(BinaryReader* in) {
                       ", this build reads version " + std::to_string(kCommittableVersion));
   }
   if (!WellFormedCommittableNames(c)) {
-    return Corruption("file sink committable of checkpoint " + std::to_string(c.checkpoint.value()) +
+    return Corruption("file sink committable of checkpoint " +
+                      std::to_string(c.checkpoint.value()) +
                       " names files a file sink does not write ('" + c.pending_name.substr(0, 200) +
                       "', '" + c.final_name.substr(0, 200) +
                       "'): the checkpoint was crafted or damaged; restore another one");
@@ -231,8 +232,9 @@ Result<FileSink> FileSink::Open(FileSinkOptions options) {
       !options.file_system->IsDirectory(options.directory)) {
     return InvalidArgument("output path '" + options.directory + "' exists and is not a directory");
   }
-  RETURN_IF_ERROR_CTX(options.file_system->CreateDirectories(options.directory, kOutputDirectoryMode),
-                      "cannot use the output directory '" + options.directory + "'");
+  RETURN_IF_ERROR_CTX(
+      options.file_system->CreateDirectories(options.directory, kOutputDirectoryMode),
+      "cannot use the output directory '" + options.directory + "'");
   FileSink sink;
   sink.fs_ = options.file_system;
   sink.options_ = std::move(options);

@@ -1,6 +1,7 @@
 #include "worker/sinks/file_sink.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -240,6 +241,78 @@ TEST(FileSink, CommittableRoundTripsThroughBinaryIoAndRejectsPaths) {
   BinaryReader r3(std::string_view(buf).substr(0, 10));
   EXPECT_EQ(FileSinkCommittable::DecodeFrom(&r3).status(),
             Corruption("file sink committable: data is truncated or malformed"));
+}
+
+// Issue 13: committables come from checkpoint and savepoint files; a crafted one must not make
+// a worker rename any file of the output directory that a file sink did not write.
+TEST(FileSink, CommittablesNamingFilesASinkDoesNotWriteAreRefusedWithoutSideEffect) {
+  TempDir dir;
+  const std::string victim = dir.Write("shadow", "root:x:0:0");
+  ASSERT_EQ(::chmod(victim.c_str(), 0600), 0);
+  const FileSinkCommittable good{CheckpointId(12), "_part-job-1-0-1-3-12.pending",
+                                 "part-job-1-0-1-12.jsonl", 10, 0};
+  auto with = [&](auto change) {
+    FileSinkCommittable c = good;
+    change(c);
+    return c;
+  };
+  const std::vector<FileSinkCommittable> crafted = {
+      with([](auto& c) { c.pending_name = "shadow"; }),
+      with([](auto& c) { c.final_name = "shadow"; }),
+      with([](auto& c) { c.pending_name = "_shadow-0-1-3-12.pending"; }),      // another prefix
+      with([](auto& c) { c.pending_name = "_part-job-1-1-1-3-12.pending"; }),  // subtask 1
+      with([](auto& c) { c.final_name = "part-job-1-0-2-12.jsonl"; }),         // attempt 2
+      with([](auto& c) { c.checkpoint = CheckpointId(11); }),
+      with([](auto& c) { c.final_name = "part-job-1-0-1-final.jsonl"; }),
+      with([](auto& c) { c.pending_name = ".part-job-1-0-1-3.inprogress"; }),
+  };
+  for (const FileSinkCommittable& c : crafted) {
+    std::string buf;
+    BinaryWriter w(&buf);
+    c.EncodeTo(&w);
+    BinaryReader r(buf);
+    // What the worker does with a restored committable: decode, then commit what decoded.
+    Result<FileSinkCommittable> decoded = FileSinkCommittable::DecodeFrom(&r);
+    ASSERT_FALSE(decoded.ok()) << c.pending_name << " " << c.final_name;
+    EXPECT_EQ(decoded.status().code(), StatusCode::kCorruption);
+    EXPECT_NE(decoded.status().message().find("names files a file sink does not write ('" +
+                                              c.pending_name + "', '" + c.final_name + "')"),
+              std::string::npos)
+        << decoded.status().ToString();
+  }
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"shadow"});
+  EXPECT_EQ(ReadFile(victim), "root:x:0:0");
+  struct stat st;
+  ASSERT_EQ(::stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  std::string buf;
+  BinaryWriter w(&buf);
+  good.EncodeTo(&w);
+  BinaryReader r(buf);
+  EXPECT_TRUE(FileSinkCommittable::DecodeFrom(&r).ok());
+}
+
+TEST(FileSink, OutputDirectoryIs0750AndItsFiles0640WhateverTheUmask) {
+  for (mode_t umask : {mode_t{0}, mode_t{022}, mode_t{077}}) {
+    TempDir dir;
+    const mode_t old = ::umask(umask);
+    const std::string out = dir.File("out");
+    FileSink sink = OpenSink(Options(out));
+    ASSERT_TRUE(sink.Write("a").ok());
+    FileSinkCommittable c = PreCommit(sink, 1);
+    ASSERT_TRUE(sink.Write("b").ok());  // an in-progress file
+    auto mode = [](const std::string& path) {
+      struct stat st;
+      EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+      return st.st_mode & 07777;
+    };
+    EXPECT_EQ(mode(out), 0750u) << "umask " << umask;
+    EXPECT_EQ(mode(out + "/" + c.pending_name), 0640u);
+    EXPECT_EQ(mode(out + "/.part-0-1-1.inprogress"), 0640u);
+    ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(1)).ok());
+    EXPECT_EQ(mode(out + "/" + c.final_name), 0640u) << "umask " << umask;
+    ::umask(old);
+  }
 }
 
 // A crash of attempt 1 after checkpoint 2 completed (but before its commit) and after checkpoint 3
