@@ -8,8 +8,11 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 #include <zmq.hpp>
 
 #include "common/clock.h"
@@ -258,6 +261,17 @@ Result<std::shared_ptr<const JobLibrary>> LoadJobLibraryFlag(const std::string& 
   return JobLibrary::Load(path);
 }
 
+// The fields a job declares (JobDefinition::fields) with its default parameters; nullopt when
+// it ships every field.
+std::optional<std::vector<std::string>> DeclaredFields(const JobDefinition& job) {
+  if (!job.reads_fields || !job.fields) return std::nullopt;
+  Result<JobParams> defaults = ResolveJobParams(job, {});
+  if (!defaults.ok()) return std::nullopt;
+  std::vector<std::string> fields = job.fields(*defaults);
+  if (fields.empty()) return std::nullopt;
+  return fields;
+}
+
 constexpr char kJobLibraryHelp[] =
     "job library (lib<name>.so built with keyflow_add_job) the job comes from (default: the "
     "built-in jobs, lib/keyflow/jobs/libkeyflow-builtin-jobs.so of this installation)";
@@ -295,6 +309,7 @@ int RunJobsCommand(const std::vector<std::string>& args) {
       j["key_type"] = std::string(KeyTypeName(job.key_type));
       j["timestamp_field"] = job.timestamp_field;
       j["reads_fields"] = job.reads_fields;
+      if (std::optional<std::vector<std::string>> f = DeclaredFields(job)) j["fields"] = *f;
       j["params"] = nlohmann::json::array();
       for (const ParamSpec& p : job.params) {
         nlohmann::json pj = {{"name", p.name},
@@ -316,8 +331,13 @@ int RunJobsCommand(const std::vector<std::string>& args) {
               << job.name << "\n  " << job.description << "\n"
               << "  input: key field " << job.key_field << " (" << KeyTypeName(job.key_type)
               << "), timestamp field " << job.timestamp_field
-              << "; reads fields: " << (job.reads_fields ? "yes" : "no (key and timestamp only)")
-              << "\n";
+              << "; reads fields: " << (job.reads_fields ? "yes" : "no (key and timestamp only)");
+    if (std::optional<std::vector<std::string>> f = DeclaredFields(job)) {
+      std::string names;
+      for (const std::string& n : *f) names += (names.empty() ? "" : ", ") + n;
+      std::cout << ", only " << names << " (its declared fields with the default parameters)";
+    }
+    std::cout << "\n";
     if (job.params.empty()) std::cout << "  parameters: none\n";
     for (const ParamSpec& p : job.params) {
       std::cout << "  --param " << p.name << "=<" << ParamTypeName(p.type);

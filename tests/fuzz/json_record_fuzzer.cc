@@ -5,11 +5,14 @@
 //   mode bits 0-1: key type (string, int, long; 3 = string).
 //   mode bit 2:    keep the line as payload.
 //   mode bit 3:    keep fields (the field tape of a job that reads fields).
+//   mode bit 4:    with fields: also parse with a projection (JsonRecordFormat::fields =
+//                  "a", "amount" and the key field), as for a job that declares its fields.
 // Properties: never crashes; errors are InvalidArgument; the zero-copy Parse (line followed by
 // padding in the caller's buffer, as FileSplitReader calls it) and the copying Parse agree on
 // the outcome and the record; a parsed record's key group is the one the key hashes to. With
 // fields: the tape is valid, holds the key and timestamp fields, and its ToJson parses back to
-// the same tape.
+// the same tape. With a projection: the same outcome, key and timestamp as without, and a tape
+// that is the full one restricted to the listed members, in order.
 // (The error *message* may differ: simdjson looks at the first padding byte of an unbalanced
 // document — a '}' there makes it report "unbalanced" early; see
 // tests/worker/sources/json_record_parser_regression_test.cc.)
@@ -64,6 +67,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CHECK(reparsed.ok()) << json << ": " << reparsed.ToString();
     CHECK(again.fields == copied.fields) << json << " from " << in.bytes;
     CHECK(again.key == copied.key);
+    if ((in.mode >> 4) & 1) {
+      JsonRecordFormat projected_format = format;
+      projected_format.fields = {"a", "amount", format.key_field};
+      JsonRecordParser projecting(projected_format, fuzz::kMaxParallelism);
+      Record projected;
+      Status sp = projecting.Parse(in.bytes, &projected);
+      CHECK(sp.ok()) << sp.ToString();
+      CHECK(projected.key == copied.key);
+      CHECK(projected.timestamp == copied.timestamp);
+      CHECK(ValidateFieldTape(projected.fields).ok());
+      std::string expected = "{";
+      copied.object().ForEachMember([&](std::string_view name, FieldValue value) {
+        if (name != "a" && name != "amount" && name != format.key_field) return;
+        if (expected.size() > 1) expected += ',';
+        field_tape::AppendJsonString(name, &expected);
+        expected += ':' + value.ToJson();
+      });
+      expected += '}';
+      CHECK(projected.object().ToJson() == expected) << expected << " from " << in.bytes;
+    }
+  } else if ((in.mode >> 4) & 1) {
+    // A projection changes nothing without fields.
+    JsonRecordFormat projected_format = format;
+    projected_format.fields = {"a"};
+    JsonRecordParser projecting(projected_format, fuzz::kMaxParallelism);
+    Record projected;
+    CHECK(projecting.Parse(in.bytes, &projected).ok());
+    CHECK(projected == copied);
   }
   if (format.key_type != KeyType::kString) CHECK_EQ(copied.key.size(), 8u);
   Result<KeyGroupId> g = AssignToKeyGroup(copied.key, format.key_type, fuzz::kMaxParallelism);

@@ -182,6 +182,28 @@ TEST(RecordFieldsSubmitTest, AnEmptyDeclaredFieldIsRefusedAtSubmit) {
             "`fields`; fix the job library\n");
 }
 
+// `keyflow jobs` shows the declared fields (with the default parameters); a job without a
+// declaration ships every field and shows none.
+TEST(RecordFieldsSubmitTest, JobsListsTheDeclaredFields) {
+  auto json = RunCommand(
+      {KeyflowBinary("keyflow"), "jobs", "--job-library", KEYFLOW_FIELD_JOBS_LIBRARY, "--json"},
+      Duration::Seconds(20));
+  ASSERT_TRUE(json.ok()) << json.status().message();
+  ASSERT_EQ(json->exit_code, 0) << json->err;
+  std::map<std::string, nlohmann::json> jobs;
+  for (const nlohmann::json& j : nlohmann::json::parse(json->out)["jobs"]) jobs[j["name"]] = j;
+  EXPECT_EQ(jobs["projected-echo"]["fields"], nlohmann::json({"amount", "address"}));
+  EXPECT_FALSE(jobs["fields-echo"].contains("fields"));
+  auto text =
+      RunCommand({KeyflowBinary("keyflow"), "jobs", "--job-library", KEYFLOW_FIELD_JOBS_LIBRARY},
+                 Duration::Seconds(20));
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_NE(text->out.find("; reads fields: yes, only amount, address (its declared fields with "
+                           "the default parameters)\n"),
+            std::string::npos)
+      << text->out;
+}
+
 #endif  // KEYFLOW_FIELD_JOBS_LIBRARY
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <keyflow/keyflow.h>
 
 #include <chrono>
+#include <filesystem>
+#include <system_error>
 #include <thread>
 
 namespace {
@@ -25,8 +27,11 @@ enum Stat : size_t { kCount, kSum, kNulls, kMissing, kStats };
 
 class WindowStats final : public keyflow::KeyedFunction {
  public:
-  WindowStats(int64_t size_ms, std::string field, int64_t pause_every)
-      : size_(size_ms), field_(std::move(field)), pause_every_(pause_every) {}
+  WindowStats(int64_t size_ms, std::string field, int64_t pause_every, std::string pause_until)
+      : size_(size_ms),
+        field_(std::move(field)),
+        pause_every_(pause_every),
+        pause_until_(std::move(pause_until)) {}
 
   Status Open(RuntimeContext& runtime) override {
     runtime_ = &runtime;
@@ -38,7 +43,7 @@ class WindowStats final : public keyflow::KeyedFunction {
   }
 
   void ProcessElement(const Record& r, Context& ctx, Collector<OutputRecord>&) override {
-    if (pause_every_ > 0 && ++seen_ % pause_every_ == 0) {
+    if (pause_every_ > 0 && ++seen_ % pause_every_ == 0 && Paused()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a slow function, on purpose
     }
     const int64_t ts = r.timestamp.millis();
@@ -86,9 +91,19 @@ class WindowStats final : public keyflow::KeyedFunction {
   }
 
  private:
+  // Pausing lasts until the file pause_until_ exists (always when it is "").
+  bool Paused() {
+    if (!paused_ || pause_until_.empty()) return paused_;
+    std::error_code ec;
+    paused_ = !std::filesystem::exists(pause_until_, ec);
+    return paused_;
+  }
+
   const int64_t size_;
   const std::string field_;
   const int64_t pause_every_;
+  const std::string pause_until_;
+  bool paused_ = true;
   int64_t seen_ = 0;
   RuntimeContext* runtime_ = nullptr;
   MapState<int64_t, std::vector<int64_t>>* stats_ = nullptr;  // window start -> Stat values
@@ -103,10 +118,12 @@ std::vector<keyflow::JobDefinition> Jobs() {
       {"size", keyflow::ParamType::kDuration, "1s", "window size"},
       {"field", keyflow::ParamType::kString, "amount", "the integer field to sum"},
       {"pause-every", keyflow::ParamType::kInt, "0", "sleep 1 ms every N records (0: never)"},
+      {"pause-until", keyflow::ParamType::kString, "",
+       "pause (pause-every) only until this file exists (\"\": always)"},
   };
   job.create = [](const keyflow::JobParams& p) {
     return std::make_unique<WindowStats>(p.GetDuration("size").millis(), p.GetString("field"),
-                                         p.GetInt("pause-every"));
+                                         p.GetInt("pause-every"), p.GetString("pause-until"));
   };
   return {job};
 }
