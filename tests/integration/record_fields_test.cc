@@ -191,7 +191,8 @@ TEST(RecordFieldsSubmitTest, JobsListsTheDeclaredFields) {
   ASSERT_TRUE(json.ok()) << json.status().message();
   ASSERT_EQ(json->exit_code, 0) << json->err;
   std::map<std::string, nlohmann::json> jobs;
-  for (const nlohmann::json& j : nlohmann::json::parse(json->out)["jobs"]) jobs[j["name"]] = j;
+  const nlohmann::json listed = nlohmann::json::parse(json->out);
+  for (const nlohmann::json& j : listed["jobs"]) jobs[j.value("name", "")] = j;
   EXPECT_EQ(jobs["projected-echo"]["fields"], nlohmann::json({"amount", "address"}));
   EXPECT_FALSE(jobs["fields-echo"].contains("fields"));
   auto text =
