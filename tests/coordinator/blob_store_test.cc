@@ -40,6 +40,8 @@ TEST_F(BlobStoreTest, StoresByContentHashBesideTheCheckpointsInAPrivateDirectory
   struct stat st;
   ASSERT_EQ(::stat(store.directory().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat(BlobPath(RefOf(bytes_)).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
   EXPECT_EQ(*store.Read(RefOf(bytes_)), bytes_);
   EXPECT_EQ(*ListDirectory(store.directory()),
             std::vector<std::string>{RefOf(bytes_).sha256 + ".so"})

@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "common/file_io.h"
 #include "common/sha256.h"
@@ -33,6 +34,18 @@ TEST_F(JobLibraryCacheTest, StoresAndResolvesAVerifiedCopy) {
   EXPECT_EQ(**cache.Find(Ref()), CachedPath());
   EXPECT_EQ(*ResolveJobLibraryPath(Ref(), dir_.path()), CachedPath());
   EXPECT_EQ(*ReadFileToString(CachedPath()), bytes_);
+}
+
+TEST_F(JobLibraryCacheTest, TheCacheDirectoryIs0700AndItsFiles0600WhateverTheUmask) {
+  const mode_t old = ::umask(0);
+  JobLibraryCache cache(dir_.File("cache"));
+  ASSERT_TRUE(cache.Store(Ref(), bytes_).ok());
+  ::umask(old);
+  struct stat st;
+  ASSERT_EQ(::stat(dir_.File("cache").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(::stat((dir_.File("cache") + "/" + Ref().sha256 + ".so").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
 }
 
 TEST_F(JobLibraryCacheTest, TheDefaultRefResolvesToTheInstallationsDefaultLibrary) {
