@@ -485,6 +485,7 @@ nlohmann::json Coordinator::StatusJson(int64_t now_ms) const {
     x["host"] = w->hostname;
     x["pid"] = w->pid;
     x["data_host"] = w->data_host;
+    x["refused_data_connections"] = w->metrics.refused_data_connections;
     x["last_heartbeat_ms_ago"] = now_ms - w->last_heartbeat_ms;
     ws.push_back(std::move(x));
   }

@@ -287,8 +287,17 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
     v.key_groups = ranges[static_cast<size_t>(i)];
     vertices_.push_back(std::move(v));
   }
+  // Data-plane CURVE: every worker learns the public keys of its peers (none when insecure).
+  std::vector<std::string> peer_keys;
+  for (int32_t i = 0; i < parallelism; ++i) {
+    peer_keys.push_back(by_slot[static_cast<size_t>(i)]->public_key);
+  }
+  if (std::all_of(peer_keys.begin(), peer_keys.end(), [](const auto& k) { return k.empty(); })) {
+    peer_keys.clear();
+  }
   for (size_t i = 0; i < vertices_.size(); ++i) {
     DeployTask d;
+    d.peer_public_keys = peer_keys;
     d.attempt = attempt_;
     d.job_id = job_id_;
     d.spec = spec_;

@@ -55,6 +55,7 @@ WorkerRegistry::Registration WorkerRegistry::Register(const std::string& identit
   w.hostname = msg.hostname;
   w.pid = msg.pid;
   w.data_host = msg.data_host;
+  w.public_key = msg.public_key;
   w.slot = slot;
   w.registered_ms = now_ms;
   w.last_heartbeat_ms = now_ms;

@@ -29,6 +29,7 @@ struct WorkerInfo {
   std::string hostname;
   int64_t pid = 0;
   std::string data_host;
+  std::string public_key;  // RegisterWorker::public_key ("" when insecure)
   int32_t slot = 0;
   int64_t registered_ms = 0;
   int64_t last_heartbeat_ms = 0;

@@ -30,6 +30,9 @@
 #   --repeat R         end-to-end runs per configuration, alternating; the median counts
 #                      (default 3; --quick 1)
 #   --results-dir DIR  where logs, JSON and results.md go (default: a new temp dir)
+#   --security         also CURVE vs --insecure end to end (issue 13; target >= 0.85x): a second
+#                      local cluster started with --insecure, count-window run R times on each,
+#                      alternating with the (secure) first cluster; the median counts
 #
 # KEYFLOW_BUILD_DIR overrides the build directory, KEYFLOW_JOBS the build's -j (default nproc).
 # Every process it starts is stopped on exit (also on Ctrl-C or failure). The numbers depend on
@@ -44,6 +47,7 @@ source "$ROOT/scripts/lib/cluster.sh"
 RESULTS_PY="$ROOT/scripts/bench-lib/bench_results.py"
 
 quick=0 micro=1 e2e=1 ckpt_runs=1 events="" keys="" ckpt_keys="" repeat="" results_dir=""
+security=0
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -57,6 +61,7 @@ while [ $# -gt 0 ]; do
     --ckpt-keys) need "$@"; ckpt_keys="$2"; shift 2 ;;
     --repeat) need "$@"; repeat="$2"; shift 2 ;;
     --results-dir) need "$@"; results_dir="$2"; shift 2 ;;
+    --security) security=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
@@ -80,9 +85,13 @@ ROWS="$results_dir/rows.tsv"
 : >"$ROWS"
 run_dir=""
 
+insecure_run_dir=""
 cleanup() {
   if [ -n "$run_dir" ]; then
     "$ROOT/scripts/stop-cluster.sh" --run-dir "$run_dir" >/dev/null 2>&1 || true
+  fi
+  if [ -n "$insecure_run_dir" ]; then
+    "$ROOT/scripts/stop-cluster.sh" --run-dir "$insecure_run_dir" >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
@@ -266,6 +275,34 @@ if [ "$e2e" -eq 1 ]; then
   row "end to end" "records/s, field-reading job (running-sum)" "$(calc "$field_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
   row "end to end" "ratio field-reading job / count-window" "$(calc "$field_rate/$job_rate")" "" ">= 0.5" "${loads[*]}"
 
+fi
+if [ "$e2e" -eq 1 ] && [ "$security" -eq 1 ]; then
+  # Issue 13: the same job on a secure cluster (CURVE on the control and data planes) and on an
+  # --insecure one, alternating run by run so that both see the same machine load.
+  insecure_run_dir="$results_dir/cluster-insecure"
+  step "starting a second local cluster with --insecure (run dir $insecure_run_dir)"
+  insecure_endpoint="$("$ROOT/scripts/start-cluster.sh" --workers 2 --port 0 --insecure \
+    --run-dir "$insecure_run_dir" --build-dir "$build_dir")"
+  secure_endpoint="$endpoint" secure_keys="${KEYFLOW_KEYS-}"
+  curve_rates=() plain_rates=() loads=()
+  for ((r = 0; r < repeat; r++)); do
+    run_job "$keys" 0
+    curve_rates+=("$rate")
+    loads+=("$job_load")
+    endpoint="$insecure_endpoint"
+    unset KEYFLOW_KEYS  # the CLI talks to the --insecure cluster without a key
+    run_job "$keys" 0
+    plain_rates+=("$rate")
+    loads+=("$job_load")
+    endpoint="$secure_endpoint"
+    [ -z "$secure_keys" ] || export KEYFLOW_KEYS="$secure_keys"
+  done
+  curve_rate="$(median "${curve_rates[@]}")"
+  plain_rate="$(median "${plain_rates[@]}")"
+  note="count-window event time, P = 2, $events events, $keys keys; alternating; median of $repeat (runs: CURVE ${curve_rates[*]}, insecure ${plain_rates[*]})"
+  row "security (e2e)" "records/s, CURVE (secure cluster)" "$(calc "$curve_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
+  row "security (e2e)" "records/s, --insecure" "$(calc "$plain_rate/1e6")" "M/s" "" "${loads[*]}"
+  row "security (e2e)" "ratio CURVE / --insecure" "$(calc "$curve_rate/$plain_rate")" "" ">= 0.85" "${loads[*]}"
 fi
 if [ "$e2e" -eq 1 ] && [ "$ckpt_runs" -eq 1 ]; then
   # Issue 4: the same job with and without periodic checkpoints (1 M keys per worker).

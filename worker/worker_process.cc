@@ -31,6 +31,13 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Create(WorkerOptions optio
     ::gethostname(buf, sizeof(buf) - 1);
     w->options_.hostname = buf;
   }
+  if (w->options_.security.enabled) {
+    w->options_.data.curve_keys = w->options_.security.own;
+    w->data_authorizer_ = std::make_unique<DataPlaneAuthorizer>();
+    auto zap = ZapAuthenticator::Start(*zmq, w->data_authorizer_->Policy());
+    if (!zap.ok()) return zap.status().WithContext("starting the worker's data-plane ZAP handler");
+    w->zap_ = std::move(zap).value();
+  }
   SocketOptions so = ControlPlaneSocketOptions();
   so.immediate = true;  // nothing piles up while the coordinator is unreachable
   so.send_high_water_mark = 1000;
@@ -41,6 +48,10 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Create(WorkerOptions optio
   ASSIGN_OR_RETURN(w->mailbox_, TaskMailbox::Create());
   w->job_libraries_ = std::make_unique<JobLibraryCache>(w->options_.data.job_library_cache_dir);
   return w;
+}
+
+int64_t WorkerProcess::refused_data_connections() const {
+  return data_authorizer_ ? data_authorizer_->refused() : 0;
 }
 
 WorkerProcess::~WorkerProcess() {
@@ -58,6 +69,7 @@ void WorkerProcess::Send(const ControlMessage& msg) {
 
 void WorkerProcess::DropExecutor() {
   awaiting_library_.reset();
+  if (data_authorizer_) data_authorizer_->Clear();
   if (executor_) {
     int64_t start = MonotonicMillis();
     executor_->Cancel();
@@ -121,6 +133,7 @@ void WorkerProcess::Tick(int64_t now) {
     r.slot = slot_ >= 0 ? slot_ : options_.slot;
     r.previous_exit = options_.previous_exit;
     r.previous_pid = options_.previous_pid;
+    if (options_.security.enabled) r.public_key = options_.security.own.public_key;
     auto sent = socket_->TrySend(EncodeControlMessage(r));
     if (!sent.ok() || !*sent) {
       if (unreachable_since_ms_ == 0) unreachable_since_ms_ = now;
@@ -151,6 +164,7 @@ void WorkerProcess::Tick(int64_t now) {
     hb.worker = worker_id_;
     hb.attempt = executor_ ? executor_->attempt() : AttemptNumber(0);
     if (executor_) hb.metrics = executor_->Metrics();
+    hb.metrics.refused_data_connections = refused_data_connections();
     Send(hb);
     next_heartbeat_ms_ = now + heartbeat_interval_ms_;
   }
@@ -303,6 +317,11 @@ void WorkerProcess::Deploy(const DeployTask& d) {
   hooks.done = [this, attempt](const Status& s, CheckpointId corrupted) {
     OnTaskDone(attempt, s, corrupted);
   };
+  if (data_authorizer_) {
+    // Before the input gate binds: every sender's key is known before any sender connects.
+    Status keys = data_authorizer_->SetDeployment(d.subtask, d.peer_public_keys);
+    if (!keys.ok()) return FailDeploy(d, keys);
+  }
   auto executor = TaskExecutor::Deploy(d, worker_id_, zmq_, options_.data, clock_, hooks);
   if (!executor.ok()) return FailDeploy(d, executor.status());
   executor_ = std::move(executor).value();
@@ -312,9 +331,13 @@ void WorkerProcess::Deploy(const DeployTask& d) {
   reply.subtask = d.subtask;
   reply.input_endpoints = executor_->input_endpoints();
   Send(reply);
-  KF_LOG_INFO("subtask deployed job={} attempt={} subtask={} key_groups={}-{} restore={}", d.job_id,
-              d.attempt.value(), d.subtask.value(), d.key_groups.start(), d.key_groups.end(),
-              d.restore ? d.restore->checkpoint.value() : 0);
+  std::string inputs;
+  for (const std::string& e : reply.input_endpoints) inputs += (inputs.empty() ? "" : ",") + e;
+  KF_LOG_INFO(
+      "subtask deployed job={} attempt={} subtask={} key_groups={}-{} restore={} data_plane={} "
+      "input_endpoints={}",
+      d.job_id, d.attempt.value(), d.subtask.value(), d.key_groups.start(), d.key_groups.end(),
+      d.restore ? d.restore->checkpoint.value() : 0, data_authorizer_ ? "curve" : "plain", inputs);
 }
 
 void WorkerProcess::OnTaskDone(AttemptNumber attempt, const Status& s, CheckpointId corrupted) {

@@ -12,14 +12,16 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include "common/security/process_security.h"
 
 #include "common/clock.h"
 #include "common/protocol/control_messages.h"
+#include "common/security/process_security.h"
+#include "common/security/zap_authenticator.h"
 #include "common/transport/zmq_context.h"
 #include "common/transport/zmq_socket.h"
 #include "worker/job_library/job_library_cache.h"
 #include "worker/runtime/task_mailbox.h"
+#include "worker/shuffle/data_plane_authorizer.h"
 #include "worker/task/task_executor.h"
 
 namespace keyflow {
@@ -34,7 +36,9 @@ struct WorkerOptions {
   std::string previous_exit;
   int64_t previous_pid = 0;
   // --keys / --key-name / --insecure (common/security/process_security.h): this worker's key,
-  // the coordinator's public key.
+  // the coordinator's public key. Secure: the data plane runs CURVE too (data.curve_keys is set
+  // from `own`), and the process runs one ZapAuthenticator on `zmq` whose DataPlaneAuthorizer
+  // admits on each input channel only the key of the worker running its source subtask.
   ProcessSecurity security;
 };
 
@@ -49,6 +53,9 @@ class WorkerProcess {
   // could be. A registration refused for longer than kRefusedGiveUpMs (the slot is held by a
   // live worker) ends Run with that sentence.
   Status Run(int stop_fd);
+
+  // Data-plane handshakes refused so far (0 when insecure).
+  int64_t refused_data_connections() const;
 
  private:
   WorkerProcess() = default;
@@ -66,6 +73,10 @@ class WorkerProcess {
   WorkerOptions options_;
   ZmqContext* zmq_ = nullptr;
   const Clock* clock_ = nullptr;
+  // Secure mode only. Declared before every socket member so that it outlives them (the ZAP
+  // handler must outlive every CURVE server socket: the executor's input channels).
+  std::unique_ptr<DataPlaneAuthorizer> data_authorizer_;
+  std::unique_ptr<ZapAuthenticator> zap_;
   std::optional<ZmqSocket> socket_;
   std::unique_ptr<TaskMailbox> mailbox_;  // task threads -> control thread
   std::unique_ptr<TaskExecutor> executor_;

@@ -29,7 +29,8 @@ namespace keyflow {
 
 // 2: TaskFailed.non_recoverable. 3: TriggerCheckpoint carries a CheckpointType instead of a
 // savepoint bool. 4: SubmitJob carries the job library's bytes; FetchJobLibrary / JobLibraryBlob.
-// 5: JobSpec carries the job's declared fields (JobSpec version 5).
+// 5: JobSpec carries the job's declared fields (JobSpec version 5); RegisterWorker.public_key,
+// DeployTask.peer_public_keys, SubtaskMetrics.refused_data_connections (data-plane CURVE).
 inline constexpr uint32_t kControlProtocolVersion = 5;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
@@ -55,10 +56,14 @@ struct SubtaskMetrics {
   int64_t timers = 0;
   bool source_finished = false;
   int64_t restore_bytes = 0;  // state file bytes read when this attempt restored
+  // Worker-wide, not per subtask: data-plane connections its ZAP handler refused since it
+  // started (a key that is not the sending peer's of the current deployment).
+  int64_t refused_data_connections = 0;
   template <class A>
   void serialize(A& ar) {
     ar(records_in, records_processed, records_out, bad_records, late_records, current_watermark,
-       source_watermark, backpressure, state_keys, timers, source_finished, restore_bytes);
+       source_watermark, backpressure, state_keys, timers, source_finished, restore_bytes,
+       refused_data_connections);
   }
 };
 
@@ -91,9 +96,13 @@ struct RegisterWorker {
   // once; the coordinator attaches `previous_exit` to the failure of the attempt that lost it.
   std::string previous_exit;
   int64_t previous_pid = 0;
+  // This worker's CURVE public key (Z85; "" when --insecure). Its data sockets use it; a secure
+  // coordinator checks it is the key of the connection's authenticated identity and hands it to
+  // the worker's peers in DeployTask.peer_public_keys.
+  std::string public_key;
   template <class A>
   void serialize(A& ar) {
-    ar(hostname, pid, data_host, slot, previous_exit, previous_pid);
+    ar(hostname, pid, data_host, slot, previous_exit, previous_pid, public_key);
   }
 };
 
@@ -267,9 +276,15 @@ struct DeployTask {
   SubtaskIndex subtask;
   KeyGroupRange key_groups;
   std::optional<RestoreAssignment> restore;
+  // [s] = the CURVE public key of the worker that runs subtask s of this attempt (its source
+  // subtask sends on channel s of every input gate; its input gate receives what every source
+  // sends to keyed subtask s). Empty on an insecure cluster. The worker's data-plane ZAP policy
+  // admits on channel (this subtask, s) only key [s]; its output channel to keyed subtask j pins
+  // key [j].
+  std::vector<std::string> peer_public_keys;
   template <class A>
   void serialize(A& ar) {
-    ar(attempt, job_id, spec, subtask, key_groups, restore);
+    ar(attempt, job_id, spec, subtask, key_groups, restore, peer_public_keys);
   }
 };
 

@@ -109,6 +109,33 @@ TEST_F(CoordinatorTest, RegistersWorkersInSlotsAndDeploysSubtasksByFlinkRanges) 
   EXPECT_EQ(outbox_.To<DeployTask>("w2")[0].key_groups, KeyGroupRange::Of(86, 127));
 }
 
+TEST_F(CoordinatorTest, DeploysEveryWorkerWithThePublicKeysOfItsPeersBySubtask) {
+  // Registered out of slot order: peer_public_keys[s] is the key of the worker of subtask s.
+  for (int slot : {1, 0}) {
+    RegisterWorker r;
+    r.hostname = "h";
+    r.pid = 100 + slot;
+    r.slot = slot;
+    r.public_key = std::string(40, static_cast<char>('a' + slot));
+    coord_.OnMessage("w" + std::to_string(slot), r, 0);
+  }
+  Submit(2, 10);
+  const std::vector<std::string> expected = {std::string(40, 'a'), std::string(40, 'b')};
+  for (const char* w : {"w0", "w1"}) {
+    auto d = outbox_.To<DeployTask>(w);
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].peer_public_keys, expected) << w;
+  }
+}
+
+TEST_F(CoordinatorTest, DeploysNoPeerKeysOnAnInsecureCluster) {
+  RegisterWorkerAt("w0", 0, 0);
+  Submit(1, 10);
+  auto d = outbox_.To<DeployTask>("w0");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_TRUE(d[0].peer_public_keys.empty());
+}
+
 TEST_F(CoordinatorTest, StartsOnlyWhenEverySubtaskReportedItsEndpoints) {
   std::vector<WorkerId> ids;
   for (int i = 0; i < 2; ++i) ids.push_back(RegisterWorkerAt("w" + std::to_string(i), i, 0));

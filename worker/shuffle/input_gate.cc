@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/transport/endpoint.h"
+#include "worker/shuffle/data_plane_authorizer.h"
 
 namespace keyflow {
 
@@ -26,6 +27,10 @@ Result<std::unique_ptr<InputGate>> InputGate::Create(ZmqContext& context,
   for (int32_t i = 0; i < options.num_channels; ++i) {
     std::string what = "input channel " + std::to_string(i) + " of keyed subtask " +
                        std::to_string(options.subtask.value());
+    if (!options.curve_keys.secret_key.empty()) {
+      socket_options.curve =
+          CurveOptions::Server(options.curve_keys, DataZapDomain(options.subtask, SubtaskIndex(i)));
+    }
     ASSIGN_OR_RETURN(ZmqSocket socket,
                      ZmqSocket::Create(context, SocketType::kPull, socket_options));
     auto bound = socket.BindEphemeral(options.bind_host);

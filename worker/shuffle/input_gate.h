@@ -29,6 +29,7 @@
 #include "common/clock.h"
 #include "common/key_group_range.h"
 #include "common/log_rate_limiter.h"
+#include "common/security/curve_keys.h"
 #include "common/status.h"
 #include "common/transport/zmq_context.h"
 #include "common/types.h"
@@ -52,6 +53,10 @@ struct InputGateOptions {
   // anything is buffered. Default: the largest frame a sender produces (record_batch_builder.h).
   int64_t max_frame_bytes = static_cast<int64_t>(kMaxDataFrameBytes);
   int kernel_receive_buffer_bytes = 0;  // 0: OS default
+  // Secure data plane: with a secret key set, channel i is a CURVE server with this key pair and
+  // the ZAP domain DataZapDomain(subtask, i) (data_plane_authorizer.h); the context must run a
+  // ZapAuthenticator (Create fails with FailedPrecondition otherwise). Empty: plain TCP.
+  CurveKeyPair curve_keys;
   // Measures blocked time; null uses the system clock. Not owned; must outlive the gate.
   const Clock* clock = nullptr;
 };

@@ -25,6 +25,14 @@ Result<std::unique_ptr<RecordWriter>> RecordWriter::Create(ZmqContext& context,
   if (options.batch_timeout.millis() < 0 || options.send_timeout.millis() <= 0) {
     return InvalidArgument("batch timeout must be >= 0 and send timeout > 0");
   }
+  const bool secure = !options.curve_keys.secret_key.empty();
+  if (secure && options.receiver_public_keys.size() != options.receiver_endpoints.size()) {
+    return InvalidArgument("record writer of source subtask " +
+                           std::to_string(options.subtask.value()) + " has " +
+                           std::to_string(options.receiver_endpoints.size()) + " receivers but " +
+                           std::to_string(options.receiver_public_keys.size()) +
+                           " receiver public keys: the deployment must name every peer's key");
+  }
   std::unique_ptr<RecordWriter> writer(new RecordWriter(options));
   SocketOptions socket_options;
   socket_options.send_high_water_mark = options.send_high_water_mark;
@@ -38,6 +46,10 @@ Result<std::unique_ptr<RecordWriter>> RecordWriter::Create(ZmqContext& context,
   channel_options.send.cancelled = options.cancelled;
   writer->channels_.reserve(options.receiver_endpoints.size());
   for (size_t j = 0; j < options.receiver_endpoints.size(); ++j) {
+    if (secure) {
+      socket_options.curve =
+          CurveOptions::Client(options.curve_keys, options.receiver_public_keys[j]);
+    }
     ASSIGN_OR_RETURN(ZmqSocket socket,
                      ZmqSocket::Create(context, SocketType::kPush, socket_options));
     RETURN_IF_ERROR_CTX(socket.Connect(options.receiver_endpoints[j]),

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/record.h"
+#include "common/security/curve_keys.h"
 #include "common/status.h"
 #include "common/transport/zmq_context.h"
 #include "common/types.h"
@@ -44,6 +45,11 @@ struct RecordWriterOptions {
   // receiver_endpoints[j]: the endpoint keyed subtask j advertised for this source subtask
   // (InputGate::endpoint). Its size is the parallelism P of the keyed operator.
   std::vector<std::string> receiver_endpoints;
+  // Secure data plane: with a secret key set, every channel is a CURVE client with this key pair
+  // pinning receiver_public_keys[j] (the public key of the worker running keyed subtask j; same
+  // size as receiver_endpoints). Empty: plain TCP.
+  CurveKeyPair curve_keys;
+  std::vector<std::string> receiver_public_keys;
 
   size_t batch_size_bytes = 32 * 1024;
   Duration batch_timeout = Duration::Millis(5);

@@ -74,6 +74,15 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
   t->self_ = std::make_shared<TaskExecutor*>(t.get());
   const JobSpec& spec = d.spec;
   const int32_t p = spec.parallelism;
+  t->curve_keys_ = options.curve_keys;
+  if (!options.curve_keys.secret_key.empty() &&
+      d.peer_public_keys.size() != static_cast<size_t>(p)) {
+    return FailedPrecondition(
+        "the deployment names " + std::to_string(d.peer_public_keys.size()) +
+        " data-plane public keys for parallelism " + std::to_string(p) +
+        " although this worker runs with --keys: run the coordinator with --keys too (or every "
+        "process with --insecure)");
+  }
 
   ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function,
                    CreateJobFunction(spec, options.job_library_cache_dir));
@@ -145,6 +154,7 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
   gate_options.advertised_host = options.advertised_host;
   gate_options.key_groups = d.key_groups;
   gate_options.clock = clock;
+  gate_options.curve_keys = options.curve_keys;
   ASSIGN_OR_RETURN(std::unique_ptr<InputGate> gate, InputGate::Create(*zmq, gate_options));
   t->gate_endpoints_ = gate->endpoints();
 
@@ -205,6 +215,10 @@ Status TaskExecutor::Start(const StartTask& start) {
     wo.receiver_endpoints.push_back(row[static_cast<size_t>(deployment_.subtask.value())]);
   }
   wo.cancelled = &cancelled_;
+  if (!curve_keys_.secret_key.empty()) {
+    wo.curve_keys = curve_keys_;
+    wo.receiver_public_keys = deployment_.peer_public_keys;
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<RecordWriter> writer, RecordWriter::Create(*zmq_, wo));
   ASSIGN_OR_RETURN(source_, SourceTask::Create(deployment_, input_, splits_, std::move(writer),
                                                clock_, &metrics_));

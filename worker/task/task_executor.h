@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/protocol/control_messages.h"
+#include "common/security/curve_keys.h"
 #include "common/transport/zmq_context.h"
 #include "worker/job_library/job_library_cache.h"
 #include "worker/sources/input_spec.h"
@@ -42,6 +43,11 @@ struct TaskExecutorOptions {
   // ResolveJobLibraryPath(spec.job_library, job_library_cache_dir)
   // (worker/job_library/job_library_cache.h).
   std::string job_library_cache_dir = kDefaultJobLibraryCacheDir;
+  // Secure data plane (--keys): this worker's key pair. With a secret key set, the input gate's
+  // channels are CURVE servers (the worker process runs the ZapAuthenticator that admits the
+  // deployment's senders, worker/shuffle/data_plane_authorizer.h) and the output channels CURVE
+  // clients pinning DeployTask::peer_public_keys. Empty (--insecure): plain TCP.
+  CurveKeyPair curve_keys;
 };
 
 struct TaskExecutorHooks {
@@ -100,6 +106,7 @@ class TaskExecutor {
   InputSpec input_;
   std::vector<SourceSplitState> splits_;
   std::vector<std::string> gate_endpoints_;
+  CurveKeyPair curve_keys_;  // TaskExecutorOptions::curve_keys
   std::unique_ptr<KeyedTask> keyed_;
   std::unique_ptr<SourceTask> source_;
   std::atomic<bool> cancelled_{false};

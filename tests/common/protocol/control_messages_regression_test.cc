@@ -194,5 +194,35 @@ TEST(ControlMessagesRegressionTest, RoundTripsADeploymentWithARestoreAssignment)
   EXPECT_EQ(EncodeControlMessage(*decoded), bytes);
 }
 
+TEST(ControlMessagesRegressionTest, RoundTripsTheDataPlaneKeysOfVersion5) {
+  RegisterWorker reg;
+  reg.hostname = "h";
+  reg.public_key = std::string(40, 'a');
+  DeployTask deploy;
+  deploy.peer_public_keys = {std::string(40, 'b'), std::string(40, 'c')};
+  WorkerHeartbeat hb;
+  hb.metrics.refused_data_connections = 17;
+  auto reg_back = DecodeControlMessage(EncodeControlMessage(reg), "peer");
+  ASSERT_TRUE(reg_back.ok()) << reg_back.status().ToString();
+  EXPECT_EQ(std::get<RegisterWorker>(*reg_back).public_key, reg.public_key);
+  auto deploy_back = DecodeControlMessage(EncodeControlMessage(deploy), "peer");
+  ASSERT_TRUE(deploy_back.ok()) << deploy_back.status().ToString();
+  EXPECT_EQ(std::get<DeployTask>(*deploy_back).peer_public_keys, deploy.peer_public_keys);
+  auto hb_back = DecodeControlMessage(EncodeControlMessage(hb), "peer");
+  ASSERT_TRUE(hb_back.ok()) << hb_back.status().ToString();
+  EXPECT_EQ(std::get<WorkerHeartbeat>(*hb_back).metrics.refused_data_connections, 17);
+}
+
+TEST(ControlMessagesRegressionTest, RefusesAVersion4PeerNamingBothVersions) {
+  // A v4 worker does not send its public key: it must be told to upgrade, not half-understood.
+  std::string bytes = EncodeControlMessage(RegisterWorker{});
+  const uint32_t v4 = 4;
+  std::memcpy(bytes.data(), &v4, sizeof(v4));
+  Status s = DecodeStatus(bytes);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("speaks control protocol version 4, this process speaks "
+                                     "version 5: run the same keyflow version on all hosts"));
+}
+
 }  // namespace
 }  // namespace keyflow
