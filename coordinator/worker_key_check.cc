@@ -4,7 +4,7 @@
 
 namespace keyflow {
 
-Status CheckWorkerPublicKey(const TrustedKeys& trusted, const std::optional<PeerIdentity>& peer,
+Status CheckWorkerPublicKey(const std::optional<PeerIdentity>& peer, std::string_view trusted_key,
                             std::string_view announced) {
   if (!peer.has_value()) {
     return FailedPrecondition(
@@ -16,8 +16,7 @@ Status CheckWorkerPublicKey(const TrustedKeys& trusted, const std::optional<Peer
                               " and cannot register as a worker: use a worker key (`keyflow keys "
                               "add-worker NAME`)");
   }
-  auto it = trusted.find(announced);
-  if (it == trusted.end() || it->second != *peer) {
+  if (trusted_key.empty() || announced != trusted_key) {
     return FailedPrecondition("worker " + peer->name +
                               " announced a data-plane public key that is not its own trusted key "
                               "(workers/" +

@@ -2,16 +2,12 @@
 
 #include <charconv>
 
-#include "common/clock.h"
 #include "common/logging.h"
 #include "common/security/curve_keys.h"
 #include "common/security/identity.h"
 
 namespace keyflow {
 namespace {
-
-constexpr int64_t kLogEveryMs = 60'000;   // one refusal log line per peer address per minute
-constexpr size_t kMaxLoggedPeers = 4096;  // bounds the map under a flood of addresses
 
 std::optional<int32_t> ParseIndex(std::string_view s) {
   int32_t v = 0;
@@ -93,25 +89,10 @@ ZapDecision DataPlaneAuthorizer::Decide(const ZapRequest& request) {
 
 ZapDecision DataPlaneAuthorizer::Refuse(const ZapRequest& request, std::string reason) {
   refused_.fetch_add(1, std::memory_order_relaxed);
-  const int64_t now = MonotonicMillis();
-  bool log = false;
-  {
-    MutexLock lock(&mu_);
-    auto it = last_logged_ms_.find(request.address);
-    if (it == last_logged_ms_.end()) {
-      if (last_logged_ms_.size() >= kMaxLoggedPeers) last_logged_ms_.clear();
-      last_logged_ms_.emplace(request.address, now);
-      log = true;
-    } else if (now - it->second >= kLogEveryMs) {
-      it->second = now;
-      log = true;
-    }
-  }
-  if (log) {
-    KF_LOG_WARN(
-        "data connection refused peer={} channel={} key={} reason={} refused_so_far={} (logged "
-        "once per peer per minute)",
-        request.address, request.domain, request.client_public_key, reason, refused());
+  if (LogDecision log = log_limiter_.ShouldLog(request.address)) {
+    KF_LOG_WARN("data connection refused peer={} channel={} key={} reason={} refused_so_far={}{}",
+                request.address, request.domain, request.client_public_key, reason, refused(),
+                SuppressedNote(log.suppressed));
   }
   return ZapDecision::Refuse(std::move(reason));
 }

@@ -20,13 +20,13 @@
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "common/log_rate_limiter.h"
 #include "common/mutex.h"
 #include "common/security/zap_authenticator.h"
 #include "common/status.h"
@@ -66,7 +66,7 @@ class DataPlaneAuthorizer {
   Mutex mu_;
   std::optional<SubtaskIndex> receiver_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> sender_keys_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, int64_t> last_logged_ms_ ABSL_GUARDED_BY(mu_);  // by peer address
+  LogRateLimiter log_limiter_;  // one refusal line per peer address per minute
   std::atomic<int64_t> refused_{0};
 };
 
