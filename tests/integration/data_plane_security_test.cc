@@ -1,0 +1,146 @@
+// Issue 13, "a process with no key cannot inject records into a worker's data port": on a secure
+// cluster a plain-text client and a CURVE client with a valid-looking but unknown key connect to
+// a worker's data port while a job runs and send well-formed data frames for it. The committed
+// output equals the reference (a run without the attempt) exactly, and the worker counts the
+// refusal in `keyflow status --json` (workers[].refused_data_connections).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/key.h"
+#include "common/key_group_assignment.h"
+#include "common/security/curve_keys.h"
+#include "common/transport/zmq_context.h"
+#include "common/transport/zmq_socket.h"
+#include "tests/integration/cluster.h"
+#include "tests/integration/generated_input.h"
+#include "tests/integration/job_data.h"
+#include "tests/integration/test_dir.h"
+#include "worker/shuffle/record_batch_builder.h"
+
+namespace keyflow::test {
+namespace {
+
+constexpr int kParallelism = 2;
+constexpr int32_t kMaxParallelism = 128;
+// Rate-limited so that the job is still running while the rogue clients try (~4 s).
+const std::string kInput = "gen:events=40000,keys=400,splits=2,seed=13,rate=10000";
+
+Result<std::vector<std::string>> CanonicalOutput(const std::string& dir) {
+  ASSIGN_OR_RETURN(JobOutput out, ReadJobOutput(dir));
+  std::vector<std::string> lines;
+  for (const nlohmann::json& line : out.lines) {
+    ASSIGN_OR_RETURN(std::string c, CanonicalCountWindow(line));
+    lines.push_back(std::move(c));
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// The endpoint keyed subtask 0 (on worker slot 0, key worker-0) bound for source subtask 0.
+Result<std::string> DataEndpoint(const nlohmann::json& status) {
+  for (const nlohmann::json& s : status["job"]["subtasks"]) {
+    if (s.value("subtask", -1) == 0 && s["input_endpoints"].size() == kParallelism) {
+      return s["input_endpoints"][0].get<std::string>();
+    }
+  }
+  return NotFound("no input endpoints of subtask 0 in " + status.dump());
+}
+
+// A well-formed RECORDS frame of attempt 1 from source subtask 0 with records of existing keys
+// that keyed subtask 0 owns: if it were accepted, those keys' counts would change.
+std::string InjectedFrame(uint64_t sequence) {
+  RecordBatchBuilder builder;
+  for (int k = 0, added = 0; added < 50; ++k) {
+    Key key = Key::FromBytes("uid-" + std::to_string(k));
+    KeyGroupId kg = AssignToKeyGroup(key, KeyType::kString, kMaxParallelism).value();
+    if (ComputeOperatorIndexForKeyGroup(kMaxParallelism, kParallelism, kg) != SubtaskIndex(0)) {
+      continue;
+    }
+    builder.Append(Record{key, kg, Timestamp(1'700'000'000'000), ""});
+    ++added;
+  }
+  std::string bytes;
+  builder.FinishInto(SubtaskIndex(0), AttemptNumber(1), sequence, &bytes);
+  return bytes;
+}
+
+TEST(DataPlaneSecurityTest, RecordsFromAPlainOrUnknownKeyClientNeverReachTheJob) {
+  TestDir dir;
+  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = kParallelism});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  Cluster& c = **cluster;
+  ASSERT_FALSE(c.KeysDir().empty()) << "the harness must start a secure cluster";
+
+  const std::string output = dir.path() + "/output";
+  auto run = c.StartCli({"run", "--job", "count-window", "--param", "time=event", "--param",
+                         "count=7", "--param", "timeout=2000ms", "--input", kInput, "--output",
+                         output, "--parallelism", std::to_string(kParallelism), "--wait"},
+                        dir.path() + "/run.out");
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto running = c.WaitForStatus(
+      [](const nlohmann::json& st) {
+        const nlohmann::json& job = st["job"];
+        return job.is_object() && job.value("state", "") == "RUNNING" &&
+               job.value("records_processed", int64_t{0}) > 0;
+      },
+      Duration::Seconds(30), "the job to run and process records");
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  auto endpoint = DataEndpoint(*running);
+  ASSERT_TRUE(endpoint.ok()) << endpoint.status().ToString();
+
+  auto ctx = ZmqContext::Create().value();
+  // 1. No key at all: plain TCP, no ZMQ_IMMEDIATE (the frames wait for a handshake that never
+  // succeeds).
+  SocketOptions plain_options;
+  auto plain = ZmqSocket::Create(*ctx, SocketType::kPush, plain_options).value();
+  ASSERT_TRUE(plain.Connect(*endpoint).ok());
+  // 2. A valid-looking key the cluster does not know, pinning the worker's real public key.
+  auto worker_key = ReadKeyFile(c.KeysDir() + "/workers/worker-0.pub", false);
+  ASSERT_TRUE(worker_key.ok()) << worker_key.status().ToString();
+  SocketOptions rogue_options;
+  rogue_options.curve =
+      CurveOptions::Client(GenerateCurveKeyPair().value(), worker_key->keys.public_key);
+  auto rogue = ZmqSocket::Create(*ctx, SocketType::kPush, rogue_options).value();
+  ASSERT_TRUE(rogue.Connect(*endpoint).ok());
+  for (uint64_t seq = 0; seq < 20; ++seq) {
+    std::string frame = InjectedFrame(1'000 + seq);
+    ASSERT_TRUE(plain.TrySend(frame).ok());
+    ASSERT_TRUE(rogue.TrySend(frame).ok());
+  }
+
+  auto refused = c.WaitForStatus(
+      [](const nlohmann::json& st) {
+        for (const nlohmann::json& w : st["workers"]) {
+          if (w.value("slot", -1) == 0 && w.value("refused_data_connections", int64_t{0}) > 0) {
+            return true;
+          }
+        }
+        return false;
+      },
+      Duration::Seconds(20), "worker 0 to count the refused data connection");
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString() << "\n" << c.LogExcerpts();
+  EXPECT_THAT(ReadFileOrEmpty(c.WorkerLog(0)), ::testing::HasSubstr("data connection refused"));
+
+  auto code = run->Wait(Duration::Seconds(60));
+  ASSERT_TRUE(code.ok()) << code.status().ToString() << "\n" << c.LogExcerpts();
+  EXPECT_EQ(*code, 0) << ReadFileOrEmpty(dir.path() + "/run.out") << c.LogExcerpts();
+  auto st = c.StatusJson();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ((*st)["job"].value("state", ""), "FINISHED");
+  EXPECT_EQ((*st)["job"].value("attempt", 0), 1) << "the attempt must not have failed";
+
+  auto records = GeneratedKeyedTimestamps(kInput);
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  auto actual = CanonicalOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, ReferenceCountWindow(*records, 7, 2000)));
+  rogue.Close();
+  plain.Close();
+}
+
+}  // namespace
+}  // namespace keyflow::test
