@@ -968,6 +968,7 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     s["state_keys"] = m.state_keys;
     s["timers"] = m.timers;
     s["restore_bytes"] = m.restore_bytes;
+    s["dropped_frames"] = m.dropped_frames;
     s["records_in_per_s"] = v.finished || w == nullptr ? 0.0 : w->records_in_rate;
     s["records_processed_per_s"] = v.finished || w == nullptr ? 0.0 : w->records_processed_rate;
     total_in_rate += s["records_in_per_s"].get<double>();

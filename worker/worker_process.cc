@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/log_rate_limiter.h"
 #include "common/logging.h"
 #include "common/transport/control_plane.h"
 
@@ -17,6 +18,12 @@ constexpr int64_t kUnreachableLogEveryMs = 5000;
 // becomes free; a live holder keeps it and this worker gives up.
 constexpr int64_t kRefusedRetryMs = 500;
 constexpr int64_t kRefusedGiveUpMs = 3000;
+
+// Errors logged per received control message: at most once a minute each.
+LogRateLimiter& ControlMessageErrors() {
+  static LogRateLimiter limiter;
+  return limiter;
+}
 
 }  // namespace
 
@@ -114,7 +121,8 @@ Status WorkerProcess::RunLoop(int stop_fd) {
       auto decoded = DecodeControlMessage(
           std::string_view(static_cast<const char*>(msg.data()), msg.size()), "the coordinator");
       if (!decoded.ok()) {
-        KF_LOG_ERROR("{}", decoded.status().message());
+        KF_LOG_WARN_RATE_LIMITED(ControlMessageErrors(), "undecodable", "{}",
+                                 decoded.status().message());
         continue;
       }
       Handle(*decoded, MonotonicMillis());
@@ -253,7 +261,9 @@ void WorkerProcess::Handle(const ControlMessage& msg, int64_t now) {
           // Liveness only (recorded above). A coordinator that moved on to another attempt
           // will send CancelTask or DeployTask.
         } else {
-          KF_LOG_WARN("unexpected control message type={}", ControlMessageName(msg));
+          KF_LOG_WARN_RATE_LIMITED(ControlMessageErrors(),
+                                   "unexpected " + std::string(ControlMessageName(msg)),
+                                   "unexpected control message type={}", ControlMessageName(msg));
         }
       },
       msg);

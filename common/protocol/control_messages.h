@@ -31,7 +31,8 @@ namespace keyflow {
 // savepoint bool. 4: SubmitJob carries the job library's bytes; FetchJobLibrary / JobLibraryBlob.
 // 5: JobSpec carries the job's declared fields (JobSpec version 5); RegisterWorker.public_key,
 // DeployTask.peer_public_keys, SubtaskMetrics.refused_data_connections (data-plane CURVE).
-inline constexpr uint32_t kControlProtocolVersion = 5;
+// 6: SubtaskMetrics.dropped_frames.
+inline constexpr uint32_t kControlProtocolVersion = 6;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
 inline constexpr size_t kMaxJobLibraryBytes = size_t{256} << 20;
@@ -59,11 +60,14 @@ struct SubtaskMetrics {
   // Worker-wide, not per subtask: data-plane connections its ZAP handler refused since it
   // started (a key that is not the sending peer's of the current deployment).
   int64_t refused_data_connections = 0;
+  // Data frames the keyed subtask's input channels dropped: not keyflow frames (another program
+  // writing to its data ports) or damaged ones (worker/README.md, "Data plane").
+  int64_t dropped_frames = 0;
   template <class A>
   void serialize(A& ar) {
     ar(records_in, records_processed, records_out, bad_records, late_records, current_watermark,
        source_watermark, backpressure, state_keys, timers, source_finished, restore_bytes,
-       refused_data_connections);
+       refused_data_connections, dropped_frames);
   }
 };
 

@@ -173,8 +173,8 @@ TEST_F(HostilePeerTest, DataPortsDropJunkAndOversizedFramesWithoutTouchingTheJob
     ExpectLengthRefused(endpoint, "PUSH", kMaxDataFrameBytes + 1);
     ExpectLengthRefused(endpoint, "PUSH", uint64_t{1} << 62);
     WriteTruncatedFrame(endpoint, "PUSH", 1000);
-    // Well-formed ZeroMQ messages that are not keyflow frames, and a keyflow frame with a wrong
-    // checksum, from a real PUSH socket.
+    // Well-formed ZeroMQ messages that are not keyflow frames, a frame of another data-plane
+    // version and a keyflow frame with a wrong checksum, from a real PUSH socket.
     zmq::socket_t push(ctx, zmq::socket_type::push);
     push.set(zmq::sockopt::linger, 1000);
     push.connect(endpoint);
@@ -185,6 +185,9 @@ TEST_F(HostilePeerTest, DataPortsDropJunkAndOversizedFramesWithoutTouchingTheJob
     std::string frame;
     EncodeEventFrame(SubtaskIndex(static_cast<int32_t>(i % 2)), AttemptNumber(1), 0,
                      ChannelEvent::EndOfInput(), &frame);
+    std::string other_version = frame;  // a valid frame of data-plane version 3
+    other_version[4] = 3;
+    push.send(zmq::buffer(other_version), zmq::send_flags::none);
     frame[kFrameChecksumOffset] ^= 0x5a;
     push.send(zmq::buffer(frame), zmq::send_flags::none);
     push.close();
@@ -195,6 +198,13 @@ TEST_F(HostilePeerTest, DataPortsDropJunkAndOversizedFramesWithoutTouchingTheJob
   ExpectStillRunning();
   ExpectWorkersSmall("after the attacks");
   ExpectFinishedUntouched();
+  // Counted per subtask in status: at least the 50 junk messages, the other version's frame and
+  // the bad-checksum frame sent to each of its two channels.
+  auto st = cluster_->StatusJson();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  for (const nlohmann::json& s : (*st)["job"]["subtasks"]) {
+    EXPECT_GE(s.value("dropped_frames", int64_t{0}), 2 * 52) << s.dump();
+  }
   for (int slot = 0; slot < 2; ++slot) {
     EXPECT_THAT(ReadFileOrEmpty(cluster_->WorkerLog(slot)), HasSubstr("dropped a data frame"))
         << "worker " << slot;

@@ -65,6 +65,7 @@ class InputChannel {
 
   // Counters; blocked_millis includes a block still in progress at `now`.
   InputChannelMetrics metrics(Timestamp now) const;
+  uint64_t dropped_frames() const { return metrics_.dropped_frames; }
   const std::string& endpoint() const { return endpoint_; }
   const std::string& description() const { return description_; }
   void* socket_handle() { return socket_.handle(); }

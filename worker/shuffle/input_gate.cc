@@ -138,4 +138,10 @@ InputChannelMetrics InputGate::metrics(SubtaskIndex c) const {
   return channel(c).metrics(Now());
 }
 
+uint64_t InputGate::dropped_frames() const {
+  uint64_t total = 0;
+  for (const InputChannel& c : channels_) total += c.dropped_frames();
+  return total;
+}
+
 }  // namespace keyflow

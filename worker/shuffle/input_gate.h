@@ -97,6 +97,8 @@ class InputGate {
   bool AllFinished() const;
 
   InputChannelMetrics metrics(SubtaskIndex channel) const;
+  // dropped_frames over all channels.
+  uint64_t dropped_frames() const;
 
  private:
   explicit InputGate(const InputGateOptions& options);

@@ -204,6 +204,7 @@ void KeyedTask::UpdateGauges(Timestamp ts) {
                                             operator_->timer_service().NumProcessingTimers()));
   metrics_->late_records.Set(operator_->late_records());
   metrics_->records_out.Set(operator_->records_out());
+  metrics_->dropped_frames.Set(static_cast<int64_t>(gate_->dropped_frames()));
   if (collector_.print && collector_.error.ok()) {
     Status flushed = collector_.print->Flush();
     if (!flushed.ok()) collector_.error = flushed.WithContext("printing results");

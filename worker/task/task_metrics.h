@@ -23,7 +23,8 @@ struct TaskMetrics {
   Gauge current_watermark{};
   Gauge state_keys{};
   Gauge timers{};
-  Gauge restore_bytes{};  // bytes of state files read on restore
+  Gauge restore_bytes{};   // bytes of state files read on restore
+  Gauge dropped_frames{};  // mirrored from the input gate
 
   TaskMetrics() {
     source_watermark.Set(INT64_MIN);
@@ -44,6 +45,7 @@ struct TaskMetrics {
     m.state_keys = state_keys.value();
     m.timers = timers.value();
     m.restore_bytes = restore_bytes.value();
+    m.dropped_frames = dropped_frames.value();
     return m;
   }
 };
