@@ -9,6 +9,15 @@
 #include "common/transport/control_plane.h"
 
 namespace keyflow {
+namespace {
+
+// The IP address of the connection a message came from ("" if ZeroMQ does not know it).
+std::string PeerAddress(const zmq::message_t& msg) {
+  const char* address = zmq_msg_gets(const_cast<zmq_msg_t*>(msg.handle()), "Peer-Address");
+  return address == nullptr ? std::string() : std::string(address);
+}
+
+}  // namespace
 
 Result<std::unique_ptr<ControlServer>> ControlServer::Bind(ZmqContext& ctx,
                                                            const std::string& endpoint,
@@ -18,6 +27,15 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Bind(ZmqContext& ctx,
   // Replies to a peer that went away are dropped (a ROUTER's default: no ZMQ_ROUTER_MANDATORY).
   so.send_high_water_mark = 10000;
   so.receive_high_water_mark = 10000;
+  std::unique_ptr<ZapAuthenticator> zap;
+  if (options.security.enabled) {
+    if (options.trusted_keys == nullptr) {
+      ASSIGN_OR_RETURN(options.trusted_keys, TrustedKeyStore::Load(options.security.keys));
+    }
+    ASSIGN_OR_RETURN(zap, ZapAuthenticator::Start(ctx, options.trusted_keys->Policy()));
+    so.curve = options.security.ControlServerCurve();
+    so.track_connections = true;  // counts failed handshakes (a client without a key)
+  }
   ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(ctx, SocketType::kRouter, so));
   if (Status bound = socket.Bind(endpoint); !bound.ok()) {
     if (bound.code() == StatusCode::kAlreadyExists) {
@@ -28,7 +46,8 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Bind(ZmqContext& ctx,
     return bound;  // a malformed endpoint or an address not of this host, with the fix
   }
   std::string bound = socket.endpoint();
-  std::unique_ptr<ControlServer> server(new ControlServer(std::move(socket), std::move(bound)));
+  std::unique_ptr<ControlServer> server(
+      new ControlServer(std::move(zap), std::move(socket), std::move(bound)));
   server->coordinator_ =
       std::make_unique<Coordinator>(std::move(options), server.get(), wall_clock);
   return server;
@@ -57,7 +76,12 @@ void ControlServer::Drain(int64_t now_ms) {
     }
     if (!*got) return;
     if (parts.size() < 2) continue;  // malformed envelope (a ROUTER always adds the identity)
-    std::string identity(static_cast<const char*>(parts[0].data()), parts[0].size());
+    ControlPeer from;
+    from.connection.assign(static_cast<const char*>(parts[0].data()), parts[0].size());
+    // The ZAP handler's User-Id of this connection ("worker:worker-0"; "" when insecure).
+    from.identity = PeerIdentity::FromUserId(PeerUserId(parts.back()));
+    from.address = PeerAddress(parts.back());
+    const std::string& identity = from.connection;
     // Extra frames are not part of the protocol: such a message decodes as empty (an error).
     std::string_view body;
     if (parts.size() == 2) {
@@ -68,36 +92,52 @@ void ControlServer::Drain(int64_t now_ms) {
       coordinator_->OnUndecodable(identity, msg.status());
       continue;
     }
-    coordinator_->OnMessage(identity, *msg, now_ms);
+    coordinator_->OnMessage(from, *msg, now_ms);
   }
 }
 
-Status ControlServer::Run(int stop_fd) {
+void ControlServer::CountRefusedConnections() {
+  if (zap_ == nullptr) return;
+  HandshakeFailures failed = socket_.handshake_failures();
+  // A ZAP refusal also fails that handshake (auth): count it once.
+  coordinator_->set_refused_connections(zap_->counts(kControlZapDomain).refused + failed.protocol +
+                                        failed.other);
+}
+
+Status ControlServer::Run(int stop_fd, int reload_fd, const std::function<void()>& drain_reload) {
   KF_LOG_INFO("coordinator listening endpoint={}", endpoint_);
   Coordinator& c = *coordinator_;
   int64_t tick_ms =
       std::max<int64_t>(10, std::min<int64_t>(100, c.workers().heartbeat_timeout_ms() / 4));
   int64_t next_tick = MonotonicMillis();
   while (true) {
-    zmq_pollitem_t items[2] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
-                               {nullptr, stop_fd, ZMQ_POLLIN, 0}};
+    // The ROUTER's monitor (secure only) is read each round: its events must not pile up.
+    zmq_pollitem_t items[4] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}};
+    size_t n = 1;
+    if (stop_fd >= 0) items[n++] = {nullptr, stop_fd, ZMQ_POLLIN, 0};
+    size_t reload_item = n;
+    if (reload_fd >= 0) items[n++] = {nullptr, reload_fd, ZMQ_POLLIN, 0};
+    if (socket_.monitor_handle() != nullptr)
+      items[n++] = {socket_.monitor_handle(), 0, ZMQ_POLLIN, 0};
     int64_t timeout = std::max<int64_t>(0, next_tick - MonotonicMillis());
     // An interrupted poll (EINTR) returns 0 ready items and the loop goes on.
-    auto polled = PollItems(std::span(items, stop_fd >= 0 ? 2 : 1), Duration::Millis(timeout));
+    auto polled = PollItems(std::span(items, n), Duration::Millis(timeout));
     if (!polled.ok()) {
       return Internal("the coordinator's control loop failed (" + polled.status().message() +
                       "): restart the coordinator; it resumes the job from its latest checkpoint");
     }
     if (stop_fd >= 0 && (items[1].revents & ZMQ_POLLIN)) {
       KF_LOG_INFO("coordinator stopping (signal)");
-      if (c.job() != nullptr && !c.job()->terminal()) {
-        // Leave the job's workers in a clean state; a restarted coordinator resumes from the
-        // latest checkpoint.
-        c.OnMessage("", CancelJob{}, MonotonicMillis());
-      }
+      c.Shutdown(MonotonicMillis());
       return Status::Ok();
     }
     int64_t now = MonotonicMillis();
+    if (reload_fd >= 0 && (items[reload_item].revents & ZMQ_POLLIN)) {
+      if (drain_reload) drain_reload();
+      auto reloaded = c.ReloadKeys(now);
+      if (!reloaded.ok()) KF_LOG_ERROR("SIGHUP: {}", reloaded.status().message());
+    }
+    CountRefusedConnections();
     if (items[0].revents & ZMQ_POLLIN) Drain(now);
     if (now >= next_tick) {
       c.OnTick(now);

@@ -1,15 +1,23 @@
 // ControlServer: the coordinator's ZeroMQ event loop. Owns the ROUTER socket the workers and
 // the CLI talk to, decodes frames into ControlMessages for the Coordinator, sends its replies,
-// and ticks it at least every heartbeat interval. Stops on SIGINT/SIGTERM (via an fd).
-// The socket is a ZmqSocket (common/transport) made from ControlPlaneSocketOptions, like every
-// other control-plane socket.
+// and ticks it at least every heartbeat interval. Stops on SIGINT/SIGTERM (via an fd), reloads
+// the trusted keys on SIGHUP (another fd). The socket is a ZmqSocket (common/transport) made from
+// ControlPlaneSocketOptions, like every other control-plane socket.
+//
+// Secure (options.security.enabled): the ROUTER is a CURVE server (ZAP domain "control") and the
+// server runs the context's ZapAuthenticator, whose policy admits exactly the TrustedKeyStore's
+// keys (loaded here from --keys unless options.trusted_keys is set). Each message reaches the
+// Coordinator with its connection's identity (PeerUserId) and IP; refused connections (ZAP
+// refusals, failed handshakes such as a client without a key) are counted for status.
 //
 // Threading: Run() on the thread that created the server.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "common/security/zap_authenticator.h"
 #include "common/status.h"
 #include "common/transport/zmq_context.h"
 #include "common/transport/zmq_socket.h"
@@ -25,8 +33,10 @@ class ControlServer final : public ControlOutbox {
                                                      CoordinatorOptions options,
                                                      const Clock* wall_clock);
 
-  // Runs until `stop_fd` becomes readable (a SignalWaiter's fd; -1 = never).
-  Status Run(int stop_fd);
+  // Runs until `stop_fd` becomes readable (a SignalWaiter's fd; -1 = never). Each time
+  // `reload_fd` becomes readable (SignalWaiter::reload_fd; -1 = none) it is drained with
+  // `drain_reload` and the trusted keys are reloaded.
+  Status Run(int stop_fd, int reload_fd = -1, const std::function<void()>& drain_reload = {});
 
   void Send(const std::string& identity, const ControlMessage& msg) override;
   // The bound endpoint with the real port (useful with port 0).
@@ -34,12 +44,15 @@ class ControlServer final : public ControlOutbox {
   Coordinator& coordinator() { return *coordinator_; }
 
  private:
-  ControlServer(ZmqSocket socket, std::string endpoint)
-      : socket_(std::move(socket)), endpoint_(std::move(endpoint)) {}
+  ControlServer(std::unique_ptr<ZapAuthenticator> zap, ZmqSocket socket, std::string endpoint)
+      : zap_(std::move(zap)), socket_(std::move(socket)), endpoint_(std::move(endpoint)) {}
   // Handles up to kMaxMessagesPerDrain pending messages.
   void Drain(int64_t now_ms);
   static constexpr int kMaxMessagesPerDrain = 512;
+  // ZAP refusals + failed handshakes so far, into the coordinator's status.
+  void CountRefusedConnections();
 
+  std::unique_ptr<ZapAuthenticator> zap_;  // declared before socket_: outlives it (null: insecure)
   ZmqSocket socket_;
   std::string endpoint_;
   std::unique_ptr<Coordinator> coordinator_;

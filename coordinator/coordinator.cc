@@ -77,7 +77,8 @@ Coordinator::Coordinator(CoordinatorOptions options, ControlOutbox* outbox, cons
                                                 : options_.incarnation),
       peer_errors_(LogRateLimiterOptions{.clock = wall_clock}),
       junk_replies_(LogRateLimiterOptions{
-          .interval = Duration::Seconds(1), .max_lines_per_interval = 1000, .clock = wall_clock}) {}
+          .interval = Duration::Seconds(1), .max_lines_per_interval = 1000, .clock = wall_clock}),
+      refusals_(LogRateLimiterOptions{.clock = wall_clock}) {}
 
 std::function<void(const std::string&)> Coordinator::TrackCommand(JobCommand command) {
   JobMaster* jm = job_.get();
@@ -96,10 +97,10 @@ void Coordinator::SendReply(const std::string& identity, bool ok, std::string me
   outbox_->Send(identity, r);
 }
 
-const WorkerInfo* Coordinator::Sender(const std::string& identity, WorkerId claimed) {
-  const WorkerInfo* w = workers_.FindByIdentity(identity);
-  if (w == nullptr || w->id != claimed) {
-    KF_LOG_WARN_RATE_LIMITED(peer_errors_, "unknown sender/" + identity,
+const WorkerInfo* Coordinator::Sender(const ControlPeer& from, WorkerId claimed) {
+  const WorkerInfo* w = workers_.FindByIdentity(from.connection);
+  if (w == nullptr || w->id != claimed || w->peer != from.identity) {
+    KF_LOG_WARN_RATE_LIMITED(peer_errors_, "unknown sender/" + from.connection,
                              "message from unregistered or mismatched peer claimed_worker={}",
                              claimed.value());
     return nullptr;
@@ -107,26 +108,31 @@ const WorkerInfo* Coordinator::Sender(const std::string& identity, WorkerId clai
   return w;
 }
 
-void Coordinator::OnMessage(const std::string& identity, const ControlMessage& msg,
-                            int64_t now_ms) {
+void Coordinator::OnMessage(const ControlPeer& from, const ControlMessage& msg, int64_t now_ms) {
+  if (!Admit(from, msg, now_ms)) return;
+  const std::string& identity = from.connection;
   std::visit(
       [&](const auto& m) {
         using T = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<T, RegisterWorker>) {
-          HandleRegister(identity, m, now_ms);
+          HandleRegister(from, m, now_ms);
         } else if constexpr (std::is_same_v<T, WorkerHeartbeat>) {
-          if (!workers_.Heartbeat(m.worker, m.attempt, m.metrics, now_ms)) {
+          // A heartbeat counts only on the connection (and key) the worker registered with:
+          // anyone else naming its id would keep a stopped worker alive.
+          if (workers_.FindByIdentity(identity) == nullptr) {
             // A worker we declared lost (or from before a coordinator restart): make it
             // register again so it gets a fresh identity in the registry.
             outbox_->Send(identity, RegisterAgain{});
-          } else if (job_ != nullptr) {
-            job_->OnHeartbeat(m.worker, m.attempt, m.metrics);
+            return;
           }
+          if (Sender(from, m.worker) == nullptr) return;
+          workers_.Heartbeat(m.worker, m.attempt, m.metrics, now_ms);
+          if (job_ != nullptr) job_->OnHeartbeat(m.worker, m.attempt, m.metrics);
         } else if constexpr (std::is_same_v<T, FetchJobLibrary>) {
-          if (Sender(identity, m.worker) == nullptr) return;
+          if (Sender(from, m.worker) == nullptr) return;
           HandleFetchJobLibrary(identity, m);
         } else if constexpr (std::is_same_v<T, WorkerExiting>) {
-          if (Sender(identity, m.worker) == nullptr) return;
+          if (Sender(from, m.worker) == nullptr) return;
           if (std::optional<WorkerInfo> gone = workers_.Remove(m.worker)) {
             WorkerLost(*gone, "its process is exiting: " + m.reason, now_ms);
           }
@@ -135,7 +141,7 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
                              std::is_same_v<T, TaskRunning> ||
                              std::is_same_v<T, AcknowledgeCheckpoint> ||
                              std::is_same_v<T, DeclineCheckpoint>) {
-          if (Sender(identity, m.worker) == nullptr || job_ == nullptr) return;
+          if (Sender(from, m.worker) == nullptr || job_ == nullptr) return;
           if constexpr (std::is_same_v<T, TaskDeployed>) job_->OnTaskDeployed(m, now_ms);
           if constexpr (std::is_same_v<T, TaskFinished>) job_->OnTaskFinished(m, now_ms);
           if constexpr (std::is_same_v<T, TaskFailed>) job_->OnTaskFailed(m, now_ms);
@@ -193,6 +199,18 @@ void Coordinator::OnMessage(const std::string& identity, const ControlMessage& m
             job_->Cancel("canceled by the user", now_ms);
             SendReply(identity, true, "job " + job_->job_id() + " canceled");
           }
+        } else if constexpr (std::is_same_v<T, ::keyflow::ReloadKeys>) {
+          auto reloaded = ReloadKeys(now_ms);
+          if (!reloaded.ok()) {
+            SendReply(identity, false, reloaded.status().message());
+          } else {
+            nlohmann::json j;
+            j["trusted_keys"] = *reloaded;
+            SendReply(identity, true,
+                      "the coordinator reloaded its keys: " + std::to_string(*reloaded) +
+                          " worker and client keys are trusted now",
+                      j.dump());
+          }
         } else {
           KF_LOG_WARN_RATE_LIMITED(peer_errors_, "unexpected/" + identity,
                                    "unexpected control message type={}", ControlMessageName(msg));
@@ -211,9 +229,10 @@ void Coordinator::OnUndecodable(const std::string& identity, const Status& why) 
   if (junk_replies_.ShouldLog(identity)) SendReply(identity, false, why.message());
 }
 
-void Coordinator::HandleRegister(const std::string& identity, const RegisterWorker& m,
-                                 int64_t now_ms) {
-  WorkerRegistry::Registration r = workers_.Register(identity, m, now_ms);
+void Coordinator::HandleRegister(const ControlPeer& from, const RegisterWorker& m, int64_t now_ms) {
+  const std::string& identity = from.connection;
+  WorkerRegistry::Registration r =
+      workers_.Register(identity, from.identity, from.address, m, now_ms);
   Registered reply;
   reply.worker = r.id;
   reply.slot = r.slot;
@@ -223,6 +242,9 @@ void Coordinator::HandleRegister(const std::string& identity, const RegisterWork
     KF_LOG_WARN("worker registration refused host={} pid={}: {}", m.hostname, m.pid, r.refused);
     reply.refused = "the coordinator refused this worker: " + r.refused;
     outbox_->Send(identity, reply);
+    if (r.replaced) {  // this key's previous worker was gone: it is lost even so
+      WorkerLost(*r.replaced, "a new process with its key registered", now_ms);
+    }
     return;
   }
   if (!m.previous_exit.empty()) {
@@ -245,6 +267,144 @@ void Coordinator::HandleRegister(const std::string& identity, const RegisterWork
   KF_LOG_INFO("worker registered worker={} slot={} host={} pid={} data_host={}", r.id.value(),
               r.slot, m.hostname, m.pid, m.data_host);
   if (job_ != nullptr) job_->OnWorkerRegistered(now_ms);
+}
+
+namespace {
+
+// The role a message needs on a secure cluster; nullopt: not a request (coordinator -> worker
+// messages, answered with "does not handle").
+std::optional<Role> RequiredRole(const ControlMessage& msg) {
+  return std::visit(
+      [](const auto& m) -> std::optional<Role> {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, RegisterWorker> || std::is_same_v<T, WorkerHeartbeat> ||
+                      std::is_same_v<T, TaskDeployed> || std::is_same_v<T, TaskFinished> ||
+                      std::is_same_v<T, TaskFailed> || std::is_same_v<T, TaskInputEnded> ||
+                      std::is_same_v<T, TaskRunning> || std::is_same_v<T, AcknowledgeCheckpoint> ||
+                      std::is_same_v<T, DeclineCheckpoint> || std::is_same_v<T, WorkerExiting> ||
+                      std::is_same_v<T, FetchJobLibrary>) {
+          return Role::kWorker;
+        } else if constexpr (std::is_same_v<T, SubmitJob> || std::is_same_v<T, StatusRequest> ||
+                             std::is_same_v<T, CancelJob> || std::is_same_v<T, StopJob> ||
+                             std::is_same_v<T, CheckpointRequest> ||
+                             std::is_same_v<T, ListCheckpointsRequest> ||
+                             std::is_same_v<T, RescaleRequest> || std::is_same_v<T, ReloadKeys>) {
+          return Role::kOperator;
+        } else {
+          return std::nullopt;
+        }
+      },
+      msg);
+}
+
+// "cancel the job": what an operator request does, for refusals.
+std::string RequestVerb(const ControlMessage& msg) {
+  return std::visit(
+      [](const auto& m) -> std::string {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, SubmitJob>) return "submit a job";
+        if constexpr (std::is_same_v<T, StatusRequest>) return "read the cluster status";
+        if constexpr (std::is_same_v<T, CancelJob>) return "cancel the job";
+        if constexpr (std::is_same_v<T, StopJob>) return "stop the job";
+        if constexpr (std::is_same_v<T, CheckpointRequest>) {
+          return m.savepoint ? "take a savepoint" : "trigger a checkpoint";
+        }
+        if constexpr (std::is_same_v<T, ListCheckpointsRequest>) return "list checkpoints";
+        if constexpr (std::is_same_v<T, RescaleRequest>) return "rescale the job";
+        if constexpr (std::is_same_v<T, ReloadKeys>) return "reload the keys";
+        if constexpr (std::is_same_v<T, RegisterWorker>) return "register as a worker";
+        return "send " + std::string(ControlMessageName(ControlMessage(m))) + " messages";
+      },
+      msg);
+}
+
+}  // namespace
+
+bool Coordinator::Admit(const ControlPeer& from, const ControlMessage& msg, int64_t now_ms) {
+  if (!options_.security.enabled) return true;
+  std::optional<Role> need = RequiredRole(msg);
+  if (!need) return true;  // answered with "does not handle"
+  if (!from.identity) {
+    Refuse(from, msg,
+           "the coordinator requires a CURVE key on every connection: run with --keys DIR");
+    return false;
+  }
+  const PeerIdentity& id = *from.identity;
+  if (options_.trusted_keys != nullptr && !options_.trusted_keys->Trusts(id)) {
+    if (const WorkerInfo* w = workers_.FindByIdentity(from.connection)) {
+      if (std::optional<WorkerInfo> gone = workers_.Remove(w->id)) {
+        WorkerLost(*gone, "its key " + id.ToUserId() + " was revoked", now_ms);
+      }
+    }
+    Refuse(from, msg,
+           "the coordinator revoked " + std::string(RoleName(id.role)) + " key " + id.name +
+               ": ask its operator to add it again (`keyflow keys add-" +
+               (id.role == Role::kWorker ? "worker " : "client ") + id.name +
+               "`) and reload the keys");
+    return false;
+  }
+  if (id.role == *need) return true;
+  std::string who = id.role == Role::kWorker     ? "a worker key"
+                    : id.role == Role::kOperator ? "an operator client key"
+                                                 : "a coordinator key";
+  std::string why = who + " cannot " + RequestVerb(msg) + ": ";
+  why += *need == Role::kOperator
+             ? "use an operator client key (`keyflow keys add-client NAME`)"
+             : "start the worker with a worker key (`keyflow keys add-worker NAME`, then "
+               "--key-name NAME)";
+  Refuse(from, msg, why);
+  return false;
+}
+
+void Coordinator::Refuse(const ControlPeer& from, const ControlMessage& msg,
+                         const std::string& why) {
+  ++refused_requests_;
+  std::string who = from.identity ? from.identity->ToUserId() : "a connection without a key";
+  KF_LOG_WARN_RATE_LIMITED(refusals_, who + "/" + std::string(ControlMessageName(msg)),
+                           "refused {} from {} at {}: {} (refused requests so far: {})",
+                           ControlMessageName(msg), who,
+                           from.address.empty() ? "?" : from.address, why, refused_requests_);
+  if (std::holds_alternative<RegisterWorker>(msg)) {
+    Registered reply;
+    reply.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+    reply.heartbeat_timeout_ms = options_.heartbeat_timeout_ms;
+    reply.refused = "the coordinator refused this worker: " + why;
+    outbox_->Send(from.connection, reply);
+  } else if (RequiredRole(msg) == Role::kOperator) {
+    SendReply(from.connection, false, why);
+  }
+  // Other worker messages get no answer: a worker reads only Registered and its tasks'
+  // messages; a revoked worker is told to register again (DropRevokedWorkers) and refused.
+}
+
+Result<size_t> Coordinator::ReloadKeys(int64_t now_ms) {
+  if (!options_.security.enabled || options_.trusted_keys == nullptr) {
+    return FailedPrecondition(
+        "this coordinator runs --insecure and has no keys to reload: restart it with --keys DIR");
+  }
+  ASSIGN_OR_RETURN(size_t n, options_.trusted_keys->Reload());
+  KF_LOG_INFO("reloaded the trusted keys of {}: {} keys", options_.trusted_keys->directory().dir,
+              n);
+  DropRevokedWorkers(now_ms);
+  return n;
+}
+
+void Coordinator::DropRevokedWorkers(int64_t now_ms) {
+  std::vector<WorkerId> revoked;
+  for (const WorkerInfo* w : workers_.BySlot()) {
+    if (w->peer && !options_.trusted_keys->Trusts(*w->peer)) revoked.push_back(w->id);
+  }
+  for (WorkerId id : revoked) {
+    std::optional<WorkerInfo> gone = workers_.Remove(id);
+    if (!gone) continue;
+    // It registers again and is refused (its key is gone), then stops.
+    outbox_->Send(gone->identity, RegisterAgain{});
+    WorkerLost(*gone, "its key " + gone->peer->ToUserId() + " was revoked", now_ms);
+  }
+}
+
+void Coordinator::Shutdown(int64_t now_ms) {
+  if (job_ != nullptr && !job_->terminal()) job_->Cancel("the coordinator is stopping", now_ms);
 }
 
 void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, int64_t now_ms) {
@@ -491,7 +651,11 @@ nlohmann::json Coordinator::StatusJson(int64_t now_ms) const {
   }
   j["workers"] = std::move(ws);
   j["coordinator"] = {{"incarnation", incarnation_},
-                      {"malformed_control_messages", malformed_control_messages_}};
+                      {"malformed_control_messages", malformed_control_messages_},
+                      {"security",
+                       {{"mode", options_.security.enabled ? "curve" : "insecure"},
+                        {"refused_connections", refused_connections_},
+                        {"refused_requests", refused_requests_}}}};
   j["job"] = job_ != nullptr ? job_->StatusJson(now_ms) : nlohmann::json();
   return j;
 }

@@ -9,17 +9,20 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include "common/security/process_security.h"
 
 #include "common/clock.h"
 #include "common/log_rate_limiter.h"
 #include "common/protocol/control_messages.h"
+#include "common/security/identity.h"
+#include "common/security/process_security.h"
 #include "coordinator/control_outbox.h"
 #include "coordinator/job_master.h"
+#include "coordinator/trusted_key_store.h"
 #include "coordinator/worker_registry.h"
 
 namespace keyflow {
@@ -34,7 +37,26 @@ struct CoordinatorOptions {
   // --keys / --insecure (common/security/process_security.h): the control ROUTER's CURVE key and
   // the keys it admits.
   ProcessSecurity security;
+  // Secure: the keys admitted (shared with the ROUTER's ZAP policy); re-read on reload. Messages
+  // of a key no longer trusted are refused. Null: no revocation checks (insecure, or tests).
+  std::shared_ptr<TrustedKeyStore> trusted_keys;
 };
+
+// Who sent a control message (ControlServer reads it off each received frame).
+struct ControlPeer {
+  std::string connection;                // the ROUTER routing id of the sender's connection
+  std::optional<PeerIdentity> identity;  // its authenticated key (nullopt: insecure connection)
+  std::string address;                   // its IP address ("" if unknown)
+};
+
+// Roles (DESIGN §17): on a secure cluster (options.security.enabled) worker messages (register,
+// heartbeat, task status, acks and declines, job library fetches, exiting) are accepted only from
+// worker keys, operator requests (submit, cancel, stop, rescale, savepoint, checkpoint, status,
+// list checkpoints, key reload) only from operator keys, and nothing from a revoked key. A
+// refused request is answered with a sentence (a Reply, or a refused Registered), counted
+// (`coordinator.security.refused_requests` in status) and logged at most once per key and
+// message type per minute. On an insecure cluster every role check passes; registration and
+// heartbeats are still bound to the connection a worker registered on.
 
 class Coordinator {
  public:
@@ -49,7 +71,22 @@ class Coordinator {
   // are deleted (or, if that fails, marked with an `_ABORTED` file).
   Status ResumeJobs(int64_t now_ms);
 
-  void OnMessage(const std::string& identity, const ControlMessage& msg, int64_t now_ms);
+  void OnMessage(const ControlPeer& from, const ControlMessage& msg, int64_t now_ms);
+  // A message from an insecure connection `identity` (no authenticated key).
+  void OnMessage(const std::string& identity, const ControlMessage& msg, int64_t now_ms) {
+    OnMessage(ControlPeer{identity, std::nullopt, ""}, msg, now_ms);
+  }
+  // Re-reads the trusted keys (`keyflow keys reload`, SIGHUP); workers whose key is gone are
+  // dropped (reported lost, told to register again, which is then refused). Returns the number
+  // of trusted keys, or why the old set is kept. FailedPrecondition on an insecure cluster.
+  Result<size_t> ReloadKeys(int64_t now_ms);
+  // The coordinator is stopping (SIGINT/SIGTERM): cancels a running job so that its workers are
+  // left clean; a restarted coordinator resumes it from the latest checkpoint.
+  void Shutdown(int64_t now_ms);
+  // Refused connections (ZAP refusals and failed handshakes), counted by the ControlServer and
+  // shown in status.
+  void set_refused_connections(uint64_t n) { refused_connections_ = n; }
+  uint64_t refused_requests() const { return refused_requests_; }
   // A frame that could not be decoded: counted (status: coordinator.malformed_control_messages),
   // logged at most once per peer per minute and answered with a Reply error (CLI peers read
   // it) at most once per peer per second, so a peer flooding junk costs neither log nor queue.
@@ -64,7 +101,12 @@ class Coordinator {
   nlohmann::json StatusJson(int64_t now_ms) const;
 
  private:
-  void HandleRegister(const std::string& identity, const RegisterWorker& m, int64_t now_ms);
+  // False (after answering, counting and logging the refusal) if `from` may not send `msg`.
+  bool Admit(const ControlPeer& from, const ControlMessage& msg, int64_t now_ms);
+  void Refuse(const ControlPeer& from, const ControlMessage& msg, const std::string& why);
+  // Drops the registered workers whose key is no longer trusted.
+  void DropRevokedWorkers(int64_t now_ms);
+  void HandleRegister(const ControlPeer& from, const RegisterWorker& m, int64_t now_ms);
   void HandleSubmit(const std::string& identity, const SubmitJob& m, int64_t now_ms);
   // A worker lacks the current job's library: answer with its bytes from the blob store.
   void HandleFetchJobLibrary(const std::string& identity, const FetchJobLibrary& m);
@@ -76,7 +118,7 @@ class Coordinator {
   void SendReply(const std::string& identity, bool ok, std::string message, std::string json = "");
   // Resolves the worker that sent a worker-scoped message; nullptr (and a log line) if the
   // sender is not a registered worker or claims another worker's id.
-  const WorkerInfo* Sender(const std::string& identity, WorkerId claimed);
+  const WorkerInfo* Sender(const ControlPeer& from, WorkerId claimed);
   void WorkerLost(const WorkerInfo& w, const std::string& why, int64_t now_ms);
   // Wraps a CLI command's reply so that the job record knows it is in progress until answered.
   std::function<void(const std::string& outcome)> TrackCommand(JobCommand command);
@@ -97,6 +139,9 @@ class Coordinator {
   LogRateLimiter peer_errors_;
   LogRateLimiter junk_replies_;
   uint64_t malformed_control_messages_ = 0;
+  uint64_t refused_requests_ = 0;
+  uint64_t refused_connections_ = 0;
+  LogRateLimiter refusals_;  // refused requests, per key + message type
 };
 
 }  // namespace keyflow

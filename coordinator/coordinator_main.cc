@@ -15,14 +15,15 @@ constexpr char kUsage[] =
     "usage: keyflow-coordinator [--host H] [--port P | --bind ENDPOINT] [--checkpoint-dir DIR] "
     "[options]\n"
     "Runs the coordinator of a keyflow session cluster: workers register with it, the keyflow\n"
-    "CLI submits jobs to it. Stops cleanly on SIGINT/SIGTERM.";
+    "CLI submits jobs to it. Stops cleanly on SIGINT/SIGTERM; on SIGHUP (or `keyflow keys\n"
+    "reload`) re-reads the trusted keys of --keys DIR: a removed .pub file revokes that key.";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace keyflow;
   using namespace keyflow::cli;
-  SignalWaiter signals;  // before any thread starts
+  SignalWaiter signals(SignalWaiter::kWithReload);  // before any thread starts
 
   po::options_description opts;
   std::string bind, checkpoint_dir, log_file, log_level, config, hb_interval, hb_timeout,
@@ -110,7 +111,8 @@ int main(int argc, char** argv) {
     return Fail(r, kExitFailure);
   }
   std::cerr << "keyflow-coordinator: listening on " << (*server)->endpoint() << "\n";
-  Status s = (*server)->Run(signals.fd());
+  Status s =
+      (*server)->Run(signals.fd(), signals.reload_fd(), [&signals] { signals.ReloadRequested(); });
   if (!s.ok()) {
     KF_LOG_ERROR("{}", s.message());
     return Fail(s, kExitFailure);

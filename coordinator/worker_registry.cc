@@ -10,16 +10,47 @@ std::string WorkerInfo::Describe() const {
          hostname + ", pid " + std::to_string(pid) + ")";
 }
 
+bool WorkerRegistry::Predecessor(const WorkerInfo& holder, const std::string& peer_address,
+                                 const RegisterWorker& msg, int64_t now_ms) const {
+  if (now_ms - holder.last_heartbeat_ms > stale_after_ms_) return true;
+  bool same_address =
+      peer_address.empty() || holder.peer_address.empty() || peer_address == holder.peer_address;
+  return msg.previous_pid != 0 && msg.previous_pid == holder.pid &&
+         msg.hostname == holder.hostname && same_address;
+}
+
 WorkerRegistry::Registration WorkerRegistry::Register(const std::string& identity,
+                                                      const std::optional<PeerIdentity>& peer,
+                                                      const std::string& peer_address,
                                                       const RegisterWorker& msg, int64_t now_ms) {
   Registration r;
+  r.id = WorkerId(0);
+  r.slot = msg.slot;
   // The same socket registering again (its registration reply was lost): keep its id.
   for (auto& [id, w] : workers_) {
-    if (w.identity == identity) {
+    if (w.identity == identity && w.peer == peer) {
       w.last_heartbeat_ms = now_ms;
       r.id = id;
       r.slot = w.slot;
       return r;
+    }
+  }
+  if (peer) {
+    // One slot per worker key: a live worker with this key keeps it, unless this is its respawn.
+    for (auto it = workers_.begin(); it != workers_.end(); ++it) {
+      const WorkerInfo& holder = it->second;
+      if (holder.peer != peer) continue;
+      if (!Predecessor(holder, peer_address, msg, now_ms)) {
+        r.refused = "worker key " + peer->name + " is already in use by " + holder.Describe() +
+                    ", which sent a heartbeat " +
+                    std::to_string(now_ms - holder.last_heartbeat_ms) +
+                    " ms ago: each worker needs its own key (`keyflow keys add-worker NAME`); "
+                    "stop that worker first or start this one with another --key-name";
+        return r;
+      }
+      r.replaced = holder;
+      workers_.erase(it);
+      break;
     }
   }
   int32_t slot = msg.slot;
@@ -28,11 +59,10 @@ WorkerRegistry::Registration WorkerRegistry::Register(const std::string& identit
       const WorkerInfo& holder = it->second;
       if (holder.slot != slot) continue;
       int64_t silent_ms = now_ms - holder.last_heartbeat_ms;
-      bool predecessor = msg.previous_pid != 0 && msg.previous_pid == holder.pid &&
-                         msg.hostname == holder.hostname;
-      if (!predecessor && silent_ms <= stale_after_ms_) {
-        r.id = WorkerId(0);
-        r.slot = slot;
+      // On a secure cluster the holder has another worker key (the key's own old worker was
+      // handled above): it is never taken over, the newcomer waits for the holder's heartbeat
+      // timeout. On an insecure cluster only an evidently gone holder is replaced.
+      if (peer || !Predecessor(holder, peer_address, msg, now_ms)) {
         r.refused = "slot " + std::to_string(slot) + " is already held by " + holder.Describe() +
                     ", which sent a heartbeat " + std::to_string(silent_ms) +
                     " ms ago: stop that worker first, or start this one with another --slot "
@@ -52,6 +82,8 @@ WorkerRegistry::Registration WorkerRegistry::Register(const std::string& identit
   WorkerInfo w;
   w.id = WorkerId(next_id_++);
   w.identity = identity;
+  w.peer = peer;
+  w.peer_address = peer_address;
   w.hostname = msg.hostname;
   w.pid = msg.pid;
   w.data_host = msg.data_host;
@@ -114,6 +146,13 @@ std::optional<WorkerInfo> WorkerRegistry::Remove(WorkerId id) {
 const WorkerInfo* WorkerRegistry::Find(WorkerId id) const {
   auto it = workers_.find(id);
   return it == workers_.end() ? nullptr : &it->second;
+}
+
+const WorkerInfo* WorkerRegistry::FindByPeer(const PeerIdentity& peer) const {
+  for (const auto& [id, w] : workers_) {
+    if (w.peer == peer) return &w;
+  }
+  return nullptr;
 }
 
 const WorkerInfo* WorkerRegistry::FindByIdentity(const std::string& identity) const {

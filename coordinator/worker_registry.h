@@ -1,13 +1,18 @@
 // WorkerRegistry: the workers the coordinator knows, their slots and liveness.
 //
 // A worker registers with an optional preferred slot (scripts start worker i with --slot i and
-// respawn it under the same slot). A registration for a slot that another worker holds:
+// respawn it under the same slot). Who registers is the connection (ROUTER routing id) and, on
+// a secure cluster, the authenticated identity (worker key) of that connection. A registration
+// for a slot that another worker holds:
 //  * takes the slot over at once (the old worker is reported lost without waiting for its
 //    heartbeat timeout) when the old one is evidently gone — it missed its last two heartbeats
 //    (`stale_after_ms`), or the newcomer's supervisor names the old one's pid as the process
-//    that just ended (RegisterWorker::previous_pid, same host);
+//    that just ended (RegisterWorker::previous_pid, same host and peer address) — and, on a
+//    secure cluster, only if the newcomer has the holder's worker key;
 //  * is refused otherwise: two live processes were started for one slot (a second
-//    `keyflow-worker --slot N`). The holder keeps the slot; the newcomer gets the reason.
+//    `keyflow-worker --slot N`), or a stranger claims it. The holder keeps the slot.
+// On a secure cluster a worker key holds one slot at a time: a second registration with the key
+// of a live worker is refused (unless it is that worker's respawn, as above).
 //
 // Threading: coordinator thread only. Time is passed in (monotonic ms), never read here.
 #pragma once
@@ -19,6 +24,7 @@
 #include <vector>
 
 #include "common/protocol/control_messages.h"
+#include "common/security/identity.h"
 #include "common/types.h"
 
 namespace keyflow {
@@ -26,6 +32,9 @@ namespace keyflow {
 struct WorkerInfo {
   WorkerId id;
   std::string identity;  // ZeroMQ routing id of its DEALER socket
+  // The authenticated worker key of that connection (nullopt on an insecure cluster).
+  std::optional<PeerIdentity> peer;
+  std::string peer_address;  // the connection's IP address ("" if unknown)
   std::string hostname;
   int64_t pid = 0;
   std::string data_host;
@@ -56,7 +65,13 @@ class WorkerRegistry {
     std::optional<WorkerInfo> replaced;  // worker that held the slot, now considered lost
     std::string refused;                 // non-empty: not registered, this is why
   };
-  Registration Register(const std::string& identity, const RegisterWorker& msg, int64_t now_ms);
+  // `peer`: the connection's authenticated identity (nullopt: insecure); `peer_address`: its IP
+  // ("" if unknown: not compared).
+  Registration Register(const std::string& identity, const std::optional<PeerIdentity>& peer,
+                        const std::string& peer_address, const RegisterWorker& msg, int64_t now_ms);
+  Registration Register(const std::string& identity, const RegisterWorker& msg, int64_t now_ms) {
+    return Register(identity, std::nullopt, "", msg, now_ms);
+  }
 
   // Records a heartbeat; false if the worker is unknown (e.g. it was declared lost).
   bool Heartbeat(WorkerId id, AttemptNumber attempt, const SubtaskMetrics& m, int64_t now_ms);
@@ -67,12 +82,18 @@ class WorkerRegistry {
 
   const WorkerInfo* Find(WorkerId id) const;
   const WorkerInfo* FindByIdentity(const std::string& identity) const;
+  // The worker registered with worker key `peer`, if any.
+  const WorkerInfo* FindByPeer(const PeerIdentity& peer) const;
   // Live workers ordered by slot.
   std::vector<const WorkerInfo*> BySlot() const;
   size_t size() const { return workers_.size(); }
   int64_t heartbeat_timeout_ms() const { return timeout_ms_; }
 
  private:
+  // True if `holder` is evidently gone for the newcomer `msg` (see the top of this file).
+  bool Predecessor(const WorkerInfo& holder, const std::string& peer_address,
+                   const RegisterWorker& msg, int64_t now_ms) const;
+
   int64_t timeout_ms_;
   int64_t stale_after_ms_;
   int64_t next_id_ = 1;

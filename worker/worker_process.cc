@@ -49,6 +49,10 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Create(WorkerOptions optio
   so.immediate = true;  // nothing piles up while the coordinator is unreachable
   so.send_high_water_mark = 1000;
   so.receive_high_water_mark = 1000;
+  // Secure: CURVE with this worker's key, pinning the coordinator's; failed handshakes (a key
+  // the coordinator refuses, an --insecure coordinator) are watched to say why it cannot register.
+  so.curve = w->options_.security.ControlClientCurve();
+  so.track_connections = w->options_.security.enabled;
   ASSIGN_OR_RETURN(ZmqSocket s, ZmqSocket::Create(*zmq, SocketType::kDealer, so));
   RETURN_IF_ERROR(s.Connect(w->options_.coordinator));
   w->socket_.emplace(std::move(s));
@@ -145,12 +149,29 @@ void WorkerProcess::Tick(int64_t now) {
     auto sent = socket_->TrySend(EncodeControlMessage(r));
     if (!sent.ok() || !*sent) {
       if (unreachable_since_ms_ == 0) unreachable_since_ms_ = now;
+      // Read on every try: the monitor's events must not pile up while handshakes keep failing.
+      HandshakeFailures failed;
+      if (options_.security.enabled) failed = socket_->handshake_failures();
       // The first tries happen before the connection exists: warn only when it persists.
       if (now - unreachable_since_ms_ >= 1000 &&
           now - last_unreachable_log_ms_ >= kUnreachableLogEveryMs) {
         last_unreachable_log_ms_ = now;
-        KF_LOG_WARN("coordinator {} unreachable for {} ms; retrying (is it running?)",
-                    options_.coordinator, now - unreachable_since_ms_);
+        const std::string& key = options_.security.self.name;
+        if (failed.auth > 0) {
+          KF_LOG_ERROR(
+              "the coordinator {} refused worker key {}: ask its operator to add it "
+              "(`keyflow keys add-worker {}`) and reload its keys; retrying",
+              options_.coordinator, key, key);
+        } else if (failed.protocol > 0) {
+          KF_LOG_ERROR(
+              "the coordinator {} does not accept CURVE connections (started with "
+              "--insecure?): start it with --keys DIR, or this worker with --insecure; "
+              "retrying",
+              options_.coordinator);
+        } else {
+          KF_LOG_WARN("coordinator {} unreachable for {} ms; retrying (is it running?)",
+                      options_.coordinator, now - unreachable_since_ms_);
+        }
       }
     }
     next_register_ms_ = now + register_backoff_ms_;

@@ -7,26 +7,44 @@
 #include <cerrno>
 
 namespace keyflow {
+namespace {
 
-SignalWaiter::SignalWaiter() {
+// Blocks `signals` for the process and returns a non-blocking signalfd for them.
+int BlockedSignalFd(std::initializer_list<int> signals) {
   sigset_t mask;
   sigemptyset(&mask);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGTERM);
+  for (int s : signals) sigaddset(&mask, s);
   CHECK(pthread_sigmask(SIG_BLOCK, &mask, nullptr) == 0);
-  fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  CHECK(fd_ >= 0) << "signalfd failed, errno " << errno;
+  int fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  CHECK(fd >= 0) << "signalfd failed, errno " << errno;
+  return fd;
+}
+
+bool Drain(int fd) {
+  signalfd_siginfo info;
+  bool got = false;
+  while (::read(fd, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) got = true;
+  return got;
+}
+
+}  // namespace
+
+SignalWaiter::SignalWaiter(Reload reload) {
+  fd_ = BlockedSignalFd({SIGINT, SIGTERM});
+  if (reload == kWithReload) reload_fd_ = BlockedSignalFd({SIGHUP});
 }
 
 SignalWaiter::~SignalWaiter() {
   if (fd_ >= 0) ::close(fd_);
+  if (reload_fd_ >= 0) ::close(reload_fd_);
 }
 
 bool SignalWaiter::Received() {
-  signalfd_siginfo info;
-  bool got = false;
-  while (::read(fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) got = true;
-  return got;
+  return Drain(fd_);
+}
+
+bool SignalWaiter::ReloadRequested() {
+  return reload_fd_ >= 0 && Drain(reload_fd_);
 }
 
 }  // namespace keyflow

@@ -100,7 +100,8 @@ std::string_view ControlMessageName(const ControlMessage& msg) {
                                                 "Reply",
                                                 "WorkerExiting",
                                                 "FetchJobLibrary",
-                                                "JobLibraryBlob"};
+                                                "JobLibraryBlob",
+                                                "ReloadKeys"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlMessage>);
   return kNames[msg.index()];
 }

@@ -31,7 +31,8 @@ namespace keyflow {
 // savepoint bool. 4: SubmitJob carries the job library's bytes; FetchJobLibrary / JobLibraryBlob.
 // 5: JobSpec carries the job's declared fields (JobSpec version 5); RegisterWorker.public_key,
 // DeployTask.peer_public_keys, SubtaskMetrics.refused_data_connections (data-plane CURVE).
-// 6: SubtaskMetrics.dropped_frames.
+// 6: SubtaskMetrics.dropped_frames; ReloadKeys (an operator asks the coordinator to re-read its
+// trusted keys).
 inline constexpr uint32_t kControlProtocolVersion = 6;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
@@ -434,6 +435,14 @@ struct ListCheckpointsRequest {
   void serialize(A&) {}
 };
 
+// `keyflow keys reload` (operators only): re-read the trusted keys of --keys DIR (like SIGHUP).
+// Keys no longer there are revoked: their new connections are refused and their registered
+// workers are dropped. The Reply says how many keys are trusted now, or why the old set is kept.
+struct ReloadKeys {
+  template <class A>
+  void serialize(A&) {}
+};
+
 struct RescaleRequest {
   int32_t new_parallelism = 0;
   bool plan_only = false;
@@ -455,12 +464,14 @@ struct Reply {
   }
 };
 
-using ControlMessage = std::variant<
-    RegisterWorker, WorkerHeartbeat, TaskDeployed, TaskFinished, TaskFailed, TaskInputEnded,
-    TaskRunning, AcknowledgeCheckpoint, DeclineCheckpoint, Registered, DeployTask, StartTask,
-    CoordinatorHeartbeat, TriggerCheckpoint, NotifyCheckpointComplete, NotifyCheckpointAborted,
-    CancelTask, RegisterAgain, SubmitJob, StatusRequest, CancelJob, StopJob, CheckpointRequest,
-    ListCheckpointsRequest, RescaleRequest, Reply, WorkerExiting, FetchJobLibrary, JobLibraryBlob>;
+using ControlMessage =
+    std::variant<RegisterWorker, WorkerHeartbeat, TaskDeployed, TaskFinished, TaskFailed,
+                 TaskInputEnded, TaskRunning, AcknowledgeCheckpoint, DeclineCheckpoint, Registered,
+                 DeployTask, StartTask, CoordinatorHeartbeat, TriggerCheckpoint,
+                 NotifyCheckpointComplete, NotifyCheckpointAborted, CancelTask, RegisterAgain,
+                 SubmitJob, StatusRequest, CancelJob, StopJob, CheckpointRequest,
+                 ListCheckpointsRequest, RescaleRequest, Reply, WorkerExiting, FetchJobLibrary,
+                 JobLibraryBlob, ReloadKeys>;
 
 // Encodes version + message.
 std::string EncodeControlMessage(const ControlMessage& msg);

@@ -159,6 +159,7 @@ ZmqSocket::ZmqSocket(ZmqSocket&& other) noexcept
       socket_(std::move(other.socket_)),
       monitor_(std::move(other.monitor_)),
       connected_(other.connected_),
+      handshake_failures_(other.handshake_failures_),
       endpoint_(std::move(other.endpoint_)) {}
 
 ZmqSocket& ZmqSocket::operator=(ZmqSocket&& other) noexcept {
@@ -168,6 +169,7 @@ ZmqSocket& ZmqSocket::operator=(ZmqSocket&& other) noexcept {
     socket_ = std::move(other.socket_);
     monitor_ = std::move(other.monitor_);
     connected_ = other.connected_;
+    handshake_failures_ = other.handshake_failures_;
     endpoint_ = std::move(other.endpoint_);
   }
   return *this;
@@ -188,7 +190,10 @@ Status ZmqSocket::StartMonitor() {
   std::string address = "inproc://keyflow-monitor-" + std::to_string(context_->NextUniqueId());
   try {
     if (zmq_socket_monitor(socket_.handle(), address.c_str(),
-                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) != 0) {
+                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0) {
       throw zmq::error_t();
     }
     monitor_ = zmq::socket_t(context_->context(), ZMQ_PAIR);
@@ -218,6 +223,9 @@ void ZmqSocket::DrainMonitor() {
       // pipe that sends (with ZMQ_IMMEDIATE) can use.
       if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) ++connected_;
       if (id == ZMQ_EVENT_DISCONNECTED && connected_ > 0) --connected_;
+      if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) ++handshake_failures_.protocol;
+      if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) ++handshake_failures_.auth;
+      if (id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) ++handshake_failures_.other;
     }
   } catch (const zmq::error_t&) {
     // The context is shutting down; the connection count no longer matters.
@@ -228,6 +236,13 @@ int ZmqSocket::connected_peers() {
   CHECK(monitor_.handle() != nullptr) << "connected_peers() needs SocketOptions::track_connections";
   DrainMonitor();
   return connected_;
+}
+
+HandshakeFailures ZmqSocket::handshake_failures() {
+  CHECK(monitor_.handle() != nullptr)
+      << "handshake_failures() needs SocketOptions::track_connections";
+  DrainMonitor();
+  return handshake_failures_;
 }
 
 Status ZmqSocket::Bind(const std::string& endpoint) {

@@ -94,6 +94,18 @@ struct SocketOptions {
 // ZAP handler gave it ("worker:worker-0"), or "" on a connection without CURVE.
 std::string PeerUserId(const zmq::message_t& msg);
 
+// Connection handshakes that failed on a socket with track_connections (its monitor's
+// ZMQ_EVENT_HANDSHAKE_FAILED_* events). On a CURVE client: `protocol` = the server speaks another
+// security mechanism (e.g. this client has no key, the server requires one — or the reverse);
+// `auth` = the server's ZAP handler refused this client's key. On a CURVE server: the same
+// failures of its clients.
+struct HandshakeFailures {
+  uint64_t protocol = 0;  // ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+  uint64_t auth = 0;      // ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+  uint64_t other = 0;     // ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+  uint64_t total() const { return protocol + auth + other; }
+};
+
 struct SendOptions {
   // Total time a send may wait for the peer to accept the message.
   Duration timeout = Duration::Seconds(10);
@@ -148,6 +160,9 @@ class ZmqSocket {
   // first). Exact for a socket with one connection (a PUSH connected to one receiver).
   // Precondition: created with track_connections.
   int connected_peers();
+  // Handshake failures seen so far (drains pending monitor events first).
+  // Precondition: created with track_connections.
+  HandshakeFailures handshake_failures();
 
   // For zmq_poll (see PollItems).
   void* handle() { return socket_.handle(); }
@@ -174,6 +189,7 @@ class ZmqSocket {
   zmq::socket_t socket_;
   zmq::socket_t monitor_;  // PAIR connected to the socket's monitor endpoint, if tracked
   int connected_ = 0;
+  HandshakeFailures handshake_failures_;
   std::string endpoint_;
 };
 

@@ -2,22 +2,54 @@
 
 #include <algorithm>
 
+#include "common/clock.h"
 #include "common/transport/control_plane.h"
 
 namespace keyflow::cli {
 
 Result<std::unique_ptr<ControlClient>> ControlClient::Connect(const std::string& endpoint,
-                                                              int64_t timeout_ms) {
+                                                              int64_t timeout_ms,
+                                                              const ProcessSecurity& security) {
   ASSIGN_OR_RETURN(std::unique_ptr<ZmqContext> context, ZmqContext::Create(1));
   SocketOptions so = ControlPlaneSocketOptions();
   so.immediate = true;  // queue nothing until the connection exists
+  so.curve = security.ControlClientCurve();
+  so.track_connections = true;  // a failed handshake is a sentence, not a timeout
   ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(*context, SocketType::kDealer, so));
   if (Status connected = socket.Connect(endpoint); !connected.ok()) {
     return InvalidArgument("cannot use coordinator address '" + endpoint +
                            "': " + connected.message() + " (expected tcp://HOST:PORT)");
   }
   return std::unique_ptr<ControlClient>(
-      new ControlClient(std::move(context), std::move(socket), endpoint, timeout_ms));
+      new ControlClient(std::move(context), std::move(socket), endpoint, timeout_ms, security));
+}
+
+Status ControlClient::AwaitHandshake() {
+  if (handshake_checked_) return Status::Ok();
+  const int64_t deadline = MonotonicMillis() + timeout_ms_;
+  while (true) {
+    if (socket_.connected_peers() > 0) break;
+    HandshakeFailures failed = socket_.handshake_failures();
+    if (failed.protocol > 0) {
+      return security_.enabled
+                 ? FailedPrecondition("the coordinator at " + endpoint_ +
+                                      " does not accept client keys (it runs --insecure): run "
+                                      "without --keys (and unset KEYFLOW_KEYS)")
+                 : FailedPrecondition("the coordinator at " + endpoint_ +
+                                      " requires a client key; run with --keys DIR");
+    }
+    if (failed.auth > 0) {
+      return FailedPrecondition(
+          "the coordinator at " + endpoint_ + " refused client key " + security_.self.name +
+          ": ask its operator to add it (`keyflow keys add-client " + security_.self.name + "`)");
+    }
+    int64_t left = deadline - MonotonicMillis();
+    if (left <= 0) return Status::Ok();  // the request reports the timeout
+    zmq_pollitem_t item = {socket_.monitor_handle(), 0, ZMQ_POLLIN, 0};
+    RETURN_IF_ERROR(PollItems(std::span(&item, 1), Duration::Millis(left)).status());
+  }
+  handshake_checked_ = true;
+  return Status::Ok();
 }
 
 Result<Reply> ControlClient::Request(const ControlMessage& msg) {
@@ -32,6 +64,7 @@ Result<Reply> ControlClient::Request(const ControlMessage& msg, int64_t poll_ms,
                             " ms: is it running? (start a cluster with scripts/start-cluster.sh, "
                             "or pass --coordinator tcp://HOST:PORT)";
   const Duration timeout = Duration::Millis(timeout_ms_);
+  RETURN_IF_ERROR(AwaitHandshake());
   // Timeouts (no connection, no answer) are "unreachable"; other errors keep their reason.
   auto failed = [&](const Status& s) {
     return Unavailable(s.code() == StatusCode::kDeadlineExceeded ||

@@ -19,6 +19,7 @@
 #include "common/input/input_spec.h"
 #include "common/key_group_assignment.h"
 #include "common/process/command_line.h"
+#include "common/security/process_security.h"
 #include "coordinator/cli/checkpoint_inspect_command.h"
 #include "coordinator/cli/control_client.h"
 #include "coordinator/cli/job_library_upload.h"
@@ -31,9 +32,26 @@ namespace {
 constexpr char kDefaultCoordinator[] = "tcp://127.0.0.1:6123";
 constexpr int64_t kRequestTimeoutMs = 5000;
 
+// --keys/--key-name/--insecure of the command being run (one command per process).
+SecurityFlags& ClientSecurityFlags() {
+  static SecurityFlags flags;
+  return flags;
+}
+
 void AddCoordinatorOption(po::options_description* opts, std::string* endpoint) {
   opts->add_options()("coordinator", po::value(endpoint)->default_value(kDefaultCoordinator),
                       "coordinator control endpoint");
+  AddSecurityFlags(*opts, Role::kOperator, &ClientSecurityFlags(), "operator");
+}
+
+// The client's keys: without --keys (and $KEYFLOW_KEYS) it connects without CURVE, which an
+// --insecure coordinator accepts and a secure one refuses with a sentence.
+Result<std::unique_ptr<ControlClient>> ConnectToCoordinator(const std::string& endpoint,
+                                                            int64_t timeout_ms) {
+  SecurityFlags flags = ClientSecurityFlags();
+  if (flags.keys_dir.empty()) flags.insecure = true;
+  ASSIGN_OR_RETURN(ProcessSecurity security, LoadProcessSecurity(flags, Role::kOperator));
+  return ControlClient::Connect(endpoint, timeout_ms, security);
 }
 
 // One request/reply exchange; prints the error and returns nullopt on failure.
@@ -43,7 +61,7 @@ std::optional<Reply> Ask(const std::string& endpoint, const ControlMessage& msg,
     *exit_code = Fail(s, kExitUsage);
     return std::nullopt;
   }
-  auto client = ControlClient::Connect(endpoint, timeout_ms);
+  auto client = ConnectToCoordinator(endpoint, timeout_ms);
   if (!client.ok()) {
     *exit_code = Fail(client.status(), kExitUsage);
     return std::nullopt;
@@ -73,7 +91,7 @@ std::optional<Reply> AskWatchingRestarts(const std::string& endpoint, const Cont
   auto before = Ask(endpoint, StatusRequest{}, exit_code);
   if (!before) return std::nullopt;
   const std::string incarnation = IncarnationOf(*before);
-  auto client = ControlClient::Connect(endpoint, timeout_ms);
+  auto client = ConnectToCoordinator(endpoint, timeout_ms);
   if (!client.ok()) {
     *exit_code = Fail(client.status(), kExitUsage);
     return std::nullopt;

@@ -70,7 +70,7 @@ class CoordinatorHarness : public ::testing::Test {
     return Register(identity, Registration(slot, 1000 + slot));
   }
   WorkerId Register(const std::string& identity, const RegisterWorker& r) {
-    coord_->OnMessage(identity, r, now_);
+    Deliver(identity, r);
     auto reply = outbox_.Last<Registered>(identity);
     EXPECT_TRUE(reply.has_value());
     if (reply && reply->refused.empty()) ids_[identity] = reply->worker;
@@ -82,7 +82,7 @@ class CoordinatorHarness : public ::testing::Test {
     for (const auto& [identity, id] : ids_) {
       if (dead_.count(identity)) continue;
       AttemptNumber a = coord_->job() ? coord_->job()->attempt() : AttemptNumber(0);
-      coord_->OnMessage(identity, WorkerHeartbeat{id, a, metrics_[identity]}, now_);
+      Deliver(identity, WorkerHeartbeat{id, a, metrics_[identity]});
     }
   }
 
@@ -107,7 +107,7 @@ class CoordinatorHarness : public ::testing::Test {
   }
 
   void Submit(const JobSpec& spec) {
-    coord_->OnMessage("cli", SubmitJob{spec}, now_);
+    Deliver("cli", SubmitJob{spec});
     ASSERT_TRUE(outbox_.Last<Reply>("cli")->ok) << outbox_.Last<Reply>("cli")->message;
   }
 
@@ -123,7 +123,7 @@ class CoordinatorHarness : public ::testing::Test {
       r.attempt = a;
       r.subtask = d->subtask;
       r.input_endpoints.assign(static_cast<size_t>(d->spec.parallelism), "tcp://x:1");
-      coord_->OnMessage(identity, r, now_);
+      Deliver(identity, r);
     }
     ASSERT_EQ(coord_->job()->state(), JobState::kRunning);
   }
@@ -152,7 +152,7 @@ class CoordinatorHarness : public ::testing::Test {
       }
       ASSERT_TRUE(WriteFileAtomically(t->directory + "/" + h.path, std::string(h.size, 'x')).ok());
       a.split_positions["0"] = "pos-" + std::to_string(t->checkpoint.value());
-      coord_->OnMessage(identity, a, now_);
+      Deliver(identity, a);
     }
   }
 
@@ -166,6 +166,14 @@ class CoordinatorHarness : public ::testing::Test {
   }
 
   void Kill(const std::string& identity) { dead_.insert(identity); }
+  // Delivers `msg` from connection `identity`, with its key from peers_ if it has one (a secure
+  // coordinator), else as from an insecure connection; address from addresses_.
+  void Deliver(const std::string& identity, const ControlMessage& msg) {
+    ControlPeer from{identity, std::nullopt, ""};
+    if (auto it = peers_.find(identity); it != peers_.end()) from.identity = it->second;
+    if (auto it = addresses_.find(identity); it != addresses_.end()) from.address = it->second;
+    coord_->OnMessage(from, msg, now_);
+  }
   nlohmann::json JobStatus() { return coord_->StatusJson(now_)["job"]; }
 
   TempDir dir_{"coordinator-harness"};
@@ -176,6 +184,8 @@ class CoordinatorHarness : public ::testing::Test {
   std::map<std::string, WorkerId> ids_;
   std::map<std::string, SubtaskMetrics> metrics_;
   std::set<std::string> dead_;
+  std::map<std::string, PeerIdentity> peers_;     // connection -> its key (secure tests)
+  std::map<std::string, std::string> addresses_;  // connection -> its IP
   int64_t now_ = 1000;
 };
 
