@@ -362,8 +362,8 @@ void Coordinator::Refuse(const ControlPeer& from, const ControlMessage& msg,
   std::string who = from.identity ? from.identity->ToUserId() : "a connection without a key";
   KF_LOG_WARN_RATE_LIMITED(refusals_, who + "/" + std::string(ControlMessageName(msg)),
                            "refused {} from {} at {}: {} (refused requests so far: {})",
-                           ControlMessageName(msg), who,
-                           from.address.empty() ? "?" : from.address, why, refused_requests_);
+                           ControlMessageName(msg), who, from.address.empty() ? "?" : from.address,
+                           why, refused_requests_);
   if (std::holds_alternative<RegisterWorker>(msg)) {
     Registered reply;
     reply.heartbeat_interval_ms = options_.heartbeat_interval_ms;

@@ -600,6 +600,11 @@ int RunStatusCommand(const std::vector<std::string>& args) {
     std::cout << st.dump(2) << "\n";
     return kExitOk;
   }
+  if (const nlohmann::json& sec = st["coordinator"]["security"]; sec.is_object()) {
+    std::cout << "security: " << sec.value("mode", "?") << "  refused connections "
+              << sec.value("refused_connections", 0) << "  refused requests "
+              << sec.value("refused_requests", 0) << "\n";
+  }
   std::cout << "workers: " << st["workers"].size() << "\n";
   for (const auto& w : st["workers"]) {
     std::cout << "  worker " << w.value("worker", 0) << "  slot " << w.value("slot", 0) << "  host "
@@ -701,6 +706,27 @@ int RunCancelCommand(const std::vector<std::string>& args) {
     return code;
   }
   auto reply = Ask(endpoint, CancelJob{}, &code);
+  if (!reply) return code;
+  if (!reply->ok) return Fail(reply->message, kExitFailure);
+  std::cout << reply->message << "\n";
+  return kExitOk;
+}
+
+int RunKeysReloadCommand(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string endpoint;
+  AddCoordinatorOption(&opts, &endpoint);
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine("usage: keyflow keys reload --coordinator EP --keys DIR\n"
+                        "Makes the coordinator re-read its trusted keys (DIR/workers/*.pub, "
+                        "DIR/clients/*.pub of its\n--keys), like SIGHUP: a removed .pub file "
+                        "revokes that key (its workers are dropped,\nits new connections "
+                        "refused). Needs an operator client key.",
+                        opts, {}, args, &vm, &code)) {
+    return code;
+  }
+  auto reply = Ask(endpoint, ReloadKeys{}, &code);
   if (!reply) return code;
   if (!reply->ok) return Fail(reply->message, kExitFailure);
   std::cout << reply->message << "\n";

@@ -21,5 +21,7 @@ int RunSavepointCommand(const std::vector<std::string>& args);
 int RunCheckpointsCommand(const std::vector<std::string>& args);
 // keyflow rescale P' [--plan] [--wait-for-workers DUR] [--timeout DUR] [--json]
 int RunRescaleCommand(const std::vector<std::string>& args);
+// keyflow keys reload [--coordinator ..] [--keys DIR]: the coordinator re-reads its trusted keys
+int RunKeysReloadCommand(const std::vector<std::string>& args);
 
 }  // namespace keyflow::cli

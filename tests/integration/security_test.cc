@@ -1,0 +1,224 @@
+// A secure cluster end to end (issue 13): CURVE on the control plane with a key set, and what a
+// process without the right key gets — an unauthenticated CLI cannot read status or cancel (and
+// gets one sentence, not a timeout), a worker with an unknown key cannot register, a worker key
+// cannot cancel, an operator key cannot register as a worker, a revoked worker key is dropped
+// and refused after a reload (SIGHUP and `ReloadKeys`).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "common/security/curve_keys.h"
+#include "common/transport/control_plane.h"
+#include "tests/integration/cluster.h"
+#include "tests/integration/test_dir.h"
+
+namespace keyflow::test {
+namespace {
+
+// A key set as `keyflow keys init` lays it out (curve_keys.h), made with the seam functions.
+void MakeKeySet(const std::string& dir, const std::vector<std::string>& workers,
+                const std::vector<std::string>& clients) {
+  KeyDirectory keys{dir};
+  for (const std::string& d : {dir, keys.RoleDir(Role::kWorker), keys.RoleDir(Role::kOperator)}) {
+    std::filesystem::create_directories(d);
+    ::chmod(d.c_str(), 0700);
+  }
+  auto write = [](const std::string& secret_path, const std::string& public_path,
+                  const PeerIdentity& id) {
+    auto pair = GenerateCurveKeyPair();
+    ASSERT_TRUE(pair.ok()) << pair.status().message();
+    ASSERT_TRUE(WriteNewKeyFile(secret_path, KeyFile{id, *pair}, 0600).ok());
+    ASSERT_TRUE(
+        WriteNewKeyFile(public_path, KeyFile{id, CurveKeyPair{pair->public_key, ""}}, 0644).ok());
+  };
+  write(keys.CoordinatorKey(), keys.CoordinatorPub(), {Role::kCoordinator, "coordinator"});
+  for (const auto& w : workers) {
+    write(keys.SecretKeyFile(Role::kWorker, w), keys.PublicKeyFile(Role::kWorker, w),
+          {Role::kWorker, w});
+  }
+  for (const auto& c : clients) {
+    write(keys.SecretKeyFile(Role::kOperator, c), keys.PublicKeyFile(Role::kOperator, c),
+          {Role::kOperator, c});
+  }
+}
+
+// One request from a hand-made DEALER with `key_file`'s key pair (any role): the coordinator's
+// answer, or an error if none came.
+Result<ControlMessage> AskWithKey(const std::string& endpoint, const KeyDirectory& keys,
+                                  const std::string& key_file, const ControlMessage& msg) {
+  ASSIGN_OR_RETURN(KeyFile mine, ReadKeyFile(key_file, /*require_secret=*/true));
+  ASSIGN_OR_RETURN(KeyFile coordinator, ReadKeyFile(keys.CoordinatorPub(), false));
+  ASSIGN_OR_RETURN(std::unique_ptr<ZmqContext> ctx, ZmqContext::Create(1));
+  SocketOptions so = ControlPlaneSocketOptions();
+  so.curve = CurveOptions::Client(mine.keys, coordinator.keys.public_key);
+  ControlMessage answer;
+  {
+    ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(*ctx, SocketType::kDealer, so));
+    RETURN_IF_ERROR(socket.Connect(endpoint));
+    RETURN_IF_ERROR(
+        socket.Send(EncodeControlMessage(msg), SendOptions{.timeout = Duration::Seconds(5)}));
+    zmq::message_t reply;
+    // Coordinator heartbeats may come first (a worker key that registered): skip them.
+    while (true) {
+      RETURN_IF_ERROR(socket.Receive(&reply, Duration::Seconds(5)));
+      ASSIGN_OR_RETURN(answer,
+                       DecodeControlMessage(
+                           std::string_view(static_cast<const char*>(reply.data()), reply.size()),
+                           "the coordinator"));
+      if (!std::holds_alternative<CoordinatorHeartbeat>(answer)) break;
+    }
+  }
+  return answer;
+}
+
+class SecurityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    keys_dir_ = dir_.path() + "/keys";
+    MakeKeySet(keys_dir_, {"worker-0", "worker-1", "worker-2"}, {"operator"});
+    // Keys the cluster does not know: a rogue worker and client, with the right coordinator.pub.
+    rogue_dir_ = dir_.path() + "/rogue-keys";
+    MakeKeySet(rogue_dir_, {"worker-0"}, {"mallory"});
+    std::filesystem::copy_file(KeyDirectory{keys_dir_}.CoordinatorPub(),
+                               KeyDirectory{rogue_dir_}.CoordinatorPub(),
+                               std::filesystem::copy_options::overwrite_existing);
+    ClusterOptions o;
+    o.workers = 2;
+    o.coordinator_args.insert(o.coordinator_args.end(), {"--keys", keys_dir_});
+    o.worker_args = {"--keys", keys_dir_};
+    o.cli_args = {"--keys", keys_dir_};
+    auto c = Cluster::Start(dir_.path(), o);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    cluster_ = std::move(c).value();
+  }
+
+  // `keyflow ARGS --coordinator EP [extra]` without the cluster's keys.
+  CommandResult CliWithout(std::vector<std::string> args, const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {KeyflowBinary("keyflow")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--coordinator", cluster_->endpoint()});
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto r = RunCommand(argv, Duration::Seconds(15));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : CommandResult{};
+  }
+
+  nlohmann::json Security() {
+    auto st = cluster_->StatusJson();
+    EXPECT_TRUE(st.ok()) << st.status().message();
+    return st.ok() ? (*st)["coordinator"]["security"] : nlohmann::json();
+  }
+
+  TestDir dir_;
+  std::string keys_dir_;
+  std::string rogue_dir_;
+  std::unique_ptr<Cluster> cluster_;
+};
+
+TEST_F(SecurityTest, AClientWithoutTheRightKeyGetsOneSentenceAndNothingElse) {
+  EXPECT_EQ(Security()["mode"], "curve");
+  for (const std::string& cmd : {"status", "cancel"}) {
+    CommandResult plain = CliWithout({cmd}, {});
+    EXPECT_NE(plain.exit_code, 0) << cmd;
+    EXPECT_EQ(plain.err, "keyflow: the coordinator at " + cluster_->endpoint() +
+                             " requires a client key; run with --keys DIR\n")
+        << cmd;
+    EXPECT_EQ(plain.out, "");
+  }
+  CommandResult unknown = CliWithout({"status"}, {"--keys", rogue_dir_, "--key-name", "mallory"});
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_EQ(unknown.err, "keyflow: the coordinator at " + cluster_->endpoint() +
+                             " refused client key mallory: ask its operator to add it (`keyflow "
+                             "keys add-client mallory`)\n");
+  nlohmann::json sec = Security();
+  EXPECT_GE(sec["refused_connections"].get<int>(), 3) << sec.dump();
+}
+
+TEST_F(SecurityTest, AWorkerKeyCannotCancelAndAnOperatorKeyCannotRegister) {
+  KeyDirectory keys{keys_dir_};
+  auto cancel = AskWithKey(cluster_->endpoint(), keys,
+                           keys.SecretKeyFile(Role::kWorker, "worker-2"), CancelJob{});
+  ASSERT_TRUE(cancel.ok()) << cancel.status().message();
+  ASSERT_TRUE(std::holds_alternative<Reply>(*cancel));
+  EXPECT_FALSE(std::get<Reply>(*cancel).ok);
+  EXPECT_EQ(std::get<Reply>(*cancel).message,
+            "a worker key cannot cancel the job: use an operator client key (`keyflow keys "
+            "add-client NAME`)");
+  RegisterWorker r;
+  r.hostname = "rogue";
+  r.pid = 1;
+  r.slot = 0;
+  auto reg =
+      AskWithKey(cluster_->endpoint(), keys, keys.SecretKeyFile(Role::kOperator, "operator"), r);
+  ASSERT_TRUE(reg.ok()) << reg.status().message();
+  ASSERT_TRUE(std::holds_alternative<Registered>(*reg));
+  EXPECT_EQ(std::get<Registered>(*reg).refused,
+            "the coordinator refused this worker: an operator client key cannot register as a "
+            "worker: start the worker with a worker key (`keyflow keys add-worker NAME`, then "
+            "--key-name NAME)");
+  auto st = cluster_->StatusJson();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ((*st)["workers"].size(), 2u);
+  EXPECT_EQ((*st)["coordinator"]["security"]["refused_requests"], 2);
+}
+
+TEST_F(SecurityTest, ARogueWorkerWithAnUnknownKeyCannotRegister) {
+  // Same name (worker-0) as a real worker, but a key the coordinator does not know.
+  auto rogue = ChildProcess::Start(
+      {KeyflowBinary("keyflow-worker"), "--coordinator", cluster_->endpoint(), "--keys", rogue_dir_,
+       "--key-name", "worker-0", "--data-host", "127.0.0.1", "--bind-host", "127.0.0.1"},
+      dir_.path() + "/rogue-worker.log");
+  ASSERT_TRUE(rogue.ok()) << rogue.status().message();
+  Status logged = WaitUntil(
+      [&] {
+        return ReadFileOrEmpty(dir_.path() + "/rogue-worker.log")
+                   .find("refused worker key worker-0") != std::string::npos;
+      },
+      Duration::Seconds(15), "the rogue worker's log names the refusal");
+  EXPECT_TRUE(logged.ok()) << logged.message() << "\n" << Tail(dir_.path() + "/rogue-worker.log");
+  auto st = cluster_->StatusJson();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ((*st)["workers"].size(), 2u);
+  EXPECT_GE((*st)["coordinator"]["security"]["refused_connections"].get<int>(), 1);
+  rogue->Kill();
+}
+
+TEST_F(SecurityTest, ARevokedWorkerKeyIsDroppedAndRefusedAfterReload) {
+  // A third worker joins with key worker-2, then its key is removed and the coordinator reloads.
+  std::string log = dir_.path() + "/worker-2-extra.log";
+  auto third =
+      ChildProcess::Start({KeyflowBinary("keyflow-worker"), "--coordinator", cluster_->endpoint(),
+                           "--keys", keys_dir_, "--key-name", "worker-2", "--slot", "2",
+                           "--data-host", "127.0.0.1", "--bind-host", "127.0.0.1"},
+                          log);
+  ASSERT_TRUE(third.ok()) << third.status().message();
+  ASSERT_TRUE(cluster_->WaitForWorkers(3, Duration::Seconds(15)).ok()) << cluster_->LogExcerpts();
+  KeyDirectory keys{keys_dir_};
+  std::filesystem::remove(keys.PublicKeyFile(Role::kWorker, "worker-2"));
+  ASSERT_TRUE(cluster_->coordinator().Signal(SIGHUP).ok());
+  auto two =
+      cluster_->WaitForStatus([](const nlohmann::json& s) { return s["workers"].size() == 2; },
+                              Duration::Seconds(10), "the revoked worker is dropped");
+  ASSERT_TRUE(two.ok()) << two.status().message() << cluster_->LogExcerpts();
+  // It is refused when it registers again, and stops.
+  auto exited = third->Wait(Duration::Seconds(15));
+  ASSERT_TRUE(exited.ok()) << exited.status().message() << "\n" << Tail(log);
+  EXPECT_NE(*exited, 0);
+  EXPECT_NE(ReadFileOrEmpty(log).find("the coordinator revoked worker key worker-2"),
+            std::string::npos)
+      << Tail(log);
+  // The operator's reload request: the same, answered with the count.
+  auto reload = AskWithKey(cluster_->endpoint(), keys,
+                           keys.SecretKeyFile(Role::kOperator, "operator"), ReloadKeys{});
+  ASSERT_TRUE(reload.ok()) << reload.status().message();
+  EXPECT_EQ(std::get<Reply>(*reload).message,
+            "the coordinator reloaded its keys: 3 worker and client keys are trusted now");
+  auto st = cluster_->StatusJson();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ((*st)["workers"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace keyflow::test
