@@ -5,44 +5,17 @@
 // and refused after a reload (SIGHUP and `ReloadKeys`).
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/stat.h>
 
 #include <filesystem>
 
 #include "common/security/curve_keys.h"
 #include "common/transport/control_plane.h"
+#include "tests/common/security/test_key_set.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
 
 namespace keyflow::test {
 namespace {
-
-// A key set as `keyflow keys init` lays it out (curve_keys.h), made with the seam functions.
-void MakeKeySet(const std::string& dir, const std::vector<std::string>& workers,
-                const std::vector<std::string>& clients) {
-  KeyDirectory keys{dir};
-  for (const std::string& d : {dir, keys.RoleDir(Role::kWorker), keys.RoleDir(Role::kOperator)}) {
-    std::filesystem::create_directories(d);
-    ::chmod(d.c_str(), 0700);
-  }
-  auto write = [](const std::string& secret_path, const std::string& public_path,
-                  const PeerIdentity& id) {
-    auto pair = GenerateCurveKeyPair();
-    ASSERT_TRUE(pair.ok()) << pair.status().message();
-    ASSERT_TRUE(WriteNewKeyFile(secret_path, KeyFile{id, *pair}, 0600).ok());
-    ASSERT_TRUE(
-        WriteNewKeyFile(public_path, KeyFile{id, CurveKeyPair{pair->public_key, ""}}, 0644).ok());
-  };
-  write(keys.CoordinatorKey(), keys.CoordinatorPub(), {Role::kCoordinator, "coordinator"});
-  for (const auto& w : workers) {
-    write(keys.SecretKeyFile(Role::kWorker, w), keys.PublicKeyFile(Role::kWorker, w),
-          {Role::kWorker, w});
-  }
-  for (const auto& c : clients) {
-    write(keys.SecretKeyFile(Role::kOperator, c), keys.PublicKeyFile(Role::kOperator, c),
-          {Role::kOperator, c});
-  }
-}
 
 // One request from a hand-made DEALER with `key_file`'s key pair (any role): the coordinator's
 // answer, or an error if none came.
@@ -76,27 +49,25 @@ Result<ControlMessage> AskWithKey(const std::string& endpoint, const KeyDirector
 class SecurityTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    keys_dir_ = dir_.path() + "/keys";
-    MakeKeySet(keys_dir_, {"worker-0", "worker-1", "worker-2"}, {"operator"});
-    // Keys the cluster does not know: a rogue worker and client, with the right coordinator.pub.
+    ClusterOptions o;
+    o.workers = 2;
+    auto c = Cluster::Start(dir_.path(), o);  // secure: the harness's key set in DIR/keys
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    cluster_ = std::move(c).value();
+    keys_dir_ = cluster_->KeysDir();
+    ASSERT_FALSE(keys_dir_.empty());
+    // Keys the cluster does not know (a rogue worker and client), with the right coordinator.pub.
     rogue_dir_ = dir_.path() + "/rogue-keys";
-    MakeKeySet(rogue_dir_, {"worker-0"}, {"mallory"});
+    ASSERT_TRUE(MakeTestKeySet(rogue_dir_, {"worker-0"}, {"mallory"}).ok());
     std::filesystem::copy_file(KeyDirectory{keys_dir_}.CoordinatorPub(),
                                KeyDirectory{rogue_dir_}.CoordinatorPub(),
                                std::filesystem::copy_options::overwrite_existing);
-    ClusterOptions o;
-    o.workers = 2;
-    o.coordinator_args.insert(o.coordinator_args.end(), {"--keys", keys_dir_});
-    o.worker_args = {"--keys", keys_dir_};
-    o.cli_args = {"--keys", keys_dir_};
-    auto c = Cluster::Start(dir_.path(), o);
-    ASSERT_TRUE(c.ok()) << c.status().message();
-    cluster_ = std::move(c).value();
   }
 
   // `keyflow ARGS --coordinator EP [extra]` without the cluster's keys.
   CommandResult CliWithout(std::vector<std::string> args, const std::vector<std::string>& extra) {
-    std::vector<std::string> argv = {KeyflowBinary("keyflow")};
+    // No KEYFLOW_KEYS either (the harness's CLI calls set it).
+    std::vector<std::string> argv = {"env", "-u", "KEYFLOW_KEYS", KeyflowBinary("keyflow")};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.insert(argv.end(), {"--coordinator", cluster_->endpoint()});
     argv.insert(argv.end(), extra.begin(), extra.end());
@@ -139,7 +110,7 @@ TEST_F(SecurityTest, AClientWithoutTheRightKeyGetsOneSentenceAndNothingElse) {
 TEST_F(SecurityTest, AWorkerKeyCannotCancelAndAnOperatorKeyCannotRegister) {
   KeyDirectory keys{keys_dir_};
   auto cancel = AskWithKey(cluster_->endpoint(), keys,
-                           keys.SecretKeyFile(Role::kWorker, "worker-2"), CancelJob{});
+                           keys.SecretKeyFile(Role::kWorker, "worker-1"), CancelJob{});
   ASSERT_TRUE(cancel.ok()) << cancel.status().message();
   ASSERT_TRUE(std::holds_alternative<Reply>(*cancel));
   EXPECT_FALSE(std::get<Reply>(*cancel).ok);
@@ -188,11 +159,17 @@ TEST_F(SecurityTest, ARogueWorkerWithAnUnknownKeyCannotRegister) {
 TEST_F(SecurityTest, ARevokedWorkerKeyIsDroppedAndRefusedAfterReload) {
   // A third worker joins with key worker-2, then its key is removed and the coordinator reloads.
   std::string log = dir_.path() + "/worker-2-extra.log";
-  auto third =
-      ChildProcess::Start({KeyflowBinary("keyflow-worker"), "--coordinator", cluster_->endpoint(),
-                           "--keys", keys_dir_, "--key-name", "worker-2", "--slot", "2",
-                           "--data-host", "127.0.0.1", "--bind-host", "127.0.0.1"},
-                          log);
+  std::vector<std::string> argv = {KeyflowBinary("keyflow-worker"),
+                                   "--coordinator",
+                                   cluster_->endpoint(),
+                                   "--slot",
+                                   "2",
+                                   "--data-host",
+                                   "127.0.0.1",
+                                   "--bind-host",
+                                   "127.0.0.1"};
+  for (const std::string& a : cluster_->SecurityArgs("worker-2")) argv.push_back(a);
+  auto third = ChildProcess::Start(argv, log);
   ASSERT_TRUE(third.ok()) << third.status().message();
   ASSERT_TRUE(cluster_->WaitForWorkers(3, Duration::Seconds(15)).ok()) << cluster_->LogExcerpts();
   KeyDirectory keys{keys_dir_};
@@ -215,6 +192,15 @@ TEST_F(SecurityTest, ARevokedWorkerKeyIsDroppedAndRefusedAfterReload) {
   ASSERT_TRUE(reload.ok()) << reload.status().message();
   EXPECT_EQ(std::get<Reply>(*reload).message,
             "the coordinator reloaded its keys: 3 worker and client keys are trusted now");
+  // Back: the key is admitted again after `keyflow keys reload` (the CLI's request).
+  KeyFile pub = ReadKeyFile(keys.SecretKeyFile(Role::kWorker, "worker-2"), true).value();
+  pub.keys.secret_key.clear();
+  ASSERT_TRUE(WriteNewKeyFile(keys.PublicKeyFile(Role::kWorker, "worker-2"), pub, 0644).ok());
+  auto cli = cluster_->Cli({"keys", "reload"});
+  ASSERT_TRUE(cli.ok()) << cli.status().message();
+  EXPECT_EQ(cli->exit_code, 0) << cli->err;
+  EXPECT_EQ(cli->out,
+            "the coordinator reloaded its keys: 4 worker and client keys are trusted now\n");
   auto st = cluster_->StatusJson();
   ASSERT_TRUE(st.ok());
   EXPECT_EQ((*st)["workers"].size(), 2u);
