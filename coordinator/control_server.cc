@@ -99,9 +99,9 @@ void ControlServer::Drain(int64_t now_ms) {
 void ControlServer::CountRefusedConnections() {
   if (zap_ == nullptr) return;
   HandshakeFailures failed = socket_.handshake_failures();
-  // A ZAP refusal also fails that handshake (auth): count it once.
-  coordinator_->set_refused_connections(zap_->counts(kControlZapDomain).refused + failed.protocol +
-                                        failed.other);
+  // Every refused connection fails its handshake once: a ZAP refusal (auth), a client without a
+  // key or of another mechanism (protocol), anything else (no detail).
+  coordinator_->set_refused_connections(failed.total());
 }
 
 Status ControlServer::Run(int stop_fd, int reload_fd, const std::function<void()>& drain_reload) {

@@ -10,6 +10,17 @@ std::string WorkerInfo::Describe() const {
          hostname + ", pid " + std::to_string(pid) + ")";
 }
 
+namespace {
+
+std::string SlotHeldRefusal(const WorkerInfo& holder, int64_t now_ms) {
+  return "slot " + std::to_string(holder.slot) + " is already held by " + holder.Describe() +
+         ", which sent a heartbeat " + std::to_string(now_ms - holder.last_heartbeat_ms) +
+         " ms ago: stop that worker first, or start this one with another --slot (or without "
+         "--slot to get a free one)";
+}
+
+}  // namespace
+
 bool WorkerRegistry::Predecessor(const WorkerInfo& holder, const std::string& peer_address,
                                  const RegisterWorker& msg, int64_t now_ms) const {
   if (now_ms - holder.last_heartbeat_ms > stale_after_ms_) return true;
@@ -41,11 +52,15 @@ WorkerRegistry::Registration WorkerRegistry::Register(const std::string& identit
       const WorkerInfo& holder = it->second;
       if (holder.peer != peer) continue;
       if (!Predecessor(holder, peer_address, msg, now_ms)) {
-        r.refused = "worker key " + peer->name + " is already in use by " + holder.Describe() +
-                    ", which sent a heartbeat " +
-                    std::to_string(now_ms - holder.last_heartbeat_ms) +
-                    " ms ago: each worker needs its own key (`keyflow keys add-worker NAME`); "
-                    "stop that worker first or start this one with another --key-name";
+        // A second process for the same slot (and key) gets the slot's sentence.
+        r.refused = holder.slot == msg.slot
+                        ? SlotHeldRefusal(holder, now_ms)
+                        : "worker key " + peer->name + " is already in use by " +
+                              holder.Describe() + ", which sent a heartbeat " +
+                              std::to_string(now_ms - holder.last_heartbeat_ms) +
+                              " ms ago: each worker needs its own key (`keyflow keys add-worker "
+                              "NAME`); stop that worker first or start this one with another "
+                              "--key-name";
         return r;
       }
       r.replaced = holder;
@@ -58,15 +73,11 @@ WorkerRegistry::Registration WorkerRegistry::Register(const std::string& identit
     for (auto it = workers_.begin(); it != workers_.end(); ++it) {
       const WorkerInfo& holder = it->second;
       if (holder.slot != slot) continue;
-      int64_t silent_ms = now_ms - holder.last_heartbeat_ms;
       // On a secure cluster the holder has another worker key (the key's own old worker was
       // handled above): it is never taken over, the newcomer waits for the holder's heartbeat
       // timeout. On an insecure cluster only an evidently gone holder is replaced.
       if (peer || !Predecessor(holder, peer_address, msg, now_ms)) {
-        r.refused = "slot " + std::to_string(slot) + " is already held by " + holder.Describe() +
-                    ", which sent a heartbeat " + std::to_string(silent_ms) +
-                    " ms ago: stop that worker first, or start this one with another --slot "
-                    "(or without --slot to get a free one)";
+        r.refused = SlotHeldRefusal(holder, now_ms);
         return r;
       }
       r.replaced = holder;

@@ -38,22 +38,12 @@ const std::map<std::string, CommandInfo>& Commands() {
        {RunSavepointCommand, "take a savepoint (kept; restore with --from-savepoint)"}},
       {"checkpoints", {RunCheckpointsCommand, "list completed checkpoints and savepoints"}},
       {"rescale", {RunRescaleCommand, "rescale the running job to P' subtasks (--plan: preview)"}},
-      // Until `keyflow keys init/add-*/list` (keys_command) lands: only `keys reload`.
-      {"keys",
-       {[](const auto& a) {
-          if (!a.empty() && a[0] == "reload") {
-            return RunKeysReloadCommand(std::vector<std::string>(a.begin() + 1, a.end()));
-          }
-          std::cerr << "usage: keyflow keys reload --coordinator EP --keys DIR\n";
-          return kExitUsage;
-        },
-        "manage the cluster's CURVE keys (reload: the coordinator re-reads them)"}},
       {"key-group",
        {[](const auto& a) { return RunKeyGroupCommand(a, std::cin, std::cout); },
         "print the key group (and subtask) of keys"}},
       {"keys",
        {[](const auto& a) { return RunKeysCommand(a, std::cout, std::cerr); },
-        "create and list the cluster's CURVE keys (init, add-worker, add-client, list)"}},
+        "create and list the cluster's CURVE keys (init, add-worker, add-client, list, reload)"}},
   };
   return commands;
 }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/process/command_line.h"
+#include "coordinator/cli/job_commands.h"
 
 namespace keyflow::cli {
 namespace {
@@ -220,6 +221,9 @@ const std::map<std::string, SubcommandInfo>& KeysSubcommands() {
        {[](const auto& a, auto& o, auto& e) { return RunAdd(Role::kOperator, a, o, e); },
         "add an operator client key"}},
       {"list", {RunList, "list the keys of a key set"}},
+      {"reload",
+       {[](const auto& a, auto&, auto&) { return RunKeysReloadCommand(a); },
+        "make a running coordinator re-read its trusted keys (like SIGHUP; revokes removed keys)"}},
   };
   return subcommands;
 }

@@ -6,8 +6,8 @@
 //   keyflow keys add-worker NAME [--keys DIR]     adds workers/NAME.key and .pub
 //   keyflow keys add-client NAME [--keys DIR]     adds clients/NAME.key and .pub
 //   keyflow keys list [--keys DIR] [--json]       role, name, public key and state of every key
-//   keyflow keys reload ...                       (a request to a running coordinator; see
-//                                                 KeysSubcommands in keys_command.cc)
+//   keyflow keys reload [--coordinator EP] [--keys DIR]  asks a running coordinator to re-read
+//                                                 its trusted keys (job_commands.h)
 // --keys defaults to $KEYFLOW_KEYS. Keys are never overwritten; .key files are 0600, .pub files
 // 0644, the directories 0700.
 #pragma once

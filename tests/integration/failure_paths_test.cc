@@ -209,7 +209,8 @@ TEST_F(BadRecordsTest, FailPolicyFailsTheJobNamingFileAndLine) {
 
 TEST(FailurePathsTest, PeerWithAnotherProtocolVersionGetsAnErrorReply) {
   TestDir dir;
-  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 0});
+  // A plain (keyless) peer: only an --insecure coordinator lets it speak at all.
+  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 0, .insecure = true});
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   zmq::context_t ctx(1);
   zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
