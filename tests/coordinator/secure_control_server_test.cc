@@ -99,7 +99,9 @@ TEST_F(SecureControlServerTest, TheOperatorKeyIsServedAndSeesTheRefusalsCounted)
   ASSERT_TRUE(r->ok) << r->message;
   nlohmann::json sec = nlohmann::json::parse(r->json)["coordinator"]["security"];
   EXPECT_EQ(sec["mode"], "curve");
-  EXPECT_EQ(sec["refused_connections"], 2) << sec.dump();
+  // At least the two (a client whose handshake failed may retry once before it gives up).
+  EXPECT_GE(sec["refused_connections"].get<int>(), 2) << sec.dump();
+  EXPECT_LE(sec["refused_connections"].get<int>(), 4) << sec.dump();
   EXPECT_EQ(sec["refused_requests"], 0);
 }
 
