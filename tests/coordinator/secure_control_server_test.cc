@@ -99,9 +99,8 @@ TEST_F(SecureControlServerTest, TheOperatorKeyIsServedAndSeesTheRefusalsCounted)
   ASSERT_TRUE(r->ok) << r->message;
   nlohmann::json sec = nlohmann::json::parse(r->json)["coordinator"]["security"];
   EXPECT_EQ(sec["mode"], "curve");
-  // At least the two (a client whose handshake failed may retry once before it gives up).
+  // At least the two (a client whose handshake failed retries until it gives up: more).
   EXPECT_GE(sec["refused_connections"].get<int>(), 2) << sec.dump();
-  EXPECT_LE(sec["refused_connections"].get<int>(), 4) << sec.dump();
   EXPECT_EQ(sec["refused_requests"], 0);
 }
 
