@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "coordinator/blob_store.h"
 #include "coordinator/path_rules.h"
+#include "coordinator/worker_key_check.h"
 
 namespace keyflow {
 namespace {
@@ -231,6 +232,24 @@ void Coordinator::OnUndecodable(const std::string& identity, const Status& why) 
 
 void Coordinator::HandleRegister(const ControlPeer& from, const RegisterWorker& m, int64_t now_ms) {
   const std::string& identity = from.connection;
+  if (options_.security.enabled && options_.trusted_keys != nullptr) {
+    // The announced key goes to the worker's peers, whose data planes then admit it: it must be
+    // the key this worker authenticated with.
+    Status key = CheckWorkerPublicKey(
+        from.identity,
+        from.identity ? options_.trusted_keys->PublicKeyOf(*from.identity) : std::string(),
+        m.public_key);
+    if (!key.ok()) {
+      KF_LOG_WARN_RATE_LIMITED(refusals_, "register-key/" + from.address,
+                               "worker registration refused host={} pid={}: {}", m.hostname, m.pid,
+                               key.message());
+      Registered refused;
+      refused.refused = "the coordinator refused this worker: " + key.message();
+      outbox_->Send(identity, refused);
+      ++refused_requests_;
+      return;
+    }
+  }
   WorkerRegistry::Registration r =
       workers_.Register(identity, from.identity, from.address, m, now_ms);
   Registered reply;

@@ -87,8 +87,9 @@ int main(int argc, char** argv) {
   if (Status s = InitLogging(process, log_file, log_level); !s.ok()) return Fail(s, kExitUsage);
 
   if (!options.security.enabled) KF_LOG_WARN("{}", InsecureWarning("keyflow-worker"));
-  // One I/O thread: a worker already runs a source and a keyed task thread on few cores.
-  auto zmq = ZmqContext::Create(1);
+  // Two I/O threads: thread 0 carries the control plane, thread 1 the data plane (and its CURVE
+  // encryption), so that a saturated data plane never delays heartbeats (zmq_context.h).
+  auto zmq = ZmqContext::Create(2);
   if (!zmq.ok()) return Fail(zmq.status(), kExitFailure);
   SystemClock clock;
   auto worker = WorkerProcess::Create(options, zmq->get(), &clock);

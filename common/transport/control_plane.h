@@ -16,6 +16,7 @@ namespace keyflow {
 inline SocketOptions ControlPlaneSocketOptions() {
   SocketOptions options;
   options.max_message_bytes = static_cast<int64_t>(kMaxControlMessageBytes);
+  options.io_thread_affinity = ZmqContext::kControlPlaneAffinity;
   return options;
 }
 

@@ -10,7 +10,7 @@ Result<std::unique_ptr<ZmqContext>> ZmqContext::Create(int io_threads) {
   }
   try {
     zmq::context_t context(io_threads);
-    return std::unique_ptr<ZmqContext>(new ZmqContext(std::move(context)));
+    return std::unique_ptr<ZmqContext>(new ZmqContext(std::move(context), io_threads));
   } catch (const zmq::error_t& e) {
     return IoError(std::string("cannot create the ZeroMQ context: ") + e.what());
   }

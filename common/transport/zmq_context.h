@@ -11,6 +11,7 @@
 // Threading: thread-safe, like the underlying zmq context. Sockets are not (see zmq_socket.h).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -31,6 +32,16 @@ class ZmqContext {
   ~ZmqContext();
 
   zmq::context_t& context() { return context_; }
+  int io_threads() const { return io_threads_; }
+
+  // I/O-thread affinities (ZMQ_AFFINITY masks). The control plane stays on I/O thread 0; with
+  // two or more I/O threads the data plane uses the others, so that heavy data traffic (and its
+  // CURVE encryption, done on the I/O threads) never delays heartbeats. With one thread both
+  // share it (0 = any thread).
+  static constexpr uint64_t kControlPlaneAffinity = 1;
+  uint64_t data_plane_affinity() const {
+    return io_threads_ < 2 ? 0 : ((uint64_t{1} << std::min(io_threads_, 63)) - 1) & ~uint64_t{1};
+  }
 
   // A number unique within this context (names inproc endpoints such as socket monitors).
   uint64_t NextUniqueId() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
@@ -42,9 +53,11 @@ class ZmqContext {
  private:
   friend class ZmqSocket;         // maintains open_sockets_
   friend class ZapAuthenticator;  // maintains zap_handler_
-  explicit ZmqContext(zmq::context_t context) : context_(std::move(context)) {}
+  ZmqContext(zmq::context_t context, int io_threads)
+      : context_(std::move(context)), io_threads_(io_threads) {}
 
   zmq::context_t context_;
+  int io_threads_;
   std::atomic<int> open_sockets_{0};
   std::atomic<bool> zap_handler_{false};
   std::atomic<uint64_t> next_id_{1};

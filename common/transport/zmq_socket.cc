@@ -123,6 +123,7 @@ Result<ZmqSocket> ZmqSocket::Create(ZmqContext& context, SocketType type,
     if (options.kernel_receive_buffer_bytes > 0) {
       s.set(zmq::sockopt::rcvbuf, options.kernel_receive_buffer_bytes);
     }
+    if (options.io_thread_affinity != 0) s.set(zmq::sockopt::affinity, options.io_thread_affinity);
     if (options.immediate) s.set(zmq::sockopt::immediate, true);
     if (options.max_message_bytes > 0) s.set(zmq::sockopt::maxmsgsize, options.max_message_bytes);
     if (options.heartbeat_interval.millis() > 0) {

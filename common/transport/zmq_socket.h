@@ -85,6 +85,9 @@ struct SocketOptions {
   // (before it is buffered). 0 = no limit. The control plane sets kMaxControlMessageBytes
   // (control_plane.h), the data plane kMaxDataFrameBytes (worker/shuffle/input_gate.h).
   int64_t max_message_bytes = 0;
+  // ZMQ_AFFINITY: which I/O threads serve this socket's connections (bit i = thread i; 0 = any).
+  // See ZmqContext::kControlPlaneAffinity / data_plane_affinity().
+  uint64_t io_thread_affinity = 0;
   // Off by default. A kServer socket can only be created while a ZapAuthenticator runs on the
   // context (without one, libzmq would admit every client key): FailedPrecondition otherwise.
   CurveOptions curve;

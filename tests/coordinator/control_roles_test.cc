@@ -50,6 +50,7 @@ class ControlRolesTest : public CoordinatorHarness {
     auto pair = GenerateCurveKeyPair();
     ASSERT_TRUE(pair.ok()) << pair.status().message();
     KeyFile pub{id, CurveKeyPair{pair->public_key, ""}};
+    public_keys_[id.name] = pair->public_key;
     ASSERT_TRUE(WriteNewKeyFile(keys_.PublicKeyFile(id.role, id.name), pub, 0644).ok());
   }
 
@@ -106,6 +107,25 @@ TEST_F(ControlRolesTest, AnOperatorKeyCannotRegisterAsAWorker) {
   // Nor send a worker's messages: an ack naming worker 1 is dropped.
   Deliver("op", WorkerHeartbeat{ids_["w0"], coord_->job()->attempt(), {}});
   EXPECT_EQ(coord_->refused_requests(), 2u);
+}
+
+// The announced data-plane key is handed to the worker's peers, whose data planes admit it:
+// a worker announcing a key other than the one it authenticated with is refused.
+TEST_F(ControlRolesTest, AWorkerAnnouncingAnotherDataPlaneKeyIsRefused) {
+  RegisterWorker r = Registration(0, 1000);
+  r.public_key = public_keys_["worker-1"];
+  Deliver("w0", r);
+  auto reply = outbox_.Last<Registered>("w0");
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->refused,
+            "the coordinator refused this worker: worker worker-0 announced a data-plane public "
+            "key that is not its own trusted key (workers/worker-0.pub): restart it with its own "
+            "key file (--key-name worker-0)");
+  EXPECT_EQ(coord_->workers().size(), 0u);
+  EXPECT_EQ(coord_->refused_requests(), 1u);
+  // With its own key it registers.
+  EXPECT_NE(Register("w0", 0), WorkerId(0));
+  EXPECT_EQ(coord_->workers().size(), 1u);
 }
 
 TEST_F(ControlRolesTest, AConnectionWithoutAKeyIsRefusedOnASecureCoordinator) {

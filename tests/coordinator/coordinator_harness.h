@@ -172,12 +172,24 @@ class CoordinatorHarness : public ::testing::Test {
     ControlPeer from{identity, std::nullopt, ""};
     if (auto it = peers_.find(identity); it != peers_.end()) from.identity = it->second;
     if (auto it = addresses_.find(identity); it != addresses_.end()) from.address = it->second;
+    // A worker announces the public key of its identity (as a real worker does) unless the
+    // test set one.
+    if (const auto* r = std::get_if<RegisterWorker>(&msg);
+        r != nullptr && r->public_key.empty() && from.identity) {
+      if (auto key = public_keys_.find(from.identity->name); key != public_keys_.end()) {
+        RegisterWorker with_key = *r;
+        with_key.public_key = key->second;
+        coord_->OnMessage(from, with_key, now_);
+        return;
+      }
+    }
     coord_->OnMessage(from, msg, now_);
   }
   nlohmann::json JobStatus() { return coord_->StatusJson(now_)["job"]; }
 
   TempDir dir_{"coordinator-harness"};
-  std::vector<std::string> allowed_paths_;  // --allowed-path of the next Reset()
+  std::vector<std::string> allowed_paths_;          // --allowed-path of the next Reset()
+  std::map<std::string, std::string> public_keys_;  // key name -> its public key (secure tests)
   ManualClock clock_;
   FakeOutbox outbox_;
   std::unique_ptr<Coordinator> coord_;

@@ -20,6 +20,7 @@ Result<std::unique_ptr<InputGate>> InputGate::Create(ZmqContext& context,
   }
   std::unique_ptr<InputGate> gate(new InputGate(options));
   SocketOptions socket_options;
+  socket_options.io_thread_affinity = context.data_plane_affinity();
   socket_options.receive_high_water_mark = options.receive_high_water_mark;
   socket_options.kernel_receive_buffer_bytes = options.kernel_receive_buffer_bytes;
   socket_options.max_message_bytes = options.max_frame_bytes;

@@ -35,6 +35,7 @@ Result<std::unique_ptr<RecordWriter>> RecordWriter::Create(ZmqContext& context,
   }
   std::unique_ptr<RecordWriter> writer(new RecordWriter(options));
   SocketOptions socket_options;
+  socket_options.io_thread_affinity = context.data_plane_affinity();
   socket_options.send_high_water_mark = options.send_high_water_mark;
   socket_options.kernel_send_buffer_bytes = options.kernel_send_buffer_bytes;
   socket_options.immediate = true;

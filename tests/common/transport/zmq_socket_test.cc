@@ -1,4 +1,5 @@
 #include "common/transport/zmq_socket.h"
+#include "common/transport/control_plane.h"
 
 #include <gtest/gtest.h>
 
@@ -230,6 +231,20 @@ TEST(ZmqContextDeathTest, DestroyingTheContextWithAnOpenSocketAborts) {
 
 TEST(ZmqContextTest, RejectsZeroIoThreads) {
   EXPECT_EQ(ZmqContext::Create(0).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace keyflow
+
+namespace keyflow {
+namespace {
+
+TEST(ZmqContextAffinityTest, TheDataPlaneAvoidsTheControlPlanesIoThreadWhenThereAreSeveral) {
+  EXPECT_EQ(ZmqContext::Create(1).value()->data_plane_affinity(), 0u);  // any: the only one
+  EXPECT_EQ(ZmqContext::Create(2).value()->data_plane_affinity(), 0b10u);
+  EXPECT_EQ(ZmqContext::Create(3).value()->data_plane_affinity(), 0b110u);
+  EXPECT_EQ(ZmqContext::kControlPlaneAffinity, 1u);
+  EXPECT_EQ(ControlPlaneSocketOptions().io_thread_affinity, 1u);
 }
 
 }  // namespace
