@@ -61,6 +61,9 @@ worker_security() {  # worker_security I: into the array `sec`
   if [ ! -e "$KEYFLOW_KEYS/workers/worker-$1.key" ]; then
     "$KEYFLOW" keys add-worker "worker-$1" --keys "$KEYFLOW_KEYS" >/dev/null ||
       kf_die "could not add the key of worker-$1 to $KEYFLOW_KEYS"
+    # The running coordinator admits the new key once it re-read its trusted keys.
+    "$KEYFLOW" keys reload --coordinator "$endpoint" --keys "$KEYFLOW_KEYS" >/dev/null ||
+      kf_die "could not make the coordinator at $endpoint reload its keys (keyflow keys reload)"
   fi
   sec=(--keys "$KEYFLOW_KEYS" --key-name "worker-$1")
 }

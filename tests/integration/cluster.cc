@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <set>
 
 namespace keyflow::test {
@@ -75,6 +76,18 @@ std::vector<std::string> Cluster::SecurityArgs(const std::string& key_name) cons
                    Duration::Seconds(20));
     CHECK(r.ok() && r->exit_code == 0)
         << "keyflow keys add-worker " << key_name << " failed: " << (r.ok() ? r->err : "");
+    // A running coordinator admits the new key only after it re-read its trusted keys.
+    // (If it is not running, it reads them when it starts again.)
+    if (coordinator_.has_value() && !endpoint_.empty()) {
+      auto reload = RunCommand({KeyflowBinary("keyflow"), "keys", "reload", "--coordinator",
+                                endpoint_, "--keys", KeysDir()},
+                               Duration::Seconds(20));
+      if (!reload.ok() || reload->exit_code != 0) {
+        std::cerr << "[ keyflow ] keyflow keys reload after adding " << key_name
+                  << " failed: " << (reload.ok() ? reload->err : reload.status().message())
+                  << "\n";
+      }
+    }
   }
   return Concat(args, {"--key-name", key_name});
 }
