@@ -84,8 +84,7 @@ std::vector<std::string> Cluster::SecurityArgs(const std::string& key_name) cons
                                Duration::Seconds(20));
       if (!reload.ok() || reload->exit_code != 0) {
         std::cerr << "[ keyflow ] keyflow keys reload after adding " << key_name
-                  << " failed: " << (reload.ok() ? reload->err : reload.status().message())
-                  << "\n";
+                  << " failed: " << (reload.ok() ? reload->err : reload.status().message()) << "\n";
       }
     }
   }
