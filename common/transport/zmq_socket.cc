@@ -223,7 +223,13 @@ void ZmqSocket::DrainMonitor() {
       // A connection counts once its ZMTP handshake is done: only then does ZeroMQ attach the
       // pipe that sends (with ZMQ_IMMEDIATE) can use.
       if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) ++connected_;
-      if (id == ZMQ_EVENT_DISCONNECTED && connected_ > 0) --connected_;
+      if (id == ZMQ_EVENT_DISCONNECTED) {
+        if (connected_ > 0) {
+          --connected_;
+        } else {
+          ++handshake_failures_.closed_before_handshake;
+        }
+      }
       if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) ++handshake_failures_.protocol;
       if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) ++handshake_failures_.auth;
       if (id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) ++handshake_failures_.other;

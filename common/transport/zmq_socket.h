@@ -106,6 +106,10 @@ struct HandshakeFailures {
   uint64_t protocol = 0;  // ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
   uint64_t auth = 0;      // ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
   uint64_t other = 0;     // ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+  // Connections closed before their handshake completed, with or without one of the events
+  // above: when the server detects a mechanism mismatch first and closes, the client only sees
+  // the close. Exact for a socket with one connection (a client); not part of total().
+  uint64_t closed_before_handshake = 0;
   uint64_t total() const { return protocol + auth + other; }
 };
 

@@ -30,13 +30,23 @@ Status ControlClient::AwaitHandshake() {
   while (true) {
     if (socket_.connected_peers() > 0) break;
     HandshakeFailures failed = socket_.handshake_failures();
-    if (failed.protocol > 0) {
+    // A mechanism mismatch shows as a PROTOCOL failure, or — when the server noticed it first
+    // and closed — only as connections closed during the handshake. A server that is up closes
+    // a connection that way only when it refuses the handshake.
+    if (failed.protocol > 0 || (!security_.enabled && failed.closed_before_handshake >= 2)) {
       return security_.enabled
                  ? FailedPrecondition("the coordinator at " + endpoint_ +
                                       " does not accept client keys (it runs --insecure): run "
                                       "without --keys (and unset KEYFLOW_KEYS)")
                  : FailedPrecondition("the coordinator at " + endpoint_ +
                                       " requires a client key; run with --keys DIR");
+    }
+    if (failed.auth == 0 && failed.closed_before_handshake >= 5) {
+      return FailedPrecondition("the coordinator at " + endpoint_ +
+                                " closed every connection during the handshake: it does not "
+                                "accept client key " +
+                                security_.self.name +
+                                ", or it runs --insecure (then run without --keys)");
     }
     if (failed.auth > 0) {
       return FailedPrecondition(
