@@ -30,7 +30,7 @@ namespace {
 using ::testing::HasSubstr;
 
 // About 8 s at 3000 events/s: the attacks happen while the job runs.
-constexpr char kInput[] = "gen:events=24000,keys=600,splits=2,seed=11,skew=1,rate=3000";
+constexpr char kInput[] = "gen:events=48000,keys=600,splits=2,seed=11,skew=1,rate=3000";
 constexpr int64_t kCount = 20;
 constexpr int64_t kTimeoutMs = 2'000;
 constexpr int64_t kMaxWorkerRss = 200 << 20;
@@ -165,18 +165,15 @@ TEST_F(HostilePeerTest, DataPortsDropJunkAndOversizedFramesWithoutTouchingTheJob
   for (size_t i = 0; i < data_endpoints_.size(); ++i) {
     const std::string& endpoint = data_endpoints_[i];
     SCOPED_TRACE(endpoint);
-    // 1 KiB of random bytes on a raw connection, three times (a byte other than 0xff first is
-    // a ZMTP 1.0 peer to ZeroMQ: the bytes after it become messages).
-    for (uint64_t seed = 1; seed <= 3; ++seed)
-      WriteRaw(endpoint, RandomBytes(1024, seed * 100 + i));
-    // A frame announced above the data plane's limit, and one of 2^62 bytes.
-    ExpectLengthRefused(endpoint, "PUSH", kMaxDataFrameBytes + 1);
-    ExpectLengthRefused(endpoint, "PUSH", uint64_t{1} << 62);
-    WriteTruncatedFrame(endpoint, "PUSH", 1000);
+    // Well-formed frames first (counted exactly below), then raw bytes.
+    auto before = cluster_->StatusJson();
+    ASSERT_TRUE(before.ok()) << before.status().ToString();
+    const int64_t dropped_before =
+        (*before)["job"]["subtasks"][i / 2].value("dropped_frames", int64_t{0});
     // Well-formed ZeroMQ messages that are not keyflow frames, a frame of another data-plane
     // version and a keyflow frame with a wrong checksum, from a real PUSH socket.
     zmq::socket_t push(ctx, zmq::socket_type::push);
-    push.set(zmq::sockopt::linger, 1000);
+    push.set(zmq::sockopt::linger, 30000);
     push.connect(endpoint);
     for (uint64_t seed = 0; seed < 50; ++seed) {
       std::string junk = RandomBytes(64 + seed * 20, seed);
@@ -190,7 +187,25 @@ TEST_F(HostilePeerTest, DataPortsDropJunkAndOversizedFramesWithoutTouchingTheJob
     push.send(zmq::buffer(other_version), zmq::send_flags::none);
     frame[kFrameChecksumOffset] ^= 0x5a;
     push.send(zmq::buffer(frame), zmq::send_flags::none);
+    // Every one of the 52 frames reaches the receiver and is dropped before anything else is
+    // sent to it (the channel is read while the job processes records, at its own pace).
+    const size_t subtask = i / 2;  // data_endpoints_: two channels per keyed subtask, in order
+    auto dropped = cluster_->WaitForStatus(
+        [&](const nlohmann::json& st) {
+          return st["job"]["subtasks"][subtask].value("dropped_frames", int64_t{0}) >=
+                 dropped_before + 52;
+        },
+        Duration::Seconds(30), "the 52 foreign frames to be dropped");
+    ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
     push.close();
+    // 1 KiB of random bytes on a raw connection, three times (a byte other than 0xff first is
+    // a ZMTP 1.0 peer to ZeroMQ: the bytes after it become messages).
+    for (uint64_t seed = 1; seed <= 3; ++seed)
+      WriteRaw(endpoint, RandomBytes(1024, seed * 100 + i));
+    // A frame announced above the data plane's limit, and one of 2^62 bytes.
+    ExpectLengthRefused(endpoint, "PUSH", kMaxDataFrameBytes + 1);
+    ExpectLengthRefused(endpoint, "PUSH", uint64_t{1} << 62);
+    WriteTruncatedFrame(endpoint, "PUSH", 1000);
     ConnectionFlood(endpoint, 200, /*hold=*/true);
     ConnectionFlood(endpoint, 200, /*hold=*/false);
     ASSERT_FALSE(HasFailure());
