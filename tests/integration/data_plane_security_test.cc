@@ -30,14 +30,7 @@ constexpr int32_t kMaxParallelism = 128;
 const std::string kInput = "gen:events=40000,keys=400,splits=2,seed=13,rate=10000";
 
 Result<std::vector<std::string>> CanonicalOutput(const std::string& dir) {
-  ASSIGN_OR_RETURN(JobOutput out, ReadJobOutput(dir));
-  std::vector<std::string> lines;
-  for (const nlohmann::json& line : out.lines) {
-    ASSIGN_OR_RETURN(std::string c, CanonicalCountWindow(line));
-    lines.push_back(std::move(c));
-  }
-  std::sort(lines.begin(), lines.end());
-  return lines;
+  return CanonicalCountWindowOutput(dir);
 }
 
 // The endpoint keyed subtask 0 (on worker slot 0, key worker-0) bound for source subtask 0.

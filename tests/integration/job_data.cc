@@ -204,4 +204,15 @@ void ExpectSameLines(const std::vector<std::string>& actual,
   EXPECT_TRUE(SameLines(actual, expected)) << what;
 }
 
+Result<std::vector<std::string>> CanonicalCountWindowOutput(const std::string& dir) {
+  ASSIGN_OR_RETURN(JobOutput out, ReadJobOutput(dir));
+  std::vector<std::string> lines;
+  for (const nlohmann::json& line : out.lines) {
+    ASSIGN_OR_RETURN(std::string c, CanonicalCountWindow(line));
+    lines.push_back(std::move(c));
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
 }  // namespace keyflow::test

@@ -65,6 +65,8 @@ std::vector<std::string> ReferenceTumblingCount(const KeyedTimestamps& input, in
 //   tumbling-count: "key|window_start|window_end|count"
 // InvalidArgument if a field is missing or has the wrong type.
 Result<std::string> CanonicalCountWindow(const nlohmann::json& line);
+// The sorted canonical lines (CanonicalCountWindow) of a count-window output directory.
+Result<std::vector<std::string>> CanonicalCountWindowOutput(const std::string& dir);
 Result<std::string> CanonicalTumblingCount(const nlohmann::json& line);
 
 struct JobOutput {

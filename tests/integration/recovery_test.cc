@@ -58,14 +58,7 @@ template <typename T>
 
 // Sorted canonical lines (job_data.h) of a count-window output directory.
 Result<std::vector<std::string>> CanonicalOutput(const std::string& dir) {
-  ASSIGN_OR_RETURN(JobOutput out, ReadJobOutput(dir));
-  std::vector<std::string> lines;
-  for (const nlohmann::json& line : out.lines) {
-    ASSIGN_OR_RETURN(std::string c, CanonicalCountWindow(line));
-    lines.push_back(std::move(c));
-  }
-  std::sort(lines.begin(), lines.end());
-  return lines;
+  return CanonicalCountWindowOutput(dir);
 }
 
 // The id printed by `keyflow checkpoint` / `keyflow savepoint`: "<what> N completed: DIR".
