@@ -307,7 +307,8 @@ std::optional<Role> RequiredRole(const ControlMessage& msg) {
                              std::is_same_v<T, CancelJob> || std::is_same_v<T, StopJob> ||
                              std::is_same_v<T, CheckpointRequest> ||
                              std::is_same_v<T, ListCheckpointsRequest> ||
-                             std::is_same_v<T, RescaleRequest> || std::is_same_v<T, ReloadKeys>) {
+                             std::is_same_v<T, RescaleRequest> || std::is_same_v<T, ReloadKeys> ||
+                             std::is_same_v<T, SetLogLevelRequest>) {
           return Role::kOperator;
         } else {
           return std::nullopt;
@@ -331,6 +332,7 @@ std::string RequestVerb(const ControlMessage& msg) {
         if constexpr (std::is_same_v<T, ListCheckpointsRequest>) return "list checkpoints";
         if constexpr (std::is_same_v<T, RescaleRequest>) return "rescale the job";
         if constexpr (std::is_same_v<T, ReloadKeys>) return "reload the keys";
+        if constexpr (std::is_same_v<T, SetLogLevelRequest>) return "change the log level";
         if constexpr (std::is_same_v<T, RegisterWorker>) return "register as a worker";
         return "send " + std::string(ControlMessageName(ControlMessage(m))) + " messages";
       },

@@ -27,6 +27,12 @@ PACKAGES=(
   # llvm-symbolizer (readable sanitizer stacks), clang-format and clang-tidy for
   # scripts/format.sh and scripts/tidy.sh
   clang libclang-rt-dev llvm clang-format clang-tidy
+  # issue 11: the RocksDB state backend
+  librocksdb-dev
+  # issue 12: the coordinator's REST server, the dashboard's charting library (bundled into the
+  # coordinator at build time), and the real servers the tests run against it (Prometheus
+  # scrapes /metrics, headless Chromium loads the dashboard); curl for the scripts
+  libcpp-httplib-dev libjs-chart.js prometheus chromium curl
 )
 
 missing=()

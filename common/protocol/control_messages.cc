@@ -101,7 +101,9 @@ std::string_view ControlMessageName(const ControlMessage& msg) {
                                                 "WorkerExiting",
                                                 "FetchJobLibrary",
                                                 "JobLibraryBlob",
-                                                "ReloadKeys"};
+                                                "ReloadKeys",
+                                                "SetLogLevelRequest",
+                                                "SetLogLevel"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlMessage>);
   return kNames[msg.index()];
 }

@@ -33,7 +33,9 @@ namespace keyflow {
 // DeployTask.peer_public_keys, SubtaskMetrics.refused_data_connections (data-plane CURVE).
 // 6: SubtaskMetrics.dropped_frames; ReloadKeys (an operator asks the coordinator to re-read its
 // trusted keys).
-inline constexpr uint32_t kControlProtocolVersion = 6;
+// 7: SubtaskMetrics.latency / state_backend / state_bytes_*, WorkerHeartbeat.usage (issue 12
+// observability, issue 11 state backends); SetLogLevelRequest / SetLogLevel.
+inline constexpr uint32_t kControlProtocolVersion = 7;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
 inline constexpr size_t kMaxJobLibraryBytes = size_t{256} << 20;
@@ -43,6 +45,46 @@ inline constexpr size_t kMaxJobLibraryBytes = size_t{256} << 20;
 inline constexpr size_t kMaxControlMessageBytes = kMaxJobLibraryBytes + (size_t{16} << 20);
 
 // ---- shared pieces --------------------------------------------------------------------------
+
+// Upper bounds (microseconds, inclusive) of the latency histogram's buckets; one more bucket
+// (+Inf) follows the last. A 1-2.5-5 series from 50 us to 60 s: Prometheus `le` labels.
+inline constexpr int64_t kLatencyBucketBoundsUs[] = {
+    50,        100,       250,        500,        1'000,     2'500,   5'000,
+    10'000,    25'000,    50'000,     100'000,    250'000,   500'000, 1'000'000,
+    2'500'000, 5'000'000, 10'000'000, 30'000'000, 60'000'000};
+inline constexpr size_t kLatencyBuckets = std::size(kLatencyBucketBoundsUs) + 1;
+
+// Latency as a user feels it (issue 12): from a record's arrival at its source subtask to the
+// moment the keyed function has processed it, sampled (latency markers, worker/README.md
+// "Latency"). Cumulative since the subtask's attempt started (Prometheus histogram semantics),
+// plus quantiles over a recent window.
+struct LatencySummary {
+  std::vector<uint64_t> bucket_counts;  // kLatencyBuckets entries (or empty: no samples yet);
+                                        // bucket i counts samples <= kLatencyBucketBoundsUs[i],
+                                        // not cumulative across buckets
+  uint64_t count = 0;                   // samples since the attempt started
+  int64_t sum_us = 0;                   // their sum
+  // Over the recent window (the last ~10 s of samples); -1 when the window has no sample.
+  int64_t p50_us = -1;
+  int64_t p99_us = -1;
+  int64_t p999_us = -1;
+  template <class A>
+  void serialize(A& ar) {
+    ar(bucket_counts, count, sum_us, p50_us, p99_us, p999_us);
+  }
+};
+
+// Resource usage of a worker process (from /proc/self), sent with its heartbeats.
+struct ProcessUsage {
+  int64_t rss_bytes = 0;
+  int64_t cpu_user_ms = 0;    // since the process started
+  int64_t cpu_system_ms = 0;  // since the process started
+  int64_t open_fds = 0;
+  template <class A>
+  void serialize(A& ar) {
+    ar(rss_bytes, cpu_user_ms, cpu_system_ms, open_fds);
+  }
+};
 
 // Live numbers of one subtask, sent with heartbeats and shown by `keyflow status`.
 struct SubtaskMetrics {
@@ -64,11 +106,16 @@ struct SubtaskMetrics {
   // Data frames the keyed subtask's input channels dropped: not keyflow frames (another program
   // writing to its data ports) or damaged ones (worker/README.md, "Data plane").
   int64_t dropped_frames = 0;
+  LatencySummary latency;          // keyed subtask: source arrival -> processed (issue 12)
+  std::string state_backend;       // "heap" | "rocksdb" ("" before the keyed task runs)
+  int64_t state_bytes_memory = 0;  // keyed state held in memory (estimate)
+  int64_t state_bytes_disk = 0;    // keyed state on local disk (RocksDB files; 0 for heap)
   template <class A>
   void serialize(A& ar) {
     ar(records_in, records_processed, records_out, bad_records, late_records, current_watermark,
        source_watermark, backpressure, state_keys, timers, source_finished, restore_bytes,
-       refused_data_connections, dropped_frames);
+       refused_data_connections, dropped_frames, latency, state_backend, state_bytes_memory,
+       state_bytes_disk);
   }
 };
 
@@ -115,9 +162,10 @@ struct WorkerHeartbeat {
   WorkerId worker;
   AttemptNumber attempt;  // current deployment, 0 if idle
   SubtaskMetrics metrics;
+  ProcessUsage usage;
   template <class A>
   void serialize(A& ar) {
-    ar(worker, attempt, metrics);
+    ar(worker, attempt, metrics, usage);
   }
 };
 
@@ -443,6 +491,27 @@ struct ReloadKeys {
   void serialize(A&) {}
 };
 
+// An operator changes the log level at run time (`keyflow log-level`, REST PUT
+// /api/v1/logging): the coordinator's own, and with `workers` every registered worker's
+// (SetLogLevel). `level`: trace|debug|info|warn|error; anything else is refused.
+struct SetLogLevelRequest {
+  std::string level;
+  bool workers = true;
+  template <class A>
+  void serialize(A& ar) {
+    ar(level, workers);
+  }
+};
+
+// coordinator -> worker: set the process's log level (a validated level name).
+struct SetLogLevel {
+  std::string level;
+  template <class A>
+  void serialize(A& ar) {
+    ar(level);
+  }
+};
+
 struct RescaleRequest {
   int32_t new_parallelism = 0;
   bool plan_only = false;
@@ -471,7 +540,7 @@ using ControlMessage =
                  NotifyCheckpointComplete, NotifyCheckpointAborted, CancelTask, RegisterAgain,
                  SubmitJob, StatusRequest, CancelJob, StopJob, CheckpointRequest,
                  ListCheckpointsRequest, RescaleRequest, Reply, WorkerExiting, FetchJobLibrary,
-                 JobLibraryBlob, ReloadKeys>;
+                 JobLibraryBlob, ReloadKeys, SetLogLevelRequest, SetLogLevel>;
 
 // Encodes version + message.
 std::string EncodeControlMessage(const ControlMessage& msg);

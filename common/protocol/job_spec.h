@@ -82,6 +82,13 @@ struct JobSpec {
   int64_t restart_max_delay_ms = 30'000;
   // A failed worker not replaced within this time: restart on the remaining workers.
   int64_t replacement_timeout_ms = 10'000;
+  // Keyed state backend (issue 11): "heap" or "rocksdb" (version >= 6). `state_dir`: the
+  // worker-local working directory of the RocksDB backend; empty = under the worker's run dir.
+  std::string state_backend = "heap";
+  std::string state_dir;
+  // Latency markers (issue 12): a source subtask emits one every this many ms; 0 = off
+  // (version >= 6).
+  int64_t latency_interval_ms = 200;
 
   // Stored in checkpoint metadata: a new field is appended under `if (version >= N)` and the
   // class version below raised, so older checkpoints stay readable.
@@ -97,6 +104,7 @@ struct JobSpec {
     if (version >= 3) ar(fail_on_input_change);
     if (version >= 4) ar(job_library, reads_fields);
     if (version >= 5) ar(fields);
+    if (version >= 6) ar(state_backend, state_dir, latency_interval_ms);
     // Decoded bytes come from outside: an enum must hold one of its values. (cereal reports
     // malformed input by throwing; the decoders catch it at their module edge.)
     if constexpr (Archive::is_loading::value) {
@@ -110,4 +118,4 @@ struct JobSpec {
 
 }  // namespace keyflow
 
-CEREAL_CLASS_VERSION(keyflow::JobSpec, 5);
+CEREAL_CLASS_VERSION(keyflow::JobSpec, 6);
