@@ -26,11 +26,13 @@ const std::string kJobSpecV3GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v3.golden";
 const std::string kJobSpecV4GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v4.golden";
-const std::string kCurrentGoldenPath =
+const std::string kJobSpecV5GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v5.golden";
+const std::string kCurrentGoldenPath =
+    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v6.golden";
 
 // What the current golden file's spec adds to GoldenMetadata(): the fields of JobSpec versions
-// 2-5, the job library by its content hash among them.
+// 2-6, the job library by its content hash among them.
 void SetCurrentSpecFields(JobSpec* spec) {
   spec->tolerable_checkpoint_failures = 3;
   spec->fail_on_input_change = true;
@@ -38,6 +40,9 @@ void SetCurrentSpecFields(JobSpec* spec) {
       "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "libsessions.so", 4096};
   spec->reads_fields = true;
   spec->fields = {"amount", "note"};
+  spec->state_backend = "rocksdb";
+  spec->state_dir = "/var/lib/keyflow/state";
+  spec->latency_interval_ms = 500;
 }
 
 void ExpectHandleEq(const KeyGroupsStateHandle& a, const KeyGroupsStateHandle& b) {
@@ -191,6 +196,18 @@ TEST(CheckpointMetadataGolden, JobSpecVersion4FileDecodesWithoutAProjection) {
   ExpectMetadataEq(*decoded, GoldenMetadata());
 }
 
+TEST(CheckpointMetadataGolden, JobSpecVersion5FileDecodesWithTheHeapBackendAndDefaultMarkers) {
+  auto bytes = ReadFileToString(kJobSpecV5GoldenPath);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV5GoldenPath);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->spec.fields, (std::vector<std::string>{"amount", "note"}));
+  EXPECT_EQ(decoded->spec.state_backend, "heap") << "an older checkpoint: the heap backend";
+  EXPECT_EQ(decoded->spec.state_dir, "");
+  EXPECT_EQ(decoded->spec.latency_interval_ms, 200);
+  ExpectMetadataEq(*decoded, GoldenMetadata());
+}
+
 TEST(CheckpointMetadataGolden, CurrentFileDecodesToTheExactValues) {
   auto bytes = ReadFileToString(kCurrentGoldenPath);
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
@@ -204,6 +221,9 @@ TEST(CheckpointMetadataGolden, CurrentFileDecodesToTheExactValues) {
   EXPECT_EQ(decoded->spec.job_library.size_bytes, 4096u);
   EXPECT_TRUE(decoded->spec.reads_fields);
   EXPECT_EQ(decoded->spec.fields, (std::vector<std::string>{"amount", "note"}));
+  EXPECT_EQ(decoded->spec.state_backend, "rocksdb");
+  EXPECT_EQ(decoded->spec.state_dir, "/var/lib/keyflow/state");
+  EXPECT_EQ(decoded->spec.latency_interval_ms, 500);
   ExpectMetadataEq(*decoded, GoldenMetadata());
 }
 

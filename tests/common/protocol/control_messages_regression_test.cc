@@ -221,7 +221,7 @@ TEST(ControlMessagesRegressionTest, RefusesAVersion4PeerNamingBothVersions) {
   Status s = DecodeStatus(bytes);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.message(), HasSubstr("speaks control protocol version 4, this process speaks "
-                                     "version 6: run the same keyflow version on all hosts"));
+                                     "version 7: run the same keyflow version on all hosts"));
 }
 
 }  // namespace
