@@ -23,6 +23,7 @@ PACKAGES=(
   libabsl-dev libxxhash-dev libsimdjson-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libsodium-dev  # SHA-256 of job libraries (common/sha256.h)
   iproute2 procps psmisc
+  ccache  # scripts/test.sh and install.sh compile through it when present
   # hardening (issue 6): clang + libFuzzer/sanitizer runtimes for scripts/fuzz.sh, llvm for
   # llvm-symbolizer (readable sanitizer stacks), clang-format and clang-tidy for
   # scripts/format.sh and scripts/tidy.sh
