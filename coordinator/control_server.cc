@@ -53,7 +53,21 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Bind(ZmqContext& ctx,
   return server;
 }
 
+void ControlServer::AttachRest(StatusSnapshotPublisher* snapshots, ControlCommandBridge* bridge,
+                               std::function<void(nlohmann::json&)> decorate) {
+  snapshots_ = snapshots;
+  bridge_ = bridge;
+  decorate_ = std::move(decorate);
+}
+
 void ControlServer::Send(const std::string& identity, const ControlMessage& msg) {
+  if (ControlCommandBridge::IsBridgePeer(identity)) {
+    // Only a Reply answers a REST command; anything else for "rest:" has no reader.
+    if (bridge_ != nullptr && std::holds_alternative<Reply>(msg)) {
+      bridge_->Complete(identity, std::get<Reply>(msg));
+    }
+    return;
+  }
   std::string payload = EncodeControlMessage(msg);
   // Never waits: a ROUTER queues or drops (full queue, unknown peer) at once.
   const std::array<std::string_view, 2> parts = {identity, payload};
@@ -82,6 +96,16 @@ void ControlServer::Drain(int64_t now_ms) {
     from.identity = PeerIdentity::FromUserId(PeerUserId(parts.back()));
     from.address = PeerAddress(parts.back());
     const std::string& identity = from.connection;
+    if (ControlCommandBridge::IsBridgePeer(identity)) {
+      // A socket that chose a REST command's routing id: its replies would reach the REST
+      // caller's answer, so it is not heard (ZeroMQ's own routing ids start with a 0 byte).
+      // Not answered either: the answer would go to the REST caller.
+      KF_LOG_WARN_RATE_LIMITED(reserved_ids_, "reserved",
+                               "dropped a control message from {} "
+                               "whose routing id is reserved for REST commands",
+                               from.address.empty() ? "?" : from.address);
+      continue;
+    }
     // Extra frames are not part of the protocol: such a message decodes as empty (an error).
     std::string_view body;
     if (parts.size() == 2) {
@@ -94,6 +118,19 @@ void ControlServer::Drain(int64_t now_ms) {
     }
     coordinator_->OnMessage(from, *msg, now_ms);
   }
+}
+
+void ControlServer::RunRestCommands(int64_t now_ms) {
+  for (ControlCommandBridge::Pending& p : bridge_->TakePending()) {
+    ControlPeer from{p.connection, p.caller.identity, p.caller.address};
+    coordinator_->OnMessage(from, p.message, now_ms);
+  }
+}
+
+void ControlServer::PublishStatus(int64_t now_ms) {
+  nlohmann::json status = coordinator_->StatusJson(now_ms);
+  if (decorate_) decorate_(status);
+  snapshots_->Publish(std::move(status), publish_clock_.Now().millis());
 }
 
 void ControlServer::CountRefusedConnections() {
@@ -110,16 +147,20 @@ Status ControlServer::Run(int stop_fd, int reload_fd, const std::function<void()
   int64_t tick_ms =
       std::max<int64_t>(10, std::min<int64_t>(100, c.workers().heartbeat_timeout_ms() / 4));
   int64_t next_tick = MonotonicMillis();
+  int64_t next_publish = next_tick;
   while (true) {
     // The ROUTER's monitor (secure only) is read each round: its events must not pile up.
-    zmq_pollitem_t items[4] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq_pollitem_t items[5] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}};
     size_t n = 1;
     if (stop_fd >= 0) items[n++] = {nullptr, stop_fd, ZMQ_POLLIN, 0};
     size_t reload_item = n;
     if (reload_fd >= 0) items[n++] = {nullptr, reload_fd, ZMQ_POLLIN, 0};
+    size_t bridge_item = n;
+    if (bridge_ != nullptr) items[n++] = {nullptr, bridge_->fd(), ZMQ_POLLIN, 0};
     if (socket_.monitor_handle() != nullptr)
       items[n++] = {socket_.monitor_handle(), 0, ZMQ_POLLIN, 0};
-    int64_t timeout = std::max<int64_t>(0, next_tick - MonotonicMillis());
+    int64_t wake = snapshots_ != nullptr ? std::min(next_tick, next_publish) : next_tick;
+    int64_t timeout = std::max<int64_t>(0, wake - MonotonicMillis());
     // An interrupted poll (EINTR) returns 0 ready items and the loop goes on.
     auto polled = PollItems(std::span(items, n), Duration::Millis(timeout));
     if (!polled.ok()) {
@@ -139,9 +180,18 @@ Status ControlServer::Run(int stop_fd, int reload_fd, const std::function<void()
     }
     CountRefusedConnections();
     if (items[0].revents & ZMQ_POLLIN) Drain(now);
+    bool publish_now = false;
+    if (bridge_ != nullptr && (items[bridge_item].revents & ZMQ_POLLIN)) {
+      RunRestCommands(now);
+      publish_now = true;  // the REST caller reads the command's effect at once
+    }
     if (now >= next_tick) {
       c.OnTick(now);
       next_tick = now + tick_ms;
+    }
+    if (snapshots_ != nullptr && (publish_now || now >= next_publish)) {
+      PublishStatus(now);
+      next_publish = now + kPublishIntervalMs;
     }
   }
 }

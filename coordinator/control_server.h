@@ -10,6 +10,11 @@
 // Coordinator with its connection's identity (PeerUserId) and IP; refused connections (ZAP
 // refusals, failed handshakes such as a client without a key) are counted for status.
 //
+// REST (AttachRest): the loop publishes Coordinator::StatusJson into a StatusSnapshotPublisher
+// every kPublishIntervalMs and right after each REST command, polls the ControlCommandBridge's
+// fd and feeds its commands into the Coordinator as messages of the peers "rest:<n>"; Send hands
+// a Reply addressed to such a peer back to the bridge instead of the socket.
+//
 // Threading: Run() on the thread that created the server.
 #pragma once
 
@@ -17,12 +22,15 @@
 #include <memory>
 #include <string>
 
+#include "common/log_rate_limiter.h"
 #include "common/security/zap_authenticator.h"
 #include "common/status.h"
 #include "common/transport/zmq_context.h"
 #include "common/transport/zmq_socket.h"
 #include "coordinator/control_outbox.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/rest/control_command_bridge.h"
+#include "coordinator/rest/status_snapshot.h"
 
 namespace keyflow {
 
@@ -38,6 +46,13 @@ class ControlServer final : public ControlOutbox {
   // `drain_reload` and the trusted keys are reloaded.
   Status Run(int stop_fd, int reload_fd = -1, const std::function<void()>& drain_reload = {});
 
+  // REST: publish status into `snapshots` and run the commands of `bridge` (either may be null).
+  // `decorate` (may be empty) adds to each published document (e.g. the REST server's counters).
+  // Call before Run; both must outlive the server's loop.
+  static constexpr int64_t kPublishIntervalMs = 250;
+  void AttachRest(StatusSnapshotPublisher* snapshots, ControlCommandBridge* bridge,
+                  std::function<void(nlohmann::json&)> decorate = {});
+
   void Send(const std::string& identity, const ControlMessage& msg) override;
   // The bound endpoint with the real port (useful with port 0).
   const std::string& endpoint() const { return endpoint_; }
@@ -51,11 +66,19 @@ class ControlServer final : public ControlOutbox {
   static constexpr int kMaxMessagesPerDrain = 512;
   // ZAP refusals + failed handshakes so far, into the coordinator's status.
   void CountRefusedConnections();
+  // Feeds the bridge's pending commands into the Coordinator.
+  void RunRestCommands(int64_t now_ms);
+  void PublishStatus(int64_t now_ms);
 
   std::unique_ptr<ZapAuthenticator> zap_;  // declared before socket_: outlives it (null: insecure)
   ZmqSocket socket_;
   std::string endpoint_;
   std::unique_ptr<Coordinator> coordinator_;
+  StatusSnapshotPublisher* snapshots_ = nullptr;
+  ControlCommandBridge* bridge_ = nullptr;
+  std::function<void(nlohmann::json&)> decorate_;
+  SystemClock publish_clock_;
+  LogRateLimiter reserved_ids_;  // messages from a socket posing as a REST command
 };
 
 }  // namespace keyflow

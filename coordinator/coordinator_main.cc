@@ -2,12 +2,17 @@
 #include <iostream>
 #include <zmq.hpp>
 
+#include "common/file_io.h"
 #include "common/logging.h"
 #include "common/process/command_line.h"
 #include "common/process/signal_waiter.h"
 #include "common/security/process_security.h"
 #include "coordinator/control_server.h"
 #include "coordinator/path_rules.h"
+#include "coordinator/rest/control_command_bridge.h"
+#include "coordinator/rest/rest_api.h"
+#include "coordinator/rest/rest_server.h"
+#include "coordinator/rest/status_snapshot.h"
 
 namespace {
 
@@ -31,6 +36,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> allowed_paths;
   int64_t port = 6123;
   std::string host = "127.0.0.1";
+  int64_t rest_port = 8081;
+  std::string rest_bind = "127.0.0.1", rest_port_file;
   opts.add_options()("port", po::value(&port)->default_value(port),
                      "control port 1-65535, 0 = any free port (binds tcp://HOST:PORT)")(
       "host", po::value(&host)->default_value(host),
@@ -51,7 +58,15 @@ int main(int argc, char** argv) {
       "how long a deployment may take before the attempt fails")(
       "log-file", po::value(&log_file), "log to this file (default: stderr)")(
       "log-level", po::value(&log_level)->default_value("info"), "trace|debug|info|warn|error")(
-      "config", po::value(&config), "read options from this file (INI: name = value)");
+      "config", po::value(&config), "read options from this file (INI: name = value)")(
+      "rest-port", po::value(&rest_port)->default_value(rest_port),
+      "port of the REST API (JSON under /api/v1): 1-65535, 0 = any free port, -1 = no REST "
+      "server")("rest-bind", po::value(&rest_bind)->default_value(rest_bind),
+                "address the REST port binds (an IP or a host name of this machine; 0.0.0.0 = "
+                "every interface)")(
+      "rest-port-file", po::value(&rest_port_file),
+      "write the bound REST port to this file once it listens (atomically; for scripts and "
+      "tests using --rest-port 0)");
   SecurityFlags security_flags;
   AddSecurityFlags(opts, Role::kCoordinator, &security_flags);
   po::variables_map vm;
@@ -94,6 +109,20 @@ int main(int argc, char** argv) {
     return Fail(s, kExitUsage);
   }
 
+  RestServerOptions rest_options;
+  if (rest_port != -1) {
+    auto checked = PortFlag("rest-port", rest_port, /*allow_ephemeral=*/true);
+    if (!checked.ok()) {
+      return Fail(checked.status().message() + " (or -1 for no REST server)", kExitUsage);
+    }
+    auto address = BindAddressFor("rest-bind", rest_bind);
+    if (!address.ok()) return Fail(address.status(), kExitUsage);
+    rest_options.bind_address = *address;
+    rest_options.port = static_cast<int>(rest_port);
+  } else if (!rest_port_file.empty()) {
+    return Fail("--rest-port-file needs a REST server: drop --rest-port -1", kExitUsage);
+  }
+
   if (Status s = InitLogging("coordinator", log_file, log_level); !s.ok()) {
     return Fail(s, kExitUsage);
   }
@@ -101,6 +130,11 @@ int main(int argc, char** argv) {
   auto ctx = ZmqContext::Create(1);
   if (!ctx.ok()) return Fail(ctx.status(), kExitFailure);
   SystemClock clock;
+  // Declared before the control server: they outlive its loop (which publishes and replies).
+  StatusSnapshotPublisher snapshots;
+  auto bridge = ControlCommandBridge::Create();
+  if (!bridge.ok()) return Fail(bridge.status(), kExitFailure);
+  const bool secure = options.security.enabled;
   auto server = ControlServer::Bind(**ctx, bind, options, &clock);
   if (!server.ok()) {
     KF_LOG_ERROR("{}", server.status().message());
@@ -110,9 +144,36 @@ int main(int argc, char** argv) {
     KF_LOG_ERROR("cannot resume jobs from {}: {}", checkpoint_dir, r.message());
     return Fail(r, kExitFailure);
   }
+
+  RestRouter router;
+  RestContext rest_context;
+  rest_context.snapshots = &snapshots;
+  rest_context.bridge = bridge->get();
+  rest_context.secure = secure;
+  MountRestRoutes(router, rest_context);
+  std::unique_ptr<RestServer> rest;  // declared last: stops (and joins) first
+  if (rest_port != -1) {
+    auto started = RestServer::Start(&router, rest_options);
+    if (!started.ok()) {
+      KF_LOG_ERROR("{}", started.status().message());
+      return Fail(started.status(), kExitFailure);
+    }
+    rest = std::move(started).value();
+    (*server)->AttachRest(&snapshots, bridge->get());
+    std::cerr << "keyflow-coordinator: REST API at " << rest->url() << "/api/v1/overview\n";
+    if (!rest_port_file.empty()) {
+      if (Status w = WriteFileAtomically(rest_port_file, std::to_string(rest->port()) + "\n");
+          !w.ok()) {
+        return Fail(w, kExitFailure);
+      }
+    }
+  }
+  // After the REST server: a harness that waits for this line finds the REST port ready too.
   std::cerr << "keyflow-coordinator: listening on " << (*server)->endpoint() << "\n";
   Status s =
       (*server)->Run(signals.fd(), signals.reload_fd(), [&signals] { signals.ReloadRequested(); });
+  (*bridge)->Close();  // REST handlers waiting for a command's answer return now
+  rest.reset();
   if (!s.ok()) {
     KF_LOG_ERROR("{}", s.message());
     return Fail(s, kExitFailure);

@@ -2,6 +2,7 @@
 
 #include "common/clock.h"
 #include "common/logging.h"
+#include "coordinator/rest/rest_token.h"
 
 namespace keyflow {
 namespace {
@@ -11,19 +12,23 @@ constexpr size_t kMaxRefusalLogPeers = 4096;
 
 Result<std::unique_ptr<TrustedKeyStore>> TrustedKeyStore::Load(KeyDirectory dir) {
   ASSIGN_OR_RETURN(TrustedKeys keys, LoadTrustedKeys(dir));
-  return std::make_unique<TrustedKeyStore>(std::move(dir), std::move(keys));
+  ASSIGN_OR_RETURN(RestTokenHashes tokens, LoadRestTokenHashes(dir, keys));
+  return std::make_unique<TrustedKeyStore>(std::move(dir), std::move(keys), std::move(tokens));
 }
 
 Result<size_t> TrustedKeyStore::Reload() {
   auto loaded = LoadTrustedKeys(dir_);
-  if (!loaded.ok()) {
-    return Status(loaded.status().code(),
+  Result<RestTokenHashes> tokens =
+      loaded.ok() ? LoadRestTokenHashes(dir_, *loaded) : Result<RestTokenHashes>(loaded.status());
+  if (!tokens.ok()) {
+    return Status(tokens.status().code(),
                   "cannot reload the trusted keys of " + dir_.dir + " (" +
-                      loaded.status().message() +
+                      tokens.status().message() +
                       "); the previously loaded keys stay in use: fix the file and reload again");
   }
   std::lock_guard lock(mu_);
   keys_ = std::move(loaded).value();
+  token_hashes_ = std::move(tokens).value();
   return keys_.size();
 }
 
@@ -42,6 +47,21 @@ std::string TrustedKeyStore::PublicKeyOf(const PeerIdentity& identity) const {
 size_t TrustedKeyStore::size() const {
   std::lock_guard lock(mu_);
   return keys_.size();
+}
+
+std::string TrustedKeyStore::ClientOfTokenHash(std::string_view token_sha256_hex) const {
+  std::lock_guard lock(mu_);
+  std::string found;
+  // Every hash is compared (no early exit), each in constant time.
+  for (const auto& [hash, client] : token_hashes_) {
+    if (ConstantTimeEquals(hash, token_sha256_hex)) found = client;
+  }
+  return found;
+}
+
+size_t TrustedKeyStore::token_count() const {
+  std::lock_guard lock(mu_);
+  return token_hashes_.size();
 }
 
 ZapPolicy TrustedKeyStore::Policy() {

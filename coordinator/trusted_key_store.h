@@ -7,6 +7,10 @@
 // secure connection, drops the messages of connections still open and the workers registered
 // with it.
 //
+// REST bearer tokens (coordinator/rest/rest_token.h): the store also keeps the SHA-256 of each
+// trusted operator client's token (DIR/clients/NAME.token-sha256), loaded and reloaded with the
+// keys; a client key's token counts only while the key does.
+//
 // Threading: thread-safe. The ZAP policy runs on the authenticator's thread, Reload() and
 // Trusts() on the coordinator's.
 #pragma once
@@ -16,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "common/security/curve_keys.h"
 #include "common/security/zap_authenticator.h"
@@ -28,8 +33,9 @@ class TrustedKeyStore {
   // Reads the keys once; an error names the file and what to do.
   static Result<std::unique_ptr<TrustedKeyStore>> Load(KeyDirectory dir);
   // A store over a fixed set (tests; Reload then re-reads `dir`).
-  TrustedKeyStore(KeyDirectory dir, TrustedKeys keys)
-      : dir_(std::move(dir)), keys_(std::move(keys)) {}
+  TrustedKeyStore(KeyDirectory dir, TrustedKeys keys,
+                  std::map<std::string, std::string, std::less<>> token_hashes = {})
+      : dir_(std::move(dir)), keys_(std::move(keys)), token_hashes_(std::move(token_hashes)) {}
 
   // Re-reads the directory. On success returns the number of keys trusted now; on failure the
   // old set stays and the error says why ("... the previously loaded keys stay in use").
@@ -40,6 +46,11 @@ class TrustedKeyStore {
   // The public key of `identity`, "" if none.
   std::string PublicKeyOf(const PeerIdentity& identity) const;
   size_t size() const;
+
+  // The operator client whose REST token hashes to `token_sha256_hex`, "" if none. Compares
+  // with every stored hash in constant time.
+  std::string ClientOfTokenHash(std::string_view token_sha256_hex) const;
+  size_t token_count() const;
 
   // The ZAP policy of the control ROUTER: admits exactly the trusted keys, with user id
   // identity.ToUserId(); logs refusals (at most once per peer address per minute).
@@ -52,7 +63,8 @@ class TrustedKeyStore {
 
   const KeyDirectory dir_;
   mutable std::mutex mu_;
-  TrustedKeys keys_;                                 // guarded by mu_
+  TrustedKeys keys_;                                              // guarded by mu_
+  std::map<std::string, std::string, std::less<>> token_hashes_;  // sha256 -> client; mu_
   std::map<std::string, int64_t> last_refusal_log_;  // peer address -> ms; guarded by mu_
 };
 

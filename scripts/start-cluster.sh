@@ -20,6 +20,10 @@
 #                          control port binds it (default 127.0.0.1; with --hosts: this
 #                          machine's `hostname -f`)
 #   --coordinator-bind A   interface the control port binds to instead (e.g. 0.0.0.0)
+#   --rest-port P          the coordinator's REST API port (default 8081, or 0 with --port 0;
+#                          0 = pick a free port, -1 = no REST server); the bound port goes to
+#                          RUN_DIR/rest.port
+#   --rest-bind A          interface the REST port binds to (default 127.0.0.1)
 #   --data-host ADDR       address peers use to reach a worker's data endpoints
 #                          (default 127.0.0.1; with --hosts: the worker's host from FILE)
 #   --bind-host ADDR       interface the workers' data endpoints bind to (default: the
@@ -50,7 +54,7 @@ source "$ROOT/scripts/lib/cluster.sh"
 
 workers="" port=6123 run_dir=".keyflow" checkpoint_dir="" hosts_file="" coordinator_host=""
 data_host="" bind_host="" build_dir="$ROOT/build" respawn=0 timeout_s=30 dry_run=0
-keys_dir="" insecure=0 coordinator_bind=""
+keys_dir="" insecure=0 coordinator_bind="" rest_port="" rest_bind=127.0.0.1
 coordinator_args=() worker_args=()
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -66,6 +70,8 @@ while [ $# -gt 0 ]; do
     --hosts) need "$@"; hosts_file="$2"; shift 2 ;;
     --coordinator-host) need "$@"; coordinator_host="$2"; shift 2 ;;
     --coordinator-bind) need "$@"; coordinator_bind="$2"; shift 2 ;;
+    --rest-port) need "$@"; rest_port="$2"; shift 2 ;;
+    --rest-bind) need "$@"; rest_bind="$2"; shift 2 ;;
     --keys) need "$@"; keys_dir="$2"; shift 2 ;;
     --insecure) insecure=1; shift ;;
     --data-host) need "$@"; data_host="$2"; shift 2 ;;
@@ -98,6 +104,13 @@ if ! [[ "$workers" =~ ^[1-9][0-9]*$ ]]; then
 fi
 if ! [[ "$port" =~ ^[0-9]+$ ]] || [ "$port" -gt 65535 ]; then
   kf_die "--port must be 0..65535, got '$port'"
+fi
+if [ -z "$rest_port" ]; then
+  rest_port=8081
+  [ "$port" != "0" ] || rest_port=0  # a cluster on a free port gets a free REST port too
+fi
+if [ "$rest_port" != "-1" ] && { ! [[ "$rest_port" =~ ^[0-9]+$ ]] || [ "$rest_port" -gt 65535 ]; }; then
+  kf_die "--rest-port must be 0..65535 or -1 (no REST server), got '$rest_port'"
 fi
 if ! [[ "$timeout_s" =~ ^[1-9][0-9]*$ ]]; then kf_die "--timeout must be >= 1 s"; fi
 if [ "$insecure" -eq 1 ] && [ -n "$keys_dir" ]; then
@@ -219,13 +232,16 @@ fi
 coordinator_log="$run_dir/coordinator.log"
 security_args ""
 coordinator_cmd=("$COORDINATOR" --host "${coordinator_bind:-$coordinator_host}"
-  --port "$port" --checkpoint-dir "$checkpoint_dir" "${sec[@]}"
-  ${coordinator_args[@]+"${coordinator_args[@]}"})
+  --port "$port" --checkpoint-dir "$checkpoint_dir" "${sec[@]}" --rest-port "$rest_port")
+[ "$rest_port" = "-1" ] ||
+  coordinator_cmd+=(--rest-bind "$rest_bind" --rest-port-file "$run_dir/rest.port")
+coordinator_cmd+=(${coordinator_args[@]+"${coordinator_args[@]}"})
 if [ "$dry_run" -eq 1 ]; then
   run setsid nohup "${coordinator_cmd[@]}"
   echo "  (stdout+stderr >> $coordinator_log, pid -> $run_dir/coordinator.pid)"
 else
   rotate_log "$coordinator_log"
+  rm -f "$run_dir/rest.port"
   : >"$coordinator_log"  # exists before the first poll below
   (exec setsid nohup "${coordinator_cmd[@]}" >>"$coordinator_log" 2>&1 </dev/null) &
   coordinator_pid=$!
@@ -406,5 +422,16 @@ kf_log "logs and pid files in $run_dir; stop with: scripts/stop-cluster.sh --run
 if [ "$insecure" -eq 0 ]; then
   kf_log "point the keyflow CLI at the cluster's keys: export KEYFLOW_KEYS=$keys_dir" \
     "(or: source $run_dir/cluster.env)"
+fi
+if [ "$rest_port" != "-1" ] && [ -f "$run_dir/rest.port" ]; then
+  rest_host="$rest_bind"
+  [ "$rest_host" != "0.0.0.0" ] || rest_host="$coordinator_host"
+  kf_log "REST API: http://$rest_host:$(cat "$run_dir/rest.port")/api/v1/overview"
+  if [ "$insecure" -eq 0 ]; then
+    kf_log "REST commands (cancel, stop, savepoints, rescale) take the operator token:" \
+      "-H \"Authorization: Bearer \$(cat $keys_dir/clients/operator.token)\""
+  else
+    kf_log "REST commands are off on an --insecure cluster (read-only endpoints only)"
+  fi
 fi
 echo "$endpoint"

@@ -14,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,16 @@ namespace keyflow {
 
 class ControlCommandBridge {
  public:
+  // Who asked: the operator identity the REST layer authenticated (by its token) and the
+  // HTTP client's address, handed to the Coordinator as the ControlPeer.
+  struct Caller {
+    std::optional<PeerIdentity> identity;
+    std::string address;
+  };
   struct Pending {
     std::string connection;  // "rest:<n>": the peer the Coordinator replies to
     ControlMessage message;
+    Caller caller;
   };
 
   // An eventfd; throws nothing — InternalError as a Status if it cannot be made.
@@ -37,7 +45,10 @@ class ControlCommandBridge {
 
   // Queues `msg` and waits up to `timeout` for the Coordinator's Reply. DeadlineExceeded with a
   // sentence if the control loop does not answer in time (the command may still run: say so).
-  Result<Reply> Submit(ControlMessage msg, std::chrono::milliseconds timeout);
+  // After Close(): Unavailable at once.
+  Result<Reply> Submit(ControlMessage msg, Caller caller, std::chrono::milliseconds timeout);
+  // The coordinator is stopping: every waiting Submit returns Unavailable now, later ones too.
+  void Close();
 
   // Readable while commands are pending (for zmq_poll).
   int fd() const { return fd_; }
@@ -57,6 +68,7 @@ class ControlCommandBridge {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<Waiter>> waiting_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace keyflow

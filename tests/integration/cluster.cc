@@ -5,6 +5,8 @@
 #include <iostream>
 #include <set>
 
+#include "common/file_io.h"
+
 namespace keyflow::test {
 namespace {
 
@@ -102,6 +104,10 @@ Status Cluster::StartCoordinator(int port) {
     argv.insert(argv.end(), {"--bind", bind});
   }
   argv.insert(argv.end(), {"--checkpoint-dir", CheckpointDir()});
+  // REST on a free port (tests run in parallel), written to RestPortFile() before the
+  // "listening on" line.
+  argv.insert(argv.end(), {"--rest-port", "0", "--rest-port-file", RestPortFile()});
+  (void)RemoveFile(RestPortFile());
   argv = Concat(argv, SecurityArgs(""));
   argv = Concat(argv, options_.coordinator_args);
   // Only this process's "listening on" line counts (the log keeps earlier coordinators').
@@ -122,6 +128,13 @@ Status Cluster::StartCoordinator(int port) {
   }
   endpoint_ = "tcp://" + options_.coordinator_host + ":" + std::to_string(port);
   return Status::Ok();
+}
+
+Result<int> Cluster::RestPort() const {
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(RestPortFile()));
+  const int port = std::atoi(text.c_str());
+  if (port <= 0) return Corruption(RestPortFile() + " holds no port: '" + text + "'");
+  return port;
 }
 
 Result<pid_t> Cluster::KillCoordinator() {

@@ -1,9 +1,10 @@
 // Cluster: a real keyflow cluster for integration tests — a keyflow-coordinator and N
 // keyflow-worker processes from KEYFLOW_BINARY_DIR/bin, their logs in a test directory, the
 // coordinator on an ephemeral port (read from its "listening on" line), and the `keyflow` CLI
-// to talk to it. Waits poll `keyflow status --json` or a log with a timeout; nothing sleeps to
-// synchronise. RAII: the destructor SIGKILLs every process the cluster started, also when the
-// test failed half-way (and ChildProcess's PDEATHSIG covers a crashing test binary).
+// to talk to it; its REST API on an ephemeral port (RestPort()). Waits poll `keyflow status --json`
+// or a log with a timeout; nothing sleeps to synchronise. RAII: the destructor SIGKILLs every
+// process the cluster started, also when the test failed half-way (and ChildProcess's PDEATHSIG
+// covers a crashing test binary).
 //
 // Secure by default (issue 13): Start() creates a key set in DIR/keys with the real `keyflow keys
 // init` and passes --keys/--key-name to the coordinator, every worker (worker-SLOT) and every
@@ -82,6 +83,10 @@ class Cluster {
   // Worker `slot`'s --cache-dir (job libraries), kept across its restarts.
   std::string WorkerCacheDir(int slot) const;
   std::string CoordinatorLog() const { return dir_ + "/coordinator.log"; }
+  // The coordinator's REST API (--rest-port 0): the port it bound, from its --rest-port-file
+  // (written before its "listening on" line, so ready once Start/RestartCoordinator returned).
+  std::string RestPortFile() const { return dir_ + "/rest.port"; }
+  Result<int> RestPort() const;
   // The key set (`keyflow keys init`), empty when options.insecure.
   std::string KeysDir() const { return options_.insecure ? std::string() : dir_ + "/keys"; }
   // The flags that make a process use the key set as worker key `key_name` ("" for the

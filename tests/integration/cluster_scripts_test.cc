@@ -153,7 +153,7 @@ TEST_F(ClusterScriptsTest, PortInUseFailsWithTheCoordinatorsErrorAndLeavesNothin
   ASSERT_TRUE(other.ok()) << other.status().ToString();
   std::string port = (*other)->endpoint().substr((*other)->endpoint().rfind(':') + 1);
 
-  auto started = StartCluster({"--workers", "1", "--port", port});
+  auto started = StartCluster({"--workers", "1", "--port", port, "--rest-port", "0"});
   ASSERT_TRUE(started.ok()) << started.status().ToString();
   EXPECT_EQ(started->exit_code, 1);
   EXPECT_THAT(started->err, HasSubstr("the coordinator exited (status 1) instead of starting"));

@@ -77,7 +77,7 @@ TEST(ProcessErrorsTest, CoordinatorBindsLoopbackByDefaultAndRefusesAnUnknownHost
   TestDir dir;
   auto coordinator =
       ChildProcess::Start({KeyflowBinary("keyflow-coordinator"), "--port", "0", "--insecure",
-                           "--checkpoint-dir", dir.path() + "/checkpoints"},
+                           "--rest-port", "0", "--checkpoint-dir", dir.path() + "/checkpoints"},
                           dir.path() + "/coordinator.log");
   ASSERT_TRUE(coordinator.ok()) << coordinator.status().ToString();
   Status s = WaitUntil(
