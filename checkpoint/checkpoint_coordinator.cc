@@ -372,6 +372,7 @@ void CheckpointCoordinator::Complete(int64_t id, int64_t now_ms, std::vector<Out
     ApplyRetention();
   }
 
+  ++totals_.completed;
   done.stats.state = CheckpointState::kCompleted;
   done.stats.duration_ms = now_ms - done.trigger_now_ms;
   Record(done.stats);
@@ -388,6 +389,7 @@ void CheckpointCoordinator::Abort(int64_t id, CheckpointState state, AbortKind k
   RememberFinished(id);
   if (kind == AbortKind::kFailure) {
     ++consecutive_failures_;
+    ++totals_.failed;
     last_failure_ = why.message();
   }
   KF_LOG_WARN("checkpoint {} job={} id={} consecutive_failures={} reason={}",

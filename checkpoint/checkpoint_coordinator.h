@@ -140,6 +140,16 @@ class CheckpointCoordinator {
     last_failure_ = std::move(last_failure);
   }
 
+  // Checkpoints and savepoints completed, and failed (aborts that count as failures: not the
+  // subsumed ones nor those the job aborted), since the job started: a new attempt continues
+  // its predecessor's totals (/metrics counters).
+  struct Totals {
+    int64_t completed = 0;
+    int64_t failed = 0;
+  };
+  const Totals& totals() const { return totals_; }
+  void ContinueTotals(Totals totals) { totals_ = totals; }
+
   size_t num_pending() const { return pending_.size(); }
   // The newest completed checkpoint (not savepoint), including recovered ones.
   std::optional<CheckpointLocation> latest_completed() const;
@@ -200,6 +210,7 @@ class CheckpointCoordinator {
   std::optional<int64_t> first_tick_ms_;
   std::optional<int64_t> last_completion_ms_;
   int32_t consecutive_failures_ = 0;
+  Totals totals_;
   std::string last_failure_;
 };
 

@@ -65,6 +65,16 @@ void CleanAbortedSavepoints(const CheckpointStorage& storage, const JobRecord& r
   }
 }
 
+// workers[].usage of the status: the worker process's latest resource usage (zeros: none yet).
+nlohmann::json WorkerUsageJson(const WorkerInfo& w) {
+  return {{"rss_bytes", w.usage.rss_bytes},
+          {"cpu_seconds", static_cast<double>(w.usage.cpu_user_ms + w.usage.cpu_system_ms) / 1e3},
+          {"cpu_user_seconds", static_cast<double>(w.usage.cpu_user_ms) / 1e3},
+          {"cpu_system_seconds", static_cast<double>(w.usage.cpu_system_ms) / 1e3},
+          {"cpu_percent", w.cpu_percent},
+          {"open_fds", w.usage.open_fds}};
+}
+
 }  // namespace
 
 Coordinator::Coordinator(CoordinatorOptions options, ControlOutbox* outbox, const Clock* wall_clock)
@@ -127,7 +137,7 @@ void Coordinator::OnMessage(const ControlPeer& from, const ControlMessage& msg, 
             return;
           }
           if (Sender(from, m.worker) == nullptr) return;
-          workers_.Heartbeat(m.worker, m.attempt, m.metrics, now_ms);
+          workers_.Heartbeat(m.worker, m.attempt, m.metrics, now_ms, m.usage);
           if (job_ != nullptr) job_->OnHeartbeat(m.worker, m.attempt, m.metrics);
         } else if constexpr (std::is_same_v<T, FetchJobLibrary>) {
           if (Sender(from, m.worker) == nullptr) return;
@@ -668,6 +678,7 @@ nlohmann::json Coordinator::StatusJson(int64_t now_ms) const {
     x["data_host"] = w->data_host;
     x["refused_data_connections"] = w->metrics.refused_data_connections;
     x["last_heartbeat_ms_ago"] = now_ms - w->last_heartbeat_ms;
+    x["usage"] = WorkerUsageJson(*w);
     ws.push_back(std::move(x));
   }
   j["workers"] = std::move(ws);

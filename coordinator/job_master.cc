@@ -24,6 +24,15 @@ nlohmann::json CheckpointStatsJson(const CheckpointStats& st) {
           {"directory", st.directory}};
 }
 
+// A subtask's latency: the cumulative histogram (bucket_counts as in LatencySummary, not
+// cumulative across buckets; [] before any sample) and the recent window's quantiles in ms
+// (null: no sample in the window).
+nlohmann::json LatencySummaryJson(const LatencySummary& l) {
+  auto ms = [](int64_t us) { return us < 0 ? nlohmann::json() : nlohmann::json(us / 1000.0); };
+  return {{"count", l.count},       {"sum_us", l.sum_us},     {"bucket_counts", l.bucket_counts},
+          {"p50_ms", ms(l.p50_us)}, {"p99_ms", ms(l.p99_us)}, {"p999_ms", ms(l.p999_us)}};
+}
+
 }  // namespace
 
 std::string_view RescalePhaseName(RescalePhase p) {
@@ -312,10 +321,12 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   ASSIGN_OR_RETURN(int64_t max_used, storage_.MaxUsedId(job_id_));
   int32_t failures = 0;
   std::string last_checkpoint_failure;
+  CheckpointCoordinator::Totals checkpoint_totals;
   if (checkpoints_) {
     max_used = std::max(max_used, checkpoints_->next_id() - 1);
     failures = checkpoints_->consecutive_failures();
     last_checkpoint_failure = checkpoints_->last_failure();
+    checkpoint_totals = checkpoints_->totals();
   }
   CheckpointConfig config;
   config.interval_ms = spec_.checkpoint_interval_ms;
@@ -326,6 +337,7 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   checkpoints_ = std::make_unique<CheckpointCoordinator>(job_id_, spec_, attempt_, config,
                                                          &storage_, wall_clock_, max_used + 1);
   checkpoints_->ContinueFailureCount(failures, std::move(last_checkpoint_failure));
+  checkpoints_->ContinueTotals(checkpoint_totals);
   auto completed = storage_.ListCompletedCheckpoints(job_id_);
   if (completed.ok()) checkpoints_->RecoverCompleted(*completed);
   WriteJobRecord();
@@ -949,6 +961,7 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     nlohmann::json s;
     s["subtask"] = v.subtask.value();
     s["worker"] = v.worker_description;
+    s["worker_id"] = v.worker.value();
     s["key_groups"] = {v.key_groups.start(), v.key_groups.end()};
     s["input_endpoints"] = v.input_endpoints;  // [i]: where source subtask i sends to it
     s["state"] = v.finished               ? "FINISHED"
@@ -969,6 +982,11 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     s["timers"] = m.timers;
     s["restore_bytes"] = m.restore_bytes;
     s["dropped_frames"] = m.dropped_frames;
+    // Issue 11/12 fields (notes/rm-for-rl-ro.md): /metrics reads these names.
+    s["state_backend"] = m.state_backend;
+    s["state_bytes_memory"] = m.state_bytes_memory;
+    s["state_bytes_disk"] = m.state_bytes_disk;
+    s["latency"] = LatencySummaryJson(m.latency);
     s["records_in_per_s"] = v.finished || w == nullptr ? 0.0 : w->records_in_rate;
     s["records_processed_per_s"] = v.finished || w == nullptr ? 0.0 : w->records_processed_rate;
     total_in_rate += s["records_in_per_s"].get<double>();
@@ -1015,6 +1033,8 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     ck["consecutive_failures"] = checkpoints_->consecutive_failures();
     ck["tolerable_failures"] = spec_.tolerable_checkpoint_failures;
     ck["last_failure"] = checkpoints_->last_failure();
+    ck["completed_total"] = checkpoints_->totals().completed;
+    ck["failed_total"] = checkpoints_->totals().failed;
     nlohmann::json recent = nlohmann::json::array();
     for (const CheckpointStats& st : checkpoints_->history()) {
       if (recent.size() >= 5) break;

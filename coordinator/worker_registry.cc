@@ -109,7 +109,7 @@ WorkerRegistry::Registration WorkerRegistry::Register(const std::string& identit
 }
 
 bool WorkerRegistry::Heartbeat(WorkerId id, AttemptNumber attempt, const SubtaskMetrics& m,
-                               int64_t now_ms) {
+                               int64_t now_ms, const ProcessUsage& usage) {
   auto it = workers_.find(id);
   if (it == workers_.end()) return false;
   WorkerInfo& w = it->second;
@@ -127,6 +127,13 @@ bool WorkerRegistry::Heartbeat(WorkerId id, AttemptNumber attempt, const Subtask
   } else if (attempt != w.attempt) {
     w.records_in_rate = w.records_processed_rate = 0;
   }
+  if (dt > 0 && w.usage.rss_bytes > 0 && usage.rss_bytes > 0) {
+    int64_t cpu_ms =
+        (usage.cpu_user_ms + usage.cpu_system_ms) - (w.usage.cpu_user_ms + w.usage.cpu_system_ms);
+    w.cpu_percent =
+        100.0 * static_cast<double>(std::max<int64_t>(0, cpu_ms)) / static_cast<double>(dt);
+  }
+  w.usage = usage;
   w.last_heartbeat_ms = now_ms;
   w.attempt = attempt;
   w.metrics = m;

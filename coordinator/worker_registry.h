@@ -48,6 +48,10 @@ struct WorkerInfo {
   // heartbeats.
   double records_in_rate = 0;
   double records_processed_rate = 0;
+  // Its process's latest resource usage (zeros until a heartbeat carries one) and the CPU it
+  // used between its last two heartbeats, in percent of one core.
+  ProcessUsage usage;
+  double cpu_percent = 0;
 
   std::string Describe() const;  // "worker 3 (slot 1, host h, pid 42)"
 };
@@ -74,7 +78,8 @@ class WorkerRegistry {
   }
 
   // Records a heartbeat; false if the worker is unknown (e.g. it was declared lost).
-  bool Heartbeat(WorkerId id, AttemptNumber attempt, const SubtaskMetrics& m, int64_t now_ms);
+  bool Heartbeat(WorkerId id, AttemptNumber attempt, const SubtaskMetrics& m, int64_t now_ms,
+                 const ProcessUsage& usage = {});
 
   // Removes and returns the workers whose last heartbeat is older than the timeout.
   std::vector<WorkerInfo> RemoveTimedOut(int64_t now_ms);

@@ -6,6 +6,7 @@
 
 #include "common/log_rate_limiter.h"
 #include "common/logging.h"
+#include "common/process/process_usage.h"
 #include "common/transport/control_plane.h"
 
 namespace keyflow {
@@ -194,6 +195,8 @@ void WorkerProcess::Tick(int64_t now) {
     hb.attempt = executor_ ? executor_->attempt() : AttemptNumber(0);
     if (executor_) hb.metrics = executor_->Metrics();
     hb.metrics.refused_data_connections = refused_data_connections();
+    // RSS, CPU and fds for status and /metrics; without /proc the zeros say "unknown".
+    if (auto usage = ReadProcessUsage(); usage.ok()) hb.usage = *usage;
     Send(hb);
     next_heartbeat_ms_ = now + heartbeat_interval_ms_;
   }

@@ -152,6 +152,16 @@ std::string Human(double v) {
   return os.str();
 }
 
+// "  RSS 120.5MB  CPU 37%" from workers[].usage ("" before the worker reported any).
+std::string UsageText(const nlohmann::json& worker) {
+  const nlohmann::json& u = worker.contains("usage") ? worker["usage"] : nlohmann::json();
+  if (!u.is_object() || u.value("rss_bytes", int64_t{0}) <= 0) return "";
+  std::ostringstream os;
+  os << "  RSS " << Human(u.value("rss_bytes", 0.0)) << "B  CPU " << std::fixed
+     << std::setprecision(0) << u.value("cpu_percent", 0.0) << "%";
+  return os.str();
+}
+
 std::string WatermarkText(int64_t w) {
   if (w == INT64_MIN) return "-";
   if (w == INT64_MAX) return "end";
@@ -609,7 +619,7 @@ int RunStatusCommand(const std::vector<std::string>& args) {
   for (const auto& w : st["workers"]) {
     std::cout << "  worker " << w.value("worker", 0) << "  slot " << w.value("slot", 0) << "  host "
               << w.value("host", "") << "  pid " << w.value("pid", 0) << "  heartbeat "
-              << w.value("last_heartbeat_ms_ago", 0) << " ms ago\n";
+              << w.value("last_heartbeat_ms_ago", 0) << " ms ago" << UsageText(w) << "\n";
   }
   const nlohmann::json& job = st["job"];
   if (!job.is_object()) {
