@@ -34,6 +34,8 @@ PACKAGES=(
   # coordinator at build time), and the real servers the tests run against it (Prometheus
   # scrapes /metrics, headless Chromium loads the dashboard); curl for the scripts
   libcpp-httplib-dev libjs-chart.js prometheus chromium curl
+  # scripts/dashboard-screenshot.sh drives Chromium over the DevTools protocol in real time
+  nodejs
 )
 
 missing=()

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Regenerates the dashboard screenshot shown in the README (docs/dashboard.png): starts a
+# cluster in a temporary run dir with the REST server on a free port, runs a rate-limited
+# count-window job whose event time follows the wall clock (so the watermark lag is a real one)
+# with a checkpoint every second, and captures http://127.0.0.1:PORT/ after the page has polled
+# for --seconds real seconds (scripts/lib/cdp-screenshot.js: headless Chromium driven over the
+# DevTools protocol; `chromium --screenshot` would run the page in virtual time, and its live
+# charts would stay nearly empty). Stops the cluster and removes the run dir at exit.
+#
+#   scripts/dashboard-screenshot.sh [--out FILE] [--seconds S] [--workers N] [--build-dir DIR]
+#
+#   --out FILE        the PNG to write (default docs/dashboard.png of the repo)
+#   --seconds S       real seconds the page polls before the capture (default 30)
+#   --workers N       workers and parallelism of the job (default 3)
+#   --build-dir DIR   where the binaries are: DIR/bin/keyflow* (default build/ of the repo)
+#
+# Needs chromium and node (scripts/install-deps.sh installs both).
+set -euo pipefail
+
+KF_PROG=dashboard-screenshot
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib/cluster.sh
+source "$ROOT/scripts/lib/cluster.sh"
+
+out="$ROOT/docs/dashboard.png" seconds=30 workers=3 build_dir="$ROOT/build"
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+    --out) need "$@"; out="$2"; shift 2 ;;
+    --seconds) need "$@"; seconds="$2"; shift 2 ;;
+    --workers) need "$@"; workers="$2"; shift 2 ;;
+    --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) kf_die "unknown argument '$1' (try --help)" ;;
+  esac
+done
+[[ "$seconds" =~ ^[1-9][0-9]*$ ]] || kf_die "--seconds must be a whole number >= 1, got '$seconds'"
+[[ "$workers" =~ ^[1-9][0-9]*$ ]] || kf_die "--workers must be >= 1, got '$workers'"
+command -v chromium >/dev/null || kf_die "chromium is not installed: run scripts/install-deps.sh"
+command -v node >/dev/null || kf_die "node is not installed: run scripts/install-deps.sh"
+build_dir="$(kf_abspath "$build_dir")"
+out="$(kf_abspath "$out")"
+KEYFLOW="$build_dir/bin/keyflow"
+[ -x "$KEYFLOW" ] || kf_die "$KEYFLOW is missing: build first (cmake --build $build_dir)"
+
+run_dir="$(mktemp -d "${TMPDIR:-/tmp}/keyflow-screenshot-XXXXXX")"
+cleanup() {
+  "$ROOT/scripts/stop-cluster.sh" --run-dir "$run_dir" >/dev/null 2>&1 || true
+  rm -rf "$run_dir"
+}
+trap cleanup EXIT
+
+# --port 0: free control and REST ports; the REST one goes to RUN_DIR/rest.port.
+"$ROOT/scripts/start-cluster.sh" --workers "$workers" --port 0 --run-dir "$run_dir" \
+  --build-dir "$build_dir" >/dev/null
+# shellcheck disable=SC1091
+source "$run_dir/cluster.env"
+endpoint="$(cat "$run_dir/coordinator.endpoint")"
+[ -s "$run_dir/rest.port" ] || kf_die "the coordinator wrote no REST port (see $run_dir/coordinator.log)"
+url="http://127.0.0.1:$(cat "$run_dir/rest.port")/"
+
+# One split per 1000 events/s and step=1: each split's event time advances with the wall clock.
+splits=$((workers * 3))
+now_ms="$(date +%s%3N)"
+"$KEYFLOW" run --coordinator "$endpoint" --job count-window --param time=event --param count=200 \
+  --param timeout=12h --parallelism "$workers" --checkpoint-interval 1s \
+  --input "gen:events=1000000000,keys=20000,splits=$splits,seed=7,rate=$((splits * 1000)),start=$now_ms,step=1,disorder=300" \
+  --output "$run_dir/out" >/dev/null
+kf_log "job running; the dashboard at $url polls for $seconds s"
+mkdir -p "$(dirname "$out")"
+node "$ROOT/scripts/lib/cdp-screenshot.js" "$url" "$out" --seconds "$seconds" --width 1400 \
+  --height 1000
+kf_log "wrote $out"

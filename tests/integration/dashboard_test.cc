@@ -1,0 +1,308 @@
+// The web dashboard (coordinator/rest/dashboard.h) in headless Chromium: the page on a real
+// cluster running a job (the job, one row per subtask with its exact key-group range, a
+// records/s chart with data), and against a fixture API (an httplib server in this test) for what
+// a cluster cannot make deterministic: the history cap after more polls than it, and the
+// "coordinator unreachable" banner when the server goes away.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "coordinator/rest/dashboard.h"
+#include "tests/integration/cluster.h"
+#include "tests/integration/headless_chromium.h"
+#include "tests/integration/test_dir.h"
+
+namespace keyflow::test {
+namespace {
+
+using nlohmann::json;
+
+// The start tag of the element with id `id` ("" if absent); for the body, id "".
+std::string StartTag(const std::string& dom, const std::string& tag, const std::string& id) {
+  std::regex re(id.empty() ? "<" + tag + "(\\s[^>]*)?>"
+                           : "<" + tag + "\\s[^>]*id=\"" + id + "\"[^>]*>");
+  std::smatch m;
+  return std::regex_search(dom, m, re) ? m[0].str() : "";
+}
+
+// The value of attribute `name` in a start tag ("" if absent).
+std::string Attr(const std::string& start_tag, const std::string& name) {
+  std::smatch m;
+  std::regex re("\\s" + name + "=\"([^\"]*)\"");
+  return std::regex_search(start_tag, m, re) ? m[1].str() : "";
+}
+
+int IntAttr(const std::string& start_tag, const std::string& name) {
+  std::string v = Attr(start_tag, name);
+  return v.empty() ? -1 : std::stoi(v);
+}
+
+// The text of the job fact `field` (<dd data-field="FIELD">TEXT</dd>).
+std::string JobFact(const std::string& dom, const std::string& field) {
+  std::smatch m;
+  std::regex re("<dd[^>]*data-field=\"" + field + "\"[^>]*>([^<]*)</dd>");
+  return std::regex_search(dom, m, re) ? m[1].str() : "";
+}
+
+// The subtask rows: subtask index -> data-key-groups.
+std::map<int, std::string> SubtaskRows(const std::string& dom) {
+  std::map<int, std::string> rows;
+  std::regex re("<tr data-subtask=\"(\\d+)\" data-key-groups=\"([^\"]*)\">");
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), re); it != std::sregex_iterator();
+       ++it) {
+    rows[std::stoi((*it)[1].str())] = (*it)[2].str();
+  }
+  return rows;
+}
+
+const char* const kCharts[] = {"chart-records", "chart-watermark-lag", "chart-backpressure",
+                               "chart-latency", "chart-checkpoints"};
+
+// ---- a fixture API --------------------------------------------------------------------------
+
+// Serves the dashboard's assets (DashboardAssetResponse, as the coordinator does) and the JSON
+// API in the shape of coordinator/rest/rest_api.h, from a fake job whose counters and snapshot
+// time advance with every /api/v1/job/subtasks request: each poll is a new snapshot.
+class FixtureServer {
+ public:
+  // `stop_after_polls` > 0: the server stops (connections refused) once that many polls ran.
+  explicit FixtureServer(int stop_after_polls = 0) : stop_after_(stop_after_polls) {
+    server_.Get("/", [](const httplib::Request& q, httplib::Response& r) { Asset(q, r); });
+    server_.Get("/static/.*", [](const httplib::Request& q, httplib::Response& r) { Asset(q, r); });
+    server_.Get("/api/v1/workers", [this](const httplib::Request&, httplib::Response& r) {
+      json ws = json::array();
+      for (int i = 0; i < 2; ++i) {
+        ws.push_back({{"worker", i + 1},
+                      {"slot", i},
+                      {"host", "fixture-host"},
+                      {"pid", 100 + i},
+                      {"last_heartbeat_ms_ago", 40}});
+      }
+      Json(r, {{"workers", ws}, {"snapshot", {{"published_at_ms", Now()}}}});
+    });
+    server_.Get("/api/v1/job", [this](const httplib::Request&, httplib::Response& r) {
+      Json(r, {{"job_id", "fixture-job-id"},
+               {"job", "fixture-job"},
+               {"state", "RUNNING"},
+               {"attempt", 1},
+               {"parallelism", 2},
+               {"max_parallelism", 128},
+               {"restarts", 0},
+               {"checkpoints", {{"interval_ms", 1000}, {"latest_completed", polls_.load()}}},
+               {"snapshot", {{"published_at_ms", Now()}}}});
+    });
+    server_.Get("/api/v1/job/subtasks", [this](const httplib::Request&, httplib::Response& r) {
+      int k = ++polls_;
+      int64_t now = kStartMs + k * 1000;
+      json subtasks = json::array();
+      for (int i = 0; i < 2; ++i) {
+        subtasks.push_back({{"subtask", i},
+                            {"key_groups", {i * 64, i * 64 + 63}},
+                            {"worker", "worker " + std::to_string(i + 1)},
+                            {"state", "RUNNING"},
+                            {"records_in", k * 1000},
+                            {"records_processed", k * 1000},
+                            {"records_out", k},
+                            {"watermark", now - 1500},
+                            {"backpressure", 0.25},
+                            {"latency", {{"p50_ms", 1.0}, {"p99_ms", 3.0}, {"count", k}}}});
+      }
+      Json(r, {{"subtasks", subtasks}, {"snapshot", {{"published_at_ms", now}}}});
+      if (stop_after_ > 0 && k == stop_after_) {
+        std::lock_guard lock(mu_);
+        stop_requested_ = true;
+        cv_.notify_all();
+      }
+    });
+    server_.Get("/api/v1/job/checkpoints", [this](const httplib::Request&, httplib::Response& r) {
+      int k = polls_.load();
+      json recent = json::array();  // the newest five, newest first, as the coordinator has it
+      for (int id = k; id > std::max(0, k - 5); --id) {
+        recent.push_back({{"id", id},
+                          {"state", "COMPLETED"},
+                          {"duration_ms", 10 + id % 5},
+                          {"bytes", 1000 * id}});
+      }
+      Json(r,
+           {{"interval_ms", 1000}, {"recent", recent}, {"snapshot", {{"published_at_ms", Now()}}}});
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    listener_ = std::thread([this] { server_.listen_after_bind(); });
+    stopper_ = std::thread([this] {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stop_requested_; });
+      server_.stop();
+    });
+  }
+  ~FixtureServer() {
+    {
+      std::lock_guard lock(mu_);
+      stop_requested_ = true;
+      cv_.notify_all();
+    }
+    stopper_.join();
+    listener_.join();
+  }
+  FixtureServer(const FixtureServer&) = delete;
+  FixtureServer& operator=(const FixtureServer&) = delete;
+
+  std::string Url(const std::string& query = "") const {
+    return "http://127.0.0.1:" + std::to_string(port_) + "/" + query;
+  }
+  int polls() const { return polls_.load(); }
+
+ private:
+  static constexpr int64_t kStartMs = 1'764'600'000'000;
+  int64_t Now() const { return kStartMs + polls_.load() * 1000; }
+
+  static void Asset(const httplib::Request& q, httplib::Response& r) {
+    HttpResponse a = DashboardAssetResponse(q.path, q.get_header_value("If-None-Match"));
+    r.status = a.status;
+    for (const auto& [k, v] : a.headers) r.set_header(k, v);
+    r.set_content(a.body, a.content_type);
+  }
+  static void Json(httplib::Response& r, const json& body) {
+    r.set_content(body.dump(), "application/json");
+  }
+
+  const int stop_after_;
+  httplib::Server server_;
+  int port_ = -1;
+  std::atomic<int> polls_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_requested_ = false;
+  std::thread listener_;
+  std::thread stopper_;
+};
+
+#define REQUIRE_CHROMIUM()                                                 \
+  if (!ChromiumAvailable()) {                                              \
+    GTEST_SKIP() << "chromium is not installed (Debian package chromium; " \
+                    "scripts/install-deps.sh installs it)";                \
+  }
+
+const Duration kWait = Duration::Seconds(30);
+
+TEST(DashboardTest, ShowsTheRunningJobItsSubtasksAndALiveChartOnARealCluster) {
+  REQUIRE_CHROMIUM();
+  TestDir dir;
+  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 2});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  Cluster& c = **cluster;
+  auto port = c.RestPort();
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  // Long enough to outlive the test; rate-limited so the subtasks' counters move all along.
+  auto run = c.Cli({"run", "--job", "count-window", "--param", "time=event", "--input",
+                    "gen:events=5000000,keys=2000,splits=2,seed=3,rate=20000", "--parallelism", "2",
+                    "--checkpoint-interval", "500ms", "--output", dir.path() + "/out"});
+  ASSERT_TRUE(run.ok() && run->exit_code == 0) << (run.ok() ? run->err : run.status().ToString());
+  auto status = c.WaitForStatus(
+      [](const json& s) {
+        const json& job = s["job"];
+        if (job.value("state", "") != "RUNNING" || job["subtasks"].size() != 2) return false;
+        for (const json& st : job["subtasks"]) {
+          if (st.value("records_processed", 0) == 0) return false;
+        }
+        return true;
+      },
+      kWait, "both subtasks to process records");
+  ASSERT_TRUE(status.ok()) << status.status().ToString() << "\n" << c.LogExcerpts();
+  std::map<int, std::string> expected_rows;
+  for (const json& st : (*status)["job"]["subtasks"]) {
+    expected_rows[st["subtask"].get<int>()] = std::to_string(st["key_groups"][0].get<int>()) + "-" +
+                                              std::to_string(st["key_groups"][1].get<int>());
+  }
+  ASSERT_EQ(expected_rows.size(), 2u);
+
+  // Virtual time runs the 50 ms polls back to back; the coordinator publishes a new snapshot
+  // every 250 ms of real time, and the page adds a records/s point per new snapshot: 600 polls
+  // take seconds of real time, so several snapshots.
+  ChromiumRun chromium;
+  chromium.virtual_time_budget = Duration::Seconds(30);
+  auto dom = RunHeadlessChromium("http://127.0.0.1:" + std::to_string(*port) + "/?poll_ms=50",
+                                 dir.path(), chromium);
+  ASSERT_TRUE(dom.ok()) << dom.status().ToString();
+  std::string body = StartTag(*dom, "body", "");
+  EXPECT_EQ(Attr(body, "data-connection"), "ok") << body;
+  EXPECT_EQ(Attr(body, "data-csp-violations"), "0") << body;
+  EXPECT_EQ(JobFact(*dom, "job"), "count-window");
+  EXPECT_EQ(JobFact(*dom, "state"), "RUNNING");
+  EXPECT_EQ(JobFact(*dom, "job_id"), (*status)["job"]["job_id"].get<std::string>());
+  EXPECT_EQ(JobFact(*dom, "parallelism"),
+            "2 (max " + std::to_string((*status)["job"]["max_parallelism"].get<int>()) + ")");
+  EXPECT_EQ(SubtaskRows(*dom), expected_rows);
+  std::string records = StartTag(*dom, "figure", "chart-records");
+  EXPECT_GT(IntAttr(records, "data-points"), 0) << records;
+  EXPECT_EQ(Attr(records, "data-series"), "2") << records;
+  EXPECT_GT(std::stod(Attr(records, "data-last")), 0.0) << records;
+  EXPECT_EQ(records.find(" hidden"), std::string::npos) << records;
+  // Two workers, one row each.
+  std::regex worker_row("<tr data-worker=\"\\d+\">");
+  EXPECT_EQ(std::distance(std::sregex_iterator(dom->begin(), dom->end(), worker_row),
+                          std::sregex_iterator()),
+            2);
+}
+
+TEST(DashboardTest, HistoryStaysAtTheCapAfterMorePollsThanTheCap) {
+  REQUIRE_CHROMIUM();
+  TestDir dir;
+  FixtureServer server;
+  ChromiumRun run;
+  run.virtual_time_budget = Duration::Seconds(2);  // 200 polls at 10 ms
+  auto dom = RunHeadlessChromium(server.Url("?poll_ms=10&max_points=20"), dir.path(), run);
+  ASSERT_TRUE(dom.ok()) << dom.status().ToString();
+  std::string body = StartTag(*dom, "body", "");
+  EXPECT_EQ(Attr(body, "data-connection"), "ok") << body;
+  EXPECT_EQ(Attr(body, "data-csp-violations"), "0") << body;
+  int polls = IntAttr(body, "data-polls");
+  EXPECT_GT(polls, 3 * 20) << body;  // well past the cap
+  EXPECT_GE(server.polls(), polls);
+  for (const char* chart : kCharts) {
+    std::string tag = StartTag(*dom, "figure", chart);
+    EXPECT_EQ(IntAttr(tag, "data-points"), 20) << tag;  // the cap, not the number of polls
+    EXPECT_EQ(tag.find(" hidden"), std::string::npos) << tag;
+  }
+  // Each fixture poll adds 1000 records per subtask in 1 s of snapshot time.
+  EXPECT_EQ(Attr(StartTag(*dom, "figure", "chart-records"), "data-series"), "2");
+  EXPECT_EQ(Attr(StartTag(*dom, "figure", "chart-records"), "data-last"), "2000");
+  EXPECT_EQ(Attr(StartTag(*dom, "figure", "chart-watermark-lag"), "data-last"), "3");
+  EXPECT_EQ(Attr(StartTag(*dom, "figure", "chart-backpressure"), "data-last"), "0.5");
+  EXPECT_EQ(Attr(StartTag(*dom, "figure", "chart-latency"), "data-last"), "6");
+  EXPECT_EQ(JobFact(*dom, "job"), "fixture-job");
+  EXPECT_EQ(SubtaskRows(*dom), (std::map<int, std::string>{{0, "0-63"}, {1, "64-127"}}));
+}
+
+TEST(DashboardTest, ShowsCoordinatorUnreachableAndKeepsTheLastDataWhenTheServerGoes) {
+  REQUIRE_CHROMIUM();
+  TestDir dir;
+  FixtureServer server(/*stop_after_polls=*/5);
+  ChromiumRun run;
+  run.virtual_time_budget = Duration::Seconds(3);
+  auto dom = RunHeadlessChromium(server.Url("?poll_ms=100"), dir.path(), run);
+  ASSERT_TRUE(dom.ok()) << dom.status().ToString();
+  std::string body = StartTag(*dom, "body", "");
+  EXPECT_EQ(Attr(body, "data-connection"), "unreachable") << body;
+  EXPECT_GE(IntAttr(body, "data-polls"), 4) << body;
+  std::string banner = StartTag(*dom, "div", "banner");
+  EXPECT_EQ(banner.find("hidden"), std::string::npos) << banner;
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(*dom, m,
+                                std::regex("Coordinator unreachable since \\d\\d:\\d\\d:\\d\\d "
+                                           "\\([^)]+\\); retrying every 100 ms\\.")))
+      << *dom;
+  // What was shown before stays (greyed out by the stylesheet).
+  EXPECT_EQ(JobFact(*dom, "job"), "fixture-job");
+  EXPECT_EQ(SubtaskRows(*dom).size(), 2u);
+  EXPECT_GT(IntAttr(StartTag(*dom, "figure", "chart-records"), "data-points"), 0);
+}
+
+}  // namespace
+}  // namespace keyflow::test
