@@ -61,12 +61,13 @@ endpoint="$(cat "$run_dir/coordinator.endpoint")"
 [ -s "$run_dir/rest.port" ] || kf_die "the coordinator wrote no REST port (see $run_dir/coordinator.log)"
 url="http://127.0.0.1:$(cat "$run_dir/rest.port")/"
 
-# One split per 1000 events/s and step=1: each split's event time advances with the wall clock.
-splits=$((workers * 3))
+# Event time g*step from now for the g-th event of the whole stream: at 1000 events/s and
+# step=1 it advances with the wall clock, so the watermark lag is the job's real one.
+splits=$((workers * 2))
 now_ms="$(date +%s%3N)"
 "$KEYFLOW" run --coordinator "$endpoint" --job count-window --param time=event --param count=200 \
   --param timeout=12h --parallelism "$workers" --checkpoint-interval 1s \
-  --input "gen:events=1000000000,keys=20000,splits=$splits,seed=7,rate=$((splits * 1000)),start=$now_ms,step=1,disorder=300" \
+  --input "gen:events=1000000000,keys=20000,splits=$splits,seed=7,rate=1000,start=$now_ms,step=1,disorder=300" \
   --output "$run_dir/out" >/dev/null
 kf_log "job running; the dashboard at $url polls for $seconds s"
 mkdir -p "$(dirname "$out")"

@@ -4,6 +4,7 @@
 // [includes: /metrics]
 
 // [includes: dashboard]
+#include "coordinator/rest/dashboard.h"
 
 namespace keyflow {
 
@@ -12,6 +13,7 @@ void MountRestRoutes(RestRouter& router, const RestContext& context) {
   // [routes: /metrics — AddMetricsRoutes(router, *context.snapshots);]
 
   // [routes: dashboard — AddDashboardRoutes(router);]
+  AddDashboardRoutes(router);
 
   (void)context;
 }

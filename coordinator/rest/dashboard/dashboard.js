@@ -10,7 +10,8 @@
 // max_points=N (default 300).
 //
 // The DOM exposes what a headless test checks: body[data-connection] ("ok" | "unreachable" |
-// "connecting"), body[data-polls] (successful polls), body[data-csp-violations]; each chart's
+// "connecting"), body[data-polls] (successful polls), body[data-renders] (polls that brought a
+// new snapshot and were drawn), body[data-csp-violations]; each chart's
 // <figure> has data-points (the longest series), data-series and data-last (sum of the series'
 // last values); each subtask row data-subtask and data-key-groups ("START-END", inclusive).
 'use strict';
@@ -76,8 +77,8 @@
   function validWatermark(w) {
     return typeof w === 'number' && w > -WATERMARK_LIMIT && w < WATERMARK_LIMIT;
   }
-  // rl's latency summary: {"p50_ms": .., "p99_ms": .., "p999_ms": .., "count": ..}; also accepts
-  // "p50"/"p99" (ms).
+  // The status' latency summary: {"count": .., "p50_ms": .., "p99_ms": .., "p999_ms": ..}
+  // (a quantile is null without samples); also accepts "p50"/"p99" (ms).
   function latencyMs(s, q) {
     const l = s && s.latency;
     if (!l || typeof l !== 'object' || l.count === 0) return undefined;
@@ -85,6 +86,7 @@
     return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
   }
   function stateBytes(s) {
+    if (!s.state_backend) return undefined;  // the keyed task has not reported a backend yet
     const mem = s.state_bytes_memory, disk = s.state_bytes_disk;
     if (typeof mem !== 'number' && typeof disk !== 'number') return undefined;
     return (mem || 0) + (disk || 0);
@@ -106,11 +108,13 @@
     return tr;
   }
   const num = (text) => el('td', text, { class: 'num' });
+  const WIDE_FACTS = new Set(['job_id', 'restart_strategy', 'last_command', 'failure',
+    'last_failure', 'waiting_for', 'commands_in_progress']);
   function facts(dl, items) {
     const nodes = [];
     for (const [label, field, value, cls] of items) {
       if (value === undefined || value === null || value === '') continue;
-      const div = el('div');
+      const div = el('div', null, WIDE_FACTS.has(field) ? { class: 'wide' } : undefined);
       div.appendChild(el('dt', label));
       const dd = el('dd', value, { 'data-field': field });
       if (cls) dd.className = cls;
@@ -227,6 +231,8 @@
   const prevWorker = new Map();   // "worker/pid" -> {t, cpu}
   const checkpointHistory = new Map();  // id -> stats, at most MAX_POINTS
   let polls = 0;
+  let renders = 0;
+  let lastSnapshots = '';  // the snapshot sequences of the last rendered poll
   let unreachableSince = null;
   let lastError = '';
 
@@ -284,7 +290,13 @@
       }
       const checkpoints = job && checkpointsRes.status === 200 ? checkpointsRes.data : null;
       polls += 1;
-      render({
+      // The same snapshots as last time (polls faster than the coordinator publishes): nothing
+      // changed, so nothing is redrawn.
+      const snapshots = [workersRes, jobRes, subtasksRes, checkpointsRes]
+        .map((r) => snapshotSequence(r.data)).join(',');
+      const unchanged = snapshots === lastSnapshots && !snapshots.includes('?');
+      lastSnapshots = snapshots;
+      if (!unchanged) render({
         workersTime: snapshotTime(workersRes.data),
         subtasksTime: snapshotTime(subtasksDoc),
         workers, job, subtasks, checkpoints,
@@ -297,6 +309,12 @@
     } finally {
       window.setTimeout(poll, POLL_MS);
     }
+  }
+
+  // The publication sequence number of the snapshot a response shows ('?' if it has none).
+  function snapshotSequence(doc) {
+    const s = doc && doc.snapshot;
+    return s && typeof s.sequence === 'number' ? String(s.sequence) : '?';
   }
 
   function unwrap(doc, key) {
@@ -331,6 +349,8 @@
   // ---- rendering --------------------------------------------------------------------------
 
   function render(p) {
+    renders += 1;
+    body.dataset.renders = String(renders);
     $('updated').textContent = 'status of ' + fmtClock(p.subtasksTime);
     renderWorkers(p.workersTime, p.workers);
     renderJob(p.job);
@@ -344,16 +364,14 @@
       const key = w.worker + '/' + w.pid;
       seen.add(key);
       const u = w.usage || {};
-      let cpu;
-      const cpuSeconds = typeof u.cpu_seconds === 'number' ? u.cpu_seconds
-        : (typeof u.cpu_user_ms === 'number' ? (u.cpu_user_ms + (u.cpu_system_ms || 0)) / 1000
-          : undefined);
-      if (cpuSeconds !== undefined) {
+      // CPU %: the coordinator's own figure when it has one, else from two snapshots' CPU time.
+      let cpu = typeof u.cpu_percent === 'number' ? u.cpu_percent : undefined;
+      const cpuSeconds = typeof u.cpu_seconds === 'number' ? u.cpu_seconds : undefined;
+      if (cpu === undefined && cpuSeconds !== undefined) {
         const p = prevWorker.get(key);
         if (p && t > p.t) cpu = ((cpuSeconds - p.cpu) / ((t - p.t) / 1000)) * 100;
-        if (!p || t > p.t) prevWorker.set(key, { t, cpu: cpuSeconds });
-        else if (p.lastCpu !== undefined) cpu = p.lastCpu;
-        if (cpu !== undefined) prevWorker.get(key).lastCpu = cpu;
+        else if (p && t === p.t) cpu = p.percent;
+        if (!p || t > p.t) prevWorker.set(key, { t, cpu: cpuSeconds, percent: cpu });
       }
       return row([num(w.worker), num(w.slot), w.host, num(w.pid),
         num(typeof w.last_heartbeat_ms_ago === 'number' ? fmtMs(w.last_heartbeat_ms_ago) + ' ago' : '–'),
@@ -397,6 +415,7 @@
       ['waiting for', 'waiting_for', job.waiting_for],
       ['failure', 'failure', job.failure, 'state-FAILED'],
       ['last failure', 'last_failure', job.last_failure],
+      ['state backend', 'state_backend', job.state_backend],
       ['library', 'job_library', job.job_library ? job.job_library.file_name : undefined],
     ]);
     const r = job.rescale;
@@ -409,6 +428,13 @@
         fmtMs(r.elapsed_ms) + ' so far';
       $('rescale-bar').className = i >= 0 ? 'phase-' + i : '';
     }
+  }
+
+  // "worker 1 (slot 0, host h, pid 7)": the short name in the cell, all of it on hover.
+  function workerCell(description) {
+    const text = typeof description === 'string' ? description : '';
+    const paren = text.indexOf(' (');
+    return el('td', paren > 0 ? text.slice(0, paren) : text, { title: text });
   }
 
   function renderSubtasks(t, job, subtasks) {
@@ -436,14 +462,16 @@
       const p99 = latencyMs(s, 'p99');
       if (p99 !== undefined) charts.latency.push(key, label, t, p99);
       const p50 = latencyMs(s, 'p50');
+      const p999 = latencyMs(s, 'p999');
+      const ms = (v) => (v === undefined ? '–' : v.toFixed(1));
       const range = Array.isArray(s.key_groups) ? s.key_groups[0] + '-' + s.key_groups[1] : '';
       return row([
-        num(s.subtask), el('td', range, { class: 'key-groups' }), s.worker,
+        num(s.subtask), el('td', range, { class: 'key-groups' }), workerCell(s.worker),
         el('td', s.state, { class: 'state-' + s.state }),
         num(fmtCount(s.records_in)), num(fmtCount(s.records_processed)), num(fmtCount(s.records_out)),
         num(fmtRate(rate)), num(lag === undefined ? '–' : fmtMs(lag * 1000)),
         num(typeof s.backpressure === 'number' ? (s.backpressure * 100).toFixed(0) + ' %' : '–'),
-        num(p99 === undefined ? '–' : (p50 === undefined ? '–' : p50.toFixed(1)) + ' / ' + p99.toFixed(1) + ' ms'),
+        num(p99 === undefined ? '–' : ms(p50) + ' / ' + ms(p99) + ' / ' + ms(p999) + ' ms'),
         s.state_backend || '–', num(fmtBytes(stateBytes(s))),
         num(fmtCount(s.state_keys)), num(fmtCount(s.timers)),
       ], { 'data-subtask': String(s.subtask), 'data-key-groups': range });
