@@ -8,9 +8,15 @@
 # charts would stay nearly empty). Stops the cluster and removes the run dir at exit.
 #
 #   scripts/dashboard-screenshot.sh [--out FILE] [--seconds S] [--workers N] [--build-dir DIR]
+#                                   [--poll-ms MS] [--samples N]
 #
-#   --out FILE        the PNG to write (default docs/dashboard.png of the repo)
+#   --out FILE        the PNG to write (default docs/dashboard.png of the repo; - for none)
 #   --seconds S       real seconds the page polls before the capture (default 30)
+#   --poll-ms MS      the page's poll interval (default 1000, the dashboard's own)
+#   --samples N       memory soak: N times during the S seconds print the page's JS heap (after
+#                     a forced GC), DOM nodes, event listeners and polls, one line each, e.g.
+#                     --seconds 600 --poll-ms 100 --samples 10 --out - (6000 polls, 20x the
+#                     300-point cap)
 #   --workers N       workers and parallelism of the job (default 3)
 #   --build-dir DIR   where the binaries are: DIR/bin/keyflow* (default build/ of the repo)
 #
@@ -22,7 +28,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/cluster.sh
 source "$ROOT/scripts/lib/cluster.sh"
 
-out="$ROOT/docs/dashboard.png" seconds=30 workers=3 build_dir="$ROOT/build"
+out="$ROOT/docs/dashboard.png" seconds=30 workers=3 build_dir="$ROOT/build" poll_ms=1000 samples=0
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
@@ -32,16 +38,20 @@ while [ $# -gt 0 ]; do
     --seconds) need "$@"; seconds="$2"; shift 2 ;;
     --workers) need "$@"; workers="$2"; shift 2 ;;
     --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
+    --poll-ms) need "$@"; poll_ms="$2"; shift 2 ;;
+    --samples) need "$@"; samples="$2"; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || kf_die "--seconds must be a whole number >= 1, got '$seconds'"
 [[ "$workers" =~ ^[1-9][0-9]*$ ]] || kf_die "--workers must be >= 1, got '$workers'"
+[[ "$poll_ms" =~ ^[1-9][0-9]*$ ]] || kf_die "--poll-ms must be a whole number >= 1, got '$poll_ms'"
+[[ "$samples" =~ ^[0-9]+$ ]] || kf_die "--samples must be a whole number, got '$samples'"
 command -v chromium >/dev/null || kf_die "chromium is not installed: run scripts/install-deps.sh"
 command -v node >/dev/null || kf_die "node is not installed: run scripts/install-deps.sh"
 build_dir="$(kf_abspath "$build_dir")"
-out="$(kf_abspath "$out")"
+[ "$out" = "-" ] || out="$(kf_abspath "$out")"
 KEYFLOW="$build_dir/bin/keyflow"
 [ -x "$KEYFLOW" ] || kf_die "$KEYFLOW is missing: build first (cmake --build $build_dir)"
 
@@ -60,6 +70,7 @@ source "$run_dir/cluster.env"
 endpoint="$(cat "$run_dir/coordinator.endpoint")"
 [ -s "$run_dir/rest.port" ] || kf_die "the coordinator wrote no REST port (see $run_dir/coordinator.log)"
 url="http://127.0.0.1:$(cat "$run_dir/rest.port")/"
+[ "$poll_ms" = 1000 ] || url="$url?poll_ms=$poll_ms"
 
 # Event time g*step from now for the g-th event of the whole stream: at 1000 events/s and
 # step=1 it advances with the wall clock, so the watermark lag is the job's real one.
@@ -70,7 +81,9 @@ now_ms="$(date +%s%3N)"
   --input "gen:events=1000000000,keys=20000,splits=$splits,seed=7,rate=1000,start=$now_ms,step=1,disorder=300" \
   --output "$run_dir/out" >/dev/null
 kf_log "job running; the dashboard at $url polls for $seconds s"
-mkdir -p "$(dirname "$out")"
+[ "$out" = "-" ] || mkdir -p "$(dirname "$out")"
+sample_args=()
+[ "$samples" = 0 ] || sample_args=(--samples "$samples")
 node "$ROOT/scripts/lib/cdp-screenshot.js" "$url" "$out" --seconds "$seconds" --width 1400 \
-  --height 1000
-kf_log "wrote $out"
+  --height 1000 "${sample_args[@]}"
+[ "$out" = "-" ] || kf_log "wrote $out"

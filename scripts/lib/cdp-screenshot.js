@@ -1,12 +1,18 @@
 // Real-time screenshot of a page in headless Chromium, for scripts/dashboard-screenshot.sh.
 //
 //   node scripts/lib/cdp-screenshot.js URL OUT.png [--seconds S] [--width W] [--height H]
+//       [--samples N]
 //
 // Unlike `chromium --screenshot --virtual-time-budget`, which runs the page's timers in virtual
 // time (a minute of polls in a fraction of a real second, so live charts stay empty), this keeps
 // the page open for S real seconds before the capture. It drives Chromium over the DevTools
 // protocol on a pipe (--remote-debugging-pipe: fd 3 in, fd 4 out, NUL-separated JSON), so it
 // needs nothing but node and chromium. Chromium gets its own temporary profile, removed at exit.
+//
+// --samples N (scripts/dashboard-soak.sh): N times during the S seconds, after a forced garbage
+// collection, prints one line "t_s=.. js_heap_bytes=.. dom_nodes=.. listeners=.. polls=.."
+// (the page's JS heap, its DOM node and event-listener counts, body[data-polls]), so a long run
+// shows whether the page's memory stays flat. OUT.png may then be "-": no screenshot.
 'use strict';
 
 const { spawn } = require('child_process');
@@ -23,7 +29,7 @@ function usage(msg) {
 
 const args = process.argv.slice(2);
 const positional = [];
-const opts = { seconds: 20, width: 1400, height: 1000 };
+const opts = { seconds: 20, width: 1400, height: 1000, samples: 0 };
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   if (a.startsWith('--')) {
@@ -57,7 +63,7 @@ function finish(code, msg) {
 }
 chromium.on('error', (e) => finish(1, 'cannot start chromium: ' + e.message));
 chromium.on('exit', (code) => finish(1, 'chromium exited (' + code + ') early:\n' + stderr));
-const watchdog = setTimeout(() => finish(1, 'no screenshot after ' + (opts.seconds + 60) + ' s'),
+const watchdog = setTimeout(() => finish(1, 'not done after ' + (opts.seconds + 60) + ' s'),
   (opts.seconds + 60) * 1000);
 
 // ---- the protocol -----------------------------------------------------------------------------
@@ -109,9 +115,27 @@ function once(method, sessionId) {
   const nav = await send('Page.navigate', { url }, sessionId);
   if (nav.errorText) throw new Error('cannot load ' + url + ': ' + nav.errorText);
   await loaded;
-  await new Promise((r) => setTimeout(r, opts.seconds * 1000));
-  const shot = await send('Page.captureScreenshot', { format: 'png' }, sessionId);
-  fs.writeFileSync(out, Buffer.from(shot.data, 'base64'));
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  if (opts.samples > 0) {
+    const started = Date.now();
+    for (let i = 1; i <= opts.samples; i++) {
+      await sleep((opts.seconds * 1000) / opts.samples);
+      await send('HeapProfiler.collectGarbage', {}, sessionId);
+      const heap = await send('Runtime.getHeapUsage', {}, sessionId);
+      const dom = await send('Memory.getDOMCounters', {}, sessionId);
+      const polls = await send('Runtime.evaluate',
+        { expression: 'document.body.dataset.polls', returnByValue: true }, sessionId);
+      process.stdout.write('t_s=' + Math.round((Date.now() - started) / 1000) +
+        ' js_heap_bytes=' + heap.usedSize + ' dom_nodes=' + dom.nodes +
+        ' listeners=' + dom.jsEventListeners + ' polls=' + polls.result.value + '\n');
+    }
+  } else {
+    await sleep(opts.seconds * 1000);
+  }
+  if (out !== '-') {
+    const shot = await send('Page.captureScreenshot', { format: 'png' }, sessionId);
+    fs.writeFileSync(out, Buffer.from(shot.data, 'base64'));
+  }
   clearTimeout(watchdog);
   chromium.removeAllListeners('exit');
   finish(0);

@@ -94,7 +94,9 @@ class FixtureServer {
                {"attempt", 1},
                {"parallelism", 2},
                {"max_parallelism", 128},
-               {"restarts", 0},
+               {"restarts", 2},
+               {"last_command", {{"command", "rescale 3"}, {"outcome", "in progress"}}},
+               {"rescale", {{"target", 3}, {"phase", "savepoint"}, {"elapsed_ms", 1500}}},
                {"checkpoints", {{"interval_ms", 1000}, {"latest_completed", polls_.load()}}},
                {"snapshot", {{"published_at_ms", Now()}}}});
     });
@@ -252,6 +254,29 @@ TEST(DashboardTest, ShowsTheRunningJobItsSubtasksAndALiveChartOnARealCluster) {
             2);
 }
 
+TEST(DashboardTest, ACoordinatorWithoutAJobShowsItsWorkersAndSaysSo) {
+  REQUIRE_CHROMIUM();
+  TestDir dir;
+  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 1});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  auto port = (*cluster)->RestPort();
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  ChromiumRun chromium;
+  chromium.virtual_time_budget = Duration::Seconds(1);
+  auto dom = RunHeadlessChromium("http://127.0.0.1:" + std::to_string(*port) + "/?poll_ms=100",
+                                 dir.path(), chromium);
+  ASSERT_TRUE(dom.ok()) << dom.status().ToString();
+  std::string body = StartTag(*dom, "body", "");
+  EXPECT_EQ(Attr(body, "data-connection"), "ok") << body;  // a 404 for the job is no outage
+  EXPECT_EQ(Attr(body, "data-csp-violations"), "0") << body;
+  EXPECT_EQ(StartTag(*dom, "p", "no-job").find(" hidden"), std::string::npos);
+  EXPECT_NE(dom->find("No job has been submitted."), std::string::npos);
+  EXPECT_EQ(JobFact(*dom, "job"), "");
+  EXPECT_TRUE(SubtaskRows(*dom).empty());
+  EXPECT_NE(dom->find("<tr data-worker=\"1\">"), std::string::npos) << *dom;
+  EXPECT_EQ(IntAttr(StartTag(*dom, "figure", "chart-records"), "data-points"), 0);
+}
+
 TEST(DashboardTest, HistoryStaysAtTheCapAfterMorePollsThanTheCap) {
   REQUIRE_CHROMIUM();
   TestDir dir;
@@ -280,6 +305,11 @@ TEST(DashboardTest, HistoryStaysAtTheCapAfterMorePollsThanTheCap) {
   EXPECT_EQ(Attr(StartTag(*dom, "figure", "chart-backpressure"), "data-last"), "0.5");
   EXPECT_EQ(Attr(StartTag(*dom, "figure", "chart-latency"), "data-last"), "6");
   EXPECT_EQ(JobFact(*dom, "job"), "fixture-job");
+  EXPECT_EQ(JobFact(*dom, "restarts"), "2");
+  EXPECT_EQ(JobFact(*dom, "last_command"), "rescale 3: in progress");
+  EXPECT_NE(dom->find("Rescaling to parallelism 3: savepoint (step 2 of 3), 1.5 s so far"),
+            std::string::npos);
+  EXPECT_NE(dom->find("<div id=\"rescale-bar\" class=\"phase-1\">"), std::string::npos);
   EXPECT_EQ(SubtaskRows(*dom), (std::map<int, std::string>{{0, "0-63"}, {1, "64-127"}}));
 }
 
