@@ -277,6 +277,34 @@ TEST(DashboardTest, ACoordinatorWithoutAJobShowsItsWorkersAndSaysSo) {
   EXPECT_EQ(IntAttr(StartTag(*dom, "figure", "chart-records"), "data-points"), 0);
 }
 
+TEST(DashboardTest, ScreenshotScriptRefusesBadArgumentsWithASentence) {
+  const std::string script = std::string(KEYFLOW_SOURCE_DIR) + "/scripts/dashboard-screenshot.sh";
+  struct Case {
+    std::vector<std::string> args;
+    std::string sentence;
+  };
+  const Case cases[] = {
+      {{"--seconds", "0"}, "--seconds must be a whole number >= 1, got '0'"},
+      {{"--poll-ms", "fast"}, "--poll-ms must be a whole number >= 1, got 'fast'"},
+      {{"--samples", "-1"}, "--samples must be a whole number, got '-1'"},
+      {{"--workers", "0"}, "--workers must be >= 1, got '0'"},
+      {{"--out"}, "--out needs a value (try --help)"},
+      {{"--bogus"}, "unknown argument '--bogus' (try --help)"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> argv = {script};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    auto r = RunCommand(argv, Duration::Seconds(20));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->exit_code, 1) << c.args[0];
+    EXPECT_EQ(r->err, "dashboard-screenshot: " + c.sentence + "\n") << c.args[0];
+  }
+  auto help = RunCommand({script, "--help"}, Duration::Seconds(20));
+  ASSERT_TRUE(help.ok());
+  EXPECT_EQ(help->exit_code, 0);
+  EXPECT_NE(help->out.find("--samples N"), std::string::npos) << help->out;
+}
+
 TEST(DashboardTest, HistoryStaysAtTheCapAfterMorePollsThanTheCap) {
   REQUIRE_CHROMIUM();
   TestDir dir;
