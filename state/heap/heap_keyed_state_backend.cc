@@ -211,15 +211,17 @@ Status HeapKeyedStateBackend::RestoreKeyGroup(KeyGroupId g, BinaryReader& in) {
   int32_t stored = in.I32();
   int32_t version = 1;
   if (in.ok() && stored < 0) {
-    version = -stored;
-    if (version != kKeyGroupStateFormatVersion) {
+    // -stored in 64 bits: INT32_MIN (hostile bytes) has no 32-bit negation.
+    const int64_t written = -static_cast<int64_t>(stored);
+    if (written != kKeyGroupStateFormatVersion) {
       return FailedPrecondition(context + ": its keyed state was written in format version " +
-                                std::to_string(version) +
+                                std::to_string(written) +
                                 ", which this keyflow cannot read (it "
                                 "reads versions 1 and " +
                                 std::to_string(kKeyGroupStateFormatVersion) +
                                 "); restore it with the keyflow version that wrote it");
     }
+    version = kKeyGroupStateFormatVersion;
     stored = in.I32();
   }
   // A state takes at least: name length (1) + kind (1) [+ type length (1)] + entry count (1).

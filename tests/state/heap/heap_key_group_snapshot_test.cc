@@ -208,6 +208,20 @@ TEST(HeapKeyGroupSnapshot, RefusesAFormatVersionItCannotRead) {
                                "wrote it"));
 }
 
+// Found by scripts/fuzz.sh (key_group_restore_fuzzer): a version field of INT32_MIN, whose
+// 32-bit negation is undefined behaviour, is refused as a version it cannot read.
+TEST(HeapKeyGroupSnapshot, RefusesTheMostNegativeVersionFieldWithoutOverflow) {
+  KeyContext context(KeyType::kString, kMaxP, kAll);
+  HeapKeyedStateBackend backend(context);
+  BinaryReader r(std::string_view("\x00\x00\x00\x80\x20\x00\x00\x00\x00", 9));
+  EXPECT_EQ(backend.RestoreKeyGroup(KeyGroupId(32), r),
+            FailedPrecondition("cannot restore key group 32: its keyed state was written in "
+                               "format version 2147483648, which this keyflow cannot read (it "
+                               "reads versions 1 and 2); restore it with the keyflow version "
+                               "that wrote it"));
+  EXPECT_EQ(backend.NumEntries(), 0u);
+}
+
 TEST(HeapKeyGroupSnapshot, EqualStateGivesEqualBytesWhateverTheHistory) {
   Subtask ascending(kAll);
   ascending.Fill(0, 199);

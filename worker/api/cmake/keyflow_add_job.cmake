@@ -31,7 +31,14 @@ function(keyflow_add_job name)
     VISIBILITY_INLINES_HIDDEN ON
     POSITION_INDEPENDENT_CODE ON)
   set(map ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/keyflow_job.map)
-  target_link_options(${name} PRIVATE -Wl,--no-undefined -Wl,--exclude-libs,ALL
+  # A fuzzer build (scripts/fuzz.sh: clang, -fsanitize=fuzzer-no-link,address) leaves the
+  # sanitizer runtime's symbols for an executable to define, so a job library cannot link with
+  # --no-undefined there; the fuzzers never load job libraries.
+  set(no_undefined -Wl,--no-undefined)
+  if(KEYFLOW_BUILD_FUZZERS)
+    set(no_undefined "")
+  endif()
+  target_link_options(${name} PRIVATE ${no_undefined} -Wl,--exclude-libs,ALL
                                       -Wl,--version-script=${map})
   set_property(TARGET ${name} APPEND PROPERTY LINK_DEPENDS ${map})
 endfunction()
