@@ -247,6 +247,25 @@ TEST(DashboardTest, ShowsTheRunningJobItsSubtasksAndALiveChartOnARealCluster) {
   EXPECT_EQ(Attr(records, "data-series"), "2") << records;
   EXPECT_GT(std::stod(Attr(records, "data-last")), 0.0) << records;
   EXPECT_EQ(records.find(" hidden"), std::string::npos) << records;
+  // The coordinator serves the assets with their headers; a revalidation is a 304.
+  httplib::Client http("127.0.0.1", *port);
+  auto index = http.Get("/");
+  ASSERT_TRUE(index) << httplib::to_string(index.error());
+  EXPECT_EQ(index->status, 200);
+  EXPECT_EQ(index->get_header_value("Content-Security-Policy"),
+            std::string(kDashboardContentSecurityPolicy));
+  EXPECT_EQ(index->get_header_value("Cache-Control"), "no-cache");
+  std::string etag = index->get_header_value("ETag");
+  EXPECT_EQ(etag.size(), 18u) << etag;
+  auto again = http.Get("/", {{"If-None-Match", etag}});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 304);
+  EXPECT_EQ(again->body, "");
+  auto chart = http.Get("/static/chart.min.js");
+  ASSERT_TRUE(chart);
+  EXPECT_EQ(chart->status, 200);
+  EXPECT_EQ(chart->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_GT(chart->body.size(), 100'000u);
   // Two workers, one row each.
   std::regex worker_row("<tr data-worker=\"\\d+\">");
   EXPECT_EQ(std::distance(std::sregex_iterator(dom->begin(), dom->end(), worker_row),
