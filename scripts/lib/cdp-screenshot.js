@@ -55,13 +55,31 @@ const chromium = spawn('chromium', [
 let stderr = '';
 chromium.stderr.on('data', (d) => { stderr = (stderr + d).slice(-4000); });
 
+let finishing = false;
 function finish(code, msg) {
+  if (finishing) return;
+  finishing = true;
   if (msg) process.stderr.write('cdp-screenshot: ' + msg + '\n');
-  try { chromium.kill('SIGKILL'); } catch (e) { /* gone */ }
-  fs.rmSync(profile, { recursive: true, force: true });
-  process.exit(code);
+  // Remove the profile once chromium is gone (it writes into it until then).
+  const done = () => {
+    try {
+      fs.rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    } catch (e) {
+      process.stderr.write('cdp-screenshot: could not remove ' + profile + ': ' + e.message + '\n');
+    }
+    process.exit(code);
+  };
+  if (chromium.exitCode !== null || chromium.signalCode !== null) {
+    done();
+    return;
+  }
+  chromium.removeAllListeners('exit');
+  chromium.once('exit', done);
+  chromium.kill('SIGKILL');
+  setTimeout(done, 3000);
 }
 chromium.on('error', (e) => finish(1, 'cannot start chromium: ' + e.message));
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => finish(1, 'stopped by ' + sig));
 chromium.on('exit', (code) => finish(1, 'chromium exited (' + code + ') early:\n' + stderr));
 const watchdog = setTimeout(() => finish(1, 'not done after ' + (opts.seconds + 60) + ' s'),
   (opts.seconds + 60) * 1000);
@@ -137,6 +155,5 @@ function once(method, sessionId) {
     fs.writeFileSync(out, Buffer.from(shot.data, 'base64'));
   }
   clearTimeout(watchdog);
-  chromium.removeAllListeners('exit');
   finish(0);
 })().catch((e) => finish(1, e.message));
