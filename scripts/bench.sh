@@ -16,7 +16,8 @@
 #      the source drops the others before the shuffle,
 #   4. prints a markdown table of every number with its target and the machine's load average.
 #
-#   scripts/bench.sh [--quick] [--micro-only | --e2e-only | --throughput-only] [options]
+#   scripts/bench.sh [--quick] [--micro-only | --e2e-only | --throughput-only | --metrics-only]
+#                    [options]
 #
 #   --quick            small sizes for a smoke run (numbers not comparable to the targets)
 #   --micro-only       only the micro-benchmarks
@@ -33,6 +34,11 @@
 #   --security         also CURVE vs --insecure end to end (issue 13; target >= 0.85x): a second
 #                      local cluster started with --insecure, count-window run R times on each,
 #                      alternating with the (secure) first cluster; the median counts
+#   --metrics          also the cost of Prometheus scraping (issue 12; target <= 2 % loss):
+#                      count-window R times with the coordinator's /metrics fetched every second
+#                      by a curl loop and R times not scraped, alternating on the same cluster;
+#                      the median counts
+#   --metrics-only     only that comparison (no micro-benchmarks, throughput or checkpoint runs)
 #
 # KEYFLOW_BUILD_DIR overrides the build directory, KEYFLOW_JOBS the build's -j (default nproc).
 # Every process it starts is stopped on exit (also on Ctrl-C or failure). The numbers depend on
@@ -47,7 +53,7 @@ source "$ROOT/scripts/lib/cluster.sh"
 RESULTS_PY="$ROOT/scripts/bench-lib/bench_results.py"
 
 quick=0 micro=1 e2e=1 ckpt_runs=1 events="" keys="" ckpt_keys="" repeat="" results_dir=""
-security=0
+security=0 metrics=0 throughput=1
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -62,6 +68,8 @@ while [ $# -gt 0 ]; do
     --repeat) need "$@"; repeat="$2"; shift 2 ;;
     --results-dir) need "$@"; results_dir="$2"; shift 2 ;;
     --security) security=1; shift ;;
+    --metrics) metrics=1; shift ;;
+    --metrics-only) metrics=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
@@ -85,8 +93,9 @@ ROWS="$results_dir/rows.tsv"
 : >"$ROWS"
 run_dir=""
 
-insecure_run_dir=""
+insecure_run_dir="" scraper_pid=""
 cleanup() {
+  if [ -n "$scraper_pid" ]; then kill "$scraper_pid" 2>/dev/null || true; fi
   if [ -n "$run_dir" ]; then
     "$ROOT/scripts/stop-cluster.sh" --run-dir "$run_dir" >/dev/null 2>&1 || true
   fi
@@ -247,6 +256,8 @@ if [ "$e2e" -eq 1 ]; then
     rm -rf "$out"  # the output is not what is measured; free the disk
   }
 
+fi
+if [ "$e2e" -eq 1 ] && [ "$throughput" -eq 1 ]; then
   # Issue 3: throughput against the single-thread baseline, on the same records.
   input="gen:events=$events,keys=$keys,splits=2,seed=42"
   rates=() field_rates=() base_rates=() loads=()
@@ -303,6 +314,45 @@ if [ "$e2e" -eq 1 ] && [ "$security" -eq 1 ]; then
   row "security (e2e)" "records/s, CURVE (secure cluster)" "$(calc "$curve_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
   row "security (e2e)" "records/s, --insecure" "$(calc "$plain_rate/1e6")" "M/s" "" "${loads[*]}"
   row "security (e2e)" "ratio CURVE / --insecure" "$(calc "$curve_rate/$plain_rate")" "" ">= 0.85" "${loads[*]}"
+fi
+if [ "$e2e" -eq 1 ] && [ "$metrics" -eq 1 ]; then
+  # Issue 12: the same job with the coordinator's /metrics scraped every second (as Prometheus
+  # does) and not scraped, alternating run by run on the same cluster.
+  [ -f "$run_dir/rest.port" ] || kf_die "the cluster has no REST port ($run_dir/rest.port)"
+  metrics_url="http://127.0.0.1:$(cat "$run_dir/rest.port")/metrics"
+  curl -fsS -o "$results_dir/metrics.txt" "$metrics_url" ||
+    kf_die "cannot GET $metrics_url: is curl installed (scripts/install-deps.sh)?"
+  # scrape_loop URL FILE: GET URL every second; FILE holds the number of successful scrapes.
+  scrape_loop() {
+    local n=0
+    while true; do
+      if curl -fsS -o /dev/null --max-time 5 "$1"; then n=$((n + 1)); echo "$n" >"$2"; fi
+      sleep 1
+    done
+  }
+  scraped=() unscraped=() loads=() scrapes=()
+  for ((r = 0; r < repeat; r++)); do
+    run_job "$keys" 0
+    unscraped+=("$rate")
+    loads+=("$job_load")
+    echo 0 >"$results_dir/scrapes-$r"
+    scrape_loop "$metrics_url" "$results_dir/scrapes-$r" &
+    scraper_pid=$!
+    run_job "$keys" 0
+    kill "$scraper_pid" 2>/dev/null || true
+    wait "$scraper_pid" 2>/dev/null || true
+    scraper_pid=""
+    scraped+=("$rate")
+    loads+=("$job_load")
+    scrapes+=("$(cat "$results_dir/scrapes-$r")")
+  done
+  [ "${scrapes[0]}" -gt 0 ] || kf_die "the scraper never reached $metrics_url"
+  s="$(median "${scraped[@]}")"
+  u="$(median "${unscraped[@]}")"
+  note="count-window event time, P = 2, $events events, $keys keys; alternating; median of $repeat (runs: scraped ${scraped[*]}, not scraped ${unscraped[*]}; scrapes per run ${scrapes[*]}; /metrics $(wc -c <"$results_dir/metrics.txt") bytes)"
+  row "metrics (e2e)" "records/s, not scraped" "$(calc "$u/1e6")" "M/s" "" "${loads[*]}" "$note"
+  row "metrics (e2e)" "records/s, /metrics scraped every second" "$(calc "$s/1e6")" "M/s" "" "${loads[*]}"
+  row "metrics (e2e)" "throughput loss when scraped" "$(calc "(1 - $s/$u) * 100")" "%" "<= 2" "${loads[*]}"
 fi
 if [ "$e2e" -eq 1 ] && [ "$ckpt_runs" -eq 1 ]; then
   # Issue 4: the same job with and without periodic checkpoints (1 M keys per worker).

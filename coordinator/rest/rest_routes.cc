@@ -2,6 +2,7 @@
 // and its one call under its marker line.
 #include "coordinator/rest/rest_api.h"
 // [includes: /metrics]
+#include "coordinator/rest/prometheus_exporter.h"
 
 // [includes: dashboard]
 #include "coordinator/rest/dashboard.h"
@@ -11,6 +12,7 @@ namespace keyflow {
 void MountRestRoutes(RestRouter& router, const RestContext& context) {
   AddApiRoutes(router, context);
   // [routes: /metrics — AddMetricsRoutes(router, *context.snapshots);]
+  AddMetricsRoutes(router, *context.snapshots, context.clock);
 
   // [routes: dashboard — AddDashboardRoutes(router);]
   AddDashboardRoutes(router);

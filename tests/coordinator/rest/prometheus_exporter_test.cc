@@ -275,3 +275,41 @@ TEST(PrometheusExporterTest, WholeOutputFollowsTheExpositionGrammar) {
 
 }  // namespace
 }  // namespace keyflow
+
+namespace keyflow {
+namespace {
+
+HttpRequest Get(const std::string& path) {
+  HttpRequest r;
+  r.method = "GET";
+  r.path = path;
+  return r;
+}
+
+TEST(MetricsRouteTest, ServesTheLatestSnapshotInTheTextFormat) {
+  RestRouter router;
+  StatusSnapshotPublisher publisher;
+  ManualClock clock(Timestamp(kSnapshotMs + 2000));
+  AddMetricsRoutes(router, publisher, &clock);
+  HttpResponse before = router.Handle(Get("/metrics"));
+  EXPECT_EQ(before.status, 200);
+  EXPECT_THAT(before.body, HasSubstr("\nkeyflow_coordinator_up 0\n"));
+  publisher.Publish(Status(), kSnapshotMs);
+  HttpResponse r = router.Handle(Get("/metrics"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(r.headers["Cache-Control"], "no-store");
+  EXPECT_EQ(r.body, RenderPrometheusText(Status(), kSnapshotMs, kSnapshotMs + 2000));
+  EXPECT_THAT(r.body, HasSubstr("\nkeyflow_coordinator_status_age_seconds 2\n"));
+  EXPECT_EQ(router
+                .Handle([] {
+                  HttpRequest p = Get("/metrics");
+                  p.method = "POST";
+                  return p;
+                }())
+                .status,
+            405);
+}
+
+}  // namespace
+}  // namespace keyflow
