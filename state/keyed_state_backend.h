@@ -61,6 +61,12 @@ struct StateRegistration {
   std::string invalid_reason;
 };
 
+// What a backend's state occupies, approximately (status, metrics). 0 = not measured.
+struct StateSize {
+  int64_t memory_bytes = 0;
+  int64_t disk_bytes = 0;
+};
+
 class KeyedStateBackend {
  public:
   virtual ~KeyedStateBackend() = default;
@@ -179,6 +185,16 @@ class KeyedStateBackend {
   // wording) if g is not in range(); FailedPrecondition for a state that is not registered or
   // is registered with another kind or type; Corruption for truncated or malformed bytes.
   virtual Status RestoreKeyGroup(KeyGroupId g, BinaryReader& in) = 0;
+
+  // ---- inspection ----
+  // "heap" or "rocksdb" (JobSpec::state_backend).
+  virtual std::string_view backend_name() const = 0;
+  // Bytes the state occupies in memory and on local disk; cheap (no iteration). Task thread.
+  virtual StateSize ApproximateSize() const { return {}; }
+  // A storage failure (a full disk, an I/O error) that made state unreliable, as a sentence;
+  // OK while there is none. The task fails with it and recovers from its last checkpoint.
+  // Task thread.
+  virtual Status failure() const { return Status::Ok(); }
 
  protected:
   // `key_context` must outlive the backend; its range is the backend's key-group range.

@@ -93,6 +93,8 @@ class HeapKeyedStateBackend final : public KeyedStateBackend {
   // from its registration is FailedPrecondition naming the state and both types.
   Status RestoreKeyGroup(KeyGroupId g, BinaryReader& in) override;
 
+  std::string_view backend_name() const override { return "heap"; }
+
  private:
   // The internal states and tables write through MutableTable().
   template <typename>

@@ -1,4 +1,4 @@
-// SerializeKeyGroup / RestoreKeyGroup of HeapKeyedStateBackend: round trips, rescaling,
+// SerializeKeyGroup / RestoreKeyGroup of every backend (heap, RocksDB): round trips, rescaling,
 // determinism, and refusal of foreign, truncated and malformed bytes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "state/heap/heap_keyed_state_backend.h"
-#include "tests/state/heap/state_test_util.h"
+#include "tests/state/backend_factory.h"
+#include "tests/state/state_test_util.h"
 
 namespace keyflow {
 namespace {
@@ -29,8 +30,11 @@ constexpr int32_t kMaxP = 128;
 
 // A KeyContext and a backend with one state of every kind registered.
 struct Subtask {
-  explicit Subtask(KeyGroupRange range, KeyType type = KeyType::kString)
-      : context(type, kMaxP, range), backend(context) {
+  explicit Subtask(testing_util::BackendKind kind, KeyGroupRange range,
+                   KeyType type = KeyType::kString)
+      : context(type, kMaxP, range),
+        owned(testing_util::MakeBackend(kind, context)),
+        backend(*owned) {
     value = *backend.GetState(ValueStateDescriptor<int64_t>("value"));
     list = *backend.GetListState(ListStateDescriptor<std::string>("list"));
     map = *backend.GetMapState(MapStateDescriptor<std::string, int64_t>("map"));
@@ -82,7 +86,8 @@ struct Subtask {
   }
 
   KeyContext context;
-  HeapKeyedStateBackend backend;
+  std::unique_ptr<KeyedStateBackend> owned;
+  KeyedStateBackend& backend;
   ValueState<int64_t>* value;
   ListState<std::string>* list;
   MapState<std::string, int64_t>* map;
@@ -94,12 +99,14 @@ const KeyGroupRange kAll = KeyGroupRange::Of(0, 127);
 const KeyGroupRange kLowerHalf = KeyGroupRange::Of(0, 63);
 const KeyGroupRange kUpperHalf = KeyGroupRange::Of(64, 127);
 
+class KeyGroupSnapshotTest : public ::testing::TestWithParam<testing_util::BackendKind> {};
+
 // ---- round trips ----
 
-TEST(HeapKeyGroupSnapshot, RoundTripsEveryStateKind) {
-  Subtask writer(kAll);
+TEST_P(KeyGroupSnapshotTest, RoundTripsEveryStateKind) {
+  Subtask writer(GetParam(), kAll);
   writer.Fill(0, 299);
-  Subtask reader(kAll);
+  Subtask reader(GetParam(), kAll);
   for (const auto& [g, bytes] : writer.SerializeAll()) {
     ASSERT_TRUE(reader.Restore(KeyGroupId(g), bytes).ok()) << g;
   }
@@ -120,9 +127,10 @@ TEST(HeapKeyGroupSnapshot, RoundTripsEveryStateKind) {
   EXPECT_EQ(reader.aggregating->Get(), 20.0);
 }
 
-TEST(HeapKeyGroupSnapshot, WritesTheDocumentedBytes) {
+TEST_P(KeyGroupSnapshotTest, WritesTheDocumentedBytes) {
   KeyContext context(KeyType::kString, kMaxP, kAll);
-  HeapKeyedStateBackend backend(context);
+  auto backend_owned = testing_util::MakeBackend(GetParam(), context);
+  KeyedStateBackend& backend = *backend_owned;
   ValueState<int64_t>* v = *backend.GetState(ValueStateDescriptor<int64_t>("v"));
   ASSERT_TRUE(backend.SetCurrentKey(K("uid-0")).ok());  // key group 32
   v->Update(5);
@@ -150,7 +158,7 @@ TEST(HeapKeyGroupSnapshot, WritesTheDocumentedBytes) {
 }
 
 // The bytes keyflow wrote before format version 2 (no marker, no declared types) still restore.
-TEST(HeapKeyGroupSnapshot, RestoresTheVersionOneBytes) {
+TEST_P(KeyGroupSnapshotTest, RestoresTheVersionOneBytes) {
   const std::string v1(
       "\x20\x00\x00\x00"                   // key group 32
       "\x01"                               // one state
@@ -162,7 +170,8 @@ TEST(HeapKeyGroupSnapshot, RestoresTheVersionOneBytes) {
       "\x05\x00\x00\x00\x00\x00\x00\x00",  // value 5
       31);
   KeyContext context(KeyType::kString, kMaxP, kAll);
-  HeapKeyedStateBackend backend(context);
+  auto backend_owned = testing_util::MakeBackend(GetParam(), context);
+  KeyedStateBackend& backend = *backend_owned;
   ValueState<int64_t>* v = *backend.GetState(ValueStateDescriptor<int64_t>("v"));
   BinaryReader r(v1);
   ASSERT_EQ(backend.RestoreKeyGroup(KeyGroupId(32), r), Status::Ok());
@@ -173,9 +182,10 @@ TEST(HeapKeyGroupSnapshot, RestoresTheVersionOneBytes) {
   EXPECT_EQ(backend.RestoreKeyGroup(KeyGroupId(0), empty), Status::Ok());
 }
 
-TEST(HeapKeyGroupSnapshot, RefusesAStateWhoseDeclaredTypeChanged) {
+TEST_P(KeyGroupSnapshotTest, RefusesAStateWhoseDeclaredTypeChanged) {
   KeyContext wc(KeyType::kString, kMaxP, kAll);
-  HeapKeyedStateBackend writer(wc);
+  auto writer_owned = testing_util::MakeBackend(GetParam(), wc);
+  KeyedStateBackend& writer = *writer_owned;
   auto* window = *writer.GetState(ValueStateDescriptor<AvgAcc>("window"));
   ASSERT_TRUE(writer.SetCurrentKey(K("uid-0")).ok());
   window->Update(AvgAcc{3, 1});
@@ -184,7 +194,8 @@ TEST(HeapKeyGroupSnapshot, RefusesAStateWhoseDeclaredTypeChanged) {
   writer.SerializeKeyGroup(KeyGroupId(32), w);
 
   KeyContext rc(KeyType::kString, kMaxP, kAll);
-  HeapKeyedStateBackend reader(rc);
+  auto reader_owned = testing_util::MakeBackend(GetParam(), rc);
+  KeyedStateBackend& reader = *reader_owned;
   ASSERT_TRUE(reader.GetState(ValueStateDescriptor<int64_t>("window")).ok());
   BinaryReader r(bytes);
   EXPECT_EQ(reader.RestoreKeyGroup(KeyGroupId(32), r),
@@ -197,9 +208,10 @@ TEST(HeapKeyGroupSnapshot, RefusesAStateWhoseDeclaredTypeChanged) {
   EXPECT_EQ(reader.NumEntries(), 0u);
 }
 
-TEST(HeapKeyGroupSnapshot, RefusesAFormatVersionItCannotRead) {
+TEST_P(KeyGroupSnapshotTest, RefusesAFormatVersionItCannotRead) {
   KeyContext context(KeyType::kString, kMaxP, kAll);
-  HeapKeyedStateBackend backend(context);
+  auto backend_owned = testing_util::MakeBackend(GetParam(), context);
+  KeyedStateBackend& backend = *backend_owned;
   BinaryReader r(std::string_view("\xfd\xff\xff\xff\x20\x00\x00\x00\x00", 9));  // version 3
   EXPECT_EQ(backend.RestoreKeyGroup(KeyGroupId(32), r),
             FailedPrecondition("cannot restore key group 32: its keyed state was written in "
@@ -210,9 +222,10 @@ TEST(HeapKeyGroupSnapshot, RefusesAFormatVersionItCannotRead) {
 
 // Found by scripts/fuzz.sh (key_group_restore_fuzzer): a version field of INT32_MIN, whose
 // 32-bit negation is undefined behaviour, is refused as a version it cannot read.
-TEST(HeapKeyGroupSnapshot, RefusesTheMostNegativeVersionFieldWithoutOverflow) {
+TEST_P(KeyGroupSnapshotTest, RefusesTheMostNegativeVersionFieldWithoutOverflow) {
   KeyContext context(KeyType::kString, kMaxP, kAll);
-  HeapKeyedStateBackend backend(context);
+  auto backend_owned = testing_util::MakeBackend(GetParam(), context);
+  KeyedStateBackend& backend = *backend_owned;
   BinaryReader r(std::string_view("\x00\x00\x00\x80\x20\x00\x00\x00\x00", 9));
   EXPECT_EQ(backend.RestoreKeyGroup(KeyGroupId(32), r),
             FailedPrecondition("cannot restore key group 32: its keyed state was written in "
@@ -222,10 +235,10 @@ TEST(HeapKeyGroupSnapshot, RefusesTheMostNegativeVersionFieldWithoutOverflow) {
   EXPECT_EQ(backend.NumEntries(), 0u);
 }
 
-TEST(HeapKeyGroupSnapshot, EqualStateGivesEqualBytesWhateverTheHistory) {
-  Subtask ascending(kAll);
+TEST_P(KeyGroupSnapshotTest, EqualStateGivesEqualBytesWhateverTheHistory) {
+  Subtask ascending(GetParam(), kAll);
   ascending.Fill(0, 199);
-  Subtask descending(kAll);
+  Subtask descending(GetParam(), kAll);
   descending.Fill(200, 260);  // later removed again
   descending.Fill(0, 199, /*descending=*/true);
   for (int i = 200; i <= 260; ++i) {
@@ -245,11 +258,11 @@ TEST(HeapKeyGroupSnapshot, EqualStateGivesEqualBytesWhateverTheHistory) {
 
 // ---- rescaling ----
 
-TEST(HeapKeyGroupSnapshot, RestoresItsKeyGroupsIntoASmallerRange) {
-  Subtask writer(kAll);
+TEST_P(KeyGroupSnapshotTest, RestoresItsKeyGroupsIntoASmallerRange) {
+  Subtask writer(GetParam(), kAll);
   writer.Fill(0, 299);
   std::map<int32_t, std::string> snapshot = writer.SerializeAll();
-  Subtask reader(kLowerHalf);
+  Subtask reader(GetParam(), kLowerHalf);
   for (KeyGroupId g : kLowerHalf.key_groups()) {
     ASSERT_TRUE(reader.Restore(g, snapshot[g.value()]).ok());
   }
@@ -262,10 +275,10 @@ TEST(HeapKeyGroupSnapshot, RestoresItsKeyGroupsIntoASmallerRange) {
   EXPECT_EQ(reader.backend.SetCurrentKey(K("uid-1")).code(), StatusCode::kOutOfRange);  // 121
 }
 
-TEST(HeapKeyGroupSnapshot, RefusesAKeyGroupOutsideItsRangeWithFlinksMessage) {
-  Subtask writer(kAll);
+TEST_P(KeyGroupSnapshotTest, RefusesAKeyGroupOutsideItsRangeWithFlinksMessage) {
+  Subtask writer(GetParam(), kAll);
   writer.Fill(0, 99);
-  Subtask reader(kLowerHalf);
+  Subtask reader(GetParam(), kLowerHalf);
   Status s = reader.Restore(KeyGroupId(121), writer.Serialize(KeyGroupId(121)));
   EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
   EXPECT_EQ(s.message(),
@@ -275,27 +288,27 @@ TEST(HeapKeyGroupSnapshot, RefusesAKeyGroupOutsideItsRangeWithFlinksMessage) {
   EXPECT_EQ(reader.backend.NumEntries(), 0u);
 }
 
-TEST(HeapKeyGroupSnapshot, RestoresTwoSubtasksIntoOneWithTheUnionRange) {
-  Subtask lower(kLowerHalf);
-  Subtask upper(kUpperHalf);
+TEST_P(KeyGroupSnapshotTest, RestoresTwoSubtasksIntoOneWithTheUnionRange) {
+  Subtask lower(GetParam(), kLowerHalf);
+  Subtask upper(GetParam(), kUpperHalf);
   lower.Fill(0, 299);  // each keeps only its own keys
   upper.Fill(0, 299);
-  Subtask merged(kAll);
+  Subtask merged(GetParam(), kAll);
   for (KeyGroupId g : kAll.key_groups()) {
     const Subtask& from = kLowerHalf.contains(g) ? lower : upper;
     ASSERT_TRUE(merged.Restore(g, from.Serialize(g)).ok()) << g;
   }
-  Subtask single(kAll);
+  Subtask single(GetParam(), kAll);
   single.Fill(0, 299);
   EXPECT_EQ(merged.SerializeAll(), single.SerializeAll());
   EXPECT_EQ(merged.backend.NumEntries(), 300u * 6);
 }
 
-TEST(HeapKeyGroupSnapshot, RestoreReplacesOnlyThatKeyGroup) {
-  Subtask writer(kAll);
+TEST_P(KeyGroupSnapshotTest, RestoreReplacesOnlyThatKeyGroup) {
+  Subtask writer(GetParam(), kAll);
   ASSERT_TRUE(writer.backend.SetCurrentKey(K("uid-0")).ok());  // key group 32
   writer.value->Update(1);
-  Subtask reader(kAll);
+  Subtask reader(GetParam(), kAll);
   ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-0")).ok());
   reader.list->Add("stale");  // a state the snapshot of key group 32 does not have
   reader.value->Update(99);
@@ -318,13 +331,13 @@ TEST(HeapKeyGroupSnapshot, RestoreReplacesOnlyThatKeyGroup) {
 
 // ---- states that do not match ----
 
-TEST(HeapKeyGroupSnapshot, RefusesAStateThatIsNotRegistered) {
-  Subtask writer(kAll);
+TEST_P(KeyGroupSnapshotTest, RefusesAStateThatIsNotRegistered) {
+  Subtask writer(GetParam(), kAll);
   ValueState<int64_t>* extra = *writer.backend.GetState(ValueStateDescriptor<int64_t>("extra"));
   ASSERT_TRUE(writer.backend.SetCurrentKey(K("uid-0")).ok());
   extra->Update(1);
   writer.value->Update(2);
-  Subtask reader(kAll);
+  Subtask reader(GetParam(), kAll);
   Status s = reader.Restore(KeyGroupId(32), writer.Serialize(KeyGroupId(32)));
   EXPECT_EQ(s, FailedPrecondition("cannot restore key group 32: the snapshot holds keyed state "
                                   "'extra', which is not registered; register every state of "
@@ -332,9 +345,10 @@ TEST(HeapKeyGroupSnapshot, RefusesAStateThatIsNotRegistered) {
   EXPECT_EQ(reader.backend.NumEntries(), 0u);
 }
 
-TEST(HeapKeyGroupSnapshot, RefusesAStateRegisteredAsAnotherKind) {
+TEST_P(KeyGroupSnapshotTest, RefusesAStateRegisteredAsAnotherKind) {
   KeyContext wc(KeyType::kString, kMaxP, kAll);
-  HeapKeyedStateBackend writer(wc);
+  auto writer_owned = testing_util::MakeBackend(GetParam(), wc);
+  KeyedStateBackend& writer = *writer_owned;
   ValueState<int64_t>* x = *writer.GetState(ValueStateDescriptor<int64_t>("x"));
   ASSERT_TRUE(writer.SetCurrentKey(K("uid-0")).ok());
   x->Update(1);
@@ -343,7 +357,8 @@ TEST(HeapKeyGroupSnapshot, RefusesAStateRegisteredAsAnotherKind) {
   writer.SerializeKeyGroup(KeyGroupId(32), w);
 
   KeyContext rc(KeyType::kString, kMaxP, kAll);
-  HeapKeyedStateBackend reader(rc);
+  auto reader_owned = testing_util::MakeBackend(GetParam(), rc);
+  KeyedStateBackend& reader = *reader_owned;
   ASSERT_TRUE(reader.GetListState(ListStateDescriptor<int64_t>("x")).ok());
   BinaryReader r(bytes);
   EXPECT_EQ(reader.RestoreKeyGroup(KeyGroupId(32), r),
@@ -353,8 +368,8 @@ TEST(HeapKeyGroupSnapshot, RefusesAStateRegisteredAsAnotherKind) {
 
 // ---- truncated and malformed bytes ----
 
-TEST(HeapKeyGroupSnapshot, EveryTruncationIsCorruptionAndChangesNothing) {
-  Subtask writer(kAll);
+TEST_P(KeyGroupSnapshotTest, EveryTruncationIsCorruptionAndChangesNothing) {
+  Subtask writer(GetParam(), kAll);
   std::vector<Key> keys = KeysInGroup(5, 2);
   for (const Key& k : keys) {
     ASSERT_TRUE(writer.backend.SetCurrentKey(k).ok());
@@ -365,7 +380,7 @@ TEST(HeapKeyGroupSnapshot, EveryTruncationIsCorruptionAndChangesNothing) {
     writer.aggregating->Add(4);
   }
   const std::string bytes = writer.Serialize(KeyGroupId(5));
-  Subtask reader(kAll);
+  Subtask reader(GetParam(), kAll);
   ASSERT_TRUE(reader.backend.SetCurrentKey(keys[0]).ok());
   reader.value->Update(42);  // must survive every failed restore
   const std::string before = reader.Serialize(KeyGroupId(5));
@@ -401,8 +416,8 @@ std::string ValueStateKeyGroup(int32_t g, const std::vector<Entry>& entries) {
   return out;
 }
 
-TEST(HeapKeyGroupSnapshot, MalformedBytesAreCorruption) {
-  Subtask reader(kAll);
+TEST_P(KeyGroupSnapshotTest, MalformedBytesAreCorruption) {
+  Subtask reader(GetParam(), kAll);
   const int64_t v = kVoidNamespace.value();
   std::vector<Key> g32 = KeysInGroup(32, 2);  // g32[0] < g32[1]? ordered below
   std::string a(g32[0].bytes()), b(g32[1].bytes());
@@ -494,9 +509,10 @@ TEST(HeapKeyGroupSnapshot, MalformedBytesAreCorruption) {
   EXPECT_EQ(reader.backend.NumEntries(), 0u);
 }
 
-TEST(HeapKeyGroupSnapshot, MalformedValuesOfUserTypesAreCorruption) {
+TEST_P(KeyGroupSnapshotTest, MalformedValuesOfUserTypesAreCorruption) {
   KeyContext context(KeyType::kString, kMaxP, kAll);
-  HeapKeyedStateBackend backend(context);
+  auto backend_owned = testing_util::MakeBackend(GetParam(), context);
+  KeyedStateBackend& backend = *backend_owned;
   ASSERT_TRUE(backend.GetState(ValueStateDescriptor<bool>("flag")).ok());
   std::string bytes;
   BinaryWriter w(&bytes);
@@ -514,14 +530,14 @@ TEST(HeapKeyGroupSnapshot, MalformedValuesOfUserTypesAreCorruption) {
       Corruption("cannot restore key group 32: state 'flag': data is truncated or malformed"));
 }
 
-TEST(HeapKeyGroupSnapshot, IntKeysRoundTripAndMalformedIntKeysAreRefused) {
-  Subtask writer(kAll, KeyType::kInt);
+TEST_P(KeyGroupSnapshotTest, IntKeysRoundTripAndMalformedIntKeysAreRefused) {
+  Subtask writer(GetParam(), kAll, KeyType::kInt);
   for (int64_t k = 0; k < 10; ++k) {
     ASSERT_TRUE(writer.backend.SetCurrentKey(Key::FromInt64(k)).ok());
     writer.value->Update(k * 2);
   }
   // int keys 0..9 go to key groups 94, 86, 127, 113, 7, 126, 18, 113, 15, 51.
-  Subtask reader(kAll, KeyType::kInt);
+  Subtask reader(GetParam(), kAll, KeyType::kInt);
   ASSERT_TRUE(reader.Restore(KeyGroupId(113), writer.Serialize(KeyGroupId(113))).ok());
   EXPECT_EQ(reader.backend.NumKeys(KeyGroupId(113)), 2u);
   ASSERT_TRUE(reader.backend.SetCurrentKey(Key::FromInt64(7)).ok());
@@ -531,6 +547,10 @@ TEST(HeapKeyGroupSnapshot, IntKeysRoundTripAndMalformedIntKeysAreRefused) {
             Corruption("cannot restore key group 94: state 'value': a key of type int must be "
                        "8 bytes, found 4"));
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, KeyGroupSnapshotTest,
+                         ::testing::ValuesIn(testing_util::kAllBackends),
+                         testing_util::BackendName);
 
 }  // namespace
 }  // namespace keyflow

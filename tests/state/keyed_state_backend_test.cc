@@ -1,4 +1,5 @@
-#include "state/heap/heap_keyed_state_backend.h"
+// The KeyedStateBackend contract, run against every backend (heap, RocksDB).
+#include "state/keyed_state_backend.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "tests/state/heap/state_test_util.h"
+#include "tests/state/backend_factory.h"
+#include "tests/state/state_test_util.h"
 
 namespace keyflow {
 namespace {
@@ -25,10 +27,14 @@ using testing_util::AvgAcc;
 using testing_util::K;
 using testing_util::KeysInGroup;
 
-class HeapKeyedStateBackendTest : public ::testing::Test {
+using testing_util::BackendKind;
+
+class KeyedStateBackendTest : public ::testing::TestWithParam<BackendKind> {
  protected:
-  explicit HeapKeyedStateBackendTest(KeyGroupRange range = KeyGroupRange::Of(0, 127))
-      : context_(KeyType::kString, 128, range), backend_(context_) {}
+  explicit KeyedStateBackendTest(KeyGroupRange range = KeyGroupRange::Of(0, 127))
+      : context_(KeyType::kString, 128, range),
+        owned_(testing_util::MakeBackend(GetParam(), context_)),
+        backend_(*owned_) {}
 
   void SetKey(std::string_view key) { ASSERT_TRUE(backend_.SetCurrentKey(K(key)).ok()); }
 
@@ -39,12 +45,13 @@ class HeapKeyedStateBackendTest : public ::testing::Test {
   }
 
   KeyContext context_;
-  HeapKeyedStateBackend backend_;
+  std::unique_ptr<KeyedStateBackend> owned_;
+  KeyedStateBackend& backend_;
 };
 
 // ---- every state kind ----
 
-TEST_F(HeapKeyedStateBackendTest, ValueStateIsEmptyUntilUpdatedAndAfterClear) {
+TEST_P(KeyedStateBackendTest, ValueStateIsEmptyUntilUpdatedAndAfterClear) {
   ValueState<int64_t>* count = Must(backend_.GetState(ValueStateDescriptor<int64_t>("count")));
   SetKey("uid-0");
   EXPECT_EQ(count->Value(), std::nullopt);
@@ -58,7 +65,7 @@ TEST_F(HeapKeyedStateBackendTest, ValueStateIsEmptyUntilUpdatedAndAfterClear) {
   EXPECT_EQ(backend_.NumEntries(), 0u);
 }
 
-TEST_F(HeapKeyedStateBackendTest, ValueStateReturnsTheDescriptorDefaultWhenEmpty) {
+TEST_P(KeyedStateBackendTest, ValueStateReturnsTheDescriptorDefaultWhenEmpty) {
   ValueState<std::string>* name =
       Must(backend_.GetState(ValueStateDescriptor<std::string>("name", "nobody")));
   SetKey("uid-0");
@@ -70,7 +77,7 @@ TEST_F(HeapKeyedStateBackendTest, ValueStateReturnsTheDescriptorDefaultWhenEmpty
   EXPECT_EQ(backend_.NumEntries(), 0u);  // the default is never stored
 }
 
-TEST_F(HeapKeyedStateBackendTest, ListStateAddsAddAllUpdatesAndClears) {
+TEST_P(KeyedStateBackendTest, ListStateAddsAddAllUpdatesAndClears) {
   ListState<int32_t>* list = Must(backend_.GetListState(ListStateDescriptor<int32_t>("list")));
   SetKey("uid-0");
   EXPECT_THAT(list->Get(), IsEmpty());
@@ -87,7 +94,7 @@ TEST_F(HeapKeyedStateBackendTest, ListStateAddsAddAllUpdatesAndClears) {
   EXPECT_EQ(backend_.NumEntries(), 0u);
 }
 
-TEST_F(HeapKeyedStateBackendTest, ListStateNeverStoresAnEmptyList) {
+TEST_P(KeyedStateBackendTest, ListStateNeverStoresAnEmptyList) {
   ListState<int32_t>* list = Must(backend_.GetListState(ListStateDescriptor<int32_t>("list")));
   SetKey("uid-0");
   list->AddAll({});
@@ -99,7 +106,7 @@ TEST_F(HeapKeyedStateBackendTest, ListStateNeverStoresAnEmptyList) {
   EXPECT_THAT(list->Get(), IsEmpty());
 }
 
-TEST_F(HeapKeyedStateBackendTest, MapStatePutsGetsRemovesAndIterates) {
+TEST_P(KeyedStateBackendTest, MapStatePutsGetsRemovesAndIterates) {
   MapState<std::string, int64_t>* map =
       Must(backend_.GetMapState(MapStateDescriptor<std::string, int64_t>("pages")));
   SetKey("uid-0");
@@ -124,7 +131,7 @@ TEST_F(HeapKeyedStateBackendTest, MapStatePutsGetsRemovesAndIterates) {
   EXPECT_EQ(backend_.NumEntries(), 0u);
 }
 
-TEST_F(HeapKeyedStateBackendTest, MapStateRemovingTheLastEntryRemovesTheMap) {
+TEST_P(KeyedStateBackendTest, MapStateRemovingTheLastEntryRemovesTheMap) {
   MapState<int64_t, int64_t>* map =
       Must(backend_.GetMapState(MapStateDescriptor<int64_t, int64_t>("m")));
   SetKey("uid-0");
@@ -135,7 +142,7 @@ TEST_F(HeapKeyedStateBackendTest, MapStateRemovingTheLastEntryRemovesTheMap) {
   EXPECT_EQ(backend_.NumEntries(), 0u);
 }
 
-TEST_F(HeapKeyedStateBackendTest, ReducingStateFoldsAddsWithTheReduceFunction) {
+TEST_P(KeyedStateBackendTest, ReducingStateFoldsAddsWithTheReduceFunction) {
   ReducingState<int64_t>* max = Must(backend_.GetReducingState(ReducingStateDescriptor<int64_t>(
       "max", [](const int64_t& a, const int64_t& b) { return std::max(a, b); })));
   SetKey("uid-0");
@@ -151,7 +158,7 @@ TEST_F(HeapKeyedStateBackendTest, ReducingStateFoldsAddsWithTheReduceFunction) {
   EXPECT_EQ(max->Get(), -5);
 }
 
-TEST_F(HeapKeyedStateBackendTest, AggregatingStateAccumulatesAndReturnsTheResult) {
+TEST_P(KeyedStateBackendTest, AggregatingStateAccumulatesAndReturnsTheResult) {
   AggregatingState<int64_t, double>* avg = Must(backend_.GetAggregatingState(
       AggregatingStateDescriptor<int64_t, AvgAcc, double>("avg", std::make_shared<Average>())));
   SetKey("uid-0");
@@ -169,7 +176,7 @@ TEST_F(HeapKeyedStateBackendTest, AggregatingStateAccumulatesAndReturnsTheResult
 // Reads remember the entry they found so that a following write of the same key does not probe
 // again; interleaved reads, writes, erases and table growth over other keys must never make a
 // write land in the wrong entry.
-TEST_F(HeapKeyedStateBackendTest, InterleavedReadsAndWritesMatchAReferenceMap) {
+TEST_P(KeyedStateBackendTest, InterleavedReadsAndWritesMatchAReferenceMap) {
   ValueState<int64_t>* v = Must(backend_.GetState(ValueStateDescriptor<int64_t>("v")));
   ListState<int64_t>* l = Must(backend_.GetListState(ListStateDescriptor<int64_t>("l")));
   std::map<std::pair<std::string, int64_t>, int64_t> values;
@@ -235,7 +242,7 @@ TEST_F(HeapKeyedStateBackendTest, InterleavedReadsAndWritesMatchAReferenceMap) {
 
 // ---- keys and namespaces ----
 
-TEST_F(HeapKeyedStateBackendTest, NamespacesIsolateData) {
+TEST_P(KeyedStateBackendTest, NamespacesIsolateData) {
   ValueState<int64_t>* v = Must(backend_.GetState(ValueStateDescriptor<int64_t>("v")));
   ListState<int64_t>* l = Must(backend_.GetListState(ListStateDescriptor<int64_t>("l")));
   SetKey("uid-0");
@@ -263,7 +270,7 @@ TEST_F(HeapKeyedStateBackendTest, NamespacesIsolateData) {
   EXPECT_EQ(backend_.NumKeys(KeyGroupId(32)), 1u);  // "uid-0" is in key group 32
 }
 
-TEST_F(HeapKeyedStateBackendTest, SwitchingTheCurrentKeySwitchesTheState) {
+TEST_P(KeyedStateBackendTest, SwitchingTheCurrentKeySwitchesTheState) {
   ValueState<int64_t>* v = Must(backend_.GetState(ValueStateDescriptor<int64_t>("v")));
   for (int i = 0; i < 10; ++i) {
     SetKey("uid-" + std::to_string(i));
@@ -282,7 +289,7 @@ TEST_F(HeapKeyedStateBackendTest, SwitchingTheCurrentKeySwitchesTheState) {
   EXPECT_EQ(backend_.NumEntries(), 10u);
 }
 
-TEST_F(HeapKeyedStateBackendTest, ClearAffectsOnlyTheCurrentKey) {
+TEST_P(KeyedStateBackendTest, ClearAffectsOnlyTheCurrentKey) {
   ValueState<int64_t>* v = Must(backend_.GetState(ValueStateDescriptor<int64_t>("v")));
   SetKey("a");
   v->Update(1);
@@ -293,12 +300,12 @@ TEST_F(HeapKeyedStateBackendTest, ClearAffectsOnlyTheCurrentKey) {
   EXPECT_EQ(v->Value(), 1);
 }
 
-class HeapKeyedStateBackendLowerHalfTest : public HeapKeyedStateBackendTest {
+class KeyedStateBackendLowerHalfTest : public KeyedStateBackendTest {
  protected:
-  HeapKeyedStateBackendLowerHalfTest() : HeapKeyedStateBackendTest(KeyGroupRange::Of(0, 63)) {}
+  KeyedStateBackendLowerHalfTest() : KeyedStateBackendTest(KeyGroupRange::Of(0, 63)) {}
 };
 
-TEST_F(HeapKeyedStateBackendLowerHalfTest, RefusesAKeyOfAnotherSubtaskWithFlinksMessage) {
+TEST_P(KeyedStateBackendLowerHalfTest, RefusesAKeyOfAnotherSubtaskWithFlinksMessage) {
   ValueState<int64_t>* v = Must(backend_.GetState(ValueStateDescriptor<int64_t>("v")));
   SetKey("uid-0");  // key group 32: ours
   v->Update(7);
@@ -316,7 +323,7 @@ TEST_F(HeapKeyedStateBackendLowerHalfTest, RefusesAKeyOfAnotherSubtaskWithFlinks
   EXPECT_EQ(v->Value(), 8);
 }
 
-TEST_F(HeapKeyedStateBackendTest, UsingStateWithoutACurrentKeyAborts) {
+TEST_P(KeyedStateBackendTest, UsingStateWithoutACurrentKeyAborts) {
   ValueState<int64_t>* v = Must(backend_.GetState(ValueStateDescriptor<int64_t>("count")));
   EXPECT_DEATH((void)v->Value(), "keyed state 'count' was used without a current key");
   EXPECT_DEATH(v->Update(1), "keyed state 'count' was used without a current key");
@@ -324,7 +331,7 @@ TEST_F(HeapKeyedStateBackendTest, UsingStateWithoutACurrentKeyAborts) {
 
 // ---- registration ----
 
-TEST_F(HeapKeyedStateBackendTest, RegisteringTheSameDescriptorTwiceReturnsTheSameState) {
+TEST_P(KeyedStateBackendTest, RegisteringTheSameDescriptorTwiceReturnsTheSameState) {
   ValueStateDescriptor<int64_t> d("count", 0);
   ValueState<int64_t>* a = Must(backend_.GetState(d));
   ValueState<int64_t>* b = Must(backend_.GetState(ValueStateDescriptor<int64_t>("count", 5)));
@@ -336,7 +343,7 @@ TEST_F(HeapKeyedStateBackendTest, RegisteringTheSameDescriptorTwiceReturnsTheSam
   EXPECT_EQ(l1, l2);
 }
 
-TEST_F(HeapKeyedStateBackendTest, RegisteringANameAsAnotherKindIsAnError) {
+TEST_P(KeyedStateBackendTest, RegisteringANameAsAnotherKindIsAnError) {
   ASSERT_TRUE(backend_.GetState(ValueStateDescriptor<int64_t>("count")).ok());
   auto r = backend_.GetListState(ListStateDescriptor<int64_t>("count"));
   ASSERT_FALSE(r.ok());
@@ -347,7 +354,7 @@ TEST_F(HeapKeyedStateBackendTest, RegisteringANameAsAnotherKindIsAnError) {
             "name");
 }
 
-TEST_F(HeapKeyedStateBackendTest, RegisteringANameWithAnotherValueTypeIsAnError) {
+TEST_P(KeyedStateBackendTest, RegisteringANameWithAnotherValueTypeIsAnError) {
   ASSERT_TRUE(backend_.GetState(ValueStateDescriptor<int64_t>("count")).ok());
   auto r = backend_.GetState(ValueStateDescriptor<std::string>("count"));
   ASSERT_FALSE(r.ok());
@@ -362,7 +369,7 @@ TEST_F(HeapKeyedStateBackendTest, RegisteringANameWithAnotherValueTypeIsAnError)
   EXPECT_EQ(m2.status().code(), StatusCode::kAlreadyExists);
 }
 
-TEST_F(HeapKeyedStateBackendTest, RefusesEmptyNamesAndMissingFunctions) {
+TEST_P(KeyedStateBackendTest, RefusesEmptyNamesAndMissingFunctions) {
   auto empty = backend_.GetState(ValueStateDescriptor<int64_t>(""));
   EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(empty.status().message(), "a keyed state needs a non-empty name (ValueState<long>)");
@@ -377,7 +384,7 @@ TEST_F(HeapKeyedStateBackendTest, RefusesEmptyNamesAndMissingFunctions) {
 
 // ---- ApplyToAllKeys, inspection, ClearAll ----
 
-TEST_F(HeapKeyedStateBackendTest, ApplyToAllKeysVisitsKeyGroupsAscendingThenKeyBytes) {
+TEST_P(KeyedStateBackendTest, ApplyToAllKeysVisitsKeyGroupsAscendingThenKeyBytes) {
   ValueState<int64_t>* v = Must(backend_.GetState(ValueStateDescriptor<int64_t>("v")));
   // Two more keys in key group 32, next to "uid-0"; written in descending byte order.
   std::vector<Key> g32 = KeysInGroup(32, 2);
@@ -412,7 +419,7 @@ TEST_F(HeapKeyedStateBackendTest, ApplyToAllKeysVisitsKeyGroupsAscendingThenKeyB
   EXPECT_EQ(v->Value(), 105);
 }
 
-TEST_F(HeapKeyedStateBackendTest, ApplyToAllKeysStopsAtTheFirstErrorAndReportsIt) {
+TEST_P(KeyedStateBackendTest, ApplyToAllKeysStopsAtTheFirstErrorAndReportsIt) {
   ValueState<int64_t>* v = Must(backend_.GetState(ValueStateDescriptor<int64_t>("v")));
   for (const char* k : {"uid-0", "uid-1", "uid-2"}) {  // key groups 32, 121, 93
     SetKey(k);
@@ -430,7 +437,7 @@ TEST_F(HeapKeyedStateBackendTest, ApplyToAllKeysStopsAtTheFirstErrorAndReportsIt
       StatusCode::kNotFound);
 }
 
-TEST_F(HeapKeyedStateBackendTest, NumKeysCountsDistinctKeysOverStatesAndNamespaces) {
+TEST_P(KeyedStateBackendTest, NumKeysCountsDistinctKeysOverStatesAndNamespaces) {
   ValueState<int64_t>* v = Must(backend_.GetState(ValueStateDescriptor<int64_t>("v")));
   ListState<int64_t>* l = Must(backend_.GetListState(ListStateDescriptor<int64_t>("l")));
   std::vector<Key> keys = KeysInGroup(7, 3);
@@ -446,7 +453,7 @@ TEST_F(HeapKeyedStateBackendTest, NumKeysCountsDistinctKeysOverStatesAndNamespac
   EXPECT_EQ(backend_.NumEntries(), 9u);
 }
 
-TEST_F(HeapKeyedStateBackendTest, ClearAllRemovesEveryEntryAndKeepsRegistrations) {
+TEST_P(KeyedStateBackendTest, ClearAllRemovesEveryEntryAndKeepsRegistrations) {
   ValueState<int64_t>* v = Must(backend_.GetState(ValueStateDescriptor<int64_t>("v")));
   MapState<int64_t, int64_t>* m =
       Must(backend_.GetMapState(MapStateDescriptor<int64_t, int64_t>("m")));
@@ -465,6 +472,13 @@ TEST_F(HeapKeyedStateBackendTest, ClearAllRemovesEveryEntryAndKeepsRegistrations
   v->Update(1);
   EXPECT_EQ(v->Value(), 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, KeyedStateBackendTest,
+                         ::testing::ValuesIn(testing_util::kAllBackends),
+                         testing_util::BackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, KeyedStateBackendLowerHalfTest,
+                         ::testing::ValuesIn(testing_util::kAllBackends),
+                         testing_util::BackendName);
 
 }  // namespace
 }  // namespace keyflow

@@ -1,0 +1,500 @@
+#include "state/rocksdb/rocksdb_keyed_state_backend.h"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/merge_operator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+#include <rocksdb/write_buffer_manager.h>
+
+#include <filesystem>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "state/rocksdb/rocksdb_key_layout.h"
+#include "state/rocksdb/rocksdb_keyed_state.h"
+#include "state/rocksdb/rocksdb_value_format.h"
+
+namespace keyflow {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The list merge operator: a stored list is a concatenation of length-prefixed elements, so
+// appending is concatenation (rocksdb_value_format.h).
+class ListAppendOperator final : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing, const rocksdb::Slice& value,
+             std::string* new_value, rocksdb::Logger*) const override {
+    new_value->clear();
+    if (existing != nullptr) new_value->assign(existing->data(), existing->size());
+    new_value->append(value.data(), value.size());
+    return true;
+  }
+  const char* Name() const override { return "keyflow.ListAppend"; }
+};
+
+rocksdb::WriteOptions NoWal() {
+  rocksdb::WriteOptions w;
+  w.disableWAL = true;  // checkpoints are the durability
+  return w;
+}
+
+// A handle for the staging heap backend's registrations (never used by anyone).
+class StagingHandle final : public KeyedStateHandle {
+ public:
+  explicit StagingHandle(InternalKeyedState* s) : KeyedStateHandle(s) {}
+};
+
+std::string StateDirSentence(const std::string& dir, const std::string& why) {
+  return "cannot use the RocksDB state directory " + dir + " (" + why +
+         "): pass --state-dir a directory on a local disk that the worker can write";
+}
+
+}  // namespace
+
+struct RocksDbKeyedStateBackend::RegisteredState {
+  std::type_index signature;
+  RocksDbStateInfo info;
+  std::unique_ptr<RocksDbKeyedState> state;
+  std::unique_ptr<KeyedStateHandle> handle;  // over `state`
+};
+
+// CopyKeyGroup's result: a RocksDB snapshot; serialised from on the writer thread.
+class RocksDbKeyedStateBackend::KeyGroupSnapshotCopy final : public KeyGroupCopy {
+ public:
+  KeyGroupSnapshotCopy(const RocksDbKeyedStateBackend* backend, KeyGroupId g)
+      : backend_(backend), g_(g), snapshot_(backend->db_->GetSnapshot()) {}
+  ~KeyGroupSnapshotCopy() override { backend_->db_->ReleaseSnapshot(snapshot_); }
+  void Write(BinaryWriter& out) const override { backend_->WriteKeyGroup(g_, snapshot_, out); }
+  uint64_t Count() const override { return backend_->CountKeys(g_, snapshot_); }
+
+ private:
+  const RocksDbKeyedStateBackend* backend_;
+  KeyGroupId g_;
+  const rocksdb::Snapshot* snapshot_;
+};
+
+RocksDbKeyedStateBackend::RocksDbKeyedStateBackend(KeyContext& key_context, std::string dir)
+    : KeyedStateBackend(key_context),
+      dir_(std::move(dir)),
+      prefix_bytes_(rocksdb_layout::KeyGroupPrefixBytes(key_context.max_parallelism())),
+      staging_context_(key_context.key_type(), key_context.max_parallelism(), key_context.range()),
+      staging_(staging_context_) {}
+
+Result<std::unique_ptr<RocksDbKeyedStateBackend>> RocksDbKeyedStateBackend::Open(
+    KeyContext& key_context, RocksDbStateOptions options) {
+  if (options.dir.empty()) {
+    return InvalidArgument("the RocksDB state backend needs a directory: pass --state-dir DIR");
+  }
+  std::error_code ec;
+  // A leftover of a killed process with the same subtask directory: its state is in a checkpoint.
+  fs::remove_all(options.dir, ec);
+  ec.clear();
+  fs::create_directories(options.dir, ec);
+  if (ec) return FailedPrecondition(StateDirSentence(options.dir, ec.message()));
+
+  std::unique_ptr<RocksDbKeyedStateBackend> backend(
+      new RocksDbKeyedStateBackend(key_context, options.dir));
+  backend->block_cache_ =
+      rocksdb::NewLRUCache(static_cast<size_t>(std::max<int64_t>(options.block_cache_bytes, 1)));
+  backend->write_buffers_ = std::make_shared<rocksdb::WriteBufferManager>(
+      static_cast<size_t>(std::max<int64_t>(options.memtable_bytes, 1 << 20)));
+  backend->memtable_bytes_ = std::max<int64_t>(options.memtable_bytes, 1 << 20);
+
+  rocksdb::Options db_options;
+  db_options.create_if_missing = true;
+  db_options.error_if_exists = true;
+  db_options.write_buffer_manager = backend->write_buffers_;
+  db_options.avoid_flush_during_shutdown = true;
+  db_options.max_background_jobs = 2;
+  db_options.keep_log_file_num = 2;
+  db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(db_options, options.dir, &db);
+  if (!s.ok()) {
+    fs::remove_all(options.dir, ec);
+    return FailedPrecondition(StateDirSentence(options.dir, s.ToString()));
+  }
+  backend->db_.reset(db);
+  return backend;
+}
+
+RocksDbKeyedStateBackend::~RocksDbKeyedStateBackend() {
+  for (auto& [name, state] : states_) {
+    db_->DestroyColumnFamilyHandle(state->info.column_family).PermitUncheckedError();
+  }
+  db_->Close().PermitUncheckedError();
+  db_.reset();
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+void RocksDbKeyedStateBackend::Check(const rocksdb::Status& s, const std::string& what) const {
+  if (s.ok() || !failure_.ok()) return;
+  const std::string why = s.ToString();
+  failure_ =
+      s.IsNoSpace() || s.IsIOError()
+          ? Unavailable("the RocksDB state backend failed " + what + " in " + dir_ + " (" + why +
+                        "): free disk space or fix the disk of --state-dir; the job "
+                        "restarts from its last completed checkpoint")
+          : Internal("the RocksDB state backend failed " + what + " in " + dir_ + " (" + why +
+                     "); the job restarts from its last completed checkpoint");
+}
+
+void RocksDbKeyedStateBackend::Apply(rocksdb::WriteBatch& batch, const std::string& what) {
+  Check(db_->Write(NoWal(), &batch), what);
+}
+
+Result<KeyedStateHandle*> RocksDbKeyedStateBackend::GetOrRegisterState(const StateRegistration& r,
+                                                                       HandleFactory make) {
+  if (r.name.empty()) {
+    return InvalidArgument("a keyed state needs a non-empty name (" + r.type_description + ")");
+  }
+  if (auto it = states_.find(r.name); it != states_.end()) {
+    if (it->second->signature != std::type_index(*r.signature)) {
+      return AlreadyExists("keyed state '" + r.name + "' is already registered as " +
+                           it->second->info.type_description +
+                           "; it cannot also be registered as " + r.type_description +
+                           ". State names are unique per operator: use another name");
+    }
+    return it->second->handle.get();
+  }
+  if (!r.invalid_reason.empty()) return InvalidArgument(r.invalid_reason);
+  CHECK(r.kind != StateKind::kList || r.element_ops != nullptr);
+  CHECK(r.kind != StateKind::kMap || (r.element_ops != nullptr && r.map_value_ops != nullptr));
+
+  // The staging backend validates restores: it knows every state.
+  RETURN_IF_ERROR(
+      staging_
+          .GetOrRegisterState(
+              r, [](InternalKeyedState* s) { return std::make_unique<StagingHandle>(s); })
+          .status());
+
+  rocksdb::ColumnFamilyOptions cf_options;
+  static const auto* merge =
+      new std::shared_ptr<rocksdb::MergeOperator>(std::make_shared<ListAppendOperator>());
+  cf_options.merge_operator = *merge;
+  cf_options.write_buffer_size = static_cast<size_t>(memtable_bytes_ / 2);
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = block_cache_;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.cache_index_and_filter_blocks = true;  // counted in the cache budget
+  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  rocksdb::ColumnFamilyHandle* cf = nullptr;
+  // "state:" keeps a state named "default" apart from RocksDB's default column family.
+  rocksdb::Status s = db_->CreateColumnFamily(cf_options, "state:" + r.name, &cf);
+  if (!s.ok()) {
+    return Unavailable("cannot create the RocksDB column family of keyed state '" + r.name +
+                       "' in " + dir_ + " (" + s.ToString() +
+                       "): check that --state-dir is writable and has free space");
+  }
+
+  auto registered = std::make_unique<RegisteredState>(RegisteredState{
+      std::type_index(*r.signature),
+      RocksDbStateInfo{r.name, r.kind, r.type_description, r.value_ops, r.element_ops,
+                       r.map_value_ops, cf, std::vector<int64_t>(range().size(), 0)},
+      nullptr, nullptr});
+  registered->state = std::make_unique<RocksDbKeyedState>(this, &key_context(), &registered->info);
+  registered->handle = make(registered->state.get());
+  KeyedStateHandle* handle = registered->handle.get();
+  states_.emplace(r.name, std::move(registered));
+  return handle;
+}
+
+Status RocksDbKeyedStateBackend::ApplyToAllKeys(std::string_view state_name, Namespace ns,
+                                                absl::FunctionRef<Status(const Key&)> fn) {
+  auto it = states_.find(state_name);
+  if (it == states_.end()) {
+    return NotFound("ApplyToAllKeys: no keyed state named '" + std::string(state_name) +
+                    "' is registered; register it (GetState & co.) first");
+  }
+  const RocksDbStateInfo& info = it->second->info;
+  std::optional<std::pair<Key, KeyGroupId>> previous;
+  if (key_context().has_current_key()) {
+    previous.emplace(key_context().current_key(), key_context().current_key_group());
+  }
+  auto restore_previous = [&] {
+    if (!previous) return;
+    Status s = key_context().SetCurrentKey(previous->first, previous->second);
+    CHECK(s.ok()) << s.ToString();
+  };
+  std::vector<Key> keys;
+  rocksdb_layout::DecodedKey decoded;
+  for (KeyGroupId g : range().key_groups()) {
+    keys.clear();
+    if (info.counts[static_cast<size_t>(range().IndexOf(g))] == 0) continue;
+    // Collected before calling fn, which may change this key group. Rows come in ascending
+    // (key, namespace[, user key]) order, so a key's rows are adjacent.
+    const std::string begin = rocksdb_layout::KeyGroupBegin(g.value(), prefix_bytes_);
+    const std::string end = rocksdb_layout::KeyGroupEnd(g.value(), prefix_bytes_);
+    rocksdb::Slice upper(end);
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> rows(db_->NewIterator(ro, info.column_family));
+    for (rows->Seek(begin); rows->Valid(); rows->Next()) {
+      CHECK(rocksdb_layout::DecodeKey(std::string_view(rows->key().data(), rows->key().size()),
+                                      prefix_bytes_, &decoded));
+      if (decoded.ns != ns.value()) continue;
+      if (!keys.empty() && keys.back().bytes() == decoded.key) continue;
+      keys.push_back(Key::FromBytes(decoded.key));
+    }
+    Check(rows->status(), "iterating state '" + info.name + "'");
+    RETURN_IF_ERROR(failure_);
+    for (const Key& key : keys) {
+      Status s = key_context().SetCurrentKey(key, g);
+      CHECK(s.ok()) << s.ToString();  // stored keys are in range by construction
+      s = fn(key);
+      if (!s.ok()) {
+        restore_previous();
+        return s;
+      }
+    }
+  }
+  restore_previous();
+  return Status::Ok();
+}
+
+size_t RocksDbKeyedStateBackend::CountKeys(KeyGroupId g, const rocksdb::Snapshot* snapshot) const {
+  absl::flat_hash_set<std::string> keys;
+  const std::string begin = rocksdb_layout::KeyGroupBegin(g.value(), prefix_bytes_);
+  const std::string end = rocksdb_layout::KeyGroupEnd(g.value(), prefix_bytes_);
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  ro.snapshot = snapshot;
+  ro.fill_cache = false;
+  rocksdb_layout::DecodedKey decoded;
+  for (const auto& [name, state] : states_) {
+    std::unique_ptr<rocksdb::Iterator> rows(db_->NewIterator(ro, state->info.column_family));
+    for (rows->Seek(begin); rows->Valid(); rows->Next()) {
+      CHECK(rocksdb_layout::DecodeKey(std::string_view(rows->key().data(), rows->key().size()),
+                                      prefix_bytes_, &decoded));
+      keys.insert(decoded.key);
+    }
+    CHECK(rows->status().ok()) << "reading state '" << name << "' in " << dir_ << ": "
+                               << rows->status().ToString();
+  }
+  return keys.size();
+}
+
+size_t RocksDbKeyedStateBackend::NumKeys(KeyGroupId g) const {
+  CHECK(range().contains(g)) << "key group " << g << " is not in " << range();
+  return CountKeys(g, nullptr);
+}
+
+size_t RocksDbKeyedStateBackend::NumEntries() const {
+  int64_t n = 0;
+  for (const auto& [name, state] : states_) {
+    for (int64_t c : state->info.counts) n += c;
+  }
+  return static_cast<size_t>(n);
+}
+
+void RocksDbKeyedStateBackend::ClearAll() {
+  ++epoch_;
+  for (int32_t i = 0; i < range().size(); ++i) {
+    const int32_t g = range().start() + i;
+    rocksdb::WriteBatch batch;
+    bool any = false;
+    for (auto& [name, state] : states_) {
+      int64_t& count = state->info.counts[static_cast<size_t>(i)];
+      if (count == 0) continue;
+      batch.DeleteRange(state->info.column_family, rocksdb_layout::KeyGroupBegin(g, prefix_bytes_),
+                        rocksdb_layout::KeyGroupEnd(g, prefix_bytes_));
+      count = 0;
+      any = true;
+    }
+    if (!any) continue;
+    BeforeWrite(i);
+    Apply(batch, "clearing key group " + std::to_string(g));
+  }
+}
+
+void RocksDbKeyedStateBackend::SerializeKeyGroup(KeyGroupId g, BinaryWriter& out) const {
+  CHECK(range().contains(g)) << "SerializeKeyGroup: key group " << g << " is not in " << range();
+  WriteKeyGroup(g, nullptr, out);
+}
+
+std::unique_ptr<KeyGroupCopy> RocksDbKeyedStateBackend::CopyKeyGroup(KeyGroupId g) const {
+  CHECK(range().contains(g)) << "CopyKeyGroup: key group " << g << " is not in " << range();
+  return std::make_unique<KeyGroupSnapshotCopy>(this, g);
+}
+
+void RocksDbKeyedStateBackend::WriteKeyGroup(KeyGroupId g, const rocksdb::Snapshot* snapshot,
+                                             BinaryWriter& out) const {
+  const std::string begin = rocksdb_layout::KeyGroupBegin(g.value(), prefix_bytes_);
+  const std::string end = rocksdb_layout::KeyGroupEnd(g.value(), prefix_bytes_);
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  ro.snapshot = snapshot;
+  ro.fill_cache = false;  // a snapshot reads everything once: keep the hot blocks cached
+  rocksdb_layout::DecodedKey decoded;
+
+  struct Part {
+    const RocksDbStateInfo* info;
+    uint64_t entries = 0;
+    std::string bytes;
+  };
+  std::vector<Part> parts;
+  for (const auto& [name, state] : states_) {
+    const RocksDbStateInfo& info = state->info;
+    Part part{&info};
+    BinaryWriter w(&part.bytes);
+    std::unique_ptr<rocksdb::Iterator> rows(db_->NewIterator(ro, info.column_family));
+    // A map's rows of one (key, namespace) are adjacent: gathered, then written as one map.
+    std::optional<TypedBuffer> map;
+    if (info.kind == StateKind::kMap) map.emplace(*info.value_ops);
+    std::string map_prefix;
+    std::string map_pairs;
+    uint64_t map_size = 0;
+    auto flush_map = [&] {
+      if (map_size == 0) return;
+      CHECK(rocksdb_format::RowsToCanonicalMap(map_size, map_pairs, *map, *info.value_ops, w))
+          << "map state '" << info.name << "' holds rows this backend did not write";
+      map_size = 0;
+      map_pairs.clear();
+    };
+    for (rows->Seek(begin); rows->Valid(); rows->Next()) {
+      std::string_view rocks_key(rows->key().data(), rows->key().size());
+      std::string_view value(rows->value().data(), rows->value().size());
+      CHECK(rocksdb_layout::DecodeKey(rocks_key, prefix_bytes_, &decoded));
+      if (info.kind == StateKind::kMap) {
+        std::string_view prefix = rocks_key.substr(0, decoded.prefix_length);
+        if (map_size > 0 && prefix == map_prefix) {
+          map_pairs.append(decoded.rest).append(value);
+          ++map_size;
+          continue;
+        }
+        flush_map();
+        map_prefix.assign(prefix);
+        map_pairs.append(decoded.rest).append(value);
+        map_size = 1;
+      }
+      ++part.entries;
+      w.Bytes(decoded.key);
+      w.I64(decoded.ns);
+      if (info.kind == StateKind::kList) {
+        CHECK(rocksdb_format::StoredListToCanonical(value, w))
+            << "list state '" << info.name << "' holds a value this backend did not write";
+      } else if (info.kind != StateKind::kMap) {
+        w.Raw(value.data(), value.size());
+      }
+    }
+    flush_map();
+    CHECK(rows->status().ok()) << "reading state '" << info.name << "' in " << dir_ << ": "
+                               << rows->status().ToString();
+    if (part.entries > 0) parts.push_back(std::move(part));
+  }
+  // Format version 2 (state/README.md), the bytes the heap backend writes for the same state.
+  out.I32(-kKeyGroupStateFormatVersion);
+  out.I32(g.value());
+  out.VarU64(parts.size());
+  for (const Part& p : parts) {
+    out.Bytes(p.info->name);
+    out.U8(static_cast<uint8_t>(p.info->kind));
+    out.Bytes(p.info->type_description);
+    out.VarU64(p.entries);
+    out.Raw(p.bytes.data(), p.bytes.size());
+  }
+}
+
+void RocksDbKeyedStateBackend::StageKeyGroup(
+    std::string_view bytes, rocksdb::WriteBatch& batch,
+    std::map<std::string, int64_t, std::less<>>* counts) const {
+  BinaryReader in(bytes);
+  CHECK(in.I32() == -kKeyGroupStateFormatVersion);
+  const int32_t g = in.I32();
+  const uint64_t num_states = in.VarU64();
+  std::string rocks_key;
+  std::string stored;
+  std::vector<std::pair<std::string_view, std::string_view>> rows;
+  for (uint64_t i = 0; i < num_states; ++i) {
+    const std::string_view name = in.Bytes();
+    in.U8();     // kind: as registered (the staging backend checked)
+    in.Bytes();  // declared type: likewise
+    const uint64_t n = in.VarU64();
+    const RocksDbStateInfo& info = states_.find(name)->second->info;
+    (*counts)[std::string(name)] = static_cast<int64_t>(n);
+    TypedBuffer scratch(*info.value_ops);
+    for (uint64_t e = 0; e < n; ++e) {
+      const std::string_view key = in.Bytes();
+      const int64_t ns = in.I64();
+      rocks_key.clear();
+      rocksdb_layout::AppendEntryPrefix(&rocks_key, g, prefix_bytes_, key, ns);
+      if (info.kind == StateKind::kList) {
+        stored.clear();
+        CHECK(rocksdb_format::CanonicalListToStored(in, *info.element_ops, &stored));
+        batch.Put(info.column_family, rocks_key, stored);
+      } else if (info.kind == StateKind::kMap) {
+        CHECK(
+            rocksdb_format::CanonicalMapToRows(in, *info.element_ops, *info.map_value_ops, &rows));
+        const size_t prefix_length = rocks_key.size();
+        for (const auto& [uk, uv] : rows) {
+          rocks_key.resize(prefix_length);
+          rocks_key.append(uk);
+          batch.Put(info.column_family, rocks_key, rocksdb::Slice(uv.data(), uv.size()));
+        }
+      } else {
+        std::string_view value;
+        CHECK(rocksdb_format::ReadValueSlice(in, scratch, &value));
+        batch.Put(info.column_family, rocks_key, rocksdb::Slice(value.data(), value.size()));
+      }
+    }
+  }
+  CHECK(in.ok() && in.at_end());
+}
+
+Status RocksDbKeyedStateBackend::RestoreKeyGroup(KeyGroupId g, BinaryReader& in) {
+  if (!range().contains(g)) return key_context().IllegalKeyGroup(g);
+  RETURN_IF_ERROR(failure_);
+  // Parsed and validated by the heap backend (same checks, same sentences); a failure leaves
+  // both untouched. Its canonical bytes are then trusted.
+  RETURN_IF_ERROR(staging_.RestoreKeyGroup(g, in));
+  std::string canonical;
+  BinaryWriter w(&canonical);
+  staging_.SerializeKeyGroup(g, w);
+  staging_.ClearAll();
+
+  const int32_t index = range().IndexOf(g);
+  rocksdb::WriteBatch batch;
+  for (auto& [name, state] : states_) {
+    if (state->info.counts[static_cast<size_t>(index)] == 0) continue;
+    batch.DeleteRange(state->info.column_family,
+                      rocksdb_layout::KeyGroupBegin(g.value(), prefix_bytes_),
+                      rocksdb_layout::KeyGroupEnd(g.value(), prefix_bytes_));
+  }
+  std::map<std::string, int64_t, std::less<>> counts;
+  StageKeyGroup(canonical, batch, &counts);
+  BeforeWrite(index);
+  rocksdb::Status s = db_->Write(NoWal(), &batch);
+  if (!s.ok()) {
+    return Unavailable("cannot restore key group " + std::to_string(g.value()) +
+                       " into the RocksDB state backend in " + dir_ + " (" + s.ToString() +
+                       "): free disk space or fix the disk of --state-dir");
+  }
+  ++epoch_;
+  for (auto& [name, state] : states_) {
+    auto c = counts.find(name);
+    state->info.counts[static_cast<size_t>(index)] = c == counts.end() ? 0 : c->second;
+  }
+  return Status::Ok();
+}
+
+StateSize RocksDbKeyedStateBackend::ApproximateSize() const {
+  uint64_t memtables = 0;
+  uint64_t sst = 0;
+  db_->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &memtables);
+  db_->GetAggregatedIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &sst);
+  return StateSize{static_cast<int64_t>(memtables + block_cache_->GetUsage()),
+                   static_cast<int64_t>(sst)};
+}
+
+}  // namespace keyflow

@@ -1,0 +1,139 @@
+// RocksDbKeyedStateBackend: keyed state of one keyed subtask in an embedded RocksDB instance, for
+// state larger than memory (Flink's RocksDBKeyedStateBackend). Implements KeyedStateBackend
+// (state/keyed_state_backend.h) with the heap backend's semantics; the per-key-group snapshot
+// bytes are the canonical ones of state/README.md, equal to the heap's for equal state, so
+// checkpoints, rescales and savepoints move between the two backends unchanged.
+//
+//   ASSIGN_OR_RETURN(auto backend, RocksDbKeyedStateBackend::Open(key_context, options));
+//   ASSIGN_OR_RETURN(ValueState<int64_t>* count, backend->GetState(count_descriptor));
+//
+// Layout (rocksdb_key_layout.h): one column family per state; rows keyed by key group (1 or 2
+// bytes big-endian), escaped key, namespace [, map user key], so a key group is a contiguous
+// key range in canonical order. Values are TypeSerializer bytes; a list is a sequence of
+// length-prefixed elements that ListState::Add appends to with a merge operator (no read);
+// a map has one row per user key. The WAL is off: checkpoints are the durability, and a failed
+// subtask restarts from one into a fresh directory.
+//
+// Owns the database directory `options.dir` (created on Open, deleted with the backend).
+//
+// Threading: task thread, except SerializeKeyGroup(g) and the copies of CopyKeyGroup, which may
+// run on another thread (they only read RocksDB, which is thread-safe, through their own
+// iterators) while the task thread neither changes key group g nor registers a state.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <typeindex>
+#include <vector>
+
+#include "common/status.h"
+#include "state/heap/heap_keyed_state_backend.h"
+#include "state/keyed_state_backend.h"
+
+namespace rocksdb {
+class Cache;
+class ColumnFamilyHandle;
+class DB;
+class Snapshot;
+class Status;
+class WriteBatch;
+class WriteBufferManager;
+}  // namespace rocksdb
+
+namespace keyflow {
+
+class RocksDbKeyedState;
+
+struct RocksDbStateOptions {
+  // The database directory; must not exist yet or be empty (a subtask's own directory, e.g.
+  // <state dir>/<job>/attempt-<n>/subtask-<i>). Created with its parents.
+  std::string dir;
+  // The shared LRU block cache (uncompressed data blocks) and the memtable budget over all
+  // column families (a WriteBufferManager): together they bound the backend's memory.
+  int64_t block_cache_bytes = int64_t{64} << 20;
+  int64_t memtable_bytes = int64_t{64} << 20;
+};
+
+class RocksDbKeyedStateBackend final : public KeyedStateBackend {
+ public:
+  // Opens a new database in options.dir. FailedPrecondition with a sentence naming the directory
+  // if it cannot be created or written ("... pass --state-dir a writable directory").
+  static Result<std::unique_ptr<RocksDbKeyedStateBackend>> Open(KeyContext& key_context,
+                                                                RocksDbStateOptions options);
+  ~RocksDbKeyedStateBackend() override;  // closes the database and deletes its directory
+
+  Result<KeyedStateHandle*> GetOrRegisterState(const StateRegistration& r,
+                                               HandleFactory make) override;
+  Status ApplyToAllKeys(std::string_view state_name, Namespace ns,
+                        absl::FunctionRef<Status(const Key&)> fn) override;
+  // Iterates key group g of every state (snapshots call it once per key group).
+  size_t NumKeys(KeyGroupId g) const override;
+  // Per-(state, key group) counters maintained on write: O(states x key groups), no I/O.
+  size_t NumEntries() const override;
+  void ClearAll() override;
+  // A no-op: a RocksDB lookup of a key whose blocks are cached costs ~1 µs of CPU (memtable and
+  // index searches), not a DRAM miss that a prefetch could hide; see state/README.md.
+  void Prefetch(uint64_t, KeyGroupId) const override {}
+  void SetWriteGuard(KeyGroupWriteGuard* guard) override { write_guard_ = guard; }
+
+  void SerializeKeyGroup(KeyGroupId g, BinaryWriter& out) const override;
+  // Holds a RocksDB snapshot (no data is copied); the copy serialises from it.
+  std::unique_ptr<KeyGroupCopy> CopyKeyGroup(KeyGroupId g) const override;
+  // Validated exactly as the heap backend does (the bytes go through a staging heap backend
+  // first, then into one atomic write batch): a failed restore leaves key group g unchanged.
+  Status RestoreKeyGroup(KeyGroupId g, BinaryReader& in) override;
+
+  std::string_view backend_name() const override { return "rocksdb"; }
+  // Memory: memtables of every column family + block cache usage. Disk: live SST files.
+  StateSize ApproximateSize() const override;
+
+  // The first storage error (a full disk, an I/O error, a corrupted file) of a read or write on
+  // the task thread, as a sentence naming the directory; OK while there was none. The state is
+  // unreliable from then on: the task must fail with it (and recover from a checkpoint).
+  Status failure() const override { return failure_; }
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  friend class RocksDbKeyedState;
+  struct RegisteredState;
+  class KeyGroupSnapshotCopy;
+
+  RocksDbKeyedStateBackend(KeyContext& key_context, std::string dir);
+
+  // The write gate: every change to key group range().start() + index calls it first.
+  void BeforeWrite(int32_t index) {
+    if (write_guard_ != nullptr) write_guard_->BeforeWrite(index);
+  }
+  // Records the first failure (see failure()); `what` says what was being done.
+  void Check(const rocksdb::Status& s, const std::string& what) const;
+  // Writes `batch` (WAL off); a failure is recorded.
+  void Apply(rocksdb::WriteBatch& batch, const std::string& what);
+  // Appends key group g's state as of `snapshot` (nullptr: now) in the canonical format.
+  void WriteKeyGroup(KeyGroupId g, const rocksdb::Snapshot* snapshot, BinaryWriter& out) const;
+  size_t CountKeys(KeyGroupId g, const rocksdb::Snapshot* snapshot) const;
+  // Adds the rows of canonical key-group bytes (trusted: written by the staging backend) to
+  // `batch`; (*counts)[state name] = its entries.
+  void StageKeyGroup(std::string_view bytes, rocksdb::WriteBatch& batch,
+                     std::map<std::string, int64_t, std::less<>>* counts) const;
+
+  std::string dir_;
+  int prefix_bytes_;
+  int64_t memtable_bytes_ = 0;
+  std::shared_ptr<rocksdb::Cache> block_cache_;
+  std::shared_ptr<rocksdb::WriteBufferManager> write_buffers_;
+  std::unique_ptr<rocksdb::DB> db_;
+  KeyGroupWriteGuard* write_guard_ = nullptr;
+  mutable Status failure_;
+  // Bumped by ClearAll and RestoreKeyGroup: the states' cached lookups are then stale.
+  uint64_t epoch_ = 0;
+  std::map<std::string, std::unique_ptr<RegisteredState>, std::less<>> states_;  // by name
+  // RestoreKeyGroup parses and validates through it (same checks and messages as the heap).
+  KeyContext staging_context_;
+  HeapKeyedStateBackend staging_;
+};
+
+}  // namespace keyflow

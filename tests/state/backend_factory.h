@@ -1,0 +1,48 @@
+// The keyed state backends the contract tests run against (one parameterised suite for both):
+//
+//   class MyTest : public ::testing::TestWithParam<BackendKind> {};
+//   std::unique_ptr<KeyedStateBackend> backend = MakeBackend(GetParam(), context);
+//   INSTANTIATE_TEST_SUITE_P(Backends, MyTest, ::testing::ValuesIn(kAllBackends), BackendName);
+//
+// A RocksDB backend gets a fresh directory under the test's temporary directory, which it
+// deletes when destroyed.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "state/heap/heap_keyed_state_backend.h"
+#include "state/rocksdb/rocksdb_keyed_state_backend.h"
+
+namespace keyflow::testing_util {
+
+enum class BackendKind { kHeap, kRocksDb };
+inline constexpr BackendKind kAllBackends[] = {BackendKind::kHeap, BackendKind::kRocksDb};
+
+inline std::string BackendName(const ::testing::TestParamInfo<BackendKind>& info) {
+  return info.param == BackendKind::kHeap ? "heap" : "rocksdb";
+}
+
+// A directory no other backend of this process or another test process uses.
+inline std::string FreshStateDir() {
+  static std::atomic<int> next{0};
+  return ::testing::TempDir() + "keyflow-rocksdb-" + std::to_string(::getpid()) + "-" +
+         std::to_string(next.fetch_add(1));
+}
+
+inline std::unique_ptr<KeyedStateBackend> MakeBackend(BackendKind kind, KeyContext& context) {
+  if (kind == BackendKind::kHeap) return std::make_unique<HeapKeyedStateBackend>(context);
+  RocksDbStateOptions options;
+  options.dir = FreshStateDir();
+  options.block_cache_bytes = 8 << 20;
+  options.memtable_bytes = 8 << 20;
+  auto backend = RocksDbKeyedStateBackend::Open(context, options);
+  EXPECT_TRUE(backend.ok()) << backend.status().ToString();
+  return backend.ok() ? std::move(*backend) : nullptr;
+}
+
+}  // namespace keyflow::testing_util
