@@ -935,6 +935,7 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["attempt"] = attempt_.value();
   j["parallelism"] = spec_.parallelism;
   j["max_parallelism"] = spec_.max_parallelism;
+  j["state_backend"] = spec_.state_backend;
   j["input"] = spec_.input;
   j["output"] = spec_.output_dir;
   j["failure"] = failure_reason_;

@@ -192,13 +192,17 @@ class KeyedStateBackend {
   // Bytes the state occupies in memory and on local disk; cheap (no iteration). Task thread.
   virtual StateSize ApproximateSize() const { return {}; }
   // A storage failure (a full disk, an I/O error) that made state unreliable, as a sentence;
-  // OK while there is none. The task fails with it and recovers from its last checkpoint.
+  // OK while there is none (always, for the heap). The operator checks it after every element
+  // and timer, fails the task with it, and the job recovers from its last checkpoint.
   // Task thread.
-  virtual Status failure() const { return Status::Ok(); }
+  const Status& failure() const { return failure_; }
 
  protected:
   // `key_context` must outlive the backend; its range is the backend's key-group range.
   explicit KeyedStateBackend(KeyContext& key_context) : key_context_(key_context) {}
+
+  // Set by a backend whose storage failed (failure()); mutable because reads can fail too.
+  mutable Status failure_;
 
  private:
   template <typename D>

@@ -452,7 +452,15 @@ int RunRunCommand(const std::vector<std::string>& args) {
       "exponential-delay: upper bound of the backoff")(
       "replacement-timeout", po::value(&replacement_timeout)->default_value(replacement_timeout),
       "a lost worker not replaced within this time: restart on the remaining workers")(
-      "wait", po::bool_switch(&wait), "block until the job ends, with progress and a summary");
+      "state-backend", po::value(&spec.state_backend)->default_value(spec.state_backend),
+      "keyed state backend: heap (in memory) | rocksdb (embedded RocksDB on each worker's "
+      "local disk, for state larger than memory; same semantics, and savepoints restore into "
+      "either)")("state-dir", po::value(&spec.state_dir),
+                 "rocksdb: the workers' local working directory for state (default: "
+                 "keyflow-state under each worker's working directory; a relative path is "
+                 "relative to it); one subdirectory per job, attempt and subtask, deleted when "
+                 "the subtask ends")("wait", po::bool_switch(&wait),
+                                     "block until the job ends, with progress and a summary");
   AddCoordinatorOption(&opts, &endpoint);
   po::variables_map vm;
   int code;
@@ -552,6 +560,16 @@ int RunRunCommand(const std::vector<std::string>& args) {
   if (Status s = InputSpec::Parse(spec.input).status(); !s.ok()) return Fail(s, kExitUsage);
   // The cluster reads and writes these for this user (coordinator/path_rules.h).
   if (Status s = CheckClientMayUsePaths(spec); !s.ok()) return Fail(s, kExitUsage);
+  if (spec.state_backend != "heap" && spec.state_backend != "rocksdb") {
+    return Fail("--state-backend must be heap or rocksdb, not '" + spec.state_backend + "'",
+                kExitUsage);
+  }
+  if (!spec.state_dir.empty() && spec.state_backend != "rocksdb") {
+    return Fail(
+        "--state-dir is the working directory of --state-backend rocksdb; add "
+        "--state-backend rocksdb or drop --state-dir",
+        kExitUsage);
+  }
   if (spec.parallelism < 0 || spec.max_parallelism < 0) {
     return Fail("--parallelism and --max-parallelism must not be negative", kExitUsage);
   }
@@ -629,7 +647,8 @@ int RunStatusCommand(const std::vector<std::string>& args) {
   std::cout << "job: " << job.value("job_id", "") << " (" << job.value("job", "") << ")  state "
             << job.value("state", "") << "  attempt " << job.value("attempt", 0) << "  parallelism "
             << job.value("parallelism", 0) << "  max parallelism "
-            << job.value("max_parallelism", 0) << "\n";
+            << job.value("max_parallelism", 0) << "  state backend "
+            << job.value("state_backend", "heap") << "\n";
   if (!job.value("failure", std::string()).empty()) {
     std::cout << "  reason: " << job.value("failure", std::string()) << "\n";
   }
@@ -701,6 +720,15 @@ int RunStatusCommand(const std::vector<std::string>& args) {
               << s.value("records_out", 0) << std::setw(16)
               << WatermarkText(s.value("watermark", INT64_MIN)) << std::fixed
               << std::setprecision(0) << 100.0 * s.value("backpressure", 0.0) << "%\n";
+  }
+  // Keyed state per subtask: the backend and what its state occupies (RocksDB: memtables and
+  // block cache in memory, SST files on disk; the heap's memory is not measured).
+  std::cout << "  subtask  state-backend  state-entries  memory      disk\n";
+  for (const auto& s : job["subtasks"]) {
+    std::cout << "  " << std::left << std::setw(9) << s.value("subtask", 0) << std::setw(15)
+              << s.value("state_backend", "") << std::setw(15) << s.value("state_keys", 0)
+              << std::setw(12) << (Human(s.value("state_bytes_memory", 0.0)) + "B")
+              << Human(s.value("state_bytes_disk", 0.0)) << "B\n";
   }
   return kExitOk;
 }

@@ -32,6 +32,7 @@
 #include "common/status.h"
 #include "state/heap/heap_keyed_state_backend.h"
 #include "state/keyed_state_backend.h"
+#include "state/rocksdb/rocksdb_state_options.h"
 
 namespace rocksdb {
 class Cache;
@@ -46,16 +47,6 @@ class WriteBufferManager;
 namespace keyflow {
 
 class RocksDbKeyedState;
-
-struct RocksDbStateOptions {
-  // The database directory; must not exist yet or be empty (a subtask's own directory, e.g.
-  // <state dir>/<job>/attempt-<n>/subtask-<i>). Created with its parents.
-  std::string dir;
-  // The shared LRU block cache (uncompressed data blocks) and the memtable budget over all
-  // column families (a WriteBufferManager): together they bound the backend's memory.
-  int64_t block_cache_bytes = int64_t{64} << 20;
-  int64_t memtable_bytes = int64_t{64} << 20;
-};
 
 class RocksDbKeyedStateBackend final : public KeyedStateBackend {
  public:
@@ -90,11 +81,6 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   // Memory: memtables of every column family + block cache usage. Disk: live SST files.
   StateSize ApproximateSize() const override;
 
-  // The first storage error (a full disk, an I/O error, a corrupted file) of a read or write on
-  // the task thread, as a sentence naming the directory; OK while there was none. The state is
-  // unreliable from then on: the task must fail with it (and recover from a checkpoint).
-  Status failure() const override { return failure_; }
-
   const std::string& dir() const { return dir_; }
 
  private:
@@ -108,7 +94,9 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   void BeforeWrite(int32_t index) {
     if (write_guard_ != nullptr) write_guard_->BeforeWrite(index);
   }
-  // Records the first failure (see failure()); `what` says what was being done.
+  // Records the first storage error (a full disk, an I/O error, a corrupted file) of a read or
+  // write on the task thread as failure(), a sentence naming the directory; `what` says what
+  // was being done.
   void Check(const rocksdb::Status& s, const std::string& what) const;
   // Writes `batch` (WAL off); a failure is recorded.
   void Apply(rocksdb::WriteBatch& batch, const std::string& what);
@@ -127,7 +115,6 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   std::shared_ptr<rocksdb::WriteBufferManager> write_buffers_;
   std::unique_ptr<rocksdb::DB> db_;
   KeyGroupWriteGuard* write_guard_ = nullptr;
-  mutable Status failure_;
   // Bumped by ClearAll and RestoreKeyGroup: the states' cached lookups are then stale.
   uint64_t epoch_ = 0;
   std::map<std::string, std::unique_ptr<RegisteredState>, std::less<>> states_;  // by name

@@ -1,8 +1,27 @@
 #include "worker/operators/keyed_process_operator.h"
 
 #include "state/heap/heap_keyed_state_backend.h"
+#include "state/rocksdb/rocksdb_keyed_state_backend.h"
 
 namespace keyflow {
+namespace {
+
+// The configured backend; the heap one (and the error in *error) if the RocksDB one cannot be
+// opened, so that the operator is whole and Open() fails with the sentence.
+std::unique_ptr<KeyedStateBackend> MakeBackend(const OperatorConfig& config, KeyContext& context,
+                                               Status* error) {
+  if (config.state_backend == "rocksdb") {
+    auto rocksdb = RocksDbKeyedStateBackend::Open(context, config.rocksdb);
+    if (rocksdb.ok()) return std::move(*rocksdb);
+    *error = rocksdb.status();
+  } else if (config.state_backend != "heap") {
+    *error = InvalidArgument("unknown state backend '" + config.state_backend +
+                             "': use heap or rocksdb");
+  }
+  return std::make_unique<HeapKeyedStateBackend>(context);
+}
+
+}  // namespace
 
 KeyedProcessOperator::KeyedProcessOperator(OperatorConfig config,
                                            std::unique_ptr<RecordFunction> function,
@@ -11,7 +30,7 @@ KeyedProcessOperator::KeyedProcessOperator(OperatorConfig config,
     : config_(std::move(config)),
       function_(std::move(function)),
       key_context_(config_.key_type, config_.max_parallelism, config_.key_groups),
-      backend_(std::make_unique<HeapKeyedStateBackend>(key_context_)),
+      backend_(MakeBackend(config_, key_context_, &backend_error_)),
       timers_(key_context_, *processing_time, *this),
       user_timers_(&timers_),
       runtime_(config_.subtask, config_.parallelism, config_.key_type, config_.params,
@@ -50,6 +69,7 @@ Status KeyedProcessOperator::Fail(Status s) {
 }
 
 Status KeyedProcessOperator::Open() {
+  RETURN_IF_ERROR(Fail(backend_error_));
   RETURN_IF_ERROR(failure_);
   return Fail(
       guard_.CallReturningStatus(UserCall::kOpen, [this] { return function_->Open(runtime_); }));
@@ -90,8 +110,12 @@ Status KeyedProcessOperator::ProcessElement(const Record& record) {
   records_processed_.Inc();
   context_.Set(record.timestamp);
   output_.timestamp = record.timestamp;
-  return Fail(guard_.Call(UserCall::kProcessElement,
-                          [&] { function_->ProcessElement(record, context_, output_); }));
+  RETURN_IF_ERROR(Fail(guard_.Call(UserCall::kProcessElement,
+                                   [&] { function_->ProcessElement(record, context_, output_); })));
+  if (!backend_->failure().ok()) [[unlikely]] {
+    return Fail(backend_->failure());  // a storage failure of the RocksDB backend
+  }
+  return Status::Ok();
 }
 
 void KeyedProcessOperator::ProcessWatermark(Timestamp watermark) {
@@ -121,6 +145,8 @@ void KeyedProcessOperator::FireTimer(const TimerEntry& timer, TimeDomain domain)
   Fail(guard_.Call(UserCall::kOnTimer, [&] {
     function_->OnTimer(timer.timestamp, context_, output_);
   })).IgnoreError();
+  if (!backend_->failure().ok()) [[unlikely]]
+    Fail(backend_->failure()).IgnoreError();
 }
 
 void KeyedProcessOperator::OnEventTime(const TimerEntry& timer) {

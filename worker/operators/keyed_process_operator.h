@@ -30,6 +30,7 @@
 #include "state/key_context.h"
 #include "state/key_group_write_guard.h"
 #include "state/keyed_state_backend.h"
+#include "state/rocksdb/rocksdb_state_options.h"
 #include "state/snapshot/keyed_snapshot_format.h"
 #include "state/timers/internal_timer_service.h"
 #include "worker/api/job_definition.h"
@@ -51,6 +52,10 @@ struct OperatorConfig {
   // For messages about the function's failures: the job's name and its library's file name.
   std::string job_name;
   std::string library_name;
+  // The keyed state backend: "heap" or "rocksdb" (JobSpec::state_backend); for rocksdb, its
+  // options, with rocksdb.dir this subtask's own directory.
+  std::string state_backend = "heap";
+  RocksDbStateOptions rocksdb;
 };
 
 // The functions' TimerService (worker/api/keyed_process_function.h) over the operator's
@@ -161,7 +166,8 @@ class KeyedProcessOperator final : public Triggerable {
   OperatorConfig config_;
   std::unique_ptr<RecordFunction> function_;
   KeyContext key_context_;
-  std::unique_ptr<KeyedStateBackend> backend_;  // the heap backend
+  Status backend_error_;  // the configured backend could not be opened: Open() fails with it
+  std::unique_ptr<KeyedStateBackend> backend_;  // config_.state_backend
   InternalTimerService timers_;
   OperatorTimerService user_timers_;
   RuntimeContext runtime_;

@@ -10,6 +10,16 @@ namespace {
 
 constexpr int64_t kGaugeIntervalMs = 200;  // how often state/timer gauges are refreshed
 constexpr size_t kSnapshotWriteBuffer = 1 << 20;
+// Where a RocksDB backend keeps its files when the job names no --state-dir: relative to the
+// worker's working directory, like its job library cache.
+constexpr const char* kDefaultStateDir = "keyflow-state";
+
+// <state dir>/<job id>/attempt-<n>/subtask-<i>: a subtask's own RocksDB directory.
+std::string StateDirOf(const DeployTask& d) {
+  const std::string root = d.spec.state_dir.empty() ? kDefaultStateDir : d.spec.state_dir;
+  return root + "/" + d.job_id + "/attempt-" + std::to_string(d.attempt.value()) + "/subtask-" +
+         std::to_string(d.subtask.value());
+}
 
 }  // namespace
 
@@ -57,8 +67,13 @@ Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(const DeployTask& deploymen
   config.params = spec.params;
   config.job_name = spec.job_name;
   config.library_name = spec.job_library.file_name;
+  config.state_backend = spec.state_backend;
+  config.rocksdb.dir = StateDirOf(deployment);
   t->operator_ = std::make_unique<KeyedProcessOperator>(std::move(config), std::move(function),
                                                         t->time_.get(), &t->collector_);
+  metrics->state_backend.store(
+      t->operator_->backend().backend_name() == "rocksdb" ? "rocksdb" : "heap",
+      std::memory_order_relaxed);
   // A failure in a timer (which returns nothing) ends the mailbox loop with it.
   t->operator_->SetFailureListener([self](const Status& s) { self->processor_->ReportError(s); });
   return t;
@@ -200,6 +215,9 @@ Status KeyedTask::RunOperator() {
 
 void KeyedTask::UpdateGauges(Timestamp ts) {
   metrics_->state_keys.Set(static_cast<int64_t>(operator_->backend().NumEntries()));
+  const StateSize size = operator_->backend().ApproximateSize();
+  metrics_->state_bytes_memory.Set(size.memory_bytes);
+  metrics_->state_bytes_disk.Set(size.disk_bytes);
   metrics_->timers.Set(static_cast<int64_t>(operator_->timer_service().NumEventTimers() +
                                             operator_->timer_service().NumProcessingTimers()));
   metrics_->late_records.Set(operator_->late_records());

@@ -25,6 +25,11 @@ struct TaskMetrics {
   Gauge timers{};
   Gauge restore_bytes{};   // bytes of state files read on restore
   Gauge dropped_frames{};  // mirrored from the input gate
+  // The keyed state backend ("heap" | "rocksdb", a string literal; set before the task runs)
+  // and what its state occupies (KeyedStateBackend::ApproximateSize, refreshed with the gauges).
+  std::atomic<const char*> state_backend{""};
+  Gauge state_bytes_memory{};
+  Gauge state_bytes_disk{};
 
   TaskMetrics() {
     source_watermark.Set(INT64_MIN);
@@ -46,6 +51,9 @@ struct TaskMetrics {
     m.timers = timers.value();
     m.restore_bytes = restore_bytes.value();
     m.dropped_frames = dropped_frames.value();
+    m.state_backend = state_backend.load(std::memory_order_relaxed);
+    m.state_bytes_memory = state_bytes_memory.value();
+    m.state_bytes_disk = state_bytes_disk.value();
     return m;
   }
 };

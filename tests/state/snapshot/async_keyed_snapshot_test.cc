@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/file_io.h"
@@ -17,6 +18,7 @@
 #include "state/snapshot/async_keyed_snapshot.h"
 #include "state/snapshot/keyed_snapshot_format.h"
 #include "state/timers/internal_timer_service.h"
+#include "tests/state/backend_factory.h"
 
 namespace keyflow {
 namespace {
@@ -32,8 +34,13 @@ class IgnoreTimers final : public Triggerable {
 
 // One keyed subtask's state and timers, with the snapshot sections a keyed operator gives them.
 struct Subtask {
-  explicit Subtask(bool with_copy)
-      : context(KeyType::kString, kMaxP, kRange), backend(context), timers(context, pts, target) {
+  // The test's parameters: the backend, and whether the sections have `copy`.
+  explicit Subtask(std::tuple<testing_util::BackendKind, bool> param)
+      : context(KeyType::kString, kMaxP, kRange),
+        owned(testing_util::MakeBackend(std::get<0>(param), context)),
+        backend(*owned),
+        timers(context, pts, target) {
+    const bool with_copy = std::get<1>(param);
     value = *backend.GetState(ValueStateDescriptor<int64_t>("value"));
     list = *backend.GetListState(ListStateDescriptor<std::string>("list"));
     sections.resize(2);
@@ -100,7 +107,8 @@ struct Subtask {
   ManualProcessingTimeService pts;
   IgnoreTimers target;
   KeyContext context;
-  HeapKeyedStateBackend backend;
+  std::unique_ptr<KeyedStateBackend> owned;
+  KeyedStateBackend& backend;
   InternalTimerService timers;
   ValueState<int64_t>* value = nullptr;
   ListState<std::string>* list = nullptr;
@@ -108,10 +116,11 @@ struct Subtask {
   std::vector<const SnapshotSection*> section_ptrs;
 };
 
-class AsyncKeyedSnapshotTest : public ::testing::TestWithParam<bool> {};
+class AsyncKeyedSnapshotTest
+    : public ::testing::TestWithParam<std::tuple<testing_util::BackendKind, bool>> {};
 
 TEST_P(AsyncKeyedSnapshotTest, ChangesBeforeTheWriterStartsAreNotInTheSnapshot) {
-  Subtask s(/*with_copy=*/GetParam());
+  Subtask s(GetParam());
   s.Change(0, 3000, 0);
   const std::string expected = s.SynchronousSnapshot();
   KeyedSnapshotInfo expected_info;
@@ -136,7 +145,7 @@ TEST_P(AsyncKeyedSnapshotTest, ChangesBeforeTheWriterStartsAreNotInTheSnapshot) 
 }
 
 TEST_P(AsyncKeyedSnapshotTest, ChangesWhileTheWriterRunsAreNotInTheSnapshot) {
-  Subtask s(/*with_copy=*/GetParam());
+  Subtask s(GetParam());
   s.Change(0, 20000, 0);
   const std::string expected = s.SynchronousSnapshot();
 
@@ -151,7 +160,7 @@ TEST_P(AsyncKeyedSnapshotTest, ChangesWhileTheWriterRunsAreNotInTheSnapshot) {
 }
 
 TEST_P(AsyncKeyedSnapshotTest, ChangesAfterTheWriterFinishedCostNothing) {
-  Subtask s(/*with_copy=*/GetParam());
+  Subtask s(GetParam());
   s.Change(0, 500, 0);
   const std::string expected = s.SynchronousSnapshot();
   auto snapshot = s.BeginAsync();
@@ -162,7 +171,7 @@ TEST_P(AsyncKeyedSnapshotTest, ChangesAfterTheWriterFinishedCostNothing) {
 }
 
 TEST_P(AsyncKeyedSnapshotTest, WriteToFileIsDurableAndAFullDiskGivesAClearErrorAndNoFile) {
-  Subtask s(/*with_copy=*/GetParam());
+  Subtask s(GetParam());
   s.Change(0, 2000, 0);
   const std::string expected = s.SynchronousSnapshot();
   TempDir dir;
@@ -193,10 +202,14 @@ TEST_P(AsyncKeyedSnapshotTest, WriteToFileIsDurableAndAFullDiskGivesAClearErrorA
   EXPECT_EQ(*ReadFileToString(dir.File("ok.kgs")), expected);  // the previous one is intact
 }
 
-INSTANTIATE_TEST_SUITE_P(CaptureByCopyOrBySerialising, AsyncKeyedSnapshotTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& p) {
-                           return p.param ? "Copy" : "Serialise";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    CaptureByCopyOrBySerialising, AsyncKeyedSnapshotTest,
+    ::testing::Combine(::testing::ValuesIn(testing_util::kAllBackends), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<testing_util::BackendKind, bool>>& p) {
+      return std::string(std::get<0>(p.param) == testing_util::BackendKind::kHeap ? "heap"
+                                                                                  : "rocksdb") +
+             (std::get<1>(p.param) ? "_Copy" : "_Serialise");
+    });
 
 TEST(StateMapCloneTest, CloneHasTheSameEntriesAndIsIndependent) {
   KeyContext context(KeyType::kString, kMaxP, kRange);

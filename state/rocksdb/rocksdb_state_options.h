@@ -1,0 +1,21 @@
+// RocksDbStateOptions: how a RocksDB keyed state backend is opened (rocksdb_keyed_state_backend.h):
+// its directory and its memory budget. Kept apart so that the operator's configuration does not
+// pull in the backend.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace keyflow {
+
+struct RocksDbStateOptions {
+  // The database directory: the subtask's own (<state dir>/<job>/attempt-<n>/subtask-<i>).
+  // Created with its parents; a leftover of a killed process is deleted first.
+  std::string dir;
+  // The shared LRU block cache (uncompressed data blocks) and the memtable budget over all
+  // column families (a WriteBufferManager): together they bound the backend's memory.
+  int64_t block_cache_bytes = int64_t{64} << 20;
+  int64_t memtable_bytes = int64_t{64} << 20;
+};
+
+}  // namespace keyflow
