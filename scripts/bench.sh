@@ -39,6 +39,10 @@
 #                      by a curl loop and R times not scraped, alternating on the same cluster;
 #                      the median counts
 #   --metrics-only     only that comparison (no micro-benchmarks, throughput or checkpoint runs)
+#   --rocksdb          also the RocksDB state backend (issue 11): the micro-benchmark
+#                      rocksdb_state_bench (ValueState read+update, RocksDB vs the heap in the
+#                      same run) and count-window end to end with --state-backend rocksdb vs
+#                      heap, R runs each, alternating (target >= 0.4x); the median counts
 #
 # KEYFLOW_BUILD_DIR overrides the build directory, KEYFLOW_JOBS the build's -j (default nproc).
 # Every process it starts is stopped on exit (also on Ctrl-C or failure). The numbers depend on
@@ -53,7 +57,7 @@ source "$ROOT/scripts/lib/cluster.sh"
 RESULTS_PY="$ROOT/scripts/bench-lib/bench_results.py"
 
 quick=0 micro=1 e2e=1 ckpt_runs=1 events="" keys="" ckpt_keys="" repeat="" results_dir=""
-security=0 metrics=0 throughput=1
+security=0 metrics=0 throughput=1 rocksdb=0
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -70,6 +74,7 @@ while [ $# -gt 0 ]; do
     --security) security=1; shift ;;
     --metrics) metrics=1; shift ;;
     --metrics-only) metrics=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
+    --rocksdb) rocksdb=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
@@ -118,6 +123,7 @@ median() { python3 -c 'import statistics,sys; print(statistics.median(float(a) f
 micro_targets=(key_group_bench state_bench timer_bench snapshot_bench checkpoint_bench)
 e2e_targets=(keyflow keyflow-coordinator keyflow-worker baseline_bench running-sum)
 targets=()
+[ "$rocksdb" -eq 0 ] || micro_targets+=(rocksdb_state_bench)
 [ "$micro" -eq 0 ] || targets+=("${micro_targets[@]}")
 [ "$e2e" -eq 0 ] || targets+=("${e2e_targets[@]}")
 step "building (Release, $build_dir): ${targets[*]}"
@@ -206,6 +212,17 @@ if [ "$micro" -eq 1 ]; then
   v="$(value bench "$f" "$n" extra_task_ms)"
   row "checkpoint (micro)" "extra task-thread time per checkpoint (BeforeWrite copying)" "$v" "ms" "" "$load" \
     "$(calc "round($kg)") of 128 key groups copied by the task thread; records/s $(calc "round($base/1e6,2)") M -> $(calc "round($rate/1e6,2)") M during the write; slowest 64 records $(calc "round($stall,2)") ms"
+fi
+
+if [ "$micro" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
+  run_bench rocksdb_state_bench
+  f="$results_dir/rocksdb_state_bench.json"
+  heap="$(value bench "$f" BM_HeapValueStateReadUpdate/1000000/0 items_per_second)"
+  v="$(value bench "$f" BM_RocksDbValueStateReadUpdate/1000000/8 items_per_second)"
+  disk="$(value bench "$f" BM_RocksDbValueStateReadUpdate/1000000/8 disk_MB)"
+  row "RocksDB state" "ValueState<int64> read+update, 1 M keys, RocksDB, 8 MiB block cache" \
+    "$(calc "$v/1e6")" "M ops/s" ">= 1" "$load" "$(calc "round($disk)") MB of SST files, memtables 8 MiB; one key at a time"
+  row "RocksDB state" "same, heap backend (same binary and run)" "$(calc "$heap/1e6")" "M ops/s" "" "$load"
 fi
 
 # ---- end to end --------------------------------------------------------------------------------
@@ -353,6 +370,24 @@ if [ "$e2e" -eq 1 ] && [ "$metrics" -eq 1 ]; then
   row "metrics (e2e)" "records/s, not scraped" "$(calc "$u/1e6")" "M/s" "" "${loads[*]}" "$note"
   row "metrics (e2e)" "records/s, /metrics scraped every second" "$(calc "$s/1e6")" "M/s" "" "${loads[*]}"
   row "metrics (e2e)" "throughput loss when scraped" "$(calc "(1 - $s/$u) * 100")" "%" "<= 2" "${loads[*]}"
+fi
+if [ "$e2e" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
+  # Issue 11: count-window with the RocksDB state backend against the heap, alternating.
+  heap_rates=() rocks_rates=() loads=()
+  for ((r = 0; r < repeat; r++)); do
+    run_job "$keys" 0
+    heap_rates+=("$rate")
+    loads+=("$job_load")
+    run_job "$keys" 0 "${COUNT_WINDOW[@]}" --state-backend rocksdb --state-dir "$run_dir/state"
+    rocks_rates+=("$rate")
+    loads+=("$job_load")
+  done
+  h="$(median "${heap_rates[@]}")"
+  k="$(median "${rocks_rates[@]}")"
+  note="count-window event time, P = 2, $events events, $keys keys; alternating; median of $repeat (runs: heap ${heap_rates[*]}, rocksdb ${rocks_rates[*]})"
+  row "RocksDB state (e2e)" "records/s, --state-backend heap" "$(calc "$h/1e6")" "M/s" "" "${loads[*]}" "$note"
+  row "RocksDB state (e2e)" "records/s, --state-backend rocksdb" "$(calc "$k/1e6")" "M/s" "" "${loads[*]}"
+  row "RocksDB state (e2e)" "ratio rocksdb / heap" "$(calc "$k/$h")" "" ">= 0.4" "${loads[*]}"
 fi
 if [ "$e2e" -eq 1 ] && [ "$ckpt_runs" -eq 1 ]; then
   # Issue 4: the same job with and without periodic checkpoints (1 M keys per worker).

@@ -1,0 +1,229 @@
+// The RocksDB state backend end to end (issue 11): count-window with `--state-backend rocksdb`
+// on a real cluster, a worker SIGKILLed mid-run and the job rescaled 2 -> 1 afterwards; the
+// committed output must equal the reference computed from the generator's events — which is
+// what a failure-free heap run produces (recovery_test.cc checks the heap against the same
+// reference). Also: status shows the backend and state bytes per subtask, the subtask
+// directories are deleted when the subtasks end, a savepoint of a RocksDB job restores into the
+// heap backend, and bad flags are refused with a sentence.
+//
+// Every wait polls `keyflow status --json` with a deadline; nothing sleeps to synchronise.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "tests/integration/cluster.h"
+#include "tests/integration/generated_input.h"
+#include "tests/integration/job_data.h"
+#include "tests/integration/test_dir.h"
+
+namespace keyflow::test {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr Duration kWait = Duration::Seconds(90);
+constexpr int64_t kCount = 20;
+constexpr int64_t kTimeoutMs = 2'000;
+// About 6 s of input at 4000 events/s.
+constexpr char kInput[] = "gen:events=24000,keys=600,splits=2,seed=11,skew=1,rate=4000";
+
+class RocksDbBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty());
+    ClusterOptions o;
+    o.workers = 2;
+    o.coordinator_args = {"--heartbeat-interval", "100ms", "--heartbeat-timeout", "2s"};
+    auto c = Cluster::Start(dir_.Subdir("cluster"), o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cluster_ = std::move(c).value();
+  }
+
+  std::vector<std::string> RunArgs(const std::string& output, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"run",
+                                     "--job",
+                                     "count-window",
+                                     "--param",
+                                     "time=event",
+                                     "--param",
+                                     "count=" + std::to_string(kCount),
+                                     "--param",
+                                     "timeout=" + std::to_string(kTimeoutMs) + "ms",
+                                     "--input",
+                                     kInput,
+                                     "--output",
+                                     output};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  CommandResult MustRun(const std::vector<std::string>& args) {
+    auto r = cluster_->Cli(args, Duration::Seconds(60));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return CommandResult{};
+    EXPECT_EQ(r->exit_code, 0) << ::testing::PrintToString(args) << "\n"
+                               << r->out << r->err << cluster_->LogExcerpts();
+    return *r;
+  }
+
+  nlohmann::json WaitForJob(const std::function<bool(const nlohmann::json&)>& pred,
+                            const std::string& what) {
+    auto st = cluster_->WaitForStatus(
+        [&](const nlohmann::json& s) {
+          if (!s["job"].is_object()) return false;
+          const std::string state = s["job"].value("state", "");
+          return pred(s["job"]) || state == "FAILED" || state == "CANCELED" || state == "FINISHED";
+        },
+        kWait, what);
+    EXPECT_TRUE(st.ok()) << st.status().ToString() << cluster_->LogExcerpts();
+    nlohmann::json job = st.ok() ? (*st)["job"] : nlohmann::json::object();
+    EXPECT_TRUE(pred(job)) << "while waiting for " << what << ": " << job.dump() << "\n"
+                           << cluster_->LogExcerpts();
+    return job;
+  }
+
+  static std::vector<std::string> Reference() {
+    auto records = GeneratedKeyedTimestamps(kInput);
+    EXPECT_TRUE(records.ok()) << records.status().ToString();
+    return records.ok() ? ReferenceCountWindow(*records, kCount, kTimeoutMs)
+                        : std::vector<std::string>{};
+  }
+
+  // Subtask directories (<state dir>/<job>/attempt-N/subtask-I) that exist now.
+  static std::vector<std::string> SubtaskDirs(const std::string& state_dir) {
+    std::vector<std::string> dirs;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(state_dir, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_directory() && it->path().filename().string().rfind("subtask-", 0) == 0) {
+        dirs.push_back(it->path().lexically_relative(state_dir).string());
+        it.disable_recursion_pending();
+      }
+    }
+    return dirs;
+  }
+
+  TestDir dir_;
+  std::unique_ptr<Cluster> cluster_;
+};
+
+TEST_F(RocksDbBackendTest, KilledWorkerAndRescaleGiveTheOutputOfAFailureFreeRun) {
+  const std::vector<std::string> reference = Reference();
+  const std::string output = dir_.path() + "/output";
+  const std::string state_dir = dir_.Subdir("state");
+  CommandResult submitted =
+      MustRun(RunArgs(output, {"--parallelism", "2", "--checkpoint-interval", "300ms",
+                               "--state-backend", "rocksdb", "--state-dir", state_dir}));
+  const std::string job_id = submitted.out.substr(0, submitted.out.find('\n'));
+  ASSERT_FALSE(job_id.empty()) << submitted.out << submitted.err;
+
+  // Running on RocksDB, with state, and checkpoints completing.
+  nlohmann::json job = WaitForJob(
+      [](const nlohmann::json& j) {
+        if (j.value("state", "") != "RUNNING" ||
+            j["checkpoints"].value("latest_completed", 0) < 2) {
+          return false;
+        }
+        for (const auto& s : j["subtasks"]) {
+          if (s.value("state_backend", "") != "rocksdb" || s.value("state_keys", 0) == 0 ||
+              s.value("state_bytes_memory", 0) == 0) {
+            return false;
+          }
+        }
+        return true;
+      },
+      "2 checkpoints, every subtask with RocksDB state");
+  EXPECT_EQ(job.value("state_backend", ""), "rocksdb");
+  EXPECT_EQ(SubtaskDirs(state_dir).size(), 2u);
+
+  auto killed = cluster_->KillWorker(1);
+  ASSERT_TRUE(killed.ok()) << killed.status().ToString();
+  ASSERT_TRUE(cluster_->StartWorker(1).ok());
+  job = WaitForJob(
+      [](const nlohmann::json& j) {
+        return j.value("attempt", 0) >= 2 && j.value("state", "") == "RUNNING" &&
+               j.value("restored_from", 0) > 0;
+      },
+      "the restarted attempt");
+  const int attempt = job.value("attempt", 0);
+
+  CommandResult rescaled = MustRun({"rescale", "1", "--timeout", "60s"});
+  EXPECT_THAT(rescaled.out, HasSubstr("runs at parallelism 1"));
+  job = WaitForJob([](const nlohmann::json& j) { return j.value("state", "") == "FINISHED"; },
+                   "the end");
+  EXPECT_EQ(job.value("attempt", 0), attempt + 1);
+  EXPECT_EQ(job.value("parallelism", 0), 1);
+  EXPECT_EQ(job.value("late_records", -1), 0);
+
+  auto actual = CanonicalCountWindowOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ExpectSameLines(*actual, reference, "RocksDB: killed worker + rescale 2 -> 1 vs reference");
+
+  // Every subtask that ended deleted its directory; only the SIGKILLed worker's is left.
+  std::vector<std::string> left = SubtaskDirs(state_dir);
+  EXPECT_EQ(left.size(), 1u) << ::testing::PrintToString(left);
+  if (left.size() == 1) {
+    EXPECT_THAT(left[0], ::testing::StartsWith(job_id + "/attempt-1/subtask-"));
+  }
+}
+
+TEST_F(RocksDbBackendTest, ASavepointOfARocksDbJobRestoresIntoTheHeapBackend) {
+  const std::vector<std::string> reference = Reference();
+  const std::string output = dir_.path() + "/output";
+  MustRun(RunArgs(output, {"--parallelism", "2", "--state-backend", "rocksdb", "--state-dir",
+                           dir_.Subdir("state")}));
+  WaitForJob([](const nlohmann::json& j) { return j.value("records_processed", 0) > 6000; },
+             "6000 records processed");
+  CommandResult stopped = MustRun({"stop"});
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(stopped.out, m, std::regex("job stopped with savepoint [0-9]+: (\\S+) ")))
+      << stopped.out;
+  const std::string savepoint = m[1];
+  WaitForJob([](const nlohmann::json& j) { return j.value("state", "") == "CANCELED"; },
+             "the stop");
+
+  MustRun(RunArgs(
+      output, {"--parallelism", "1", "--state-backend", "heap", "--from-savepoint", savepoint}));
+  nlohmann::json job = WaitForJob(
+      [&](const nlohmann::json& j) {
+        return j.value("state", "") == "FINISHED" && j.value("restored_from", 0) > 0;
+      },
+      "the heap job restored from the RocksDB savepoint to end");
+  EXPECT_EQ(job.value("state_backend", ""), "heap");
+  auto actual = CanonicalCountWindowOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ExpectSameLines(*actual, reference, "RocksDB savepoint restored into the heap vs reference");
+}
+
+TEST_F(RocksDbBackendTest, BadStateBackendFlagsAreRefusedWithASentence) {
+  auto r = cluster_->Cli(RunArgs(dir_.path() + "/o", {"--state-backend", "leveldb"}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 2);
+  EXPECT_THAT(r->err, HasSubstr("--state-backend must be heap or rocksdb, not 'leveldb'"));
+  r = cluster_->Cli(RunArgs(dir_.path() + "/o", {"--state-dir", "/tmp/x"}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 2);
+  EXPECT_THAT(r->err, HasSubstr("--state-dir is the working directory of --state-backend rocksdb"));
+}
+
+TEST_F(RocksDbBackendTest, AStateDirThatCannotBeCreatedFailsTheJobWithTheSentence) {
+  const std::string file = dir_.path() + "/not-a-dir";
+  { std::ofstream(file) << "x"; }
+  MustRun(RunArgs(dir_.path() + "/o", {"--parallelism", "1", "--state-backend", "rocksdb",
+                                       "--state-dir", file, "--restart-strategy", "none"}));
+  nlohmann::json job = WaitForJob(
+      [](const nlohmann::json& j) { return j.value("state", "") == "FAILED"; }, "the failure");
+  EXPECT_THAT(job.dump(), HasSubstr("cannot use the RocksDB state directory " + file));
+  EXPECT_THAT(job.dump(), HasSubstr("pass --state-dir a directory on a local disk that the "
+                                    "worker can write"));
+}
+
+}  // namespace
+}  // namespace keyflow::test
