@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
+#include "state/apply_to_keys.h"
 
 namespace keyflow {
 
@@ -72,34 +73,13 @@ Status HeapKeyedStateBackend::ApplyToAllKeys(std::string_view state_name, Namesp
                     "' is registered; register it (GetState & co.) first");
   }
   const StateTableBase& table = *it->second.table;
-  std::optional<std::pair<Key, KeyGroupId>> previous;
-  if (key_context().has_current_key()) {
-    previous.emplace(key_context().current_key(), key_context().current_key_group());
-  }
-  auto restore_previous = [&] {
-    if (!previous) return;
-    Status s = key_context().SetCurrentKey(previous->first, previous->second);
-    CHECK(s.ok()) << s.ToString();
-  };
-
-  std::vector<Key> keys;
-  for (KeyGroupId g : range().key_groups()) {
-    keys.clear();
-    // Collected before calling fn, which may change this key group.
-    table.CollectKeys(range().IndexOf(g), ns, &keys);
-    std::sort(keys.begin(), keys.end());
-    for (const Key& key : keys) {
-      Status s = key_context().SetCurrentKey(key, g);
-      CHECK(s.ok()) << s.ToString();  // stored keys are in range by construction
-      s = fn(key);
-      if (!s.ok()) {
-        restore_previous();
-        return s;
-      }
-    }
-  }
-  restore_previous();
-  return Status::Ok();
+  return ApplyToCollectedKeys(
+      key_context(),
+      [&](KeyGroupId g, std::vector<Key>* keys) {
+        table.CollectKeys(range().IndexOf(g), ns, keys);
+        return Status::Ok();
+      },
+      fn);
 }
 
 size_t HeapKeyedStateBackend::NumKeys(KeyGroupId g) const {

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "state/apply_to_keys.h"
 #include "state/rocksdb/rocksdb_key_layout.h"
 #include "state/rocksdb/rocksdb_keyed_state.h"
 #include "state/rocksdb/rocksdb_value_format.h"
@@ -57,6 +58,32 @@ std::string StateDirSentence(const std::string& dir, const std::string& why) {
 }
 
 }  // namespace
+
+// An iterator over the rows of key group g of one column family, as of `snapshot` (nullptr: now).
+// Reads of snapshots and inspection do not fill the block cache: they read everything once.
+class RocksDbKeyedStateBackend::KeyGroupRows {
+ public:
+  KeyGroupRows(const RocksDbKeyedStateBackend& backend, KeyGroupId g,
+               const rocksdb::Snapshot* snapshot, rocksdb::ColumnFamilyHandle* column_family)
+      : begin_(rocksdb_layout::KeyGroupBegin(g.value(), backend.prefix_bytes_)),
+        end_(rocksdb_layout::KeyGroupEnd(g.value(), backend.prefix_bytes_)),
+        upper_(end_) {
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper_;
+    ro.snapshot = snapshot;
+    ro.fill_cache = false;
+    it_.reset(backend.db_->NewIterator(ro, column_family));
+  }
+  void SeekToFirst() { it_->Seek(begin_); }
+  rocksdb::Iterator* operator->() const { return it_.get(); }
+  std::string_view key() const { return std::string_view(it_->key().data(), it_->key().size()); }
+
+ private:
+  std::string begin_;
+  std::string end_;
+  rocksdb::Slice upper_;
+  std::unique_ptr<rocksdb::Iterator> it_;
+};
 
 struct RocksDbKeyedStateBackend::RegisteredState {
   std::type_index signature;
@@ -216,66 +243,32 @@ Status RocksDbKeyedStateBackend::ApplyToAllKeys(std::string_view state_name, Nam
                     "' is registered; register it (GetState & co.) first");
   }
   const RocksDbStateInfo& info = it->second->info;
-  std::optional<std::pair<Key, KeyGroupId>> previous;
-  if (key_context().has_current_key()) {
-    previous.emplace(key_context().current_key(), key_context().current_key_group());
-  }
-  auto restore_previous = [&] {
-    if (!previous) return;
-    Status s = key_context().SetCurrentKey(previous->first, previous->second);
-    CHECK(s.ok()) << s.ToString();
-  };
-  std::vector<Key> keys;
   rocksdb_layout::DecodedKey decoded;
-  for (KeyGroupId g : range().key_groups()) {
-    keys.clear();
-    if (info.counts[static_cast<size_t>(range().IndexOf(g))] == 0) continue;
-    // Collected before calling fn, which may change this key group. Rows come in ascending
-    // (key, namespace[, user key]) order, so a key's rows are adjacent.
-    const std::string begin = rocksdb_layout::KeyGroupBegin(g.value(), prefix_bytes_);
-    const std::string end = rocksdb_layout::KeyGroupEnd(g.value(), prefix_bytes_);
-    rocksdb::Slice upper(end);
-    rocksdb::ReadOptions ro;
-    ro.iterate_upper_bound = &upper;
-    std::unique_ptr<rocksdb::Iterator> rows(db_->NewIterator(ro, info.column_family));
-    for (rows->Seek(begin); rows->Valid(); rows->Next()) {
-      CHECK(rocksdb_layout::DecodeKey(std::string_view(rows->key().data(), rows->key().size()),
-                                      prefix_bytes_, &decoded));
-      if (decoded.ns != ns.value()) continue;
-      if (!keys.empty() && keys.back().bytes() == decoded.key) continue;
-      keys.push_back(Key::FromBytes(decoded.key));
-    }
-    Check(rows->status(), "iterating state '" + info.name + "'");
-    RETURN_IF_ERROR(failure_);
-    for (const Key& key : keys) {
-      Status s = key_context().SetCurrentKey(key, g);
-      CHECK(s.ok()) << s.ToString();  // stored keys are in range by construction
-      s = fn(key);
-      if (!s.ok()) {
-        restore_previous();
-        return s;
-      }
-    }
-  }
-  restore_previous();
-  return Status::Ok();
+  return ApplyToCollectedKeys(
+      key_context(),
+      [&](KeyGroupId g, std::vector<Key>* keys) {
+        if (info.counts[static_cast<size_t>(range().IndexOf(g))] == 0) return Status::Ok();
+        // Rows come in ascending (key, namespace[, user key]) order: a key's rows are adjacent.
+        KeyGroupRows rows(*this, g, nullptr, info.column_family);
+        for (rows.SeekToFirst(); rows->Valid(); rows->Next()) {
+          CHECK(rocksdb_layout::DecodeKey(rows.key(), prefix_bytes_, &decoded));
+          if (decoded.ns != ns.value()) continue;
+          if (!keys->empty() && keys->back().bytes() == decoded.key) continue;
+          keys->push_back(Key::FromBytes(decoded.key));
+        }
+        Check(rows->status(), "iterating state '" + info.name + "'");
+        return failure_;
+      },
+      fn);
 }
 
 size_t RocksDbKeyedStateBackend::CountKeys(KeyGroupId g, const rocksdb::Snapshot* snapshot) const {
   absl::flat_hash_set<std::string> keys;
-  const std::string begin = rocksdb_layout::KeyGroupBegin(g.value(), prefix_bytes_);
-  const std::string end = rocksdb_layout::KeyGroupEnd(g.value(), prefix_bytes_);
-  rocksdb::Slice upper(end);
-  rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper;
-  ro.snapshot = snapshot;
-  ro.fill_cache = false;
   rocksdb_layout::DecodedKey decoded;
   for (const auto& [name, state] : states_) {
-    std::unique_ptr<rocksdb::Iterator> rows(db_->NewIterator(ro, state->info.column_family));
-    for (rows->Seek(begin); rows->Valid(); rows->Next()) {
-      CHECK(rocksdb_layout::DecodeKey(std::string_view(rows->key().data(), rows->key().size()),
-                                      prefix_bytes_, &decoded));
+    KeyGroupRows rows(*this, g, snapshot, state->info.column_family);
+    for (rows.SeekToFirst(); rows->Valid(); rows->Next()) {
+      CHECK(rocksdb_layout::DecodeKey(rows.key(), prefix_bytes_, &decoded));
       keys.insert(decoded.key);
     }
     CHECK(rows->status().ok()) << "reading state '" << name << "' in " << dir_ << ": "
@@ -329,13 +322,6 @@ std::unique_ptr<KeyGroupCopy> RocksDbKeyedStateBackend::CopyKeyGroup(KeyGroupId 
 
 void RocksDbKeyedStateBackend::WriteKeyGroup(KeyGroupId g, const rocksdb::Snapshot* snapshot,
                                              BinaryWriter& out) const {
-  const std::string begin = rocksdb_layout::KeyGroupBegin(g.value(), prefix_bytes_);
-  const std::string end = rocksdb_layout::KeyGroupEnd(g.value(), prefix_bytes_);
-  rocksdb::Slice upper(end);
-  rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper;
-  ro.snapshot = snapshot;
-  ro.fill_cache = false;  // a snapshot reads everything once: keep the hot blocks cached
   rocksdb_layout::DecodedKey decoded;
 
   struct Part {
@@ -348,7 +334,7 @@ void RocksDbKeyedStateBackend::WriteKeyGroup(KeyGroupId g, const rocksdb::Snapsh
     const RocksDbStateInfo& info = state->info;
     Part part{&info};
     BinaryWriter w(&part.bytes);
-    std::unique_ptr<rocksdb::Iterator> rows(db_->NewIterator(ro, info.column_family));
+    KeyGroupRows rows(*this, g, snapshot, info.column_family);
     // A map's rows of one (key, namespace) are adjacent: gathered, then written as one map.
     std::optional<TypedBuffer> map;
     if (info.kind == StateKind::kMap) map.emplace(*info.value_ops);
@@ -362,8 +348,8 @@ void RocksDbKeyedStateBackend::WriteKeyGroup(KeyGroupId g, const rocksdb::Snapsh
       map_size = 0;
       map_pairs.clear();
     };
-    for (rows->Seek(begin); rows->Valid(); rows->Next()) {
-      std::string_view rocks_key(rows->key().data(), rows->key().size());
+    for (rows.SeekToFirst(); rows->Valid(); rows->Next()) {
+      std::string_view rocks_key = rows.key();
       std::string_view value(rows->value().data(), rows->value().size());
       CHECK(rocksdb_layout::DecodeKey(rocks_key, prefix_bytes_, &decoded));
       if (info.kind == StateKind::kMap) {

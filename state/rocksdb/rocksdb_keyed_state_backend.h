@@ -87,6 +87,7 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   friend class RocksDbKeyedState;
   struct RegisteredState;
   class KeyGroupSnapshotCopy;
+  class KeyGroupRows;
 
   RocksDbKeyedStateBackend(KeyContext& key_context, std::string dir);
 

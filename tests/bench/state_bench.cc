@@ -15,33 +15,12 @@
 #include <vector>
 
 #include "state/heap/heap_keyed_state_backend.h"
+#include "tests/bench/keyed_records.h"
 
 namespace keyflow {
 namespace {
 
-constexpr int32_t kMaxParallelism = 128;
-
-struct KeyedRecord {
-  Key key;
-  KeyGroupId key_group;
-};
-
-// `num_keys` distinct keys in a pseudo-random (fixed-seed) order, key groups precomputed.
-std::vector<KeyedRecord> MakeRecords(int64_t num_keys) {
-  KeyGroupAssigner assigner(KeyType::kString, kMaxParallelism);
-  std::vector<KeyedRecord> records;
-  records.reserve(static_cast<size_t>(num_keys));
-  char buf[32];
-  for (int64_t i = 0; i < num_keys; ++i) {
-    std::snprintf(buf, sizeof(buf), "uid-%08lld", static_cast<long long>(i));
-    Key key = Key::FromBytes(buf);
-    KeyGroupId g = assigner.Assign(key);
-    records.push_back(KeyedRecord{std::move(key), g});
-  }
-  std::mt19937_64 rng(42);
-  std::shuffle(records.begin(), records.end(), rng);
-  return records;
-}
+constexpr int32_t kMaxParallelism = kBenchMaxParallelism;
 
 struct Env {
   explicit Env(int64_t num_keys)
