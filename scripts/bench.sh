@@ -36,8 +36,8 @@
 #                      alternating with the (secure) first cluster; the median counts
 #   --metrics          also the cost of Prometheus scraping (issue 12; target <= 2 % loss):
 #                      count-window R times with the coordinator's /metrics fetched every second
-#                      by a curl loop and R times not scraped, alternating on the same cluster;
-#                      the median counts
+#                      by a curl loop and R times not scraped, alternating (AB BA ...) on the
+#                      same cluster; the median counts; also the coordinator's CPU per second
 #   --metrics-only     only that comparison (no micro-benchmarks, throughput or checkpoint runs)
 #   --rocksdb          also the RocksDB state backend (issue 11): the micro-benchmark
 #                      rocksdb_state_bench (ValueState read+update, RocksDB vs the heap in the
@@ -244,7 +244,7 @@ if [ "$e2e" -eq 1 ]; then
 
   # run_job KEYS CHECKPOINT_INTERVAL [JOB ARGS...]: one job (default: count-window in event time)
   # at P = 2 with --wait; sets rate (records/s = records in / job duration), job_load, and for
-  # checkpointed runs leaves checkpoints-<n>.json.
+  # checkpointed runs leaves checkpoints-<n>.json; job_ms: the job's duration.
   run_job() {
     local k="$1" interval="$2" input out args job=("${@:3}")
     [ ${#job[@]} -gt 0 ] || job=("${COUNT_WINDOW[@]}")
@@ -269,6 +269,7 @@ if [ "$e2e" -eq 1 ]; then
     [ "$state" = FINISHED ] || kf_die "run $run_no ended in state $state"
     [ "$records" = "$events" ] || kf_die "run $run_no read $records records instead of $events"
     rate="$(calc "$records * 1000 / $ms")"
+    job_ms="$ms"
     echo "run $run_no: $records records in $ms ms = $(calc "round($rate)") records/s" >&2
     rm -rf "$out"  # the output is not what is measured; free the disk
   }
@@ -343,25 +344,53 @@ if [ "$e2e" -eq 1 ] && [ "$metrics" -eq 1 ]; then
   scrape_loop() {
     local n=0
     while true; do
-      if curl -fsS -o /dev/null --max-time 5 "$1"; then n=$((n + 1)); echo "$n" >"$2"; fi
+      if curl -fsS -o /dev/null --max-time 5 "$1"; then
+        n=$((n + 1))
+        echo "$n" >"$2.tmp" && mv "$2.tmp" "$2"  # a reader never sees a half-written file
+      fi
       sleep 1
     done
   }
-  scraped=() unscraped=() loads=() scrapes=()
+  # The coordinator's CPU time (user + system, in clock ticks) from /proc: what the scrapes cost
+  # it, independent of the machine's load.
+  coordinator_ticks() {
+    python3 -c 'import sys; f=open(sys.argv[1]).read().rsplit(")",1)[1].split(); print(int(f[11])+int(f[12]))' \
+      "/proc/$(cat "$run_dir/coordinator.pid")/stat"
+  }
+  hz="$(getconf CLK_TCK)"
+  # measure_run SCRAPED: one count-window run, scraped every second or not; appends its rate and
+  # the coordinator's CPU per second of job (ms/s) to the arrays of its kind.
+  measure_run() {
+    local t0
+    if [ "$1" -eq 1 ]; then
+      echo 0 >"$results_dir/scrapes-$r"
+      scrape_loop "$metrics_url" "$results_dir/scrapes-$r" &
+      scraper_pid=$!
+    fi
+    t0="$(coordinator_ticks)"
+    run_job "$keys" 0
+    local cpu
+    cpu="$(calc "($(coordinator_ticks) - $t0) / $hz * 1000 / ($job_ms / 1000)")"
+    loads+=("$job_load")
+    if [ "$1" -eq 1 ]; then
+      kill "$scraper_pid" 2>/dev/null || true
+      wait "$scraper_pid" 2>/dev/null || true
+      scraper_pid=""
+      scraped+=("$rate") cpu_scraped+=("$cpu") scrapes+=("$(cat "$results_dir/scrapes-$r")")
+    else
+      unscraped+=("$rate") cpu_unscraped+=("$cpu")
+    fi
+  }
+  scraped=() unscraped=() loads=() scrapes=() cpu_scraped=() cpu_unscraped=()
+  # A B, B A, A B, ...: a trend in the machine's load does not favour either kind.
   for ((r = 0; r < repeat; r++)); do
-    run_job "$keys" 0
-    unscraped+=("$rate")
-    loads+=("$job_load")
-    echo 0 >"$results_dir/scrapes-$r"
-    scrape_loop "$metrics_url" "$results_dir/scrapes-$r" &
-    scraper_pid=$!
-    run_job "$keys" 0
-    kill "$scraper_pid" 2>/dev/null || true
-    wait "$scraper_pid" 2>/dev/null || true
-    scraper_pid=""
-    scraped+=("$rate")
-    loads+=("$job_load")
-    scrapes+=("$(cat "$results_dir/scrapes-$r")")
+    if [ $((r % 2)) -eq 0 ]; then
+      measure_run 0
+      measure_run 1
+    else
+      measure_run 1
+      measure_run 0
+    fi
   done
   [ "${scrapes[0]}" -gt 0 ] || kf_die "the scraper never reached $metrics_url"
   s="$(median "${scraped[@]}")"
@@ -370,6 +399,10 @@ if [ "$e2e" -eq 1 ] && [ "$metrics" -eq 1 ]; then
   row "metrics (e2e)" "records/s, not scraped" "$(calc "$u/1e6")" "M/s" "" "${loads[*]}" "$note"
   row "metrics (e2e)" "records/s, /metrics scraped every second" "$(calc "$s/1e6")" "M/s" "" "${loads[*]}"
   row "metrics (e2e)" "throughput loss when scraped" "$(calc "(1 - $s/$u) * 100")" "%" "<= 2" "${loads[*]}"
+  row "metrics (e2e)" "coordinator CPU per second of job, not scraped (median)" \
+    "$(median "${cpu_unscraped[@]}")" "ms/s" "" "${loads[*]}" "runs: ${cpu_unscraped[*]}"
+  row "metrics (e2e)" "coordinator CPU per second of job, scraped (median)" \
+    "$(median "${cpu_scraped[@]}")" "ms/s" "" "${loads[*]}" "runs: ${cpu_scraped[*]}"
 fi
 if [ "$e2e" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
   # Issue 11: count-window with the RocksDB state backend against the heap, alternating.

@@ -69,16 +69,23 @@ TEST(PrometheusIntegration, ARealPrometheusScrapesTheExactRecordCountOfAJob) {
   ASSERT_TRUE(rest_port.ok()) << rest_port.status().ToString();
 
   // /metrics itself: the exposition content type, and promtool's format and naming lint.
+  // (The snapshot it renders is published every 250 ms: wait for one with both workers.)
   httplib::Client rest("127.0.0.1", *rest_port);
-  auto metrics = rest.Get("/metrics");
-  ASSERT_TRUE(metrics) << "GET /metrics failed: " << httplib::to_string(metrics.error());
-  ASSERT_EQ(metrics->status, 200) << metrics->body;
-  EXPECT_EQ(metrics->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
-  EXPECT_NE(metrics->body.find("\nkeyflow_coordinator_workers 2\n"), std::string::npos)
-      << metrics->body;
+  std::string body, content_type;
+  Status both = WaitUntil(
+      [&] {
+        auto res = rest.Get("/metrics");
+        if (!res || res->status != 200) return false;
+        body = res->body;
+        content_type = res->get_header_value("Content-Type");
+        return body.find("\nkeyflow_coordinator_workers 2\n") != std::string::npos;
+      },
+      Duration::Seconds(10), "/metrics to show both workers");
+  ASSERT_TRUE(both.ok()) << both.ToString() << "\n" << body;
+  EXPECT_EQ(content_type, "text/plain; version=0.0.4; charset=utf-8");
   {
     const std::string file = dir.path() + "/metrics.txt";
-    std::ofstream(file) << metrics->body;
+    std::ofstream(file) << body;
     auto lint = RunCommand({"sh", "-c", "'" + promtool + "' check metrics < '" + file + "'"},
                            Duration::Seconds(20));
     ASSERT_TRUE(lint.ok()) << lint.status().ToString();
@@ -129,6 +136,16 @@ TEST(PrometheusIntegration, ARealPrometheusScrapesTheExactRecordCountOfAJob) {
   EXPECT_EQ(QueryValue(*prom_port, "count(keyflow_worker_resident_memory_bytes > 1048576)"), "2");
   EXPECT_EQ(QueryValue(*prom_port, "count(keyflow_worker_open_fds > 0)"), "2");
   EXPECT_EQ(QueryValue(*prom_port, "keyflow_job_info{state=\"FINISHED\"}"), "1");
+  // The latency histogram as scraped: its sample count is the status's, and the +Inf bucket
+  // holds every sample.
+  int64_t latency_samples = 0;
+  for (const auto& s : run->job["subtasks"]) {
+    latency_samples += s["latency"].value("count", int64_t{0});
+  }
+  EXPECT_EQ(QueryValue(*prom_port, "sum(keyflow_subtask_latency_seconds_count)"),
+            std::to_string(latency_samples));
+  EXPECT_EQ(QueryValue(*prom_port, "sum(keyflow_subtask_latency_seconds_bucket{le=\"+Inf\"})"),
+            std::to_string(latency_samples));
   EXPECT_EQ(server->Kill(), 128 + 9);
 }
 
