@@ -136,6 +136,8 @@ TEST(PrometheusIntegration, ARealPrometheusScrapesTheExactRecordCountOfAJob) {
   EXPECT_EQ(QueryValue(*prom_port, "count(keyflow_worker_resident_memory_bytes > 1048576)"), "2");
   EXPECT_EQ(QueryValue(*prom_port, "count(keyflow_worker_open_fds > 0)"), "2");
   EXPECT_EQ(QueryValue(*prom_port, "keyflow_job_info{state=\"FINISHED\"}"), "1");
+  EXPECT_EQ(QueryValue(*prom_port, "count(keyflow_subtask_state_backend_info{backend=\"heap\"})"),
+            "2");
   // The latency histogram as scraped: its sample count is the status's, and the +Inf bucket
   // holds every sample.
   int64_t latency_samples = 0;
