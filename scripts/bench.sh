@@ -43,6 +43,7 @@
 #                      rocksdb_state_bench (ValueState read+update, RocksDB vs the heap in the
 #                      same run) and count-window end to end with --state-backend rocksdb vs
 #                      heap, R runs each, alternating (target >= 0.4x); the median counts
+#   --rocksdb-only     only that comparison (no micro-benchmarks, throughput or checkpoint runs)
 #
 # KEYFLOW_BUILD_DIR overrides the build directory, KEYFLOW_JOBS the build's -j (default nproc).
 # Every process it starts is stopped on exit (also on Ctrl-C or failure). The numbers depend on
@@ -75,6 +76,7 @@ while [ $# -gt 0 ]; do
     --metrics) metrics=1; shift ;;
     --metrics-only) metrics=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --rocksdb) rocksdb=1; shift ;;
+    --rocksdb-only) rocksdb=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac

@@ -83,7 +83,7 @@ void BM_RocksDbValueStateReadUpdate(benchmark::State& state) {
 }
 BENCHMARK(BM_RocksDbValueStateReadUpdate)
     ->Args({1'000'000, 8})
-    ->Iterations(2'000'000)
+    ->Iterations(500'000)
     ->Unit(benchmark::kNanosecond);
 
 }  // namespace
