@@ -210,6 +210,8 @@ void Coordinator::OnMessage(const ControlPeer& from, const ControlMessage& msg, 
             job_->Cancel("canceled by the user", now_ms);
             SendReply(identity, true, "job " + job_->job_id() + " canceled");
           }
+        } else if constexpr (std::is_same_v<T, SetLogLevelRequest>) {
+          HandleSetLogLevel(from, m);
         } else if constexpr (std::is_same_v<T, ::keyflow::ReloadKeys>) {
           auto reloaded = ReloadKeys(now_ms);
           if (!reloaded.ok()) {
@@ -295,6 +297,7 @@ void Coordinator::HandleRegister(const ControlPeer& from, const RegisterWorker& 
   outbox_->Send(identity, reply);
   KF_LOG_INFO("worker registered worker={} slot={} host={} pid={} data_host={}", r.id.value(),
               r.slot, m.hostname, m.pid, m.data_host);
+  if (!worker_log_level_.empty()) outbox_->Send(identity, SetLogLevel{worker_log_level_});
   if (job_ != nullptr) job_->OnWorkerRegistered(now_ms);
 }
 
@@ -432,6 +435,31 @@ void Coordinator::DropRevokedWorkers(int64_t now_ms) {
     outbox_->Send(gone->identity, RegisterAgain{});
     WorkerLost(*gone, "its key " + gone->peer->ToUserId() + " was revoked", now_ms);
   }
+}
+
+void Coordinator::HandleSetLogLevel(const ControlPeer& from, const SetLogLevelRequest& m) {
+  std::string who = from.identity ? from.identity->ToUserId() : "a connection without a key";
+  if (Status s = ChangeLogLevel(m.level, "set by " + who); !s.ok()) {
+    SendReply(from.connection, false, s.message());
+    return;
+  }
+  const std::string level = LogLevel();
+  size_t workers = 0;
+  if (m.workers) {
+    worker_log_level_ = level;
+    for (const WorkerInfo* w : workers_.BySlot()) {
+      outbox_->Send(w->identity, SetLogLevel{level});
+      ++workers;
+    }
+  }
+  nlohmann::json j;
+  j["level"] = level;
+  j["workers"] = workers;
+  std::string where = !m.workers ? " on the coordinator only"
+                      : workers == 1
+                          ? " on the coordinator and 1 worker"
+                          : " on the coordinator and " + std::to_string(workers) + " workers";
+  SendReply(from.connection, true, "log level is now " + level + where, j.dump());
 }
 
 void Coordinator::Shutdown(int64_t now_ms) {
@@ -683,6 +711,7 @@ nlohmann::json Coordinator::StatusJson(int64_t now_ms) const {
   }
   j["workers"] = std::move(ws);
   j["coordinator"] = {{"incarnation", incarnation_},
+                      {"log_level", LogLevel()},
                       {"malformed_control_messages", malformed_control_messages_},
                       {"security",
                        {{"mode", options_.security.enabled ? "curve" : "insecure"},

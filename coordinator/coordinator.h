@@ -108,6 +108,9 @@ class Coordinator {
   void DropRevokedWorkers(int64_t now_ms);
   void HandleRegister(const ControlPeer& from, const RegisterWorker& m, int64_t now_ms);
   void HandleSubmit(const std::string& identity, const SubmitJob& m, int64_t now_ms);
+  // `keyflow log-level`: this process's level, and with m.workers every worker's (also of those
+  // registering later: worker_log_level_).
+  void HandleSetLogLevel(const ControlPeer& from, const SetLogLevelRequest& m);
   // A worker lacks the current job's library: answer with its bytes from the blob store.
   void HandleFetchJobLibrary(const std::string& identity, const FetchJobLibrary& m);
   // The job's --checkpoint-dir, else the coordinator's: where its checkpoints and blobs live.
@@ -141,7 +144,8 @@ class Coordinator {
   uint64_t malformed_control_messages_ = 0;
   uint64_t refused_requests_ = 0;
   uint64_t refused_connections_ = 0;
-  LogRateLimiter refusals_;  // refused requests, per key + message type
+  LogRateLimiter refusals_;       // refused requests, per key + message type
+  std::string worker_log_level_;  // set at run time for every worker; empty: their own flags
 };
 
 }  // namespace keyflow

@@ -5,6 +5,7 @@
 #include "common/file_io.h"
 #include "common/logging.h"
 #include "common/process/command_line.h"
+#include "common/process/logging_flags.h"
 #include "common/process/signal_waiter.h"
 #include "common/security/process_security.h"
 #include "coordinator/control_server.h"
@@ -31,8 +32,7 @@ int main(int argc, char** argv) {
   SignalWaiter signals(SignalWaiter::kWithReload);  // before any thread starts
 
   po::options_description opts;
-  std::string bind, checkpoint_dir, log_file, log_level, config, hb_interval, hb_timeout,
-      deploy_timeout;
+  std::string bind, checkpoint_dir, config, hb_interval, hb_timeout, deploy_timeout;
   std::vector<std::string> allowed_paths;
   int64_t port = 6123;
   std::string host = "127.0.0.1";
@@ -56,8 +56,6 @@ int main(int argc, char** argv) {
       "a worker silent for longer is declared lost")(
       "deploy-timeout", po::value(&deploy_timeout)->default_value("30s"),
       "how long a deployment may take before the attempt fails")(
-      "log-file", po::value(&log_file), "log to this file (default: stderr)")(
-      "log-level", po::value(&log_level)->default_value("info"), "trace|debug|info|warn|error")(
       "config", po::value(&config), "read options from this file (INI: name = value)")(
       "rest-port", po::value(&rest_port)->default_value(rest_port),
       "port of the REST API (JSON under /api/v1): 1-65535, 0 = any free port, -1 = no REST "
@@ -67,6 +65,8 @@ int main(int argc, char** argv) {
       "rest-port-file", po::value(&rest_port_file),
       "write the bound REST port to this file once it listens (atomically; for scripts and "
       "tests using --rest-port 0)");
+  LoggingFlags logging_flags;
+  AddLoggingFlags(opts, &logging_flags);
   SecurityFlags security_flags;
   AddSecurityFlags(opts, Role::kCoordinator, &security_flags);
   po::variables_map vm;
@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
     return code;
   }
   if (Status s = ParseConfigFile(config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
+  auto logging = LoggingOptionsFromFlags("coordinator", logging_flags);
+  if (!logging.ok()) return Fail(logging.status(), kExitUsage);
 
   CoordinatorOptions options;
   options.job.checkpoint_root = checkpoint_dir;
@@ -123,7 +125,7 @@ int main(int argc, char** argv) {
     return Fail("--rest-port-file needs a REST server: drop --rest-port -1", kExitUsage);
   }
 
-  if (Status s = InitLogging("coordinator", log_file, log_level); !s.ok()) {
+  if (Status s = InitLogging(*logging); !s.ok()) {
     return Fail(s, kExitUsage);
   }
   if (!options.security.enabled) KF_LOG_WARN("{}", InsecureWarning("keyflow-coordinator"));

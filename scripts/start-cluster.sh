@@ -34,6 +34,9 @@
 #   --coordinator-arg ARG  extra flag for keyflow-coordinator (repeatable), e.g.
 #                          --coordinator-arg=--heartbeat-timeout=3s
 #   --worker-arg ARG       extra flag for every keyflow-worker (repeatable)
+#   --log-level L          --log-level of every process (trace|debug|info|warn|error; default
+#                          info); change it later with `keyflow log-level L`
+#   --log-format F         --log-format of every process: text (default) or json
 #   --dry-run              print the commands that would run, start nothing
 #
 # Prints the coordinator endpoint on stdout (also in RUN_DIR/coordinator.endpoint); everything
@@ -81,6 +84,8 @@ while [ $# -gt 0 ]; do
     --timeout) need "$@"; timeout_s="$2"; shift 2 ;;
     --coordinator-arg) need "$@"; coordinator_args+=("$2"); shift 2 ;;
     --worker-arg) need "$@"; worker_args+=("$2"); shift 2 ;;
+    --log-level | --log-format)
+      need "$@"; coordinator_args+=("$1" "$2"); worker_args+=("$1" "$2"); shift 2 ;;
     --dry-run) dry_run=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;

@@ -5,6 +5,7 @@
 #include "common/file_system.h"
 #include "common/logging.h"
 #include "common/process/command_line.h"
+#include "common/process/logging_flags.h"
 #include "common/process/signal_waiter.h"
 #include "common/security/process_security.h"
 #include "worker/runtime/crash_handler.h"
@@ -18,7 +19,7 @@ int main(int argc, char** argv) {
 
   po::options_description opts;
   WorkerOptions options;
-  std::string log_file, log_level, config;
+  std::string config;
   opts.add_options()("coordinator",
                      po::value(&options.coordinator)->default_value(options.coordinator),
                      "coordinator control endpoint")(
@@ -30,18 +31,18 @@ int main(int argc, char** argv) {
       "interface the data endpoints bind to (default: the address of --data-host; 0.0.0.0 = "
       "every interface)")("hostname", po::value(&options.hostname),
                           "name shown in status (default: the host name)")(
-      "log-file", po::value(&log_file), "log to this file (default: stderr)")(
       "cache-dir",
       po::value(&options.data.job_library_cache_dir)->default_value(kDefaultJobLibraryCacheDir),
       "local cache of the job libraries the coordinator ships (files <sha256>.so, verified "
       "before every load; relative to the working directory; workers may share it)")(
-      "log-level", po::value(&log_level)->default_value("info"), "trace|debug|info|warn|error")(
       "config", po::value(&config), "read options from this file (INI: name = value)")(
       "previous-exit", po::value(&options.previous_exit),
       "set by a supervisor that restarts this worker: how the previous process of this slot "
       "ended (e.g. \"killed by signal 9 (SIGKILL)\"); the coordinator reports it")(
       "previous-pid", po::value(&options.previous_pid)->default_value(0),
       "set by a supervisor: the pid of that previous process (its slot is taken over at once)");
+  LoggingFlags logging_flags;
+  AddLoggingFlags(opts, &logging_flags);
   SecurityFlags security_flags;
   AddSecurityFlags(opts, Role::kWorker, &security_flags, "worker-<slot>");
   po::variables_map vm;
@@ -55,6 +56,9 @@ int main(int argc, char** argv) {
     return code;
   }
   if (Status s = ParseConfigFile(config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
+  std::string process = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "worker";
+  auto logging = LoggingOptionsFromFlags(process, logging_flags);
+  if (!logging.ok()) return Fail(logging.status(), kExitUsage);
   if (options.previous_pid < 0) {
     return Fail(
         "--previous-pid must be a process id (> 0), not " + std::to_string(options.previous_pid),
@@ -83,8 +87,7 @@ int main(int argc, char** argv) {
   auto security = LoadProcessSecurity(security_flags, Role::kWorker);
   if (!security.ok()) return Fail(security.status(), kExitUsage);
   options.security = *security;
-  std::string process = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "worker";
-  if (Status s = InitLogging(process, log_file, log_level); !s.ok()) return Fail(s, kExitUsage);
+  if (Status s = InitLogging(*logging); !s.ok()) return Fail(s, kExitUsage);
 
   if (!options.security.enabled) KF_LOG_WARN("{}", InsecureWarning("keyflow-worker"));
   // Two I/O threads: thread 0 carries the control plane, thread 1 the data plane (and its CURVE

@@ -281,6 +281,11 @@ void WorkerProcess::Handle(const ControlMessage& msg, int64_t now) {
           if (executor_ && executor_->attempt() == m.attempt) {
             executor_->NotifyCheckpointAborted(m.checkpoint, m.reason);
           }
+        } else if constexpr (std::is_same_v<T, SetLogLevel>) {
+          if (Status s = ChangeLogLevel(m.level, "set by the coordinator"); !s.ok()) {
+            KF_LOG_WARN("the coordinator sent a log level this worker does not know: {}",
+                        s.message());
+          }
         } else if constexpr (std::is_same_v<T, CoordinatorHeartbeat>) {
           // Liveness only (recorded above). A coordinator that moved on to another attempt
           // will send CancelTask or DeployTask.

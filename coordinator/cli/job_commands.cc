@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/input/input_spec.h"
 #include "common/key_group_assignment.h"
+#include "common/logging.h"
 #include "common/process/command_line.h"
 #include "common/security/process_security.h"
 #include "coordinator/cli/checkpoint_inspect_command.h"
@@ -765,6 +766,45 @@ int RunKeysReloadCommand(const std::vector<std::string>& args) {
     return code;
   }
   auto reply = Ask(endpoint, ReloadKeys{}, &code);
+  if (!reply) return code;
+  if (!reply->ok) return Fail(reply->message, kExitFailure);
+  std::cout << reply->message << "\n";
+  return kExitOk;
+}
+
+int RunLogLevelCommand(const std::vector<std::string>& args) {
+  po::options_description opts;
+  std::string endpoint, level;
+  bool coordinator_only = false;
+  opts.add_options()("level", po::value(&level),
+                     "trace|debug|info|warn|error (positional; none: print the current level)")(
+      "coordinator-only", po::bool_switch(&coordinator_only),
+      "change the coordinator's level only, not the workers'");
+  AddCoordinatorOption(&opts, &endpoint);
+  po::positional_options_description pos;
+  pos.add("level", 1);
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine("usage: keyflow log-level [LEVEL] [--coordinator-only]\n"
+                        "Changes the log level of the running coordinator and of every "
+                        "registered worker (and of\nworkers registering later) until they "
+                        "restart. Needs an operator client key.",
+                        opts, pos, args, &vm, &code)) {
+    return code;
+  }
+  if (level.empty()) {
+    auto reply = Ask(endpoint, StatusRequest{}, &code);
+    if (!reply) return code;
+    if (!reply->ok) return Fail(reply->message, kExitFailure);
+    nlohmann::json st = nlohmann::json::parse(reply->json, nullptr, false);
+    const nlohmann::json& c = st.is_object() ? st["coordinator"] : st;
+    std::cout << "the coordinator logs at "
+              << (c.is_object() ? c.value("log_level", "an unknown level") : "an unknown level")
+              << "\n";
+    return kExitOk;
+  }
+  if (Status s = ParseLogLevel(level).status(); !s.ok()) return Fail(s, kExitUsage);
+  auto reply = Ask(endpoint, SetLogLevelRequest{level, !coordinator_only}, &code);
   if (!reply) return code;
   if (!reply->ok) return Fail(reply->message, kExitFailure);
   std::cout << reply->message << "\n";

@@ -23,5 +23,7 @@ int RunCheckpointsCommand(const std::vector<std::string>& args);
 int RunRescaleCommand(const std::vector<std::string>& args);
 // keyflow keys reload [--coordinator ..] [--keys DIR]: the coordinator re-reads its trusted keys
 int RunKeysReloadCommand(const std::vector<std::string>& args);
+// keyflow log-level [LEVEL] [--coordinator-only]: the coordinator's (and workers') log level
+int RunLogLevelCommand(const std::vector<std::string>& args);
 
 }  // namespace keyflow::cli

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "common/logging.h"
 #include "common/process/command_line.h"
+#include "common/process/logging_flags.h"
 #include "coordinator/cli/job_commands.h"
 #include "coordinator/cli/key_group_commands.h"
 #include "coordinator/cli/keys_command.h"
@@ -41,6 +43,8 @@ const std::map<std::string, CommandInfo>& Commands() {
       {"key-group",
        {[](const auto& a) { return RunKeyGroupCommand(a, std::cin, std::cout); },
         "print the key group (and subtask) of keys"}},
+      {"log-level",
+       {RunLogLevelCommand, "change the log level of the coordinator and workers at run time"}},
       {"keys",
        {[](const auto& a) { return RunKeysCommand(a, std::cout, std::cerr); },
         "create and list the cluster's CURVE keys (init, add-worker, add-client, list, reload)"}},
@@ -51,6 +55,10 @@ const std::map<std::string, CommandInfo>& Commands() {
 void PrintUsage(std::ostream& os) {
   os << "usage: keyflow <command> [options]   (keyflow <command> --help for its options;\n"
         "       keyflow --version prints the version)\n\n"
+        "options of every command (before or after it):\n"
+        "  --log-level L   trace|debug|info|warn|error: what the CLI logs to stderr (default "
+        "warn)\n"
+        "  --log-format F  text|json\n\n"
         "commands:\n";
   for (const auto& [name, info] : Commands()) {
     os << "  " << name << std::string(12 - std::min<size_t>(name.size(), 11), ' ') << info.summary
@@ -61,11 +69,21 @@ void PrintUsage(std::ostream& os) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
+  using namespace keyflow;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  cli::LoggingFlags log_flags;
+  log_flags.level = "warn";
+  if (Status s = cli::ExtractCliLoggingFlags(&args, &log_flags); !s.ok()) {
+    return cli::Fail(s, cli::kExitUsage);
+  }
+  auto logging = cli::LoggingOptionsFromFlags("keyflow", log_flags);
+  if (!logging.ok()) return cli::Fail(logging.status(), cli::kExitUsage);
+  if (Status s = InitLogging(*logging); !s.ok()) return cli::Fail(s, cli::kExitUsage);
+  if (args.empty()) {
     PrintUsage(std::cerr);
     return keyflow::cli::kExitUsage;
   }
-  std::string name = argv[1];
+  std::string name = args[0];
   if (name == "--help" || name == "-h" || name == "help") {
     PrintUsage(std::cout);
     return keyflow::cli::kExitOk;
@@ -80,6 +98,6 @@ int main(int argc, char** argv) {
     PrintUsage(std::cerr);
     return keyflow::cli::kExitUsage;
   }
-  std::vector<std::string> args(argv + 2, argv + argc);
+  args.erase(args.begin());
   return it->second.run(args);
 }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "common/logging.h"
 #include "common/security/curve_keys.h"
 #include "tests/coordinator/coordinator_harness.h"
 
@@ -91,6 +92,18 @@ TEST_F(ControlRolesTest, AWorkerKeyCannotCancelTheJob) {
   Deliver("cli", CancelJob{});
   EXPECT_TRUE(outbox_.Last<Reply>("cli")->ok);
   EXPECT_EQ(coord_->job()->state(), JobState::kCanceled);
+}
+
+TEST_F(ControlRolesTest, AWorkerKeyCannotChangeTheLogLevel) {
+  RunJob();
+  const std::string before = LogLevel();
+  Deliver("w0", SetLogLevelRequest{before == "trace" ? "debug" : "trace", true});
+  EXPECT_EQ(outbox_.Last<Reply>("w0")->message,
+            "a worker key cannot change the log level: use an operator client key (`keyflow keys "
+            "add-client NAME`)");
+  EXPECT_EQ(LogLevel(), before);
+  EXPECT_TRUE(outbox_.To<SetLogLevel>("w1").empty());
+  EXPECT_EQ(coord_->refused_requests(), 1u);
 }
 
 TEST_F(ControlRolesTest, AnOperatorKeyCannotRegisterAsAWorker) {
