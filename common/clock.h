@@ -22,6 +22,9 @@ class Clock {
         .count();
   }
   int64_t MonotonicMillis() const { return MonotonicMicros() / 1000; }
+  // Microseconds since the epoch (latency markers: comparable across processes, and across
+  // hosts as far as their clocks agree). Default: Now() in microseconds.
+  virtual int64_t EpochMicros() const { return Now().millis() * 1000; }
 };
 
 class SystemClock final : public Clock {
@@ -30,6 +33,11 @@ class SystemClock final : public Clock {
     return Timestamp(std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count());
+  }
+  int64_t EpochMicros() const override {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
   }
 };
 

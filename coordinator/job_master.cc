@@ -24,13 +24,18 @@ nlohmann::json CheckpointStatsJson(const CheckpointStats& st) {
           {"directory", st.directory}};
 }
 
-// A subtask's latency: the cumulative histogram (bucket_counts as in LatencySummary, not
-// cumulative across buckets; [] before any sample) and the recent window's quantiles in ms
-// (null: no sample in the window).
+// A subtask's latency (worker/README.md "Latency"): the cumulative histogram (bucket_counts as in
+// LatencySummary, not cumulative across buckets; [] before any sample), the recent window's
+// quantiles in ms (null: no sample in the window), and the mean since the attempt started.
 nlohmann::json LatencySummaryJson(const LatencySummary& l) {
   auto ms = [](int64_t us) { return us < 0 ? nlohmann::json() : nlohmann::json(us / 1000.0); };
-  return {{"count", l.count},       {"sum_us", l.sum_us},     {"bucket_counts", l.bucket_counts},
-          {"p50_ms", ms(l.p50_us)}, {"p99_ms", ms(l.p99_us)}, {"p999_ms", ms(l.p999_us)}};
+  return {{"count", l.count},
+          {"sum_us", l.sum_us},
+          {"bucket_counts", l.bucket_counts},
+          {"p50_ms", ms(l.p50_us)},
+          {"p99_ms", ms(l.p99_us)},
+          {"p999_ms", ms(l.p999_us)},
+          {"mean_ms", l.count > 0 ? ms(l.sum_us / static_cast<int64_t>(l.count)) : nullptr}};
 }
 
 }  // namespace

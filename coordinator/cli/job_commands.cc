@@ -169,6 +169,25 @@ std::string WatermarkText(int64_t w) {
   return std::to_string(w);
 }
 
+// A subtask's latency quantiles from its status JSON, "0.84/2.10/3.05" (ms); "-" for a
+// quantile whose window holds no marker (none yet, the source finished, or markers off).
+std::string LatencyColumns(const nlohmann::json& latency) {
+  if (!latency.is_object()) return "-";
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2);
+  const char* sep = "";
+  for (const char* q : {"p50_ms", "p99_ms", "p999_ms"}) {
+    os << sep;
+    sep = "/";
+    if (latency.contains(q) && latency[q].is_number()) {
+      os << latency[q].get<double>();
+    } else {
+      os << "-";
+    }
+  }
+  return os.str();
+}
+
 std::string ProgressLine(const nlohmann::json& job) {
   std::ostringstream os;
   os << "[" << job.value("state", "?") << "] " << job.value("job_id", "") << "  in "
@@ -386,7 +405,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
   std::string endpoint, key_type = "string", wm_bound = "1s", wm_interval = "200ms", idle = "0",
                         on_bad = "skip", on_change = "warn", ckpt_interval = "0",
                         ckpt_timeout = "10min", min_pause = "0", restart_delay = "200ms",
-                        restart_max_delay = "30s", replacement_timeout = "10s";
+                        restart_max_delay = "30s", replacement_timeout = "10s",
+                        latency_interval = "200ms";
   std::vector<std::string> params;
   std::string library_path;
   JobSpec spec;
@@ -416,6 +436,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
       "bounded out-of-orderness of event time")("watermark-interval",
                                                 po::value(&wm_interval)->default_value(wm_interval),
                                                 "periodic watermark emission interval")(
+      "latency-interval", po::value(&latency_interval)->default_value(latency_interval),
+      "every source subtask sends a latency marker this often; `keyflow status` shows each "
+      "subtask's latency (p50/p99/p99.9 over the last 10 s) from them (0 = off; at most 10s)")(
       "idle-timeout", po::value(&idle)->default_value(idle),
       "mark a source idle after this long without records (0 = never)")(
       "on-bad-record", po::value(&on_bad)->default_value(on_bad), "skip | fail")(
@@ -524,6 +547,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
       {"watermark-bound", &wm_bound, &spec.watermark_bound_ms},
       {"watermark-interval", &wm_interval, &spec.watermark_interval_ms, kPositiveDuration},
       {"idle-timeout", &idle, &spec.idle_timeout_ms},
+      {"latency-interval", &latency_interval, &spec.latency_interval_ms,
+       DurationRange{.min_ms = 0, .max_ms = 10'000}},
       {"checkpoint-interval", &ckpt_interval, &spec.checkpoint_interval_ms},
       {"checkpoint-timeout", &ckpt_timeout, &spec.checkpoint_timeout_ms, kPositiveDuration},
       {"min-pause", &min_pause, &spec.checkpoint_min_pause_ms},
@@ -710,7 +735,7 @@ int RunStatusCommand(const std::vector<std::string>& args) {
     }
   }
   std::cout << "  subtask  key-groups  state      records-in  in/s     processed  out        "
-               "watermark       backpressure\n";
+               "watermark       backpressure  latency p50/p99/p99.9 ms\n";
   for (const auto& s : job["subtasks"]) {
     std::ostringstream kg;
     kg << s["key_groups"][0].get<int>() << "-" << s["key_groups"][1].get<int>();
@@ -720,7 +745,9 @@ int RunStatusCommand(const std::vector<std::string>& args) {
               << std::setw(11) << s.value("records_processed", 0) << std::setw(11)
               << s.value("records_out", 0) << std::setw(16)
               << WatermarkText(s.value("watermark", INT64_MIN)) << std::fixed
-              << std::setprecision(0) << 100.0 * s.value("backpressure", 0.0) << "%\n";
+              << std::setprecision(0) << std::setw(14)
+              << (std::to_string(std::lround(100.0 * s.value("backpressure", 0.0))) + "%")
+              << LatencyColumns(s.value("latency", nlohmann::json())) << "\n";
   }
   // Keyed state per subtask: the backend and what its state occupies (RocksDB: memtables and
   // block cache in memory, SST files on disk; the heap's memory is not measured).

@@ -182,8 +182,8 @@ TEST_F(HostilePeerTest, DataPortsDropJunkAndOversizedFramesWithoutTouchingTheJob
     std::string frame;
     EncodeEventFrame(SubtaskIndex(static_cast<int32_t>(i % 2)), AttemptNumber(1), 0,
                      ChannelEvent::EndOfInput(), &frame);
-    std::string other_version = frame;  // a valid frame of data-plane version 3
-    other_version[4] = 3;
+    std::string other_version = frame;  // a valid frame of another data-plane version
+    other_version[4] = static_cast<char>(kDataPlaneVersion + 1);
     push.send(zmq::buffer(other_version), zmq::send_flags::none);
     frame[kFrameChecksumOffset] ^= 0x5a;
     push.send(zmq::buffer(frame), zmq::send_flags::none);

@@ -23,7 +23,7 @@ T Get(std::string_view frame, size_t offset) {
 
 bool IsKnownKind(uint8_t kind) {
   return kind >= static_cast<uint8_t>(FrameKind::kRecords) &&
-         kind <= static_cast<uint8_t>(FrameKind::kEndOfInput);
+         kind <= static_cast<uint8_t>(FrameKind::kLatencyMarker);
 }
 
 Status FrameError(std::string_view channel, const std::string& what) {
@@ -46,6 +46,8 @@ std::string_view FrameKindName(FrameKind kind) {
       return "CANCEL_BARRIER";
     case FrameKind::kEndOfInput:
       return "END_OF_INPUT";
+    case FrameKind::kLatencyMarker:
+      return "LATENCY_MARKER";
   }
   return "UNKNOWN";
 }
@@ -87,6 +89,9 @@ void EncodeEventFrame(SubtaskIndex sender, AttemptNumber attempt, uint64_t seque
       break;
     case FrameKind::kCancelBarrier:
       w.I64(event.checkpoint_id.value());
+      break;
+    case FrameKind::kLatencyMarker:
+      w.I64(event.marked_time_us);
       break;
     case FrameKind::kEndOfInput:
     case FrameKind::kRecords:
@@ -154,6 +159,7 @@ Result<ChannelEvent> DecodeChannelEvent(const DecodedFrame& frame, std::string_v
       expected = 16;
       break;
     case FrameKind::kCancelBarrier:
+    case FrameKind::kLatencyMarker:
       expected = 8;
       break;
     case FrameKind::kEndOfInput:
@@ -188,6 +194,13 @@ Result<ChannelEvent> DecodeChannelEvent(const DecodedFrame& frame, std::string_v
       break;
     case FrameKind::kCancelBarrier:
       e.checkpoint_id = CheckpointId(r.I64());
+      break;
+    case FrameKind::kLatencyMarker:
+      e.marked_time_us = r.I64();
+      if (e.marked_time_us < 0) {
+        return FrameError(channel, "LATENCY_MARKER time " + std::to_string(e.marked_time_us) +
+                                       " is before the epoch");
+      }
       break;
     case FrameKind::kEndOfInput:
     case FrameKind::kRecords:

@@ -3,7 +3,7 @@
 //
 //   offset size field                                     checksummed
 //   0      4    magic "KFDP"                              no  (must match exactly)
-//   4      2    data-plane format version (1)             no  (must match exactly)
+//   4      2    data-plane format version (3)             no  (must match exactly)
 //   6      2    reserved, 0                               no  (must be 0)
 //   8      8    checksum: XXH3-64 of bytes [16, end)      -
 //   16     1    frame kind (FrameKind)                    yes
@@ -32,7 +32,8 @@
 namespace keyflow {
 
 inline constexpr uint32_t kFrameMagic = 0x5044464B;  // "KFDP" in little-endian byte order
-inline constexpr uint16_t kDataPlaneVersion = 2;     // 2: records may carry fields
+// 2: records may carry fields; 3: LATENCY_MARKER frames.
+inline constexpr uint16_t kDataPlaneVersion = 3;
 inline constexpr size_t kFrameHeaderSize = 44;
 inline constexpr size_t kFrameChecksumOffset = 8;
 inline constexpr size_t kFrameChecksummedFrom = 16;
@@ -44,6 +45,7 @@ enum class FrameKind : uint8_t {
   kBarrier = 4,          // payload: int64 checkpoint id, int64 trigger timestamp
   kCancelBarrier = 5,    // payload: int64 checkpoint id
   kEndOfInput = 6,       // payload: empty
+  kLatencyMarker = 7,    // payload: int64 marked time (epoch microseconds of the source's clock)
 };
 
 std::string_view FrameKindName(FrameKind kind);  // "RECORDS", "WATERMARK", ...
@@ -63,6 +65,7 @@ struct ChannelEvent {
   bool idle = false;                        // kWatermarkStatus: true = IDLE, false = ACTIVE
   CheckpointId checkpoint_id;               // kBarrier, kCancelBarrier
   Timestamp checkpoint_timestamp;           // kBarrier: when the checkpoint was triggered
+  int64_t marked_time_us = 0;               // kLatencyMarker: when the source made it
 
   static ChannelEvent Watermark(Timestamp w) {
     ChannelEvent e = Of(FrameKind::kWatermark);
@@ -87,6 +90,12 @@ struct ChannelEvent {
     return e;
   }
   static ChannelEvent EndOfInput() { return Of(FrameKind::kEndOfInput); }
+  // Flink's LatencyMarker: `marked_time_us` is the source's wall clock (Clock::EpochMicros).
+  static ChannelEvent LatencyMarker(int64_t marked_time_us) {
+    ChannelEvent e = Of(FrameKind::kLatencyMarker);
+    e.marked_time_us = marked_time_us;
+    return e;
+  }
   static ChannelEvent Of(FrameKind kind) {
     ChannelEvent e;
     e.kind = kind;

@@ -81,6 +81,16 @@ Result<bool> InputChannel::ReceiveNext(InputEvent* event) {
       metrics_.records += records_.size();
     } else {
       auto e = DecodeChannelEvent(*decoded, description_);
+      if (!e.ok() && h.kind == FrameKind::kLatencyMarker) {
+        // A marker only measures: a malformed one is dropped and counted like a damaged frame,
+        // never fails the job (its sequence number is used up, so the next frame is in order).
+        ++next_sequence_;
+        ++metrics_.dropped_frames;
+        KF_LOG_WARN_RATE_LIMITED(*frame_errors_, description_, "dropped a data frame: {}",
+                                 e.status().message());
+        if (++dropped >= kMaxDropsPerReceive) return false;
+        continue;
+      }
       if (!e.ok()) return Reject(e.status());
       event->event = *e;
       if (h.kind == FrameKind::kEndOfInput) finished_ = true;

@@ -21,7 +21,7 @@ OutputChannel::OutputChannel(ZmqSocket socket, SubtaskIndex sender, SubtaskIndex
 
 Status OutputChannel::Append(const Record& record, Timestamp now) {
   DCHECK(queued_ == 0);
-  if (builder_.empty()) batch_started_ = now;
+  if (builder_.empty() && !pending_marker_) batch_started_ = now;
   builder_.Append(record);
   if (builder_.frame_size() >= options_.batch_size_bytes) {
     SealBatch();
@@ -37,11 +37,27 @@ OutputChannel::QueuedFrame& OutputChannel::EnqueueSlot() {
   return slot;
 }
 
+bool OutputChannel::AddLatencyMarker(int64_t marked_time_us, Timestamp now) {
+  if (pending_marker_) return false;
+  if (builder_.empty()) batch_started_ = now;
+  pending_marker_ = true;
+  pending_marker_us_ = marked_time_us;
+  return true;
+}
+
 void OutputChannel::SealBatch() {
-  if (builder_.empty()) return;
-  QueuedFrame& slot = EnqueueSlot();
-  slot.records = builder_.num_records();
-  builder_.FinishInto(sender_, attempt_, next_sequence_++, &slot.bytes);
+  if (!builder_.empty()) {
+    QueuedFrame& slot = EnqueueSlot();
+    slot.records = builder_.num_records();
+    builder_.FinishInto(sender_, attempt_, next_sequence_++, &slot.bytes);
+  }
+  if (pending_marker_) {
+    pending_marker_ = false;
+    QueuedFrame& slot = EnqueueSlot();
+    slot.records = 0;
+    EncodeEventFrame(sender_, attempt_, next_sequence_++,
+                     ChannelEvent::LatencyMarker(pending_marker_us_), &slot.bytes);
+  }
 }
 
 void OutputChannel::QueueEvent(const ChannelEvent& event) {
@@ -53,11 +69,11 @@ void OutputChannel::QueueEvent(const ChannelEvent& event) {
 }
 
 bool OutputChannel::BatchDue(Timestamp now) const {
-  return !builder_.empty() && now >= batch_deadline();
+  return (!builder_.empty() || pending_marker_) && now >= batch_deadline();
 }
 
 Timestamp OutputChannel::batch_deadline() const {
-  if (builder_.empty()) return kMaxWatermark;
+  if (builder_.empty() && !pending_marker_) return kMaxWatermark;
   return batch_started_ + options_.batch_timeout;
 }
 

@@ -3,9 +3,16 @@
 //
 // Owned by RecordWriter; used only on the source task thread. Order is preserved: records are
 // batched, a batch is sealed (at the size bound, the time bound, or before an event) into the
-// queue, event frames queue behind it, and the queue drains front to back. At most two frames
-// are queued (a sealed batch and an event) because the writer pushes the queue empty before it
-// accepts new work for the channel; with the socket's high-water marks that bounds memory.
+// queue, event frames queue behind it, and the queue drains front to back. At most three frames
+// are queued (a sealed batch, the latency marker that rode it, and an event) because the writer
+// pushes the queue empty before it accepts new work for the channel; with the socket's
+// high-water marks that bounds memory.
+//
+// Latency markers travel like a record of the batch (worker/README.md, "Latency"): a marker
+// joins the pending batch (or starts its time bound when there is none) and leaves as its own
+// frame right behind it when the batch is sealed, so it waits exactly as long as a record
+// appended at the same moment. Records appended after it in the same batch go before it (the
+// marker then also covers their processing: a small overestimate, never an underestimate).
 //
 // Backpressure: the socket queue holds `send_high_water_mark` frames; when it is full the
 // receiver is slow (or gone) and Push waits, up to a deadline, in a poll loop that also watches
@@ -45,7 +52,13 @@ class OutputChannel {
   // Errors: only hard socket errors (the record was appended regardless).
   Status Append(const Record& record, Timestamp now);
 
-  // Seals the pending batch, if any, into the queue. Precondition: queued_frames() < 2.
+  // Lets a latency marker made at `marked_time_us` ride the pending batch (see above); `now`
+  // starts the time bound if nothing is pending. At most one marker waits per channel: false
+  // (nothing changed) if one is waiting already. Never blocks, never fails.
+  bool AddLatencyMarker(int64_t marked_time_us, Timestamp now);
+
+  // Seals the pending batch, if any, into the queue, and the waiting latency marker behind it.
+  // Precondition: queued_frames() <= 1.
   void SealBatch();
   // Seals the pending batch, then queues `event` behind it. Precondition: queued_frames() == 0.
   void QueueEvent(const ChannelEvent& event);
@@ -63,11 +76,12 @@ class OutputChannel {
   void* connection_events_handle() { return socket_.monitor_handle(); }
 
   bool BatchDue(Timestamp now) const;
-  // When the pending batch is due (its first record's time + batch_timeout); kMaxWatermark if
-  // there is no pending batch.
+  // When the pending batch is due (its first record's or marker's time + batch_timeout);
+  // kMaxWatermark if there is no pending batch and no waiting marker.
   Timestamp batch_deadline() const;
   size_t queued_frames() const { return queued_; }
   bool has_pending_batch() const { return !builder_.empty(); }
+  bool has_pending_marker() const { return pending_marker_; }
 
   const OutputChannelMetrics& metrics() const { return metrics_; }
   // "channel from source subtask 0 to keyed subtask 1 (tcp://10.0.0.2:41873)".
@@ -93,9 +107,11 @@ class OutputChannel {
   std::string description_;
 
   RecordBatchBuilder builder_;
-  Timestamp batch_started_;
+  Timestamp batch_started_;  // of the pending batch or marker
+  bool pending_marker_ = false;
+  int64_t pending_marker_us_ = 0;
   uint64_t next_sequence_ = 0;
-  std::array<QueuedFrame, 2> queue_;  // ring: front at head_
+  std::array<QueuedFrame, 3> queue_;  // ring: front at head_
   size_t head_ = 0;
   size_t queued_ = 0;
   OutputChannelMetrics metrics_;

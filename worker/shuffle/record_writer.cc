@@ -132,6 +132,13 @@ Status RecordWriter::BroadcastEvent(const ChannelEvent& event) {
   return Status::Ok();
 }
 
+Status RecordWriter::AddLatencyMarker(int64_t marked_time_us, Timestamp now) {
+  RETURN_IF_ERROR(failure_);
+  CHECK(!closed_) << "AddLatencyMarker after Close";
+  for (OutputChannel& channel : channels_) channel.AddLatencyMarker(marked_time_us, now);
+  return Status::Ok();
+}
+
 Status RecordWriter::FlushIfDue(Timestamp now) {
   RETURN_IF_ERROR(failure_);
   CHECK(!closed_) << "FlushIfDue after Close";

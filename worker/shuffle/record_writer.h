@@ -2,7 +2,8 @@
 // OutputChannel per keyed subtask (P channels), routes each record to the owner of its key
 // group (ComputeOperatorIndexForKeyGroup(M, P, key group)) and broadcasts in-band events
 // (watermarks, watermark status, barriers, cancel markers, end of input) to every channel,
-// each after the channel's pending batch so per-channel order is preserved.
+// each after the channel's pending batch so per-channel order is preserved. Latency markers
+// are broadcast too, but ride the pending batches instead of sealing them (AddLatencyMarker).
 //
 // Contract of every call: "accepted or not". OK means the record/event was accepted: it will go
 // out in order (it may still sit in a bounded queue while the receiver is busy; the next call
@@ -87,6 +88,11 @@ class RecordWriter {
   Status Emit(const Record& record, Timestamp now);
   // Sends `event` on every channel, after each channel's pending records.
   Status BroadcastEvent(const ChannelEvent& event);
+  // Lets a latency marker made at `marked_time_us` (epoch microseconds) ride every channel's
+  // pending batch (OutputChannel::AddLatencyMarker): it goes out with that batch, at its size or
+  // time bound, so it never waits for a receiver here. Channels with a marker still waiting skip
+  // this one. Errors: only the writer's sticky failure.
+  Status AddLatencyMarker(int64_t marked_time_us, Timestamp now);
   // Seals and sends the batches whose time bound has passed at `now`, and pushes frames still
   // queued from earlier calls (waiting up to send_timeout for them).
   Status FlushIfDue(Timestamp now);

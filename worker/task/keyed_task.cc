@@ -289,6 +289,11 @@ Status KeyedTask::HandleEvent(const InputEvent& event) {
     case FrameKind::kCancelBarrier:
       barriers_->OnCancelBarrier(event.channel, event.event.checkpoint_id);
       return Status::Ok();
+    case FrameKind::kLatencyMarker:
+      // Every record this channel delivered before the marker has been processed: now minus
+      // the marker's time is the latency of a record that arrived at the source with it.
+      metrics_->latency.Record(clock_->EpochMicros() - event.event.marked_time_us, clock_->Now());
+      return Status::Ok();
     case FrameKind::kEndOfInput:
       KF_LOG_INFO("input channel finished subtask={} channel={}", deployment_.subtask.value(),
                   event.channel.value());

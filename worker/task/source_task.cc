@@ -108,6 +108,10 @@ Status SourceTask::Run() {
   window_start_ms_ = now;
   time_->Schedule(clock_->Now() + Duration::Millis(deployment_.spec.watermark_interval_ms),
                   [this](Timestamp ts) { EmitPeriodicWatermark(ts); });
+  if (deployment_.spec.latency_interval_ms > 0) {
+    time_->Schedule(clock_->Now() + Duration::Millis(deployment_.spec.latency_interval_ms),
+                    [this](Timestamp ts) { EmitLatencyMarker(ts); });
+  }
   Status s = processor_->RunMailboxLoop();
   // Checkpoint triggers that raced with the end still get their answer.
   for (Mail& m : mailbox_->Close()) m.action();
@@ -265,6 +269,20 @@ void SourceTask::EmitPeriodicWatermark(Timestamp ts) {
   }
   time_->Schedule(ts + Duration::Millis(deployment_.spec.watermark_interval_ms),
                   [this](Timestamp t) { EmitPeriodicWatermark(t); });
+}
+
+void SourceTask::EmitLatencyMarker(Timestamp ts) {
+  if (finished_) return;
+  // The marker joins every channel's pending batch: it leaves when that batch does (size or
+  // time bound) and never waits for a receiver here.
+  Status s = writer_->AddLatencyMarker(clock_->EpochMicros(), clock_->Now());
+  if (!s.ok()) {
+    processor_->ReportError(s);
+    return;
+  }
+  ScheduleFlush();
+  time_->Schedule(ts + Duration::Millis(deployment_.spec.latency_interval_ms),
+                  [this](Timestamp t) { EmitLatencyMarker(t); });
 }
 
 void SourceTask::ChannelWatermarkOutput::EmitWatermark(Timestamp w) {

@@ -7,7 +7,9 @@
 //
 // It is a mailbox loop (worker/runtime): the default action reads and emits a bounded batch of
 // records; periodic watermarks, batch flush deadlines and rate-limit pauses are processing-time
-// callbacks; control (checkpoint triggers, cancellation) arrives as mail. So a checkpoint
+// callbacks, and so are latency markers (every JobSpec::latency_interval_ms, 0 = none: they
+// ride the record batches, RecordWriter::AddLatencyMarker); control (checkpoint triggers,
+// cancellation) arrives as mail. So a checkpoint
 // barrier is emitted between two records, exactly after the records its split positions cover.
 //
 // Threading: Run() on the task thread; Cancel(), mailbox() from any thread.
@@ -71,6 +73,7 @@ class SourceTask {
   Status Emit(const Record& r, Timestamp now);
   Status SendWithBackpressure(const std::function<Status()>& send);
   void EmitPeriodicWatermark(Timestamp ts);
+  void EmitLatencyMarker(Timestamp ts);
   void ScheduleFlush();
   Status Finish();
   std::map<std::string, std::string> SnapshotPositions() const;

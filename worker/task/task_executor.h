@@ -78,7 +78,7 @@ class TaskExecutor {
 
   AttemptNumber attempt() const { return deployment_.attempt; }
   SubtaskIndex subtask() const { return deployment_.subtask; }
-  SubtaskMetrics Metrics() const { return metrics_.Snapshot(); }
+  SubtaskMetrics Metrics() const { return metrics_.Snapshot(clock_->Now()); }
 
  private:
   TaskExecutor() = default;

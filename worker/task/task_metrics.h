@@ -4,6 +4,8 @@
 
 #include <atomic>
 
+#include "common/clock.h"
+#include "common/latency_histogram.h"
 #include "common/metrics.h"
 #include "common/protocol/control_messages.h"
 
@@ -30,13 +32,16 @@ struct TaskMetrics {
   std::atomic<const char*> state_backend{""};
   Gauge state_bytes_memory{};
   Gauge state_bytes_disk{};
+  // Source arrival -> processed, from latency markers (worker/README.md, "Latency").
+  LatencyHistogram latency;
 
   TaskMetrics() {
     source_watermark.Set(INT64_MIN);
     current_watermark.Set(INT64_MIN);
   }
 
-  SubtaskMetrics Snapshot() const {
+  // `now` ends the latency quantiles' window (the clock the keyed task records with).
+  SubtaskMetrics Snapshot(Timestamp now = SystemClock().Now()) const {
     SubtaskMetrics m;
     m.records_in = records_in.value();
     m.bad_records = bad_records.value();
@@ -54,6 +59,7 @@ struct TaskMetrics {
     m.state_backend = state_backend.load(std::memory_order_relaxed);
     m.state_bytes_memory = state_bytes_memory.value();
     m.state_bytes_disk = state_bytes_disk.value();
+    m.latency = latency.Summarize(now);
     return m;
   }
 };

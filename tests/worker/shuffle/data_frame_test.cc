@@ -22,7 +22,8 @@ std::vector<ChannelEvent> AllEvents() {
           ChannelEvent::Active(),
           ChannelEvent::Barrier(CheckpointId(7), Timestamp(1700000000000)),
           ChannelEvent::CancelBarrier(CheckpointId(9)),
-          ChannelEvent::EndOfInput()};
+          ChannelEvent::EndOfInput(),
+          ChannelEvent::LatencyMarker(1'700'000'000'123'456)};
 }
 
 std::vector<Record> SampleRecords() {
@@ -95,7 +96,7 @@ TEST(DataFrame, HeaderBytesFollowTheDocumentedLayout) {
                    ChannelEvent::Watermark(Timestamp(1000)), &frame);
   ASSERT_EQ(frame.size(), kFrameHeaderSize + 8);
   const std::string expected_without_checksum = std::string("KFDP") +         // magic
-                                                std::string("\x02\x00", 2) +  // version 2
+                                                std::string("\x03\x00", 2) +  // version 3
                                                 std::string("\x00\x00", 2);   // reserved
   EXPECT_EQ(frame.substr(0, 8), expected_without_checksum);
   const std::string rest = std::string("\x02\x00\x00\x00", 4) +  // kind WATERMARK + pad
@@ -152,11 +153,11 @@ TEST(DataFrame, TruncatedHeaderMessageSaysHowShort) {
 TEST(DataFrame, OtherVersionIsRejectedWithUpgradeAdvice) {
   std::string frame;
   EncodeEventFrame(SubtaskIndex(3), AttemptNumber(5), 1, ChannelEvent::EndOfInput(), &frame);
-  frame[4] = 3;
+  frame[4] = 4;
   Status s = DecodeFrame(frame, kChannel).status();
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_EQ(s.message(), std::string(kChannel) +
-                             ": peer speaks data-plane version 3, this worker speaks 2: run the "
+                             ": peer speaks data-plane version 4, this worker speaks 3: run the "
                              "same keyflow version on all hosts");
 }
 
@@ -220,6 +221,15 @@ TEST(DataFrame, EventPayloadOfTheWrongSizeIsRejected) {
   Status s = DecodeChannelEvent(*decoded, kChannel).status();
   EXPECT_EQ(s.message(),
             std::string(kChannel) + ": WATERMARK frame has a 9-byte payload, expected 8");
+}
+
+TEST(DataFrame, LatencyMarkerBeforeTheEpochIsRejected) {
+  std::string frame;
+  EncodeEventFrame(SubtaskIndex(3), AttemptNumber(5), 1, ChannelEvent::LatencyMarker(-5), &frame);
+  auto decoded = DecodeFrame(frame, kChannel);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(DecodeChannelEvent(*decoded, kChannel).status().message(),
+            std::string(kChannel) + ": LATENCY_MARKER time -5 is before the epoch");
 }
 
 TEST(DataFrame, WatermarkStatusOtherThanIdleOrActiveIsRejected) {
