@@ -44,6 +44,14 @@
 #                      same run) and count-window end to end with --state-backend rocksdb vs
 #                      heap, R runs each, alternating (target >= 0.4x); the median counts
 #   --rocksdb-only     only that comparison (no micro-benchmarks, throughput or checkpoint runs)
+#   --latency          latency as a user feels it (issue 12; worker/README.md "Latency") instead
+#                      of the default end-to-end runs: count-window's maximum throughput on gen:
+#                      input (R runs with latency markers, alternating with R runs with
+#                      --latency-interval 0: what the markers cost), then a rate-limited
+#                      generator at 50 % of it for --latency-seconds, without and with
+#                      --checkpoint-interval 1s, reporting p50/p99 from `keyflow status` (the
+#                      slowest subtask's, median over one sample a second after a warm-up)
+#   --latency-seconds S  length of each rate-limited run (default 30; --quick 12)
 #
 # KEYFLOW_BUILD_DIR overrides the build directory, KEYFLOW_JOBS the build's -j (default nproc).
 # Every process it starts is stopped on exit (also on Ctrl-C or failure). The numbers depend on
@@ -58,7 +66,7 @@ source "$ROOT/scripts/lib/cluster.sh"
 RESULTS_PY="$ROOT/scripts/bench-lib/bench_results.py"
 
 quick=0 micro=1 e2e=1 ckpt_runs=1 events="" keys="" ckpt_keys="" repeat="" results_dir=""
-security=0 metrics=0 throughput=1 rocksdb=0
+security=0 metrics=0 throughput=1 rocksdb=0 latency=0 latency_seconds=""
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -77,6 +85,8 @@ while [ $# -gt 0 ]; do
     --metrics-only) metrics=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --rocksdb) rocksdb=1; shift ;;
     --rocksdb-only) rocksdb=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
+    --latency) latency=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
+    --latency-seconds) need "$@"; latency_seconds="$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
@@ -84,9 +94,13 @@ done
 [ "$micro" -eq 1 ] || [ "$e2e" -eq 1 ] || kf_die "--micro-only and --e2e-only exclude each other"
 if [ "$quick" -eq 1 ]; then
   : "${events:=400000}" "${keys:=20000}" "${ckpt_keys:=40000}" "${repeat:=1}"
+  : "${latency_seconds:=12}"
 else
   : "${events:=20000000}" "${keys:=1000000}" "${ckpt_keys:=2000000}" "${repeat:=3}"
+  : "${latency_seconds:=30}"
 fi
+[ "$latency" -eq 0 ] || [ "$latency_seconds" -ge 8 ] 2>/dev/null ||
+  kf_die "--latency-seconds must be an integer of at least 8 (a 5 s warm-up, then samples), got '$latency_seconds'"
 for v in events keys ckpt_keys repeat; do
   [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || kf_die "--${v//_/-} must be a positive integer, got '${!v}'"
 done
@@ -459,6 +473,69 @@ if [ "$e2e" -eq 1 ] && [ "$ckpt_runs" -eq 1 ]; then
   else
     row "checkpoints (e2e)" "completed checkpoints" "0" "" "" "$l" "the jobs ended before a checkpoint completed: raise --events"
   fi
+fi
+
+if [ "$e2e" -eq 1 ] && [ "$latency" -eq 1 ]; then
+  # Issue 12: latency from the latency markers. First the maximum throughput of count-window,
+  # with markers (the default 200 ms) alternating with --latency-interval 0, on the same input.
+  with=() without=() loads=()
+  for ((r = 0; r < repeat; r++)); do
+    run_job "$keys" 0
+    with+=("$rate")
+    loads+=("$job_load")
+    run_job "$keys" 0 "${COUNT_WINDOW[@]}" --latency-interval 0
+    without+=("$rate")
+    loads+=("$job_load")
+  done
+  max_rate="$(median "${with[@]}")"
+  off_rate="$(median "${without[@]}")"
+  note="count-window event time, P = 2, $events events, $keys keys; alternating; median of $repeat (runs: markers ${with[*]}, off ${without[*]})"
+  row "latency" "records/s, markers every 200 ms (default)" "$(calc "$max_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
+  row "latency" "records/s, --latency-interval 0 (no markers)" "$(calc "$off_rate/1e6")" "M/s" "" "${loads[*]}"
+  row "latency" "ratio markers / no markers" "$(calc "$max_rate/$off_rate")" "" ">= 0.98" "${loads[*]}"
+
+  # Then a rate-limited generator at 50 % of that maximum, for latency_seconds, sampled once a
+  # second after a 5 s warm-up: the slowest subtask's p50 and p99 (over its last 10 s).
+  half="$(calc "int($max_rate / 2)")"
+  lat_events="$(calc "$half * $latency_seconds")"
+  # latency_run CHECKPOINT_INTERVAL: sets p50 and p99 (ms, medians of the samples) and job_load.
+  latency_run() {
+    local interval="$1" args pid samples="$results_dir/latency-samples-$((run_no + 1)).txt"
+    run_no=$((run_no + 1))
+    args=(run --coordinator "$endpoint" "${COUNT_WINDOW[@]}" --parallelism 2 --wait
+      --input "gen:events=$lat_events,keys=$keys,splits=2,seed=42,rate=$half"
+      --output "$run_dir/output-$run_no")
+    [ "$interval" = 0 ] || args+=(--checkpoint-interval "$interval")
+    job_load="$(load1)"
+    step "run $run_no: keyflow ${args[*]} (load $job_load)"
+    "$KEYFLOW" "${args[@]}" >"$results_dir/run-$run_no.out" 2>&1 &
+    pid=$!
+    : >"$samples"
+    sleep 5  # warm-up: the job deploys and its first markers arrive
+    while kill -0 "$pid" 2>/dev/null; do
+      "$KEYFLOW" status --json --coordinator "$endpoint" 2>/dev/null | python3 -c '
+import json, sys
+job = json.load(sys.stdin).get("job") or {}
+subs = job.get("subtasks") or []
+if job.get("state") == "RUNNING" and subs and all(s.get("latency", {}).get("p99_ms") is not None for s in subs):
+    print(max(s["latency"]["p50_ms"] for s in subs), max(s["latency"]["p99_ms"] for s in subs))
+' >>"$samples" || true
+      sleep 1
+    done
+    wait "$pid" || { cat "$results_dir/run-$run_no.out" >&2; kf_die "run $run_no failed (logs in $run_dir)"; }
+    rm -rf "$run_dir/output-$run_no"
+    [ -s "$samples" ] || kf_die "run $run_no: no latency sample (raise --latency-seconds)"
+    p50="$(median $(cut -d' ' -f1 "$samples"))"
+    p99="$(median $(cut -d' ' -f2 "$samples"))"
+    echo "run $run_no: $(wc -l <"$samples") samples, p50 $p50 ms, p99 $p99 ms" >&2
+  }
+  latency_run 0
+  note="count-window event time, P = 2, gen: rate=$half (50 % of the maximum above), $keys keys, ${latency_seconds} s; slowest subtask, median of one sample a second"
+  row "latency" "p50, no checkpoints" "$p50" "ms" "" "$job_load" "$note"
+  row "latency" "p99, no checkpoints" "$p99" "ms" "" "$job_load"
+  latency_run 1s
+  row "latency" "p50, --checkpoint-interval 1s" "$p50" "ms" "" "$job_load"
+  row "latency" "p99, --checkpoint-interval 1s" "$p99" "ms" "" "$job_load"
 fi
 
 # ---- table -------------------------------------------------------------------------------------

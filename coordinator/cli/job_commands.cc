@@ -744,8 +744,7 @@ int RunStatusCommand(const std::vector<std::string>& args) {
               << s.value("records_in", 0) << std::setw(9) << Human(s.value("records_in_per_s", 0.0))
               << std::setw(11) << s.value("records_processed", 0) << std::setw(11)
               << s.value("records_out", 0) << std::setw(16)
-              << WatermarkText(s.value("watermark", INT64_MIN)) << std::fixed
-              << std::setprecision(0) << std::setw(14)
+              << WatermarkText(s.value("watermark", INT64_MIN)) << std::setw(14)
               << (std::to_string(std::lround(100.0 * s.value("backpressure", 0.0))) + "%")
               << LatencyColumns(s.value("latency", nlohmann::json())) << "\n";
   }
