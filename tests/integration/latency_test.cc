@@ -100,7 +100,9 @@ TEST_F(LatencyTest, ASlowFunctionMakesTheLatencyGrowPastWhatTheRatesImply) {
   // catches up after backpressure and fills 32 KiB batches). So a marker waits for >= 32 * 50
   // records of >= 1 ms each: >= 1.6 s (kernel socket buffers only add to it). Before that the
   // latency of a record arriving t s after the start is >= 9t. Hence p50 > 1000 ms once most
-  // markers of the 10 s window came after the first ~0.2 s.
+  // markers of the 10 s window came after the first ~0.2 s. (In practice it is sooner: the
+  // generator's pacing starts at deployment, and when the task starts it may emit up to one
+  // second's worth at once, 10000 records, i.e. >= 10 s of work in front of the next marker.)
   Submit({"--job-library", KEYFLOW_LATENCY_JOBS_LIBRARY, "--job", "slow", "--param", "delay=1ms",
           "--input", "gen:events=10000000,keys=10,splits=1,seed=1,rate=10000", "--parallelism",
           "1"});

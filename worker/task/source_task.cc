@@ -109,7 +109,11 @@ Status SourceTask::Run() {
   time_->Schedule(clock_->Now() + Duration::Millis(deployment_.spec.watermark_interval_ms),
                   [this](Timestamp ts) { EmitPeriodicWatermark(ts); });
   if (deployment_.spec.latency_interval_ms > 0) {
-    time_->Schedule(clock_->Now() + Duration::Millis(deployment_.spec.latency_interval_ms),
+    // Half an interval out of phase with the periodic watermark, which seals every pending
+    // batch: a marker right behind it would always start an empty batch and wait the whole
+    // batch time bound, while the records of a batch wait between 0 and that bound.
+    time_->Schedule(clock_->Now() + Duration::Millis(std::max<int64_t>(
+                                        1, deployment_.spec.latency_interval_ms / 2)),
                     [this](Timestamp ts) { EmitLatencyMarker(ts); });
   }
   Status s = processor_->RunMailboxLoop();
