@@ -61,6 +61,7 @@ TEST_F(ObservabilityStatusTest, SubtaskShowsItsWorkerLatencyAndStateBackend) {
   EXPECT_EQ(s["latency"]["p50_ms"], 0.2);
   EXPECT_EQ(s["latency"]["p99_ms"], 2.0);
   EXPECT_TRUE(s["latency"]["p999_ms"].is_null());  // -1: no sample in the window
+  EXPECT_EQ(s["latency"]["mean_ms"], 0.725);       // 2900 us / 4
 }
 
 TEST_F(ObservabilityStatusTest, CheckpointTotalsCountCompletedAndFailedAcrossAttempts) {

@@ -143,5 +143,23 @@ TEST_F(KeyedTaskTest, DurationsComeFromTheInjectedClock) {
   EXPECT_EQ(sync_us_.at(1), 0);
 }
 
+TEST_F(KeyedTaskTest, ALatencyMarkerIsRecordedWithTheInjectedClockAfterTheRecordsBeforeIt) {
+  // Five records, then a marker made 7 ms before the (manual, unmoving) clock's now, then the
+  // end of input: the channel delivers the batch of five, then the marker; when the task reaches
+  // it, now - marked time = 7000 us exactly.
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(writer_->Emit(testing::LongKeyRecord(i, Timestamp(1'000'000)), clock_.Now()).ok());
+  }
+  ASSERT_TRUE(writer_->AddLatencyMarker(clock_.EpochMicros() - 7'000, clock_.Now()).ok());
+  EndInput();
+  EXPECT_EQ(metrics_.records_processed.value(), 5);
+  LatencySummary l = metrics_.latency.Summarize(clock_.Now());
+  EXPECT_EQ(l.count, 1u);
+  EXPECT_EQ(l.sum_us, 7'000);
+  EXPECT_EQ(l.p50_us, 7'000);
+  EXPECT_EQ(l.p999_us, 7'000);
+  EXPECT_EQ(metrics_.Snapshot(clock_.Now()).latency.p99_us, 7'000);
+}
+
 }  // namespace
 }  // namespace keyflow
