@@ -268,6 +268,8 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnAcknowledg
     return out;
   }
   p.stats.state_bytes += handle.size;
+  p.stats.subtasks.push_back({static_cast<int32_t>(i), handle.size, ack.sync_duration_us,
+                              ack.async_duration_us, ack.alignment_duration_us});
   p.handles[static_cast<size_t>(i)] = std::move(handle);
   for (const auto& [split, position] : ack.split_positions) {
     auto [pos, inserted] = p.split_positions.emplace(split, position);

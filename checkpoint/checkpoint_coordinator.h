@@ -54,6 +54,15 @@ struct CheckpointConfig {
 };
 
 // Summary of a checkpoint, for `keyflow checkpoints` / status.
+// One subtask's acknowledgement of a checkpoint (REST GET /api/v1/job/checkpoints).
+struct SubtaskCheckpointStats {
+  int32_t subtask = 0;
+  uint64_t state_bytes = 0;
+  int64_t sync_us = 0;
+  int64_t async_us = 0;
+  int64_t alignment_us = 0;
+};
+
 struct CheckpointStats {
   CheckpointId id{0};
   bool savepoint = false;
@@ -68,6 +77,7 @@ struct CheckpointStats {
   int64_t max_sync_us = 0;   // slowest subtask's synchronous pause
   int64_t max_async_us = 0;
   int64_t max_alignment_us = 0;
+  std::vector<SubtaskCheckpointStats> subtasks;  // in the order they acknowledged
 };
 
 class CheckpointCoordinator {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <vector>
 
 #include "common/clock.h"
@@ -128,8 +129,21 @@ void ControlServer::RunRestCommands(int64_t now_ms) {
 }
 
 void ControlServer::PublishStatus(int64_t now_ms) {
+  const auto start = std::chrono::steady_clock::now();
   nlohmann::json status = coordinator_->StatusJson(now_ms);
+  // The REST API's checkpoint history (with each subtask's acknowledgement): more than the
+  // status's five recent checkpoints, and read from memory only.
+  if (const JobMaster* job = coordinator_->job(); job != nullptr && status["job"].is_object()) {
+    status["job"]["checkpoints"]["history"] = job->CheckpointHistoryJson();
+  }
   if (decorate_) decorate_(status);
+  // What building this document cost the loop (the previous one's, measured the same way).
+  if (auto it = status.find("rest"); it != status.end() && it->is_object()) {
+    (*it)["snapshot_build_us"] = last_publish_us_;
+  }
+  last_publish_us_ = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
   snapshots_->Publish(std::move(status), publish_clock_.Now().millis());
 }
 

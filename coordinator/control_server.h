@@ -78,7 +78,9 @@ class ControlServer final : public ControlOutbox {
   ControlCommandBridge* bridge_ = nullptr;
   std::function<void(nlohmann::json&)> decorate_;
   SystemClock publish_clock_;
-  LogRateLimiter reserved_ids_;  // messages from a socket posing as a REST command
+  LogRateLimiter reserved_ids_;
+  int64_t last_publish_us_ = 0;  // how long the last PublishStatus took  // messages from a socket
+                                 // posing as a REST command
 };
 
 }  // namespace keyflow

@@ -1,5 +1,6 @@
 // keyflow-coordinator: the coordinator process of a keyflow cluster (DESIGN §2).
 #include <iostream>
+#include <optional>
 #include <zmq.hpp>
 
 #include "common/file_io.h"
@@ -12,6 +13,7 @@
 #include "coordinator/path_rules.h"
 #include "coordinator/rest/control_command_bridge.h"
 #include "coordinator/rest/rest_api.h"
+#include "coordinator/rest/rest_auth.h"
 #include "coordinator/rest/rest_server.h"
 #include "coordinator/rest/status_snapshot.h"
 
@@ -137,6 +139,16 @@ int main(int argc, char** argv) {
   auto bridge = ControlCommandBridge::Create();
   if (!bridge.ok()) return Fail(bridge.status(), kExitFailure);
   const bool secure = options.security.enabled;
+  if (secure) {  // shared by the control ROUTER's ZAP policy and the REST tokens
+    auto keys = TrustedKeyStore::Load(options.security.keys);
+    if (!keys.ok()) {
+      KF_LOG_ERROR("{}", keys.status().message());
+      return Fail(keys.status(), kExitFailure);
+    }
+    options.trusted_keys = std::move(keys).value();
+  }
+  std::optional<RestAuthenticator> rest_auth;
+  if (secure) rest_auth.emplace(options.trusted_keys);
   auto server = ControlServer::Bind(**ctx, bind, options, &clock);
   if (!server.ok()) {
     KF_LOG_ERROR("{}", server.status().message());
@@ -152,6 +164,7 @@ int main(int argc, char** argv) {
   rest_context.snapshots = &snapshots;
   rest_context.bridge = bridge->get();
   rest_context.secure = secure;
+  rest_context.auth = rest_auth ? &*rest_auth : nullptr;
   MountRestRoutes(router, rest_context);
   std::unique_ptr<RestServer> rest;  // declared last: stops (and joins) first
   if (rest_port != -1) {
@@ -161,7 +174,18 @@ int main(int argc, char** argv) {
       return Fail(started.status(), kExitFailure);
     }
     rest = std::move(started).value();
-    (*server)->AttachRest(&snapshots, bridge->get());
+    RestServer* http = rest.get();
+    const RestAuthenticator* auth = rest_context.auth;
+    // The REST server's own counters, in every published status (GET /api/v1/overview "rest").
+    (*server)->AttachRest(&snapshots, bridge->get(), [http, auth](nlohmann::json& status) {
+      RestServerStats st = http->stats();
+      status["rest"] = {{"url", http->url()},
+                        {"requests", st.requests},
+                        {"connections", st.connections},
+                        {"shed_connections", st.shed_connections},
+                        {"cut_connections", st.cut_connections},
+                        {"failed_auth", auth != nullptr ? auth->failed_attempts() : 0}};
+    });
     std::cerr << "keyflow-coordinator: REST API at " << rest->url() << "/api/v1/overview\n";
     if (!rest_port_file.empty()) {
       if (Status w = WriteFileAtomically(rest_port_file, std::to_string(rest->port()) + "\n");

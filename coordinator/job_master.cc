@@ -10,18 +10,30 @@ namespace keyflow {
 
 namespace {
 
-nlohmann::json CheckpointStatsJson(const CheckpointStats& st) {
-  return {{"id", st.id.value()},
-          {"state", CheckpointStateName(st.state)},
-          {"savepoint", st.savepoint},
-          {"final", st.final},
-          {"duration_ms", st.duration_ms},
-          {"bytes", st.state_bytes},
-          {"sync_us", st.max_sync_us},
-          {"async_us", st.max_async_us},
-          {"alignment_us", st.max_alignment_us},
-          {"failure", st.failure},
-          {"directory", st.directory}};
+nlohmann::json CheckpointStatsJson(const CheckpointStats& st, bool with_subtasks = false) {
+  nlohmann::json j = {{"id", st.id.value()},
+                      {"state", CheckpointStateName(st.state)},
+                      {"savepoint", st.savepoint},
+                      {"final", st.final},
+                      {"duration_ms", st.duration_ms},
+                      {"bytes", st.state_bytes},
+                      {"sync_us", st.max_sync_us},
+                      {"async_us", st.max_async_us},
+                      {"alignment_us", st.max_alignment_us},
+                      {"failure", st.failure},
+                      {"directory", st.directory}};
+  if (with_subtasks) {
+    nlohmann::json subtasks = nlohmann::json::array();
+    for (const SubtaskCheckpointStats& t : st.subtasks) {
+      subtasks.push_back({{"subtask", t.subtask},
+                          {"bytes", t.state_bytes},
+                          {"sync_us", t.sync_us},
+                          {"async_us", t.async_us},
+                          {"alignment_us", t.alignment_us}});
+    }
+    j["subtasks"] = std::move(subtasks);
+  }
+  return j;
 }
 
 // A subtask's latency (worker/README.md "Latency"): the cumulative histogram (bucket_counts as in
@@ -1079,14 +1091,21 @@ nlohmann::json JobMaster::CheckpointsJson() const {
   std::sort(list.begin(), list.end(),
             [](const nlohmann::json& a, const nlohmann::json& b) { return a["id"] < b["id"]; });
   j["completed"] = std::move(list);
+  j["history"] = CheckpointHistoryJson();
+  return j;
+}
+
+nlohmann::json JobMaster::CheckpointHistoryJson() const {
+  // Each subtask's numbers for the newest ones only: with many subtasks they are most of the
+  // document, which the control loop builds 4 times a second.
+  constexpr size_t kWithSubtasks = 10;
   nlohmann::json history = nlohmann::json::array();
   if (checkpoints_) {
     for (const CheckpointStats& st : checkpoints_->history()) {
-      history.push_back(CheckpointStatsJson(st));
+      history.push_back(CheckpointStatsJson(st, /*with_subtasks=*/history.size() < kWithSubtasks));
     }
   }
-  j["history"] = std::move(history);
-  return j;
+  return history;
 }
 
 }  // namespace keyflow

@@ -144,6 +144,10 @@ class JobMaster {
   nlohmann::json StatusJson(int64_t now_ms) const;
   // Completed checkpoints and savepoints on disk plus this job's recent checkpoint history.
   nlohmann::json CheckpointsJson() const;
+  // The checkpoint history in memory (newest first, at most CheckpointCoordinator::kHistorySize)
+  // with each subtask's acknowledgement (bytes, sync/async/alignment) for the 10 newest: no
+  // file is read, so the REST API's status snapshot carries it.
+  nlohmann::json CheckpointHistoryJson() const;
 
  private:
   struct Vertex {

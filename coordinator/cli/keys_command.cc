@@ -16,6 +16,7 @@
 
 #include "common/process/command_line.h"
 #include "coordinator/cli/job_commands.h"
+#include "coordinator/rest/rest_token.h"
 
 namespace keyflow::cli {
 namespace {
@@ -45,7 +46,10 @@ Status WriteKeyPair(const KeyDirectory& keys, Role role, const std::string& name
   KeyFile file{PeerIdentity{role, name}, pair};
   RETURN_IF_ERROR(WriteNewKeyFile(keys.SecretKeyFile(role, name), file, kSecretMode));
   file.keys.secret_key.clear();
-  return WriteNewKeyFile(keys.PublicKeyFile(role, name), file, kPublicMode);
+  RETURN_IF_ERROR(WriteNewKeyFile(keys.PublicKeyFile(role, name), file, kPublicMode));
+  // An operator client also gets its REST API token (rest_token.h); a worker never does.
+  if (role == Role::kOperator) RETURN_IF_ERROR(WriteNewRestToken(keys, name));
+  return Status::Ok();
 }
 
 bool HoldsKeySet(const KeyDirectory& keys) {
@@ -136,31 +140,66 @@ int RunInit(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   return kExitOk;
 }
 
-int RunAdd(Role role, const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  const std::string sub = role == Role::kWorker ? "add-worker" : "add-client";
+// Parses `NAME [--keys DIR]` (the add-* subcommands) and validates NAME. False: return `*code`.
+bool ParseNameAndKeys(const std::string& usage, const char* name_doc,
+                      const std::vector<std::string>& args, std::ostream& err, std::string* name,
+                      std::string* dir, int* code) {
   po::options_description opts;
-  std::string name, dir;
-  opts.add_options()("name", po::value(&name)->required(), "the new key's name (positional)")(
-      "keys", po::value(&dir)->default_value(KeysDirDefault()),
+  opts.add_options()("name", po::value(name)->required(), name_doc)(
+      "keys", po::value(dir)->default_value(KeysDirDefault()),
       "the key directory (default: $KEYFLOW_KEYS)");
   po::positional_options_description pos;
   pos.add("name", 1);
   po::variables_map vm;
-  int code;
+  if (!ParseCommandLine(usage, opts, pos, args, &vm, code)) return false;
+  if (Status s = ValidateKeyName(*name); !s.ok()) {
+    *code = FailTo(err, s, kExitUsage);
+    return false;
+  }
+  return true;
+}
+
+int RunAdd(Role role, const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const std::string sub = role == Role::kWorker ? "add-worker" : "add-client";
   const std::string what = role == Role::kWorker ? "worker" : "operator client";
-  if (!ParseCommandLine("usage: keyflow keys " + sub + " NAME [--keys DIR]\nAdds the " + what +
+  std::string name, dir;
+  int code;
+  if (!ParseNameAndKeys("usage: keyflow keys " + sub + " NAME [--keys DIR]\nAdds the " + what +
                             " key NAME to the key set (" +
-                            (role == Role::kWorker ? "workers" : "clients") +
-                            "/NAME.key 0600 and NAME.pub 0644); refuses an existing name.\n"
+                            (role == Role::kWorker
+                                 ? "workers/NAME.key 0600 and NAME.pub 0644"
+                                 : "clients/NAME.key 0600 and NAME.pub 0644, and its REST token "
+                                   "NAME.token 0600 with its hash NAME.token-sha256 0644") +
+                            "); refuses an existing name.\n"
                             "A running coordinator admits it after `keyflow keys reload`.",
-                        opts, pos, args, &vm, &code)) {
+                        "the new key's name (positional)", args, err, &name, &dir, &code)) {
     return code;
   }
-  if (Status s = ValidateKeyName(name); !s.ok()) return FailTo(err, s, kExitUsage);
   if (Status s = AddKey(dir, role, name); !s.ok()) return FailTo(err, s, kExitFailure);
   const KeyDirectory keys{dir};
   out << "added " << PeerIdentity{role, name}.ToUserId() << ": " << keys.SecretKeyFile(role, name)
       << " (keep it private) and " << keys.PublicKeyFile(role, name) << "\n";
+  if (role == Role::kOperator) {
+    out << "  its REST token: " << RestTokenFile(keys, name)
+        << " (keep it private; send it as `Authorization: Bearer <token>`)\n";
+  }
+  return kExitOk;
+}
+
+int RunAddToken(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::string name, dir;
+  int code;
+  if (!ParseNameAndKeys("usage: keyflow keys add-token NAME [--keys DIR]\n"
+                        "Creates the REST API token of the existing operator client key NAME "
+                        "(clients/NAME.token 0600, clients/NAME.token-sha256 0644), for a key\n"
+                        "made before tokens existed; refuses to overwrite one. A running "
+                        "coordinator admits it after `keyflow keys reload`.",
+                        "the client key's name (positional)", args, err, &name, &dir, &code)) {
+    return code;
+  }
+  if (Status s = AddRestToken(dir, name); !s.ok()) return FailTo(err, s, kExitFailure);
+  out << "added the REST token of client " << name << ": " << RestTokenFile(KeyDirectory{dir}, name)
+      << " (keep it private; send it as `Authorization: Bearer <token>`)\n";
   return kExitOk;
 }
 
@@ -220,6 +259,7 @@ const std::map<std::string, SubcommandInfo>& KeysSubcommands() {
       {"add-client",
        {[](const auto& a, auto& o, auto& e) { return RunAdd(Role::kOperator, a, o, e); },
         "add an operator client key"}},
+      {"add-token", {RunAddToken, "create the REST API token of an existing client key"}},
       {"list", {RunList, "list the keys of a key set"}},
       {"reload",
        {[](const auto& a, auto&, auto&) { return RunKeysReloadCommand(a); },
@@ -280,6 +320,20 @@ Status AddKey(const std::string& dir, Role role, const std::string& name) {
   }
   RETURN_IF_ERROR(MakePrivateDir(keys.RoleDir(role)));
   return WriteKeyPair(keys, role, name);
+}
+
+Status AddRestToken(const std::string& dir, const std::string& name) {
+  RETURN_IF_ERROR(RequireKeySet(dir));
+  RETURN_IF_ERROR(ValidateKeyName(name));
+  const KeyDirectory keys{dir};
+  std::error_code ec;
+  if (!fs::exists(keys.SecretKeyFile(Role::kOperator, name), ec)) {
+    return NotFound("the key set " + dir + " has no operator client key named " + name +
+                    ": create it with `keyflow keys add-client " + name +
+                    "` (which makes its "
+                    "token too)");
+  }
+  return WriteNewRestToken(keys, name);
 }
 
 Result<std::vector<ListedKey>> ListKeys(const std::string& dir) {

@@ -4,7 +4,11 @@
 //       creates DIR (0700) with coordinator.key/.pub, workers/worker-0..N-1 and clients/NAME
 //       (default client "operator"); refuses a DIR that already holds a key set or other files
 //   keyflow keys add-worker NAME [--keys DIR]     adds workers/NAME.key and .pub
-//   keyflow keys add-client NAME [--keys DIR]     adds clients/NAME.key and .pub
+//   keyflow keys add-client NAME [--keys DIR]     adds clients/NAME.key and .pub, and the
+//                                                 client's REST token (NAME.token 0600,
+//                                                 NAME.token-sha256 0644)
+//   keyflow keys add-token NAME [--keys DIR]      adds the REST token of a client key made
+//                                                 before tokens existed
 //   keyflow keys list [--keys DIR] [--json]       role, name, public key and state of every key
 //   keyflow keys reload [--coordinator EP] [--keys DIR]  asks a running coordinator to re-read
 //                                                 its trusted keys (job_commands.h)
@@ -26,8 +30,11 @@ int RunKeysCommand(const std::vector<std::string>& args, std::ostream& out, std:
 // The operations behind the subcommands (errors are the sentences the command prints).
 // Creates the key set of InitKeySet's documentation above in `dir`.
 Status InitKeySet(const std::string& dir, int workers, const std::vector<std::string>& clients);
-// Adds one worker or client key (role kWorker or kOperator) to an existing key set.
+// Adds one worker or client key (role kWorker or kOperator) to an existing key set; a client
+// key comes with its REST token (coordinator/rest/rest_token.h).
 Status AddKey(const std::string& dir, Role role, const std::string& name);
+// Creates the REST token of an existing client key that has none.
+Status AddRestToken(const std::string& dir, const std::string& name);
 
 struct ListedKey {
   PeerIdentity identity;

@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "common/protocol/control_messages.h"
 #include "common/version.h"
+#include "coordinator/rest/rest_auth.h"
 
 namespace keyflow {
 namespace {
@@ -90,6 +91,7 @@ json Overview(const StatusSnapshot& s, const json*) {
   for (const json& w : workers) slots.push_back(Value(w, "slot"));
   json job = Value(st, "job");
   return {{"coordinator", Value(st, "coordinator")},
+          {"rest", Value(st, "rest")},
           {"workers", workers.size()},
           {"slots", slots},
           {"job", JobSummary(job)},
@@ -133,6 +135,156 @@ json Rescale(const StatusSnapshot&, const json* job) {
           {"commands_in_progress", Value(*job, "commands_in_progress", json::array())}};
 }
 
+// ---- commands ---------------------------------------------------------------------------------
+
+// What a command endpoint makes of its JSON body (an object; {} when the body is empty).
+using MakeCommand = std::function<Result<ControlMessage>(const json& body)>;
+
+// InvalidArgument unless every field of `body` is one of `allowed`.
+Status OnlyFields(const json& body, std::initializer_list<const char*> allowed) {
+  for (const auto& [key, value] : body.items()) {
+    bool known = false;
+    std::string list;
+    for (const char* a : allowed) {
+      known = known || key == a;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!known) {
+      return InvalidArgument(
+          "unknown field \"" + key + "\" in the request body: " +
+          (list.empty() ? std::string("this command takes none") : "this command takes " + list));
+    }
+  }
+  return Status::Ok();
+}
+
+// body[key] as a string ("" if absent); InvalidArgument if it is not one.
+Result<std::string> OptionalString(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::string();
+  if (!it->is_string()) {
+    return InvalidArgument(std::string("\"") + key + "\" must be a string");
+  }
+  return it->get<std::string>();
+}
+
+Result<bool> OptionalBool(const json& body, const char* key, bool fallback) {
+  auto it = body.find(key);
+  if (it == body.end()) return fallback;
+  if (!it->is_boolean())
+    return InvalidArgument(std::string("\"") + key + "\" must be true or false");
+  return it->get<bool>();
+}
+
+// The answer to a command: 200 with the Coordinator's reply, 409 when it refused, 202 when it
+// is still running after the wait, 503 when it could not be handed over.
+HttpResponse CommandOutcome(const Result<Reply>& r) {
+  if (!r.ok()) {
+    const std::string& m = r.status().message();
+    if (r.status().code() == StatusCode::kDeadlineExceeded &&
+        m.find("may still be running") != std::string::npos) {
+      return JsonResponse(202, {{"accepted", true}, {"message", m}});
+    }
+    return JsonError(503, m);
+  }
+  if (!r->ok) return JsonError(409, r->message);
+  json result = r->json.empty() ? json(nullptr) : json::parse(r->json, nullptr, false);
+  if (result.is_discarded()) result = r->json;
+  return JsonResponse(200, {{"ok", true}, {"message", r->message}, {"result", result}});
+}
+
+HttpResponse Unauthorized(const Status& why) {
+  HttpResponse r = JsonError(401, why.message());
+  r.headers["WWW-Authenticate"] = "Bearer realm=\"keyflow\"";
+  return r;
+}
+
+RestRouter::Handler Command(const RestContext& c, MakeCommand make) {
+  return [&c, make = std::move(make)](const HttpRequest& request) {
+    if (!c.secure) {
+      return JsonError(403,
+                       "this cluster runs --insecure, so the REST API's commands are off "
+                       "(anyone could send them): use the keyflow CLI, or restart the cluster "
+                       "with --keys DIR (scripts/start-cluster.sh does by default)");
+    }
+    if (c.auth == nullptr || c.bridge == nullptr) {
+      return JsonError(503, "this coordinator does not take REST commands: use the keyflow CLI");
+    }
+    Result<PeerIdentity> who = c.auth->Authenticate(request);
+    if (!who.ok()) return Unauthorized(who.status());
+    json body = request.body.empty()
+                    ? json::object()
+                    : json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded() || !body.is_object()) {
+      return JsonError(400, "the request body must be a JSON object, e.g. {} (or empty)");
+    }
+    Result<ControlMessage> msg = make(body);
+    if (!msg.ok()) return JsonError(400, msg.status().message());
+    ControlCommandBridge::Caller caller{*who, request.remote_address};
+    return CommandOutcome(c.bridge->Submit(*std::move(msg), std::move(caller), c.command_timeout));
+  };
+}
+
+Result<ControlMessage> CancelCommand(const json& body) {
+  RETURN_IF_ERROR(OnlyFields(body, {}));
+  return ControlMessage(CancelJob{});
+}
+
+Result<ControlMessage> StopCommand(const json& body) {
+  RETURN_IF_ERROR(OnlyFields(body, {"directory"}));
+  ASSIGN_OR_RETURN(std::string dir, OptionalString(body, "directory"));
+  return ControlMessage(StopJob{dir});
+}
+
+Result<ControlMessage> SavepointCommand(const json& body) {
+  RETURN_IF_ERROR(OnlyFields(body, {"directory"}));
+  ASSIGN_OR_RETURN(std::string dir, OptionalString(body, "directory"));
+  CheckpointRequest r;
+  r.savepoint = true;
+  r.directory = dir;
+  return ControlMessage(r);
+}
+
+Result<ControlMessage> CheckpointCommand(const json& body) {
+  RETURN_IF_ERROR(OnlyFields(body, {}));
+  return ControlMessage(CheckpointRequest{});
+}
+
+Result<ControlMessage> RescaleCommand(const json& body) {
+  RETURN_IF_ERROR(OnlyFields(body, {"parallelism", "plan_only", "wait_for_workers_ms"}));
+  RescaleRequest r;
+  auto p = body.find("parallelism");
+  if (p == body.end() || !p->is_number_integer() || p->get<int64_t>() < 1 ||
+      p->get<int64_t>() > 32768) {
+    return InvalidArgument(
+        "\"parallelism\" must be the new number of subtasks, an integer >= 1, e.g. "
+        "{\"parallelism\": 3}");
+  }
+  r.new_parallelism = p->get<int32_t>();
+  ASSIGN_OR_RETURN(r.plan_only, OptionalBool(body, "plan_only", false));
+  if (auto w = body.find("wait_for_workers_ms"); w != body.end()) {
+    if (!w->is_number_integer() || w->get<int64_t>() < 0) {
+      return InvalidArgument("\"wait_for_workers_ms\" must be an integer >= 0");
+    }
+    r.wait_for_workers_ms = w->get<int64_t>();
+  }
+  return ControlMessage(r);
+}
+
+Result<ControlMessage> LoggingCommand(const json& body) {
+  RETURN_IF_ERROR(OnlyFields(body, {"level", "workers"}));
+  ASSIGN_OR_RETURN(std::string level, OptionalString(body, "level"));
+  if (level.empty()) {
+    return InvalidArgument(
+        "\"level\" is required: one of trace, debug, info, warn, error, e.g. "
+        "{\"level\": \"debug\", \"workers\": true}");
+  }
+  SetLogLevelRequest r;
+  r.level = level;  // the Coordinator validates it, exactly as for `keyflow log-level`
+  ASSIGN_OR_RETURN(r.workers, OptionalBool(body, "workers", true));
+  return ControlMessage(r);
+}
+
 }  // namespace
 
 void AddApiRoutes(RestRouter& router, const RestContext& c) {
@@ -153,6 +305,13 @@ void AddApiRoutes(RestRouter& router, const RestContext& c) {
   router.Add("GET", "/api/v1/job/subtasks", Read(c, true, Subtasks));
   router.Add("GET", "/api/v1/job/checkpoints", Read(c, true, Checkpoints));
   router.Add("GET", "/api/v1/job/rescale", Read(c, true, Rescale));
+
+  router.Add("POST", "/api/v1/job/cancel", Command(c, CancelCommand));
+  router.Add("POST", "/api/v1/job/stop", Command(c, StopCommand));
+  router.Add("POST", "/api/v1/job/savepoints", Command(c, SavepointCommand));
+  router.Add("POST", "/api/v1/job/checkpoints", Command(c, CheckpointCommand));
+  router.Add("POST", "/api/v1/job/rescale", Command(c, RescaleCommand));
+  router.Add("PUT", "/api/v1/logging", Command(c, LoggingCommand));
 }
 
 }  // namespace keyflow

@@ -180,7 +180,8 @@ HttpRequest ToRequest(const httplib::Request& req) {
 std::string HttplibErrorSentence(int status, size_t max_body) {
   switch (status) {
     case 400:
-      return "the request is not valid HTTP/1.1: check the client";
+      return "the request is not valid HTTP/1.1 (a POST or PUT needs a body or Content-Length: 0, "
+             "e.g. curl -d '{}'): check the client";
     case 413:
       return "the request body is larger than " + std::to_string(max_body) +
              " bytes: REST commands take small JSON bodies";
