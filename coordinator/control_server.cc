@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -11,6 +12,13 @@
 
 namespace keyflow {
 namespace {
+
+// Requests the CLI sends (an insecure connection has no role to tell).
+bool IsOperatorRequest(const ControlMessage& msg) {
+  return std::holds_alternative<StatusRequest>(msg) || std::holds_alternative<CancelJob>(msg) ||
+         std::holds_alternative<StopJob>(msg) || std::holds_alternative<CheckpointRequest>(msg) ||
+         std::holds_alternative<RescaleRequest>(msg) || std::holds_alternative<SubmitJob>(msg);
+}
 
 // The IP address of the connection a message came from ("" if ZeroMQ does not know it).
 std::string PeerAddress(const zmq::message_t& msg) {
@@ -118,6 +126,11 @@ void ControlServer::Drain(int64_t now_ms) {
       continue;
     }
     coordinator_->OnMessage(from, *msg, now_ms);
+    // An operator's request (status included): publish at once, so that what `keyflow status`
+    // or a command's reply showed is never newer than what the REST API shows.
+    if (from.identity ? from.identity->role == Role::kOperator : IsOperatorRequest(*msg)) {
+      operator_request_ = true;
+    }
   }
 }
 
@@ -194,7 +207,7 @@ Status ControlServer::Run(int stop_fd, int reload_fd, const std::function<void()
     }
     CountRefusedConnections();
     if (items[0].revents & ZMQ_POLLIN) Drain(now);
-    bool publish_now = false;
+    bool publish_now = std::exchange(operator_request_, false);
     if (bridge_ != nullptr && (items[bridge_item].revents & ZMQ_POLLIN)) {
       RunRestCommands(now);
       publish_now = true;  // the REST caller reads the command's effect at once

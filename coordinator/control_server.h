@@ -11,7 +11,8 @@
 // refusals, failed handshakes such as a client without a key) are counted for status.
 //
 // REST (AttachRest): the loop publishes Coordinator::StatusJson into a StatusSnapshotPublisher
-// every kPublishIntervalMs and right after each REST command, polls the ControlCommandBridge's
+// every kPublishIntervalMs and right after each REST command or operator request (so what the
+// CLI saw is never newer than the REST API's snapshot), polls the ControlCommandBridge's
 // fd and feeds its commands into the Coordinator as messages of the peers "rest:<n>"; Send hands
 // a Reply addressed to such a peer back to the bridge instead of the socket.
 //
@@ -79,8 +80,9 @@ class ControlServer final : public ControlOutbox {
   std::function<void(nlohmann::json&)> decorate_;
   SystemClock publish_clock_;
   LogRateLimiter reserved_ids_;
-  int64_t last_publish_us_ = 0;  // how long the last PublishStatus took  // messages from a socket
-                                 // posing as a REST command
+  int64_t last_publish_us_ = 0;    // how long the last PublishStatus took
+  bool operator_request_ = false;  // Drain handled one: publish now  // messages from a socket
+                                   // posing as a REST command
 };
 
 }  // namespace keyflow
