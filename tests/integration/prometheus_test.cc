@@ -138,12 +138,13 @@ TEST(PrometheusIntegration, ARealPrometheusScrapesTheExactRecordCountOfAJob) {
   EXPECT_EQ(QueryValue(*prom_port, "keyflow_job_info{state=\"FINISHED\"}"), "1");
   EXPECT_EQ(QueryValue(*prom_port, "count(keyflow_subtask_state_backend_info{backend=\"heap\"})"),
             "2");
-  // The latency histogram as scraped: its sample count is the status's, and the +Inf bucket
-  // holds every sample.
+  // The latency histogram as scraped (markers every 200 ms by default): its sample count is the
+  // status's, and the +Inf bucket holds every sample.
   int64_t latency_samples = 0;
   for (const auto& s : run->job["subtasks"]) {
     latency_samples += s["latency"].value("count", int64_t{0});
   }
+  EXPECT_GT(latency_samples, 0) << "a 4 s job with markers every 200 ms has latency samples";
   EXPECT_EQ(QueryValue(*prom_port, "sum(keyflow_subtask_latency_seconds_count)"),
             std::to_string(latency_samples));
   EXPECT_EQ(QueryValue(*prom_port, "sum(keyflow_subtask_latency_seconds_bucket{le=\"+Inf\"})"),
