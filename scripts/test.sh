@@ -57,6 +57,8 @@ jobs=$(nproc)
 launcher=()
 if [ -z "${KEYFLOW_NO_CCACHE:-}" ] && command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Paths relative to the checkout, so two clones at different paths share cache entries.
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 fi
 # Sanitizer reports come with full stacks (the caller's settings win). UBSan stops at the first
 # report (-fno-sanitize-recover); TSan reports every race and fails the test at exit. TSan
