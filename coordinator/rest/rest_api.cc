@@ -180,7 +180,7 @@ Result<bool> OptionalBool(const json& body, const char* key, bool fallback) {
 // is still running after the wait, 503 when it could not be handed over.
 HttpResponse CommandOutcome(const Result<Reply>& r) {
   if (!r.ok()) {
-    const std::string& m = r.status().message();
+    const std::string m = r.status().message();  // a copy: status() may be a temporary
     if (r.status().code() == StatusCode::kDeadlineExceeded &&
         m.find("may still be running") != std::string::npos) {
       return JsonResponse(202, {{"accepted", true}, {"message", m}});

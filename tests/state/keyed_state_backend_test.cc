@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -233,7 +234,9 @@ TEST_P(KeyedStateBackendTest, InterleavedReadsAndWritesMatchAReferenceMap) {
       auto it = values.find(ref);
       EXPECT_EQ(v->Value(), it == values.end() ? std::nullopt : std::optional<int64_t>(it->second));
       auto lit = lists.find(ref);
-      std::vector<int64_t> got(l->Get().begin(), l->Get().end());
+      // One Get(): a backend's span is valid only until its next read (RocksDB decodes again).
+      std::span<const int64_t> span = l->Get();
+      std::vector<int64_t> got(span.begin(), span.end());
       EXPECT_EQ(got, lit == lists.end() ? std::vector<int64_t>() : lit->second);
     }
   }

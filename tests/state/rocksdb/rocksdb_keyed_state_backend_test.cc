@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -141,7 +142,9 @@ TEST_F(RocksDbBackendTest, ListAppendsByMergeKeepInsertionOrderAcrossInterleaved
   EXPECT_EQ(backend_->NumEntries(), expected.size());
   for (const auto& [key, elements] : expected) {
     SetKey(key);
-    EXPECT_THAT(std::vector<std::string>(list->Get().begin(), list->Get().end()),
+    // One Get(): a backend's span is valid only until its next read (RocksDB decodes again).
+    std::span<const std::string> got = list->Get();
+    EXPECT_THAT(std::vector<std::string>(got.begin(), got.end()),
                 ::testing::ElementsAreArray(elements))
         << key;
   }
