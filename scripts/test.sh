@@ -64,7 +64,7 @@ fi
 # report (-fno-sanitize-recover); TSan reports every race and fails the test at exit. TSan
 # suppressions for the uninstrumented libzmq are compiled in (common/transport/zmq_context.cc).
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
-export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1 suppressions=$PWD/tests/tsan-suppressions.txt}"
 
 # TSan runs the unit tests of the modules with threads (mailbox, tasks, transport, async
 # snapshots, checkpoint storage); the coordinator is single-threaded and the integration tests
