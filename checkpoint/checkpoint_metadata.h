@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,7 +32,11 @@ inline constexpr std::string_view kCheckpointMetadataMagic = "KFCKPT01";
 
 struct SubtaskCheckpointState {
   SubtaskIndex subtask{0};
-  KeyGroupsStateHandle keyed_state;  // path relative to the checkpoint directory
+  // Path relative to the checkpoint directory; a key-group-incremental handle names shared
+  // files instead (control_messages.h). With native_state it holds only the timers.
+  KeyGroupsStateHandle keyed_state;
+  std::optional<IncrementalKeyedStateHandle> native_state;  // version >= 2
+  uint64_t written_bytes = 0;  // bytes this checkpoint wrote for the subtask (version >= 2)
 };
 
 struct CheckpointMetadata {

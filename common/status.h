@@ -97,6 +97,9 @@ inline Status DeadlineExceeded(std::string m) {
 inline Status Aborted(std::string m) {
   return {StatusCode::kAborted, std::move(m)};
 }
+inline Status Unimplemented(std::string m) {
+  return {StatusCode::kUnimplemented, std::move(m)};
+}
 inline Status Internal(std::string m) {
   return {StatusCode::kInternal, std::move(m)};
 }

@@ -36,6 +36,7 @@
 #include "state/key_group_write_guard.h"
 #include "state/keyed_state.h"
 #include "state/namespace.h"
+#include "state/snapshot/native_snapshot.h"
 #include "state/state_descriptor.h"
 #include "state/type_ops.h"
 
@@ -185,6 +186,31 @@ class KeyedStateBackend {
   // wording) if g is not in range(); FailedPrecondition for a state that is not registered or
   // is registered with another kind or type; Corruption for truncated or malformed bytes.
   virtual Status RestoreKeyGroup(KeyGroupId g, BinaryReader& in) = 0;
+
+  // ---- native incremental snapshots (state/snapshot/native_snapshot.h) ----
+  // true: SnapshotNative works, and a checkpoint that allows it writes the keyed state in the
+  // backend's native format (the canonical snapshot then holds only the timers).
+  virtual bool SupportsNativeSnapshots() const { return false; }
+  // The synchronous part of a native snapshot (task thread). Unimplemented unless supported.
+  virtual Result<std::unique_ptr<NativeSnapshotPart>> SnapshotNative(
+      const NativeSnapshotTarget& target) {
+    (void)target;
+    return Unimplemented(std::string(backend_name()) + " state has no native snapshots");
+  }
+  // The checkpoint completed / was aborted (task thread): a completed one's files become the
+  // base of the next native snapshot; an aborted one's are never referenced.
+  virtual void NotifyNativeCheckpointComplete(CheckpointId id) { (void)id; }
+  virtual void NotifyNativeCheckpointAborted(CheckpointId id) { (void)id; }
+  // Replaces all keyed state with the key groups of range() held by `sources` (old subtasks'
+  // native handles; their ranges may overlap range() partly: only range() is read, Flink's
+  // "clip" of a base plus range copies of the others). Every state must be registered first,
+  // as for RestoreKeyGroup. Errors (after which the backend holds no restored state): Corruption
+  // naming the file for a missing, truncated or checksum-failing file; FailedPrecondition for
+  // an unknown format version or another backend's handle.
+  virtual Status RestoreNative(const std::vector<NativeRestoreSource>& sources) {
+    (void)sources;
+    return Unimplemented(std::string(backend_name()) + " state cannot restore native snapshots");
+  }
 
   // ---- inspection ----
   // "heap" or "rocksdb" (JobSpec::state_backend).

@@ -35,7 +35,10 @@ namespace keyflow {
 // trusted keys).
 // 7: SubtaskMetrics.latency / state_backend / state_bytes_*, WorkerHeartbeat.usage (issue 12
 // observability, issue 11 state backends); SetLogLevelRequest / SetLogLevel.
-inline constexpr uint32_t kControlProtocolVersion = 7;
+// 8: incremental checkpoints (issue 11): KeyGroupsStateHandle.shared_files / block_file,
+// IncrementalKeyedStateHandle in AcknowledgeCheckpoint and RestoreAssignment,
+// TriggerCheckpoint.shared_directory / incremental; JobSpec version 7.
+inline constexpr uint32_t kControlProtocolVersion = 8;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
 inline constexpr size_t kMaxJobLibraryBytes = size_t{256} << 20;
@@ -119,19 +122,83 @@ struct SubtaskMetrics {
   }
 };
 
-// One subtask's keyed-state snapshot file (Flink's KeyGroupsStateHandle).
+// A file of an incremental checkpoint in the job's shared directory (<job dir>/shared/NAME;
+// Flink's shared state of an IncrementalRemoteKeyedStateHandle). It is written once, by the
+// checkpoint that first needs it, and referenced by every later checkpoint that still needs it;
+// the coordinator's SharedStateRegistry deletes it when no retained checkpoint references it.
+// Names are unique per upload (a writer never overwrites a shared file).
+struct SharedStateFile {
+  std::string name;       // a plain file name: [A-Za-z0-9._-]+, no '/', not "." or ".."
+  uint64_t size = 0;      // bytes
+  uint64_t checksum = 0;  // XXH3-64 of the whole file
+  template <class A>
+  void serialize(A& ar) {
+    ar(name, size, checksum);
+  }
+};
+
+// A file of a snapshot that belongs to one checkpoint only (its own directory; e.g. RocksDB's
+// MANIFEST, CURRENT and OPTIONS files of an incremental snapshot).
+struct PrivateStateFile {
+  std::string path;  // relative to the checkpoint directory (CheckRelativePath)
+  uint64_t size = 0;
+  uint64_t checksum = 0;  // XXH3-64 of the whole file
+  template <class A>
+  void serialize(A& ar) {
+    ar(path, size, checksum);
+  }
+};
+
+// One subtask's keyed-state snapshot in the canonical per-key-group format (Flink's
+// KeyGroupsStateHandle): every key group's block (keyed state and timers sections, format:
+// state/snapshot/keyed_snapshot_format.h) with its offset in the file that holds it.
+//
+// Full snapshot (shared_files empty): every block is in `path`, a file in the checkpoint
+// directory.
+// Key-group-incremental snapshot (shared_files non-empty): `path` is empty and the block of key
+// group range.start() + i is in shared_files[block_file[i]] at offsets[i] / lengths[i]. Blocks of
+// key groups changed since the subtask's last completed checkpoint are in a new shared file
+// written by this checkpoint; the others are referenced where an earlier checkpoint wrote them.
+// `size` and `checksum` then describe the new file (0 when nothing changed).
 struct KeyGroupsStateHandle {
-  std::string path;  // relative to the checkpoint directory
+  std::string path;  // relative to the checkpoint directory; empty for a key-group-incremental one
   uint64_t size = 0;
   uint64_t checksum = 0;  // index checksum of the snapshot file
   KeyGroupRange range;
-  std::vector<uint64_t> offsets;  // per key group of range, byte offset of its block
-  std::vector<uint64_t> lengths;  // per key group of range, byte length of its block
-  std::vector<uint64_t> keys;     // per key group: keys with state
-  std::vector<uint64_t> timers;   // per key group: timers
+  std::vector<uint64_t> offsets;              // per key group of range, byte offset of its block
+  std::vector<uint64_t> lengths;              // per key group of range, byte length of its block
+  std::vector<uint64_t> keys;                 // per key group: keys with state
+  std::vector<uint64_t> timers;               // per key group: timers
+  std::vector<SharedStateFile> shared_files;  // key-group-incremental only (see above)
+  std::vector<uint32_t> block_file;           // per key group: index into shared_files
+  bool incremental() const { return !shared_files.empty(); }
   template <class A>
   void serialize(A& ar) {
-    ar(path, size, checksum, range, offsets, lengths, keys, timers);
+    ar(path, size, checksum, range, offsets, lengths, keys, timers, shared_files, block_file);
+  }
+};
+
+// One subtask's keyed state in a backend's native incremental format (Flink's
+// IncrementalRemoteKeyedStateHandle): for "rocksdb", the SST files of a RocksDB checkpoint in
+// the shared directory (an SST file an earlier completed checkpoint already uploaded is
+// referenced, not written again) plus the DB's private files (MANIFEST, CURRENT, OPTIONS) in
+// the checkpoint directory. When a subtask's keyed state is in such a handle, its
+// KeyGroupsStateHandle holds only the timers section (timers stay on the heap).
+// Format of the native part: state/rocksdb/README.md; `format_version` is checked on restore.
+struct IncrementalKeyedStateHandle {
+  std::string backend;  // "rocksdb"
+  uint32_t format_version = 1;
+  // The backend instance that wrote it (a UUID): only the same instance reuses its files as
+  // the base of its next checkpoint (Flink's backendIdentifier).
+  std::string backend_id;
+  KeyGroupRange range;                        // key groups whose state the files hold
+  std::vector<SharedStateFile> shared_files;  // every SST file the snapshot consists of
+  std::vector<PrivateStateFile> private_files;
+  // Key groups' key counts are in the KeyGroupsStateHandle; this is the total (inspection).
+  uint64_t total_keys = 0;
+  template <class A>
+  void serialize(A& ar) {
+    ar(backend, format_version, backend_id, range, shared_files, private_files, total_keys);
   }
 };
 
@@ -240,18 +307,26 @@ struct AcknowledgeCheckpoint {
   SubtaskIndex subtask;
   CheckpointId checkpoint;
   KeyGroupsStateHandle keyed_state;
+  // The keyed state in the backend's native incremental format (keyed_state then holds only
+  // the timers); absent for a full or key-group-incremental snapshot.
+  std::optional<IncrementalKeyedStateHandle> native_state;
   std::map<std::string, std::string> split_positions;  // split id -> encoded position
   std::vector<std::string> sink_committables;          // encoded, see worker/sinks
   int64_t sync_duration_us = 0;
   int64_t async_duration_us = 0;
   int64_t alignment_duration_us = 0;
+  // Bytes this checkpoint wrote for the subtask (new files: its own and new shared ones); the
+  // rest of the state it references is in files of earlier checkpoints. Equals
+  // keyed_state.size for a full snapshot.
+  uint64_t written_bytes = 0;
   // The subtask's counters when it acknowledged: a savepoint that ends an attempt (rescale,
   // stop) then counts every record read before its barrier, which heartbeats may not have yet.
   SubtaskMetrics metrics;
   template <class A>
   void serialize(A& ar) {
-    ar(worker, attempt, subtask, checkpoint, keyed_state, split_positions, sink_committables,
-       sync_duration_us, async_duration_us, alignment_duration_us, metrics);
+    ar(worker, attempt, subtask, checkpoint, keyed_state, native_state, split_positions,
+       sink_committables, sync_duration_us, async_duration_us, alignment_duration_us, written_bytes,
+       metrics);
   }
 };
 
@@ -311,14 +386,21 @@ struct Registered {
 // What a subtask restores from (Flink's StateAssignmentOperation result for one subtask).
 struct RestoreAssignment {
   CheckpointId checkpoint;
-  std::string checkpoint_dir;                          // absolute path of chk-<n> / savepoint
-  std::vector<KeyGroupsStateHandle> keyed_state;       // old subtasks' files intersecting my range
+  std::string checkpoint_dir;                     // absolute path of chk-<n> / savepoint
+  std::vector<KeyGroupsStateHandle> keyed_state;  // old subtasks' files intersecting my range
+  // Native incremental handles (RocksDB) of old subtasks intersecting my range, in the same
+  // order as their keyed_state entries (which then hold their timers).
+  std::vector<IncrementalKeyedStateHandle> native_state;
+  // Absolute directory the shared files of the handles are in (<job dir>/shared of the job
+  // that took the checkpoint); empty when no handle references a shared file.
+  std::string shared_dir;
   std::map<std::string, std::string> split_positions;  // all splits (union state)
   std::vector<std::string> sink_committables;          // the ones this subtask (re-)commits
   std::string sink_directory;  // output directory of the job that took the checkpoint
   template <class A>
   void serialize(A& ar) {
-    ar(checkpoint, checkpoint_dir, keyed_state, split_positions, sink_committables, sink_directory);
+    ar(checkpoint, checkpoint_dir, keyed_state, native_state, shared_dir, split_positions,
+       sink_committables, sink_directory);
   }
 };
 
@@ -372,10 +454,15 @@ struct TriggerCheckpoint {
   int64_t timestamp_ms = 0;
   CheckpointType type = CheckpointType::kCheckpoint;
   std::string directory;  // absolute directory the subtask writes its files into
+  // true: the subtask may write an incremental snapshot (JobSpec::incremental_checkpoints and
+  // not a savepoint), new shared files into `shared_directory` (absolute, <job dir>/shared,
+  // created by the coordinator), referencing files of its last completed checkpoint.
+  bool incremental = false;
+  std::string shared_directory;
   bool savepoint() const { return type == CheckpointType::kSavepoint; }
   template <class A>
   void serialize(A& ar) {
-    ar(attempt, checkpoint, timestamp_ms, type, directory);
+    ar(attempt, checkpoint, timestamp_ms, type, directory, incremental, shared_directory);
     // Decoded bytes come from outside: the enum must hold one of its values.
     if constexpr (A::is_loading::value) {
       if (static_cast<uint8_t>(type) > static_cast<uint8_t>(CheckpointType::kFinal)) {

@@ -89,6 +89,12 @@ struct JobSpec {
   // Latency markers (issue 12): a source subtask emits one every this many ms; 0 = off
   // (version >= 6).
   int64_t latency_interval_ms = 200;
+  // Incremental checkpoints (issue 11; version >= 7; `keyflow run --incremental true|false`,
+  // default true): a periodic checkpoint writes only what changed since the subtask's last
+  // completed checkpoint and references the rest in the job's shared directory
+  // (checkpoint/README.md "Incremental checkpoints"). Savepoints are always full and
+  // self-contained. A JobSpec of version < 7 decodes to false (its checkpoints were full).
+  bool incremental_checkpoints = true;
 
   // Stored in checkpoint metadata: a new field is appended under `if (version >= N)` and the
   // class version below raised, so older checkpoints stay readable.
@@ -105,6 +111,11 @@ struct JobSpec {
     if (version >= 4) ar(job_library, reads_fields);
     if (version >= 5) ar(fields);
     if (version >= 6) ar(state_backend, state_dir, latency_interval_ms);
+    if (version >= 7) {
+      ar(incremental_checkpoints);
+    } else if constexpr (Archive::is_loading::value) {
+      incremental_checkpoints = false;
+    }
     // Decoded bytes come from outside: an enum must hold one of its values. (cereal reports
     // malformed input by throwing; the decoders catch it at their module edge.)
     if constexpr (Archive::is_loading::value) {
@@ -118,4 +129,4 @@ struct JobSpec {
 
 }  // namespace keyflow
 
-CEREAL_CLASS_VERSION(keyflow::JobSpec, 6);
+CEREAL_CLASS_VERSION(keyflow::JobSpec, 7);
