@@ -1,5 +1,8 @@
 #include "checkpoint/checkpoint_metadata.h"
 
+#include <algorithm>
+#include <set>
+
 #include "checkpoint/checksummed_envelope.h"
 #include "common/binary_io.h"
 #include "common/file_io.h"
@@ -25,12 +28,106 @@ std::vector<uint64_t> ReadU64Vector(BinaryReader& r) {
   return v;
 }
 
-Status ValidateHandle(const KeyGroupsStateHandle& h, const KeyGroupRange& expected, int32_t i) {
+void WriteSharedFiles(BinaryWriter& w, const std::vector<SharedStateFile>& files) {
+  w.VarU64(files.size());
+  for (const SharedStateFile& f : files) {
+    w.Bytes(f.name);
+    w.U64(f.size);
+    w.U64(f.checksum);
+  }
+}
+
+// Smallest encoded SharedStateFile / PrivateStateFile: empty name + two u64.
+constexpr size_t kMinFileBytes = 1 + 16;
+
+std::vector<SharedStateFile> ReadSharedFiles(BinaryReader& r) {
+  std::vector<SharedStateFile> v;
+  uint64_t n = r.Count(kMinFileBytes);
+  v.reserve(n);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    SharedStateFile f;
+    f.name = std::string(r.Bytes());
+    f.size = r.U64();
+    f.checksum = r.U64();
+    v.push_back(std::move(f));
+  }
+  return v;
+}
+
+// Range as two i32; Corruption-worthy when not a range (start < 0 or end < start - 1).
+bool ReadRange(BinaryReader& r, KeyGroupRange* range) {
+  int32_t start = r.I32();
+  int32_t end = r.I32();
+  if (!r.ok() || start < 0 || end < start - 1) return false;
+  *range = KeyGroupRange::Of(start, end);
+  return true;
+}
+
+void WriteNative(BinaryWriter& w, const IncrementalKeyedStateHandle& n) {
+  w.Bytes(n.backend);
+  w.U32(n.format_version);
+  w.Bytes(n.backend_id);
+  w.I32(n.range.start());
+  w.I32(n.range.end());
+  WriteSharedFiles(w, n.shared_files);
+  w.VarU64(n.private_files.size());
+  for (const PrivateStateFile& f : n.private_files) {
+    w.Bytes(f.path);
+    w.U64(f.size);
+    w.U64(f.checksum);
+  }
+  w.U64(n.total_keys);
+}
+
+bool ReadNative(BinaryReader& r, IncrementalKeyedStateHandle* n) {
+  n->backend = std::string(r.Bytes());
+  n->format_version = r.U32();
+  n->backend_id = std::string(r.Bytes());
+  if (!ReadRange(r, &n->range)) return false;
+  n->shared_files = ReadSharedFiles(r);
+  uint64_t num_private = r.Count(kMinFileBytes);
+  n->private_files.reserve(num_private);
+  for (uint64_t i = 0; i < num_private && r.ok(); ++i) {
+    PrivateStateFile f;
+    f.path = std::string(r.Bytes());
+    f.size = r.U64();
+    f.checksum = r.U64();
+    n->private_files.push_back(std::move(f));
+  }
+  n->total_keys = r.U64();
+  return r.ok();
+}
+
+Status ValidateSharedFiles(const std::vector<SharedStateFile>& files, const std::string& who) {
+  for (const SharedStateFile& f : files) {
+    RETURN_IF_ERROR(CheckSharedFileName(f.name, who + "'s shared file"));
+  }
+  return Status::Ok();
+}
+
+Status ValidateHandle(const KeyGroupsStateHandle& h, const KeyGroupRange& expected, int32_t i,
+                      bool savepoint) {
   const std::string who = "subtask " + std::to_string(i);
-  if (h.path.empty()) return InvalidArgument(who + " has no state file path");
-  // Relative, without "..": a crafted `_metadata` must not make a restore read (or `checkpoint
-  // inspect` stat) a file outside its checkpoint directory.
-  RETURN_IF_ERROR(CheckRelativePath(h.path, who + "'s state file"));
+  if (h.incremental()) {
+    if (savepoint) {
+      return InvalidArgument(who +
+                             " references shared files, but a savepoint must be self-contained "
+                             "(a full snapshot in its own directory)");
+    }
+    if (!h.path.empty()) {
+      return InvalidArgument(who + " names both a state file ('" + h.path.substr(0, 200) +
+                             "') and shared files; a key-group-incremental handle has no path");
+    }
+    RETURN_IF_ERROR(ValidateSharedFiles(h.shared_files, who));
+  } else {
+    if (h.path.empty()) return InvalidArgument(who + " has no state file path");
+    // Relative, without "..": a crafted `_metadata` must not make a restore read (or
+    // `checkpoint inspect` stat) a file outside its checkpoint directory.
+    RETURN_IF_ERROR(CheckRelativePath(h.path, who + "'s state file"));
+    if (!h.block_file.empty()) {
+      return InvalidArgument(who + " has block file indexes but no shared files");
+    }
+  }
   if (!(h.range == expected)) {
     return InvalidArgument(who + " covers " + h.range.ToString() + " but owns " +
                            expected.ToString());
@@ -45,22 +142,110 @@ Status ValidateHandle(const KeyGroupsStateHandle& h, const KeyGroupRange& expect
                            std::to_string(h.lengths.size()) + ", " + std::to_string(h.keys.size()) +
                            ", " + std::to_string(h.timers.size()));
   }
+  if (h.incremental() && h.block_file.size() != n) {
+    return InvalidArgument(who + " must have one block file index per key group (" +
+                           std::to_string(n) + "), has " + std::to_string(h.block_file.size()));
+  }
   for (size_t k = 0; k < n; ++k) {
-    if (h.offsets[k] > h.size || h.lengths[k] > h.size - h.offsets[k]) {
-      return InvalidArgument(who + ": the block of key group " +
-                             std::to_string(expected.start() + static_cast<int32_t>(k)) +
-                             " lies outside its file of " + std::to_string(h.size) + " bytes");
+    const std::string group = std::to_string(expected.start() + static_cast<int32_t>(k));
+    uint64_t file_size = h.size;
+    std::string file = "its file";
+    if (h.incremental()) {
+      if (h.block_file[k] >= h.shared_files.size()) {
+        return InvalidArgument(who + ": key group " + group + " names shared file " +
+                               std::to_string(h.block_file[k]) + " but there are only " +
+                               std::to_string(h.shared_files.size()));
+      }
+      const SharedStateFile& f = h.shared_files[h.block_file[k]];
+      file_size = f.size;
+      file = "its shared file " + f.name;
     }
+    if (h.offsets[k] > file_size || h.lengths[k] > file_size - h.offsets[k]) {
+      return InvalidArgument(who + ": the block of key group " + group + " lies outside " + file +
+                             " of " + std::to_string(file_size) + " bytes");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateNative(const IncrementalKeyedStateHandle& n, const KeyGroupRange& expected,
+                      int32_t i) {
+  const std::string who = "subtask " + std::to_string(i) + "'s native state";
+  if (n.backend != "rocksdb") {
+    return InvalidArgument(who + " is of backend '" + n.backend.substr(0, 100) +
+                           "'; only 'rocksdb' snapshots are native");
+  }
+  if (!(n.range == expected)) {
+    return InvalidArgument(who + " covers " + n.range.ToString() + " but the subtask owns " +
+                           expected.ToString());
+  }
+  RETURN_IF_ERROR(ValidateSharedFiles(n.shared_files, who));
+  for (const PrivateStateFile& f : n.private_files) {
+    RETURN_IF_ERROR(CheckRelativePath(f.path, who + "'s private file"));
   }
   return Status::Ok();
 }
 
 }  // namespace
 
+bool IsValidSharedFileName(std::string_view name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
+
+Status CheckSharedFileName(std::string_view name, std::string_view what) {
+  if (IsValidSharedFileName(name)) return Status::Ok();
+  return InvalidArgument(std::string(what) + " name '" + std::string(name.substr(0, 200)) +
+                         "' is not a plain file name of [A-Za-z0-9._-] (no '/', not '.' or "
+                         "'..'): it must lie in the job's shared directory");
+}
+
+std::vector<SharedStateFile> SubtaskCheckpointState::SharedFiles() const {
+  std::vector<SharedStateFile> out;
+  std::set<std::string_view> seen;
+  auto add = [&](const std::vector<SharedStateFile>& files) {
+    for (const SharedStateFile& f : files) {
+      if (seen.insert(f.name).second) out.push_back(f);
+    }
+  };
+  add(keyed_state.shared_files);
+  if (native_state) add(native_state->shared_files);
+  return out;
+}
+
+uint64_t SubtaskCheckpointState::StateBytes() const {
+  uint64_t total = keyed_state.incremental() ? 0 : keyed_state.size;
+  for (const SharedStateFile& f : SharedFiles()) total += f.size;
+  if (native_state) {
+    for (const PrivateStateFile& f : native_state->private_files) total += f.size;
+  }
+  return total;
+}
+
 uint64_t CheckpointMetadata::TotalStateBytes() const {
   uint64_t total = 0;
-  for (const auto& s : subtasks) total += s.keyed_state.size;
+  for (const auto& s : subtasks) total += s.StateBytes();
   return total;
+}
+
+uint64_t CheckpointMetadata::TotalWrittenBytes() const {
+  uint64_t total = 0;
+  for (const auto& s : subtasks) total += s.written_bytes;
+  return total;
+}
+
+std::vector<SharedStateFile> CheckpointMetadata::SharedFiles() const {
+  std::vector<SharedStateFile> out;
+  std::set<std::string> seen;
+  for (const auto& s : subtasks) {
+    for (SharedStateFile& f : s.SharedFiles()) {
+      if (seen.insert(f.name).second) out.push_back(std::move(f));
+    }
+  }
+  return out;
 }
 
 std::string_view CheckpointMetadata::TypeName() const {
@@ -82,10 +267,39 @@ Status CheckpointMetadata::Validate() const {
       return InvalidArgument("subtask state " + std::to_string(i) + " is labelled subtask " +
                              std::to_string(s.subtask.value()));
     }
-    RETURN_IF_ERROR(ValidateHandle(s.keyed_state,
-                                   ComputeKeyGroupRangeForOperatorIndex(
-                                       spec.max_parallelism, spec.parallelism, SubtaskIndex(i)),
-                                   i));
+    const KeyGroupRange range = ComputeKeyGroupRangeForOperatorIndex(
+        spec.max_parallelism, spec.parallelism, SubtaskIndex(i));
+    RETURN_IF_ERROR(ValidateHandle(s.keyed_state, range, i, savepoint));
+    if (s.native_state.has_value() != subtasks[0].native_state.has_value()) {
+      return InvalidArgument("subtask " + std::to_string(i) +
+                             (s.native_state ? " has" : " has no") + " native state but subtask 0" +
+                             (s.native_state ? " has none" : " has") +
+                             "; either every subtask's keyed state is native or none is");
+    }
+    if (s.native_state) {
+      if (savepoint) {
+        return InvalidArgument("subtask " + std::to_string(i) +
+                               " has native state, but a savepoint must be self-contained (the "
+                               "canonical full format)");
+      }
+      RETURN_IF_ERROR(ValidateNative(*s.native_state, range, i));
+    }
+  }
+  // One name, one file: a name with two sizes or checksums means two uploads collided.
+  std::map<std::string_view, const SharedStateFile*> names;
+  auto check = [&names](const std::vector<SharedStateFile>& files) -> Status {
+    for (const SharedStateFile& f : files) {
+      auto [it, inserted] = names.emplace(f.name, &f);
+      if (!inserted && (it->second->size != f.size || it->second->checksum != f.checksum)) {
+        return InvalidArgument("shared file " + f.name +
+                               " is named twice with different sizes or checksums");
+      }
+    }
+    return Status::Ok();
+  };
+  for (const SubtaskCheckpointState& s : subtasks) {
+    RETURN_IF_ERROR(check(s.keyed_state.shared_files));
+    if (s.native_state) RETURN_IF_ERROR(check(s.native_state->shared_files));
   }
   return Status::Ok();
 }
@@ -115,6 +329,13 @@ std::string CheckpointMetadata::Encode() const {
     WriteU64Vector(w, h.lengths);
     WriteU64Vector(w, h.keys);
     WriteU64Vector(w, h.timers);
+    // Version 2.
+    WriteSharedFiles(w, h.shared_files);
+    w.VarU64(h.block_file.size());
+    for (uint32_t b : h.block_file) w.VarU64(b);
+    w.U64(s.written_bytes);
+    w.U8(s.native_state ? 1 : 0);
+    if (s.native_state) WriteNative(w, *s.native_state);
   }
   w.VarU64(split_positions.size());
   for (const auto& [split, position] : split_positions) {
@@ -129,9 +350,14 @@ std::string CheckpointMetadata::Encode() const {
 Result<CheckpointMetadata> CheckpointMetadata::Decode(std::string_view bytes,
                                                       std::string_view source) {
   const std::string what = "checkpoint metadata " + std::string(source);
-  ASSIGN_OR_RETURN(
-      std::string_view body,
-      DecodeChecksummedEnvelope(bytes, kCheckpointMetadataMagic, kCheckpointMetadataVersion, what));
+  // Version 1 (full snapshots only) is still read; the envelope refuses any other version.
+  uint32_t version = kCheckpointMetadataVersion;
+  if (bytes.size() >= kCheckpointMetadataMagic.size() + 4 &&
+      bytes.substr(kCheckpointMetadataMagic.size(), 4) == std::string_view("\x01\0\0\0", 4)) {
+    version = 1;
+  }
+  ASSIGN_OR_RETURN(std::string_view body,
+                   DecodeChecksummedEnvelope(bytes, kCheckpointMetadataMagic, version, what));
   BinaryReader r(body);
   CheckpointMetadata m;
   m.job_id = std::string(r.Bytes());
@@ -159,19 +385,45 @@ Result<CheckpointMetadata> CheckpointMetadata::Decode(std::string_view bytes,
     h.path = std::string(r.Bytes());
     h.size = r.U64();
     h.checksum = r.U64();
-    int32_t start = r.I32();
-    int32_t end = r.I32();
-    if (!r.ok()) break;
-    if (start < 0 || end < start - 1) {
+    if (!ReadRange(r, &h.range)) {
+      if (!r.ok()) break;
       return Corruption(what + " is malformed: subtask " + std::to_string(i) +
-                        " has an invalid key-group range [" + std::to_string(start) + ", " +
-                        std::to_string(end) + "]");
+                        " has an invalid key-group range");
     }
-    h.range = KeyGroupRange::Of(start, end);
     h.offsets = ReadU64Vector(r);
     h.lengths = ReadU64Vector(r);
     h.keys = ReadU64Vector(r);
     h.timers = ReadU64Vector(r);
+    if (version >= 2) {
+      h.shared_files = ReadSharedFiles(r);
+      uint64_t num_blocks = r.Count(1);
+      h.block_file.reserve(num_blocks);
+      for (uint64_t k = 0; k < num_blocks && r.ok(); ++k) {
+        uint64_t b = r.VarU64();
+        if (b > UINT32_MAX) {
+          return Corruption(what + " is malformed: subtask " + std::to_string(i) +
+                            " has a block file index of " + std::to_string(b));
+        }
+        h.block_file.push_back(static_cast<uint32_t>(b));
+      }
+      s.written_bytes = r.U64();
+      uint8_t has_native = r.U8();
+      if (!r.ok()) break;
+      if (has_native > 1) {
+        return Corruption(what + " is malformed: subtask " + std::to_string(i) +
+                          " has a native-state flag of " + std::to_string(has_native));
+      }
+      if (has_native == 1) {
+        s.native_state.emplace();
+        if (!ReadNative(r, &*s.native_state)) {
+          if (!r.ok()) break;
+          return Corruption(what + " is malformed: subtask " + std::to_string(i) +
+                            "'s native state has an invalid key-group range");
+        }
+      }
+    } else {
+      s.written_bytes = h.size;  // a version-1 checkpoint wrote its full file
+    }
     m.subtasks.push_back(std::move(s));
   }
   uint64_t num_splits = r.Count(2);

@@ -27,7 +27,14 @@
 
 namespace keyflow {
 
-inline constexpr uint32_t kCheckpointMetadataVersion = 1;
+// A shared file name as SharedStateFile requires: non-empty, [A-Za-z0-9._-]+, not "." or "..".
+bool IsValidSharedFileName(std::string_view name);
+// InvalidArgument naming `what` when !IsValidSharedFileName(name).
+Status CheckSharedFileName(std::string_view name, std::string_view what);
+
+// 2: incremental checkpoints (issue 11): shared files / block_file of KeyGroupsStateHandle,
+// native (RocksDB) handles and written bytes per subtask. Version 1 is still read.
+inline constexpr uint32_t kCheckpointMetadataVersion = 2;
 inline constexpr std::string_view kCheckpointMetadataMagic = "KFCKPT01";
 
 struct SubtaskCheckpointState {
@@ -36,7 +43,15 @@ struct SubtaskCheckpointState {
   // files instead (control_messages.h). With native_state it holds only the timers.
   KeyGroupsStateHandle keyed_state;
   std::optional<IncrementalKeyedStateHandle> native_state;  // version >= 2
-  uint64_t written_bytes = 0;  // bytes this checkpoint wrote for the subtask (version >= 2)
+  // Bytes this checkpoint wrote for the subtask (version >= 2; a version-1 file: the size of
+  // its full state file).
+  uint64_t written_bytes = 0;
+  // Every file of the job's shared directory this subtask's state references (key-group-
+  // incremental blocks and native SST files), each name once, in first-reference order.
+  std::vector<SharedStateFile> SharedFiles() const;
+  // Bytes of every file the subtask's state consists of (its full file, or the distinct shared
+  // files plus the native private files): what a restore reads at most.
+  uint64_t StateBytes() const;
 };
 
 struct CheckpointMetadata {
@@ -54,7 +69,12 @@ struct CheckpointMetadata {
 
   int32_t max_parallelism() const { return spec.max_parallelism; }
   int32_t parallelism() const { return spec.parallelism; }
+  // Sum of the subtasks' StateBytes(): the full size of the state the checkpoint references.
   uint64_t TotalStateBytes() const;
+  // Sum of the subtasks' written_bytes: what this checkpoint wrote (incremental size).
+  uint64_t TotalWrittenBytes() const;
+  // Every shared file the checkpoint references (each name once): SharedStateRegistry.
+  std::vector<SharedStateFile> SharedFiles() const;
   // "checkpoint", "savepoint" or "final" (a final checkpoint).
   std::string_view TypeName() const;
 
@@ -69,9 +89,14 @@ struct CheckpointMetadata {
   // The invariants every metadata file holds, so readers (restore planning, inspect) can rely
   // on them: id >= 1; 1 <= parallelism <= max parallelism <= 32768; exactly one subtask state
   // per subtask index, in order; subtask i's handle covers Flink's key-group range of i, with
-  // one offset, length, key count and timer count per key group, every block inside the
-  // file; the path is relative, non-empty and has no ".." (CheckRelativePath). InvalidArgument
-  // saying which one is broken.
+  // one offset, length, key count and timer count per key group, every block inside its
+  // file. A full handle: the path is relative, non-empty and has no ".." (CheckRelativePath).
+  // A key-group-incremental handle: no path, shared files, one valid block_file index per key
+  // group. Shared file names are plain names (IsValidSharedFileName), so they resolve inside
+  // <job dir>/shared; the same name always has the same size and checksum. A native handle:
+  // backend "rocksdb", the subtask's range, private paths pass CheckRelativePath; either every
+  // subtask has one or none. A savepoint references no shared file (it is self-contained).
+  // InvalidArgument saying which one is broken.
   Status Validate() const;
 };
 

@@ -17,6 +17,23 @@ constexpr std::string_view kCheckpointPrefix = "chk-";
 constexpr std::string_view kSavepointPrefix = "savepoint-";
 constexpr std::string_view kMetadataFileName = "_metadata";
 constexpr std::string_view kJobRecordFileName = "_job";
+constexpr std::string_view kSharedDirectoryName = "shared";
+
+// Corruption unless `path` exists with `expected` bytes: "<what> <path><of> is truncated: ...".
+Status CheckFileSize(FileSystem& fs, const std::string& path, uint64_t expected,
+                     const std::string& what, const std::string& of) {
+  Result<FileInfo> info = fs.Stat(path);
+  if (!info.ok()) {
+    return Corruption(what + " " + path + of +
+                      " is missing or unreadable: " + info.status().message());
+  }
+  if (info->size != expected) {
+    return Corruption(what + " " + path + of + " is " +
+                      (info->size < expected ? "truncated" : "too long") + ": expected " +
+                      std::to_string(expected) + " bytes, found " + std::to_string(info->size));
+  }
+  return Status::Ok();
+}
 
 // "chk-17" -> 17 for prefix "chk-"; nullopt for anything else ("chk-", "chk-01x", "chk-0").
 std::optional<int64_t> ParseIdSuffix(std::string_view name, std::string_view prefix) {
@@ -125,6 +142,27 @@ std::string CheckpointStorage::SubtaskStateFileName(SubtaskIndex subtask) {
   return "subtask-" + std::to_string(subtask.value()) + ".kgs";
 }
 
+std::string CheckpointStorage::SharedDirectory(const std::string& job_id) const {
+  return JobDirectory(job_id) + "/" + std::string(kSharedDirectoryName);
+}
+
+std::string CheckpointStorage::SharedDirectoryOf(const std::string& checkpoint_dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(checkpoint_dir, ec);
+  if (ec) p = checkpoint_dir;
+  std::string dir = p.lexically_normal().string();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return (std::filesystem::path(dir).parent_path() / std::string(kSharedDirectoryName)).string();
+}
+
+Status CheckpointStorage::PrepareSharedDirectory(const std::string& job_id) const {
+  const std::string dir = SharedDirectory(job_id);
+  if (fs_->IsDirectory(dir)) return Status::Ok();
+  RETURN_IF_ERROR_CTX(fs_->CreateDirectories(dir, kPrivateDirectoryMode),
+                      "cannot create the shared directory of incremental checkpoints");
+  return Status::Ok();
+}
+
 Status CheckpointStorage::PrepareCheckpointDirectory(const std::string& dir) const {
   if (fs_->Exists(dir)) {
     if (!fs_->IsDirectory(dir)) {
@@ -166,28 +204,28 @@ Result<CheckpointMetadata> CheckpointStorage::ReadMetadata(
 
 Status CheckpointStorage::VerifyStateFiles(const std::string& checkpoint_dir,
                                            const CheckpointMetadata& m, FileSystem& fs) {
+  const std::string shared_dir = SharedDirectoryOf(checkpoint_dir);
   for (const SubtaskCheckpointState& s : m.subtasks) {
-    // Inside the checkpoint directory, also after symbolic links: a savepoint whose
-    // subtask-<i>.kgs links to another file is refused before any worker reads it.
-    Result<std::string> resolved =
-        ResolveInside(checkpoint_dir, s.keyed_state.path,
-                      "the state file of subtask " + std::to_string(s.subtask.value()) +
-                          " of checkpoint " + std::to_string(m.id.value()));
-    if (!resolved.ok()) return Corruption(resolved.status().message());
-    const std::string& path = *resolved;
-    Result<FileInfo> info = fs.Stat(path);
-    if (!info.ok()) {
-      return Corruption("state file " + path + " of subtask " + std::to_string(s.subtask.value()) +
-                        " of checkpoint " + std::to_string(m.id.value()) +
-                        " is missing or unreadable: " + info.status().message());
+    const std::string of = " of subtask " + std::to_string(s.subtask.value()) + " of checkpoint " +
+                           std::to_string(m.id.value());
+    // Inside their directories, also after symbolic links: a savepoint whose subtask-<i>.kgs
+    // links to another file is refused before any worker reads it.
+    auto check = [&](const std::string& base, const std::string& relative, uint64_t size,
+                     const std::string& what) -> Status {
+      Result<std::string> resolved = ResolveInside(base, relative, "the " + what + of);
+      if (!resolved.ok()) return Corruption(resolved.status().message());
+      return CheckFileSize(fs, *resolved, size, what, of);
+    };
+    if (!s.keyed_state.incremental()) {
+      RETURN_IF_ERROR(check(checkpoint_dir, s.keyed_state.path, s.keyed_state.size, "state file"));
     }
-    const uint64_t size = info->size;
-    if (size != s.keyed_state.size) {
-      return Corruption("state file " + path + " of subtask " + std::to_string(s.subtask.value()) +
-                        " of checkpoint " + std::to_string(m.id.value()) + " is " +
-                        (size < s.keyed_state.size ? "truncated" : "too long") + ": expected " +
-                        std::to_string(s.keyed_state.size) + " bytes, found " +
-                        std::to_string(size));
+    for (const SharedStateFile& f : s.SharedFiles()) {
+      RETURN_IF_ERROR(check(shared_dir, f.name, f.size, "shared state file"));
+    }
+    if (s.native_state) {
+      for (const PrivateStateFile& f : s.native_state->private_files) {
+        RETURN_IF_ERROR(check(checkpoint_dir, f.path, f.size, "private state file"));
+      }
     }
   }
   return Status::Ok();

@@ -3,6 +3,8 @@
 //   <root>/<job_id>/chk-<n>/_metadata         completed checkpoint n (the commit point)
 //   <root>/<job_id>/chk-<n>/subtask-<i>.kgs   keyed-state snapshot of subtask i
 //   <root>/<job_id>/savepoint-<n>/...         savepoint n (or a user-given directory)
+//   <root>/<job_id>/shared/NAME               files of incremental checkpoints, referenced by
+//                                             one or more chk-<n> (SharedStateRegistry)
 // The root is a directory; on several hosts a shared file system path. Byte formats of
 // `_metadata` and `_job`: checkpoint/README.md.
 //
@@ -70,6 +72,13 @@ class CheckpointStorage {
   std::string CheckpointDirectory(const std::string& job_id, CheckpointId id) const;
   std::string SavepointDirectory(const std::string& job_id, CheckpointId id) const;
   static std::string MetadataPath(const std::string& checkpoint_dir);
+  // <root>/<job_id>/shared: the shared files of the job's incremental checkpoints.
+  std::string SharedDirectory(const std::string& job_id) const;
+  // The shared directory a checkpoint's shared file names resolve in: <checkpoint dir>/../shared
+  // (absolute, lexically normal).
+  static std::string SharedDirectoryOf(const std::string& checkpoint_dir);
+  // Creates the job's shared directory (0700) if it does not exist.
+  Status PrepareSharedDirectory(const std::string& job_id) const;
   // File name (relative to the checkpoint directory) of subtask i's keyed-state snapshot.
   static std::string SubtaskStateFileName(SubtaskIndex subtask);
 
@@ -85,8 +94,10 @@ class CheckpointStorage {
   // verify.
   static Result<CheckpointMetadata> ReadMetadata(const std::string& checkpoint_dir_or_file,
                                                  FileSystem& fs = FileSystem::Default());
-  // Checks that every subtask file named by the metadata exists with the recorded size
-  // (Corruption naming the file when truncated or missing).
+  // Checks that every file the metadata names exists with the recorded size: full state files
+  // and native private files inside the checkpoint directory, shared files inside
+  // SharedDirectoryOf(checkpoint_dir) (Corruption naming the file when truncated, missing or a
+  // symbolic link out of its directory).
   static Status VerifyStateFiles(const std::string& checkpoint_dir, const CheckpointMetadata& m,
                                  FileSystem& fs = FileSystem::Default());
 
@@ -101,6 +112,7 @@ class CheckpointStorage {
   Result<int64_t> MaxUsedId(const std::string& job_id) const;
   // Removes the directory and everything in it; OK if absent.
   Status DeleteCheckpoint(const std::string& checkpoint_dir) const;
+  FileSystem& fs() const { return *fs_; }
 
   // Writes <root>/<job>/_job atomically (creating the job directory).
   Status WriteJobRecord(const JobRecord& record) const;

@@ -28,11 +28,15 @@ const std::string kJobSpecV4GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v4.golden";
 const std::string kJobSpecV5GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v5.golden";
-const std::string kCurrentGoldenPath =
+const std::string kJobSpecV6GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v6.golden";
+// Format version 2 (incremental checkpoints) with a version-7 JobSpec: what the encoder writes
+// today. Every metadata_v1*.golden must still decode.
+const std::string kCurrentGoldenPath =
+    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v2.golden";
 
-// What the current golden file's spec adds to GoldenMetadata(): the fields of JobSpec versions
-// 2-6, the job library by its content hash among them.
+// What metadata_v1_jobspec_v6.golden's spec adds to GoldenMetadata(): the fields of JobSpec
+// versions 2-6, the job library by its content hash among them.
 void SetCurrentSpecFields(JobSpec* spec) {
   spec->tolerable_checkpoint_failures = 3;
   spec->fail_on_input_change = true;
@@ -45,7 +49,37 @@ void SetCurrentSpecFields(JobSpec* spec) {
   spec->latency_interval_ms = 500;
 }
 
+void ExpectSharedFilesEq(const std::vector<SharedStateFile>& a,
+                         const std::vector<SharedStateFile>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].name, b[i].name);
+    EXPECT_EQ(a[i].size, b[i].size);
+    EXPECT_EQ(a[i].checksum, b[i].checksum);
+  }
+}
+
+void ExpectNativeEq(const std::optional<IncrementalKeyedStateHandle>& a,
+                    const std::optional<IncrementalKeyedStateHandle>& b) {
+  ASSERT_EQ(a.has_value(), b.has_value());
+  if (!a) return;
+  EXPECT_EQ(a->backend, b->backend);
+  EXPECT_EQ(a->format_version, b->format_version);
+  EXPECT_EQ(a->backend_id, b->backend_id);
+  EXPECT_EQ(a->range, b->range);
+  ExpectSharedFilesEq(a->shared_files, b->shared_files);
+  ASSERT_EQ(a->private_files.size(), b->private_files.size());
+  for (size_t i = 0; i < a->private_files.size(); ++i) {
+    EXPECT_EQ(a->private_files[i].path, b->private_files[i].path);
+    EXPECT_EQ(a->private_files[i].size, b->private_files[i].size);
+    EXPECT_EQ(a->private_files[i].checksum, b->private_files[i].checksum);
+  }
+  EXPECT_EQ(a->total_keys, b->total_keys);
+}
+
 void ExpectHandleEq(const KeyGroupsStateHandle& a, const KeyGroupsStateHandle& b) {
+  ExpectSharedFilesEq(a.shared_files, b.shared_files);
+  EXPECT_EQ(a.block_file, b.block_file);
   EXPECT_EQ(a.path, b.path);
   EXPECT_EQ(a.size, b.size);
   EXPECT_EQ(a.checksum, b.checksum);
@@ -77,6 +111,8 @@ void ExpectMetadataEq(const CheckpointMetadata& a, const CheckpointMetadata& b) 
   for (size_t i = 0; i < a.subtasks.size(); ++i) {
     EXPECT_EQ(a.subtasks[i].subtask, b.subtasks[i].subtask);
     ExpectHandleEq(a.subtasks[i].keyed_state, b.subtasks[i].keyed_state);
+    ExpectNativeEq(a.subtasks[i].native_state, b.subtasks[i].native_state);
+    EXPECT_EQ(a.subtasks[i].written_bytes, b.subtasks[i].written_bytes);
   }
   EXPECT_EQ(a.split_positions, b.split_positions);
   EXPECT_EQ(a.sink_committables, b.sink_committables);
@@ -92,6 +128,43 @@ CheckpointMetadata GoldenMetadata() {
   m.spec.key_type = KeyType::kLong;
   m.split_positions = {{"gen-0", "1500"}, {"gen-1", "\x01\x02"}};
   m.sink_committables = {"part-0-42.pending", "part-1-42.pending", ""};
+  // Version 1 had no written bytes: a full checkpoint wrote its whole file.
+  for (SubtaskCheckpointState& s : m.subtasks) s.written_bytes = s.keyed_state.size;
+  return m;
+}
+
+// The metadata in tests/checkpoint/testdata/metadata_v2.golden (never change it): checkpoint 42
+// of a RocksDB job with incremental checkpoints, M = 8, P = 2. Both subtasks' keyed state is
+// native; subtask 0's timers are a key-group-incremental handle (key groups 0 and 2 in the file
+// of checkpoint 41, 1 and 3 in the new file of checkpoint 42), subtask 1's a full file.
+CheckpointMetadata GoldenMetadataV2() {
+  CheckpointMetadata m = GoldenMetadata();
+  m.savepoint = false;
+  SetCurrentSpecFields(&m.spec);
+  m.spec.incremental_checkpoints = true;
+  KeyGroupsStateHandle& h0 = m.subtasks[0].keyed_state;
+  h0.path = "";
+  h0.shared_files = {{"b7e1-41-0.kgs", 120, 0xAAAA}, {"b7e1-42-0.kgs", 90, 0xBBBB}};
+  h0.block_file = {0, 1, 0, 1};
+  h0.offsets = {16, 16, 60, 40};
+  h0.lengths = {10, 13, 16, 19};
+  h0.size = 90;
+  h0.checksum = 0xBBBB;
+  m.subtasks[0].written_bytes = 90 + 4096;
+  m.subtasks[1].written_bytes = 154;
+  for (int i = 0; i < 2; ++i) {
+    IncrementalKeyedStateHandle n;
+    n.backend = "rocksdb";
+    n.format_version = 1;
+    n.backend_id = "4f1c0e52-9d7a-4c55-8a61-0d6e2f3b9a1" + std::to_string(i);
+    n.range = m.subtasks[static_cast<size_t>(i)].keyed_state.range;
+    n.shared_files = {{"sst-" + std::to_string(i) + "-000007.sst", 4096, 0x7007},
+                      {"sst-" + std::to_string(i) + "-000009.sst", 2048, 0x9009}};
+    n.private_files = {{"subtask-" + std::to_string(i) + "-db/MANIFEST-000011", 310, 0x11},
+                       {"subtask-" + std::to_string(i) + "-db/CURRENT", 16, 0x22}};
+    n.total_keys = 1000 + static_cast<uint64_t>(i);
+    m.subtasks[static_cast<size_t>(i)].native_state = std::move(n);
+  }
   return m;
 }
 
@@ -208,10 +281,10 @@ TEST(CheckpointMetadataGolden, JobSpecVersion5FileDecodesWithTheHeapBackendAndDe
   ExpectMetadataEq(*decoded, GoldenMetadata());
 }
 
-TEST(CheckpointMetadataGolden, CurrentFileDecodesToTheExactValues) {
-  auto bytes = ReadFileToString(kCurrentGoldenPath);
+TEST(CheckpointMetadataGolden, JobSpecVersion6FileDecodesAsFullCheckpointsWithoutIncremental) {
+  auto bytes = ReadFileToString(kJobSpecV6GoldenPath);
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-  auto decoded = CheckpointMetadata::Decode(*bytes, kCurrentGoldenPath);
+  auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV6GoldenPath);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->spec.tolerable_checkpoint_failures, 3);
   EXPECT_TRUE(decoded->spec.fail_on_input_change);
@@ -224,7 +297,50 @@ TEST(CheckpointMetadataGolden, CurrentFileDecodesToTheExactValues) {
   EXPECT_EQ(decoded->spec.state_backend, "rocksdb");
   EXPECT_EQ(decoded->spec.state_dir, "/var/lib/keyflow/state");
   EXPECT_EQ(decoded->spec.latency_interval_ms, 500);
+  EXPECT_FALSE(decoded->spec.incremental_checkpoints) << "JobSpec version 6: full checkpoints";
+  EXPECT_EQ(decoded->subtasks[1].written_bytes, 154u) << "format version 1: the full file";
+  EXPECT_FALSE(decoded->subtasks[1].native_state.has_value());
+  EXPECT_TRUE(decoded->SharedFiles().empty());
   ExpectMetadataEq(*decoded, GoldenMetadata());
+}
+
+TEST(CheckpointMetadataGolden, Version2FileDecodesToTheExactValues) {
+  auto bytes = ReadFileToString(kCurrentGoldenPath);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto decoded = CheckpointMetadata::Decode(*bytes, kCurrentGoldenPath);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  const CheckpointMetadata& m = *decoded;
+  EXPECT_FALSE(m.savepoint);
+  EXPECT_TRUE(m.spec.incremental_checkpoints);
+  const KeyGroupsStateHandle& h0 = m.subtasks[0].keyed_state;
+  EXPECT_EQ(h0.path, "");
+  ASSERT_EQ(h0.shared_files.size(), 2u);
+  EXPECT_EQ(h0.shared_files[0].name, "b7e1-41-0.kgs");
+  EXPECT_EQ(h0.shared_files[0].size, 120u);
+  EXPECT_EQ(h0.shared_files[0].checksum, 0xAAAAu);
+  EXPECT_EQ(h0.shared_files[1].name, "b7e1-42-0.kgs");
+  EXPECT_EQ(h0.block_file, (std::vector<uint32_t>{0, 1, 0, 1}));
+  EXPECT_EQ(h0.offsets, (std::vector<uint64_t>{16, 16, 60, 40}));
+  EXPECT_EQ(m.subtasks[0].written_bytes, 4186u);
+  EXPECT_EQ(m.subtasks[1].written_bytes, 154u);
+  EXPECT_EQ(m.subtasks[1].keyed_state.path, "subtask-1.kgs");
+  const IncrementalKeyedStateHandle& n1 = m.subtasks[1].native_state.value();
+  EXPECT_EQ(n1.backend, "rocksdb");
+  EXPECT_EQ(n1.format_version, 1u);
+  EXPECT_EQ(n1.backend_id, "4f1c0e52-9d7a-4c55-8a61-0d6e2f3b9a11");
+  EXPECT_EQ(n1.range, KeyGroupRange::Of(4, 7));
+  ASSERT_EQ(n1.shared_files.size(), 2u);
+  EXPECT_EQ(n1.shared_files[1].name, "sst-1-000009.sst");
+  EXPECT_EQ(n1.shared_files[1].size, 2048u);
+  ASSERT_EQ(n1.private_files.size(), 2u);
+  EXPECT_EQ(n1.private_files[0].path, "subtask-1-db/MANIFEST-000011");
+  EXPECT_EQ(n1.private_files[0].size, 310u);
+  EXPECT_EQ(n1.total_keys, 1001u);
+  // Subtask 0: shared 120 + 90 + 4096 + 2048, private 310 + 16; subtask 1: file 154 + the same.
+  EXPECT_EQ(m.TotalStateBytes(), (120u + 90 + 4096 + 2048 + 326) + (154u + 4096 + 2048 + 326));
+  EXPECT_EQ(m.TotalWrittenBytes(), 4186u + 154u);
+  EXPECT_EQ(m.SharedFiles().size(), 6u);
+  ExpectMetadataEq(m, GoldenMetadataV2());
 }
 
 TEST(CheckpointMetadataGolden, EncoderStillWritesTheCurrentBytes) {
@@ -233,22 +349,18 @@ TEST(CheckpointMetadataGolden, EncoderStillWritesTheCurrentBytes) {
   // When this fails after an intended format change: bump kCheckpointMetadataVersion, keep a
   // decoder for version 1 and keep metadata_v1.golden; add metadata_v2.golden. After a new
   // JobSpec field: keep the old golden files decoding and add one for the new spec version.
-  CheckpointMetadata m = GoldenMetadata();
-  SetCurrentSpecFields(&m.spec);
-  EXPECT_EQ(m.Encode(), *bytes);
+  EXPECT_EQ(GoldenMetadataV2().Encode(), *bytes);
 }
 
 // Regenerates the golden file (only when the format version changes, see README):
 //   checkpoint_tests --gtest_also_run_disabled_tests
 //       --gtest_filter=CheckpointMetadataGolden.DISABLED_WriteGoldenFile
 TEST(CheckpointMetadataGolden, DISABLED_WriteGoldenFile) {
-  CheckpointMetadata m = GoldenMetadata();
-  SetCurrentSpecFields(&m.spec);
-  ASSERT_TRUE(WriteFileAtomically(kCurrentGoldenPath, m.Encode()).ok());
+  ASSERT_TRUE(WriteFileAtomically(kCurrentGoldenPath, GoldenMetadataV2().Encode()).ok());
 }
 
 TEST(CheckpointMetadata, EveryTruncationIsCorruption) {
-  const std::string bytes = GoldenMetadata().Encode();
+  const std::string bytes = GoldenMetadataV2().Encode();
   for (size_t n = 0; n < bytes.size(); ++n) {
     auto decoded = CheckpointMetadata::Decode(std::string_view(bytes).substr(0, n), "cut");
     ASSERT_FALSE(decoded.ok()) << "length " << n;
@@ -258,7 +370,7 @@ TEST(CheckpointMetadata, EveryTruncationIsCorruption) {
 }
 
 TEST(CheckpointMetadata, EveryFlippedByteIsCorruption) {
-  const std::string bytes = GoldenMetadata().Encode();
+  const std::string bytes = GoldenMetadataV2().Encode();
   for (size_t i = 0; i < bytes.size(); ++i) {
     for (uint8_t mask : {uint8_t{0x01}, uint8_t{0x80}, uint8_t{0xFF}}) {
       std::string bad = bytes;
@@ -397,6 +509,110 @@ TEST(CheckpointMetadata, ValidateNamesTheBrokenInvariant) {
   bad = m;
   bad.spec.parallelism = 9;  // > max parallelism 8
   EXPECT_FALSE(bad.Validate().ok());
+}
+
+TEST(CheckpointMetadata, Version2RoundTripsIncrementalAndNativeHandles) {
+  CheckpointMetadata m = GoldenMetadataV2();
+  auto decoded = CheckpointMetadata::Decode(m.Encode(), "test");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ExpectMetadataEq(*decoded, m);
+  // A metadata without native state (the heap with key-group-incremental snapshots).
+  for (SubtaskCheckpointState& s : m.subtasks) s.native_state.reset();
+  decoded = CheckpointMetadata::Decode(m.Encode(), "test");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ExpectMetadataEq(*decoded, m);
+  EXPECT_EQ(decoded->TotalStateBytes(), 120u + 90 + 154);
+  ASSERT_EQ(decoded->SharedFiles().size(), 2u);
+  EXPECT_EQ(decoded->SharedFiles()[1].name, "b7e1-42-0.kgs");
+}
+
+TEST(CheckpointMetadata, SharedFileNamesArePlainNames) {
+  for (const char* ok : {"a", "b7e1-42-0.kgs", "sst_000007.sst", "..x", "A.B-c_9"}) {
+    EXPECT_TRUE(IsValidSharedFileName(ok)) << ok;
+  }
+  for (const char* bad : {"", ".", "..", "../x", "a/b", "/abs", "x y", "a\\b", "n\xc3\xa4me"}) {
+    EXPECT_FALSE(IsValidSharedFileName(bad)) << bad;
+  }
+  EXPECT_FALSE(IsValidSharedFileName(std::string("a\0b", 3)));
+}
+
+// Validate of version-2 fields: each broken invariant is named.
+TEST(CheckpointMetadata, ValidateRefusesBrokenIncrementalAndNativeHandles) {
+  const CheckpointMetadata m = GoldenMetadataV2();
+  ASSERT_TRUE(m.Validate().ok()) << m.Validate().ToString();
+  auto refused = [](const CheckpointMetadata& bad, const std::string& needle) {
+    Status s = bad.Validate();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.ToString();
+  };
+  CheckpointMetadata bad = m;
+  bad.subtasks[0].keyed_state.shared_files[1].name = "../x";
+  refused(bad, "shared file name '../x' is not a plain file name");
+  bad = m;
+  bad.subtasks[0].keyed_state.shared_files[0].name = "dir/x.kgs";
+  refused(bad, "'dir/x.kgs' is not a plain file name");
+  bad = m;
+  bad.subtasks[1].native_state->shared_files[0].name = "..";
+  refused(bad, "subtask 1's native state's shared file name '..'");
+  bad = m;
+  bad.subtasks[1].native_state->private_files[0].path = "../x";
+  refused(bad, "private file path '../x' has a '..' component");
+  bad = m;
+  bad.subtasks[1].native_state->private_files[0].path = "/etc/passwd";
+  refused(bad, "is absolute");
+  bad = m;
+  bad.subtasks[0].keyed_state.block_file.pop_back();
+  refused(bad, "subtask 0 must have one block file index per key group (4), has 3");
+  bad = m;
+  bad.subtasks[0].keyed_state.block_file.push_back(0);
+  refused(bad, "one block file index per key group (4), has 5");
+  bad = m;
+  bad.subtasks[0].keyed_state.block_file[2] = 2;
+  refused(bad, "key group 2 names shared file 2 but there are only 2");
+  bad = m;
+  bad.subtasks[0].keyed_state.lengths[3] = 51;  // offset 40 + 51 > 90
+  refused(bad, "the block of key group 3 lies outside its shared file b7e1-42-0.kgs of 90 bytes");
+  bad = m;
+  bad.subtasks[0].keyed_state.path = "subtask-0.kgs";
+  refused(bad, "names both a state file ('subtask-0.kgs') and shared files");
+  bad = m;
+  bad.subtasks[1].keyed_state.block_file = {0, 0, 0, 0};
+  refused(bad, "subtask 1 has block file indexes but no shared files");
+  bad = m;
+  bad.subtasks[1].native_state->backend = "leveldb";
+  refused(bad, "is of backend 'leveldb'");
+  bad = m;
+  bad.subtasks[1].native_state->range = KeyGroupRange::Of(0, 7);
+  refused(bad, "subtask 1's native state covers");
+  bad = m;
+  bad.subtasks[1].native_state.reset();
+  refused(bad, "either every subtask's keyed state is native or none is");
+  bad = m;
+  bad.subtasks[1].native_state->shared_files[0] = {"b7e1-41-0.kgs", 121, 0xAAAA};
+  refused(bad, "shared file b7e1-41-0.kgs is named twice with different sizes");
+  bad = m;
+  bad.savepoint = true;
+  refused(bad, "a savepoint must be self-contained");
+  for (SubtaskCheckpointState& s : bad.subtasks) s.native_state.reset();
+  refused(bad, "subtask 0 references shared files, but a savepoint must be self-contained");
+}
+
+TEST(CheckpointMetadata, DecodeRefusesAVersion2FileWithABrokenHandle) {
+  CheckpointMetadata m = GoldenMetadataV2();
+  // Encode() refuses invalid metadata; write the bytes of a valid one, then patch the name
+  // (same length) and fix the checksum: what a buggy or hostile writer could produce.
+  std::string bytes = m.Encode();
+  const size_t at = bytes.find("b7e1-42-0.kgs");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 13, "../e1-42-0.kg");
+  std::string body = bytes.substr(kEnvelopeHeaderSize, bytes.size() - kEnvelopeOverhead);
+  auto decoded = CheckpointMetadata::Decode(
+      EncodeChecksummedEnvelope(kCheckpointMetadataMagic, kCheckpointMetadataVersion, body), "x");
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(decoded.status().message().find("'../e1-42-0.kg' is not a plain file name"),
+            std::string::npos)
+      << decoded.status().ToString();
 }
 
 }  // namespace

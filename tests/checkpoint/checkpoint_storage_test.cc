@@ -197,6 +197,71 @@ TEST_F(CheckpointStorageTest, VerifyStateFilesNamesAMissingOrTruncatedFile) {
   EXPECT_NE(missing.message().find("missing"), std::string::npos);
 }
 
+TEST_F(CheckpointStorageTest, VerifyStateFilesChecksSharedAndPrivateFilesOfIncrementalHandles) {
+  const std::string dir = storage_.CheckpointDirectory(kJob, CheckpointId(5));
+  ASSERT_TRUE(storage_.PrepareCheckpointDirectory(dir).ok());
+  ASSERT_TRUE(storage_.PrepareSharedDirectory(kJob).ok());
+  const std::string shared = storage_.SharedDirectory(kJob);
+  EXPECT_EQ(shared, tmp_.path() + "/" + kJob + "/shared");
+  EXPECT_EQ(CheckpointStorage::SharedDirectoryOf(dir + "/"), shared);
+  struct stat st;
+  ASSERT_EQ(::stat(shared.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  CheckpointMetadata m = TestMetadata(8, 2, 5);
+  m.job_id = kJob;
+  m.subtasks[0].keyed_state = ckpt_test::TestIncrementalHandle(
+      m.subtasks[0].keyed_state.range, {{"a-1-0.kgs", 30, 1}, {"a-5-0.kgs", 20, 2}});
+  for (int32_t i = 0; i < 2; ++i) {
+    auto& s = m.subtasks[static_cast<size_t>(i)];
+    s.native_state = ckpt_test::TestNativeHandle(i, s.keyed_state.range,
+                                                 {{"sst-" + std::to_string(i) + ".sst", 100, 3}});
+    ASSERT_TRUE(CreateDirectories(dir + "/subtask-" + std::to_string(i) + "-db").ok());
+    ASSERT_TRUE(
+        WriteFileAtomically(dir + "/" + s.native_state->private_files[0].path, std::string(64, 'm'))
+            .ok());
+    ASSERT_TRUE(
+        WriteFileAtomically(shared + "/sst-" + std::to_string(i) + ".sst", std::string(100, 's'))
+            .ok());
+  }
+  ASSERT_TRUE(
+      WriteFileAtomically(dir + "/subtask-1.kgs", std::string(m.subtasks[1].keyed_state.size, 'k'))
+          .ok());
+  ASSERT_TRUE(WriteFileAtomically(shared + "/a-1-0.kgs", std::string(30, 'a')).ok());
+  ASSERT_TRUE(WriteFileAtomically(shared + "/a-5-0.kgs", std::string(20, 'a')).ok());
+  ASSERT_TRUE(storage_.WriteMetadata(dir, m).ok());
+  EXPECT_TRUE(CheckpointStorage::VerifyStateFiles(dir, m).ok())
+      << CheckpointStorage::VerifyStateFiles(dir, m).ToString();
+
+  ASSERT_TRUE(WriteFileAtomically(shared + "/a-5-0.kgs", std::string(19, 'a')).ok());
+  EXPECT_EQ(CheckpointStorage::VerifyStateFiles(dir, m),
+            Corruption("shared state file " + shared +
+                       "/a-5-0.kgs of subtask 0 of checkpoint 5 is truncated: expected 20 bytes, "
+                       "found 19"));
+  ASSERT_TRUE(WriteFileAtomically(shared + "/a-5-0.kgs", std::string(20, 'a')).ok());
+
+  ASSERT_TRUE(RemoveFile(shared + "/sst-1.sst").ok());
+  Status missing = CheckpointStorage::VerifyStateFiles(dir, m);
+  EXPECT_EQ(missing.code(), StatusCode::kCorruption);
+  EXPECT_NE(missing.message().find("shared state file " + shared +
+                                   "/sst-1.sst of subtask 1 of checkpoint 5 is missing"),
+            std::string::npos)
+      << missing.ToString();
+  // A shared file that is a symbolic link out of the shared directory.
+  ASSERT_TRUE(WriteFileAtomically(tmp_.path() + "/outside", std::string(100, 'o')).ok());
+  ASSERT_EQ(::symlink((tmp_.path() + "/outside").c_str(), (shared + "/sst-1.sst").c_str()), 0);
+  Status link = CheckpointStorage::VerifyStateFiles(dir, m);
+  EXPECT_EQ(link.code(), StatusCode::kCorruption);
+  EXPECT_NE(link.message().find("leads outside " + shared), std::string::npos) << link.ToString();
+  ASSERT_TRUE(RemoveFile(shared + "/sst-1.sst").ok());
+  ASSERT_TRUE(WriteFileAtomically(shared + "/sst-1.sst", std::string(100, 's')).ok());
+
+  ASSERT_TRUE(RemoveFile(dir + "/subtask-0-db/MANIFEST-000001").ok());
+  EXPECT_NE(CheckpointStorage::VerifyStateFiles(dir, m).message().find(
+                "private state file " + dir +
+                "/subtask-0-db/MANIFEST-000001 of subtask 0 of checkpoint 5 is missing"),
+            std::string::npos);
+}
+
 // Issue 13: a crafted `_metadata` (or a savepoint handed in by a client) must not make a
 // restore read a file outside its directory.
 TEST_F(CheckpointStorageTest, CraftedMetadataWithAPathOutOfTheDirectoryIsCorruption) {

@@ -33,6 +33,38 @@ inline KeyGroupsStateHandle TestHandle(const std::string& path, const KeyGroupRa
   return h;
 }
 
+// A key-group-incremental handle for `range`: key group g's block is 1 byte at offset 0 of
+// files[index of g in range % files.size()]; keys and timers as TestHandle. Precondition: files
+// non-empty, each at least 1 byte.
+inline KeyGroupsStateHandle TestIncrementalHandle(const KeyGroupRange& range,
+                                                  std::vector<SharedStateFile> files) {
+  KeyGroupsStateHandle h = TestHandle("", range);
+  h.path.clear();
+  for (size_t k = 0; k < h.offsets.size(); ++k) {
+    h.offsets[k] = 0;
+    h.lengths[k] = 1;
+    h.block_file.push_back(static_cast<uint32_t>(k % files.size()));
+  }
+  h.size = files.back().size;
+  h.checksum = files.back().checksum;
+  h.shared_files = std::move(files);
+  return h;
+}
+
+// A native RocksDB handle for `range` with the given SST files and one private MANIFEST of 64
+// bytes at "subtask-<i>-db/MANIFEST-000001".
+inline IncrementalKeyedStateHandle TestNativeHandle(int32_t subtask, const KeyGroupRange& range,
+                                                    std::vector<SharedStateFile> ssts) {
+  IncrementalKeyedStateHandle n;
+  n.backend = "rocksdb";
+  n.backend_id = "backend-" + std::to_string(subtask);
+  n.range = range;
+  n.shared_files = std::move(ssts);
+  n.private_files = {{"subtask-" + std::to_string(subtask) + "-db/MANIFEST-000001", 64, 0x64}};
+  n.total_keys = 10;
+  return n;
+}
+
 inline JobSpec TestSpec(int32_t max_parallelism, int32_t parallelism) {
   JobSpec spec;
   spec.job_name = "count-window";
