@@ -6,18 +6,24 @@
 #include <rocksdb/merge_operator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
+#include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 #include <rocksdb/write_buffer_manager.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <system_error>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "common/file_system.h"
 #include "state/apply_to_keys.h"
 #include "state/rocksdb/rocksdb_key_layout.h"
 #include "state/rocksdb/rocksdb_keyed_state.h"
+#include "state/rocksdb/rocksdb_native_snapshot.h"
 #include "state/rocksdb/rocksdb_value_format.h"
 
 namespace keyflow {
@@ -52,6 +58,20 @@ class StagingHandle final : public KeyedStateHandle {
   explicit StagingHandle(InternalKeyedState* s) : KeyedStateHandle(s) {}
 };
 
+// A random (version 4) UUID: names this instance's shared files.
+std::string NewUuid() {
+  std::random_device rd;
+  std::mt19937_64 rng((uint64_t{rd()} << 32) ^ rd());
+  const uint64_t hi = rng();
+  const uint64_t lo = rng();
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xFFFF), static_cast<unsigned>(hi & 0xFFF),
+                static_cast<unsigned>(0x8000 | (lo >> 50)),
+                static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFull));
+  return buf;
+}
+
 std::string StateDirSentence(const std::string& dir, const std::string& why) {
   return "cannot use the RocksDB state directory " + dir + " (" + why +
          "): pass --state-dir a directory on a local disk that the worker can write";
@@ -85,13 +105,6 @@ class RocksDbKeyedStateBackend::KeyGroupRows {
   std::unique_ptr<rocksdb::Iterator> it_;
 };
 
-struct RocksDbKeyedStateBackend::RegisteredState {
-  std::type_index signature;
-  RocksDbStateInfo info;
-  std::unique_ptr<RocksDbKeyedState> state;
-  std::unique_ptr<KeyedStateHandle> handle;  // over `state`
-};
-
 // CopyKeyGroup's result: a RocksDB snapshot; serialised from on the writer thread.
 class RocksDbKeyedStateBackend::KeyGroupSnapshotCopy final : public KeyGroupCopy {
  public:
@@ -107,9 +120,15 @@ class RocksDbKeyedStateBackend::KeyGroupSnapshotCopy final : public KeyGroupCopy
   const rocksdb::Snapshot* snapshot_;
 };
 
-RocksDbKeyedStateBackend::RocksDbKeyedStateBackend(KeyContext& key_context, std::string dir)
+RocksDbKeyedStateBackend::RocksDbKeyedStateBackend(KeyContext& key_context,
+                                                   RocksDbStateOptions options)
     : KeyedStateBackend(key_context),
-      dir_(std::move(dir)),
+      dir_(options.dir),
+      db_dir_(options.dir + "/db"),
+      options_(std::move(options)),
+      fs_(options_.file_system != nullptr ? options_.file_system : &FileSystem::Default()),
+      backend_id_(NewUuid()),
+      uploaded_(std::make_shared<rocksdb_native::UploadedFiles>()),
       prefix_bytes_(rocksdb_layout::KeyGroupPrefixBytes(key_context.max_parallelism())),
       staging_context_(key_context.key_type(), key_context.max_parallelism(), key_context.range()),
       staging_(staging_context_) {}
@@ -127,37 +146,110 @@ Result<std::unique_ptr<RocksDbKeyedStateBackend>> RocksDbKeyedStateBackend::Open
   if (ec) return FailedPrecondition(StateDirSentence(options.dir, ec.message()));
 
   std::unique_ptr<RocksDbKeyedStateBackend> backend(
-      new RocksDbKeyedStateBackend(key_context, options.dir));
+      new RocksDbKeyedStateBackend(key_context, options));
   backend->block_cache_ =
       rocksdb::NewLRUCache(static_cast<size_t>(std::max<int64_t>(options.block_cache_bytes, 1)));
   backend->write_buffers_ = std::make_shared<rocksdb::WriteBufferManager>(
       static_cast<size_t>(std::max<int64_t>(options.memtable_bytes, 1 << 20)));
   backend->memtable_bytes_ = std::max<int64_t>(options.memtable_bytes, 1 << 20);
+  if (Status s = backend->OpenDatabase(/*existing=*/false); !s.ok()) {
+    backend.reset();
+    fs::remove_all(options.dir, ec);
+    return s;
+  }
+  return backend;
+}
 
-  rocksdb::Options db_options;
-  db_options.create_if_missing = true;
-  db_options.error_if_exists = true;
-  db_options.write_buffer_manager = backend->write_buffers_;
+rocksdb::DBOptions RocksDbKeyedStateBackend::DbOptions() const {
+  rocksdb::DBOptions db_options;
+  db_options.write_buffer_manager = write_buffers_;
   db_options.avoid_flush_during_shutdown = true;
   db_options.max_background_jobs = 2;
   db_options.keep_log_file_num = 2;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
-  rocksdb::DB* db = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(db_options, options.dir, &db);
-  if (!s.ok()) {
-    fs::remove_all(options.dir, ec);
-    return FailedPrecondition(StateDirSentence(options.dir, s.ToString()));
-  }
-  backend->db_.reset(db);
-  return backend;
+  return db_options;
 }
 
-RocksDbKeyedStateBackend::~RocksDbKeyedStateBackend() {
+rocksdb::ColumnFamilyOptions RocksDbKeyedStateBackend::CfOptions() const {
+  rocksdb::ColumnFamilyOptions cf_options;
+  static const auto* merge =
+      new std::shared_ptr<rocksdb::MergeOperator>(std::make_shared<ListAppendOperator>());
+  cf_options.merge_operator = *merge;
+  cf_options.write_buffer_size = static_cast<size_t>(memtable_bytes_ / 2);
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = block_cache_;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.cache_index_and_filter_blocks = true;  // counted in the cache budget
+  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return cf_options;
+}
+
+Status RocksDbKeyedStateBackend::OpenDatabase(bool existing) {
+  CHECK(db_ == nullptr);
+  rocksdb::DBOptions db_options = DbOptions();
+  db_options.create_if_missing = !existing;
+  db_options.error_if_exists = !existing;
+  std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName};
+  if (existing) {
+    names.clear();
+    rocksdb::Status s = rocksdb::DB::ListColumnFamilies(db_options, db_dir_, &names);
+    if (!s.ok()) {
+      return Corruption("cannot open the restored RocksDB database in " + db_dir_ + " (" +
+                        s.ToString() + "): restore from an earlier checkpoint");
+    }
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const std::string& name : names) descriptors.emplace_back(name, CfOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(db_options, db_dir_, descriptors, &handles, &db);
+  if (!s.ok()) {
+    return existing ? Corruption("cannot open the restored RocksDB database in " + db_dir_ + " (" +
+                                 s.ToString() + "): restore from an earlier checkpoint")
+                    : FailedPrecondition(StateDirSentence(dir_, s.ToString()));
+  }
+  db_.reset(db);
+  for (auto& [name, state] : states_) state->info.column_family = nullptr;
+  for (rocksdb::ColumnFamilyHandle* h : handles) {
+    const std::string& name = h->GetName();
+    auto it = name.rfind("state:", 0) == 0 ? states_.find(name.substr(6)) : states_.end();
+    if (it != states_.end()) {
+      it->second->info.column_family = h;
+      continue;
+    }
+    // The default column family, or a state nobody registered (it has no rows in range()).
+    if (name != rocksdb::kDefaultColumnFamilyName) db_->DropColumnFamily(h).PermitUncheckedError();
+    db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+  }
   for (auto& [name, state] : states_) {
-    db_->DestroyColumnFamilyHandle(state->info.column_family).PermitUncheckedError();
+    if (state->info.column_family != nullptr) continue;
+    rocksdb::ColumnFamilyHandle* cf = nullptr;
+    s = db_->CreateColumnFamily(CfOptions(), "state:" + name, &cf);
+    if (!s.ok()) {
+      return Unavailable("cannot create the RocksDB column family of keyed state '" + name +
+                         "' in " + db_dir_ + " (" + s.ToString() +
+                         "): check that --state-dir is writable and has free space");
+    }
+    state->info.column_family = cf;
+  }
+  return Status::Ok();
+}
+
+void RocksDbKeyedStateBackend::CloseDatabase() {
+  if (db_ == nullptr) return;
+  for (auto& [name, state] : states_) {
+    if (state->info.column_family != nullptr) {
+      db_->DestroyColumnFamilyHandle(state->info.column_family).PermitUncheckedError();
+    }
+    state->info.column_family = nullptr;
   }
   db_->Close().PermitUncheckedError();
   db_.reset();
+}
+
+RocksDbKeyedStateBackend::~RocksDbKeyedStateBackend() {
+  CloseDatabase();
   std::error_code ec;
   fs::remove_all(dir_, ec);
 }
@@ -203,20 +295,9 @@ Result<KeyedStateHandle*> RocksDbKeyedStateBackend::GetOrRegisterState(const Sta
               r, [](InternalKeyedState* s) { return std::make_unique<StagingHandle>(s); })
           .status());
 
-  rocksdb::ColumnFamilyOptions cf_options;
-  static const auto* merge =
-      new std::shared_ptr<rocksdb::MergeOperator>(std::make_shared<ListAppendOperator>());
-  cf_options.merge_operator = *merge;
-  cf_options.write_buffer_size = static_cast<size_t>(memtable_bytes_ / 2);
-  rocksdb::BlockBasedTableOptions table;
-  table.block_cache = block_cache_;
-  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  table.cache_index_and_filter_blocks = true;  // counted in the cache budget
-  table.pin_l0_filter_and_index_blocks_in_cache = true;
-  cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::ColumnFamilyHandle* cf = nullptr;
   // "state:" keeps a state named "default" apart from RocksDB's default column family.
-  rocksdb::Status s = db_->CreateColumnFamily(cf_options, "state:" + r.name, &cf);
+  rocksdb::Status s = db_->CreateColumnFamily(CfOptions(), "state:" + r.name, &cf);
   if (!s.ok()) {
     return Unavailable("cannot create the RocksDB column family of keyed state '" + r.name +
                        "' in " + dir_ + " (" + s.ToString() +
@@ -481,6 +562,83 @@ StateSize RocksDbKeyedStateBackend::ApproximateSize() const {
   db_->GetAggregatedIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &sst);
   return StateSize{static_cast<int64_t>(memtables + block_cache_->GetUsage()),
                    static_cast<int64_t>(sst)};
+}
+
+std::vector<rocksdb_native::SnapshotState> RocksDbKeyedStateBackend::SnapshotStates() const {
+  std::vector<rocksdb_native::SnapshotState> states;
+  for (const auto& [name, state] : states_) {
+    states.push_back(rocksdb_native::SnapshotState{
+        name, state->info.kind, state->info.type_description, state->info.counts});
+  }
+  return states;
+}
+
+Result<std::unique_ptr<NativeSnapshotPart>> RocksDbKeyedStateBackend::SnapshotNative(
+    const NativeSnapshotTarget& target) {
+  RETURN_IF_ERROR(failure_);
+  if (target.shared_dir.empty() || target.checkpoint_dir.empty()) {
+    return FailedPrecondition(
+        "a native RocksDB snapshot needs a checkpoint and a shared directory; take a full "
+        "snapshot (SerializeKeyGroup) instead");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::string local_dir = dir_ + "/chk-" + std::to_string(target.checkpoint.value());
+  std::error_code ec;
+  fs::remove_all(local_dir, ec);  // a leftover of an earlier attempt at this checkpoint
+  // The WAL is off: flush every memtable so that the checkpoint's SST files hold all state.
+  std::vector<rocksdb::ColumnFamilyHandle*> families;
+  for (const auto& [name, state] : states_) families.push_back(state->info.column_family);
+  rocksdb::FlushOptions flush;
+  flush.wait = true;
+  flush.allow_write_stall = true;
+  rocksdb::Status s = families.empty() ? rocksdb::Status::OK() : db_->Flush(flush, families);
+  rocksdb::Checkpoint* raw = nullptr;
+  if (s.ok()) s = rocksdb::Checkpoint::Create(db_.get(), &raw);
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  if (s.ok()) s = checkpoint->CreateCheckpoint(local_dir, /*log_size_for_flush=*/0);
+  if (!s.ok()) {
+    fs::remove_all(local_dir, ec);
+    const std::string why = s.ToString();
+    return s.IsNoSpace() || why.find("No space left") != std::string::npos
+               ? IoError("cannot take the RocksDB snapshot of checkpoint " +
+                         std::to_string(target.checkpoint.value()) + " in " + local_dir + " (" +
+                         why + "): the disk of --state-dir is full; free space there")
+               : IoError("cannot take the RocksDB snapshot of checkpoint " +
+                         std::to_string(target.checkpoint.value()) + " in " + local_dir + " (" +
+                         why + "): check the disk of --state-dir");
+  }
+  rocksdb_native::LocalSnapshot local;
+  local.local_dir = local_dir;
+  local.target = target;
+  local.backend_id = backend_id_;
+  local.range = range();
+  local.total_keys = NumEntries();
+  local.states_bytes = rocksdb_native::EncodeStates(SnapshotStates());
+  local.base = uploaded_->Base();
+  last_sync_micros_ = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+  return rocksdb_native::MakeSnapshotPart(std::move(local), *fs_, uploaded_);
+}
+
+void RocksDbKeyedStateBackend::NotifyNativeCheckpointComplete(CheckpointId id) {
+  uploaded_->Complete(id);
+}
+
+void RocksDbKeyedStateBackend::NotifyNativeCheckpointAborted(CheckpointId id) {
+  uploaded_->Abort(id);
+}
+
+void RocksDbKeyedStateBackend::DropAllRows() {
+  ++epoch_;
+  for (auto& [name, state] : states_) {
+    rocksdb::WriteBatch batch;
+    batch.DeleteRange(
+        state->info.column_family, rocksdb_layout::KeyGroupBegin(0, prefix_bytes_),
+        rocksdb_layout::KeyGroupBegin(key_context().max_parallelism(), prefix_bytes_));
+    std::fill(state->info.counts.begin(), state->info.counts.end(), 0);
+    Apply(batch, "clearing state '" + name + "'");
+  }
 }
 
 }  // namespace keyflow

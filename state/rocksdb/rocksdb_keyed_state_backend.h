@@ -14,7 +14,14 @@
 // a map has one row per user key. The WAL is off: checkpoints are the durability, and a failed
 // subtask restarts from one into a fresh directory.
 //
-// Owns the database directory `options.dir` (created on Open, deleted with the backend).
+// Owns the directory `options.dir` (created on Open, deleted with the backend): the database is
+// in `db/`, native snapshots' local checkpoints in `chk-<n>/`, restores stage in `restore/`.
+//
+// Native incremental snapshots (state/snapshot/native_snapshot.h, format: state/rocksdb/README.md):
+// SnapshotNative flushes the memtables and creates a RocksDB checkpoint of hard links; the
+// part's Write uploads the SST files its base (this instance's last completed checkpoint) does
+// not hold and references the others. RestoreNative reopens one overlapping snapshot as the
+// database and clips it with range deletes, and copies the others' rows of range() into it.
 //
 // Threading: task thread, except SerializeKeyGroup(g) and the copies of CopyKeyGroup, which may
 // run on another thread (they only read RocksDB, which is thread-safe, through their own
@@ -32,11 +39,19 @@
 #include "common/status.h"
 #include "state/heap/heap_keyed_state_backend.h"
 #include "state/keyed_state_backend.h"
+#include "state/rocksdb/rocksdb_keyed_state.h"
 #include "state/rocksdb/rocksdb_state_options.h"
+
+namespace keyflow::rocksdb_native {
+class UploadedFiles;
+struct SnapshotState;
+}  // namespace keyflow::rocksdb_native
 
 namespace rocksdb {
 class Cache;
 class ColumnFamilyHandle;
+struct ColumnFamilyOptions;
+struct DBOptions;
 class DB;
 class Snapshot;
 class Status;
@@ -45,8 +60,6 @@ class WriteBufferManager;
 }  // namespace rocksdb
 
 namespace keyflow {
-
-class RocksDbKeyedState;
 
 class RocksDbKeyedStateBackend final : public KeyedStateBackend {
  public:
@@ -81,15 +94,55 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   // Memory: memtables of every column family + block cache usage. Disk: live SST files.
   StateSize ApproximateSize() const override;
 
+  bool SupportsNativeSnapshots() const override { return true; }
+  // Flushes the memtables and creates a RocksDB checkpoint (hard links) in dir()/chk-<n>; no
+  // data is copied. FailedPrecondition without a shared directory; the storage error otherwise.
+  Result<std::unique_ptr<NativeSnapshotPart>> SnapshotNative(
+      const NativeSnapshotTarget& target) override;
+  void NotifyNativeCheckpointComplete(CheckpointId id) override;
+  void NotifyNativeCheckpointAborted(CheckpointId id) override;
+  Status RestoreNative(const std::vector<NativeRestoreSource>& sources) override;
+
   const std::string& dir() const { return dir_; }
+  // The UUID that names this instance's shared files (IncrementalKeyedStateHandle::backend_id).
+  const std::string& backend_id() const { return backend_id_; }
+  // How the last RestoreNative went (tests, logs).
+  struct NativeRestoreStats {
+    int base_source = -1;      // index of the source reopened as the database; -1: none
+    uint64_t rows_copied = 0;  // rows copied from the other sources
+  };
+  const NativeRestoreStats& last_native_restore() const { return last_restore_; }
+  // Microseconds of the last SnapshotNative (flush + checkpoint), the synchronous part.
+  int64_t last_native_sync_micros() const { return last_sync_micros_; }
 
  private:
   friend class RocksDbKeyedState;
-  struct RegisteredState;
+  struct RegisteredState {
+    std::type_index signature;
+    RocksDbStateInfo info;
+    std::unique_ptr<RocksDbKeyedState> state;
+    std::unique_ptr<KeyedStateHandle> handle;  // over `state`
+  };
   class KeyGroupSnapshotCopy;
   class KeyGroupRows;
 
-  RocksDbKeyedStateBackend(KeyContext& key_context, std::string dir);
+  RocksDbKeyedStateBackend(KeyContext& key_context, RocksDbStateOptions options);
+
+  rocksdb::DBOptions DbOptions() const;
+  rocksdb::ColumnFamilyOptions CfOptions() const;
+  // Opens db_ at db_dir_: a new database, or (existing) the one there, with a column family for
+  // every registered state (created if missing; those of unregistered states are dropped).
+  Status OpenDatabase(bool existing);
+  void CloseDatabase();
+  // Removes every row of every state, whatever the counters say.
+  void DropAllRows();
+  // The states at this moment, for KEYFLOW-STATES.
+  std::vector<rocksdb_native::SnapshotState> SnapshotStates() const;
+  // RestoreNative's steps (rocksdb_native_restore.cc).
+  Status CheckSnapshotStates(const std::vector<rocksdb_native::SnapshotState>& states,
+                             const KeyGroupRange& source_range) const;
+  Status ReopenAsDatabase(const std::string& staged_dir);
+  Status CopyRows(const std::string& staged_dir, const KeyGroupRange& groups, uint64_t* rows);
 
   // The write gate: every change to key group range().start() + index calls it first.
   void BeforeWrite(int32_t index) {
@@ -110,6 +163,13 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
                      std::map<std::string, int64_t, std::less<>>* counts) const;
 
   std::string dir_;
+  std::string db_dir_;  // dir_/db
+  RocksDbStateOptions options_;
+  FileSystem* fs_;
+  std::string backend_id_;
+  std::shared_ptr<rocksdb_native::UploadedFiles> uploaded_;
+  NativeRestoreStats last_restore_;
+  int64_t last_sync_micros_ = 0;
   int prefix_bytes_;
   int64_t memtable_bytes_ = 0;
   std::shared_ptr<rocksdb::Cache> block_cache_;

@@ -8,6 +8,8 @@
 
 namespace keyflow {
 
+class FileSystem;
+
 struct RocksDbStateOptions {
   // The database directory: the subtask's own (<state dir>/<job>/attempt-<n>/subtask-<i>).
   // Created with its parents; a leftover of a killed process is deleted first.
@@ -16,6 +18,9 @@ struct RocksDbStateOptions {
   // column families (a WriteBufferManager): together they bound the backend's memory.
   int64_t block_cache_bytes = int64_t{64} << 20;
   int64_t memtable_bytes = int64_t{64} << 20;
+  // Where native snapshots are written to and restored from (nullptr: FileSystem::Default());
+  // tests inject faults through it. The database itself uses RocksDB's own file access.
+  FileSystem* file_system = nullptr;
 };
 
 }  // namespace keyflow

@@ -377,7 +377,7 @@ TEST(RocksDbStateDir, TheBackendDeletesItsDirectoryAndALeftoverOneIsReplaced) {
     options.dir = dir;
     auto backend = RocksDbKeyedStateBackend::Open(context, options);
     ASSERT_TRUE(backend.ok()) << backend.status().ToString();
-    EXPECT_TRUE(std::filesystem::exists(dir + "/CURRENT"));
+    EXPECT_TRUE(std::filesystem::exists(dir + "/db/CURRENT"));
   }
   EXPECT_FALSE(std::filesystem::exists(dir));
 }

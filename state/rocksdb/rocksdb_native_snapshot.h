@@ -1,0 +1,102 @@
+// The RocksDB backend's native incremental snapshots (state/snapshot/native_snapshot.h; format:
+// state/rocksdb/README.md): what the synchronous part hands the snapshot thread, the record of
+// which SST files this backend instance uploaded, and the file helpers restore shares.
+//
+//   task thread:      RocksDB Checkpoint (hard links) into <backend dir>/chk-<n>  -> LocalSnapshot
+//   snapshot thread:  MakeSnapshotPart(local, fs, uploaded)->Write(&bytes)        -> handle
+//   task thread:      uploaded->Complete(n) / Abort(n)
+//
+// Threading: UploadedFiles is thread-safe; a NativeSnapshotPart runs on one thread; the other
+// functions are pure or touch only the files they are given.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/file_system.h"
+#include "common/key_group_range.h"
+#include "common/mutex.h"
+#include "common/protocol/control_messages.h"
+#include "common/status.h"
+#include "common/types.h"
+#include "state/snapshot/native_snapshot.h"
+#include "state/state_descriptor.h"
+
+namespace keyflow::rocksdb_native {
+
+inline constexpr char kBackend[] = "rocksdb";
+inline constexpr uint32_t kFormatVersion = 1;
+// The private file with the snapshot's states (names, kinds, declared types) and their entry
+// counts per key group: restores validate registrations and set the counters without a scan.
+inline constexpr char kStatesFile[] = "KEYFLOW-STATES";
+
+// One state of a snapshot, as KEYFLOW-STATES records it.
+struct SnapshotState {
+  std::string name;
+  StateKind kind = StateKind::kValue;
+  std::string type_description;
+  std::vector<int64_t> counts;  // entries per key group of the handle's range
+};
+std::string EncodeStates(const std::vector<SnapshotState>& states);
+// Corruption naming `file` when the bytes are malformed or not for `num_key_groups` groups.
+Result<std::vector<SnapshotState>> DecodeStates(std::string_view bytes, int32_t num_key_groups,
+                                                const std::string& file);
+
+using SstFiles = std::map<uint64_t, SharedStateFile>;  // SST file number -> its shared file
+
+// Which SST files this backend instance uploaded, per pending checkpoint, and the base: those
+// of its last checkpoint that completed.
+class UploadedFiles {
+ public:
+  SstFiles Base() const;
+  void AddPending(CheckpointId id, SstFiles files);
+  // A pending checkpoint's files become the base; pending ones up to id are dropped.
+  void Complete(CheckpointId id);
+  void Abort(CheckpointId id);  // its files are never referenced
+  void Reset();                 // a restore replaced the database: nothing is reused
+  size_t pending() const;
+
+ private:
+  mutable Mutex mu_;
+  SstFiles base_ ABSL_GUARDED_BY(mu_);
+  std::map<CheckpointId, SstFiles> pending_ ABSL_GUARDED_BY(mu_);
+};
+
+// What the synchronous part captured: a RocksDB checkpoint (hard links) in `local_dir`.
+struct LocalSnapshot {
+  std::string local_dir;
+  NativeSnapshotTarget target;
+  std::string backend_id;
+  KeyGroupRange range;
+  uint64_t total_keys = 0;
+  std::string states_bytes;  // EncodeStates of the states at the barrier
+  SstFiles base;             // the base at the barrier
+};
+
+// The part the snapshot thread runs; removes local_dir when done (or destroyed unrun).
+std::unique_ptr<NativeSnapshotPart> MakeSnapshotPart(LocalSnapshot local, FileSystem& fs,
+                                                     std::shared_ptr<UploadedFiles> uploaded);
+
+// The SST number of a shared file name "<backend id>-<checkpoint>-<number>.sst" or of a local
+// "<number>.sst"; nullopt-like: false when the name has no number.
+bool SstNumber(std::string_view name, uint64_t* number);
+// RocksDB's name of SST number n: "000012.sst".
+std::string LocalSstName(uint64_t number);
+
+// Size and XXH3-64 of a file, read through `fs`.
+struct FileDigest {
+  uint64_t size = 0;
+  uint64_t checksum = 0;
+};
+// Copies `from` to `to` (temp file `to`.tmp, fsync, rename; `to` must not exist) and returns
+// the digest of what it wrote. Errors are IoError sentences naming the file ("the disk of D is
+// full" for ENOSPC).
+Result<FileDigest> CopyFile(FileSystem& fs, const std::string& from, const std::string& to);
+// Corruption naming `path` unless it exists with exactly `size` bytes and `checksum`.
+Status VerifyFile(FileSystem& fs, const std::string& path, uint64_t size, uint64_t checksum);
+
+}  // namespace keyflow::rocksdb_native

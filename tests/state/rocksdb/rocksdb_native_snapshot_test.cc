@@ -1,0 +1,484 @@
+// Native incremental snapshots of the RocksDB backend (state/rocksdb/rocksdb_native_snapshot.h,
+// RestoreNative): round trips of every state kind, which SST files a second checkpoint uploads
+// and which it references, aborted checkpoints, restores with rescale (clip and range copy),
+// corrupted files, unknown versions and a full disk.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/testing/fault_injection_file_system.h"
+#include "state/rocksdb/rocksdb_keyed_state_backend.h"
+#include "state/rocksdb/rocksdb_native_snapshot.h"
+#include "tests/state/backend_factory.h"
+#include "tests/state/state_test_util.h"
+
+namespace keyflow {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_util::Average;
+using testing_util::AvgAcc;
+using testing_util::K;
+using testing_util::Sum;
+
+namespace fs = std::filesystem;
+
+constexpr int32_t kMaxP = 128;
+
+// A RocksDB backend with one state of every kind registered.
+struct Subtask {
+  explicit Subtask(KeyGroupRange range, FileSystem* file_system = nullptr)
+      : context(KeyType::kString, kMaxP, range) {
+    RocksDbStateOptions options;
+    options.dir = testing_util::FreshStateDir();
+    options.block_cache_bytes = 8 << 20;
+    options.memtable_bytes = 64 << 20;  // no flush but the snapshots': exact SST counts
+    options.file_system = file_system;
+    auto opened = RocksDbKeyedStateBackend::Open(context, options);
+    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    backend = std::move(*opened);
+    value = *backend->GetState(ValueStateDescriptor<int64_t>("value"));
+    list = *backend->GetListState(ListStateDescriptor<std::string>("list"));
+    map = *backend->GetMapState(MapStateDescriptor<std::string, int64_t>("map"));
+    reducing = *backend->GetReducingState(ReducingStateDescriptor<int64_t>("reducing", Sum));
+    aggregating = *backend->GetAggregatingState(AggregatingStateDescriptor<int64_t, AvgAcc, double>(
+        "aggregating", std::make_shared<Average>()));
+  }
+
+  // Keys "uid-<first>".."uid-<last>" of this subtask get state of every kind (the value state
+  // also in a window namespace; maps of 1-3 user keys).
+  void Fill(int first, int last) {
+    for (int i = first; i <= last; ++i) {
+      if (!backend->SetCurrentKey(K("uid-" + std::to_string(i))).ok()) continue;  // not ours
+      value->Update(i);
+      if (i % 2 == 0) {
+        value->SetCurrentNamespace(Namespace(-i));
+        value->Update(i * 10);
+        value->SetCurrentNamespace(kVoidNamespace);
+      }
+      list->AddAll(std::vector<std::string>{"a" + std::to_string(i), "b"});
+      for (int u = 0; u <= i % 3; ++u) map->Put("u" + std::to_string(u), i + u);
+      for (int64_t v : {int64_t{i}, int64_t{1}}) reducing->Add(v);
+      for (int64_t v : {int64_t{i}, int64_t{i + 2}}) aggregating->Add(v);
+    }
+  }
+  // Only the value state of keys first..last changes.
+  void UpdateValues(int first, int last, int64_t v) {
+    for (int i = first; i <= last; ++i) {
+      if (!backend->SetCurrentKey(K("uid-" + std::to_string(i))).ok()) continue;
+      value->Update(v);
+    }
+  }
+
+  std::string Serialize(int32_t g) const {
+    std::string out;
+    BinaryWriter w(&out);
+    backend->SerializeKeyGroup(KeyGroupId(g), w);
+    return out;
+  }
+
+  KeyContext context;
+  std::unique_ptr<RocksDbKeyedStateBackend> backend;
+  ValueState<int64_t>* value;
+  ListState<std::string>* list;
+  MapState<std::string, int64_t>* map;
+  ReducingState<int64_t>* reducing;
+  AggregatingState<int64_t, double>* aggregating;
+};
+
+// A job's checkpoint root: <root>/shared and <root>/chk-<n>.
+class RocksDbNativeSnapshotTest : public ::testing::Test {
+ protected:
+  RocksDbNativeSnapshotTest() : root_(testing_util::FreshStateDir() + "-checkpoints") {
+    fs::create_directories(shared());
+  }
+  ~RocksDbNativeSnapshotTest() override { fs::remove_all(root_); }
+
+  std::string shared() const { return root_ + "/shared"; }
+  std::string chk(int64_t n) const { return root_ + "/chk-" + std::to_string(n); }
+
+  NativeSnapshotTarget Target(int64_t n, int subtask = 0) const {
+    fs::create_directories(chk(n));
+    return NativeSnapshotTarget{CheckpointId(n), chk(n), shared(),
+                                "subtask-" + std::to_string(subtask) + "-db/"};
+  }
+
+  // Sync part + Write; written_bytes in *written.
+  IncrementalKeyedStateHandle Snapshot(Subtask& s, int64_t n, uint64_t* written = nullptr,
+                                       int subtask = 0) {
+    auto part = s.backend->SnapshotNative(Target(n, subtask));
+    EXPECT_TRUE(part.ok()) << part.status().ToString();
+    if (!part.ok()) return {};
+    uint64_t bytes = 0;
+    auto handle = (*part)->Write(&bytes);
+    EXPECT_TRUE(handle.ok()) << handle.status().ToString();
+    if (written != nullptr) *written = bytes;
+    return handle.ok() ? *handle : IncrementalKeyedStateHandle{};
+  }
+
+  NativeRestoreSource Source(const IncrementalKeyedStateHandle& h, int64_t n) const {
+    return NativeRestoreSource{h, chk(n), shared()};
+  }
+
+  // Every key group of `target` holds exactly what the originals hold for it (the canonical
+  // bytes, which name every state, key, namespace and value), and the counters agree.
+  void ExpectSameState(const Subtask& restored, const std::vector<const Subtask*>& originals) {
+    size_t entries = 0;
+    for (KeyGroupId g : restored.context.range().key_groups()) {
+      for (const Subtask* o : originals) {
+        if (!o->context.range().contains(g)) continue;
+        EXPECT_EQ(restored.Serialize(g.value()), o->Serialize(g.value())) << "key group " << g;
+        EXPECT_EQ(restored.backend->NumKeys(g), o->backend->NumKeys(g)) << "key group " << g;
+      }
+    }
+    // NumEntries from the restored counters equals a count of the originals' rows in range.
+    for (const Subtask* o : originals) {
+      Subtask copy(restored.context.range());
+      for (KeyGroupId g : restored.context.range().key_groups()) {
+        if (!o->context.range().contains(g)) continue;
+        std::string bytes = o->Serialize(g.value());
+        BinaryReader in(bytes);
+        ASSERT_TRUE(copy.backend->RestoreKeyGroup(g, in).ok());
+      }
+      entries += copy.backend->NumEntries();
+    }
+    EXPECT_EQ(restored.backend->NumEntries(), entries);
+    EXPECT_GT(entries, 0u);
+  }
+
+  static std::set<std::string> Names(const IncrementalKeyedStateHandle& h) {
+    std::set<std::string> names;
+    for (const SharedStateFile& f : h.shared_files) names.insert(f.name);
+    return names;
+  }
+
+  std::string root_;
+};
+
+TEST_F(RocksDbNativeSnapshotTest, ARestoredSnapshotHoldsTheSameStateOfEveryKind) {
+  Subtask original(KeyGroupRange::Of(0, 127));
+  original.Fill(0, 999);
+  uint64_t written = 0;
+  IncrementalKeyedStateHandle h = Snapshot(original, 1, &written);
+  EXPECT_EQ(h.backend, "rocksdb");
+  EXPECT_EQ(h.format_version, 1u);
+  EXPECT_EQ(h.backend_id, original.backend->backend_id());
+  EXPECT_EQ(h.range, KeyGroupRange::Of(0, 127));
+  EXPECT_EQ(h.total_keys, original.backend->NumEntries());
+  // One SST file per state (one flush each), every one new.
+  EXPECT_EQ(h.shared_files.size(), 5u);
+  uint64_t bytes = 0;
+  for (const SharedStateFile& f : h.shared_files) {
+    EXPECT_EQ(fs::file_size(shared() + "/" + f.name), f.size);
+    EXPECT_THAT(f.name, ::testing::StartsWith(h.backend_id + "-1-"));
+    bytes += f.size;
+  }
+  for (const PrivateStateFile& f : h.private_files) {
+    EXPECT_THAT(f.path, ::testing::StartsWith("subtask-0-db/"));
+    EXPECT_EQ(fs::file_size(chk(1) + "/" + f.path), f.size);
+    bytes += f.size;
+  }
+  EXPECT_EQ(written, bytes);
+  // The local checkpoint is gone; the backend's directory holds only its database.
+  EXPECT_FALSE(fs::exists(original.backend->dir() + "/chk-1"));
+
+  Subtask restored(KeyGroupRange::Of(0, 127));
+  ASSERT_TRUE(restored.backend->RestoreNative({Source(h, 1)}).ok());
+  EXPECT_EQ(restored.backend->last_native_restore().base_source, 0);
+  EXPECT_EQ(restored.backend->last_native_restore().rows_copied, 0u);
+  ExpectSameState(restored, {&original});
+  // The restored database is the working one: reads and writes go on.
+  ASSERT_TRUE(restored.backend->SetCurrentKey(K("uid-7")).ok());
+  EXPECT_EQ(restored.value->Value(), 7);
+  restored.list->Add("c");
+  EXPECT_THAT(restored.list->Get(), ::testing::ElementsAre("a7", "b", "c"));
+  EXPECT_EQ(restored.map->Entries().size(), 2u);  // 7 % 3 + 1 user keys
+  EXPECT_EQ(restored.reducing->Get(), 8);
+  EXPECT_EQ(restored.aggregating->Get(), 8.0);
+}
+
+TEST_F(RocksDbNativeSnapshotTest, ASecondCheckpointUploadsOnlyTheNewSstAndReferencesTheRest) {
+  Subtask s(KeyGroupRange::Of(0, 127));
+  s.Fill(0, 19999);
+  uint64_t first_bytes = 0;
+  IncrementalKeyedStateHandle first = Snapshot(s, 1, &first_bytes);
+  ASSERT_EQ(first.shared_files.size(), 5u);
+  s.backend->NotifyNativeCheckpointComplete(CheckpointId(1));
+
+  s.UpdateValues(0, 9, 42);  // 10 keys of one state change
+  uint64_t second_bytes = 0;
+  IncrementalKeyedStateHandle second = Snapshot(s, 2, &second_bytes);
+  ASSERT_EQ(second.shared_files.size(), 6u);  // the 5 of checkpoint 1 + the value state's flush
+  int referenced = 0;
+  int added = 0;
+  uint64_t added_bytes = 0;
+  const std::set<std::string> first_names = Names(first);
+  for (const SharedStateFile& f : second.shared_files) {
+    if (first_names.contains(f.name)) {
+      ++referenced;
+    } else {
+      ++added;
+      added_bytes += f.size;
+      EXPECT_THAT(f.name, ::testing::StartsWith(s.backend->backend_id() + "-2-"));
+    }
+  }
+  EXPECT_EQ(referenced, 5);
+  EXPECT_EQ(added, 1);
+  uint64_t private_bytes = 0;
+  for (const PrivateStateFile& f : second.private_files) private_bytes += f.size;
+  EXPECT_EQ(second_bytes, added_bytes + private_bytes);
+  EXPECT_LT(second_bytes * 10, first_bytes) << second_bytes << " vs " << first_bytes;
+
+  // The second checkpoint restores (its referenced files are checkpoint 1's).
+  Subtask restored(KeyGroupRange::Of(0, 127));
+  ASSERT_TRUE(restored.backend->RestoreNative({Source(second, 2)}).ok());
+  ExpectSameState(restored, {&s});
+  ASSERT_TRUE(restored.backend->SetCurrentKey(K("uid-3")).ok());
+  EXPECT_EQ(restored.value->Value(), 42);
+}
+
+TEST_F(RocksDbNativeSnapshotTest, AnAbortedCheckpointIsNeverTheBase) {
+  Subtask s(KeyGroupRange::Of(0, 127));
+  s.Fill(0, 999);
+  IncrementalKeyedStateHandle first = Snapshot(s, 1);
+  s.backend->NotifyNativeCheckpointComplete(CheckpointId(1));
+  s.UpdateValues(0, 9, 1);
+  IncrementalKeyedStateHandle aborted = Snapshot(s, 2);
+  s.backend->NotifyNativeCheckpointAborted(CheckpointId(2));
+  s.UpdateValues(10, 19, 2);
+  IncrementalKeyedStateHandle third = Snapshot(s, 3);
+  // Checkpoint 2's new SST is written again under checkpoint 3's name, as is 3's own flush.
+  const std::set<std::string> first_names = Names(first);
+  int referenced = 0;
+  for (const SharedStateFile& f : third.shared_files) {
+    EXPECT_THAT(f.name, ::testing::Not(HasSubstr("-2-")));
+    if (first_names.contains(f.name)) ++referenced;
+  }
+  EXPECT_EQ(referenced, 5);
+  EXPECT_EQ(third.shared_files.size(), 7u);
+  // A completion of an unknown checkpoint (a savepoint) changes nothing; a later complete
+  // checkpoint becomes the base.
+  s.backend->NotifyNativeCheckpointComplete(CheckpointId(3));
+  IncrementalKeyedStateHandle fourth = Snapshot(s, 4);
+  EXPECT_EQ(Names(fourth), Names(third));
+}
+
+TEST_F(RocksDbNativeSnapshotTest, RestoreWithRescaleReadsOnlyTheTargetKeyGroups) {
+  Subtask left(KeyGroupRange::Of(0, 63));
+  Subtask right(KeyGroupRange::Of(64, 127));
+  left.Fill(0, 1999);
+  right.Fill(0, 1999);
+  IncrementalKeyedStateHandle hl = Snapshot(left, 1, nullptr, 0);
+  IncrementalKeyedStateHandle hr = Snapshot(right, 1, nullptr, 1);
+  const std::vector<NativeRestoreSource> sources = {Source(hl, 1), Source(hr, 1)};
+
+  {  // [32, 95]: half of each; the first is the base (clipped), the second's rows copied.
+    Subtask middle(KeyGroupRange::Of(32, 95));
+    ASSERT_TRUE(middle.backend->RestoreNative(sources).ok());
+    EXPECT_EQ(middle.backend->last_native_restore().base_source, 0);
+    EXPECT_GT(middle.backend->last_native_restore().rows_copied, 0u);
+    ExpectSameState(middle, {&left, &right});
+  }
+  {  // [48, 79]: a quarter of each, no base: every row copied.
+    Subtask narrow(KeyGroupRange::Of(48, 79));
+    ASSERT_TRUE(narrow.backend->RestoreNative(sources).ok());
+    EXPECT_EQ(narrow.backend->last_native_restore().base_source, -1);
+    ExpectSameState(narrow, {&left, &right});
+  }
+  {  // [8, 40] of the left one only: the clip path, nothing copied; the right one is ignored.
+    Subtask sub(KeyGroupRange::Of(8, 40));
+    ASSERT_TRUE(sub.backend->RestoreNative(sources).ok());
+    EXPECT_EQ(sub.backend->last_native_restore().base_source, 0);
+    EXPECT_EQ(sub.backend->last_native_restore().rows_copied, 0u);
+    ExpectSameState(sub, {&left});
+    // The clipped key groups are gone from the database, not only hidden by the counters.
+    size_t rows = 0;
+    ASSERT_TRUE(sub.backend
+                    ->ApplyToAllKeys("value", kVoidNamespace,
+                                     [&](const Key&) {
+                                       ++rows;
+                                       return Status::Ok();
+                                     })
+                    .ok());
+    size_t expected = 0;
+    for (int32_t g = 8; g <= 40; ++g) expected += left.backend->NumKeys(KeyGroupId(g));
+    EXPECT_EQ(rows, expected);
+  }
+  {  // [0, 127] from both (scale in): the first is the base, the second's rows copied.
+    Subtask all(KeyGroupRange::Of(0, 127));
+    ASSERT_TRUE(all.backend->RestoreNative(sources).ok());
+    EXPECT_EQ(all.backend->last_native_restore().base_source, 0);
+    ExpectSameState(all, {&left, &right});
+  }
+}
+
+// The shared file with the most bytes of a handle.
+std::string LargestShared(const IncrementalKeyedStateHandle& h) {
+  const SharedStateFile* best = &h.shared_files.front();
+  for (const SharedStateFile& f : h.shared_files) {
+    if (f.size > best->size) best = &f;
+  }
+  return best->name;
+}
+
+class RocksDbNativeCorruptionTest : public RocksDbNativeSnapshotTest {
+ protected:
+  void ExpectCorruptionNaming(const std::string& path, const std::string& what) {
+    Subtask restored(KeyGroupRange::Of(0, 127));
+    restored.Fill(5000, 5099);  // state before the restore is replaced, not kept
+    Status s = restored.backend->RestoreNative({Source(handle_, 1)});
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+    EXPECT_THAT(s.message(), HasSubstr(path));
+    EXPECT_THAT(s.message(), HasSubstr(what));
+    EXPECT_EQ(restored.backend->NumEntries(), 0u);
+    for (KeyGroupId g : restored.context.range().key_groups()) {
+      EXPECT_EQ(restored.backend->NumKeys(g), 0u);
+    }
+    EXPECT_FALSE(fs::exists(restored.backend->dir() + "/restore"));
+    // Still usable.
+    ASSERT_TRUE(restored.backend->SetCurrentKey(K("x")).ok());
+    restored.value->Update(3);
+    EXPECT_EQ(restored.value->Value(), 3);
+    EXPECT_TRUE(restored.backend->failure().ok());
+  }
+  void SetUp() override {
+    original_.Fill(0, 999);
+    handle_ = Snapshot(original_, 1);
+  }
+  Subtask original_{KeyGroupRange::Of(0, 127)};
+  IncrementalKeyedStateHandle handle_;
+};
+
+TEST_F(RocksDbNativeCorruptionTest, AMissingSharedSstIsCorruptionNamingIt) {
+  const std::string path = shared() + "/" + LargestShared(handle_);
+  fs::remove(path);
+  ExpectCorruptionNaming(path, "missing");
+}
+
+TEST_F(RocksDbNativeCorruptionTest, ATruncatedSharedSstIsCorruptionNamingIt) {
+  const std::string path = shared() + "/" + LargestShared(handle_);
+  fs::resize_file(path, fs::file_size(path) - 1);
+  ExpectCorruptionNaming(path, "truncated");
+}
+
+TEST_F(RocksDbNativeCorruptionTest, AFlippedByteInASharedSstIsCorruptionNamingIt) {
+  const std::string path = shared() + "/" + LargestShared(handle_);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(100);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x01);
+    f.seekp(100);
+    f.write(&c, 1);
+  }
+  ExpectCorruptionNaming(path, "checksum");
+}
+
+TEST_F(RocksDbNativeCorruptionTest, AMissingPrivateFileIsCorruptionNamingIt) {
+  std::string manifest;
+  for (const PrivateStateFile& f : handle_.private_files) {
+    if (f.path.find("MANIFEST") != std::string::npos) manifest = chk(1) + "/" + f.path;
+  }
+  ASSERT_FALSE(manifest.empty());
+  fs::remove(manifest);
+  ExpectCorruptionNaming(manifest, "missing");
+}
+
+TEST_F(RocksDbNativeSnapshotTest, AnUnknownFormatVersionOrBackendIsRefused) {
+  Subtask s(KeyGroupRange::Of(0, 127));
+  s.Fill(0, 99);
+  IncrementalKeyedStateHandle h = Snapshot(s, 1);
+  Subtask restored(KeyGroupRange::Of(0, 127));
+  IncrementalKeyedStateHandle newer = h;
+  newer.format_version = 2;
+  Status st = restored.backend->RestoreNative({Source(newer, 1)});
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(st.message(),
+            "cannot restore the RocksDB snapshot of KeyGroupRange{start=0, end=127}: it was "
+            "written in native format version 2, which this keyflow cannot read (it reads "
+            "version 1); restore it with the keyflow version that wrote it, or from a savepoint");
+  IncrementalKeyedStateHandle other = h;
+  other.backend = "heap";
+  st = restored.backend->RestoreNative({Source(other, 1)});
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(st.message(), HasSubstr("written by the 'heap' state backend"));
+  EXPECT_EQ(restored.backend->NumEntries(), 0u);
+}
+
+TEST_F(RocksDbNativeSnapshotTest, AStateThatIsNotRegisteredOrHasAnotherTypeIsRefused) {
+  Subtask s(KeyGroupRange::Of(0, 127));
+  s.Fill(0, 99);
+  IncrementalKeyedStateHandle h = Snapshot(s, 1);
+  KeyContext context(KeyType::kString, kMaxP, KeyGroupRange::Of(0, 127));
+  RocksDbStateOptions options;
+  options.dir = testing_util::FreshStateDir();
+  auto opened = RocksDbKeyedStateBackend::Open(context, options);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<RocksDbKeyedStateBackend> backend = std::move(opened).value();
+  ASSERT_TRUE(backend->GetState(ValueStateDescriptor<std::string>("value")).ok());
+  Status st = backend->RestoreNative({Source(h, 1)});
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(st.message(), HasSubstr("'aggregating', which is not registered"));
+  EXPECT_EQ(backend->NumEntries(), 0u);
+}
+
+TEST_F(RocksDbNativeSnapshotTest, AFullDiskDuringWriteIsASentenceAndLeavesNoFileBehind) {
+  FaultInjectionFileSystem faulty;
+  Subtask s(KeyGroupRange::Of(0, 127), &faulty);
+  s.Fill(0, 1999);
+  auto part = s.backend->SnapshotNative(Target(1));
+  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  faulty.FailWritesAfter(10000);
+  uint64_t written = 1;
+  auto handle = (*part)->Write(&written);
+  ASSERT_FALSE(handle.ok());
+  EXPECT_EQ(handle.status().code(), StatusCode::kIoError);
+  EXPECT_THAT(handle.status().message(), HasSubstr("cannot write the RocksDB snapshot file "));
+  EXPECT_THAT(handle.status().message(), HasSubstr("is full; free space there"));
+  EXPECT_EQ(written, 0u);
+  EXPECT_TRUE(fs::is_empty(shared()));
+  EXPECT_TRUE(fs::is_empty(chk(1) + "/subtask-0-db"));
+  EXPECT_FALSE(fs::exists(s.backend->dir() + "/chk-1"));
+  // The next checkpoint (disk freed) writes everything: nothing of the failed one is a base.
+  faulty.ClearFaults();
+  IncrementalKeyedStateHandle h = Snapshot(s, 2);
+  EXPECT_EQ(h.shared_files.size(), 5u);
+  for (const SharedStateFile& f : h.shared_files) EXPECT_THAT(f.name, HasSubstr("-2-"));
+}
+
+TEST_F(RocksDbNativeSnapshotTest, TheSynchronousPartIsShortAndCopiesNoData) {
+  Subtask s(KeyGroupRange::Of(0, 127));
+  s.Fill(0, 19999);
+  IncrementalKeyedStateHandle first = Snapshot(s, 1);
+  const int64_t full_sync = s.backend->last_native_sync_micros();
+  s.backend->NotifyNativeCheckpointComplete(CheckpointId(1));
+  s.UpdateValues(0, 99, 5);
+  auto part = s.backend->SnapshotNative(Target(2));
+  ASSERT_TRUE(part.ok());
+  const int64_t incremental_sync = s.backend->last_native_sync_micros();
+  // Hard links: the local checkpoint's SST files are the database's files.
+  size_t linked = 0;
+  for (const auto& e : fs::directory_iterator(s.backend->dir() + "/chk-2")) {
+    if (e.path().extension() == ".sst") {
+      EXPECT_EQ(fs::hard_link_count(e.path()), 2u) << e.path();
+      ++linked;
+    }
+  }
+  EXPECT_EQ(linked, first.shared_files.size() + 1);
+  std::cout << "sync part: first " << full_sync << " us (20000 keys x 5 states), incremental "
+            << incremental_sync << " us\n";
+  uint64_t written = 0;
+  ASSERT_TRUE((*part)->Write(&written).ok());
+}
+
+}  // namespace
+}  // namespace keyflow
