@@ -320,6 +320,39 @@ TEST_F(RocksDbNativeSnapshotTest, RestoreWithRescaleReadsOnlyTheTargetKeyGroups)
   }
 }
 
+TEST_F(RocksDbNativeSnapshotTest, TheFirstCheckpointAfterARestoreWritesEverythingAnew) {
+  Subtask original(KeyGroupRange::Of(0, 127));
+  original.Fill(0, 999);
+  IncrementalKeyedStateHandle first = Snapshot(original, 1);
+  original.backend->NotifyNativeCheckpointComplete(CheckpointId(1));
+
+  // A restored backend (clip path: its database is made of checkpoint 1's files) references none
+  // of them: they are another instance's.
+  Subtask restored(KeyGroupRange::Of(0, 127));
+  ASSERT_TRUE(restored.backend->RestoreNative({Source(first, 1)}).ok());
+  ASSERT_EQ(restored.backend->last_native_restore().base_source, 0);
+  restored.UpdateValues(0, 9, 77);
+  uint64_t written = 0;
+  IncrementalKeyedStateHandle second = Snapshot(restored, 2, &written, 1);
+  EXPECT_EQ(second.backend_id, restored.backend->backend_id());
+  EXPECT_NE(second.backend_id, first.backend_id);
+  EXPECT_EQ(second.shared_files.size(), 6u);  // checkpoint 1's five + the new flush
+  for (const SharedStateFile& f : second.shared_files) {
+    EXPECT_THAT(f.name, ::testing::StartsWith(second.backend_id + "-2-"));
+  }
+  // Its next one, after checkpoint 2 completed, references checkpoint 2's files.
+  restored.backend->NotifyNativeCheckpointComplete(CheckpointId(2));
+  IncrementalKeyedStateHandle third = Snapshot(restored, 3, &written, 1);
+  EXPECT_EQ(Names(third), Names(second));
+
+  // And the chain restores once more.
+  Subtask again(KeyGroupRange::Of(0, 127));
+  ASSERT_TRUE(again.backend->RestoreNative({Source(third, 3)}).ok());
+  ExpectSameState(again, {&restored});
+  ASSERT_TRUE(again.backend->SetCurrentKey(K("uid-4")).ok());
+  EXPECT_EQ(again.value->Value(), 77);
+}
+
 // The shared file with the most bytes of a handle.
 std::string LargestShared(const IncrementalKeyedStateHandle& h) {
   const SharedStateFile* best = &h.shared_files.front();
