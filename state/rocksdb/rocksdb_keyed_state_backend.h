@@ -21,7 +21,7 @@
 // SnapshotNative flushes the memtables and creates a RocksDB checkpoint of hard links; the
 // part's Write uploads the SST files its base (this instance's last completed checkpoint) does
 // not hold and references the others. RestoreNative reopens one overlapping snapshot as the
-// database and clips it with range deletes, and copies the others' rows of range() into it.
+// database and clips it with range deletes, and ingests the others' rows of range() as SST files.
 //
 // Threading: task thread, except SerializeKeyGroup(g) and the copies of CopyKeyGroup, which may
 // run on another thread (they only read RocksDB, which is thread-safe, through their own

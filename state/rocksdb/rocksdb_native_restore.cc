@@ -1,9 +1,10 @@
 // RocksDbKeyedStateBackend::RestoreNative (Flink's RocksDBIncrementalRestoreOperation): stage
 // each source's files (verified, hard-linked or copied) under dir()/restore, reopen the best
 // overlapping one as the database and clip it with range deletes, copy the others' rows of
-// range() into it with write batches, and set the counters from the snapshots' KEYFLOW-STATES.
+// range() into it as ingested SST files, and set the counters from the snapshots' KEYFLOW-STATES.
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/write_batch.h>
 
 #include <filesystem>
@@ -21,8 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using rocksdb_native::SnapshotState;
-
-constexpr size_t kBatchBytes = size_t{4} << 20;
 
 // A source's files in a local directory RocksDB can open, and its states.
 struct StagedSource {
@@ -160,19 +159,22 @@ Status RocksDbKeyedStateBackend::CopyRows(const std::string& staged_dir,
     ro.iterate_upper_bound = &upper;
     ro.fill_cache = false;
     std::unique_ptr<rocksdb::Iterator> it(source->NewIterator(ro, handles[i]));
-    rocksdb::WriteBatch batch;
-    rocksdb::WriteOptions wo;
-    wo.disableWAL = true;
-    for (it->Seek(begin); it->Valid() && result.ok(); it->Next()) {
-      batch.Put(targets[i]->column_family, it->key(), it->value());
-      ++*rows;
-      if (batch.GetDataSize() >= kBatchBytes) {
-        s = db_->Write(wo, &batch);
-        batch.Clear();
-        if (!s.ok()) break;
-      }
+    // The rows come sorted: one SST file per column family, ingested (moved) into ours.
+    const std::string sst = staged_dir + "-ingest-" + std::to_string(i) + ".sst";
+    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), rocksdb::Options(db_options, CfOptions()));
+    s = writer.Open(sst);
+    uint64_t n = 0;
+    for (it->Seek(begin); s.ok() && it->Valid(); it->Next()) {
+      s = writer.Put(it->key(), it->value());
+      ++n;
     }
-    if (s.ok() && it->status().ok()) s = db_->Write(wo, &batch);
+    if (s.ok() && it->status().ok() && n > 0) {
+      s = writer.Finish();
+      rocksdb::IngestExternalFileOptions ingest;
+      ingest.move_files = true;
+      if (s.ok()) s = db_->IngestExternalFile(targets[i]->column_family, {sst}, ingest);
+    }
+    *rows += n;
     if (!it->status().ok()) {
       result = Corruption("cannot read the restored RocksDB snapshot in " + staged_dir + " (" +
                           it->status().ToString() + "): restore from an earlier checkpoint");
