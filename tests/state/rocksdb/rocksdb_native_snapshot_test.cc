@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/testing/fault_injection_file_system.h"
@@ -35,12 +36,14 @@ constexpr int32_t kMaxP = 128;
 
 // A RocksDB backend with one state of every kind registered.
 struct Subtask {
-  explicit Subtask(KeyGroupRange range, FileSystem* file_system = nullptr)
+  explicit Subtask(KeyGroupRange range, FileSystem* file_system = nullptr,
+                   int64_t memtable_bytes = 64 << 20)
       : context(KeyType::kString, kMaxP, range) {
     RocksDbStateOptions options;
     options.dir = testing_util::FreshStateDir();
     options.block_cache_bytes = 8 << 20;
-    options.memtable_bytes = 64 << 20;  // no flush but the snapshots': exact SST counts
+    // Default: no flush but the snapshots', so that SST counts are exact.
+    options.memtable_bytes = memtable_bytes;
     options.file_system = file_system;
     auto opened = RocksDbKeyedStateBackend::Open(context, options);
     EXPECT_TRUE(opened.ok()) << opened.status().ToString();
@@ -351,6 +354,33 @@ TEST_F(RocksDbNativeSnapshotTest, TheFirstCheckpointAfterARestoreWritesEverythin
   ExpectSameState(again, {&restored});
   ASSERT_TRUE(again.backend->SetCurrentKey(K("uid-4")).ok());
   EXPECT_EQ(again.value->Value(), 77);
+}
+
+TEST_F(RocksDbNativeSnapshotTest, WriteRunsWhileTheTaskThreadChangesStateAndCapturesTheBarrier) {
+  // A small memtable budget: the writes after the barrier flush and compact, which deletes
+  // SST files of the database that the snapshot's hard links still hold.
+  Subtask s(KeyGroupRange::Of(0, 127), nullptr, 1 << 20);
+  s.Fill(0, 2999);
+  std::map<int32_t, std::string> at_barrier;
+  for (int32_t g = 0; g < kMaxP; ++g) at_barrier[g] = s.Serialize(g);
+  const size_t entries_at_barrier = s.backend->NumEntries();
+  auto part = s.backend->SnapshotNative(Target(1));
+  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  Result<IncrementalKeyedStateHandle> handle = Internal("not run");
+  std::thread writer([&] {
+    uint64_t written = 0;
+    handle = (*part)->Write(&written);
+  });
+  for (int round = 0; round < 3; ++round) {
+    s.UpdateValues(0, 2999, round);
+    s.Fill(3000 + round * 2000, 4999 + round * 2000);
+  }
+  writer.join();
+  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  Subtask restored(KeyGroupRange::Of(0, 127));
+  ASSERT_TRUE(restored.backend->RestoreNative({Source(*handle, 1)}).ok());
+  for (int32_t g = 0; g < kMaxP; ++g) EXPECT_EQ(restored.Serialize(g), at_barrier[g]) << g;
+  EXPECT_EQ(restored.backend->NumEntries(), entries_at_barrier);
 }
 
 // The shared file with the most bytes of a handle.
