@@ -108,6 +108,15 @@ void Coordinator::SendReply(const std::string& identity, bool ok, std::string me
   outbox_->Send(identity, r);
 }
 
+void Coordinator::SendReply(const std::string& identity, const Status& error,
+                            const std::string& prefix) {
+  Reply r;
+  r.ok = false;
+  r.message = prefix + error.message();
+  r.code = error.code();
+  outbox_->Send(identity, r);
+}
+
 const WorkerInfo* Coordinator::Sender(const ControlPeer& from, WorkerId claimed) {
   const WorkerInfo* w = workers_.FindByIdentity(from.connection);
   if (w == nullptr || w->id != claimed || w->peer != from.identity) {
@@ -173,7 +182,7 @@ void Coordinator::OnMessage(const ControlPeer& from, const ControlMessage& msg, 
               [this, identity, end](Result<CheckpointLocation> sp, int64_t) {
                 if (!sp.ok()) {
                   end("failed: " + sp.status().message());
-                  SendReply(identity, false, sp.status().message());
+                  SendReply(identity, sp.status());
                   return;
                 }
                 end("completed: savepoint " + sp->directory);
@@ -189,13 +198,13 @@ void Coordinator::OnMessage(const ControlPeer& from, const ControlMessage& msg, 
               now_ms);
           if (!s.ok()) {
             end("");
-            SendReply(identity, false, s.message());
+            SendReply(identity, s);
           }
         } else if constexpr (std::is_same_v<T, RescaleRequest>) {
           HandleRescale(identity, m, now_ms);
         } else if constexpr (std::is_same_v<T, ListCheckpointsRequest>) {
           if (job_ == nullptr) {
-            SendReply(identity, false, "no job has run on this coordinator yet");
+            SendReply(identity, NotFound("no job has run on this coordinator yet"));
           } else {
             SendReply(identity, true, "", job_->CheckpointsJson().dump());
           }
@@ -215,7 +224,7 @@ void Coordinator::OnMessage(const ControlPeer& from, const ControlMessage& msg, 
         } else if constexpr (std::is_same_v<T, ::keyflow::ReloadKeys>) {
           auto reloaded = ReloadKeys(now_ms);
           if (!reloaded.ok()) {
-            SendReply(identity, false, reloaded.status().message());
+            SendReply(identity, reloaded.status());
           } else {
             nlohmann::json j;
             j["trusted_keys"] = *reloaded;
@@ -239,7 +248,7 @@ void Coordinator::OnUndecodable(const std::string& identity, const Status& why) 
   ++malformed_control_messages_;
   KF_LOG_WARN_RATE_LIMITED(peer_errors_, "undecodable/" + identity,
                            "undecodable control message: {}", why.message());
-  if (junk_replies_.ShouldLog(identity)) SendReply(identity, false, why.message());
+  if (junk_replies_.ShouldLog(identity)) SendReply(identity, why);
 }
 
 void Coordinator::HandleRegister(const ControlPeer& from, const RegisterWorker& m, int64_t now_ms) {
@@ -440,7 +449,7 @@ void Coordinator::DropRevokedWorkers(int64_t now_ms) {
 void Coordinator::HandleSetLogLevel(const ControlPeer& from, const SetLogLevelRequest& m) {
   std::string who = from.identity ? from.identity->ToUserId() : "a connection without a key";
   if (Status s = ChangeLogLevel(m.level, "set by " + who); !s.ok()) {
-    SendReply(from.connection, false, s.message());
+    SendReply(from.connection, s);
     return;
   }
   const std::string level = LogLevel();
@@ -468,10 +477,10 @@ void Coordinator::Shutdown(int64_t now_ms) {
 
 void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, int64_t now_ms) {
   if (job_ != nullptr && !job_->terminal()) {
-    SendReply(identity, false,
-              "job " + job_->job_id() + " is still " + std::string(JobStateName(job_->state())) +
-                  ": this is a session cluster that runs one job at a time; wait for it or stop it "
-                  "with `keyflow cancel`");
+    SendReply(identity, AlreadyExists("job " + job_->job_id() + " is still " +
+                                      std::string(JobStateName(job_->state())) +
+                                      ": this is a session cluster that runs one job at a time; "
+                                      "wait for it or stop it with `keyflow cancel`"));
     return;
   }
   // A CLI of another version may not have validated --input. A generator spec is checked in
@@ -479,13 +488,13 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
   // the job at once if they cannot read it.
   if (m.spec.input.rfind("gen:", 0) == 0 || m.spec.input.empty()) {
     if (Status s = InputSpec::Parse(m.spec.input).status(); !s.ok()) {
-      SendReply(identity, false, "job rejected: " + s.message());
+      SendReply(identity, s, "job rejected: ");
       return;
     }
   }
   // Before anything is written: the blob store and the job directory live under its paths.
   if (Status s = CheckAllowedJobPaths(m.spec, options_.job.allowed_paths); !s.ok()) {
-    SendReply(identity, false, "job rejected: " + s.message());
+    SendReply(identity, s, "job rejected: ");
     return;
   }
   if (!m.spec.job_library.is_default() || !m.job_library_bytes.empty()) {
@@ -494,7 +503,7 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
     BlobStore blobs(CheckpointRootOf(m.spec));
     if (Status s = blobs.Store(m.spec.job_library, m.job_library_bytes); !s.ok()) {
       KF_LOG_WARN("job library refused: {}", s.message());
-      SendReply(identity, false, "job rejected: " + s.message());
+      SendReply(identity, s, "job rejected: ");
       return;
     }
     KF_LOG_INFO("job library {} stored sha256={} bytes={} dir={}", m.spec.job_library.file_name,
@@ -522,7 +531,7 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
   auto jm =
       JobMaster::Create(job_id, m.spec, &workers_, outbox_, wall_clock_, options_.job, now_ms);
   if (!jm.ok()) {
-    SendReply(identity, false, "job rejected: " + jm.status().message());
+    SendReply(identity, jm.status(), "job rejected: ");
     return;
   }
   job_ = std::move(jm).value();
@@ -581,7 +590,7 @@ void Coordinator::HandleCheckpointRequest(const std::string& identity, const Che
       [this, identity, what, end](Result<CheckpointLocation> done, int64_t) {
         if (!done.ok()) {
           end("failed: " + done.status().message());
-          SendReply(identity, false, what + " failed: " + done.status().message());
+          SendReply(identity, done.status(), what + " failed: ");
           return;
         }
         end("completed: " + done->directory);
@@ -595,7 +604,7 @@ void Coordinator::HandleCheckpointRequest(const std::string& identity, const Che
       now_ms);
   if (!s.ok()) {
     end("");
-    SendReply(identity, false, s.message());
+    SendReply(identity, s);
   }
 }
 
@@ -608,7 +617,7 @@ void Coordinator::HandleRescale(const std::string& identity, const RescaleReques
   if (m.plan_only) {
     auto plan = job_->PlanRescaleJson(m.new_parallelism);
     if (!plan.ok()) {
-      SendReply(identity, false, plan.status().message());
+      SendReply(identity, plan.status());
     } else {
       SendReply(identity, true, "", plan->dump());
     }
@@ -626,13 +635,13 @@ void Coordinator::HandleRescale(const std::string& identity, const RescaleReques
           SendReply(identity, true,
                     "job " + job_id + " runs at parallelism " + std::to_string(target));
         } else {
-          SendReply(identity, false, result.message());
+          SendReply(identity, result);
         }
       },
       now_ms);
   if (!s.ok()) {
     end("");
-    SendReply(identity, false, s.message());
+    SendReply(identity, s);
   }
 }
 

@@ -119,6 +119,8 @@ class Coordinator {
   void HandleCheckpointRequest(const std::string& identity, const CheckpointRequest& m,
                                int64_t now_ms);
   void SendReply(const std::string& identity, bool ok, std::string message, std::string json = "");
+  // A refusal with the error's code (the REST API answers 400/404/409/503 by it).
+  void SendReply(const std::string& identity, const Status& error, const std::string& prefix = "");
   // Resolves the worker that sent a worker-scoped message; nullptr (and a log line) if the
   // sender is not a registered worker or claims another worker's id.
   const WorkerInfo* Sender(const ControlPeer& from, WorkerId claimed);

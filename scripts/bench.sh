@@ -35,9 +35,10 @@
 #                      local cluster started with --insecure, count-window run R times on each,
 #                      alternating with the (secure) first cluster; the median counts
 #   --metrics          also the cost of Prometheus scraping (issue 12; target <= 2 % loss):
-#                      count-window R times with the coordinator's /metrics fetched every second
-#                      by a curl loop and R times not scraped, alternating (AB BA ...) on the
-#                      same cluster; the median counts; also the coordinator's CPU per second
+#                      count-window with the coordinator's /metrics fetched every second by a
+#                      curl loop (B) and not scraped (A) on the same cluster, --warmup runs
+#                      first, then R pairs AB BA ...; the median of the per-pair ratios counts,
+#                      and the CPU per record of the coordinator + workers, scraped vs not
 #   --metrics-only     only that comparison (no micro-benchmarks, throughput or checkpoint runs)
 #   --rocksdb          also the RocksDB state backend (issue 11): the micro-benchmark
 #                      rocksdb_state_bench (ValueState read+update, RocksDB vs the heap in the
@@ -46,12 +47,17 @@
 #   --rocksdb-only     only that comparison (no micro-benchmarks, throughput or checkpoint runs)
 #   --latency          latency as a user feels it (issue 12; worker/README.md "Latency") instead
 #                      of the default end-to-end runs: count-window's maximum throughput on gen:
-#                      input (R runs with latency markers, alternating with R runs with
-#                      --latency-interval 0: what the markers cost), then a rate-limited
-#                      generator at 50 % of it for --latency-seconds, without and with
+#                      input (R pairs of runs with latency markers and with --latency-interval
+#                      0 after --warmup runs, as --metrics: what the markers cost), then a
+#                      rate-limited generator at 50 % of it for --latency-seconds, without and with
 #                      --checkpoint-interval 1s, reporting p50/p99 from `keyflow status` (the
 #                      slowest subtask's, median over one sample a second after a warm-up)
 #   --latency-seconds S  length of each rate-limited run (default 30; --quick 12)
+#   --warmup N         runs discarded before the --metrics and --latency comparisons (default 1):
+#                      then R pairs in AB BA ... order; each pair's ratio counts (their median),
+#                      and so does the CPU time per record of the coordinator and the workers
+#                      (/proc/<pid>/stat around each run; robust to the machine's load;
+#                      scripts/bench-lib/abba.sh)
 #
 # KEYFLOW_BUILD_DIR overrides the build directory, KEYFLOW_JOBS the build's -j (default nproc).
 # Every process it starts is stopped on exit (also on Ctrl-C or failure). The numbers depend on
@@ -64,9 +70,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/cluster.sh
 source "$ROOT/scripts/lib/cluster.sh"
 RESULTS_PY="$ROOT/scripts/bench-lib/bench_results.py"
+# shellcheck source=bench-lib/abba.sh
+source "$ROOT/scripts/bench-lib/abba.sh"  # abba_compare (--metrics, --latency)
 
 quick=0 micro=1 e2e=1 ckpt_runs=1 events="" keys="" ckpt_keys="" repeat="" results_dir=""
 security=0 metrics=0 throughput=1 rocksdb=0 latency=0 latency_seconds=""
+warmup=1
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -87,6 +96,7 @@ while [ $# -gt 0 ]; do
     --rocksdb-only) rocksdb=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --latency) latency=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --latency-seconds) need "$@"; latency_seconds="$2"; shift 2 ;;
+    --warmup) need "$@"; warmup="$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
@@ -101,6 +111,7 @@ else
 fi
 [ "$latency" -eq 0 ] || [ "$latency_seconds" -ge 8 ] 2>/dev/null ||
   kf_die "--latency-seconds must be an integer of at least 8 (a 5 s warm-up, then samples), got '$latency_seconds'"
+[[ "$warmup" =~ ^[0-9]+$ ]] || kf_die "--warmup must be a number of runs >= 0, got '$warmup'"
 for v in events keys ckpt_keys repeat; do
   [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || kf_die "--${v//_/-} must be a positive integer, got '${!v}'"
 done
@@ -367,58 +378,36 @@ if [ "$e2e" -eq 1 ] && [ "$metrics" -eq 1 ]; then
       sleep 1
     done
   }
-  # The coordinator's CPU time (user + system, in clock ticks) from /proc: what the scrapes cost
-  # it, independent of the machine's load.
-  coordinator_ticks() {
-    python3 -c 'import sys; f=open(sys.argv[1]).read().rsplit(")",1)[1].split(); print(int(f[11])+int(f[12]))' \
-      "/proc/$(cat "$run_dir/coordinator.pid")/stat"
-  }
-  hz="$(getconf CLK_TCK)"
-  # measure_run SCRAPED: one count-window run, scraped every second or not; appends its rate and
-  # the coordinator's CPU per second of job (ms/s) to the arrays of its kind.
-  measure_run() {
-    local t0
-    if [ "$1" -eq 1 ]; then
-      echo 0 >"$results_dir/scrapes-$r"
-      scrape_loop "$metrics_url" "$results_dir/scrapes-$r" &
-      scraper_pid=$!
-    fi
-    t0="$(coordinator_ticks)"
+  scrapes=()
+  unscraped_run() { run_job "$keys" 0; }
+  scraped_run() {
+    local f="$results_dir/scrapes-$((run_no + 1))"
+    echo 0 >"$f"
+    scrape_loop "$metrics_url" "$f" &
+    scraper_pid=$!
     run_job "$keys" 0
-    local cpu
-    cpu="$(calc "($(coordinator_ticks) - $t0) / $hz * 1000 / ($job_ms / 1000)")"
-    loads+=("$job_load")
-    if [ "$1" -eq 1 ]; then
-      kill "$scraper_pid" 2>/dev/null || true
-      wait "$scraper_pid" 2>/dev/null || true
-      scraper_pid=""
-      scraped+=("$rate") cpu_scraped+=("$cpu") scrapes+=("$(cat "$results_dir/scrapes-$r")")
-    else
-      unscraped+=("$rate") cpu_unscraped+=("$cpu")
-    fi
+    kill "$scraper_pid" 2>/dev/null || true
+    wait "$scraper_pid" 2>/dev/null || true
+    scraper_pid=""
+    scrapes+=("$(cat "$f")")
   }
-  scraped=() unscraped=() loads=() scrapes=() cpu_scraped=() cpu_unscraped=()
-  # A B, B A, A B, ...: a trend in the machine's load does not favour either kind.
-  for ((r = 0; r < repeat; r++)); do
-    if [ $((r % 2)) -eq 0 ]; then
-      measure_run 0
-      measure_run 1
-    else
-      measure_run 1
-      measure_run 0
-    fi
-  done
+  # A = not scraped, B = scraped: warm-up, AB BA pairs, per-pair ratios, CPU per record.
+  abba_compare unscraped_run scraped_run
   [ "${scrapes[0]}" -gt 0 ] || kf_die "the scraper never reached $metrics_url"
-  s="$(median "${scraped[@]}")"
-  u="$(median "${unscraped[@]}")"
-  note="count-window event time, P = 2, $events events, $keys keys; alternating; median of $repeat (runs: scraped ${scraped[*]}, not scraped ${unscraped[*]}; scrapes per run ${scrapes[*]}; /metrics $(wc -c <"$results_dir/metrics.txt") bytes)"
-  row "metrics (e2e)" "records/s, not scraped" "$(calc "$u/1e6")" "M/s" "" "${loads[*]}" "$note"
-  row "metrics (e2e)" "records/s, /metrics scraped every second" "$(calc "$s/1e6")" "M/s" "" "${loads[*]}"
-  row "metrics (e2e)" "throughput loss when scraped" "$(calc "(1 - $s/$u) * 100")" "%" "<= 2" "${loads[*]}"
-  row "metrics (e2e)" "coordinator CPU per second of job, not scraped (median)" \
-    "$(median "${cpu_unscraped[@]}")" "ms/s" "" "${loads[*]}" "runs: ${cpu_unscraped[*]}"
-  row "metrics (e2e)" "coordinator CPU per second of job, scraped (median)" \
-    "$(median "${cpu_scraped[@]}")" "ms/s" "" "${loads[*]}" "runs: ${cpu_scraped[*]}"
+  l="${ab_loads[*]}"
+  note="count-window event time, P = 2, $events events, $keys keys; $warmup warm-up run(s) discarded, then $repeat pairs AB BA ... (A not scraped, B scraped); runs M/s: not scraped $(mps "${ab_rates_a[@]}"), scraped $(mps "${ab_rates_b[@]}"); scrapes per run ${scrapes[*]}; /metrics $(wc -c <"$results_dir/metrics.txt") bytes"
+  row "metrics (e2e)" "records/s, not scraped (median)" "$(calc "$(median "${ab_rates_a[@]}")/1e6")" "M/s" "" "$l" "$note"
+  row "metrics (e2e)" "records/s, /metrics scraped every second (median)" "$(calc "$(median "${ab_rates_b[@]}")/1e6")" "M/s" "" "$l"
+  row "metrics (e2e)" "throughput loss when scraped (median of the per-pair ratios)" \
+    "$(calc "(1 - $ab_ratio) * 100")" "%" "<= 2" "$l" "per-pair scraped/not: ${ab_ratios[*]}"
+  row "metrics (e2e)" "CPU ms per M records, coordinator + workers, not scraped (median)" \
+    "$(median "${ab_cpu_a[@]}")" "ms" "" "$l" "runs: $(rounded "${ab_cpu_a[@]}")"
+  row "metrics (e2e)" "CPU ms per M records, coordinator + workers, scraped (median)" \
+    "$(median "${ab_cpu_b[@]}")" "ms" "" "$l" "runs: $(rounded "${ab_cpu_b[@]}")"
+  row "metrics (e2e)" "extra CPU when scraped (median of the per-pair ratios)" \
+    "$(calc "($ab_cpu_ratio - 1) * 100")" "%" "<= 2" "$l" "per-pair scraped/not: ${ab_cpu_ratios[*]}"
+  row "metrics (e2e)" "coordinator CPU per second of job, not scraped / scraped (medians)" \
+    "$(calc "round($(median "${ab_coord_a[@]}"), 2)") / $(calc "round($(median "${ab_coord_b[@]}"), 2)")" "ms/s" "" "$l"
 fi
 if [ "$e2e" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
   # Issue 11: count-window with the RocksDB state backend against the heap, alternating.
@@ -477,26 +466,21 @@ fi
 
 if [ "$e2e" -eq 1 ] && [ "$latency" -eq 1 ]; then
   # Issue 12: latency from the latency markers. First the maximum throughput of count-window,
-  # with markers (the default 200 ms) alternating with --latency-interval 0, on the same input.
-  # The order alternates too (odd repetitions run without markers first), so that a load that
-  # falls or rises during the run favours neither.
-  with=() without=() loads=()
-  for ((r = 0; r < 2 * repeat; r++)); do
-    if (((r + r / 2) % 2 == 0)); then
-      run_job "$keys" 0
-      with+=("$(calc "round($rate / 1e6, 3)")")
-    else
-      run_job "$keys" 0 "${COUNT_WINDOW[@]}" --latency-interval 0
-      without+=("$(calc "round($rate / 1e6, 3)")")
-    fi
-    loads+=("$job_load")
-  done
-  max_rate="$(calc "$(median "${with[@]}") * 1e6")"
-  off_rate="$(calc "$(median "${without[@]}") * 1e6")"
-  note="count-window event time, P = 2, $events events, $keys keys; alternating (with, without, without, with, ...); median of $repeat (runs, M/s: markers ${with[*]}, off ${without[*]})"
-  row "latency" "records/s, markers every 200 ms (default)" "$(calc "$max_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
-  row "latency" "records/s, --latency-interval 0 (no markers)" "$(calc "$off_rate/1e6")" "M/s" "" "${loads[*]}"
-  row "latency" "ratio markers / no markers" "$(calc "$max_rate/$off_rate")" "" ">= 0.98" "${loads[*]}"
+  # with --latency-interval 0 (A) and with markers every 200 ms (B, the default) on the same
+  # input: warm-up, AB BA pairs, per-pair ratios, CPU per record (scripts/bench-lib/abba.sh).
+  markers_off_run() { run_job "$keys" 0 "${COUNT_WINDOW[@]}" --latency-interval 0; }
+  markers_on_run() { run_job "$keys" 0; }
+  abba_compare markers_off_run markers_on_run
+  l="${ab_loads[*]}"
+  max_rate="$(median "${ab_rates_b[@]}")"
+  off_rate="$(median "${ab_rates_a[@]}")"
+  note="count-window event time, P = 2, $events events, $keys keys; $warmup warm-up run(s) discarded, then $repeat pairs AB BA ... (A no markers, B markers); runs M/s: markers $(mps "${ab_rates_b[@]}"), off $(mps "${ab_rates_a[@]}")"
+  row "latency" "records/s, markers every 200 ms (default; median)" "$(calc "$max_rate/1e6")" "M/s" "" "$l" "$note"
+  row "latency" "records/s, --latency-interval 0 (no markers; median)" "$(calc "$off_rate/1e6")" "M/s" "" "$l"
+  row "latency" "ratio markers / no markers (median of the per-pair ratios)" "$ab_ratio" "" ">= 0.98" "$l" \
+    "per pair: ${ab_ratios[*]}"
+  row "latency" "CPU per record, markers / no markers (median of the per-pair ratios)" \
+    "$ab_cpu_ratio" "" "<= 1.02" "$l" "per pair: ${ab_cpu_ratios[*]}; CPU ms per M records (coordinator + workers): markers $(rounded "${ab_cpu_b[@]}"), off $(rounded "${ab_cpu_a[@]}")"
 
   # Then a rate-limited generator at 50 % of that maximum, for latency_seconds, sampled once a
   # second after a 5 s warm-up: the slowest subtask's p50 and p99 (over its last 10 s).

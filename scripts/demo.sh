@@ -72,7 +72,7 @@ rc=0
   --parallelism 3 --wait || rc=$?
 if [ "$rc" -ne 0 ]; then
   kf_log "the job did not finish (exit $rc); see the logs in $run_dir"
-  kf_log_excerpt "$run_dir/coordinator.log" 10
+  kf_log_excerpts "$run_dir/coordinator.log" 10
   exit "$rc"
 fi
 

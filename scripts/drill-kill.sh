@@ -166,6 +166,8 @@ events, keys, rate, seed = int(events), int(keys), int(rate), int(seed)
 sys.stdout.reconfigure(line_buffering=True)  # the table and the verdict in order with the log
 KEYFLOW = os.path.join(build_dir, "bin", "keyflow")
 COORDINATOR_LOG = os.path.join(run_dir, "coordinator.log")
+# Its stdout+stderr (start-cluster.sh: the "listening on" line; the log is --log-file).
+COORDINATOR_OUT = os.path.join(run_dir, "coordinator.out")
 POLL_S = 0.25
 rng = random.Random(seed)
 
@@ -235,7 +237,7 @@ def job_args(output, with_rate):
 # ---- coordinator restart ------------------------------------------------------------------
 def listening_lines():
     try:
-        with open(COORDINATOR_LOG, errors="replace") as f:
+        with open(COORDINATOR_OUT, errors="replace") as f:
             return f.read().count("keyflow-coordinator: listening on ")
     except OSError:
         return 0
@@ -246,7 +248,7 @@ def restart_coordinator(argv):
     port it had bound), as a supervisor would, and waits for its "listening on" line."""
     for attempt in range(5):
         before = listening_lines()
-        with open(COORDINATOR_LOG, "ab") as out:
+        with open(COORDINATOR_OUT, "ab") as out:
             p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                  start_new_session=True)
         with open(os.path.join(run_dir, "coordinator.pid"), "w") as f:
@@ -261,7 +263,7 @@ def restart_coordinator(argv):
             p.kill()
         p.wait()
         time.sleep(0.5)
-    raise RuntimeError("could not restart the coordinator (see coordinator.log)")
+    raise RuntimeError("could not restart the coordinator (see coordinator.out and coordinator.log)")
 
 
 def coordinator_command(pid, port):

@@ -96,14 +96,16 @@ if [ "$target" -gt "$current" ]; then
   for ((i = 0; i < target; i++)); do
     printf '%s\n' "${slots[@]}" | grep -qx "$i" && continue
     log="$run_dir/worker-$i.log"
+    out="$(kf_output_file "$log")"  # its stdout+stderr, as start-cluster.sh does
     worker_security "$i"
-    cmd=("$WORKER" --coordinator "$endpoint" --slot "$i" --data-host 127.0.0.1 "${sec[@]}")
+    cmd=("$WORKER" --coordinator "$endpoint" --slot "$i" --data-host 127.0.0.1 "${sec[@]}"
+      --log-file "$log")
     if [ "$respawn" -eq 1 ]; then
-      (exec setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" --log "$log" -- \
+      (exec setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" --log "$out" -- \
         "${cmd[@]}" >/dev/null 2>&1 </dev/null) &
       echo $! >"$run_dir/worker-$i.supervisor.pid"
     else
-      (exec setsid nohup "${cmd[@]}" >>"$log" 2>&1 </dev/null) &
+      (exec setsid nohup "${cmd[@]}" >>"$out" 2>&1 </dev/null) &
       echo $! >"$run_dir/worker-$i.pid"
     fi
     kf_log "started worker for slot $i"
@@ -115,7 +117,7 @@ if [ "$target" -gt "$current" ]; then
     for ((i = 0; i < target; i++)); do grep -qx "$i" <<<"$registered" || missing=$((missing + 1)); done
     [ "$missing" -eq 0 ] && break
     [ "$SECONDS" -lt "$deadline" ] || kf_die "$missing new worker(s) did not register within 30 s" \
-      "(see $run_dir/worker-*.log); the job keeps running at parallelism $job_p"
+      "(see $run_dir/worker-*.log and worker-*.out); the job keeps running at parallelism $job_p"
     sleep 0.2
   done
 fi

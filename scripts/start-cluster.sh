@@ -37,6 +37,11 @@
 #   --log-level L          --log-level of every process (trace|debug|info|warn|error; default
 #                          info); change it later with `keyflow log-level L`
 #   --log-format F         --log-format of every process: text (default) or json
+#   --log-max-size N, --log-max-files N
+#                          rotation of every process's log file (defaults 64MiB and 5): each
+#                          process writes RUN_DIR/<name>.log itself (--log-file), rotated to
+#                          <name>.1.log ...; its stdout and stderr (startup errors, crash
+#                          reports, the print sink's lines) go to RUN_DIR/<name>.out
 #   --dry-run              print the commands that would run, start nothing
 #
 # Prints the coordinator endpoint on stdout (also in RUN_DIR/coordinator.endpoint); everything
@@ -84,7 +89,7 @@ while [ $# -gt 0 ]; do
     --timeout) need "$@"; timeout_s="$2"; shift 2 ;;
     --coordinator-arg) need "$@"; coordinator_args+=("$2"); shift 2 ;;
     --worker-arg) need "$@"; worker_args+=("$2"); shift 2 ;;
-    --log-level | --log-format)
+    --log-level | --log-format | --log-max-size | --log-max-files)
       need "$@"; coordinator_args+=("$1" "$2"); worker_args+=("$1" "$2"); shift 2 ;;
     --dry-run) dry_run=1; shift ;;
     -h | --help) usage; exit 0 ;;
@@ -235,20 +240,23 @@ fi
 
 # ---- coordinator --------------------------------------------------------------------------
 coordinator_log="$run_dir/coordinator.log"
+coordinator_out="$(kf_output_file "$coordinator_log")"
 security_args ""
 coordinator_cmd=("$COORDINATOR" --host "${coordinator_bind:-$coordinator_host}"
-  --port "$port" --checkpoint-dir "$checkpoint_dir" "${sec[@]}" --rest-port "$rest_port")
+  --port "$port" --checkpoint-dir "$checkpoint_dir" "${sec[@]}" --rest-port "$rest_port"
+  --log-file "$coordinator_log")
 [ "$rest_port" = "-1" ] ||
   coordinator_cmd+=(--rest-bind "$rest_bind" --rest-port-file "$run_dir/rest.port")
 coordinator_cmd+=(${coordinator_args[@]+"${coordinator_args[@]}"})
 if [ "$dry_run" -eq 1 ]; then
   run setsid nohup "${coordinator_cmd[@]}"
-  echo "  (stdout+stderr >> $coordinator_log, pid -> $run_dir/coordinator.pid)"
+  echo "  (stdout+stderr >> $coordinator_out, pid -> $run_dir/coordinator.pid)"
 else
   rotate_log "$coordinator_log"
+  rotate_log "$coordinator_out"
   rm -f "$run_dir/rest.port"
-  : >"$coordinator_log"  # exists before the first poll below
-  (exec setsid nohup "${coordinator_cmd[@]}" >>"$coordinator_log" 2>&1 </dev/null) &
+  : >"$coordinator_out"  # exists before the first poll below
+  (exec setsid nohup "${coordinator_cmd[@]}" >>"$coordinator_out" 2>&1 </dev/null) &
   coordinator_pid=$!
   echo "$coordinator_pid" >"$run_dir/coordinator.pid"
 
@@ -257,18 +265,18 @@ else
   bound_port=""
   while :; do
     bound_port="$(sed -n 's/^keyflow-coordinator: listening on tcp:\/\/.*:\([0-9][0-9]*\)$/\1/p' \
-      "$coordinator_log" 2>/dev/null | tail -n 1 || true)"
+      "$coordinator_out" 2>/dev/null | tail -n 1 || true)"
     [ -n "$bound_port" ] && break
     if ! kf_pid_alive "$coordinator_pid"; then
       rc=0
       wait "$coordinator_pid" || rc=$?
       kf_log "the coordinator exited (status $rc) instead of starting:"
-      kf_log_excerpt "$coordinator_log"
+      kf_log_excerpts "$coordinator_log"
       exit 1
     fi
     if [ "$SECONDS" -ge "$deadline" ]; then
       kf_log "the coordinator (pid $coordinator_pid) did not start listening within 10 s:"
-      kf_log_excerpt "$coordinator_log"
+      kf_log_excerpts "$coordinator_log"
       exit 1
     fi
     sleep 0.1
@@ -281,31 +289,34 @@ endpoint="tcp://$coordinator_host:$port"
 # ---- workers ------------------------------------------------------------------------------
 worker_cmd() {  # worker_cmd I DATA_HOST [KEYS_DIR]: the worker's command line, into `cmd`
   security_args "worker-$1" "${3:-}"
-  cmd=("$WORKER" --coordinator "$endpoint" --slot "$1" --data-host "$2" "${sec[@]}")
+  cmd=("$WORKER" --coordinator "$endpoint" --slot "$1" --data-host "$2" "${sec[@]}"
+    --log-file "$run_dir/worker-$1.log")
   [ -z "$bind_host" ] || cmd+=(--bind-host "$bind_host")
   cmd+=(${worker_args[@]+"${worker_args[@]}"})
 }
 
 start_local_worker() {
-  local i="$1" log="$run_dir/worker-$1.log"
+  local i="$1" log="$run_dir/worker-$1.log" out
+  out="$(kf_output_file "$log")"
   worker_cmd "$i" "${data_host:-127.0.0.1}"
   if [ "$dry_run" -eq 1 ]; then
     if [ "$respawn" -eq 1 ]; then
-      run setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" --log "$log" -- "${cmd[@]}"
+      run setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" --log "$out" -- "${cmd[@]}"
     else
       run setsid nohup "${cmd[@]}"
-      echo "  (stdout+stderr >> $log, pid -> $run_dir/worker-$i.pid)"
+      echo "  (stdout+stderr >> $out, pid -> $run_dir/worker-$i.pid)"
     fi
     return
   fi
   rotate_log "$log"
+  rotate_log "$out"
   if [ "$respawn" -eq 1 ]; then
     rm -f "$run_dir/worker-$i.pid"
-    (exec setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" --log "$log" -- \
+    (exec setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" --log "$out" -- \
       "${cmd[@]}" >/dev/null 2>&1 </dev/null) &
     echo $! >"$run_dir/worker-$i.supervisor.pid"
   else
-    (exec setsid nohup "${cmd[@]}" >>"$log" 2>&1 </dev/null) &
+    (exec setsid nohup "${cmd[@]}" >>"$out" 2>&1 </dev/null) &
     echo $! >"$run_dir/worker-$i.pid"
   fi
 }
@@ -325,24 +336,29 @@ send_worker_keys() {
 }
 
 start_remote_worker() {
-  local i="$1" host="$2" log="$run_dir/worker-$1.log" remote pid
+  local i="$1" host="$2" log="$run_dir/worker-$1.log" remote pid out
   if [ "$insecure" -eq 0 ]; then
     send_worker_keys "$i" "$host"
     worker_cmd "$i" "${data_host:-${host#*@}}" "$run_dir/worker-$i-keys"
   else
     worker_cmd "$i" "${data_host:-${host#*@}}"
   fi
-  local quoted_cmd quoted_run quoted_log
+  local quoted_cmd quoted_run quoted_log quoted_out
+  out="$(kf_output_file "$log")"
   quoted_cmd="$(printf '%q ' "${cmd[@]}")"
   quoted_run="$(printf '%q' "$run_dir")"
   quoted_log="$(printf '%q' "$log")"
+  quoted_out="$(printf '%q' "$out")"
+  # The log the worker writes itself; its stdout+stderr (and the supervisor's lines) to .out.
+  local prev="{ [ ! -f $quoted_log ] || mv -f $quoted_log $quoted_log.prev; } &&
+    { [ ! -f $quoted_out ] || mv -f $quoted_out $quoted_out.prev; }"
   if [ "$respawn" -eq 1 ]; then
-    remote="mkdir -p $quoted_run && cd $quoted_run && { [ ! -f $quoted_log ] || mv -f $quoted_log $quoted_log.prev; } &&
+    remote="mkdir -p $quoted_run && cd $quoted_run && $prev &&
       (setsid nohup $(printf '%q' "$SUPERVISOR") --pid-file $(printf '%q' "$run_dir/worker-$i.pid") \
-        --log $quoted_log -- $quoted_cmd >/dev/null 2>&1 </dev/null & echo \$!)"
+        --log $quoted_out -- $quoted_cmd >/dev/null 2>&1 </dev/null & echo \$!)"
   else
-    remote="mkdir -p $quoted_run && cd $quoted_run && { [ ! -f $quoted_log ] || mv -f $quoted_log $quoted_log.prev; } &&
-      (setsid nohup $quoted_cmd >>$quoted_log 2>&1 </dev/null & echo \$!)"
+    remote="mkdir -p $quoted_run && cd $quoted_run && $prev &&
+      (setsid nohup $quoted_cmd >>$quoted_out 2>&1 </dev/null & echo \$!)"
   fi
   if [ "$dry_run" -eq 1 ]; then
     run ssh -n -o BatchMode=yes -o ConnectTimeout=10 "$host" "$remote"
@@ -385,7 +401,7 @@ while :; do
   [ ${#missing[@]} -eq 0 ] && break
   if ! kf_pid_alive "$coordinator_pid"; then
     kf_log "the coordinator (pid $coordinator_pid) exited while workers were registering:"
-    kf_log_excerpt "$coordinator_log"
+    kf_log_excerpts "$coordinator_log"
     exit 1
   fi
   if [ "$respawn" -eq 0 ] && [ ${#hosts[@]} -eq 0 ]; then
@@ -393,7 +409,7 @@ while :; do
       pid="$(kf_pid_from_file "$run_dir/worker-$i.pid")"
       if [ -n "$pid" ] && ! kf_pid_alive "$pid"; then
         kf_log "worker $i (pid $pid) exited before registering:"
-        kf_log_excerpt "$run_dir/worker-$i.log"
+        kf_log_excerpts "$run_dir/worker-$i.log"
         exit 1
       fi
     done
@@ -404,13 +420,15 @@ while :; do
     for i in "${missing[@]}"; do
       if [ -f "$run_dir/worker-$i.host" ]; then
         host="$(cat "$run_dir/worker-$i.host")"
-        echo "---- last lines of $run_dir/worker-$i.log on $host ----" >&2
-        kf_ssh "$host" "tail -n 15 $(printf '%q' "$run_dir/worker-$i.log")" >&2 || true
+        for f in "$run_dir/worker-$i.log" "$run_dir/worker-$i.out"; do
+          echo "---- last lines of $f on $host ----" >&2
+          kf_ssh "$host" "tail -n 15 $(printf '%q' "$f")" >&2 || true
+        done
       else
-        kf_log_excerpt "$run_dir/worker-$i.log"
+        kf_log_excerpts "$run_dir/worker-$i.log"
       fi
     done
-    kf_log_excerpt "$coordinator_log" 5
+    kf_log_excerpts "$coordinator_log" 5
     exit 1
   fi
   sleep 0.2

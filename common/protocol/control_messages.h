@@ -614,9 +614,12 @@ struct Reply {
   bool ok = false;
   std::string message;  // a sentence for the user (error or summary)
   std::string json;     // structured payload (status, checkpoint list, plan), may be empty
+  // Why a refusal (ok == false) was refused: the Status code of the error (the REST API maps it
+  // to an HTTP status). kOk on a refusal means "not classified" (treated as FailedPrecondition).
+  StatusCode code = StatusCode::kOk;
   template <class A>
   void serialize(A& ar) {
-    ar(ok, message, json);
+    ar(ok, message, json, code);
   }
 };
 

@@ -1,5 +1,6 @@
 #include "coordinator/rest/rest_api.h"
 
+#include <charconv>
 #include <string>
 
 #include "common/clock.h"
@@ -116,10 +117,66 @@ json Subtasks(const StatusSnapshot&, const json* job) {
           {"subtasks", Value(*job, "subtasks", json::array())}};
 }
 
-json Checkpoints(const StatusSnapshot&, const json* job) {
-  json out = Value(*job, "checkpoints", json::object());
-  out["job_id"] = Value(*job, "job_id");
+// ?limit=N&since_id=ID of GET /api/v1/job/checkpoints.
+struct HistoryFilter {
+  int64_t limit = static_cast<int64_t>(kCheckpointHistory);
+  int64_t since_id = 0;
+};
+
+// The query parameter `name` as an integer >= `min` (absent: `fallback`).
+Result<int64_t> IntQuery(const HttpRequest& r, const char* name, int64_t min, int64_t fallback,
+                         const char* example) {
+  auto it = r.query.find(name);
+  if (it == r.query.end()) return fallback;
+  int64_t v = 0;
+  const std::string& text = it->second;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < min) {
+    return InvalidArgument("?" + std::string(name) + "= must be an integer >= " +
+                           std::to_string(min) + ", got \"" + text + "\": e.g. " + example);
+  }
+  return v;
+}
+
+Result<HistoryFilter> ParseHistoryFilter(const HttpRequest& r) {
+  for (const auto& [key, value] : r.query) {
+    if (key != "limit" && key != "since_id") {
+      return InvalidArgument("unknown query parameter \"" + key +
+                             "\": /api/v1/job/checkpoints takes limit and since_id, e.g. "
+                             "?since_id=41&limit=20");
+    }
+  }
+  HistoryFilter f;
+  ASSIGN_OR_RETURN(f.limit, IntQuery(r, "limit", 1, f.limit, "?limit=20"));
+  ASSIGN_OR_RETURN(f.since_id, IntQuery(r, "since_id", 0, 0, "?since_id=41"));
+  return f;
+}
+
+// The checkpoint statistics; "history" (newest first, at most kCheckpointHistory kept) holds
+// the `limit` newest with an id above `since_id`.
+json Checkpoints(const json& job, const HistoryFilter& f) {
+  json out = Value(job, "checkpoints", json::object());
+  out["job_id"] = Value(job, "job_id");
+  json history = json::array();
+  for (const json& c : Value(out, "history", json::array())) {
+    if (static_cast<int64_t>(history.size()) >= f.limit) break;
+    json id = Value(c, "id");
+    if (!id.is_number_integer() || id.get<int64_t>() <= f.since_id) break;  // newest first
+    history.push_back(c);
+  }
+  out["history"] = std::move(history);
+  out["history_kept"] = kCheckpointHistory;
   return out;
+}
+
+RestRouter::Handler CheckpointsHandler(const RestContext& c) {
+  return [&c](const HttpRequest& request) {
+    Result<HistoryFilter> f = ParseHistoryFilter(request);
+    if (!f.ok()) return JsonError(400, f.status().message());
+    return Read(c, true, [f = *f](const StatusSnapshot&, const json* job) {
+      return Checkpoints(*job, f);
+    })(request);
+  };
 }
 
 json Rescale(const StatusSnapshot&, const json* job) {
@@ -176,8 +233,8 @@ Result<bool> OptionalBool(const json& body, const char* key, bool fallback) {
   return it->get<bool>();
 }
 
-// The answer to a command: 200 with the Coordinator's reply, 409 when it refused, 202 when it
-// is still running after the wait, 503 when it could not be handed over.
+// The answer to a command: 200 with the Coordinator's reply, 202 when it is still running after
+// the wait, 503 when it could not be handed over; a refusal by its class (HttpStatusOfRefusal).
 HttpResponse CommandOutcome(const Result<Reply>& r) {
   if (!r.ok()) {
     const std::string m = r.status().message();  // a copy: status() may be a temporary
@@ -187,7 +244,7 @@ HttpResponse CommandOutcome(const Result<Reply>& r) {
     }
     return JsonError(503, m);
   }
-  if (!r->ok) return JsonError(409, r->message);
+  if (!r->ok) return JsonError(HttpStatusOfRefusal(r->code), r->message);
   json result = r->json.empty() ? json(nullptr) : json::parse(r->json, nullptr, false);
   if (result.is_discarded()) result = r->json;
   return JsonResponse(200, {{"ok", true}, {"message", r->message}, {"result", result}});
@@ -287,6 +344,27 @@ Result<ControlMessage> LoggingCommand(const json& body) {
 
 }  // namespace
 
+int HttpStatusOfRefusal(StatusCode code) {
+  switch (code) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kDeadlineExceeded:
+      return 504;
+    case StatusCode::kIoError:
+    case StatusCode::kCorruption:
+    case StatusCode::kDataLoss:
+    case StatusCode::kInternal:
+      return 500;
+    default:  // kFailedPrecondition, kAlreadyExists, kAborted, unclassified (kOk), ...
+      return 409;
+  }
+}
+
 void AddApiRoutes(RestRouter& router, const RestContext& c) {
   router.Add("GET", "/api/v1/health", [&c](const HttpRequest&) {
     auto s = c.snapshots->Latest();
@@ -303,7 +381,7 @@ void AddApiRoutes(RestRouter& router, const RestContext& c) {
              }));
   router.Add("GET", "/api/v1/job", Read(c, true, JobWithoutSubtasks));
   router.Add("GET", "/api/v1/job/subtasks", Read(c, true, Subtasks));
-  router.Add("GET", "/api/v1/job/checkpoints", Read(c, true, Checkpoints));
+  router.Add("GET", "/api/v1/job/checkpoints", CheckpointsHandler(c));
   router.Add("GET", "/api/v1/job/rescale", Read(c, true, Rescale));
 
   router.Add("POST", "/api/v1/job/cancel", Command(c, CancelCommand));

@@ -41,6 +41,11 @@ struct RestContext {
   const Clock* clock = nullptr;  // wall clock for snapshot ages; null = the system clock
 };
 
+// The HTTP status of a command the Coordinator refused, by the refusal's Status code:
+// InvalidArgument/OutOfRange 400, NotFound 404, FailedPrecondition/AlreadyExists (and an
+// unclassified refusal) 409, Unavailable 503, DeadlineExceeded 504, I/O and internal errors 500.
+int HttpStatusOfRefusal(StatusCode code);
+
 // The /api/v1/... endpoints.
 void AddApiRoutes(RestRouter& router, const RestContext& context);
 

@@ -7,9 +7,12 @@
 // Threading: Publish on the control loop; Latest from any thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/mutex.h"
 
@@ -21,13 +24,28 @@ struct StatusSnapshot {
   uint64_t sequence = 0;        // 1, 2, ... per publication
 };
 
+// The checkpoint history the REST API serves (GET /api/v1/job/checkpoints): the publisher keeps
+// the newest kCheckpointHistory finished checkpoints of the job across publications and attempts
+// (the job's own history starts over with each attempt), and writes them, newest first, into
+// each snapshot's job.checkpoints.history (replacing the coordinator's). Each subtask's numbers
+// stay on the kCheckpointHistoryWithSubtasks newest only. A new job id starts a new history.
+inline constexpr size_t kCheckpointHistory = 100;
+inline constexpr size_t kCheckpointHistoryWithSubtasks = 10;
+
 class StatusSnapshotPublisher {
  public:
+  // Call from one thread (the control loop).
   void Publish(nlohmann::json status, int64_t wall_now_ms);
   // Null before the first publication.
   std::shared_ptr<const StatusSnapshot> Latest() const;
 
  private:
+  void MergeCheckpointHistory(nlohmann::json& status);
+
+  // Publish's thread only.
+  std::string history_job_id_;
+  std::deque<nlohmann::json> history_;  // newest first, at most kCheckpointHistory
+
   mutable Mutex mu_;
   std::shared_ptr<const StatusSnapshot> latest_ ABSL_GUARDED_BY(mu_);
   uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;

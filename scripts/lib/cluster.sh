@@ -4,7 +4,8 @@
 #
 # Run directory layout (default ./.keyflow):
 #   coordinator.pid            pid of the keyflow-coordinator process
-#   coordinator.log            its stdout+stderr
+#   coordinator.log            its log (--log-file; rotates: coordinator.1.log, ...)
+#   coordinator.out            its stdout+stderr: startup errors, crash reports
 #   coordinator.endpoint       the endpoint clients use, e.g. tcp://127.0.0.1:6123
 #   keys/                      the cluster's key set (default of --keys; `keyflow keys init`)
 #   cluster.env                `export KEYFLOW_KEYS=...` for the CLI (or `unset` for --insecure)
@@ -12,7 +13,10 @@
 #                              workers/worker-<i>.key, nothing else (0700)
 #   worker-<i>.pid             pid of worker i (slot i); with --hosts the pid on its host
 #   worker-<i>.host            only with --hosts: the host worker i runs on
-#   worker-<i>.log             its stdout+stderr (with --hosts: on its host, same path)
+#   worker-<i>.log             its log (--log-file; rotates: worker-<i>.1.log, ...; with --hosts:
+#                              on its host, same path)
+#   worker-<i>.out             its stdout+stderr: startup errors, crash reports, the print
+#                              sink's lines, the supervisor's lines (--respawn)
 #   worker-<i>.supervisor.pid  only with --respawn: the supervisor that restarts worker i
 
 kf_log() { echo "$KF_PROG: $*" >&2; }
@@ -68,6 +72,18 @@ kf_remote_alive() {
 }
 
 # kf_log_excerpt FILE [LINES]: the last lines of a log, indented, for error messages.
+# kf_output_file LOG: the stdout+stderr file next to a process's log file (x.log -> x.out).
+kf_output_file() { printf '%s\n' "${1%.log}.out"; }
+
+# kf_log_excerpts LOG [LINES]: the last lines of a process's log and of its stdout+stderr file
+# (a startup error or a crash is only in the latter).
+kf_log_excerpts() {
+  local out
+  out="$(kf_output_file "$1")"
+  kf_log_excerpt "$1" "${2:-15}"
+  if [ -s "$out" ]; then kf_log_excerpt "$out" "${2:-15}"; fi
+}
+
 kf_log_excerpt() {
   local file="$1" lines="${2:-15}"
   if [ -s "$file" ]; then

@@ -19,6 +19,7 @@ namespace keyflow::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Script(const std::string& name) {
   return std::string(KEYFLOW_SOURCE_DIR) + "/scripts/" + name;
@@ -148,6 +149,44 @@ TEST_F(ClusterScriptsTest, StartRegistersEveryWorkerRefusesASecondClusterAndStop
   EXPECT_THAT(again->err, HasSubstr("no cluster running from " + run_dir_));
 }
 
+TEST_F(ClusterScriptsTest, EachProcessWritesItsOwnRotatingLogAndItsOutputBesideIt) {
+  auto started = StartCluster({"--workers", "1", "--port", "0", "--rest-port", "-1",
+                               "--log-max-size", "2KiB", "--log-max-files", "2"});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_EQ(started->exit_code, 0) << started->err;
+  std::string endpoint = started->out.substr(0, started->out.find('\n'));
+  // The process's own lines go to its log file; what it prints to stdout/stderr to .out.
+  EXPECT_THAT(ReadFileOrEmpty(run_dir_ + "/coordinator.out"),
+              HasSubstr("keyflow-coordinator: listening on " + endpoint.substr(0, 6)));
+  EXPECT_THAT(ReadFileOrEmpty(run_dir_ + "/coordinator.log"),
+              HasSubstr("coordinator listening endpoint=tcp://"));
+  EXPECT_THAT(ReadFileOrEmpty(run_dir_ + "/coordinator.log"),
+              Not(HasSubstr("keyflow-coordinator: listening on")));
+  // Each level change is a line in every process's log (~150 bytes): 40 of them rotate
+  // 2 KiB files, and at most --log-max-files rotated files are kept.
+  for (int i = 0; i < 40; ++i) {
+    auto r = RunCommand({"env", "KEYFLOW_KEYS=" + run_dir_ + "/keys", KeyflowBinary("keyflow"),
+                         "log-level", i % 2 == 0 ? "debug" : "info", "--coordinator", endpoint},
+                        Duration::Seconds(15));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->exit_code, 0) << r->err;
+  }
+  for (const char* name : {"coordinator", "worker-0"}) {
+    const std::string base = run_dir_ + "/" + name;
+    Status rotated = WaitUntil(
+        [&] {
+          return std::filesystem::exists(base + ".1.log") &&
+                 std::filesystem::exists(base + ".2.log");
+        },
+        Duration::Seconds(20), std::string(name) + "'s log to rotate twice", Duration::Millis(50));
+    EXPECT_TRUE(rotated.ok()) << rotated.message() << "\n" << Tail(base + ".log");
+    EXPECT_FALSE(std::filesystem::exists(base + ".3.log")) << name;
+    EXPECT_LE(std::filesystem::file_size(base + ".log"), 2048u) << name;
+    EXPECT_LE(std::filesystem::file_size(base + ".1.log"), 2048u) << name;
+    EXPECT_THAT(ReadFileOrEmpty(base + ".1.log"), HasSubstr("log level changed from ")) << name;
+  }
+}
+
 TEST_F(ClusterScriptsTest, PortInUseFailsWithTheCoordinatorsErrorAndLeavesNothingRunning) {
   auto other = Cluster::Start(dir_.Subdir("other"), ClusterOptions{.workers = 0});
   ASSERT_TRUE(other.ok()) << other.status().ToString();
@@ -188,8 +227,9 @@ TEST_F(ClusterScriptsTest, RespawnRestartsAKilledWorkerUnderItsSlot) {
       },
       Duration::Seconds(20), "the respawned worker to register under slot 0",
       Duration::Millis(100));
-  ASSERT_TRUE(s.ok()) << s.message() << "\n" << Tail(run_dir_ + "/worker-0.log");
-  EXPECT_THAT(ReadFileOrEmpty(run_dir_ + "/worker-0.log"),
+  ASSERT_TRUE(s.ok()) << s.message() << "\n" << Tail(run_dir_ + "/worker-0.out");
+  // The supervisor writes beside the worker's stdout+stderr, not into the log the worker rotates.
+  EXPECT_THAT(ReadFileOrEmpty(run_dir_ + "/worker-0.out"),
               HasSubstr("supervisor: worker pid=" + std::to_string(first) +
                         " exited with status 137 (killed by signal 9 (SIGKILL"));
 

@@ -73,7 +73,10 @@ const char* const kCharts[] = {"chart-records", "chart-watermark-lag", "chart-ba
 class FixtureServer {
  public:
   // `stop_after_polls` > 0: the server stops (connections refused) once that many polls ran.
-  explicit FixtureServer(int stop_after_polls = 0) : stop_after_(stop_after_polls) {
+  // `wide`: subtasks with the widest values a big job shows (10-digit counters, 5-digit key
+  // groups, second-long latencies, hours of watermark lag), for the table-width test.
+  explicit FixtureServer(int stop_after_polls = 0, bool wide = false)
+      : stop_after_(stop_after_polls), wide_(wide) {
     server_.Get("/", [](const httplib::Request& q, httplib::Response& r) { Asset(q, r); });
     server_.Get("/static/.*", [](const httplib::Request& q, httplib::Response& r) { Asset(q, r); });
     server_.Get("/api/v1/workers", [this](const httplib::Request&, httplib::Response& r) {
@@ -115,6 +118,26 @@ class FixtureServer {
                             {"watermark", now - 1500},
                             {"backpressure", 0.25},
                             {"latency", {{"p50_ms", 1.0}, {"p99_ms", 3.0}, {"count", k}}}});
+        if (wide_) {
+          const int64_t big = int64_t{9'876'543'210} + k * 1000;
+          json& st = subtasks.back();
+          st["subtask"] = 32766 + i;
+          st["key_groups"] = {32766 + i, 32766 + i};
+          st["worker"] = "worker 1234 (slot 1233, host a-long-host-name.example.com, pid 4194304)";
+          st["state"] = "DEPLOYING";
+          st["records_in"] = big;
+          st["records_processed"] = big;
+          st["records_out"] = big;
+          st["watermark"] = now - int64_t{360'000'000'000};
+          st["backpressure"] = 1.0;
+          st["latency"] = {
+              {"p50_ms", 12345.6}, {"p99_ms", 98765.4}, {"p999_ms", 99999.9}, {"count", k}};
+          st["state_backend"] = "rocksdb";
+          st["state_bytes_memory"] = int64_t{1'000'000'000'000};
+          st["state_bytes_disk"] = int64_t{23'000'000'000};
+          st["state_keys"] = big;
+          st["timers"] = big;
+        }
       }
       Json(r, {{"subtasks", subtasks}, {"snapshot", {{"published_at_ms", now}}}});
       if (stop_after_ > 0 && k == stop_after_) {
@@ -123,17 +146,22 @@ class FixtureServer {
         cv_.notify_all();
       }
     });
-    server_.Get("/api/v1/job/checkpoints", [this](const httplib::Request&, httplib::Response& r) {
+    server_.Get("/api/v1/job/checkpoints", [this](const httplib::Request& q, httplib::Response& r) {
       int k = polls_.load();
-      json recent = json::array();  // the newest five, newest first, as the coordinator has it
-      for (int id = k; id > std::max(0, k - 5); --id) {
-        recent.push_back({{"id", id},
-                          {"state", "COMPLETED"},
-                          {"duration_ms", 10 + id % 5},
-                          {"bytes", 1000 * id}});
+      // Checkpoints 1..k, newest first, above ?since_id= as the coordinator filters them.
+      int since = q.has_param("since_id") ? std::stoi(q.get_param_value("since_id")) : 0;
+      last_since_id_ = since;
+      json history = json::array();
+      for (int id = k; id > since; --id) {
+        history.push_back({{"id", id},
+                           {"state", "COMPLETED"},
+                           {"duration_ms", 10 + id % 5},
+                           {"bytes", 1000 * id}});
       }
-      Json(r,
-           {{"interval_ms", 1000}, {"recent", recent}, {"snapshot", {{"published_at_ms", Now()}}}});
+      checkpoints_served_ += static_cast<int>(history.size());
+      Json(r, {{"interval_ms", 1000},
+               {"history", history},
+               {"snapshot", {{"published_at_ms", Now()}}}});
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     listener_ = std::thread([this] { server_.listen_after_bind(); });
@@ -159,6 +187,9 @@ class FixtureServer {
     return "http://127.0.0.1:" + std::to_string(port_) + "/" + query;
   }
   int polls() const { return polls_.load(); }
+  // The checkpoint entries the dashboard was sent, and the since_id of its last request.
+  int checkpoints_served() const { return checkpoints_served_.load(); }
+  int last_since_id() const { return last_since_id_.load(); }
 
  private:
   static constexpr int64_t kStartMs = 1'764'600'000'000;
@@ -175,9 +206,12 @@ class FixtureServer {
   }
 
   const int stop_after_;
+  const bool wide_;
   httplib::Server server_;
   int port_ = -1;
   std::atomic<int> polls_{0};
+  std::atomic<int> checkpoints_served_{0};
+  std::atomic<int> last_since_id_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_requested_ = false;
@@ -363,6 +397,33 @@ TEST(DashboardTest, HistoryStaysAtTheCapAfterMorePollsThanTheCap) {
             std::string::npos);
   EXPECT_NE(dom->find("<div id=\"rescale-bar\" class=\"phase-1\">"), std::string::npos);
   EXPECT_EQ(SubtaskRows(*dom), (std::map<int, std::string>{{0, "0-63"}, {1, "64-127"}}));
+  // Each poll fetched only the checkpoints newer than the ones it had: about one per poll, not
+  // the whole history each time.
+  EXPECT_GT(server.last_since_id(), polls - 5);
+  EXPECT_LE(server.checkpoints_served(), server.polls() + 1);
+}
+
+TEST(DashboardTest, TheSubtaskTableFitsA1280PixelWindow) {
+  REQUIRE_CHROMIUM();
+  TestDir dir;
+  FixtureServer server(/*stop_after_polls=*/0, /*wide=*/true);
+  ChromiumRun run;
+  run.width = 1280;
+  run.height = 800;
+  run.virtual_time_budget = Duration::Millis(500);
+  auto dom = RunHeadlessChromium(server.Url("?poll_ms=100"), dir.path(), run);
+  ASSERT_TRUE(dom.ok()) << dom.status().ToString();
+  std::string body = StartTag(*dom, "body", "");
+  ASSERT_EQ(Attr(body, "data-connection"), "ok") << body;
+  ASSERT_EQ(SubtaskRows(*dom).size(), 2u) << body;
+  EXPECT_NE(dom->find(">9,876,5"), std::string::npos) << "the wide values are shown";
+  // No section scrolls sideways (its content is not wider than it), nor does the page:
+  // document.documentElement.scrollWidth <= innerWidth.
+  EXPECT_EQ(Attr(body, "data-wide-sections"), "") << body;
+  std::string page = Attr(body, "data-page-width");
+  ASSERT_NE(page.find('/'), std::string::npos) << body;
+  EXPECT_LE(std::stoi(page.substr(0, page.find('/'))), std::stoi(page.substr(page.find('/') + 1)))
+      << body;
 }
 
 TEST(DashboardTest, ShowsCoordinatorUnreachableAndKeepsTheLastDataWhenTheServerGoes) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <memory>
 #include <vector>
 
@@ -231,6 +232,30 @@ TEST_F(RestApiTest, CommandsNeedAnOperatorsToken) {
   auto bad = Post("/api/v1/job/rescale", OperatorToken(), "{\"parallelism\": \"three\"}");
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
+
+  // A refusal by the coordinator has its class: a parallelism above the job's maximum is a bad
+  // request (400); a rescale while another one waits for workers is a conflict (409).
+  auto too_big = Post("/api/v1/job/rescale", OperatorToken(), R"({"parallelism": 1000})");
+  ASSERT_TRUE(too_big);
+  EXPECT_EQ(too_big->status, 400) << too_big->body;
+  EXPECT_THAT(json::parse(too_big->body)["error"].get<std::string>(),
+              HasSubstr("it must be between 1 and the job's max parallelism 128"));
+  auto waiting = std::async(std::launch::async, [&] {
+    return Post("/api/v1/job/rescale", OperatorToken(),
+                R"({"parallelism": 3, "wait_for_workers_ms": 3000})");
+  });
+  ASSERT_TRUE(
+      GetUntil("/api/v1/job/rescale", [](const json& r) { return r["in_progress"] == true; }).ok());
+  auto second = Post("/api/v1/job/rescale", OperatorToken(), R"({"parallelism": 4})");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 409) << second->body;
+  EXPECT_THAT(json::parse(second->body)["error"].get<std::string>(),
+              HasSubstr("it can be rescaled only while RUNNING"));
+  auto first = waiting.get();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 409) << first->body;
+  EXPECT_THAT(json::parse(first->body)["error"].get<std::string>(),
+              HasSubstr("needs 3 workers but only 2 registered in time"));
 
   auto ok = Post("/api/v1/job/cancel", OperatorToken());
   ASSERT_TRUE(ok);

@@ -11,7 +11,10 @@
 //
 // The DOM exposes what a headless test checks: body[data-connection] ("ok" | "unreachable" |
 // "connecting"), body[data-polls] (successful polls), body[data-renders] (polls that brought a
-// new snapshot and were drawn), body[data-csp-violations]; each chart's
+// new snapshot and were drawn), body[data-csp-violations], body[data-wide-sections] ("ID:content
+// width/section width" of each section whose content overflows it sideways, "" when all fit),
+// body[data-page-width]
+// ("document width/window width"); each chart's
 // <figure> has data-points (the longest series), data-series and data-last (sum of the series'
 // last values); each subtask row data-subtask and data-key-groups ("START-END", inclusive).
 'use strict';
@@ -68,7 +71,7 @@
     if (Math.abs(ms) < 1000) return Math.round(ms) + ' ms';
     if (Math.abs(ms) < 120000) return (ms / 1000).toFixed(1) + ' s';
     if (Math.abs(ms) < 7200000) return (ms / 60000).toFixed(1) + ' min';
-    return (ms / 3600000).toFixed(1) + ' h';
+    return (ms / 3600000).toFixed(Math.abs(ms) < 3600000000 ? 1 : 0) + ' h';
   }
   function fmtClock(ms) {
     const d = new Date(ms);
@@ -108,6 +111,18 @@
     return tr;
   }
   const num = (text) => el('td', text, { class: 'num' });
+  // A count in a narrow cell: exact up to 999,999, then 3 digits and k/M/G/T ("9.88 G"), the
+  // exact number on hover.
+  function countCell(n) {
+    if (typeof n !== 'number' || !Number.isFinite(n) || Math.abs(n) < 1e6) return num(fmtCount(n));
+    const units = ['', 'k', 'M', 'G', 'T', 'P'];
+    let v = n;
+    let i = 0;
+    while (Math.abs(v) >= 1000 && i < units.length - 1) { v /= 1000; i += 1; }
+    const text = (Math.abs(v) < 10 ? v.toFixed(2) : Math.abs(v) < 100 ? v.toFixed(1) : v.toFixed(0)) +
+      ' ' + units[i];
+    return el('td', text, { class: 'num', title: fmtCount(n) });
+  }
   const WIDE_FACTS = new Set(['job_id', 'restart_strategy', 'last_command', 'failure',
     'last_failure', 'waiting_for', 'commands_in_progress']);
   function facts(dl, items) {
@@ -230,6 +245,10 @@
   const prevSubtask = new Map();  // subtask index -> {attempt, t, processed}
   const prevWorker = new Map();   // "worker/pid" -> {t, cpu}
   const checkpointHistory = new Map();  // id -> stats, at most MAX_POINTS
+  // The checkpoints already fetched: each poll asks only for newer ones (?since_id=), of the
+  // job they belong to (another job starts over).
+  let checkpointJob = null;
+  let newestCheckpoint = 0;
   let polls = 0;
   let renders = 0;
   let lastSnapshots = '';  // the snapshot sequences of the last rendered poll
@@ -274,7 +293,8 @@
   async function poll() {
     try {
       const [workersRes, jobRes, subtasksRes, checkpointsRes] = await Promise.all(
-        [getJson(API.workers), getJson(API.job), getJson(API.subtasks), getJson(API.checkpoints)]);
+        [getJson(API.workers), getJson(API.job), getJson(API.subtasks),
+          getJson(API.checkpoints + '?since_id=' + newestCheckpoint)]);
       if (workersRes.status !== 200) throw new Error(errorText(workersRes, API.workers));
       if (jobRes.status !== 200 && jobRes.status !== 404) throw new Error(errorText(jobRes, API.job));
       const workers = unwrapList(workersRes.data, 'workers');
@@ -356,6 +376,12 @@
     renderJob(p.job);
     renderSubtasks(p.subtasksTime, p.job, p.subtasks);
     renderCheckpoints(p.job, p.checkpoints);
+    // What the width test reads: sections whose content is wider than they are (they would
+    // scroll sideways) and the page's width against the window's.
+    body.dataset.wideSections = [...document.querySelectorAll('main section')]
+      .filter((s) => !s.hidden && s.scrollWidth > s.clientWidth)
+      .map((s) => s.id + ':' + s.scrollWidth + '/' + s.clientWidth).join(' ');
+    body.dataset.pageWidth = document.documentElement.scrollWidth + '/' + window.innerWidth;
   }
 
   function renderWorkers(t, workers) {
@@ -463,17 +489,18 @@
       if (p99 !== undefined) charts.latency.push(key, label, t, p99);
       const p50 = latencyMs(s, 'p50');
       const p999 = latencyMs(s, 'p999');
-      const ms = (v) => (v === undefined ? '–' : v.toFixed(1));
+      // 3 significant digits at most (the unit is in the header): 0.42, 5.1, 322.
+      const ms = (v) => (v === undefined ? '–' : v.toFixed(v < 10 ? (v < 1 ? 2 : 1) : 0));
       const range = Array.isArray(s.key_groups) ? s.key_groups[0] + '-' + s.key_groups[1] : '';
       return row([
         num(s.subtask), el('td', range, { class: 'key-groups' }), workerCell(s.worker),
         el('td', s.state, { class: 'state-' + s.state }),
-        num(fmtCount(s.records_in)), num(fmtCount(s.records_processed)), num(fmtCount(s.records_out)),
+        countCell(s.records_in), countCell(s.records_processed), countCell(s.records_out),
         num(fmtRate(rate)), num(lag === undefined ? '–' : fmtMs(lag * 1000)),
         num(typeof s.backpressure === 'number' ? (s.backpressure * 100).toFixed(0) + ' %' : '–'),
-        num(p99 === undefined ? '–' : ms(p50) + ' / ' + ms(p99) + ' / ' + ms(p999) + ' ms'),
+        num(p99 === undefined ? '–' : ms(p50) + ' / ' + ms(p99) + ' / ' + ms(p999)),
         s.state_backend || '–', num(fmtBytes(stateBytes(s))),
-        num(fmtCount(s.state_keys)), num(fmtCount(s.timers)),
+        countCell(s.state_keys), countCell(s.timers),
       ], { 'data-subtask': String(s.subtask), 'data-key-groups': range });
     });
     for (const k of [...prevSubtask.keys()]) if (!keys.has(k)) prevSubtask.delete(k);
@@ -492,8 +519,17 @@
       if (list === null && d && Array.isArray(d.history)) list = d.history;
       if (list === null && d && Array.isArray(d.recent)) list = d.recent;
     }
+    const jobId = (doc && doc.job_id) || (job && job.job_id) || null;
+    if (jobId !== checkpointJob) {
+      // Fetched above the previous job's ids: the next poll fetches all of this job's.
+      if (newestCheckpoint > 0) list = null;
+      checkpointJob = jobId;
+      checkpointHistory.clear();
+      newestCheckpoint = 0;
+    }
     for (const c of list || []) {
       if (typeof c.id === 'number') checkpointHistory.set(c.id, c);
+      if (typeof c.id === 'number' && c.id > newestCheckpoint) newestCheckpoint = c.id;
     }
     const ids = [...checkpointHistory.keys()].sort((a, b) => a - b);
     for (const id of ids.slice(0, Math.max(0, ids.length - MAX_POINTS))) checkpointHistory.delete(id);

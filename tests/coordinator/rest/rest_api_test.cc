@@ -5,6 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "common/protocol/control_messages.h"
 #include "common/version.h"
 
@@ -47,11 +51,12 @@ class RestApiTest : public ::testing::Test {
     context_.clock = &clock_;
     AddApiRoutes(router_, context_);
   }
-  // GET `path`; the status and the parsed body.
-  std::pair<int, json> Get(const std::string& path) {
+  // GET `path` with `query`; the status and the parsed body.
+  std::pair<int, json> Get(const std::string& path, std::map<std::string, std::string> query = {}) {
     HttpRequest r;
     r.method = "GET";
     r.path = path;
+    r.query = std::move(query);
     HttpResponse resp = router_.Handle(r);
     EXPECT_EQ(resp.headers["Cache-Control"], "no-store");
     return {resp.status, json::parse(resp.body)};
@@ -151,6 +156,86 @@ TEST_F(RestApiTest, NoJobIs404) {
   auto [os, overview] = Get("/api/v1/overview");
   EXPECT_EQ(os, 200);
   EXPECT_TRUE(overview["job"].is_null());
+}
+
+// A status whose job `job_id` has the finished checkpoints `ids` (newest first) in its
+// history, each with one subtask's numbers, as ControlServer::PublishStatus publishes it.
+json WithHistory(const std::string& job_id, std::initializer_list<int> ids) {
+  json s = Status();
+  s["job"]["job_id"] = job_id;
+  json history = json::array();
+  for (int id : ids) {
+    history.push_back({{"id", id},
+                       {"state", "COMPLETED"},
+                       {"duration_ms", id},
+                       {"subtasks", json::array({{{"subtask", 0}, {"bytes", id}}})}});
+  }
+  s["job"]["checkpoints"]["history"] = history;
+  return s;
+}
+// The ids of a checkpoints answer's history, in its order.
+std::vector<int> Ids(const json& checkpoints) {
+  std::vector<int> ids;
+  for (const json& c : checkpoints["history"]) ids.push_back(c["id"].get<int>());
+  return ids;
+}
+
+TEST_F(RestApiTest, CheckpointHistoryOutlivesAttemptsAndIsBounded) {
+  snapshots_.Publish(WithHistory("j-1", {3, 2, 1}), 10'000);
+  // A restart: the new attempt's coordinator history starts over (ids go on).
+  snapshots_.Publish(WithHistory("j-1", {5, 4}), 10'250);
+  snapshots_.Publish(WithHistory("j-1", {5, 4}), 10'500);  // nothing new
+  auto [cs, ck] = Get("/api/v1/job/checkpoints");
+  EXPECT_EQ(cs, 200);
+  EXPECT_EQ(Ids(ck), (std::vector<int>{5, 4, 3, 2, 1}));
+  EXPECT_EQ(ck["history_kept"], kCheckpointHistory);
+  EXPECT_EQ(ck["latest_completed"], 3);  // the rest of the document is the snapshot's
+  // 150 more, 50 at a time as the coordinator keeps them: the newest 100 stay, and only the
+  // newest 10 keep each subtask's numbers.
+  for (int first = 6; first < 156; first += 50) {
+    json s = WithHistory("j-1", {});
+    for (int id = first + 49; id >= first; --id) {
+      s["job"]["checkpoints"]["history"].push_back(
+          {{"id", id}, {"subtasks", json::array({{{"subtask", 0}}})}});
+    }
+    snapshots_.Publish(s, 11'000 + first);
+  }
+  auto [s2, all] = Get("/api/v1/job/checkpoints");
+  ASSERT_EQ(all["history"].size(), kCheckpointHistory);
+  EXPECT_EQ(all["history"].front()["id"], 155);
+  EXPECT_EQ(all["history"].back()["id"], 56);
+  for (size_t i = 0; i < all["history"].size(); ++i) {
+    EXPECT_EQ(all["history"][i].contains("subtasks"), i < kCheckpointHistoryWithSubtasks) << i;
+  }
+  // Another job starts a new history.
+  snapshots_.Publish(WithHistory("j-2", {1}), 20'000);
+  EXPECT_EQ(Ids(Get("/api/v1/job/checkpoints").second), (std::vector<int>{1}));
+}
+
+TEST_F(RestApiTest, CheckpointHistoryTakesLimitAndSinceId) {
+  snapshots_.Publish(WithHistory("j-1", {9, 8, 7, 6, 5, 4, 3, 2, 1}), 10'000);
+  EXPECT_EQ(Ids(Get("/api/v1/job/checkpoints", {{"limit", "3"}}).second),
+            (std::vector<int>{9, 8, 7}));
+  EXPECT_EQ(Ids(Get("/api/v1/job/checkpoints", {{"since_id", "6"}}).second),
+            (std::vector<int>{9, 8, 7}));
+  EXPECT_EQ(Ids(Get("/api/v1/job/checkpoints", {{"since_id", "2"}, {"limit", "2"}}).second),
+            (std::vector<int>{9, 8}));
+  EXPECT_EQ(Ids(Get("/api/v1/job/checkpoints", {{"since_id", "9"}}).second), std::vector<int>{});
+  EXPECT_EQ(Ids(Get("/api/v1/job/checkpoints", {{"since_id", "0"}}).second).size(), 9u);
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"limit", "0"},
+                                                        {"limit", "x"},
+                                                        {"limit", "3 "},
+                                                        {"since_id", "-1"},
+                                                        {"since_id", ""},
+                                                        {"since", "3"}}) {
+    EXPECT_EQ(Get("/api/v1/job/checkpoints", {{key, value}}).first, 400) << key << "=" << value;
+  }
+  EXPECT_EQ(Get("/api/v1/job/checkpoints", {{"limit", "0"}}).second["error"],
+            "?limit= must be an integer >= 1, got \"0\": e.g. ?limit=20");
+  EXPECT_EQ(Get("/api/v1/job/checkpoints", {{"since", "3"}}).second["error"],
+            "unknown query parameter \"since\": /api/v1/job/checkpoints takes limit and "
+            "since_id, e.g. ?since_id=41&limit=20");
 }
 
 TEST(StatusSnapshotPublisherTest, LatestIsTheLastPublication) {

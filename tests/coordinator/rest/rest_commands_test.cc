@@ -155,6 +155,28 @@ TEST_F(RestCommandsTest, EachCommandsBodyBecomesItsMessage) {
   }
 }
 
+TEST_F(RestCommandsTest, ARefusalsHttpStatusIsItsClass) {
+  const std::vector<std::pair<StatusCode, int>> cases = {
+      {StatusCode::kInvalidArgument, 400},
+      {StatusCode::kOutOfRange, 400},
+      {StatusCode::kNotFound, 404},
+      {StatusCode::kFailedPrecondition, 409},
+      {StatusCode::kAlreadyExists, 409},
+      {StatusCode::kUnavailable, 503},
+      {StatusCode::kDeadlineExceeded, 504},
+      {StatusCode::kIoError, 500},
+      {StatusCode::kOk, 409},  // a refusal without a class (an older coordinator's)
+  };
+  for (const auto& [code, http] : cases) {
+    auto reply = Send(Request("POST", "/api/v1/job/rescale", R"({"parallelism": 200})", token_));
+    ControlCommandBridge::Pending p = Take();
+    bridge_->Complete(p.connection, Reply{false, "refused", "", code});
+    HttpResponse r = reply.get();
+    EXPECT_EQ(r.status, http) << static_cast<int>(code);
+    EXPECT_EQ(Body(r), (json{{"error", "refused"}}));
+  }
+}
+
 TEST_F(RestCommandsTest, BadBodiesAre400AndReachNothing) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"/api/v1/job/rescale", "{}"},
