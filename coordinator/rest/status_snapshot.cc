@@ -38,7 +38,9 @@ void StatusSnapshotPublisher::MergeCheckpointHistory(nlohmann::json& status) {
     }
     while (history_.size() > kCheckpointHistory) history_.pop_back();
   }
-  (*ck)["history"] = nlohmann::json(history_.begin(), history_.end());
+  nlohmann::json out = nlohmann::json::array();
+  for (const nlohmann::json& c : history_) out.push_back(c);
+  (*ck)["history"] = std::move(out);
 }
 
 void StatusSnapshotPublisher::Publish(nlohmann::json status, int64_t wall_now_ms) {
