@@ -221,7 +221,8 @@ TEST(ControlMessagesRegressionTest, RefusesAVersion4PeerNamingBothVersions) {
   Status s = DecodeStatus(bytes);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.message(), HasSubstr("speaks control protocol version 4, this process speaks "
-                                     "version " + std::to_string(kControlProtocolVersion) +
+                                     "version " +
+                                     std::to_string(kControlProtocolVersion) +
                                      ": run the same keyflow version on all hosts"));
 }
 
