@@ -406,7 +406,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
                         on_bad = "skip", on_change = "warn", ckpt_interval = "0",
                         ckpt_timeout = "10min", min_pause = "0", restart_delay = "200ms",
                         restart_max_delay = "30s", replacement_timeout = "10s",
-                        latency_interval = "200ms";
+                        latency_interval = "200ms", incremental = "true";
   std::vector<std::string> params;
   std::string library_path;
   JobSpec spec;
@@ -483,8 +483,13 @@ int RunRunCommand(const std::vector<std::string>& args) {
                  "rocksdb: the workers' local working directory for state (default: "
                  "keyflow-state under each worker's working directory; a relative path is "
                  "relative to it); one subdirectory per job, attempt and subtask, deleted when "
-                 "the subtask ends")("wait", po::bool_switch(&wait),
-                                     "block until the job ends, with progress and a summary");
+                 "the subtask ends")(
+      "incremental", po::value(&incremental)->default_value(incremental),
+      "true | false: incremental checkpoints (heap: only the key groups changed since the last "
+      "completed checkpoint are written; rocksdb: only new SST files), the rest is referenced in "
+      "the job's shared checkpoint directory; false writes every checkpoint in full. Savepoints "
+      "are always full")("wait", po::bool_switch(&wait),
+                         "block until the job ends, with progress and a summary");
   AddCoordinatorOption(&opts, &endpoint);
   po::variables_map vm;
   int code;
@@ -590,6 +595,10 @@ int RunRunCommand(const std::vector<std::string>& args) {
     return Fail("--state-backend must be heap or rocksdb, not '" + spec.state_backend + "'",
                 kExitUsage);
   }
+  if (incremental != "true" && incremental != "false") {
+    return Fail("--incremental must be true or false, not '" + incremental + "'", kExitUsage);
+  }
+  spec.incremental_checkpoints = incremental == "true";
   if (!spec.state_dir.empty() && spec.state_backend != "rocksdb") {
     return Fail(
         "--state-dir is the working directory of --state-backend rocksdb; add "

@@ -2,21 +2,32 @@
 
 #include <algorithm>
 
+#include "common/check.h"
+
 namespace keyflow {
 
 AsyncKeyedSnapshot::AsyncKeyedSnapshot(int32_t max_parallelism, KeyType key_type,
                                        KeyGroupRange range,
-                                       std::vector<const SnapshotSection*> sections)
+                                       std::vector<const SnapshotSection*> sections,
+                                       std::vector<bool> include)
     : KeyGroupWriteGuard(range.size()),
       max_parallelism_(max_parallelism),
       key_type_(key_type),
       range_(range),
       sections_(std::move(sections)),
+      include_(std::move(include)),
       copyable_(std::all_of(sections_.begin(), sections_.end(),
                             [](const SnapshotSection* s) { return s->copy != nullptr; })),
       blocks_(static_cast<size_t>(range.size())),
       copies_(static_cast<size_t>(range.size())),
-      counts_(static_cast<size_t>(range.size())) {}
+      counts_(static_cast<size_t>(range.size())) {
+  CHECK(include_.empty() || include_.size() == static_cast<size_t>(range.size()))
+      << include_.size() << " flags for " << range.ToString();
+  // Key groups the snapshot does not hold are free to change from the start.
+  for (size_t i = 0; i < include_.size(); ++i) {
+    if (!include_[i]) state_[i].store(kSerialized, std::memory_order_relaxed);
+  }
+}
 
 bool AsyncKeyedSnapshot::TryClaim(int32_t index, bool copy) {
   uint8_t expected = kPending;
@@ -59,6 +70,7 @@ Result<KeyedSnapshotInfo> AsyncKeyedSnapshot::WriteTo(KeyedSnapshotWriter::Sink 
   KeyedSnapshotWriter writer(max_parallelism_, key_type_, range_, sections_, std::move(sink));
   RETURN_IF_ERROR(writer.Begin());
   for (int32_t i = 0; i < range_.size(); ++i) {
+    if (!include_.empty() && !include_[static_cast<size_t>(i)]) continue;
     if (!TryClaim(i, /*copy=*/false)) WaitSerialized(i);
     std::string& block = blocks_[static_cast<size_t>(i)];
     std::vector<std::unique_ptr<KeyGroupCopy>>& copies = copies_[static_cast<size_t>(i)];

@@ -11,6 +11,9 @@
 // serialised there instead) and the writer serialises the copy when it gets there. So the file
 // holds every key group exactly as it was at the synchronous part.
 //
+// A key-group-incremental snapshot writes only some key groups (`include`): the others are
+// neither written nor captured (the checkpoint references their blocks in an earlier file).
+//
 // Threading: construct, BeforeWrite: task thread. WriteTo: one writer thread. The object must
 // outlive both (uninstall it from the task thread after WriteTo returned).
 #pragma once
@@ -31,9 +34,10 @@ namespace keyflow {
 class AsyncKeyedSnapshot final : public KeyGroupWriteGuard {
  public:
   // `sections` must stay valid and their data must only change through this guard until
-  // WriteTo returned.
+  // WriteTo returned. `include` (empty: every key group) has one flag per key group of
+  // `range`: only key groups with true are written.
   AsyncKeyedSnapshot(int32_t max_parallelism, KeyType key_type, KeyGroupRange range,
-                     std::vector<const SnapshotSection*> sections);
+                     std::vector<const SnapshotSection*> sections, std::vector<bool> include = {});
 
   // Writes the snapshot through `sink` (e.g. a buffered file). Call once, on the writer thread.
   Result<KeyedSnapshotInfo> WriteTo(KeyedSnapshotWriter::Sink sink);
@@ -57,6 +61,7 @@ class AsyncKeyedSnapshot final : public KeyGroupWriteGuard {
   KeyType key_type_;
   KeyGroupRange range_;
   std::vector<const SnapshotSection*> sections_;
+  std::vector<bool> include_;        // [index]; empty: all
   bool copyable_;                    // every section has `copy`
   std::vector<std::string> blocks_;  // [index], written by the claiming thread
   std::vector<std::vector<std::unique_ptr<KeyGroupCopy>>> copies_;  // [index][section]

@@ -1,5 +1,6 @@
 #include "state/snapshot/keyed_snapshot_format.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/check.h"
@@ -55,7 +56,7 @@ KeyedSnapshotWriter::KeyedSnapshotWriter(int32_t max_parallelism, KeyType key_ty
                                          KeyGroupRange range,
                                          const std::vector<const SnapshotSection*>& sections,
                                          Sink sink)
-    : sink_(std::move(sink)) {
+    : sink_(std::move(sink)), file_checksum_(std::make_unique<StreamingChecksum>()) {
   info_.max_parallelism = max_parallelism;
   info_.key_type = key_type;
   info_.range = range;
@@ -68,6 +69,7 @@ KeyedSnapshotWriter::KeyedSnapshotWriter(int32_t max_parallelism, KeyType key_ty
 
 Status KeyedSnapshotWriter::Emit(std::string_view bytes) {
   position_ += bytes.size();
+  file_checksum_->Update(bytes.data(), bytes.size());
   return sink_(bytes);
 }
 
@@ -91,19 +93,22 @@ Status KeyedSnapshotWriter::Begin() {
 
 Status KeyedSnapshotWriter::AppendKeyGroup(KeyGroupId g, std::string_view block,
                                            std::vector<uint64_t> counts) {
-  CHECK_EQ(g.value(), next_) << "key groups must be appended in ascending order";
+  CHECK(g.value() >= next_ && g.value() <= info_.range.end())
+      << "key group " << g.value() << " appended out of order or outside "
+      << info_.range.ToString();
   CHECK_EQ(counts.size(), info_.section_ids.size());
-  info_.key_groups.push_back(KeyGroupEntry{position_, block.size(), std::move(counts)});
-  ++next_;
+  info_.key_groups.push_back(KeyGroupEntry{g, position_, block.size(), std::move(counts)});
+  next_ = g.value() + 1;
   return Emit(block);
 }
 
 Result<KeyedSnapshotInfo> KeyedSnapshotWriter::Finish() {
-  CHECK_EQ(next_, info_.range.end() + 1) << "not every key group was appended";
   uint64_t index_offset = position_;
   std::string idx;
   BinaryWriter w(&idx);
+  w.VarU64(info_.key_groups.size());
   for (const KeyGroupEntry& e : info_.key_groups) {
+    w.I32(e.key_group.value());
     w.U64(e.offset);
     w.U64(e.length);
     for (uint64_t c : e.counts) w.VarU64(c);
@@ -119,6 +124,7 @@ Result<KeyedSnapshotInfo> KeyedSnapshotWriter::Finish() {
   f.Raw(kKeyedSnapshotFooterMagic, 8);
   RETURN_IF_ERROR(Emit(footer));
   info_.file_size = position_;
+  info_.file_checksum = file_checksum_->Digest();
   return info_;
 }
 
@@ -217,8 +223,23 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
   info.index_checksum = idx_sum;
   BinaryReader ir(std::string_view(idx.data(), idx.size() - 8));
   uint64_t prev_end = 8 + header_len;  // blocks follow the header contiguously
-  for (KeyGroupId g : info.range.key_groups()) {
+  // Versions 1 and 2 hold every key group of the range, in order; version 3 says which.
+  const bool sparse = info.format_version >= 3;
+  const uint64_t entries = sparse ? ir.Count(20) : static_cast<uint64_t>(info.range.size());
+  if (entries > static_cast<uint64_t>(info.range.size())) {
+    return Broken(name, "index has more entries than the range has key groups");
+  }
+  int32_t next = info.range.start();
+  for (uint64_t n = 0; n < entries && ir.ok(); ++n) {
     KeyGroupEntry e;
+    e.key_group = KeyGroupId(sparse ? ir.I32() : next);
+    if (!ir.ok()) return Broken(name, "index is truncated");
+    if (e.key_group.value() < next || e.key_group.value() > info.range.end()) {
+      return Broken(name, "index entry of key group " + std::to_string(e.key_group.value()) +
+                              " is out of order or outside " + info.range.ToString());
+    }
+    next = e.key_group.value() + 1;
+    const KeyGroupId g = e.key_group;
     e.offset = ir.U64();
     e.length = ir.U64();
     for (uint64_t i = 0; i < nsections; ++i) e.counts.push_back(ir.VarU64());
@@ -230,6 +251,7 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
     prev_end = e.offset + e.length;
     info.key_groups.push_back(std::move(e));
   }
+  if (!ir.ok()) return Broken(name, "index is truncated");
   if (!ir.at_end() || prev_end != index_offset)
     return Broken(name, "index does not cover the data");
   info.file_size = size;
@@ -242,7 +264,14 @@ Status KeyedSnapshotReader::ReadKeyGroupBlock(KeyGroupId g, std::string* block) 
     return OutOfRange("snapshot " + name + " holds " + info_.range.ToString() + ", not key group " +
                       std::to_string(g.value()));
   }
-  const KeyGroupEntry& e = info_.entry(g);
+  const KeyGroupEntry* found = info_.find(g);
+  if (found == nullptr) {
+    return NotFound("snapshot " + name + " holds no block of key group " +
+                    std::to_string(g.value()) +
+                    " (an incremental snapshot's file holds only the "
+                    "key groups that changed)");
+  }
+  const KeyGroupEntry& e = *found;
   RETURN_IF_ERROR(source_->ReadAt(e.offset, e.length, block));
   bytes_read_ += e.length;
   if (block->size() < 12)
@@ -262,50 +291,85 @@ Status KeyedSnapshotReader::ReadKeyGroupBlock(KeyGroupId g, std::string* block) 
   return Status::Ok();
 }
 
-Status KeyedSnapshotReader::Restore(KeyGroupRange target,
-                                    const std::vector<const SnapshotSection*>& sections) {
-  const std::string& name = source_->name();
+Status KeyedSnapshotReader::CheckSections(
+    const std::vector<const SnapshotSection*>& sections) const {
   for (uint8_t id : info_.section_ids) {
     bool claimed = false;
     for (const SnapshotSection* s : sections) claimed |= (s->id == id);
     if (!claimed) {
-      return FailedPrecondition("snapshot " + name + " contains a section (id " +
+      return FailedPrecondition("snapshot " + source_->name() + " contains a section (id " +
                                 std::to_string(id) + ") that this job does not restore");
     }
   }
+  return Status::Ok();
+}
+
+Status KeyedSnapshotReader::Restore(KeyGroupRange target,
+                                    const std::vector<const SnapshotSection*>& sections) {
+  CHECK(info_.full()) << "a sparse snapshot is restored key group by key group";
+  RETURN_IF_ERROR(CheckSections(sections));
   std::string block;
   for (KeyGroupId g : info_.range.Intersection(target).key_groups()) {
-    RETURN_IF_ERROR(ReadKeyGroupBlock(g, &block));
-    BinaryReader r(std::string_view(block).substr(4));
-    uint64_t n = r.Count(2);
-    for (uint64_t i = 0; i < n && r.ok(); ++i) {
-      uint8_t id = r.U8();
-      std::string_view bytes = r.Bytes();
-      if (!r.ok()) break;
-      const SnapshotSection* section = nullptr;
-      for (const SnapshotSection* s : sections) {
-        if (s->id == id) section = s;
-      }
-      if (section == nullptr) return Broken(name, "unknown section id " + std::to_string(id));
-      BinaryReader sr(bytes);
-      Status st = section->restore(g, sr);
-      if (!st.ok()) {
-        return st.WithContext("restoring " + section->name + " of key group " +
-                              std::to_string(g.value()) + " from " + name);
-      }
-      // Bytes the participant did not read would be state silently dropped (e.g. a field a
-      // newer writer added): refuse them.
-      if (!sr.at_end()) {
-        return Broken(name, std::to_string(sr.remaining()) + " bytes of the " + section->name +
-                                " of key group " + std::to_string(g.value()) +
-                                " were not read by its restore");
-      }
-    }
-    if (!r.ok() || !r.at_end()) {
-      return Broken(name, "block of key group " + std::to_string(g.value()) + " is malformed");
-    }
+    RETURN_IF_ERROR(RestoreBlock(g, sections, &block));
   }
   return Status::Ok();
+}
+
+Status KeyedSnapshotReader::RestoreKeyGroup(KeyGroupId g,
+                                            const std::vector<const SnapshotSection*>& sections) {
+  RETURN_IF_ERROR(CheckSections(sections));
+  std::string block;
+  return RestoreBlock(g, sections, &block);
+}
+
+Status KeyedSnapshotReader::RestoreBlock(KeyGroupId g,
+                                         const std::vector<const SnapshotSection*>& sections,
+                                         std::string* scratch) {
+  const std::string& name = source_->name();
+  std::string& block = *scratch;
+  RETURN_IF_ERROR(ReadKeyGroupBlock(g, &block));
+  BinaryReader r(std::string_view(block).substr(4));
+  uint64_t n = r.Count(2);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    uint8_t id = r.U8();
+    std::string_view bytes = r.Bytes();
+    if (!r.ok()) break;
+    const SnapshotSection* section = nullptr;
+    for (const SnapshotSection* s : sections) {
+      if (s->id == id) section = s;
+    }
+    if (section == nullptr) return Broken(name, "unknown section id " + std::to_string(id));
+    BinaryReader sr(bytes);
+    Status st = section->restore(g, sr);
+    if (!st.ok()) {
+      return st.WithContext("restoring " + section->name + " of key group " +
+                            std::to_string(g.value()) + " from " + name);
+    }
+    // Bytes the participant did not read would be state silently dropped (e.g. a field a
+    // newer writer added): refuse them.
+    if (!sr.at_end()) {
+      return Broken(name, std::to_string(sr.remaining()) + " bytes of the " + section->name +
+                              " of key group " + std::to_string(g.value()) +
+                              " were not read by its restore");
+    }
+  }
+  if (!r.ok() || !r.at_end()) {
+    return Broken(name, "block of key group " + std::to_string(g.value()) + " is malformed");
+  }
+  return Status::Ok();
+}
+
+const KeyGroupEntry* KeyedSnapshotInfo::find(KeyGroupId g) const {
+  auto it = std::lower_bound(
+      key_groups.begin(), key_groups.end(), g,
+      [](const KeyGroupEntry& e, KeyGroupId id) { return e.key_group.value() < id.value(); });
+  return it != key_groups.end() && it->key_group == g ? &*it : nullptr;
+}
+
+const KeyGroupEntry& KeyedSnapshotInfo::entry(KeyGroupId g) const {
+  const KeyGroupEntry* e = find(g);
+  CHECK(e != nullptr) << "the snapshot holds no block of key group " << g.value();
+  return *e;
 }
 
 }  // namespace keyflow

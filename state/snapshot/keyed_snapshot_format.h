@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/binary_io.h"
+#include "common/hashing.h"
 #include "common/key.h"
 #include "common/key_group_range.h"
 #include "common/status.h"
@@ -21,9 +22,11 @@
 
 namespace keyflow {
 
-// The version written. 2: the keyed-state section holds per-key-group state format 2 (declared
-// types; state/README.md). Version 1 files are still read (their sections are version 1).
-inline constexpr uint32_t kKeyedSnapshotFormatVersion = 2;
+// The version written. 3: the index names the key group of each entry, so a file may hold only
+// some key groups of its range (key-group-incremental checkpoints). 2: the keyed-state section
+// holds per-key-group state format 2 (declared types; state/README.md). Versions 1 and 2 are
+// still read (every key group of the range present; version 1 sections are version 1).
+inline constexpr uint32_t kKeyedSnapshotFormatVersion = 3;
 inline constexpr uint32_t kOldestKeyedSnapshotFormatVersion = 1;
 inline constexpr char kKeyedSnapshotMagic[9] = "KFKGSNAP";
 inline constexpr char kKeyedSnapshotFooterMagic[9] = "KFKGEND1";
@@ -48,6 +51,7 @@ struct SnapshotSection {
 
 // What the header and index say: enough to plan a restore without reading any state.
 struct KeyGroupEntry {
+  KeyGroupId key_group{0};
   uint64_t offset = 0;           // of the key group's block, from the start of the file
   uint64_t length = 0;           // of the block, including its checksum
   std::vector<uint64_t> counts;  // per section, in section order of the header
@@ -57,14 +61,22 @@ struct KeyedSnapshotInfo {
   uint32_t format_version = kKeyedSnapshotFormatVersion;
   int32_t max_parallelism = 0;
   KeyType key_type = KeyType::kString;
-  KeyGroupRange range;               // key groups in the file, all of them, ascending
+  // The subtask's key-group range. A full snapshot holds a block of every key group of it; a
+  // sparse one (format 3, key-group-incremental checkpoints) only those in `key_groups`.
+  KeyGroupRange range;
   std::vector<uint8_t> section_ids;  // in block order
   std::vector<std::string> section_names;
-  std::vector<KeyGroupEntry> key_groups;  // one per key group of `range`
+  std::vector<KeyGroupEntry> key_groups;  // the blocks, ascending key group
   uint64_t file_size = 0;
   uint64_t index_checksum = 0;  // identifies the file's content; goes into checkpoint metadata
+  // XXH3-64 of the whole file (SharedStateFile::checksum). Set by the writer only.
+  uint64_t file_checksum = 0;
 
-  const KeyGroupEntry& entry(KeyGroupId g) const { return key_groups[range.IndexOf(g)]; }
+  // The entry of key group g, or null if the file holds no block of g.
+  const KeyGroupEntry* find(KeyGroupId g) const;
+  // The entry of key group g. Precondition: the file holds g (a full snapshot of range).
+  const KeyGroupEntry& entry(KeyGroupId g) const;
+  bool full() const { return key_groups.size() == static_cast<size_t>(range.size()); }
 };
 
 // Serialises one key group's block (key group id, every section, checksum) into `out`
@@ -76,9 +88,10 @@ void SerializeKeyGroupBlock(KeyGroupId g, const std::vector<const SnapshotSectio
                             const std::vector<std::unique_ptr<KeyGroupCopy>>& copies,
                             std::string* out);
 
-// Writes a snapshot incrementally: header, then exactly one block per key group of the range
+// Writes a snapshot incrementally: header, then at most one block per key group of the range
 // in ascending order (each produced by SerializeKeyGroupBlock, possibly on another thread),
-// then Finish() writes index and footer. Output goes to a caller-owned sink.
+// then Finish() writes index and footer. A full snapshot appends every key group of the range;
+// a sparse one (key-group-incremental) only some. Output goes to a caller-owned sink.
 class KeyedSnapshotWriter {
  public:
   using Sink = std::function<Status(std::string_view)>;
@@ -86,7 +99,8 @@ class KeyedSnapshotWriter {
                       const std::vector<const SnapshotSection*>& sections, Sink sink);
 
   Status Begin();
-  // Precondition: g is the next key group of the range. `counts` per section.
+  // Precondition: g is in the range and above every key group appended before. `counts` per
+  // section.
   Status AppendKeyGroup(KeyGroupId g, std::string_view block, std::vector<uint64_t> counts);
   // Writes index and footer; returns what a reader will see.
   Result<KeyedSnapshotInfo> Finish();
@@ -96,7 +110,8 @@ class KeyedSnapshotWriter {
   KeyedSnapshotInfo info_;
   Sink sink_;
   uint64_t position_ = 0;
-  int32_t next_ = 0;
+  int32_t next_ = 0;  // the lowest key group that may be appended next
+  std::unique_ptr<StreamingChecksum> file_checksum_;
 };
 
 // Convenience: the whole snapshot of `range` into one string, on the calling thread.
@@ -119,7 +134,11 @@ class KeyedSnapshotReader {
   // Restores every key group in info().range ∩ `target` into `sections` (matched by id; a
   // section in the file that no participant claims is an error), reading only those blocks.
   // Each block's checksum and key-group id are verified before anything is restored from it.
+  // Precondition: the file is full (info().full()); a sparse file is restored per key group.
   Status Restore(KeyGroupRange target, const std::vector<const SnapshotSection*>& sections);
+  // Restores key group g's block (NotFound naming the file if it holds none) into `sections`,
+  // with the checks of Restore.
+  Status RestoreKeyGroup(KeyGroupId g, const std::vector<const SnapshotSection*>& sections);
   // Reads and verifies one block (checksum, key-group id); *block receives it without the
   // checksum: the i32 key-group id, then the sections.
   Status ReadKeyGroupBlock(KeyGroupId g, std::string* block) const;
@@ -127,6 +146,9 @@ class KeyedSnapshotReader {
   uint64_t bytes_read() const { return bytes_read_; }
 
  private:
+  Status CheckSections(const std::vector<const SnapshotSection*>& sections) const;
+  Status RestoreBlock(KeyGroupId g, const std::vector<const SnapshotSection*>& sections,
+                      std::string* scratch);
   KeyedSnapshotReader(const RandomAccessSource* source, KeyedSnapshotInfo info)
       : source_(source), info_(std::move(info)) {}
   const RandomAccessSource* source_;

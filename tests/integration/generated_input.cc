@@ -30,4 +30,12 @@ Result<KeyedTimestamps> GeneratedKeyedTimestamps(const std::string& input) {
   return out;
 }
 
+std::vector<std::string> ReferenceCountWindowRun(const std::string& input, int64_t count,
+                                                 int64_t timeout_ms) {
+  auto records = GeneratedKeyedTimestamps(input);
+  EXPECT_TRUE(records.ok()) << records.status().ToString();
+  if (!records.ok()) return {};
+  return ReferenceCountWindow(*records, count, timeout_ms);
+}
+
 }  // namespace keyflow::test

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "tests/integration/job_data.h"
@@ -22,5 +23,11 @@ namespace keyflow::test {
 // text, e.g. "gen:events=30000,keys=500,splits=3,seed=7,skew=1,rate=5000" (the rate does not
 // change the events). InvalidArgument for anything but a valid gen: input.
 Result<KeyedTimestamps> GeneratedKeyedTimestamps(const std::string& input);
+
+// The output a failure-free count-window run (event time) on generated `input` gives
+// (ReferenceCountWindow of GeneratedKeyedTimestamps): what recovery, rescale and backend tests
+// compare their output with. Fails the calling test (and returns {}) for an invalid input.
+std::vector<std::string> ReferenceCountWindowRun(const std::string& input, int64_t count,
+                                                 int64_t timeout_ms);
 
 }  // namespace keyflow::test

@@ -139,10 +139,7 @@ class RecoveryTest : public ::testing::Test {
   // The reference result of count-window (event time) on generated input.
   static std::vector<std::string> Reference(const std::string& input, int64_t count,
                                             int64_t timeout_ms) {
-    auto records = GeneratedKeyedTimestamps(input);
-    EXPECT_TRUE(records.ok()) << records.status().ToString();
-    if (!records.ok()) return {};
-    return ReferenceCountWindow(*records, count, timeout_ms);
+    return ReferenceCountWindowRun(input, count, timeout_ms);
   }
 
   // Submits a job without --wait; returns its id.

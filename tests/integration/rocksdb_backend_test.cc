@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tests/integration/cluster.h"
+#include "tests/integration/count_window_fixture.h"
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
@@ -27,72 +28,18 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-constexpr Duration kWait = Duration::Seconds(90);
-constexpr int64_t kCount = 20;
-constexpr int64_t kTimeoutMs = 2'000;
 // About 6 s of input at 4000 events/s.
 constexpr char kInput[] = "gen:events=24000,keys=600,splits=2,seed=11,skew=1,rate=4000";
 
-class RocksDbBackendTest : public ::testing::Test {
+class RocksDbBackendTest : public CountWindowClusterTest {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    ClusterOptions o;
-    o.workers = 2;
-    o.coordinator_args = {"--heartbeat-interval", "100ms", "--heartbeat-timeout", "2s"};
-    auto c = Cluster::Start(dir_.Subdir("cluster"), o);
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    cluster_ = std::move(c).value();
-  }
-
-  std::vector<std::string> RunArgs(const std::string& output, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"run",
-                                     "--job",
-                                     "count-window",
-                                     "--param",
-                                     "time=event",
-                                     "--param",
-                                     "count=" + std::to_string(kCount),
-                                     "--param",
-                                     "timeout=" + std::to_string(kTimeoutMs) + "ms",
-                                     "--input",
-                                     kInput,
-                                     "--output",
-                                     output};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
-  }
-
-  CommandResult MustRun(const std::vector<std::string>& args) {
-    auto r = cluster_->Cli(args, Duration::Seconds(60));
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    if (!r.ok()) return CommandResult{};
-    EXPECT_EQ(r->exit_code, 0) << ::testing::PrintToString(args) << "\n"
-                               << r->out << r->err << cluster_->LogExcerpts();
-    return *r;
-  }
-
-  nlohmann::json WaitForJob(const std::function<bool(const nlohmann::json&)>& pred,
-                            const std::string& what) {
-    auto st = cluster_->WaitForStatus(
-        [&](const nlohmann::json& s) {
-          if (!s["job"].is_object()) return false;
-          const std::string state = s["job"].value("state", "");
-          return pred(s["job"]) || state == "FAILED" || state == "CANCELED" || state == "FINISHED";
-        },
-        kWait, what);
-    EXPECT_TRUE(st.ok()) << st.status().ToString() << cluster_->LogExcerpts();
-    nlohmann::json job = st.ok() ? (*st)["job"] : nlohmann::json::object();
-    EXPECT_TRUE(pred(job)) << "while waiting for " << what << ": " << job.dump() << "\n"
-                           << cluster_->LogExcerpts();
-    return job;
+  static std::vector<std::string> RunArgs(const std::string& output,
+                                          std::vector<std::string> extra) {
+    return CountWindowArgs(kInput, output, std::move(extra));
   }
 
   static std::vector<std::string> Reference() {
-    auto records = GeneratedKeyedTimestamps(kInput);
-    EXPECT_TRUE(records.ok()) << records.status().ToString();
-    return records.ok() ? ReferenceCountWindow(*records, kCount, kTimeoutMs)
-                        : std::vector<std::string>{};
+    return ReferenceCountWindowRun(kInput, kCount, kTimeoutMs);
   }
 
   // Subtask directories (<state dir>/<job>/attempt-N/subtask-I) that exist now.
@@ -108,9 +55,6 @@ class RocksDbBackendTest : public ::testing::Test {
     }
     return dirs;
   }
-
-  TestDir dir_;
-  std::unique_ptr<Cluster> cluster_;
 };
 
 TEST_F(RocksDbBackendTest, KilledWorkerAndRescaleGiveTheOutputOfAFailureFreeRun) {

@@ -82,7 +82,16 @@ Status KeyedProcessOperator::Close() {
 }
 
 Status KeyedProcessOperator::Restore(KeyedSnapshotReader& reader) {
-  const KeyedSnapshotInfo& info = reader.info();
+  RETURN_IF_ERROR(CheckCompatible(reader.info()));
+  return reader.Restore(config_.key_groups, section_ptrs_);
+}
+
+Status KeyedProcessOperator::RestoreKeyGroup(KeyedSnapshotReader& reader, KeyGroupId g) {
+  RETURN_IF_ERROR(CheckCompatible(reader.info()));
+  return reader.RestoreKeyGroup(g, section_ptrs_);
+}
+
+Status KeyedProcessOperator::CheckCompatible(const KeyedSnapshotInfo& info) const {
   if (info.max_parallelism != config_.max_parallelism) {
     return FailedPrecondition(
         "the snapshot was written with max parallelism " + std::to_string(info.max_parallelism) +
@@ -97,7 +106,7 @@ Status KeyedProcessOperator::Restore(KeyedSnapshotReader& reader) {
         " keys but this job uses " + std::string(KeyTypeName(config_.key_type)) +
         " keys: restore with --key-type " + std::string(KeyTypeName(info.key_type)));
   }
-  return reader.Restore(config_.key_groups, section_ptrs_);
+  return Status::Ok();
 }
 
 void KeyedProcessOperator::Start() {

@@ -96,6 +96,9 @@ class KeyedProcessOperator final : public Triggerable {
   // Restores the key groups of this subtask's range that `reader` holds. Refuses a snapshot of
   // another max parallelism or key type (FailedPrecondition saying what differs).
   Status Restore(KeyedSnapshotReader& reader);
+  // Restores key group g from `reader` (a file of a key-group-incremental snapshot, which may
+  // hold only some key groups), with the checks of Restore. Precondition: g is in the range.
+  Status RestoreKeyGroup(KeyedSnapshotReader& reader, KeyGroupId g);
   // Arms processing-time timers (restored overdue ones fire on the next callback).
   void Start();
 
@@ -123,9 +126,12 @@ class KeyedProcessOperator final : public Triggerable {
 
   // Installs (or with nullptr removes) the guard every change of a key group's state or timers
   // goes through first: how an AsyncKeyedSnapshot keeps its copy consistent.
-  void SetWriteGuard(KeyGroupWriteGuard* guard) {
-    backend_->SetWriteGuard(guard);
-    timers_.SetWriteGuard(guard);
+  void SetWriteGuard(KeyGroupWriteGuard* guard) { SetWriteGuards(guard, guard); }
+  // The same with one guard for the keyed state and one for the timers (a backend with native
+  // snapshots needs none for its keyed state while an incremental checkpoint is written).
+  void SetWriteGuards(KeyGroupWriteGuard* state, KeyGroupWriteGuard* timers) {
+    backend_->SetWriteGuard(state);
+    timers_.SetWriteGuard(timers);
   }
 
   // Synchronous full snapshot of state and timers of the whole range into `out`.
@@ -135,6 +141,8 @@ class KeyedProcessOperator final : public Triggerable {
   const OperatorConfig& config() const { return config_; }
   Timestamp current_watermark() const { return timers_.CurrentWatermark(); }
   const KeyedStateBackend& backend() const { return *backend_; }
+  // For the native snapshot calls (SnapshotNative, Notify..., RestoreNative). Task thread.
+  KeyedStateBackend& mutable_backend() { return *backend_; }
   const InternalTimerService& timer_service() const { return timers_; }
   int64_t records_processed() const { return records_processed_.value(); }
   int64_t records_out() const { return output_.count.value(); }
@@ -161,6 +169,8 @@ class KeyedProcessOperator final : public Triggerable {
 
   // Keeps the first failure and tells the listener. Returns `s`.
   Status Fail(Status s);
+  // FailedPrecondition if the snapshot has another max parallelism or key type.
+  Status CheckCompatible(const KeyedSnapshotInfo& info) const;
   void FireTimer(const TimerEntry& timer, TimeDomain domain);
 
   OperatorConfig config_;

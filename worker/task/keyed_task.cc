@@ -1,7 +1,10 @@
 #include "worker/task/keyed_task.h"
 
+#include <random>
+
 #include "checkpoint/checkpoint_storage.h"
 #include "common/file_io.h"
+#include "common/hashing.h"
 #include "common/logging.h"
 #include "worker/runtime/crash_handler.h"
 
@@ -21,7 +24,74 @@ std::string StateDirOf(const DeployTask& d) {
          std::to_string(d.subtask.value());
 }
 
+// 32 random hex digits: names the shared files of one task instance (unique per upload).
+std::string RandomUuid() {
+  std::random_device rd;
+  std::string out;
+  for (int i = 0; i < 4; ++i) {
+    char buf[9];
+    std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
+    out += buf;
+  }
+  return out;
+}
+
+// Index of section `id` in the file's sections, or -1.
+int SectionIndex(const KeyedSnapshotInfo& info, uint8_t id) {
+  for (size_t i = 0; i < info.section_ids.size(); ++i) {
+    if (info.section_ids[i] == id) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+uint64_t CountOf(const KeyGroupEntry& e, int section) {
+  return section >= 0 && static_cast<size_t>(section) < e.counts.size() ? e.counts[section] : 0;
+}
+
 }  // namespace
+
+// The handle of a key-group-incremental checkpoint of `range`: the blocks `written` holds (the
+// new file `name`; null if nothing changed) and, for the other key groups, the blocks of `base`.
+KeyGroupsStateHandle IncrementalStateHandle(KeyGroupRange range, const KeyedSnapshotInfo* written,
+                                            const std::string& name,
+                                            const KeyGroupsStateHandle* base) {
+  KeyGroupsStateHandle h;
+  h.range = range;
+  std::map<std::string, uint32_t> file_index;
+  auto file = [&](const SharedStateFile& f) {
+    auto [it, added] = file_index.emplace(f.name, static_cast<uint32_t>(h.shared_files.size()));
+    if (added) h.shared_files.push_back(f);
+    return it->second;
+  };
+  int keys_section = -1, timers_section = -1;
+  if (written != nullptr) {
+    h.size = written->file_size;
+    h.checksum = written->index_checksum;
+    file(SharedStateFile{name, written->file_size, written->file_checksum});
+    keys_section = SectionIndex(*written, kKeyedStateSectionId);
+    timers_section = SectionIndex(*written, kTimersSectionId);
+  }
+  for (KeyGroupId g : range.key_groups()) {
+    const KeyGroupEntry* e = written != nullptr ? written->find(g) : nullptr;
+    if (e != nullptr) {
+      h.block_file.push_back(file_index.at(name));
+      h.offsets.push_back(e->offset);
+      h.lengths.push_back(e->length);
+      h.keys.push_back(CountOf(*e, keys_section));
+      h.timers.push_back(CountOf(*e, timers_section));
+      continue;
+    }
+    CHECK(base != nullptr && base->range == range && base->incremental())
+        << "key group " << g.value() << " is neither written nor in the base";
+    size_t i = static_cast<size_t>(range.IndexOf(g));
+    h.block_file.push_back(file(base->shared_files[base->block_file[i]]));
+    h.offsets.push_back(base->offsets[i]);
+    h.lengths.push_back(base->lengths[i]);
+    h.keys.push_back(base->keys[i]);
+    h.timers.push_back(base->timers[i]);
+  }
+  return h;
+}
 
 Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(const DeployTask& deployment,
                                                      std::unique_ptr<InputGate> gate,
@@ -74,6 +144,9 @@ Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(const DeployTask& deploymen
   metrics->state_backend.store(
       t->operator_->backend().backend_name() == "rocksdb" ? "rocksdb" : "heap",
       std::memory_order_relaxed);
+  t->tracker_ = std::make_unique<KeyGroupChangeTracker>(deployment.key_groups.size());
+  t->uuid_ = RandomUuid();
+  t->InstallWriteGuards(nullptr, false);
   // A failure in a timer (which returns nothing) ends the mailbox loop with it.
   t->operator_->SetFailureListener([self](const Status& s) { self->processor_->ReportError(s); });
   return t;
@@ -98,7 +171,8 @@ void KeyedTask::Cancel() {
 Status KeyedTask::AnnounceCheckpoint(const TriggerCheckpoint& trigger) {
   return mailbox_->Put(
       [this, trigger] {
-        announced_[trigger.checkpoint.value()] = Announced{trigger.directory, trigger.type};
+        announced_[trigger.checkpoint.value()] = Announced{
+            trigger.directory, trigger.type, trigger.incremental, trigger.shared_directory};
         barriers_->Announce(trigger.checkpoint, NowMicros());
       },
       "announce checkpoint " + std::to_string(trigger.checkpoint.value()));
@@ -107,6 +181,15 @@ Status KeyedTask::AnnounceCheckpoint(const TriggerCheckpoint& trigger) {
 Status KeyedTask::NotifyCheckpointComplete(CheckpointId id) {
   return mailbox_->Put(
       [this, id] {
+        // A completed incremental checkpoint of this task is the base of the next ones; older
+        // pending ones never become one (their files may be gone with them).
+        if (auto it = pending_incremental_.find(id.value()); it != pending_incremental_.end()) {
+          base_.emplace(id, std::move(it->second));
+          tracker_->DropBefore(id);
+        }
+        pending_incremental_.erase(pending_incremental_.begin(),
+                                   pending_incremental_.upper_bound(id.value()));
+        operator_->mutable_backend().NotifyNativeCheckpointComplete(id);
         if (collector_.sink) {
           Status s = collector_.sink->NotifyCheckpointComplete(id);
           if (!s.ok()) {
@@ -137,22 +220,68 @@ Status KeyedTask::NotifyCheckpointComplete(CheckpointId id) {
 }
 
 Status KeyedTask::NotifyCheckpointAborted(CheckpointId id, const std::string& reason) {
-  return mailbox_->Put([this, id, reason] { barriers_->Abort(id, reason); },
-                       "checkpoint " + std::to_string(id.value()) + " aborted");
+  return mailbox_->Put(
+      [this, id, reason] {
+        pending_incremental_.erase(id.value());
+        operator_->mutable_backend().NotifyNativeCheckpointAborted(id);
+        barriers_->Abort(id, reason);
+      },
+      "checkpoint " + std::to_string(id.value()) + " aborted");
 }
+
+struct KeyedTask::OpenedStateFile {
+  std::unique_ptr<RandomAccessFile> file;
+  std::optional<KeyedSnapshotReader> reader;
+};
+
+namespace {
+
+// XXH3-64 of the whole file, read in 1 MiB pieces.
+Result<uint64_t> WholeFileChecksum(const RandomAccessFile& file) {
+  StreamingChecksum sum;
+  std::string chunk;
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  for (uint64_t at = 0; at < file.size(); at += kChunk) {
+    RETURN_IF_ERROR(
+        file.ReadAt(at, static_cast<size_t>(std::min(kChunk, file.size() - at)), &chunk));
+    sum.Update(chunk.data(), chunk.size());
+  }
+  return sum.Digest();
+}
+
+}  // namespace
 
 Status KeyedTask::Restore(const RestoreAssignment& r) {
   int64_t start = clock_->MonotonicMillis();
   uint64_t bytes = 0;
+  auto corrupted = [&](const Status& s) {
+    restore_corrupted_.store(true, std::memory_order_release);
+    return Corruption("checkpoint " + std::to_string(r.checkpoint.value()) +
+                      " cannot be restored: " + s.message());
+  };
+  // Native keyed state first (it replaces all keyed state); the canonical handles then hold
+  // only the timers.
+  if (!r.native_state.empty()) {
+    std::vector<NativeRestoreSource> sources;
+    for (const IncrementalKeyedStateHandle& h : r.native_state) {
+      sources.push_back(NativeRestoreSource{h, r.checkpoint_dir, r.shared_dir});
+    }
+    Status s = operator_->mutable_backend().RestoreNative(sources);
+    if (s.code() == StatusCode::kCorruption) return corrupted(s);
+    RETURN_IF_ERROR(s.WithContext("restoring the native keyed state of checkpoint " +
+                                  std::to_string(r.checkpoint.value())));
+  }
+  OpenedStateFiles shared;  // each shared file opened and verified once
   for (const KeyGroupsStateHandle& h : r.keyed_state) {
+    if (h.incremental()) {
+      Status s = RestoreIncremental(r, h, &shared);
+      if (s.code() == StatusCode::kCorruption) return corrupted(s);
+      RETURN_IF_ERROR(s);
+      continue;
+    }
     // AssignState makes handle paths absolute; a relative one is relative to the checkpoint.
     std::string path =
         !h.path.empty() && h.path[0] == '/' ? h.path : r.checkpoint_dir + "/" + h.path;
-    auto corrupted = [&](const Status& s) {
-      restore_corrupted_.store(true, std::memory_order_release);
-      return Corruption("checkpoint " + std::to_string(r.checkpoint.value()) +
-                        " cannot be restored: " + s.message());
-    };
     auto opened = OpenRandomAccessFile(path);
     if (!opened.ok()) return corrupted(opened.status());
     const RandomAccessFile& file = **opened;
@@ -167,19 +296,85 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
       return corrupted(
           Corruption("state file " + path + " does not match the checkpoint metadata (checksum)"));
     }
+    if (!reader->info().full()) {
+      return corrupted(Corruption("state file " + path +
+                                  " holds only some key groups but the checkpoint metadata names "
+                                  "it as a full snapshot"));
+    }
     Status s = operator_->Restore(*reader);
     if (s.code() == StatusCode::kCorruption) return corrupted(s);
     RETURN_IF_ERROR(s);
     bytes += reader->bytes_read();
   }
+  for (const auto& [name, f] : shared) bytes += f->reader->bytes_read();
   KF_LOG_INFO(
-      "state restored subtask={} checkpoint={} files={} bytes_read={} keys={} timers={} ms={}",
-      deployment_.subtask.value(), r.checkpoint.value(), r.keyed_state.size(), bytes,
-      operator_->backend().NumEntries(),
+      "state restored subtask={} checkpoint={} files={} shared_files={} native={} bytes_read={} "
+      "keys={} timers={} ms={}",
+      deployment_.subtask.value(), r.checkpoint.value(), r.keyed_state.size(), shared.size(),
+      r.native_state.size(), bytes, operator_->backend().NumEntries(),
       operator_->timer_service().NumEventTimers() +
           operator_->timer_service().NumProcessingTimers(),
       clock_->MonotonicMillis() - start);
   metrics_->restore_bytes.Set(static_cast<int64_t>(bytes));
+  return Status::Ok();
+}
+
+Status KeyedTask::RestoreIncremental(const RestoreAssignment& r, const KeyGroupsStateHandle& h,
+                                     OpenedStateFiles* files) {
+  const size_t n = static_cast<size_t>(h.range.size());
+  if (h.block_file.size() != n || h.offsets.size() != n || h.lengths.size() != n) {
+    return Corruption("the checkpoint metadata of an incremental state handle of " +
+                      h.range.ToString() + " does not list one block per key group");
+  }
+  for (KeyGroupId g : h.range.Intersection(deployment_.key_groups).key_groups()) {
+    const size_t i = static_cast<size_t>(h.range.IndexOf(g));
+    if (h.block_file[i] >= h.shared_files.size()) {
+      return Corruption("the checkpoint metadata names shared file " +
+                        std::to_string(h.block_file[i]) + " for key group " +
+                        std::to_string(g.value()) + " but lists " +
+                        std::to_string(h.shared_files.size()));
+    }
+    const SharedStateFile& f = h.shared_files[h.block_file[i]];
+    const std::string path = r.shared_dir + "/" + f.name;
+    std::unique_ptr<OpenedStateFile>& opened = (*files)[f.name];
+    if (opened == nullptr) {
+      if (r.shared_dir.empty() || f.name.empty() || f.name.find('/') != std::string::npos ||
+          f.name == "." || f.name == "..") {
+        return Corruption("the checkpoint metadata names shared state file '" + f.name +
+                          "' in shared directory '" + r.shared_dir + "', which is not a file");
+      }
+      auto file = OpenRandomAccessFile(path);
+      if (!file.ok())
+        return file.status().code() == StatusCode::kCorruption
+                   ? file.status()
+                   : Corruption(file.status().message());
+      if ((*file)->size() != f.size) {
+        return Corruption("shared state file " + path + " has " + std::to_string((*file)->size()) +
+                          " bytes but the checkpoint recorded " + std::to_string(f.size) +
+                          " (truncated or replaced)");
+      }
+      ASSIGN_OR_RETURN(uint64_t sum, WholeFileChecksum(**file));
+      if (sum != f.checksum) {
+        return Corruption("shared state file " + path +
+                          " does not match the checkpoint metadata (checksum): it was changed "
+                          "or damaged");
+      }
+      auto next = std::make_unique<OpenedStateFile>();
+      next->file = std::move(*file);
+      auto reader = KeyedSnapshotReader::Open(*next->file);
+      if (!reader.ok()) return reader.status();
+      next->reader.emplace(std::move(*reader));
+      opened = std::move(next);
+    }
+    KeyedSnapshotReader& reader = *opened->reader;
+    const KeyGroupEntry* e = reader.info().find(g);
+    if (e == nullptr || e->offset != h.offsets[i] || e->length != h.lengths[i]) {
+      return Corruption("shared state file " + path + " holds no block of key group " +
+                        std::to_string(g.value()) +
+                        " where the checkpoint metadata says (it was replaced)");
+    }
+    RETURN_IF_ERROR(operator_->RestoreKeyGroup(reader, g));
+  }
   return Status::Ok();
 }
 
@@ -328,9 +523,18 @@ Status KeyedTask::EndOfInput() {
   return Status::Ok();
 }
 
+void KeyedTask::InstallWriteGuards(KeyGroupWriteGuard* snapshot, bool native) {
+  tracker_->SetSnapshot(snapshot);
+  // A backend with native snapshots never writes incremental canonical keyed state: its writes
+  // need no tracking, only the copy-on-write of a full snapshot being written.
+  KeyGroupWriteGuard* state = tracker_.get();
+  if (operator_->backend().SupportsNativeSnapshots()) state = native ? nullptr : snapshot;
+  operator_->SetWriteGuards(state, tracker_.get());
+}
+
 void KeyedTask::WaitForSnapshotThread() {
   if (snapshot_thread_.joinable()) snapshot_thread_.join();
-  operator_->SetWriteGuard(nullptr);
+  InstallWriteGuards(nullptr, false);
   snapshot_.reset();
 }
 
@@ -339,12 +543,31 @@ void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
   WaitForSnapshotThread();  // one snapshot file at a time
   auto announced = announced_.find(id.value());
   CHECK(announced != announced_.end()) << "snapshot of an unannounced checkpoint " << id;
-  const std::string dir = announced->second.directory;
-  const CheckpointType type = announced->second.type;
+  const Announced a = announced->second;
   announced_.erase(announced_.begin(), std::next(announced));
+  const bool incremental =
+      a.incremental && !a.shared_directory.empty() && a.type != CheckpointType::kSavepoint;
+  const bool native = incremental && operator_->backend().SupportsNativeSnapshots();
 
   KeyedCheckpointPart part;
   part.alignment_duration_us = alignment_us;
+  part.incremental = incremental;
+  // The native snapshot's synchronous part (RocksDB: flush + checkpoint of hard links), before
+  // the sink's pre-commit so that its failure leaves nothing pre-committed.
+  std::unique_ptr<NativeSnapshotPart> native_part;
+  if (native) {
+    NativeSnapshotTarget target;
+    target.checkpoint = id;
+    target.checkpoint_dir = a.directory;
+    target.shared_dir = a.shared_directory;
+    target.private_prefix = "subtask-" + std::to_string(deployment_.subtask.value()) + "-db/";
+    auto taken = operator_->mutable_backend().SnapshotNative(target);
+    if (!taken.ok()) {
+      callbacks_.checkpoint_done(id, taken.status().WithContext("snapshotting the keyed state"));
+      return;
+    }
+    native_part = std::move(*taken);
+  }
   // The sink's pre-commit on this thread only hands its file over; the fsync that makes the
   // committable durable runs on the snapshot thread, before the acknowledgement (Liveness 6).
   std::unique_ptr<FileSinkPreCommitSync> sink_sync;
@@ -362,21 +585,40 @@ void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
       part.sink_committables.push_back(std::move(bytes));
     }
   }
-  if (ended_ && type == CheckpointType::kFinal && final_checkpoint_.value() == 0) {
+  if (ended_ && a.type == CheckpointType::kFinal && final_checkpoint_.value() == 0) {
     final_checkpoint_ = id;
   }
 
-  snapshot_ = std::make_unique<AsyncKeyedSnapshot>(
-      deployment_.spec.max_parallelism, deployment_.spec.key_type, deployment_.key_groups,
-      operator_->snapshot_sections());
+  // With a native snapshot the canonical file holds only the timers.
+  std::vector<const SnapshotSection*> sections = operator_->snapshot_sections();
+  if (native) {
+    std::erase_if(sections, [](const SnapshotSection* s) { return s->id != kTimersSectionId; });
+  }
+  // Changes from now on belong to the next interval; an incremental checkpoint with a base
+  // writes only the key groups changed since the base's synchronous part.
+  tracker_->StartInterval(id);
+  std::optional<KeyGroupsStateHandle> base;
+  std::vector<bool> include;  // empty: every key group
+  if (incremental && base_) {
+    base = base_->second;
+    include = tracker_->ChangedSince(base_->first);
+  }
+  const bool write_file = include.empty() || std::count(include.begin(), include.end(), true) > 0;
+  snapshot_ = std::make_unique<AsyncKeyedSnapshot>(deployment_.spec.max_parallelism,
+                                                   deployment_.spec.key_type,
+                                                   deployment_.key_groups, sections, include);
   snapshot_id_ = id;
-  operator_->SetWriteGuard(snapshot_.get());
+  InstallWriteGuards(snapshot_.get(), native);
   part.sync_duration_us = NowMicros() - t0;
 
-  std::string name = CheckpointStorage::SubtaskStateFileName(deployment_.subtask);
-  std::string path = dir + "/" + name;
+  const std::string name = incremental
+                               ? uuid_ + "-" + std::to_string(id.value()) + "-" +
+                                     std::to_string(deployment_.subtask.value()) + ".kgs"
+                               : CheckpointStorage::SubtaskStateFileName(deployment_.subtask);
+  const std::string path = (incremental ? a.shared_directory : a.directory) + "/" + name;
   AsyncKeyedSnapshot* snapshot = snapshot_.get();
-  snapshot_thread_ = std::thread([this, id, name, path, part, snapshot,
+  snapshot_thread_ = std::thread([this, id, name, path, part, snapshot, incremental, write_file,
+                                  base = std::move(base), native_part = std::move(native_part),
                                   sink_sync = std::move(sink_sync)]() mutable {
     int64_t a0 = NowMicros();
     Result<KeyedCheckpointPart> result = [&]() -> Result<KeyedCheckpointPart> {
@@ -391,18 +633,33 @@ void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
           return failed;
         }
       }
-      ASSIGN_OR_RETURN(KeyedSnapshotInfo info,
-                       snapshot->WriteToFile(FileSystem::Default(), path, kSnapshotWriteBuffer));
-      KeyGroupsStateHandle& h = part.keyed_state;
-      h.path = name;
-      h.size = info.file_size;
-      h.checksum = info.index_checksum;
-      h.range = info.range;
-      for (const KeyGroupEntry& e : info.key_groups) {
-        h.offsets.push_back(e.offset);
-        h.lengths.push_back(e.length);
-        h.keys.push_back(e.counts.size() > 0 ? e.counts[0] : 0);
-        h.timers.push_back(e.counts.size() > 1 ? e.counts[1] : 0);
+      if (native_part) {
+        uint64_t written = 0;
+        ASSIGN_OR_RETURN(IncrementalKeyedStateHandle native_handle, native_part->Write(&written));
+        part.native_state = std::move(native_handle);
+        part.written_bytes += written;
+      }
+      std::optional<KeyedSnapshotInfo> info;
+      if (write_file) {
+        ASSIGN_OR_RETURN(info,
+                         snapshot->WriteToFile(FileSystem::Default(), path, kSnapshotWriteBuffer));
+        part.written_bytes += info->file_size;
+      }
+      if (incremental) {
+        part.keyed_state = IncrementalStateHandle(deployment_.key_groups, info ? &*info : nullptr,
+                                                  name, base ? &*base : nullptr);
+      } else {
+        KeyGroupsStateHandle& h = part.keyed_state;
+        h.path = name;
+        h.size = info->file_size;
+        h.checksum = info->index_checksum;
+        h.range = info->range;
+        for (const KeyGroupEntry& e : info->key_groups) {
+          h.offsets.push_back(e.offset);
+          h.lengths.push_back(e.length);
+          h.keys.push_back(e.counts.size() > 0 ? e.counts[0] : 0);
+          h.timers.push_back(e.counts.size() > 1 ? e.counts[1] : 0);
+        }
       }
       part.async_duration_us = NowMicros() - a0;
       return part;
@@ -419,10 +676,12 @@ void KeyedTask::FinishSnapshot(CheckpointId id, Result<KeyedCheckpointPart> part
   if (snapshot_ && snapshot_id_ == id) WaitForSnapshotThread();
   if (part.ok()) {
     KF_LOG_INFO(
-        "snapshot written subtask={} checkpoint={} bytes={} sync_us={} async_us={} "
-        "alignment_us={}",
-        deployment_.subtask.value(), id.value(), part->keyed_state.size, part->sync_duration_us,
-        part->async_duration_us, part->alignment_duration_us);
+        "snapshot written subtask={} checkpoint={} incremental={} written_bytes={} "
+        "shared_files={} native={} sync_us={} async_us={} alignment_us={}",
+        deployment_.subtask.value(), id.value(), part->incremental, part->written_bytes,
+        part->keyed_state.shared_files.size(), part->native_state.has_value(),
+        part->sync_duration_us, part->async_duration_us, part->alignment_duration_us);
+    if (part->incremental) pending_incremental_[id.value()] = part->keyed_state;
   }
   callbacks_.checkpoint_done(id, std::move(part));
 }

@@ -9,6 +9,17 @@
 // AsyncKeyedSnapshot; a helper thread writes the state file while processing goes on, then
 // reports through the mailbox. NotifyCheckpointComplete commits the sink's pending files.
 //
+// Incremental checkpoints (TriggerCheckpoint.incremental; state/README.md "Incremental
+// checkpoints"): a KeyGroupChangeTracker stays installed as the write guard and records which
+// key groups changed since each checkpoint's synchronous part. An incremental checkpoint writes
+// into a new file of the shared directory (<task uuid>-<checkpoint>-<subtask>.kgs) only the key
+// groups changed since its base — the last checkpoint of this task that completed and was
+// itself incremental — and references the base's blocks for the others. Without a base (the
+// first checkpoint of an attempt, after a restore) every key group is written. A backend with
+// native snapshots (RocksDB) writes its keyed state natively (SnapshotNative on the task thread,
+// Write on the snapshot thread) and the canonical file holds only the timers. Savepoints and
+// non-incremental triggers write the full file into the checkpoint directory.
+//
 // End of input: when every channel delivered END_OF_INPUT the operator's EndInput runs. Without
 // checkpointing the sink commits and the task ends. With checkpointing the task reports
 // TaskInputEnded and waits for the final checkpoint — one the coordinator triggers with
@@ -34,6 +45,7 @@
 #include <atomic>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -42,6 +54,8 @@
 #include "common/clock.h"
 #include "common/protocol/control_messages.h"
 #include "state/snapshot/async_keyed_snapshot.h"
+#include "state/snapshot/key_group_change_tracker.h"
+#include "state/snapshot/native_snapshot.h"
 #include "worker/checkpointing/checkpoint_barrier_handler.h"
 #include "worker/operators/keyed_process_operator.h"
 #include "worker/runtime/mailbox_processor.h"
@@ -57,12 +71,25 @@ namespace keyflow {
 
 // What the keyed subtask contributes to an acknowledgement.
 struct KeyedCheckpointPart {
-  KeyGroupsStateHandle keyed_state;            // path relative to the checkpoint directory
+  // Full: path relative to the checkpoint directory. Incremental: shared files (see
+  // KeyGroupsStateHandle); with native_state it holds only the timers.
+  KeyGroupsStateHandle keyed_state;
+  std::optional<IncrementalKeyedStateHandle> native_state;
+  uint64_t written_bytes = 0;  // bytes of the new files this checkpoint wrote
+  bool incremental = false;    // written as an incremental checkpoint (a possible base)
   std::vector<std::string> sink_committables;  // encoded FileSinkCommittables, pending ones
   int64_t sync_duration_us = 0;
   int64_t async_duration_us = 0;
   int64_t alignment_duration_us = 0;
 };
+
+// The handle of a key-group-incremental checkpoint of `range`: the blocks that the new shared
+// file `written` (named `name`; null if no key group changed) holds and, for the other key
+// groups, the blocks of `base` (the last completed incremental checkpoint; null if none, then
+// `written` holds every key group). Exposed for tests.
+KeyGroupsStateHandle IncrementalStateHandle(KeyGroupRange range, const KeyedSnapshotInfo* written,
+                                            const std::string& name,
+                                            const KeyGroupsStateHandle* base);
 
 class KeyedTask {
  public:
@@ -107,6 +134,15 @@ class KeyedTask {
   void TakeSnapshot(CheckpointId id, int64_t alignment_us);
   void FinishSnapshot(CheckpointId id, Result<KeyedCheckpointPart> part);
   void WaitForSnapshotThread();
+  // Write guards of backend and timers while `snapshot` (may be null) is written; `native`: the
+  // keyed state is in a native snapshot, which needs no copy-on-write.
+  void InstallWriteGuards(KeyGroupWriteGuard* snapshot, bool native);
+  // A shared file of a restore, opened and verified once.
+  struct OpenedStateFile;
+  using OpenedStateFiles = std::map<std::string, std::unique_ptr<OpenedStateFile>>;
+  // Restores the key groups of my range that key-group-incremental handle `h` holds.
+  Status RestoreIncremental(const RestoreAssignment& r, const KeyGroupsStateHandle& h,
+                            OpenedStateFiles* files);
   void UpdateGauges(Timestamp ts);
   int64_t NowMicros() const;
   bool checkpointing() const { return deployment_.spec.checkpoint_interval_ms > 0; }
@@ -164,12 +200,21 @@ class KeyedTask {
   struct Announced {
     std::string directory;
     CheckpointType type = CheckpointType::kCheckpoint;
+    bool incremental = false;
+    std::string shared_directory;
   };
   std::map<int64_t, Announced> announced_;
   // The snapshot being written by snapshot_thread_ (one at a time).
   std::unique_ptr<AsyncKeyedSnapshot> snapshot_;
   std::thread snapshot_thread_;
   CheckpointId snapshot_id_{0};
+  // Installed for the whole run: which key groups changed since each checkpoint.
+  std::unique_ptr<KeyGroupChangeTracker> tracker_;
+  std::string uuid_;  // random, names this task's shared files
+  // Incremental checkpoints written, not yet completed (by id), and the base of the next one:
+  // the last completed incremental checkpoint of this task.
+  std::map<int64_t, KeyGroupsStateHandle> pending_incremental_;
+  std::optional<std::pair<CheckpointId, KeyGroupsStateHandle>> base_;
   CheckpointId final_checkpoint_{0};  // the kFinal checkpoint snapshotted after the end of input
   bool committed_final_ = false;
 };

@@ -312,6 +312,8 @@ void TaskExecutor::KeyedPartDone(CheckpointId id, Result<KeyedCheckpointPart> pa
   }
   AcknowledgeCheckpoint& ack = it->second.ack;
   ack.keyed_state = std::move(part->keyed_state);
+  ack.native_state = std::move(part->native_state);
+  ack.written_bytes = part->written_bytes;
   ack.sink_committables = std::move(part->sink_committables);
   ack.sync_duration_us = part->sync_duration_us;
   ack.async_duration_us = part->async_duration_us;

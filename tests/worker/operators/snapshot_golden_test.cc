@@ -16,9 +16,12 @@
 namespace keyflow {
 namespace {
 
-// What the writer produces now (format version 2, declared state types) and what keyflow before
-// the job SDK wrote (version 1): both must restore to the same state.
+// What the writer produces now (format version 3, key groups named in the index), what it wrote
+// before incremental checkpoints (version 2, declared state types) and before the job SDK
+// (version 1): all must restore to the same state.
 const std::string kGoldenPath =
+    std::string(KEYFLOW_SOURCE_DIR) + "/tests/worker/operators/testdata/count_window_v3.kgs";
+const std::string kGoldenV2Path =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/worker/operators/testdata/count_window_v2.kgs";
 const std::string kGoldenV1Path =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/worker/operators/testdata/count_window_v1.kgs";
@@ -105,6 +108,10 @@ void ExpectGoldenFileRestoresToTheExactState(const std::string& path) {
 
 TEST(SnapshotGolden, GoldenFileRestoresToTheExactState) {
   ExpectGoldenFileRestoresToTheExactState(kGoldenPath);
+}
+
+TEST(SnapshotGolden, VersionTwoGoldenFileStillRestoresToTheExactState) {
+  ExpectGoldenFileRestoresToTheExactState(kGoldenV2Path);
 }
 
 TEST(SnapshotGolden, VersionOneGoldenFileStillRestoresToTheExactState) {

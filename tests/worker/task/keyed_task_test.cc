@@ -25,7 +25,13 @@ class KeyedTaskTest : public ::testing::Test {
  protected:
   void SetUp() override {
     zmq_ = ZmqContext::Create().value();
+    StartTask(std::nullopt);
+  }
+
+  // A keyed task of count-window over all key groups, restored from `restore` if set.
+  void StartTask(std::optional<RestoreAssignment> restore) {
     DeployTask d;
+    d.restore = std::move(restore);
     d.attempt = AttemptNumber(1);
     d.job_id = "job-1";
     d.spec.job_name = "count-window";
@@ -50,6 +56,7 @@ class KeyedTaskTest : public ::testing::Test {
       EXPECT_TRUE(part.ok()) << part.status().ToString();
       done_.insert(id.value());
       if (part.ok()) sync_us_[id.value()] = part->sync_duration_us;
+      if (part.ok()) parts_[id.value()] = *part;
       cv_.notify_all();
     };
     cb.input_ended = [this] {
@@ -64,9 +71,52 @@ class KeyedTaskTest : public ::testing::Test {
     run_ = std::async(std::launch::async, [this] { return task_->Run(); });
   }
 
-  void TearDown() override {
+  void TearDown() override { StopTask(); }
+
+  void StopTask() {
     task_->Cancel();
     run_.wait();
+  }
+
+  // Announces checkpoint `id` (incremental into shared_ if `incremental`), sends its barrier
+  // after the records emitted so far, and waits for the snapshot.
+  void CheckpointWithBarrier(int64_t id, bool incremental,
+                             CheckpointType type = CheckpointType::kCheckpoint) {
+    const std::string dir = tmp_.path() + "/chk-" + std::to_string(id);
+    ASSERT_TRUE(CreateDirectories(dir).ok());
+    ASSERT_TRUE(CreateDirectories(shared_).ok());
+    TriggerCheckpoint t{AttemptNumber(1), CheckpointId(id), 0, type, dir};
+    t.incremental = incremental;
+    t.shared_directory = shared_;
+    ASSERT_TRUE(task_->AnnounceCheckpoint(t).ok());
+    ASSERT_TRUE(
+        writer_->BroadcastEvent(ChannelEvent::Barrier(CheckpointId(id), clock_.Now())).ok());
+    ASSERT_TRUE(writer_->Flush().ok());  // a frame may wait in the writer's queue until then
+    std::unique_lock<std::mutex> lock(mu_);
+    ASSERT_TRUE(cv_.wait_for(lock, kWait, [&] { return done_.count(id) != 0; }))
+        << "checkpoint " << id << " was never snapshotted";
+  }
+
+  void Emit(std::initializer_list<int64_t> keys) {
+    for (int64_t k : keys) {
+      ASSERT_TRUE(
+          writer_->Emit(testing::LongKeyRecord(k, Timestamp(1'000'000)), clock_.Now()).ok());
+    }
+  }
+
+  // A restore of checkpoint `id` (of CheckpointWithBarrier) from its handle `h`.
+  RestoreAssignment RestoreOf(int64_t id, const KeyGroupsStateHandle& h) {
+    RestoreAssignment r;
+    r.checkpoint = CheckpointId(id);
+    r.checkpoint_dir = tmp_.path() + "/chk-" + std::to_string(id);
+    r.keyed_state = {h};
+    r.shared_dir = shared_;
+    return r;
+  }
+
+  KeyedCheckpointPart Part(int64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return parts_.at(id);
   }
 
   void EndInput() {
@@ -102,6 +152,8 @@ class KeyedTaskTest : public ::testing::Test {
   std::condition_variable cv_;
   std::set<int64_t> done_;
   std::map<int64_t, int64_t> sync_us_;
+  std::map<int64_t, KeyedCheckpointPart> parts_;
+  const std::string shared_ = tmp_.path() + "/shared";
   bool input_ended_ = false;
 };
 
@@ -159,6 +211,113 @@ TEST_F(KeyedTaskTest, ALatencyMarkerIsRecordedWithTheInjectedClockAfterTheRecord
   EXPECT_EQ(l.p50_us, 7'000);
   EXPECT_EQ(l.p999_us, 7'000);
   EXPECT_EQ(metrics_.Snapshot(clock_.Now()).latency.p99_us, 7'000);
+}
+
+KeyGroupId GroupOf(int64_t key) {
+  return testing::LongKeyRecord(key).key_group;
+}
+
+TEST_F(KeyedTaskTest, AnIncrementalCheckpointWritesOnlyTheKeyGroupsChangedSinceTheCompletedBase) {
+  Emit({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+  CheckpointWithBarrier(1, /*incremental=*/true);
+  const KeyedCheckpointPart first = Part(1);
+  // No base: one new shared file with every key group.
+  ASSERT_EQ(first.keyed_state.shared_files.size(), 1u);
+  EXPECT_TRUE(first.keyed_state.path.empty());
+  EXPECT_EQ(first.keyed_state.block_file, std::vector<uint32_t>(testing::kMaxParallelism, 0));
+  const SharedStateFile f1 = first.keyed_state.shared_files[0];
+  EXPECT_EQ(f1.name.size(), 32 + std::string("-1-0.kgs").size()) << f1.name;
+  EXPECT_EQ(ReadFileToString(shared_ + "/" + f1.name)->size(), f1.size);
+  EXPECT_EQ(first.written_bytes, f1.size);
+  EXPECT_TRUE(first.incremental);
+
+  ASSERT_TRUE(task_->NotifyCheckpointComplete(CheckpointId(1)).ok());
+  Emit({5});  // one key, one key group
+  CheckpointWithBarrier(2, /*incremental=*/true);
+  const KeyedCheckpointPart second = Part(2);
+  ASSERT_EQ(second.keyed_state.shared_files.size(), 2u);
+  const SharedStateFile f2 = second.keyed_state.shared_files[0];
+  EXPECT_EQ(second.keyed_state.shared_files[1].name, f1.name);
+  std::vector<int32_t> new_blocks;
+  for (int32_t g = 0; g < testing::kMaxParallelism; ++g) {
+    if (second.keyed_state.block_file[g] == 0) new_blocks.push_back(g);
+  }
+  EXPECT_EQ(new_blocks, std::vector<int32_t>{GroupOf(5).value()});
+  EXPECT_EQ(second.written_bytes, f2.size);
+  EXPECT_LT(second.written_bytes, first.written_bytes);
+  // Unchanged key groups point at checkpoint 1's blocks.
+  const int32_t other = GroupOf(9).value();
+  EXPECT_EQ(second.keyed_state.offsets[other], first.keyed_state.offsets[other]);
+  EXPECT_EQ(second.keyed_state.keys[other], first.keyed_state.keys[other]);
+
+  // 2 does not complete: 3 still has base 1, so key group of 5 is written again, with 7's.
+  Emit({7});
+  CheckpointWithBarrier(3, /*incremental=*/true);
+  const KeyedCheckpointPart third = Part(3);
+  std::set<int32_t> third_new;
+  for (int32_t g = 0; g < testing::kMaxParallelism; ++g) {
+    if (third.keyed_state.block_file[g] == 0) third_new.insert(g);
+  }
+  EXPECT_EQ(third_new, (std::set<int32_t>{GroupOf(5).value(), GroupOf(7).value()}));
+  EXPECT_EQ(third.keyed_state.shared_files.size(), 2u);
+  EXPECT_EQ(third.keyed_state.shared_files[1].name, f1.name);
+
+  // Completed, and nothing changed since: no new file at all, every block referenced.
+  ASSERT_TRUE(task_->NotifyCheckpointComplete(CheckpointId(3)).ok());
+  CheckpointWithBarrier(4, /*incremental=*/true);
+  const KeyedCheckpointPart fourth = Part(4);
+  EXPECT_EQ(fourth.written_bytes, 0u);
+  EXPECT_EQ(fourth.keyed_state.shared_files.size(), 2u);
+  EXPECT_EQ(fourth.keyed_state.size, 0u);
+
+  // A non-incremental trigger writes the full file into its checkpoint directory.
+  CheckpointWithBarrier(5, /*incremental=*/false);
+  const KeyedCheckpointPart fifth = Part(5);
+  EXPECT_FALSE(fifth.keyed_state.incremental());
+  EXPECT_EQ(fifth.keyed_state.path, "subtask-0.kgs");
+  EXPECT_EQ(fifth.written_bytes, fifth.keyed_state.size);
+  EXPECT_FALSE(fifth.incremental);
+}
+
+TEST_F(KeyedTaskTest, AnIncrementalCheckpointRestoresToTheSameStateAsAFullOne) {
+  Emit({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  CheckpointWithBarrier(1, /*incremental=*/true);
+  ASSERT_TRUE(task_->NotifyCheckpointComplete(CheckpointId(1)).ok());
+  Emit({5, 6, 40});
+  CheckpointWithBarrier(2, /*incremental=*/true);
+  CheckpointWithBarrier(3, /*incremental=*/false);  // full: the same state
+  const KeyGroupsStateHandle incremental = Part(2).keyed_state;
+  ASSERT_EQ(incremental.shared_files.size(), 2u);
+  const std::string full = *ReadFileToString(tmp_.path() + "/chk-3/subtask-0.kgs");
+  StopTask();
+
+  StartTask(RestoreOf(2, incremental));
+  CheckpointWithBarrier(4, /*incremental=*/false);
+  EXPECT_EQ(*ReadFileToString(tmp_.path() + "/chk-4/subtask-0.kgs"), full)
+      << "the restored state differs from the state the checkpoint was taken of";
+  // After a restore there is no base: the first incremental checkpoint writes everything.
+  CheckpointWithBarrier(5, /*incremental=*/true);
+  EXPECT_EQ(Part(5).keyed_state.shared_files.size(), 1u);
+}
+
+TEST_F(KeyedTaskTest, ADamagedSharedFileFailsTheRestoreWithCorruptionNamingIt) {
+  Emit({1, 2, 3});
+  CheckpointWithBarrier(1, /*incremental=*/true);
+  const KeyGroupsStateHandle h = Part(1).keyed_state;
+  StopTask();
+  const std::string path = shared_ + "/" + h.shared_files[0].name;
+  std::string bytes = *ReadFileToString(path);
+  bytes[bytes.size() / 2] ^= 0x40;  // same size, other content
+  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+
+  StartTask(RestoreOf(1, h));
+  ASSERT_EQ(run_.wait_for(kWait), std::future_status::ready);
+  Status s = run_.get();
+  run_ = std::async(std::launch::deferred, [] { return Status::Ok(); });
+  EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+  EXPECT_NE(s.message().find("shared state file " + path + " does not match"), std::string::npos)
+      << s.message();
+  EXPECT_TRUE(task_->restore_corrupted());
 }
 
 }  // namespace
