@@ -36,11 +36,15 @@
 #include "state/key_group_write_guard.h"
 #include "state/keyed_state.h"
 #include "state/namespace.h"
-#include "state/snapshot/native_snapshot.h"
 #include "state/state_descriptor.h"
 #include "state/type_ops.h"
 
 namespace keyflow {
+
+// state/snapshot/native_snapshot.h (not part of the SDK: job libraries never snapshot).
+struct NativeSnapshotTarget;
+class NativeSnapshotPart;
+struct NativeRestoreSource;
 
 // A state as its descriptor declares it, for KeyedStateBackend::GetOrRegisterState.
 struct StateRegistration {
@@ -193,12 +197,7 @@ class KeyedStateBackend {
   virtual bool SupportsNativeSnapshots() const { return false; }
   // The synchronous part of a native snapshot (task thread). Unimplemented unless supported.
   virtual Result<std::unique_ptr<NativeSnapshotPart>> SnapshotNative(
-      const NativeSnapshotTarget& target) {
-    (void)target;
-    return Unimplemented(std::string(backend_name()) + " state has no native snapshots");
-  }
-  // The checkpoint completed / was aborted (task thread): a completed one's files become the
-  // base of the next native snapshot; an aborted one's are never referenced.
+      const NativeSnapshotTarget& target);
   virtual void NotifyNativeCheckpointComplete(CheckpointId id) { (void)id; }
   virtual void NotifyNativeCheckpointAborted(CheckpointId id) { (void)id; }
   // Replaces all keyed state with the key groups of range() held by `sources` (old subtasks'
@@ -207,10 +206,7 @@ class KeyedStateBackend {
   // as for RestoreKeyGroup. Errors (after which the backend holds no restored state): Corruption
   // naming the file for a missing, truncated or checksum-failing file; FailedPrecondition for
   // an unknown format version or another backend's handle.
-  virtual Status RestoreNative(const std::vector<NativeRestoreSource>& sources) {
-    (void)sources;
-    return Unimplemented(std::string(backend_name()) + " state cannot restore native snapshots");
-  }
+  virtual Status RestoreNative(const std::vector<NativeRestoreSource>& sources);
 
   // ---- inspection ----
   // "heap" or "rocksdb" (JobSpec::state_backend).
