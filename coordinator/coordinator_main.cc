@@ -9,6 +9,8 @@
 #include "common/process/logging_flags.h"
 #include "common/process/signal_waiter.h"
 #include "common/security/process_security.h"
+#include "common/security/tls_certificate.h"
+#include "common/transport/endpoint.h"
 #include "coordinator/control_server.h"
 #include "coordinator/path_rules.h"
 #include "coordinator/rest/control_command_bridge.h"
@@ -40,6 +42,8 @@ int main(int argc, char** argv) {
   std::string host = "127.0.0.1";
   int64_t rest_port = 8081;
   std::string rest_bind = "127.0.0.1", rest_port_file;
+  std::string rest_tls_cert, rest_tls_key;
+  bool rest_insecure_http = false;
   opts.add_options()("port", po::value(&port)->default_value(port),
                      "control port 1-65535, 0 = any free port (binds tcp://HOST:PORT)")(
       "host", po::value(&host)->default_value(host),
@@ -66,7 +70,15 @@ int main(int argc, char** argv) {
                 "every interface)")(
       "rest-port-file", po::value(&rest_port_file),
       "write the bound REST port to this file once it listens (atomically; for scripts and "
-      "tests using --rest-port 0)");
+      "tests using --rest-port 0)")(
+      "rest-tls-cert", po::value(&rest_tls_cert),
+      "serve the REST API over HTTPS with this PEM certificate (e.g. KEYS/rest/tls.crt from "
+      "`keyflow keys init`; needs --rest-tls-key)")(
+      "rest-tls-key", po::value(&rest_tls_key),
+      "the PEM private key of --rest-tls-cert (e.g. KEYS/rest/tls.key, mode 0600)")(
+      "rest-insecure-http", po::bool_switch(&rest_insecure_http),
+      "allow plain HTTP on a non-loopback --rest-bind of a secure cluster (operator tokens "
+      "then cross the network in clear text)");
   LoggingFlags logging_flags;
   AddLoggingFlags(opts, &logging_flags);
   SecurityFlags security_flags;
@@ -123,6 +135,25 @@ int main(int argc, char** argv) {
     if (!address.ok()) return Fail(address.status(), kExitUsage);
     rest_options.bind_address = *address;
     rest_options.port = static_cast<int>(rest_port);
+    if (!rest_tls_cert.empty() || !rest_tls_key.empty()) {
+      if (rest_tls_cert.empty() || rest_tls_key.empty()) {
+        return Fail(
+            "--rest-tls-cert and --rest-tls-key go together: give both (e.g. "
+            "KEYS/rest/tls.crt and KEYS/rest/tls.key from `keyflow keys init`)",
+            kExitUsage);
+      }
+      if (Status s = CheckTlsCertificateFiles(rest_tls_cert, rest_tls_key); !s.ok()) {
+        return Fail(s, kExitUsage);
+      }
+      rest_options.tls_cert_file = rest_tls_cert;
+      rest_options.tls_key_file = rest_tls_key;
+    } else if (options.security.enabled && !IsLoopbackHost(*address) && !rest_insecure_http) {
+      return Fail("the REST API on --rest-bind " + rest_bind +
+                      " would carry operator tokens over plain HTTP on the network: give "
+                      "--rest-tls-cert KEYS/rest/tls.crt --rest-tls-key KEYS/rest/tls.key, bind "
+                      "127.0.0.1, or pass --rest-insecure-http",
+                  kExitUsage);
+    }
   } else if (!rest_port_file.empty()) {
     return Fail("--rest-port-file needs a REST server: drop --rest-port -1", kExitUsage);
   }
@@ -131,6 +162,13 @@ int main(int argc, char** argv) {
     return Fail(s, kExitUsage);
   }
   if (!options.security.enabled) KF_LOG_WARN("{}", InsecureWarning("keyflow-coordinator"));
+  if (rest_port != -1 && rest_options.tls_cert_file.empty() && options.security.enabled &&
+      !IsLoopbackHost(rest_options.bind_address)) {
+    KF_LOG_WARN(
+        "--rest-insecure-http: the REST API on {} is plain HTTP; operator tokens cross "
+        "the network in clear text",
+        rest_options.bind_address);
+  }
   auto ctx = ZmqContext::Create(1);
   if (!ctx.ok()) return Fail(ctx.status(), kExitFailure);
   SystemClock clock;

@@ -86,7 +86,8 @@ job=(--job count-window --param count=1000000000 --param timeout=3650d --param t
   --checkpoint-interval 0)
 
 endpoint="$("$ROOT/scripts/start-cluster.sh" --workers 2 --port 0 --run-dir "$run_dir" \
-  --build-dir "$build_dir" --coordinator-arg=--heartbeat-timeout=5s 2>"$work/start-cluster.log")" ||
+  --build-dir "$build_dir" --allowed-path "$work" --coordinator-arg=--heartbeat-timeout=5s \
+  2>"$work/start-cluster.log")" ||
   { cat "$work/start-cluster.log" >&2; kf_die "could not start the cluster"; }
 kf_use_cluster_keys "$run_dir"  # the CLI's client key (KEYFLOW_KEYS)
 KF() { "$KEYFLOW" "$@" --coordinator "$endpoint"; }

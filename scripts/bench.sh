@@ -364,7 +364,9 @@ if [ "$e2e" -eq 1 ] && [ "$metrics" -eq 1 ]; then
   # Issue 12: the same job with the coordinator's /metrics scraped every second (as Prometheus
   # does) and not scraped, alternating run by run on the same cluster.
   [ -f "$run_dir/rest.port" ] || kf_die "the cluster has no REST port ($run_dir/rest.port)"
-  metrics_url="http://127.0.0.1:$(cat "$run_dir/rest.port")/metrics"
+  metrics_url="$(cat "$run_dir/rest.url")/metrics"
+  # A secure cluster's REST server is HTTPS: curl pins its certificate (start-cluster.sh).
+  [ ! -f "$run_dir/keys/rest/tls.crt" ] || export CURL_CA_BUNDLE="$run_dir/keys/rest/tls.crt"
   curl -fsS -o "$results_dir/metrics.txt" "$metrics_url" ||
     kf_die "cannot GET $metrics_url: is curl installed (scripts/install-deps.sh)?"
   # scrape_loop URL FILE: GET URL every second; FILE holds the number of successful scrapes.

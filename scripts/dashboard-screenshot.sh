@@ -69,7 +69,14 @@ trap cleanup EXIT
 source "$run_dir/cluster.env"
 endpoint="$(cat "$run_dir/coordinator.endpoint")"
 [ -s "$run_dir/rest.port" ] || kf_die "the coordinator wrote no REST port (see $run_dir/coordinator.log)"
-url="http://127.0.0.1:$(cat "$run_dir/rest.port")/"
+url="$(cat "$run_dir/rest.url")/"
+# The secure cluster serves HTTPS with its self-signed certificate: Chromium trusts exactly that
+# key (its SPKI hash), nothing else.
+if [ -f "$run_dir/keys/rest/tls.crt" ]; then
+  KEYFLOW_CHROMIUM_SPKI="$(openssl x509 -in "$run_dir/keys/rest/tls.crt" -pubkey -noout |
+    openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64)"
+  export KEYFLOW_CHROMIUM_SPKI
+fi
 [ "$poll_ms" = 1000 ] || url="$url?poll_ms=$poll_ms"
 
 # Event time g*step from now for the g-th event of the whole stream: at 1000 events/s and

@@ -119,7 +119,8 @@ KF() { "$KEYFLOW" "$@" --coordinator "$endpoint"; }
 # restart (which the restore-bytes check would then report).
 start_cluster() {
   endpoint="$("$ROOT/scripts/start-cluster.sh" --workers "$first" --port 0 --run-dir "$run_dir" \
-    --build-dir "$build_dir" --coordinator-arg=--heartbeat-timeout=3s 2>>"$work/cluster.log")" ||
+    --build-dir "$build_dir" --allowed-path "$work" --coordinator-arg=--heartbeat-timeout=3s \
+    2>>"$work/cluster.log")" ||
     { tail -n 20 "$work/cluster.log" >&2; kf_log "could not start the cluster"; return 1; }
   kf_use_cluster_keys "$run_dir"  # the CLI's client key (KEYFLOW_KEYS)
 }

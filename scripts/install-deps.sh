@@ -36,6 +36,9 @@ PACKAGES=(
   libcpp-httplib-dev libjs-chart.js prometheus chromium curl
   # scripts/dashboard-screenshot.sh drives Chromium over the DevTools protocol in real time
   nodejs
+  # issue 13: TLS for the REST API (common/security/tls_certificate.cc: OpenSSL's C API); the
+  # openssl CLI pins the certificate in scripts/dashboard-screenshot.sh
+  libssl-dev openssl
 )
 
 missing=()

@@ -24,6 +24,14 @@
 #                          0 = pick a free port, -1 = no REST server); the bound port goes to
 #                          RUN_DIR/rest.port
 #   --rest-bind A          interface the REST port binds to (default 127.0.0.1)
+#                          A secure cluster serves HTTPS with KEYS/rest/tls.crt and tls.key
+#                          (`keyflow keys init` makes them; `keyflow keys rest-tls` adds them to
+#                          an older key set); clients pin the .crt (curl --cacert). The URL goes
+#                          to RUN_DIR/rest.url. --insecure clusters serve plain HTTP.
+#   --allowed-path DIR     a directory clients may name in --input, --output, --checkpoint-dir,
+#                          --from-savepoint and savepoint --dir (repeatable). The coordinator
+#                          always allows RUN_DIR and --checkpoint-dir, and refuses other paths
+#                          (coordinator --allowed-path); `gen:` inputs are not paths
 #   --data-host ADDR       address peers use to reach a worker's data endpoints
 #                          (default 127.0.0.1; with --hosts: the worker's host from FILE)
 #   --bind-host ADDR       interface the workers' data endpoints bind to (default: the
@@ -63,7 +71,7 @@ source "$ROOT/scripts/lib/cluster.sh"
 workers="" port=6123 run_dir=".keyflow" checkpoint_dir="" hosts_file="" coordinator_host=""
 data_host="" bind_host="" build_dir="$ROOT/build" respawn=0 timeout_s=30 dry_run=0
 keys_dir="" insecure=0 coordinator_bind="" rest_port="" rest_bind=127.0.0.1
-coordinator_args=() worker_args=()
+coordinator_args=() worker_args=() allowed_paths=()
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
@@ -81,6 +89,7 @@ while [ $# -gt 0 ]; do
     --rest-port) need "$@"; rest_port="$2"; shift 2 ;;
     --rest-bind) need "$@"; rest_bind="$2"; shift 2 ;;
     --keys) need "$@"; keys_dir="$2"; shift 2 ;;
+    --allowed-path) need "$@"; allowed_paths+=("$2"); shift 2 ;;
     --insecure) insecure=1; shift ;;
     --data-host) need "$@"; data_host="$2"; shift 2 ;;
     --bind-host) need "$@"; bind_host="$2"; shift 2 ;;
@@ -131,6 +140,11 @@ build_dir="$(kf_abspath "$build_dir")"
 run_dir="$(kf_abspath "$run_dir")"
 [ -n "$checkpoint_dir" ] || checkpoint_dir="$run_dir/checkpoints"
 checkpoint_dir="$(kf_abspath "$checkpoint_dir")"
+for i in ${allowed_paths[@]+"${!allowed_paths[@]}"}; do
+  [ -d "${allowed_paths[$i]}" ] ||
+    kf_die "--allowed-path ${allowed_paths[$i]} is not a directory: create it first or drop the flag"
+  allowed_paths[$i]="$(kf_abspath "${allowed_paths[$i]}")"
+done
 if [ "$insecure" -eq 0 ]; then
   [ -n "$keys_dir" ] || keys_dir="$run_dir/keys"
   keys_dir="$(kf_abspath "$keys_dir")"
@@ -229,6 +243,10 @@ else
       run "$KEYFLOW" keys add-worker "worker-$i" --keys "$keys_dir" >/dev/null
     fi
   done
+  if [ ! -e "$keys_dir/rest/tls.crt" ]; then
+    kf_log "adding the REST server's TLS certificate to $keys_dir (keyflow keys rest-tls)"
+    run "$KEYFLOW" keys rest-tls --keys "$keys_dir" >/dev/null
+  fi
 fi
 if [ "$dry_run" -eq 0 ]; then
   if [ "$insecure" -eq 1 ]; then
@@ -247,6 +265,13 @@ coordinator_cmd=("$COORDINATOR" --host "${coordinator_bind:-$coordinator_host}"
   --log-file "$coordinator_log")
 [ "$rest_port" = "-1" ] ||
   coordinator_cmd+=(--rest-bind "$rest_bind" --rest-port-file "$run_dir/rest.port")
+if [ "$rest_port" != "-1" ] && [ "$insecure" -eq 0 ]; then
+  coordinator_cmd+=(--rest-tls-cert "$keys_dir/rest/tls.crt" --rest-tls-key "$keys_dir/rest/tls.key")
+fi
+# Client paths: the run dir, the checkpoint dir and what the caller named, nothing else.
+for d in "$run_dir" "$checkpoint_dir" ${allowed_paths[@]+"${allowed_paths[@]}"}; do
+  coordinator_cmd+=(--allowed-path "$d")
+done
 coordinator_cmd+=(${coordinator_args[@]+"${coordinator_args[@]}"})
 if [ "$dry_run" -eq 1 ]; then
   run setsid nohup "${coordinator_cmd[@]}"
@@ -449,8 +474,12 @@ fi
 if [ "$rest_port" != "-1" ] && [ -f "$run_dir/rest.port" ]; then
   rest_host="$rest_bind"
   [ "$rest_host" != "0.0.0.0" ] || rest_host="$coordinator_host"
-  kf_log "REST API: http://$rest_host:$(cat "$run_dir/rest.port")/api/v1/overview"
+  rest_scheme=https
+  [ "$insecure" -eq 0 ] || rest_scheme=http
+  echo "$rest_scheme://$rest_host:$(cat "$run_dir/rest.port")" >"$run_dir/rest.url"
+  kf_log "REST API: $(cat "$run_dir/rest.url")/api/v1/overview"
   if [ "$insecure" -eq 0 ]; then
+    kf_log "the REST server's certificate (pin it: curl --cacert): $keys_dir/rest/tls.crt"
     kf_log "REST commands (cancel, stop, savepoints, rescale) take the operator token:" \
       "-H \"Authorization: Bearer \$(cat $keys_dir/clients/operator.token)\""
   else

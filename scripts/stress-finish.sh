@@ -50,7 +50,8 @@ cleanup() {
 trap cleanup EXIT
 
 endpoint="$("$repo/scripts/start-cluster.sh" --workers "$parallelism" --port 0 --run-dir "$run_dir" \
-  --build-dir "$build_dir" --checkpoint-dir "$work/checkpoints" 2>"$work/start-cluster.log")"
+  --build-dir "$build_dir" --checkpoint-dir "$work/checkpoints" --allowed-path "$work" \
+  2>"$work/start-cluster.log")"
 # shellcheck disable=SC1091
 source "$run_dir/cluster.env"  # the CLI's client key (KEYFLOW_KEYS)
 

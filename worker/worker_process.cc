@@ -42,6 +42,7 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Create(WorkerOptions optio
   if (w->options_.security.enabled) {
     w->options_.data.curve_keys = w->options_.security.own;
     w->data_authorizer_ = std::make_unique<DataPlaneAuthorizer>();
+    w->options_.data.data_authorizer = w->data_authorizer_.get();
     auto zap = ZapAuthenticator::Start(*zmq, w->data_authorizer_->Policy());
     if (!zap.ok()) return zap.status().WithContext("starting the worker's data-plane ZAP handler");
     w->zap_ = std::move(zap).value();

@@ -133,16 +133,17 @@ Result<KeyFile> ReadKeyFile(const std::string& path, bool require_secret) {
   return ParseKeyFile(*text, path, require_secret);
 }
 
-Status WriteNewKeyFile(const std::string& path, const KeyFile& file, unsigned mode) {
+Status WriteNewFile(const std::string& path, std::string_view text, unsigned mode,
+                    std::string_view what) {
+  const std::string noun(what);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) {
     if (errno == EEXIST) {
-      return AlreadyExists("key file " + path + " already exists: keys are never overwritten; " +
+      return AlreadyExists(noun + " " + path + " already exists: keys are never overwritten; " +
                            "remove it first if you really mean to replace it");
     }
-    return IoError("cannot create key file " + path + ": " + Errno(errno));
+    return IoError("cannot create " + noun + " " + path + ": " + Errno(errno));
   }
-  const std::string text = RenderKeyFile(file);
   // The mode given to open() is reduced by the umask; set it exactly.
   bool ok = ::fchmod(fd, mode) == 0;
   size_t done = 0;
@@ -157,9 +158,13 @@ Status WriteNewKeyFile(const std::string& path, const KeyFile& file, unsigned mo
   ::close(fd);
   if (!ok) {
     ::unlink(path.c_str());
-    return IoError("cannot write key file " + path + ": " + Errno(saved));
+    return IoError("cannot write " + noun + " " + path + ": " + Errno(saved));
   }
   return Status::Ok();
+}
+
+Status WriteNewKeyFile(const std::string& path, const KeyFile& file, unsigned mode) {
+  return WriteNewFile(path, RenderKeyFile(file), mode, "key file");
 }
 
 std::string KeyDirectory::RoleDir(Role role) const {

@@ -67,6 +67,10 @@ Result<KeyFile> ReadKeyFile(const std::string& path, bool require_secret);
 // Writes `file` at `path` with `mode` (0600 for .key, 0644 for .pub), refusing to overwrite an
 // existing file (AlreadyExists).
 Status WriteNewKeyFile(const std::string& path, const KeyFile& file, unsigned mode);
+// Writes `text` at `path` with exactly `mode` (fsync'd), refusing to overwrite (AlreadyExists);
+// `what` names the file in messages ("key file", "TLS certificate").
+Status WriteNewFile(const std::string& path, std::string_view text, unsigned mode,
+                    std::string_view what);
 
 // Paths inside a key directory.
 struct KeyDirectory {
@@ -78,6 +82,11 @@ struct KeyDirectory {
   std::string SecretKeyFile(Role role, std::string_view name) const;
   std::string PublicKeyFile(Role role, std::string_view name) const;
   std::string RoleDir(Role role) const;  // DIR/workers or DIR/clients
+  // The coordinator's REST TLS certificate (PEM, 0644) and its private key (PEM, 0600):
+  // `keyflow keys init` writes a self-signed pair (common/security/tls_certificate.h).
+  std::string RestDir() const { return dir + "/rest"; }
+  std::string RestTlsCert() const { return dir + "/rest/tls.crt"; }
+  std::string RestTlsKey() const { return dir + "/rest/tls.key"; }
 };
 
 // The keys the coordinator admits: Z85 public key -> identity. Built from DIR/workers/*.pub and

@@ -1,5 +1,7 @@
 #include "common/transport/endpoint.h"
 
+#include <arpa/inet.h>
+
 #include <charconv>
 
 namespace keyflow {
@@ -53,6 +55,18 @@ Result<std::string> AdvertisedEndpoint(std::string_view bound_endpoint,
   }
   if (advertised_host.empty()) return InvalidArgument("the advertised host is empty");
   return TcpEndpoint{std::string(advertised_host), bound.port}.ToString();
+}
+
+bool IsLoopbackHost(std::string_view host) {
+  if (host == "localhost") return true;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string h(host);
+  in_addr v4{};
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return inet_pton(AF_INET6, h.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 }  // namespace keyflow

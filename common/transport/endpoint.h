@@ -32,4 +32,8 @@ Result<TcpEndpoint> ParseTcpEndpoint(std::string_view endpoint);
 Result<std::string> AdvertisedEndpoint(std::string_view bound_endpoint,
                                        std::string_view advertised_host);
 
+// True for "localhost", an IPv4 address in 127.0.0.0/8 and "::1": only this machine can reach
+// a port bound there. False for everything else, 0.0.0.0 and "::" included.
+bool IsLoopbackHost(std::string_view host);
+
 }  // namespace keyflow

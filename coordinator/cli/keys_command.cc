@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/process/command_line.h"
+#include "common/security/tls_certificate.h"
 #include "coordinator/cli/job_commands.h"
 #include "coordinator/rest/rest_token.h"
 
@@ -95,23 +96,41 @@ int FailTo(std::ostream& err, const Status& status, int code) {
   return code;
 }
 
+constexpr char kRestHostsDoc[] =
+    "extra host names or IP addresses the REST certificate is valid for, comma-separated (it "
+    "always names localhost, 127.0.0.1, ::1 and this host's names)";
+
+// DefaultRestTlsHosts() plus the comma-separated `extra` ones.
+std::vector<std::string> RestTlsHosts(const std::string& extra) {
+  std::vector<std::string> hosts = DefaultRestTlsHosts();
+  if (!extra.empty()) {
+    for (std::string& h : SplitNames(extra)) {
+      if (std::find(hosts.begin(), hosts.end(), h) == hosts.end()) hosts.push_back(std::move(h));
+    }
+  }
+  return hosts;
+}
+
 int RunInit(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description opts;
-  std::string dir, clients = "operator";
+  std::string dir, clients = "operator", rest_hosts;
   int64_t workers = 2;
   opts.add_options()("dir", po::value(&dir)->required(), "the new key directory (positional)")(
       "workers", po::value(&workers)->default_value(workers),
       "worker keys to create: workers/worker-0 .. worker-(N-1) (0..1024)")(
       "clients", po::value(&clients)->default_value(clients),
-      "operator client keys to create, comma-separated (clients/NAME)");
+      "operator client keys to create, comma-separated (clients/NAME)")(
+      "rest-hosts", po::value(&rest_hosts), kRestHostsDoc);
   po::positional_options_description pos;
   pos.add("dir", 1);
   po::variables_map vm;
   int code;
   if (!ParseCommandLine(
-          "usage: keyflow keys init DIR [--workers N] [--clients NAME,...]\n"
+          "usage: keyflow keys init DIR [--workers N] [--clients NAME,...] [--rest-hosts H,...]\n"
           "Creates a cluster's key set in DIR (0700): coordinator.key/.pub, workers/worker-I.key/"
-          ".pub and clients/NAME.key/.pub (.key 0600, .pub 0644). Never overwrites a key.",
+          ".pub and clients/NAME.key/.pub (.key 0600, .pub 0644), and the REST server's "
+          "self-signed\nTLS certificate rest/tls.crt (0644) with its key rest/tls.key (0600). "
+          "Never overwrites a key.",
           opts, pos, args, &vm, &code)) {
     return code;
   }
@@ -129,14 +148,42 @@ int RunInit(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return FailTo(err, s.WithContext("--clients"), kExitUsage);
     }
   }
-  if (Status s = InitKeySet(dir, static_cast<int>(workers), names); !s.ok()) {
+  if (Status s = InitKeySet(dir, static_cast<int>(workers), names, RestTlsHosts(rest_hosts));
+      !s.ok()) {
     return FailTo(err, s, kExitFailure);
   }
   out << "created the key set " << dir << ": coordinator, " << workers << " worker key(s), "
       << names.size() << " client key(s)\n"
       << "  the coordinator needs " << dir << " (--keys " << dir << ")\n"
       << "  a worker needs only coordinator.pub and workers/NAME.key (--keys DIR --key-name NAME)\n"
-      << "  the CLI: export KEYFLOW_KEYS=" << dir << " (client key \"operator\" by default)\n";
+      << "  the CLI: export KEYFLOW_KEYS=" << dir << " (client key \"operator\" by default)\n"
+      << "  the REST server: --rest-tls-cert " << KeyDirectory{dir}.RestTlsCert()
+      << " --rest-tls-key " << KeyDirectory{dir}.RestTlsKey() << " (clients pin the .crt)\n";
+  return kExitOk;
+}
+
+int RunRestTls(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description opts;
+  std::string dir, rest_hosts;
+  opts.add_options()("keys", po::value(&dir)->default_value(KeysDirDefault()),
+                     "the key directory (default: $KEYFLOW_KEYS)")(
+      "rest-hosts", po::value(&rest_hosts), kRestHostsDoc);
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine("usage: keyflow keys rest-tls [--keys DIR] [--rest-hosts H,...]\n"
+                        "Creates the REST server's self-signed TLS certificate DIR/rest/tls.crt "
+                        "(0644) and key DIR/rest/tls.key (0600)\nin an existing key set (one "
+                        "made before `keys init` wrote them); refuses to overwrite them.",
+                        opts, {}, args, &vm, &code)) {
+    return code;
+  }
+  if (Status s = AddRestTls(dir, RestTlsHosts(rest_hosts)); !s.ok()) {
+    return FailTo(err, s, kExitFailure);
+  }
+  const KeyDirectory keys{dir};
+  out << "created " << keys.RestTlsCert() << " and " << keys.RestTlsKey()
+      << " (keep it private): run the coordinator with --rest-tls-cert " << keys.RestTlsCert()
+      << " --rest-tls-key " << keys.RestTlsKey() << "\n";
   return kExitOk;
 }
 
@@ -260,6 +307,7 @@ const std::map<std::string, SubcommandInfo>& KeysSubcommands() {
        {[](const auto& a, auto& o, auto& e) { return RunAdd(Role::kOperator, a, o, e); },
         "add an operator client key"}},
       {"add-token", {RunAddToken, "create the REST API token of an existing client key"}},
+      {"rest-tls", {RunRestTls, "create the REST server's TLS certificate in an existing key set"}},
       {"list", {RunList, "list the keys of a key set"}},
       {"reload",
        {[](const auto& a, auto&, auto&) { return RunKeysReloadCommand(a); },
@@ -278,7 +326,8 @@ void PrintKeysUsage(std::ostream& os) {
 
 }  // namespace
 
-Status InitKeySet(const std::string& dir, int workers, const std::vector<std::string>& clients) {
+Status InitKeySet(const std::string& dir, int workers, const std::vector<std::string>& clients,
+                  const std::vector<std::string>& rest_hosts) {
   const KeyDirectory keys{dir};
   std::error_code ec;
   if (HoldsKeySet(keys)) {
@@ -304,7 +353,16 @@ Status InitKeySet(const std::string& dir, int workers, const std::vector<std::st
     RETURN_IF_ERROR(ValidateKeyName(name));
     RETURN_IF_ERROR(WriteKeyPair(keys, Role::kOperator, name));
   }
-  return Status::Ok();
+  return AddRestTls(dir, rest_hosts);
+}
+
+Status AddRestTls(const std::string& dir, const std::vector<std::string>& hosts) {
+  RETURN_IF_ERROR(RequireKeySet(dir));
+  const KeyDirectory keys{dir};
+  RETURN_IF_ERROR(MakePrivateDir(keys.RestDir()));
+  SelfSignedCertificateOptions options;
+  options.hosts = hosts;
+  return WriteSelfSignedCertificate(keys.RestTlsCert(), keys.RestTlsKey(), options);
 }
 
 Status AddKey(const std::string& dir, Role role, const std::string& name) {

@@ -7,7 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/security/tls_certificate.h"
 
 namespace keyflow {
 namespace {
@@ -79,12 +84,29 @@ class BoundedTaskQueue final : public httplib::TaskQueue {
   std::vector<std::thread> threads_;
 };
 
+// Waits until `sock` has `events` (or hangs up / fails) before `until`; polls in slices so that
+// a stopping server is noticed within 100 ms.
+bool PollUntil(int sock, short events, SteadyClock::time_point until,
+               const std::atomic<bool>& stopping) {
+  while (!stopping.load()) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(until - SteadyClock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{sock, events, 0};
+    int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));
+    if (r > 0) return (p.revents & (events | POLLHUP | POLLERR)) != 0;
+    if (r < 0 && errno != EINTR) return false;
+  }
+  return false;
+}
+
 // A socket stream whose reads stop at a deadline (the end of the current request's read
 // budget) and whenever the server stops.
 class DeadlineStream final : public httplib::Stream {
  public:
-  DeadlineStream(int sock, const RestServerOptions& o, const std::atomic<bool>* stopping)
-      : sock_(sock), options_(o), stopping_(stopping) {}
+  // `ssl`: the connection's TLS session (handshake done; the socket non-blocking), or null.
+  DeadlineStream(int sock, const RestServerOptions& o, const std::atomic<bool>* stopping,
+                 SSL* ssl = nullptr)
+      : sock_(sock), options_(o), stopping_(stopping), ssl_(ssl) {}
 
   void StartRequest() {
     read_deadline_ = SteadyClock::now() + options_.request_read_deadline;
@@ -92,7 +114,10 @@ class DeadlineStream final : public httplib::Stream {
   }
   bool cut() const { return cut_; }
 
-  bool is_readable() const override { return WaitFor(POLLIN, ReadLimit()); }
+  bool is_readable() const override {
+    if (ssl_ != nullptr && SSL_pending(ssl_) > 0) return true;
+    return WaitFor(POLLIN, ReadLimit());
+  }
   bool is_writable() const override {
     return WaitFor(POLLOUT, SteadyClock::now() + options_.write_timeout);
   }
@@ -101,6 +126,7 @@ class DeadlineStream final : public httplib::Stream {
       if (SteadyClock::now() >= read_deadline_) cut_ = true;
       return -1;
     }
+    if (ssl_ != nullptr) return TlsIo(ptr, size, /*reading=*/true);
     ssize_t n;
     do {
       n = recv(sock_, ptr, size, 0);
@@ -109,6 +135,7 @@ class DeadlineStream final : public httplib::Stream {
   }
   ssize_t write(const char* ptr, size_t size) override {
     if (!is_writable()) return -1;
+    if (ssl_ != nullptr) return TlsIo(const_cast<char*>(ptr), size, /*reading=*/false);
     ssize_t n;
     do {
       n = send(sock_, ptr, size, MSG_NOSIGNAL);
@@ -124,20 +151,31 @@ class DeadlineStream final : public httplib::Stream {
   socket_t socket() const override { return sock_; }
 
  private:
+  // One SSL_read/SSL_write, waiting (within the read or write timeout) while TLS needs the
+  // socket readable or writable. A clean close reads 0; anything else is -1.
+  ssize_t TlsIo(char* ptr, size_t size, bool reading) {
+    const auto until = reading ? ReadLimit() : SteadyClock::now() + options_.write_timeout;
+    const int len = static_cast<int>(std::min<size_t>(size, 1 << 30));
+    for (;;) {
+      const int n = reading ? SSL_read(ssl_, ptr, len) : SSL_write(ssl_, ptr, len);
+      if (n > 0) return n;
+      const int err = SSL_get_error(ssl_, n);
+      ERR_clear_error();
+      if (err == SSL_ERROR_ZERO_RETURN) return 0;
+      short events = 0;
+      if (err == SSL_ERROR_WANT_READ) events = POLLIN;
+      if (err == SSL_ERROR_WANT_WRITE) events = POLLOUT;
+      if (events == 0 || !WaitFor(events, until)) {
+        if (reading && SteadyClock::now() >= read_deadline_) cut_ = true;
+        return -1;
+      }
+    }
+  }
   SteadyClock::time_point ReadLimit() const {
     return std::min(read_deadline_, SteadyClock::now() + options_.read_timeout);
   }
-  // Polls in slices so that a stopping server is noticed within 100 ms.
   bool WaitFor(short events, SteadyClock::time_point until) const {
-    while (!stopping_->load()) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(until - SteadyClock::now());
-      if (left.count() <= 0) return false;
-      pollfd p{sock_, events, 0};
-      int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));
-      if (r > 0) return (p.revents & (events | POLLHUP | POLLERR)) != 0;
-      if (r < 0 && errno != EINTR) return false;
-    }
-    return false;
+    return PollUntil(sock_, events, until, *stopping_);
   }
   void Address(int (*get)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
     sockaddr_storage addr{};
@@ -157,6 +195,7 @@ class DeadlineStream final : public httplib::Stream {
   int sock_;
   const RestServerOptions& options_;
   const std::atomic<bool>* stopping_;
+  SSL* ssl_;
   SteadyClock::time_point read_deadline_ = SteadyClock::now();
   bool cut_ = false;
 };
@@ -208,8 +247,8 @@ std::string BusyResponse() {
 
 class RestServer::Impl final : public httplib::Server {
  public:
-  Impl(const RestRouter* router, RestServerOptions options)
-      : router_(router), options_(std::move(options)) {
+  Impl(const RestRouter* router, RestServerOptions options, std::shared_ptr<ssl_ctx_st> tls)
+      : router_(router), options_(std::move(options)), tls_(std::move(tls)) {
     new_task_queue = [this] {
       return new BoundedTaskQueue(options_.threads, options_.max_queued_connections);
     };
@@ -250,6 +289,7 @@ class RestServer::Impl final : public httplib::Server {
     s.shed_connections = shed_.load();
     s.requests = requests_.load();
     s.cut_connections = cut_.load();
+    s.tls_handshake_failures = tls_failures_.load();
     return s;
   }
 
@@ -268,26 +308,69 @@ class RestServer::Impl final : public httplib::Server {
     if (tl_shed) {
       ++shed_;
       static const std::string kBusy = BusyResponse();
-      [[maybe_unused]] ssize_t n =
-          send(sock, kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (tls_ == nullptr) {
+        [[maybe_unused]] ssize_t n =
+            send(sock, kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      }
       shutdown(sock, SHUT_RDWR);
       close(sock);
       return false;
     }
     ++connections_;
-    DeadlineStream strm(sock, options_, &stopping_);
+    std::unique_ptr<SSL, void (*)(SSL*)> ssl(nullptr, SSL_free);
+    if (tls_ != nullptr) {
+      ssl.reset(Handshake(sock));
+      if (ssl == nullptr) {
+        ++tls_failures_;
+        shutdown(sock, SHUT_RDWR);
+        close(sock);
+        return false;
+      }
+    }
+    DeadlineStream strm(sock, options_, &stopping_, ssl.get());
     bool ret = false;
     for (size_t left = options_.keep_alive_max_requests; left > 0 && !stopping_; --left) {
-      if (!WaitReadable(sock)) break;
+      if ((ssl == nullptr || SSL_pending(ssl.get()) == 0) && !WaitReadable(sock)) break;
       strm.StartRequest();
       bool connection_closed = false;
       ret = process_request(strm, /*close_connection=*/left == 1, connection_closed, nullptr);
       if (strm.cut()) ++cut_;
       if (!ret || connection_closed) break;
     }
+    if (ssl != nullptr) {
+      SSL_shutdown(ssl.get());  // best effort, non-blocking: sends close_notify
+      ERR_clear_error();
+    }
     shutdown(sock, SHUT_RDWR);
     close(sock);
     return ret;
+  }
+
+  // The server side of a TLS handshake on `sock` (made non-blocking), within
+  // request_read_deadline; null if it fails (a plain HTTP client, a client that does not trust
+  // the certificate, a timeout).
+  SSL* Handshake(int sock) {
+    const int flags = fcntl(sock, F_GETFL, 0);
+    if (flags < 0 || fcntl(sock, F_SETFL, flags | O_NONBLOCK) != 0) return nullptr;
+    SSL* ssl = SSL_new(tls_.get());
+    if (ssl == nullptr || SSL_set_fd(ssl, sock) != 1) {
+      SSL_free(ssl);
+      ERR_clear_error();
+      return nullptr;
+    }
+    const auto until = SteadyClock::now() + options_.request_read_deadline;
+    for (;;) {
+      const int r = SSL_accept(ssl);
+      if (r == 1) return ssl;
+      const int err = SSL_get_error(ssl, r);
+      ERR_clear_error();
+      short events = err == SSL_ERROR_WANT_READ    ? POLLIN
+                     : err == SSL_ERROR_WANT_WRITE ? POLLOUT
+                                                   : 0;
+      if (events == 0 || !PollUntil(sock, events, until, stopping_)) break;
+    }
+    SSL_free(ssl);
+    return nullptr;
   }
 
   // The next request's first byte within keep_alive_timeout (false: idle, closed or stopping).
@@ -306,7 +389,9 @@ class RestServer::Impl final : public httplib::Server {
 
   const RestRouter* router_;
   const RestServerOptions options_;
+  const std::shared_ptr<ssl_ctx_st> tls_;  // null: plain HTTP
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> tls_failures_{0};
   std::atomic<uint64_t> connections_{0};
   std::atomic<uint64_t> shed_{0};
   std::atomic<uint64_t> requests_{0};
@@ -362,7 +447,17 @@ Result<std::unique_ptr<RestServer>> RestServer::Start(const RestRouter* router,
                                                       RestServerOptions options) {
   std::unique_ptr<RestServer> server(new RestServer());
   server->bind_address_ = options.bind_address;
-  auto impl = std::make_unique<Impl>(router, options);
+  std::shared_ptr<ssl_ctx_st> tls;
+  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
+    if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
+      return InvalidArgument(
+          "--rest-tls-cert and --rest-tls-key go together: give both (e.g. KEYS/rest/tls.crt and "
+          "KEYS/rest/tls.key from `keyflow keys init`) or neither");
+    }
+    ASSIGN_OR_RETURN(tls, LoadTlsServerContext(options.tls_cert_file, options.tls_key_file));
+    server->tls_ = true;
+  }
+  auto impl = std::make_unique<Impl>(router, options, std::move(tls));
   int port = options.port;
   if (port == 0) {
     port = impl->bind_to_any_port(options.bind_address);
@@ -378,7 +473,8 @@ Result<std::unique_ptr<RestServer>> RestServer::Start(const RestRouter* router,
   // always ends it.
   const auto until = SteadyClock::now() + std::chrono::seconds(5);
   while (!raw->is_running() && SteadyClock::now() < until) std::this_thread::yield();
-  KF_LOG_INFO("REST server listening url={} threads={}", server->url(), options.threads);
+  KF_LOG_INFO("REST server listening url={} threads={} tls={}", server->url(), options.threads,
+              server->tls_);
   return server;
 }
 
@@ -390,7 +486,7 @@ RestServer::~RestServer() {
 std::string RestServer::url() const {
   std::string host = bind_address_ == "0.0.0.0" ? "127.0.0.1" : bind_address_;
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
-  return "http://" + host + ":" + std::to_string(port_);
+  return (tls_ ? "https://" : "http://") + host + ":" + std::to_string(port_);
 }
 
 RestServerStats RestServer::stats() const {

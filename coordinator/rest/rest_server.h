@@ -12,6 +12,11 @@
 //     `keep_alive_max_requests` requests;
 //   * a request body over `max_body_bytes` is refused with 413.
 //
+// TLS (`tls_cert_file` + `tls_key_file`, --rest-tls-cert/--rest-tls-key): every connection is
+// TLS 1.2+ (OpenSSL), its handshake bounded by `request_read_deadline`; a plain HTTP request
+// to a TLS port fails its handshake and is closed. A shed connection of a TLS server is closed
+// without the 503 (answering needs a handshake the accept thread does not do).
+//
 //   RestRouter router;  AddApiRoutes(router, ...);
 //   ASSIGN_OR_RETURN(auto server, RestServer::Start(&router, {.bind_address = "127.0.0.1"}));
 //   server->port();   // the bound port (useful with port 0)
@@ -45,13 +50,18 @@ struct RestServerOptions {
   size_t max_body_bytes = 64 * 1024;
   // Named in the bind error ("choose another --rest-port").
   std::string port_flag = "--rest-port";
+  // Both set: serve HTTPS with this PEM certificate (chain) and key; Start fails with a
+  // sentence naming the flag if they are unusable (common/security/tls_certificate.h).
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 struct RestServerStats {
   uint64_t connections = 0;       // accepted and served
   uint64_t shed_connections = 0;  // answered 503 because every thread and queue slot was busy
   uint64_t requests = 0;
-  uint64_t cut_connections = 0;  // a request did not arrive within request_read_deadline
+  uint64_t cut_connections = 0;         // a request did not arrive within request_read_deadline
+  uint64_t tls_handshake_failures = 0;  // TLS only: e.g. a plain HTTP request, an untrusting client
 };
 
 class RestServer {
@@ -65,8 +75,9 @@ class RestServer {
   RestServer& operator=(const RestServer&) = delete;
 
   int port() const { return port_; }
-  // "http://127.0.0.1:8081"
+  // "http://127.0.0.1:8081", or "https://..." with TLS.
   std::string url() const;
+  bool tls() const { return tls_; }
   RestServerStats stats() const;
 
   class Impl;  // the httplib::Server subclass (rest_server.cc)
@@ -76,6 +87,7 @@ class RestServer {
   std::unique_ptr<Impl> impl_;
   std::thread listener_;
   int port_ = 0;
+  bool tls_ = false;
   std::string bind_address_;
 };
 

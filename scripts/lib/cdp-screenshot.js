@@ -50,7 +50,11 @@ const chromium = spawn('chromium', [
   '--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
   '--no-default-browser-check', '--disable-extensions', '--hide-scrollbars',
   '--user-data-dir=' + profile, '--remote-debugging-pipe',
-  '--window-size=' + opts.width + ',' + opts.height, 'about:blank',
+  '--window-size=' + opts.width + ',' + opts.height,
+  // An HTTPS dashboard with a self-signed certificate: trust that one key (SPKI SHA-256, base64).
+  ...(process.env.KEYFLOW_CHROMIUM_SPKI
+    ? ['--ignore-certificate-errors-spki-list=' + process.env.KEYFLOW_CHROMIUM_SPKI] : []),
+  'about:blank',
 ], { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
 let stderr = '';
 chromium.stderr.on('data', (d) => { stderr = (stderr + d).slice(-4000); });

@@ -204,6 +204,52 @@ TEST_F(ControlRolesTest, ARevokedWorkerKeyIsDroppedOnReloadAndCannotRegisterAgai
   EXPECT_EQ(coord_->workers().size(), 1u);
 }
 
+// ZeroMQ cannot close one peer's connection on a bound ROUTER, so a revoked worker that ignores
+// RegisterAgain keeps its connection (README "Security": what revocation does and does not
+// do). Every message type it may send on it is refused, counted once, and changes nothing.
+TEST_F(ControlRolesTest, EveryMessageOfARevokedWorkersOpenConnectionIsRefusedAndCounted) {
+  RunJob();
+  const WorkerId w1 = ids_["w1"];
+  const AttemptNumber attempt = coord_->job()->attempt();
+  std::filesystem::remove(keys_.PublicKeyFile(Role::kWorker, "worker-1"));
+  Deliver("cli", ReloadKeys{});
+  ASSERT_TRUE(outbox_.Last<Reply>("cli")->ok);
+  ASSERT_EQ(coord_->workers().size(), 1u);
+  const JobState state = coord_->job()->state();
+  const AttemptNumber restarted = coord_->job()->attempt();
+  const uint64_t before = coord_->refused_requests();
+  const size_t sent_before = outbox_.To<Registered>("w1").size();
+  const SubtaskIndex s1(1);
+  const std::vector<ControlMessage> messages = {
+      Registration(1, 1001),
+      WorkerHeartbeat{w1, attempt, {}, {}},
+      TaskDeployed{w1, attempt, s1, {"tcp://127.0.0.1:1", "tcp://127.0.0.1:2"}},
+      TaskRunning{w1, attempt, s1, 0, 0},
+      TaskInputEnded{w1, attempt, s1},
+      TaskFinished{w1, attempt, s1, {}},
+      TaskFailed{w1, attempt, s1, "forged"},
+      AcknowledgeCheckpoint{w1, attempt, s1, CheckpointId(1)},
+      DeclineCheckpoint{w1, attempt, s1, CheckpointId(1), "forged"},
+      FetchJobLibrary{w1, attempt, "00"},
+      WorkerExiting{w1, "forged"},
+  };
+  uint64_t n = 0;
+  for (const ControlMessage& m : messages) {
+    Deliver("w1", m);
+    ++n;
+    EXPECT_EQ(coord_->refused_requests(), before + n) << ControlMessageName(m);
+    EXPECT_EQ(coord_->workers().size(), 1u) << ControlMessageName(m);
+    EXPECT_EQ(coord_->job()->state(), state) << ControlMessageName(m);
+    EXPECT_EQ(coord_->job()->attempt(), restarted) << ControlMessageName(m);
+  }
+  // Only the registration is answered (with the sentence); nothing else goes back to it.
+  auto registered = outbox_.To<Registered>("w1");
+  ASSERT_EQ(registered.size(), sent_before + 1);
+  EXPECT_NE(registered.back().refused.find("the coordinator revoked worker key worker-1"),
+            std::string::npos);
+  EXPECT_EQ(Security()["refused_requests"], before + n);
+}
+
 TEST_F(ControlRolesTest, AReloadThatFailsKeepsTheOldKeys) {
   RunJob();
   ASSERT_TRUE(WriteFileAtomically(keys_.PublicKeyFile(Role::kWorker, "broken"), "junk\n").ok());

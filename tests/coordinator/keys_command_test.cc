@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/security/curve_keys.h"
+#include "common/security/tls_certificate.h"
 
 namespace keyflow::cli {
 namespace {
@@ -72,6 +73,39 @@ TEST_F(KeysCommandTest, InitCreatesTheKeySetWithPrivateModes) {
   ASSERT_TRUE(coordinator.ok());
   EXPECT_EQ(coordinator->identity.role, Role::kCoordinator);
   EXPECT_EQ(trusted->count(coordinator->keys.public_key), 0u);
+}
+
+TEST_F(KeysCommandTest, InitWritesTheRestServersTlsCertificate) {
+  ::umask(0);
+  ASSERT_EQ(Run({"init", dir_, "--rest-hosts", "coordinator.example,10.0.0.7"}), 0) << err_.str();
+  ::umask(022);
+  const KeyDirectory keys{dir_};
+  EXPECT_EQ(keys.RestTlsCert(), dir_ + "/rest/tls.crt");
+  EXPECT_EQ(Mode(dir_ + "/rest"), 0700u);
+  EXPECT_EQ(Mode(keys.RestTlsKey()), 0600u);
+  EXPECT_EQ(Mode(keys.RestTlsCert()), 0644u);
+  EXPECT_TRUE(CheckTlsCertificateFiles(keys.RestTlsCert(), keys.RestTlsKey()).ok());
+  EXPECT_NE(out_.str().find("--rest-tls-cert " + keys.RestTlsCert()), std::string::npos)
+      << out_.str();
+  // The key set's trusted CURVE keys are unchanged by it.
+  auto trusted = LoadTrustedKeys(keys);
+  ASSERT_TRUE(trusted.ok()) << trusted.status().message();
+  EXPECT_EQ(trusted->size(), 3u);
+}
+
+TEST_F(KeysCommandTest, RestTlsAddsTheCertificateToAnOlderKeySetOnce) {
+  ASSERT_EQ(Run({"init", dir_}), 0) << err_.str();
+  fs::remove_all(dir_ + "/rest");  // a key set made before init wrote it
+  ASSERT_EQ(Run({"rest-tls", "--keys", dir_}), 0) << err_.str();
+  const KeyDirectory keys{dir_};
+  EXPECT_TRUE(CheckTlsCertificateFiles(keys.RestTlsCert(), keys.RestTlsKey()).ok());
+  EXPECT_EQ(Mode(keys.RestTlsKey()), 0600u);
+  EXPECT_EQ(Run({"rest-tls", "--keys", dir_}), 1);
+  EXPECT_EQ(err_.str(), "keyflow: TLS certificate " + keys.RestTlsCert() +
+                            " already exists: keys are never overwritten; remove it first if you "
+                            "really mean to replace it\n");
+  EXPECT_EQ(Run({"rest-tls", "--keys", root_ + "/none"}), 1);
+  EXPECT_NE(err_.str().find("holds no key set"), std::string::npos) << err_.str();
 }
 
 TEST_F(KeysCommandTest, InitDefaultsToTwoWorkersAndTheOperatorClient) {

@@ -2,7 +2,9 @@
 // cluster a plain-text client and a CURVE client with a valid-looking but unknown key connect to
 // a worker's data port while a job runs and send well-formed data frames for it. The committed
 // output equals the reference (a run without the attempt) exactly, and the worker counts the
-// refusal in `keyflow status --json` (workers[].refused_data_connections).
+// refusal in `keyflow status --json` (workers[].refused_data_connections): a CURVE client with
+// an unknown key through the ZAP policy, a plain-text client through the channel socket's
+// monitor (libzmq refuses it before ZAP), exactly once per connection.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -59,6 +61,14 @@ std::string InjectedFrame(uint64_t sequence) {
   std::string bytes;
   builder.FinishInto(SubtaskIndex(0), AttemptNumber(1), sequence, &bytes);
   return bytes;
+}
+
+// Worker slot 0's refused_data_connections in `status` (-1 if the worker is not listed).
+int64_t RefusedDataConnections(const nlohmann::json& status) {
+  for (const nlohmann::json& w : status["workers"]) {
+    if (w.value("slot", -1) == 0) return w.value("refused_data_connections", int64_t{0});
+  }
+  return -1;
 }
 
 TEST(DataPlaneSecurityTest, RecordsFromAPlainOrUnknownKeyClientNeverReachTheJob) {
@@ -133,6 +143,64 @@ TEST(DataPlaneSecurityTest, RecordsFromAPlainOrUnknownKeyClientNeverReachTheJob)
   EXPECT_TRUE(SameLines(*actual, ReferenceCountWindow(*records, 7, 2000)));
   rogue.Close();
   plain.Close();
+}
+
+// Three plain-text ZeroMQ clients (no reconnects: one connection each) connect to a worker's
+// data port one after the other and queue a well-formed frame: the worker counts exactly one
+// refused data connection per client, logs the refusal, and the job's output is exact.
+TEST(DataPlaneSecurityTest, EachPlainTextDataConnectionIsCountedOnceAndLogged) {
+  TestDir dir;
+  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = kParallelism});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  Cluster& c = **cluster;
+  const std::string output = dir.path() + "/output";
+  auto run = c.StartCli({"run", "--job", "count-window", "--param", "time=event", "--param",
+                         "count=7", "--param", "timeout=2000ms", "--input", kInput, "--output",
+                         output, "--parallelism", std::to_string(kParallelism), "--wait"},
+                        dir.path() + "/run.out");
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto running = c.WaitForStatus(
+      [](const nlohmann::json& st) {
+        const nlohmann::json& job = st["job"];
+        return job.is_object() && job.value("state", "") == "RUNNING" &&
+               job.value("records_processed", int64_t{0}) > 0;
+      },
+      Duration::Seconds(30), "the job to run and process records");
+  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  ASSERT_EQ(RefusedDataConnections(*running), 0);
+  auto endpoint = DataEndpoint(*running);
+  ASSERT_TRUE(endpoint.ok()) << endpoint.status().ToString();
+
+  auto ctx = ZmqContext::Create().value();
+  for (int64_t n = 1; n <= 3; ++n) {
+    zmq::socket_t plain(ctx->context(), ZMQ_PUSH);
+    plain.set(zmq::sockopt::linger, 0);
+    plain.set(zmq::sockopt::reconnect_ivl, -1);
+    plain.connect(*endpoint);
+    std::string frame = InjectedFrame(2'000 + static_cast<uint64_t>(n));
+    ASSERT_TRUE(plain.send(zmq::buffer(frame), zmq::send_flags::dontwait).has_value());
+    auto counted = c.WaitForStatus(
+        [n](const nlohmann::json& st) { return RefusedDataConnections(st) >= n; },
+        Duration::Seconds(20), "worker 0 to count refused data connection " + std::to_string(n));
+    ASSERT_TRUE(counted.ok()) << counted.status().ToString() << "\n" << c.LogExcerpts();
+    EXPECT_EQ(RefusedDataConnections(*counted), n);
+  }
+  EXPECT_THAT(ReadFileOrEmpty(c.WorkerLog(0)),
+              ::testing::HasSubstr("data connection refused peer=unknown channel=data/0/0"));
+
+  auto code = run->Wait(Duration::Seconds(60));
+  ASSERT_TRUE(code.ok()) << code.status().ToString() << "\n" << c.LogExcerpts();
+  EXPECT_EQ(*code, 0) << ReadFileOrEmpty(dir.path() + "/run.out") << c.LogExcerpts();
+  auto st = c.StatusJson();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ((*st)["job"].value("state", ""), "FINISHED");
+  EXPECT_EQ((*st)["job"].value("attempt", 0), 1) << "the attempt must not have failed";
+  EXPECT_EQ(RefusedDataConnections(*st), 3);
+  auto records = GeneratedKeyedTimestamps(kInput);
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  auto actual = CanonicalOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  EXPECT_TRUE(SameLines(*actual, ReferenceCountWindow(*records, 7, 2000)));
 }
 
 }  // namespace

@@ -97,4 +97,17 @@ ZapDecision DataPlaneAuthorizer::Refuse(const ZapRequest& request, std::string r
   return ZapDecision::Refuse(std::move(reason));
 }
 
+void DataPlaneAuthorizer::CountRefusedHandshakes(uint64_t n, const std::string& domain,
+                                                 const std::string& endpoint) {
+  if (n == 0) return;
+  refused_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+  if (LogDecision log = log_limiter_.ShouldLog("handshake/" + domain)) {
+    KF_LOG_WARN(
+        "data connection refused peer=unknown channel={} port={} reason=no CURVE handshake (a "
+        "plain-text client, another security mechanism or not ZeroMQ; libzmq reports no peer "
+        "address for it) refused_so_far={}{}",
+        domain, endpoint, refused(), SuppressedNote(log.suppressed));
+  }
+}
+
 }  // namespace keyflow

@@ -5,9 +5,12 @@
 // Channels name themselves by their ZAP domain, DataZapDomain(r, s) = "data/<r>/<s>": every
 // input channel PULL socket is a CURVE server with the worker's key pair and that domain
 // (InputGateOptions::curve_keys), every output channel PUSH a CURVE client pinning the
-// receiver's public key (RecordWriterOptions::receiver_public_keys). A plain-text client never
-// reaches the policy (libzmq refuses the mechanism mismatch in the handshake); a refused CURVE
-// client is counted (refused()) and logged at most once per peer address per minute.
+// receiver's public key (RecordWriterOptions::receiver_public_keys). A refused CURVE client is
+// counted (refused()) and logged at most once per peer address per minute. A plain-text client
+// never reaches the policy (libzmq refuses the mechanism mismatch in the handshake): the input
+// gate sees its failed handshake on the channel socket's monitor and reports it through
+// CountRefusedHandshakes, counted the same way and logged once per channel per minute (libzmq
+// reports no peer address for it).
 //
 // Lifecycle: the worker process owns one, installs Policy() on its single ZapAuthenticator, and
 // calls SetDeployment at every DeployTask before the input gate binds (so no sender can connect
@@ -57,7 +60,12 @@ class DataPlaneAuthorizer {
   ZapPolicy Policy();
   ZapDecision Decide(const ZapRequest& request);
 
-  // Handshakes refused since construction.
+  // `n` more handshakes of channel `domain` (bound at `endpoint`) failed before the policy saw
+  // them: a client without CURVE (plain text), of another security mechanism, or not speaking
+  // ZMTP. Called by the input gate on the task thread.
+  void CountRefusedHandshakes(uint64_t n, const std::string& domain, const std::string& endpoint);
+
+  // Handshakes refused since construction (by the policy and CountRefusedHandshakes).
   int64_t refused() const { return refused_.load(std::memory_order_relaxed); }
 
  private:
@@ -66,7 +74,7 @@ class DataPlaneAuthorizer {
   Mutex mu_;
   std::optional<SubtaskIndex> receiver_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> sender_keys_ ABSL_GUARDED_BY(mu_);
-  LogRateLimiter log_limiter_;  // one refusal line per peer address per minute
+  LogRateLimiter log_limiter_;  // one refusal line per peer address (or channel) per minute
   std::atomic<int64_t> refused_{0};
 };
 

@@ -69,6 +69,7 @@ class InputChannel {
   const std::string& endpoint() const { return endpoint_; }
   const std::string& description() const { return description_; }
   void* socket_handle() { return socket_.handle(); }
+  ZmqSocket& socket() { return socket_; }
 
  private:
   Status Reject(Status s) {

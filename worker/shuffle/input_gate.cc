@@ -24,13 +24,17 @@ Result<std::unique_ptr<InputGate>> InputGate::Create(ZmqContext& context,
   socket_options.receive_high_water_mark = options.receive_high_water_mark;
   socket_options.kernel_receive_buffer_bytes = options.kernel_receive_buffer_bytes;
   socket_options.max_message_bytes = options.max_frame_bytes;
+  gate->secure_ = !options.curve_keys.secret_key.empty();
+  gate->authorizer_ = options.authorizer;
+  // A plain-text client fails its handshake before ZAP: only the monitor sees it.
+  socket_options.track_connections = gate->secure_;
   gate->channels_.reserve(static_cast<size_t>(options.num_channels));
   for (int32_t i = 0; i < options.num_channels; ++i) {
     std::string what = "input channel " + std::to_string(i) + " of keyed subtask " +
                        std::to_string(options.subtask.value());
-    if (!options.curve_keys.secret_key.empty()) {
-      socket_options.curve =
-          CurveOptions::Server(options.curve_keys, DataZapDomain(options.subtask, SubtaskIndex(i)));
+    if (gate->secure_) {
+      gate->zap_domains_.push_back(DataZapDomain(options.subtask, SubtaskIndex(i)));
+      socket_options.curve = CurveOptions::Server(options.curve_keys, gate->zap_domains_.back());
     }
     ASSIGN_OR_RETURN(ZmqSocket socket,
                      ZmqSocket::Create(context, SocketType::kPull, socket_options));
@@ -41,6 +45,7 @@ Result<std::unique_ptr<InputGate>> InputGate::Create(ZmqContext& context,
     gate->channels_.emplace_back(std::move(socket), *advertised, options.subtask, SubtaskIndex(i),
                                  options.attempt, options.key_groups, &gate->frame_errors_);
   }
+  gate->reported_handshakes_.assign(gate->channels_.size(), 0);
   return gate;
 }
 
@@ -66,6 +71,7 @@ std::vector<std::string> InputGate::endpoints() const {
 }
 
 Result<std::optional<InputEvent>> InputGate::PollNext() {
+  if (secure_ && ++polls_since_drain_ >= kMonitorDrainInterval) DrainRefusedHandshakes();
   const size_t n = channels_.size();
   for (size_t k = 0; k < n; ++k) {
     size_t i = (next_channel_ + k) % n;
@@ -87,11 +93,23 @@ Result<InputAvailability> InputGate::WaitForInput(Duration timeout, int extra_fd
     poll_items_.push_back(zmq_pollitem_t{c.socket_handle(), 0, ZMQ_POLLIN, 0});
   }
   if (extra_fd >= 0) poll_items_.push_back(zmq_pollitem_t{nullptr, extra_fd, ZMQ_POLLIN, 0});
+  const size_t monitors_begin = poll_items_.size();
+  if (secure_) {
+    // Every channel's monitor, blocked and finished ones too: its events must not pile up.
+    for (InputChannel& c : channels_) {
+      poll_items_.push_back(zmq_pollitem_t{c.socket().monitor_handle(), 0, ZMQ_POLLIN, 0});
+    }
+  }
   ASSIGN_OR_RETURN(int ready, PollItems(poll_items_, timeout));
   InputAvailability out;
   if (ready == 0) return out;
-  for (const zmq_pollitem_t& item : poll_items_) {
+  for (size_t k = 0; k < poll_items_.size(); ++k) {
+    const zmq_pollitem_t& item = poll_items_[k];
     if ((item.revents & ZMQ_POLLIN) == 0) continue;
+    if (k >= monitors_begin) {
+      DrainRefusedHandshakes();  // a connection event; not input
+      break;
+    }
     if (item.socket != nullptr) {
       out.input = true;
     } else {
@@ -137,6 +155,28 @@ bool InputGate::AllFinished() const {
 
 InputChannelMetrics InputGate::metrics(SubtaskIndex c) const {
   return channel(c).metrics(Now());
+}
+
+void InputGate::DrainRefusedHandshakes() {
+  polls_since_drain_ = 0;
+  if (!secure_) return;
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    HandshakeFailures failed = channels_[i].socket().handshake_failures();
+    // A key the policy refused is `auth`: DataPlaneAuthorizer::Decide counted it already.
+    const uint64_t unauthenticated = failed.protocol + failed.other;
+    const uint64_t fresh = unauthenticated - reported_handshakes_[i];
+    if (fresh == 0) continue;
+    reported_handshakes_[i] = unauthenticated;
+    refused_handshakes_ += fresh;
+    if (authorizer_ != nullptr) {
+      authorizer_->CountRefusedHandshakes(fresh, zap_domains_[i], channels_[i].endpoint());
+    }
+  }
+}
+
+uint64_t InputGate::refused_handshakes() {
+  DrainRefusedHandshakes();
+  return refused_handshakes_;
 }
 
 uint64_t InputGate::dropped_frames() const {

@@ -18,6 +18,11 @@
 // dropped and counted instead (InputChannelMetrics::dropped_frames, input_channel.h), and a
 // frame above max_frame_bytes drops its connection inside ZeroMQ.
 //
+// Refused handshakes (secure gates): a client without CURVE never reaches the ZAP policy, so
+// each channel socket's monitor is read on the task thread (in WaitForInput, which also wakes for
+// it, and every kMonitorDrainInterval PollNext calls) and its failed handshakes are reported to
+// InputGateOptions::authorizer (refused_data_connections, one log line per channel per minute).
+//
 // Threading: used only on the keyed task thread. The clock (for blocked time) is injectable.
 #pragma once
 
@@ -39,6 +44,8 @@
 
 namespace keyflow {
 
+class DataPlaneAuthorizer;
+
 struct InputGateOptions {
   SubtaskIndex subtask;      // this keyed subtask
   int32_t num_channels = 1;  // P: number of upstream source subtasks
@@ -57,6 +64,10 @@ struct InputGateOptions {
   // the ZAP domain DataZapDomain(subtask, i) (data_plane_authorizer.h); the context must run a
   // ZapAuthenticator (Create fails with FailedPrecondition otherwise). Empty: plain TCP.
   CurveKeyPair curve_keys;
+  // Secure gates only: where the channels' failed handshakes are counted and logged
+  // (DataPlaneAuthorizer::CountRefusedHandshakes). Null: only refused_handshakes() counts them.
+  // Not owned; must outlive the gate.
+  DataPlaneAuthorizer* authorizer = nullptr;
   // Measures blocked time; null uses the system clock. Not owned; must outlive the gate.
   const Clock* clock = nullptr;
 };
@@ -99,12 +110,20 @@ class InputGate {
   InputChannelMetrics metrics(SubtaskIndex channel) const;
   // dropped_frames over all channels.
   uint64_t dropped_frames() const;
+  // Handshakes that failed on any channel before authentication (a plain-text client; always 0
+  // on a gate without CURVE), as of the last monitor drain. Drains first.
+  uint64_t refused_handshakes();
+
+  // PollNext calls between two reads of the channels' monitors while input keeps coming.
+  static constexpr uint32_t kMonitorDrainInterval = 256;
 
  private:
   explicit InputGate(const InputGateOptions& options);
   InputChannel& channel(SubtaskIndex c);
   const InputChannel& channel(SubtaskIndex c) const;
   Timestamp Now() const { return clock_->Now(); }
+  // Reads every channel's monitor and reports new failed handshakes (secure gates only).
+  void DrainRefusedHandshakes();
 
   SystemClock system_clock_;
   const Clock* clock_;
@@ -113,6 +132,12 @@ class InputGate {
   size_t next_channel_ = 0;  // round-robin cursor
   InputEvent event_;
   std::vector<zmq_pollitem_t> poll_items_;
+  bool secure_ = false;
+  DataPlaneAuthorizer* authorizer_ = nullptr;
+  std::vector<std::string> zap_domains_;       // per channel (secure only)
+  std::vector<uint64_t> reported_handshakes_;  // per channel: failures already reported
+  uint64_t refused_handshakes_ = 0;
+  uint32_t polls_since_drain_ = 0;
 };
 
 }  // namespace keyflow

@@ -155,6 +155,7 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
   gate_options.key_groups = d.key_groups;
   gate_options.clock = clock;
   gate_options.curve_keys = options.curve_keys;
+  gate_options.authorizer = options.data_authorizer;
   ASSIGN_OR_RETURN(std::unique_ptr<InputGate> gate, InputGate::Create(*zmq, gate_options));
   t->gate_endpoints_ = gate->endpoints();
 

@@ -36,6 +36,8 @@
 
 namespace keyflow {
 
+class DataPlaneAuthorizer;
+
 struct TaskExecutorOptions {
   std::string bind_host = "0.0.0.0";          // data sockets bind here
   std::string advertised_host = "127.0.0.1";  // peers connect here
@@ -48,6 +50,9 @@ struct TaskExecutorOptions {
   // deployment's senders, worker/shuffle/data_plane_authorizer.h) and the output channels CURVE
   // clients pinning DeployTask::peer_public_keys. Empty (--insecure): plain TCP.
   CurveKeyPair curve_keys;
+  // Secure data plane: the worker's authorizer, where the input gate counts the handshakes of
+  // clients without CURVE (InputGateOptions::authorizer). Not owned.
+  DataPlaneAuthorizer* data_authorizer = nullptr;
 };
 
 struct TaskExecutorHooks {

@@ -104,6 +104,7 @@ class SecureChannelTest : public ::testing::Test {
     zap_ = ZapAuthenticator::Start(*ctx_, authorizer_.Policy()).value();
     InputGateOptions go = GateOptions(SubtaskIndex(0), 1);
     go.curve_keys = receiver_;
+    go.authorizer = &authorizer_;
     gate_ = InputGate::Create(*ctx_, go).value();
   }
   void TearDown() override {
@@ -226,6 +227,48 @@ TEST_F(SecureChannelTest, DeliversNothingFromAPlainTextClient) {
   EXPECT_FALSE(gate_->AllFinished());
   SendAdmitted(0, 20);
   EXPECT_EQ(ReceivedIds(), Ids(0, 20));
+}
+
+// libzmq refuses a plain-text client before the ZAP policy sees it; the gate reads the failed
+// handshake off the channel's monitor and counts it in the authorizer: exactly once per
+// connection (these clients do not reconnect), whichever frames they queued.
+TEST_F(SecureChannelTest, CountsEachPlainTextConnectionOnceAsRefused) {
+  std::string frame;
+  EncodeEventFrame(SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::EndOfInput(), &frame);
+  for (int64_t n = 1; n <= 3; ++n) {
+    zmq::socket_t plain(ctx_->context(), ZMQ_PUSH);
+    plain.set(zmq::sockopt::linger, 0);
+    plain.set(zmq::sockopt::reconnect_ivl, -1);  // one connection per client
+    plain.connect(gate_->endpoint(SubtaskIndex(0)));
+    ASSERT_TRUE(plain.send(zmq::buffer(frame), zmq::send_flags::dontwait).has_value());
+    ASSERT_TRUE(AwaitRefused(n)) << "refused " << authorizer_.refused() << ", expected " << n;
+  }
+  // Nothing else arrives later: no reconnects, no double count with the policy's refusals.
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(gate_->WaitForInput(Duration::Millis(10)).ok());
+  EXPECT_EQ(authorizer_.refused(), 3);
+  EXPECT_EQ(gate_->refused_handshakes(), 3u);
+  EXPECT_EQ(zap_->counts("data/0/0").refused, 0u) << "the ZAP policy never saw them";
+  EXPECT_FALSE(gate_->PollNext().value().has_value());
+  SendAdmitted(0, 20);
+  EXPECT_EQ(ReceivedIds(), Ids(0, 20));
+  EXPECT_EQ(authorizer_.refused(), 3);
+}
+
+// A CURVE client with an unknown key is refused by the policy (counted there) and its failed
+// handshake (`auth`) is not counted a second time by the gate.
+TEST_F(SecureChannelTest, AnUnknownKeyIsCountedOnceNotAlsoAsAFailedHandshake) {
+  CurveKeyPair stranger = GenerateCurveKeyPair().value();
+  zmq::socket_t rogue(ctx_->context(), ZMQ_PUSH);
+  rogue.set(zmq::sockopt::linger, 0);
+  rogue.set(zmq::sockopt::reconnect_ivl, -1);
+  rogue.set(zmq::sockopt::curve_serverkey, receiver_.public_key);
+  rogue.set(zmq::sockopt::curve_publickey, stranger.public_key);
+  rogue.set(zmq::sockopt::curve_secretkey, stranger.secret_key);
+  rogue.connect(gate_->endpoint(SubtaskIndex(0)));
+  ASSERT_TRUE(AwaitRefused(1));
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(gate_->WaitForInput(Duration::Millis(10)).ok());
+  EXPECT_EQ(authorizer_.refused(), 1);
+  EXPECT_EQ(gate_->refused_handshakes(), 0u);
 }
 
 }  // namespace

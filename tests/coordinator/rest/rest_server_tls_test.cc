@@ -1,0 +1,139 @@
+// The REST server with --rest-tls-cert/--rest-tls-key over real loopback sockets: HTTPS with the
+// certificate pinned, plain HTTP and untrusting clients refused in the handshake, a bounded
+// handshake, and unusable TLS files refused at start with one sentence.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "common/security/tls_certificate.h"
+#include "coordinator/rest/rest_server.h"
+#include "tests/coordinator/rest/raw_tcp.h"
+
+namespace keyflow {
+namespace {
+
+namespace fs = std::filesystem;
+using keyflow::testing::RawTcp;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using namespace std::chrono_literals;
+
+class RestServerTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "keyflow-rest-tls-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    cert_ = dir_ + "/tls.crt";
+    key_ = dir_ + "/tls.key";
+    SelfSignedCertificateOptions o;
+    o.hosts = {"localhost", "127.0.0.1"};
+    ASSERT_TRUE(WriteSelfSignedCertificate(cert_, key_, o).ok());
+    router_.Add("GET", "/ping", [](const HttpRequest&) {
+      return JsonResponse(200, {{"pong", 1}});
+    });
+  }
+  void TearDown() override {
+    server_.reset();
+    fs::remove_all(dir_);
+  }
+  RestServerOptions Options() {
+    RestServerOptions o;
+    o.bind_address = "127.0.0.1";
+    o.port = 0;
+    o.tls_cert_file = cert_;
+    o.tls_key_file = key_;
+    return o;
+  }
+  void Start(RestServerOptions o) {
+    auto s = RestServer::Start(&router_, o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+  }
+  // An HTTPS client that trusts only `ca` (the server's certificate when pinned).
+  std::unique_ptr<httplib::SSLClient> Https(const std::string& ca) {
+    auto c = std::make_unique<httplib::SSLClient>("127.0.0.1", server_->port());
+    c->set_ca_cert_path(ca.c_str());
+    c->enable_server_certificate_verification(true);
+    c->set_connection_timeout(2, 0);
+    c->set_read_timeout(5, 0);
+    return c;
+  }
+  std::string dir_, cert_, key_;
+  RestRouter router_;
+  std::unique_ptr<RestServer> server_;
+};
+
+TEST_F(RestServerTlsTest, ServesHttpsToAClientThatPinsTheCertificate) {
+  Start(Options());
+  EXPECT_TRUE(server_->tls());
+  EXPECT_THAT(server_->url(), StartsWith("https://127.0.0.1:"));
+  auto client = Https(cert_);
+  for (int i = 0; i < 3; ++i) {  // keep-alive over one TLS session
+    auto res = client->Get("/ping");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(nlohmann::json::parse(res->body), (nlohmann::json{{"pong", 1}}));
+  }
+  EXPECT_EQ(server_->stats().requests, 3u);
+  EXPECT_EQ(server_->stats().tls_handshake_failures, 0u);
+}
+
+TEST_F(RestServerTlsTest, PlainHttpAndAnUntrustingClientAreRefusedInTheHandshake) {
+  Start(Options());
+  httplib::Client plain("127.0.0.1", server_->port());
+  plain.set_connection_timeout(2, 0);
+  plain.set_read_timeout(3, 0);
+  auto res = plain.Get("/ping");
+  EXPECT_FALSE(res && res->status == 200) << "plain HTTP must not be answered";
+
+  const std::string other = dir_ + "/other.crt";
+  ASSERT_TRUE(WriteSelfSignedCertificate(other, dir_ + "/other.key").ok());
+  auto untrusting = Https(other);
+  auto refused = untrusting->Get("/ping");
+  EXPECT_FALSE(refused);
+  EXPECT_EQ(refused.error(), httplib::Error::SSLServerVerification);
+
+  EXPECT_EQ(server_->stats().requests, 0u);
+  EXPECT_EQ(server_->stats().tls_handshake_failures, 2u);
+  auto ok = Https(cert_)->Get("/ping");
+  ASSERT_TRUE(ok) << httplib::to_string(ok.error());
+  EXPECT_EQ(ok->status, 200);
+}
+
+TEST_F(RestServerTlsTest, AClientThatNeverHandshakesIsCutAtTheReadDeadline) {
+  RestServerOptions o = Options();
+  o.request_read_deadline = 300ms;
+  Start(o);
+  RawTcp silent(server_->port());
+  ASSERT_TRUE(silent.connected());
+  bool closed = false;
+  silent.ReadUntilClosed(3000ms, &closed);
+  EXPECT_TRUE(closed) << "a silent client must not hold a server thread";
+  EXPECT_EQ(server_->stats().tls_handshake_failures, 1u);
+}
+
+TEST_F(RestServerTlsTest, UnusableTlsFilesFailTheStartWithOneSentence) {
+  RestServerOptions missing = Options();
+  missing.tls_cert_file = dir_ + "/missing.crt";
+  auto s = RestServer::Start(&router_, missing);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.status().message(),
+              HasSubstr("--rest-tls-cert " + dir_ + "/missing.crt is not a readable PEM"));
+
+  RestServerOptions half = Options();
+  half.tls_key_file.clear();
+  auto h = RestServer::Start(&router_, half);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().message(),
+            "--rest-tls-cert and --rest-tls-key go together: give both (e.g. KEYS/rest/tls.crt "
+            "and KEYS/rest/tls.key from `keyflow keys init`) or neither");
+}
+
+}  // namespace
+}  // namespace keyflow
