@@ -222,6 +222,8 @@ int main(int argc, char** argv) {
                         {"connections", st.connections},
                         {"shed_connections", st.shed_connections},
                         {"cut_connections", st.cut_connections},
+                        {"tls", http->tls()},
+                        {"tls_handshake_failures", st.tls_handshake_failures},
                         {"failed_auth", auth != nullptr ? auth->failed_attempts() : 0}};
     });
     std::cerr << "keyflow-coordinator: REST API at " << rest->url() << "/api/v1/overview\n";

@@ -24,7 +24,7 @@ std::string Script(const std::string& name) {
   return std::string(KEYFLOW_SOURCE_DIR) + "/scripts/" + name;
 }
 
-CommandResult Run(const std::vector<std::string>& argv) {
+CommandResult RunToEnd(const std::vector<std::string>& argv) {
   auto r = RunCommand(argv, Duration::Seconds(60));
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? *r : CommandResult{};
@@ -37,7 +37,7 @@ std::string FirstLine(const std::string& s) {
 class SecurityScriptsTest : public ::testing::Test {
  protected:
   void TearDown() override {
-    Run({Script("stop-cluster.sh"), "--run-dir", run_dir_, "--timeout", "5"});
+    RunToEnd({Script("stop-cluster.sh"), "--run-dir", run_dir_, "--timeout", "5"});
   }
   TestDir dir_;
   const std::string run_dir_ = dir_.path() + "/run";
@@ -46,9 +46,9 @@ class SecurityScriptsTest : public ::testing::Test {
 TEST_F(SecurityScriptsTest, StartClusterServesHttpsAndAllowsOnlyItsDirectories) {
   const std::string extra = dir_.path() + "/extra";
   std::filesystem::create_directories(extra);
-  CommandResult started =
-      Run({Script("start-cluster.sh"), "--run-dir", run_dir_, "--build-dir", KEYFLOW_BINARY_DIR,
-           "--workers", "1", "--port", "0", "--timeout", "30", "--allowed-path", extra});
+  CommandResult started = RunToEnd({Script("start-cluster.sh"), "--run-dir", run_dir_,
+                                    "--build-dir", KEYFLOW_BINARY_DIR, "--workers", "1", "--port",
+                                    "0", "--timeout", "30", "--allowed-path", extra});
   ASSERT_EQ(started.exit_code, 0) << started.err;
   const std::string endpoint = FirstLine(started.out);
   const std::string url = FirstLine(ReadFileOrEmpty(run_dir_ + "/rest.url"));
@@ -64,7 +64,9 @@ TEST_F(SecurityScriptsTest, StartClusterServesHttpsAndAllowsOnlyItsDirectories) 
   auto overview = https.Get("/api/v1/overview");
   ASSERT_TRUE(overview) << httplib::to_string(overview.error());
   EXPECT_EQ(overview->status, 200);
-  EXPECT_EQ(nlohmann::json::parse(overview->body)["workers"], 1) << overview->body;
+  const nlohmann::json body = nlohmann::json::parse(overview->body);
+  EXPECT_EQ(body["workers"], 1) << overview->body;
+  EXPECT_EQ(body["rest"]["tls"], true) << overview->body;
   httplib::Client plain("127.0.0.1", port);
   plain.set_connection_timeout(2, 0);
   plain.set_read_timeout(3, 0);
@@ -74,27 +76,27 @@ TEST_F(SecurityScriptsTest, StartClusterServesHttpsAndAllowsOnlyItsDirectories) 
   // Client paths: the run dir and --allowed-path are accepted, anything else is refused.
   const std::string keys = "KEYFLOW_KEYS=" + run_dir_ + "/keys";
   auto run = [&](const std::string& output) {
-    return Run({"env",
-                keys,
-                KeyflowBinary("keyflow"),
-                "run",
-                "--coordinator",
-                endpoint,
-                "--job",
-                "count-window",
-                "--param",
-                "time=event",
-                "--param",
-                "count=2",
-                "--param",
-                "timeout=2000ms",
-                "--input",
-                "gen:events=20,keys=2,splits=1,seed=1",
-                "--output",
-                output,
-                "--parallelism",
-                "1",
-                "--wait"});
+    return RunToEnd({"env",
+                     keys,
+                     KeyflowBinary("keyflow"),
+                     "run",
+                     "--coordinator",
+                     endpoint,
+                     "--job",
+                     "count-window",
+                     "--param",
+                     "time=event",
+                     "--param",
+                     "count=2",
+                     "--param",
+                     "timeout=2000ms",
+                     "--input",
+                     "gen:events=20,keys=2,splits=1,seed=1",
+                     "--output",
+                     output,
+                     "--parallelism",
+                     "1",
+                     "--wait"});
   };
   CommandResult outside = run(dir_.path() + "/outside");
   EXPECT_NE(outside.exit_code, 0);
@@ -109,13 +111,13 @@ TEST_F(SecurityScriptsTest, StartClusterServesHttpsAndAllowsOnlyItsDirectories) 
 
 TEST_F(SecurityScriptsTest, TheCoordinatorRefusesPlainHttpOnTheNetworkAndBadTlsFiles) {
   const std::string keys = dir_.path() + "/keys";
-  ASSERT_EQ(Run({KeyflowBinary("keyflow"), "keys", "init", keys}).exit_code, 0);
+  ASSERT_EQ(RunToEnd({KeyflowBinary("keyflow"), "keys", "init", keys}).exit_code, 0);
   const std::vector<std::string> base = {
       KeyflowBinary("keyflow-coordinator"), "--keys", keys, "--port", "0", "--rest-port", "0"};
   auto with = [&base](std::vector<std::string> extra) {
     std::vector<std::string> argv = base;
     argv.insert(argv.end(), extra.begin(), extra.end());
-    return Run(argv);
+    return RunToEnd(argv);
   };
   CommandResult network = with({"--rest-bind", "0.0.0.0"});
   EXPECT_EQ(network.exit_code, 2);
@@ -137,7 +139,7 @@ TEST_F(SecurityScriptsTest, TheCoordinatorRefusesPlainHttpOnTheNetworkAndBadTlsF
   CommandResult swapped =
       with({"--rest-tls-cert", keys + "/rest/tls.key", "--rest-tls-key", keys + "/rest/tls.crt"});
   EXPECT_EQ(swapped.exit_code, 2);
-  CommandResult help = Run({KeyflowBinary("keyflow-coordinator"), "--help"});
+  CommandResult help = RunToEnd({KeyflowBinary("keyflow-coordinator"), "--help"});
   EXPECT_THAT(help.out + help.err, HasSubstr("--rest-tls-cert"));
   EXPECT_THAT(help.out + help.err, HasSubstr("--rest-insecure-http"));
 }

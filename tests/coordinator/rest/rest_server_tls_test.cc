@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "common/security/tls_certificate.h"
 #include "coordinator/rest/rest_server.h"
@@ -99,6 +100,11 @@ TEST_F(RestServerTlsTest, PlainHttpAndAnUntrustingClientAreRefusedInTheHandshake
   EXPECT_EQ(refused.error(), httplib::Error::SSLServerVerification);
 
   EXPECT_EQ(server_->stats().requests, 0u);
+  // The untrusting client hangs up after its verdict; the server sees it right after.
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (server_->stats().tls_handshake_failures < 2 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(10ms);  // polling another thread's counter, not synchronising
+  }
   EXPECT_EQ(server_->stats().tls_handshake_failures, 2u);
   auto ok = Https(cert_)->Get("/ping");
   ASSERT_TRUE(ok) << httplib::to_string(ok.error());
