@@ -61,7 +61,7 @@ struct RestServerStats {
   uint64_t shed_connections = 0;  // answered 503 because every thread and queue slot was busy
   uint64_t requests = 0;
   uint64_t cut_connections = 0;         // a request did not arrive within request_read_deadline
-  uint64_t tls_handshake_failures = 0;  // TLS only: e.g. a plain HTTP request, an untrusting client
+  uint64_t tls_handshake_failures = 0;  // TLS only: e.g. a plain HTTP request, a timeout
 };
 
 class RestServer {
