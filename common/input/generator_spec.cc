@@ -1,5 +1,6 @@
 #include "common/input/generator_spec.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <initializer_list>
@@ -10,7 +11,8 @@ namespace {
 
 constexpr std::string_view kUsage = "gen:events=N,keys=K,splits=S[,seed=X,...]";
 constexpr std::string_view kKnown =
-    "events, keys, splits, seed, rate, disorder, start, step, skew, payload, note";
+    "events, keys, splits, seed, rate, disorder, start, step, skew, payload, note, hot, "
+    "hot_share";
 
 std::string Quote(std::string_view s) {
   return "'" + std::string(s) + "'";
@@ -69,6 +71,12 @@ std::string FormatDouble(double v) {
 
 }  // namespace
 
+int64_t GeneratorSpec::HotKeysInSplit(int32_t s) const {
+  const int64_t keys_in_split = KeysInSplit(s);
+  const auto hot_keys = static_cast<int64_t>(std::ceil(hot * static_cast<double>(keys_in_split)));
+  return std::clamp<int64_t>(hot_keys, 1, keys_in_split);
+}
+
 std::string GeneratorSpec::ToString() const {
   std::string s = "gen:events=" + std::to_string(events) + ",keys=" + std::to_string(keys) +
                   ",splits=" + std::to_string(splits) + ",seed=" + std::to_string(seed) +
@@ -76,6 +84,7 @@ std::string GeneratorSpec::ToString() const {
                   ",start=" + std::to_string(start_ms) + ",step=" + std::to_string(step_ms) +
                   ",skew=" + FormatDouble(skew) + ",payload=" + std::to_string(payload_bytes) +
                   ",note=" + std::to_string(note_bytes);
+  if (hot > 0) s += ",hot=" + FormatDouble(hot) + ",hot_share=" + FormatDouble(hot_share);
   return s;
 }
 
@@ -93,10 +102,13 @@ Result<GeneratorSpec> ParseGeneratorSpec(std::string_view params) {
     kStep,
     kSkew,
     kPayload,
-    kNote
+    kNote,
+    kHot,
+    kHotShare
   };
-  constexpr std::string_view kNames[] = {"events", "keys", "splits", "seed",    "rate", "disorder",
-                                         "start",  "step", "skew",   "payload", "note"};
+  constexpr std::string_view kNames[] = {"events",   "keys",  "splits",   "seed", "rate",
+                                         "disorder", "start", "step",     "skew", "payload",
+                                         "note",     "hot",   "hot_share"};
   bool seen[std::size(kNames)] = {};
 
   size_t pos = 0;
@@ -197,7 +209,29 @@ Result<GeneratorSpec> ParseGeneratorSpec(std::string_view params) {
         }
         break;
       }
+      case kHot:
+      case kHotShare: {
+        double& fraction = index == kHot ? spec.hot : spec.hot_share;
+        ASSIGN_OR_RETURN(fraction, ParseNumber(name, value));
+        const bool zero_allowed = index == kHotShare;
+        if (fraction > 1 || fraction < 0 || (fraction == 0 && !zero_allowed)) {
+          return InvalidArgument("generator parameter " + Quote(name) + " is a fraction of " +
+                                 (index == kHot ? "keys and must be > 0 and <= 1"
+                                                : "records and must be >= 0 and <= 1") +
+                                 ", got " + std::string(value));
+        }
+        break;
+      }
     }
+  }
+  if (seen[kHotShare] && !seen[kHot]) {
+    return InvalidArgument(
+        "generator parameter 'hot_share' needs 'hot' (the fraction of keys that are hot), e.g. "
+        "hot=0.01,hot_share=0.9");
+  }
+  if (spec.hot > 0 && spec.skew > 0) {
+    return InvalidArgument(
+        "generator parameters 'hot' and 'skew' cannot be combined: use a hot set or a Zipf skew");
   }
   for (Param required : {kEvents, kKeys, kSplits}) {
     if (!seen[required]) {

@@ -2,7 +2,7 @@
 // `gen:` in --input (see InputSpec). GeneratorSplitReader produces the events.
 //
 //   gen:events=N,keys=K,splits=S[,seed=X][,rate=R][,disorder=D][,start=T][,step=P]
-//       [,skew=Z][,payload=B][,note=C]
+//       [,skew=Z][,payload=B][,note=C][,hot=F[,hot_share=H]]
 //
 //   events   N > 0   total number of events of the job (over all splits)       required
 //   keys     K > 0   key space: keys "uid-0" .. "uid-<K-1>"; K >= S             required
@@ -18,6 +18,11 @@
 //   note     C >= 0  for jobs that read fields: bytes of the record's "note"    default 100
 //                    string field (at most 1 MiB); records are then JSON objects
 //                    {"uid":"uid-7","ts":...,"amount":<int 0..999>,"note":"<C letters>"}
+//   hot      0 < F <= 1  hot set: a first pass touches every key once, then     default off
+//                    records go to the hot keys, the fraction F of each split's keys
+//                    (at least one); not with skew
+//   hot_share 0 <= H <= 1  with hot: the fraction of records after the first    default 1
+//                    pass that go to a hot key; the others are uniform over all keys
 
 // Numbers are decimal; rate and skew may have a fraction. Parameters may come in any order; each
 // at most once. The exact event stream (and the skew model) is documented in
@@ -49,6 +54,12 @@ struct GeneratorSpec {
   double skew = 0;
   int32_t payload_bytes = 0;
   int32_t note_bytes = 100;
+  double hot = 0;  // 0 = no hot set
+  double hot_share = 1.0;
+
+  // Hot keys of split s (its ranks 0 .. HotKeysInSplit(s)-1): ceil(hot * KeysInSplit(s)), at
+  // least 1. Precondition: hot > 0, 0 <= s < splits.
+  int64_t HotKeysInSplit(int32_t s) const;
 
   // Events of split s: events are spread as evenly as possible, the first events % splits
   // splits get one more. Precondition: 0 <= s < splits.

@@ -19,6 +19,7 @@ constexpr uint64_t kSplitSalt = 0xD1B54A32D192ED03ull;
 constexpr uint64_t kJitterSalt = 0x2545F4914F6CDD1Dull;
 constexpr uint64_t kPayloadSalt = 0x94D049BB133111EBull;
 constexpr uint64_t kAmountSalt = 0xBF58476D1CE4E5B9ull;
+constexpr uint64_t kHotSalt = 0x9FB21C651E98DF25ull;
 constexpr int64_t kAmountRange = 1000;
 constexpr double kEpsilon = 1e-9;  // absorbs rounding in the pacing arithmetic
 
@@ -74,7 +75,9 @@ Result<GeneratorSplitReader> GeneratorSplitReader::Create(const GeneratorSpec& s
                            " splits; was --input changed since the checkpoint?");
   }
   CHECK(spec.events > 0 && spec.keys >= spec.splits && spec.disorder_ms >= 0 && spec.step_ms >= 0 &&
-        spec.payload_bytes >= 0 && spec.rate >= 0 && spec.skew >= 0)
+        spec.payload_bytes >= 0 && spec.rate >= 0 && spec.skew >= 0 && spec.hot >= 0 &&
+        spec.hot <= 1 && spec.hot_share >= 0 && spec.hot_share <= 1 &&
+        !(spec.hot > 0 && spec.skew > 0))
       << "unvalidated generator spec " << spec.ToString();
   CHECK(spec.rate == 0 || clock != nullptr) << "a rate-limited generator needs a clock";
   GeneratorSplitReader r(spec, split_index, assigner);
@@ -124,6 +127,10 @@ GeneratorSplitReader::GeneratorSplitReader(const GeneratorSpec& spec, int32_t sp
       note_bytes_(spec.note_bytes),
       split_base_(Mix(Mix(spec.seed) + static_cast<uint64_t>(split) * kSplitSalt)),
       skewed_(spec.skew > 0) {
+  if (spec.hot > 0) {
+    hot_keys_in_split_ = spec.HotKeysInSplit(split);
+    hot_share_ = spec.hot_share;
+  }
   if (skewed_) {
     // Inverse CDF of the density x^-Z on [1, n+1): x = (1 + u*((n+1)^a - 1))^(1/a), a = 1-Z; for Z
     // = 1: x = (n+1)^u. Rank = floor(x) - 1.
@@ -148,11 +155,19 @@ int64_t GeneratorSplitReader::ZipfRank(uint64_t hash) const {
   return rank;
 }
 
+int64_t GeneratorSplitReader::HotSetRank(int64_t index, uint64_t hash) const {
+  if (index < keys_in_split_) return index;                                      // the first pass
+  const double u = static_cast<double>(Mix(hash ^ kHotSalt) >> 11) * 0x1.0p-53;  // [0, 1)
+  return Scale(hash, u < hot_share_ ? hot_keys_in_split_ : keys_in_split_);
+}
+
 void GeneratorSplitReader::EventAt(int64_t index, Record* out) const {
   DCHECK(index >= 0 && index < size_);
   const uint64_t h = Mix(split_base_ + static_cast<uint64_t>(index + 1) * kGamma);
 
-  const int64_t rank = skewed_ ? ZipfRank(h) : Scale(h, keys_in_split_);
+  const int64_t rank = skewed_                  ? ZipfRank(h)
+                       : hot_keys_in_split_ > 0 ? HotSetRank(index, h)
+                                                : Scale(h, keys_in_split_);
   const int64_t k = rank * splits_ + split_;
   char text[24] = {'u', 'i', 'd', '-'};
   char* end = std::to_chars(text + 4, text + sizeof(text), k).ptr;

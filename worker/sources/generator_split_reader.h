@@ -16,6 +16,12 @@
 //                           [j+1, j+2) (a continuous Zipf: Z = 1 is classic Zipf, larger Z is
 //                           more skewed); rank 0 is the hottest, so "uid-0".."uid-<S-1>" are
 //                           the hottest keys
+//                         hot = F > 0: events o < K_s are the first pass, rank j = o (every
+//                           key of the split once, in rank order); after it, with probability
+//                           hot_share (from the event's hash) the rank is uniform over the hot
+//                           ranks [0, H_s), H_s = spec.HotKeysInSplit(s), else uniform over
+//                           [0, K_s). So "uid-0".."uid-<H_s*S-1>" are the hot keys; they fall
+//                           into key groups by hash like any key
 //   timestamp           start + g*step + jitter, jitter uniform in [0, disorder): bounded
 //                       out-of-orderness, every timestamp > (max timestamp so far) - disorder
 //   payload             `payload` bytes of [a-z], derived from the same hash
@@ -97,6 +103,7 @@ class GeneratorSplitReader {
   // Reads the clock and recomputes budget_. False if no event is allowed yet.
   bool Refill();
   int64_t ZipfRank(uint64_t hash) const;
+  int64_t HotSetRank(int64_t index, uint64_t hash) const;
   void WriteFields(uint64_t hash, std::string_view key, Timestamp timestamp, Record* out) const;
 
   KeyGroupAssigner assigner_;
@@ -115,6 +122,8 @@ class GeneratorSplitReader {
   std::string key_field_, ts_field_;
   uint64_t split_base_;
   bool skewed_;
+  int64_t hot_keys_in_split_ = 0;  // 0: no hot set
+  double hot_share_ = 1.0;
   double zipf_a_ = 0, zipf_inv_a_ = 0, zipf_c_ = 0, zipf_log_n1_ = 0;
   int64_t next_ = 0;
 

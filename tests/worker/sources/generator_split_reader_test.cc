@@ -185,6 +185,54 @@ TEST(GeneratorSplitReader, UniformKeysAreRoughlyEvenAndSkewMakesLowRanksHot) {
   }
 }
 
+TEST(GeneratorSplitReader, HotSetTouchesEveryKeyOnceThenOnlyTheHotKeys) {
+  // 3 splits, 3000 keys (1000 per split), 1 %: 10 hot keys per split, ranks 0..9.
+  GeneratorSpec spec = Spec("events=30000,keys=3000,splits=3,seed=9,hot=0.01");
+  for (int32_t s = 0; s < 3; ++s) {
+    GeneratorSplitReader reader = Reader(spec, s);
+    std::vector<Record> events = ReadAll(reader);
+    ASSERT_EQ(events.size(), 10000u);
+    for (int64_t o = 0; o < 1000; ++o) EXPECT_EQ(KeyNumber(events[o]), o * 3 + s) << o;
+    std::map<int64_t, int64_t> hot;
+    for (size_t o = 1000; o < events.size(); ++o) ++hot[KeyNumber(events[o])];
+    ASSERT_EQ(hot.size(), 10u);  // all ten hot keys, nothing else
+    for (const auto& [k, n] : hot) {
+      EXPECT_EQ(k % 3, s);
+      EXPECT_LT(k / 3, 10);
+      EXPECT_GT(n, 700) << k;  // 900 expected each
+      EXPECT_LT(n, 1100) << k;
+    }
+  }
+  // Deterministic: the same spec gives the same stream; EventAt equals the sequential read.
+  GeneratorSplitReader a = Reader(spec, 1);
+  GeneratorSplitReader b = Reader(spec, 1, SplitPosition::InGenerator(4321));
+  std::vector<Record> all = ReadAll(a);
+  Record r;
+  ASSERT_EQ(b.Next(&r), SplitReadResult::kRecord);
+  EXPECT_EQ(r.key, all[4321].key);
+  EXPECT_EQ(r.timestamp, all[4321].timestamp);
+}
+
+TEST(GeneratorSplitReader, HotShareSendsTheRestUniformlyOverAllKeys) {
+  GeneratorSpec spec = Spec("events=101000,keys=1000,splits=1,seed=3,hot=0.01,hot_share=0.8");
+  GeneratorSplitReader reader = Reader(spec, 0);
+  std::vector<Record> events = ReadAll(reader);
+  int64_t to_hot = 0;
+  std::set<int64_t> cold_keys;
+  for (size_t o = 1000; o < events.size(); ++o) {
+    int64_t k = KeyNumber(events[o]);
+    if (k < 10) {
+      ++to_hot;
+    } else {
+      cold_keys.insert(k);
+    }
+  }
+  // 100000 records after the first pass: 80 % to the hot set plus 20 % * 1 % of the uniform
+  // ones that hit a hot key = 80200 expected.
+  EXPECT_NEAR(to_hot / 100000.0, 0.802, 0.01);
+  EXPECT_EQ(cold_keys.size(), 990u);  // 20000 uniform records reach every cold key
+}
+
 TEST(GeneratorSplitReader, SkewedKeysStayInTheirSplit) {
   GeneratorSpec spec = Spec("events=9000,keys=30,splits=3,seed=5,skew=1.5");
   for (int32_t s = 0; s < 3; ++s) {

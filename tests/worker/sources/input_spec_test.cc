@@ -148,6 +148,28 @@ TEST(InputSpec, GeneratorParsesEveryParameterAndRoundTripsThroughToString) {
   EXPECT_EQ(again->generator(), *g);
 }
 
+TEST(InputSpec, GeneratorHotSetRoundTripsAndDefaultsItsShareToOne) {
+  Result<InputSpec> spec = InputSpec::Parse("gen:events=100,keys=10,splits=2,hot=0.01");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const GeneratorSpec& g = spec->generator();
+  EXPECT_EQ(g.hot, 0.01);
+  EXPECT_EQ(g.hot_share, 1.0);
+  EXPECT_EQ(g.HotKeysInSplit(0), 1);  // ceil(0.01 * 5), at least one
+  EXPECT_EQ(g.ToString(),
+            "gen:events=100,keys=10,splits=2,seed=0,rate=0,disorder=200,start=1700000000000,"
+            "step=1,skew=0,payload=0,note=100,hot=0.01,hot_share=1");
+  Result<InputSpec> again = InputSpec::Parse(g.ToString());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->generator(), g);
+
+  Result<InputSpec> shared =
+      InputSpec::Parse("gen:events=9,keys=1000,splits=3,hot=0.1,hot_share=0");
+  ASSERT_TRUE(shared.ok()) << shared.status().ToString();
+  EXPECT_EQ(shared->generator().hot_share, 0.0);
+  EXPECT_EQ(shared->generator().HotKeysInSplit(0), 34);  // ceil(0.1 * 334)
+  EXPECT_EQ(shared->generator().HotKeysInSplit(2), 34);  // ceil(0.1 * 333)
+}
+
 TEST(InputSpec, GeneratorErrorsNameTheParameter) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"gen:",
@@ -162,7 +184,7 @@ TEST(InputSpec, GeneratorErrorsNameTheParameter) {
       {"gen:events=5,keys=2,splits=1,color=red",
        "unknown generator parameter 'color'; known parameters: events, keys, "
        "splits, seed, rate, "
-       "disorder, start, step, skew, payload, note"},
+       "disorder, start, step, skew, payload, note, hot, hot_share"},
       {"gen:events=abc,keys=2,splits=1",
        "generator parameter 'events' must be a decimal integer, got 'abc'"},
       {"gen:events=,keys=2,splits=1",
@@ -196,6 +218,22 @@ TEST(InputSpec, GeneratorErrorsNameTheParameter) {
        "generator parameter 'skew' must be >= 0, got -0.5"},
       {"gen:events=5,keys=2,splits=1,payload=-1",
        "generator parameter 'payload' must be >= 0, got -1"},
+      {"gen:events=5,keys=2,splits=1,hot=0",
+       "generator parameter 'hot' is a fraction of keys and must be > 0 and <= 1, got 0"},
+      {"gen:events=5,keys=2,splits=1,hot=1.5",
+       "generator parameter 'hot' is a fraction of keys and must be > 0 and <= 1, got 1.5"},
+      {"gen:events=5,keys=2,splits=1,hot=-0.1",
+       "generator parameter 'hot' is a fraction of keys and must be > 0 and <= 1, got -0.1"},
+      {"gen:events=5,keys=2,splits=1,hot=few",
+       "generator parameter 'hot' must be a number, got 'few'"},
+      {"gen:events=5,keys=2,splits=1,hot=0.5,hot_share=2",
+       "generator parameter 'hot_share' is a fraction of records and must be >= 0 and <= 1, got "
+       "2"},
+      {"gen:events=5,keys=2,splits=1,hot_share=0.5",
+       "generator parameter 'hot_share' needs 'hot' (the fraction of keys that are hot), e.g. "
+       "hot=0.01,hot_share=0.9"},
+      {"gen:events=5,keys=2,splits=1,hot=0.5,skew=1",
+       "generator parameters 'hot' and 'skew' cannot be combined: use a hot set or a Zipf skew"},
       {"gen:events=5,keys=2,splits=1,payload=1048577",
        "generator parameter 'payload' must be <= 1048576 bytes, got 1048577"},
       {"gen:events=5,keys=2,splits=1,note=-1", "generator parameter 'note' must be >= 0, got -1"},
