@@ -4,11 +4,13 @@
 # cluster. Targets: time from `keyflow rescale P'` to processing again <= 10 s; each new
 # subtask reads <= its share of the state + 5 %.
 #
-#   scripts/bench-rescale.sh [--keys N] [--splits S] [--tail-rate R] [--build-dir DIR] [--keep]
+#   scripts/bench-rescale.sh [--keys N] [--splits S] [--tail-rate R] [--state-backend B]
+#                            [--build-dir DIR] [--keep]
 #
 #   --keys N         distinct keys to load (default 10000000)
 #   --splits S       generator splits (default 4)
 #   --tail-rate R    events/s of the slow tail the job runs on while it is rescaled (default 2000)
+#   --state-backend B  heap (default) or rocksdb (issue 11; --state-dir in the work directory)
 #   --build-dir DIR  where the binaries are: DIR/bin/keyflow* (default build/ of the repository)
 #   --keep           keep the work directory (logs, savepoints) — several GB at the default size
 #
@@ -38,7 +40,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/lib/cluster.sh"
 CHECK="$ROOT/scripts/lib/rescale_check.py"
 
-keys=10000000 splits=4 tail_rate=2000 build_dir="$ROOT/build" keep=0
+keys=10000000 splits=4 tail_rate=2000 build_dir="$ROOT/build" keep=0 backend=heap
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -46,6 +48,7 @@ while [ $# -gt 0 ]; do
     --keys) need "$@"; keys="$2"; shift 2 ;;
     --splits) need "$@"; splits="$2"; shift 2 ;;
     --tail-rate) need "$@"; tail_rate="$2"; shift 2 ;;
+    --state-backend) need "$@"; backend="$2"; shift 2 ;;
     --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -55,6 +58,8 @@ done
 for v in keys splits tail_rate; do
   [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || kf_die "--${v/_/-} must be a whole number >= 1"
 done
+[ "$backend" = heap ] || [ "$backend" = rocksdb ] ||
+  kf_die "--state-backend must be heap or rocksdb, not '$backend'"
 build_dir="$(kf_abspath "$build_dir")"
 KEYFLOW="$build_dir/bin/keyflow"
 for b in keyflow keyflow-coordinator keyflow-worker; do
@@ -84,6 +89,7 @@ space=$(((keys * 1000 + 631) / 632))
 gen="gen:events=$((space * 20)),keys=$space,splits=$splits,seed=11"
 job=(--job count-window --param count=1000000000 --param timeout=3650d --param time=event
   --checkpoint-interval 0)
+[ "$backend" = heap ] || job+=(--state-backend "$backend" --state-dir "$work/state")
 
 endpoint="$("$ROOT/scripts/start-cluster.sh" --workers 2 --port 0 --run-dir "$run_dir" \
   --build-dir "$build_dir" --allowed-path "$work" --coordinator-arg=--heartbeat-timeout=5s \

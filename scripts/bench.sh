@@ -44,7 +44,31 @@
 #                      rocksdb_state_bench (ValueState read+update, RocksDB vs the heap in the
 #                      same run) and count-window end to end with --state-backend rocksdb vs
 #                      heap, R runs each, alternating (target >= 0.4x); the median counts
-#   --rocksdb-only     only that comparison (no micro-benchmarks, throughput or checkpoint runs)
+#                      with --rocksdb also: the checkpoint runs below once more with
+#                      --state-backend rocksdb (1 s interval vs none, target <= 10 % loss);
+#                      state larger than memory (count-window on a fresh 2-worker cluster with
+#                      --big-keys keys, each once, state >= 4x block cache + memtables: the
+#                      workers' peak RSS (VmHWM) and the state bytes on disk, sampled every
+#                      second); rescale 1 -> 2 -> 1 with --rescale-keys keys on RocksDB
+#                      (scripts/bench-rescale.sh --state-backend rocksdb: command -> processing
+#                      again, target <= 10 s)
+#   --rocksdb-only     only those RocksDB comparisons (not the heap's micro-benchmarks,
+#                      throughput or checkpoint runs)
+#   --big-keys K       keys of the larger-than-memory run (default 30000000: 15 M windows per
+#                      worker at P = 2, against 128 MiB of block cache + memtables per
+#                      subtask; --quick 400000)
+#   --rescale-keys K   keys of the RocksDB rescale (default 10000000; --quick 100000)
+#   --incremental      also incremental checkpoints (issue 11): count-window with a 1 s
+#                      interval on --incr-keys keys where, after a first pass over every key, all
+#                      records go to 1 % of them (gen:...,hot=0.01), heap and rocksdb, each
+#                      incremental (the default) and with --incremental false in the same run,
+#                      and the uniform workload (incremental): per checkpoint the bytes written
+#                      (written_bytes) against the full state size, and trigger -> complete
+#                      (targets: <= 5 % of the full size, <= 300 ms); the steady state is the
+#                      second half of the checkpoints taken while the job held state
+#   --incremental-only only that comparison
+#   --incr-keys K      keys of the incremental runs (default 10000000; --quick 200000 at
+#                      100 k events/s so that checkpoints happen); 3 K events per run
 #   --latency          latency as a user feels it (issue 12; worker/README.md "Latency") instead
 #                      of the default end-to-end runs: count-window's maximum throughput on gen:
 #                      input (R pairs of runs with latency markers and with --latency-interval
@@ -76,6 +100,7 @@ source "$ROOT/scripts/bench-lib/abba.sh"  # abba_compare (--metrics, --latency)
 quick=0 micro=1 e2e=1 ckpt_runs=1 events="" keys="" ckpt_keys="" repeat="" results_dir=""
 security=0 metrics=0 throughput=1 rocksdb=0 latency=0 latency_seconds=""
 warmup=1
+incremental=0 incr_keys="" big_keys="" rescale_keys="" ckpt_backends="heap"
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -92,8 +117,13 @@ while [ $# -gt 0 ]; do
     --security) security=1; shift ;;
     --metrics) metrics=1; shift ;;
     --metrics-only) metrics=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
-    --rocksdb) rocksdb=1; shift ;;
-    --rocksdb-only) rocksdb=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
+    --rocksdb) rocksdb=1 ckpt_backends="heap rocksdb"; shift ;;
+    --rocksdb-only) rocksdb=1 micro=0 throughput=0 ckpt_backends="rocksdb"; shift ;;
+    --big-keys) need "$@"; big_keys="$2"; shift 2 ;;
+    --rescale-keys) need "$@"; rescale_keys="$2"; shift 2 ;;
+    --incremental) incremental=1; shift ;;
+    --incremental-only) incremental=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
+    --incr-keys) need "$@"; incr_keys="$2"; shift 2 ;;
     --latency) latency=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --latency-seconds) need "$@"; latency_seconds="$2"; shift 2 ;;
     --warmup) need "$@"; warmup="$2"; shift 2 ;;
@@ -104,15 +134,18 @@ done
 [ "$micro" -eq 1 ] || [ "$e2e" -eq 1 ] || kf_die "--micro-only and --e2e-only exclude each other"
 if [ "$quick" -eq 1 ]; then
   : "${events:=400000}" "${keys:=20000}" "${ckpt_keys:=40000}" "${repeat:=1}"
-  : "${latency_seconds:=12}"
+  : "${latency_seconds:=12}" "${incr_keys:=200000}" "${big_keys:=400000}" "${rescale_keys:=100000}"
+  incr_rate=100000
 else
   : "${events:=20000000}" "${keys:=1000000}" "${ckpt_keys:=2000000}" "${repeat:=3}"
-  : "${latency_seconds:=30}"
+  : "${latency_seconds:=30}" "${incr_keys:=10000000}" "${big_keys:=30000000}"
+  : "${rescale_keys:=10000000}"
+  incr_rate=""
 fi
 [ "$latency" -eq 0 ] || [ "$latency_seconds" -ge 8 ] 2>/dev/null ||
   kf_die "--latency-seconds must be an integer of at least 8 (a 5 s warm-up, then samples), got '$latency_seconds'"
 [[ "$warmup" =~ ^[0-9]+$ ]] || kf_die "--warmup must be a number of runs >= 0, got '$warmup'"
-for v in events keys ckpt_keys repeat; do
+for v in events keys ckpt_keys repeat incr_keys big_keys rescale_keys; do
   [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || kf_die "--${v//_/-} must be a positive integer, got '${!v}'"
 done
 
@@ -271,12 +304,14 @@ if [ "$e2e" -eq 1 ]; then
 
   # run_job KEYS CHECKPOINT_INTERVAL [JOB ARGS...]: one job (default: count-window in event time)
   # at P = 2 with --wait; sets rate (records/s = records in / job duration), job_load, and for
-  # checkpointed runs leaves checkpoints-<n>.json; job_ms: the job's duration.
+  # checkpointed runs leaves checkpoints-<n>.json; job_ms: the job's duration. When run_input is
+  # set, the job reads it (run_events events) instead of gen: with $events events and KEYS keys.
+  run_input="" run_events=""
   run_job() {
-    local k="$1" interval="$2" input out args job=("${@:3}")
+    local k="$1" interval="$2" input out args job=("${@:3}") want="${run_events:-$events}"
     [ ${#job[@]} -gt 0 ] || job=("${COUNT_WINDOW[@]}")
     run_no=$((run_no + 1))
-    input="gen:events=$events,keys=$k,splits=2,seed=42"
+    input="${run_input:-gen:events=$events,keys=$k,splits=2,seed=42}"
     out="$run_dir/output-$run_no"
     args=(run --coordinator "$endpoint" "${job[@]}" --input "$input"
       --output "$out" --parallelism 2 --wait)
@@ -294,7 +329,7 @@ if [ "$e2e" -eq 1 ]; then
     records="$(value job "$results_dir/status-$run_no.json" records_in)"
     ms="$(value job "$results_dir/status-$run_no.json" duration_ms)"
     [ "$state" = FINISHED ] || kf_die "run $run_no ended in state $state"
-    [ "$records" = "$events" ] || kf_die "run $run_no read $records records instead of $events"
+    [ "$records" = "$want" ] || kf_die "run $run_no read $records records instead of $want"
     rate="$(calc "$records * 1000 / $ms")"
     job_ms="$ms"
     echo "run $run_no: $records records in $ms ms = $(calc "round($rate)") records/s" >&2
@@ -432,40 +467,147 @@ if [ "$e2e" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
   row "RocksDB state (e2e)" "ratio rocksdb / heap" "$(calc "$k/$h")" "" ">= 0.4" "${loads[*]}"
 fi
 if [ "$e2e" -eq 1 ] && [ "$ckpt_runs" -eq 1 ]; then
-  # Issue 4: the same job with and without periodic checkpoints (1 M keys per worker).
-  plain=() ckpt=() loads=() files=()
-  for ((r = 0; r < repeat; r++)); do
-    run_job "$ckpt_keys" 0
-    plain+=("$rate")
-    loads+=("$job_load")
-    run_job "$ckpt_keys" 1s
-    ckpt+=("$rate")
-    loads+=("$job_load")
-    files+=("$results_dir/checkpoints-$run_no.json")
+  # Issue 4 (and 11 for rocksdb): the same job with and without periodic checkpoints (1 M keys
+  # per worker), per state backend.
+  for backend in $ckpt_backends; do
+    bargs=("${COUNT_WINDOW[@]}")
+    section="checkpoints (e2e)"
+    if [ "$backend" = rocksdb ]; then
+      bargs+=(--state-backend rocksdb --state-dir "$run_dir/state")
+      section="checkpoints (e2e, rocksdb)"
+    fi
+    plain=() ckpt=() loads=() files=()
+    for ((r = 0; r < repeat; r++)); do
+      run_job "$ckpt_keys" 0 "${bargs[@]}"
+      plain+=("$rate")
+      loads+=("$job_load")
+      run_job "$ckpt_keys" 1s "${bargs[@]}"
+      ckpt+=("$rate")
+      loads+=("$job_load")
+      files+=("$results_dir/checkpoints-$run_no.json")
+    done
+    p="$(median "${plain[@]}")"
+    c="$(median "${ckpt[@]}")"
+    note="--state-backend $backend, $events events, $ckpt_keys keys (per worker $(calc "$ckpt_keys//2") keys + timers at the end); median of $repeat"
+    row "$section" "records/s without checkpoints" "$(calc "$p/1e6")" "M/s" "" "${loads[*]}" "$note"
+    row "$section" "records/s with --checkpoint-interval 1s" "$(calc "$c/1e6")" "M/s" "" "${loads[*]}"
+    row "$section" "throughput loss with checkpoints" "$(calc "(1 - $c/$p) * 100")" "%" "<= 10" "${loads[*]}"
+    # Checkpoint statistics of the checkpointed runs (those taken after the end of input apart:
+    # scripts/bench-lib/bench_results.py).
+    value checkpoints "${files[@]}" >"$results_dir/checkpoint-stats-$backend.txt"
+    read -r n sync_med sync_max async_med async_max dur_med dur_max bytes_med bytes_max \
+      n_after sync_after <"$results_dir/checkpoint-stats-$backend.txt"
+    l="${loads[*]}"
+    if [ "$n" -gt 0 ]; then
+      note="$n checkpoints while the job held state ($(calc "round($bytes_max/1e6)") MB per checkpoint, both subtasks)"
+      row "$section" "synchronous pause, slowest subtask (median)" "$(calc "$sync_med/1e3")" "ms" "<= 10" "$l" "$note"
+      row "$section" "synchronous pause, slowest subtask (max)" "$(calc "$sync_max/1e3")" "ms" "<= 10" "$l" \
+        "after the end of input ($n_after checkpoints, the sink flushing the last output): max $(calc "round($sync_after/1e3,1)") ms"
+      row "$section" "async write, slowest subtask (median)" "$(calc "$async_med/1e3")" "ms" "" "$l"
+      row "$section" "trigger -> complete (median)" "$dur_med" "ms" "<= 500" "$l"
+      row "$section" "trigger -> complete (max)" "$dur_max" "ms" "<= 500" "$l"
+    else
+      row "$section" "completed checkpoints" "0" "" "" "$l" "the jobs ended before a checkpoint completed: raise --events"
+    fi
   done
-  p="$(median "${plain[@]}")"
-  c="$(median "${ckpt[@]}")"
-  note="$events events, $ckpt_keys keys (per worker $(calc "$ckpt_keys//2") keys + timers at the end); median of $repeat"
-  row "checkpoints (e2e)" "records/s without checkpoints" "$(calc "$p/1e6")" "M/s" "" "${loads[*]}" "$note"
-  row "checkpoints (e2e)" "records/s with --checkpoint-interval 1s" "$(calc "$c/1e6")" "M/s" "" "${loads[*]}"
-  row "checkpoints (e2e)" "throughput loss with checkpoints" "$(calc "(1 - $c/$p) * 100")" "%" "<= 10" "${loads[*]}"
-  # Checkpoint statistics of the checkpointed runs (those taken after the end of input apart:
-  # scripts/bench-lib/bench_results.py).
-  value checkpoints "${files[@]}" >"$results_dir/checkpoint-stats.txt"
-  read -r n sync_med sync_max async_med async_max dur_med dur_max bytes_med bytes_max \
-    n_after sync_after <"$results_dir/checkpoint-stats.txt"
-  l="${loads[*]}"
-  if [ "$n" -gt 0 ]; then
-    note="$n checkpoints while the job held state ($(calc "round($bytes_max/1e6)") MB per checkpoint, both subtasks)"
-    row "checkpoints (e2e)" "synchronous pause, slowest subtask (median)" "$(calc "$sync_med/1e3")" "ms" "<= 10" "$l" "$note"
-    row "checkpoints (e2e)" "synchronous pause, slowest subtask (max)" "$(calc "$sync_max/1e3")" "ms" "<= 10" "$l" \
-      "after the end of input ($n_after checkpoints, the sink flushing the last output): max $(calc "round($sync_after/1e3,1)") ms"
-    row "checkpoints (e2e)" "async write, slowest subtask (median)" "$(calc "$async_med/1e3")" "ms" "" "$l"
-    row "checkpoints (e2e)" "trigger -> complete (median)" "$dur_med" "ms" "<= 500" "$l"
-    row "checkpoints (e2e)" "trigger -> complete (max)" "$dur_max" "ms" "<= 500" "$l"
-  else
-    row "checkpoints (e2e)" "completed checkpoints" "0" "" "" "$l" "the jobs ended before a checkpoint completed: raise --events"
-  fi
+fi
+if [ "$e2e" -eq 1 ] && [ "$incremental" -eq 1 ]; then
+  # Issue 11: incremental checkpoints on a hot set (10 M keys, 1 % of them changing per interval)
+  # against --incremental false in the same run, and on the uniform workload, per backend.
+  hot="gen:events=$((3 * incr_keys)),keys=$incr_keys,splits=2,seed=42,hot=0.01"
+  uniform="gen:events=$((3 * incr_keys)),keys=$incr_keys,splits=2,seed=42"
+  [ -z "$incr_rate" ] || { hot+=",rate=$incr_rate"; uniform+=",rate=$incr_rate"; }
+  run_events=$((3 * incr_keys))
+  # incr_run INPUT INCREMENTAL BACKEND: one checkpointed run; sets written (median bytes written
+  # per steady-state checkpoint), full (median full state size), dur_med, dur_max, n.
+  incr_run() {
+    local bargs=("${COUNT_WINDOW[@]}" --incremental "$2")
+    [ "$3" = heap ] || bargs+=(--state-backend rocksdb --state-dir "$run_dir/state")
+    run_input="$1"
+    run_job "$incr_keys" 1s "${bargs[@]}"
+    loads+=("$job_load")
+    read -r n written full dur_med dur_max \
+      <<<"$(value incremental "$results_dir/checkpoints-$run_no.json")"
+    for v in written full dur_med dur_max; do [ "${!v}" != - ] || printf -v "$v" ''; done
+  }
+  for backend in heap rocksdb; do
+    section="incremental checkpoints ($backend)"
+    loads=()
+    incr_run "$hot" true "$backend"
+    hot_written="$written" hot_full="$full" hot_n="$n" hot_dur="$dur_med" hot_max="$dur_max"
+    incr_run "$hot" false "$backend"
+    full_written="$written" full_n="$n" full_dur="$dur_med"
+    incr_run "$uniform" true "$backend"
+    uni_written="$written" uni_full="$full" uni_n="$n"
+    l="${loads[*]}"
+    mb() { [ -z "$1" ] || calc "$1/1e6"; }
+    note="count-window event time, P = 2, $incr_keys keys, 3x as many events, 1 s interval; hot set gen:...,hot=0.01; medians over the second half of the checkpoints taken while the job held state ($hot_n incremental, $full_n full)"
+    row "$section" "bytes written per checkpoint, hot set, incremental" "$(mb "$hot_written")" "MB" "" "$l" "$note"
+    row "$section" "bytes written per checkpoint, hot set, --incremental false" "$(mb "$full_written")" "MB" "" "$l" "full state referenced by the incremental ones: $(mb "$hot_full") MB"
+    ratio=""
+    [ -z "$hot_written" ] || [ -z "$full_written" ] || ratio="$(calc "$hot_written / $full_written * 100")"
+    row "$section" "incremental / full bytes, hot set" "$ratio" "%" "<= 5" "$l"
+    row "$section" "trigger -> complete, hot set, incremental (median)" "$hot_dur" "ms" "<= 300" "$l" "max $hot_max ms; --incremental false: median $full_dur ms"
+    ratio=""
+    [ -z "$uni_written" ] || [ -z "$uni_full" ] || ratio="$(calc "$uni_written / $uni_full * 100")"
+    row "$section" "uniform workload: written / full state, incremental" "$ratio" "%" "" "$l" "$uni_n checkpoints; every key group holds a changed key in every interval, so key-group granularity writes about all of it"
+  done
+  run_input="" run_events=""
+fi
+if [ "$e2e" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
+  # Issue 11: state larger than memory on a fresh cluster (its workers' peak RSS is this job's):
+  # count-window with big_keys keys, each exactly once (gen: hot=1: the first pass is every key
+  # once), timeout 12 h so that every window stays open until the end of input.
+  big_run_dir="$results_dir/cluster-big"
+  step "starting a fresh local cluster for the larger-than-memory run (run dir $big_run_dir)"
+  big_endpoint="$("$ROOT/scripts/start-cluster.sh" --workers 2 --port 0 --run-dir "$big_run_dir" \
+    --build-dir "$build_dir")"
+  samples="$results_dir/big-samples.txt"
+  : >"$samples"
+  args=(run --coordinator "$big_endpoint" "${COUNT_WINDOW[@]}" --parallelism 2 --wait
+    --input "gen:events=$big_keys,keys=$big_keys,splits=2,seed=42,hot=1"
+    --output "$big_run_dir/output" --state-backend rocksdb --state-dir "$big_run_dir/state")
+  job_load="$(load1)"
+  step "keyflow ${args[*]} (load $job_load)"
+  "$KEYFLOW" "${args[@]}" >"$results_dir/big.out" 2>&1 &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    # disk and memory state bytes over the subtasks, and the workers' VmRSS (kB)
+    "$KEYFLOW" status --json --coordinator "$big_endpoint" 2>/dev/null | python3 -c '
+import json, sys
+subs = (json.load(sys.stdin).get("job") or {}).get("subtasks") or []
+print(sum(s.get("state_bytes_disk", 0) for s in subs), sum(s.get("state_bytes_memory", 0) for s in subs))
+' >>"$samples" || true
+    sleep 1
+  done
+  wait "$pid" || { cat "$results_dir/big.out" >&2; kf_die "the larger-than-memory run failed (logs in $big_run_dir)"; }
+  hwm=0
+  for f in "$big_run_dir"/worker-*.pid; do
+    wpid="$(kf_pid_from_file "$f")"
+    [ -n "$wpid" ] || continue
+    h="$(awk '/^VmHWM/{print $2}' "/proc/$wpid/status" 2>/dev/null || echo 0)"
+    [ "${h:-0}" -le "$hwm" ] || hwm="$h"
+  done
+  read -r disk mem <<<"$(sort -n "$samples" | tail -n 1)"
+  "$ROOT/scripts/stop-cluster.sh" --run-dir "$big_run_dir" >/dev/null 2>&1 || true
+  rm -rf "$big_run_dir/output" "$big_run_dir/state"
+  budget=$((2 * 128 * 1024 * 1024))  # per subtask 64 MiB block cache + 64 MiB memtables, P = 2
+  note="count-window, --state-backend rocksdb, P = 2, $big_keys keys once each (windows open until the end); peak of one-a-second samples"
+  row "RocksDB state (e2e)" "state on disk (both subtasks, peak)" "$(calc "${disk:-0}/1e6")" "MB" "" "$job_load" "$note; in memory (memtables) $(calc "round(${mem:-0}/1e6)") MB"
+  row "RocksDB state (e2e)" "state / (block cache + memtables)" "$(calc "${disk:-0}/$budget")" "x" ">= 4" "$job_load"
+  row "RocksDB state (e2e)" "worker peak RSS (VmHWM, larger worker)" "$(calc "$hwm/1024")" "MiB" "" "$job_load"
+
+  # Rescale 1 -> 2 -> 1 on RocksDB (scripts/bench-rescale.sh starts its own cluster).
+  step "scripts/bench-rescale.sh --state-backend rocksdb --keys $rescale_keys (load $(load1))"
+  rc=0
+  "$ROOT/scripts/bench-rescale.sh" --state-backend rocksdb --keys "$rescale_keys" \
+    --build-dir "$build_dir" >"$results_dir/rescale-rocksdb.md" 2>"$results_dir/rescale-rocksdb.log" || rc=$?
+  cat "$results_dir/rescale-rocksdb.md" >&2
+  for move in "1 -> 2" "2 -> 1"; do
+    ms="$(sed -n "s/^| $move | [^|]* | [^|]* | \([0-9.]*\) s |.*/\1/p" "$results_dir/rescale-rocksdb.md")"
+    row "RocksDB rescale (e2e)" "rescale $move: command -> processing again" "$ms" "s" "<= 10" "$(load1)" \
+      "$rescale_keys keys, scripts/bench-rescale.sh --state-backend rocksdb (exit $rc); table in rescale-rocksdb.md"
+  done
 fi
 
 if [ "$e2e" -eq 1 ] && [ "$latency" -eq 1 ]; then

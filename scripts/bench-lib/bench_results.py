@@ -15,12 +15,23 @@ the results table.
                                                  sync_us, async_us, duration_ms and bytes, then
                                                  the number taken after the end of input and
                                                  their max sync_us (see below)
+  bench_results.py incremental FILE              of `keyflow checkpoints --json`: the steady
+                                                 state of incremental checkpoints, one line: the
+                                                 number of checkpoints counted, the median of
+                                                 their written_bytes ("-" if the history has none),
+                                                 of their bytes (full state size), and the median
+                                                 and max of duration_ms (see below); "-" for
+                                                 each when there is no such checkpoint
   bench_results.py table FILE                    the markdown table of the rows in FILE
 
 Checkpoints after the end of input are told apart by size: a file's checkpoint whose state is
 under 1 % of the largest in that file was taken once every timer had fired (empty state); its
 synchronous part is dominated by the file sink flushing the job's last output, which is not the
 steady-state pause.
+
+`incremental` counts the completed checkpoints (not savepoints) taken while the job held state
+(as above) and keeps the second half of them by id: the first ones cover the workload's first
+pass over every key.
 
 Rows (FILE of `table`) are tab-separated: section, metric, value, unit, target ("" or
 ">= X" / "<= X"), load averages (space separated; shown as a range), note. A value of "" means
@@ -81,6 +92,23 @@ def cmd_checkpoints(*paths):
         out += [statistics.median(values), max(values)]
     out += [len(after), max((h.get("sync_us", 0) for h in after), default=0)]
     print(" ".join(str(v) for v in out))
+
+
+def cmd_incremental(path):
+    history = sorted((h for h in load(path).get("history", [])
+                      if h.get("state") == "COMPLETED" and not h.get("savepoint")),
+                     key=lambda h: h.get("id", 0))
+    largest = max((h.get("bytes", 0) for h in history), default=0)
+    during = [h for h in history if h.get("bytes", 0) >= largest / 100]
+    steady = during[len(during) // 2:]
+    if not steady:
+        print("0 - - - -")
+        return
+    written = [h["written_bytes"] for h in steady if "written_bytes" in h]
+    med = lambda vs: statistics.median(vs) if vs else "-"
+    print(len(steady), med(written), med([h.get("bytes", 0) for h in steady]),
+          med([h.get("duration_ms", 0) for h in steady]),
+          max(h.get("duration_ms", 0) for h in steady))
 
 
 def fmt(value, unit):
@@ -147,6 +175,8 @@ def main(argv):
         cmd_job(*args)
     elif cmd == "checkpoints" and args:
         cmd_checkpoints(*args)
+    elif cmd == "incremental" and len(args) == 1:
+        cmd_incremental(*args)
     elif cmd == "table" and len(args) == 1:
         cmd_table(*args)
     else:

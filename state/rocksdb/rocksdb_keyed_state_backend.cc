@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "common/file_system.h"
 #include "state/apply_to_keys.h"
+#include "state/rocksdb/rocksdb_info_logger.h"
 #include "state/rocksdb/rocksdb_key_layout.h"
 #include "state/rocksdb/rocksdb_keyed_state.h"
 #include "state/rocksdb/rocksdb_native_snapshot.h"
@@ -167,6 +168,8 @@ rocksdb::DBOptions RocksDbKeyedStateBackend::DbOptions() const {
   db_options.max_background_jobs = 2;
   db_options.keep_log_file_num = 2;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  // Not a LOG file on the state disk (rocksdb_info_logger.h: a full disk would abort).
+  db_options.info_log = std::make_shared<RocksDbInfoLogger>(dir_);
   return db_options;
 }
 

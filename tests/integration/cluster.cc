@@ -308,4 +308,15 @@ Result<JobRun> RunJob(Cluster& cluster, const std::vector<std::string>& run_args
   return run;
 }
 
+Result<std::string> SubmitJob(Cluster& cluster, const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(CommandResult r, cluster.Cli(args));
+  if (r.exit_code != 0) {
+    return FailedPrecondition("keyflow run exited with " + std::to_string(r.exit_code) + ": " +
+                              r.err + "\n" + cluster.LogExcerpts());
+  }
+  std::string id = r.out.substr(0, r.out.find('\n'));
+  if (id.empty()) return FailedPrecondition("keyflow run printed no job id: " + r.err);
+  return id;
+}
+
 }  // namespace keyflow::test

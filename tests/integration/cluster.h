@@ -136,4 +136,8 @@ struct JobRun {
 };
 Result<JobRun> RunJob(Cluster& cluster, const std::vector<std::string>& run_args, Duration timeout);
 
+// Runs `keyflow ARGS...` (a `run` without --wait) and returns the job id it printed; the error
+// has the command's stderr and log excerpts.
+Result<std::string> SubmitJob(Cluster& cluster, const std::vector<std::string>& args);
+
 }  // namespace keyflow::test

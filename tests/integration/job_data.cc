@@ -7,6 +7,8 @@
 #include <iterator>
 #include <random>
 
+#include "tests/integration/child_process.h"
+
 namespace keyflow::test {
 namespace {
 
@@ -202,6 +204,51 @@ std::map<std::string, int64_t> RecordsPerKey(const KeyedTimestamps& input) {
 void ExpectSameLines(const std::vector<std::string>& actual,
                      const std::vector<std::string>& expected, const std::string& what) {
   EXPECT_TRUE(SameLines(actual, expected)) << what;
+}
+
+std::vector<std::string> CountWindowRunArgs(const std::string& input, const std::string& output,
+                                            int64_t count, int64_t timeout_ms,
+                                            std::vector<std::string> extra) {
+  std::vector<std::string> args = {"run",
+                                   "--job",
+                                   "count-window",
+                                   "--param",
+                                   "time=event",
+                                   "--param",
+                                   "count=" + std::to_string(count),
+                                   "--param",
+                                   "timeout=" + std::to_string(timeout_ms) + "ms",
+                                   "--input",
+                                   input,
+                                   "--output",
+                                   output};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::map<std::string, std::string> CommittedFiles(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] == '.' || name[0] == '_') continue;
+    files[name] = ReadFileOrEmpty(e.path().string());
+  }
+  return files;
+}
+
+void ExpectCommittedFilesKept(const std::map<std::string, std::string>& committed,
+                              const std::string& dir) {
+  const std::map<std::string, std::string> after = CommittedFiles(dir);
+  for (const auto& [name, content] : committed) {
+    auto it = after.find(name);
+    if (it == after.end()) {
+      ADD_FAILURE() << "committed file " << name << " of " << dir << " was deleted";
+    } else {
+      EXPECT_EQ(it->second, content)
+          << "committed file " << name << " of " << dir << " was changed";
+    }
+  }
 }
 
 Result<std::vector<std::string>> CanonicalCountWindowOutput(const std::string& dir) {

@@ -60,6 +60,20 @@ std::vector<std::string> ReferenceCountWindow(const KeyedTimestamps& input, int6
 // tumbling-count: per key and window [floor(ts/size)*size, +size), the number of records.
 std::vector<std::string> ReferenceTumblingCount(const KeyedTimestamps& input, int64_t size_ms);
 
+// `keyflow run` arguments of count-window in event time with these parameters on `input`,
+// writing to `output`, then `extra`.
+std::vector<std::string> CountWindowRunArgs(const std::string& input, const std::string& output,
+                                            int64_t count, int64_t timeout_ms,
+                                            std::vector<std::string> extra = {});
+
+// Name -> content of every committed result file of an output directory (in-progress and pending
+// files start with '.' or '_').
+std::map<std::string, std::string> CommittedFiles(const std::string& dir);
+// Every file of `committed` (CommittedFiles earlier) is still in `dir` with the same content:
+// committed output is never deleted or changed.
+void ExpectCommittedFilesKept(const std::map<std::string, std::string>& committed,
+                              const std::string& dir);
+
 // Canonical form of one output line without "subtask":
 //   count-window:   "key|count|start|time|cause"
 //   tumbling-count: "key|window_start|window_end|count"

@@ -117,21 +117,8 @@ class RecoveryTest : public ::testing::Test {
   std::vector<std::string> CountWindowArgs(const std::string& input, const std::string& output,
                                            int parallelism, int64_t count, int64_t timeout_ms,
                                            std::vector<std::string> extra) const {
-    std::vector<std::string> args = {"run",
-                                     "--job",
-                                     "count-window",
-                                     "--param",
-                                     "time=event",
-                                     "--param",
-                                     "count=" + std::to_string(count),
-                                     "--param",
-                                     "timeout=" + std::to_string(timeout_ms) + "ms",
-                                     "--input",
-                                     input,
-                                     "--output",
-                                     output,
-                                     "--parallelism",
-                                     std::to_string(parallelism)};
+    std::vector<std::string> args = CountWindowRunArgs(
+        input, output, count, timeout_ms, {"--parallelism", std::to_string(parallelism)});
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
@@ -144,14 +131,7 @@ class RecoveryTest : public ::testing::Test {
 
   // Submits a job without --wait; returns its id.
   Result<std::string> Submit(const std::vector<std::string>& args) {
-    ASSIGN_OR_RETURN(CommandResult r, cluster_->Cli(args));
-    if (r.exit_code != 0) {
-      return FailedPrecondition("keyflow run exited with " + std::to_string(r.exit_code) + ": " +
-                                r.err + "\n" + cluster_->LogExcerpts());
-    }
-    std::string id = r.out.substr(0, r.out.find('\n'));
-    if (id.empty()) return FailedPrecondition("keyflow run printed no job id: " + r.err);
-    return id;
+    return SubmitJob(*cluster_, args);
   }
 
   // Waits until the job `job_id` satisfies `predicate`; returns the job's status.
@@ -292,17 +272,6 @@ TEST_F(RecoveryTest, CoordinatorKilledMidJobResumesTheSameJobWithExactOutput) {
   EXPECT_TRUE(SameLines(*actual, Reference(kInput, kCount, kTimeoutMs)));
 }
 
-// Name -> content of every committed result file of an output directory.
-std::map<std::string, std::string> CommittedFiles(const std::string& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name.empty() || name[0] == '.' || name[0] == '_') continue;
-    files[name] = ReadFileOrEmpty(e.path().string());
-  }
-  return files;
-}
-
 // Issue 9, Liveness 2. The newest checkpoint has a flipped byte (only the worker's checksums
 // see it), the one before is truncated (the coordinator sees the size), and both completed
 // with sink committables, so their notifications committed part files. Falling back to the
@@ -376,12 +345,7 @@ TEST_F(RecoveryTest, CorruptCheckpointsWithCommittedOutputFailTheJobAndNeverRetr
   auto replayed = WaitForEnd(*second_job);
   ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
   ASSERT_EQ(replayed->value("state", ""), "FINISHED") << replayed->dump();
-  const std::map<std::string, std::string> after = CommittedFiles(output);
-  for (const auto& [name, content] : committed) {
-    auto it = after.find(name);
-    ASSERT_NE(it, after.end()) << name << " was deleted";
-    EXPECT_EQ(it->second, content) << name << " was changed";
-  }
+  ExpectCommittedFilesKept(committed, output);
   // Every result is there; those committed after checkpoint 1 twice (the accepted replay).
   auto actual = CanonicalOutput(output);
   ASSERT_TRUE(actual.ok()) << actual.status().ToString();
