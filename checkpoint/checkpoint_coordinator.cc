@@ -54,7 +54,8 @@ CheckpointCoordinator::CheckpointCoordinator(std::string job_id, JobSpec spec,
       storage_(storage),
       wall_clock_(wall_clock),
       ranges_(RangesOf(spec_)),
-      next_id_(first_id) {
+      next_id_(first_id),
+      shared_(storage->SharedDirectory(job_id_), storage->fs()) {
   CHECK_GE(first_id, 1);
   CHECK_GE(config_.max_concurrent, 1);
   CHECK_GE(config_.retained, 1);
@@ -65,9 +66,31 @@ void CheckpointCoordinator::RecoverCompleted(std::vector<CheckpointLocation> com
   for (CheckpointLocation& c : completed) {
     CHECK_LT(c.id.value(), next_id_) << "recovered checkpoint id must be below first_id";
     if (!completed_.empty()) CHECK_LT(completed_.back().id, c.id) << "not ascending";
+    // Its shared files are referenced until retention drops it.
+    Result<CheckpointMetadata> m = CheckpointStorage::ReadMetadata(c.directory, storage_->fs());
+    if (m.ok()) {
+      Status registered = shared_.Register(c.id, m->SharedFiles());
+      if (!registered.ok()) {
+        KF_LOG_WARN("recovered checkpoint id={} has inconsistent shared files: {}", c.id.value(),
+                    registered.message());
+      }
+    } else {
+      KF_LOG_WARN("cannot read the metadata of recovered checkpoint dir={} reason={}", c.directory,
+                  m.status().ToString());
+    }
     completed_.push_back(std::move(c));
   }
   ApplyRetention();
+  Result<SharedStateRegistry::Swept> swept = shared_.DeleteUnreferenced();
+  if (!swept.ok()) {
+    KF_LOG_WARN("cannot delete the unreferenced shared state files dir={} reason={}",
+                shared_.directory(), swept.status().ToString());
+  } else if (swept->files > 0) {
+    KF_LOG_INFO(
+        "deleted unreferenced shared state files job={} files={} bytes={} dir={} (of checkpoints "
+        "that never completed or were subsumed)",
+        job_id_, swept->files, swept->bytes, shared_.directory());
+  }
 }
 
 std::optional<CheckpointLocation> CheckpointCoordinator::latest_completed() const {
@@ -116,6 +139,12 @@ Result<std::vector<CheckpointCoordinator::Outgoing>> CheckpointCoordinator::Star
   RETURN_IF_ERROR_CTX(storage_->PrepareCheckpointDirectory(dir),
                       std::string(savepoint ? "savepoint " : "checkpoint ") +
                           std::to_string(id.value()) + " not triggered");
+  // Savepoints are self-contained; final checkpoints may be incremental (they only commit).
+  const bool incremental = spec_.incremental_checkpoints && !savepoint;
+  if (incremental) {
+    RETURN_IF_ERROR_CTX(storage_->PrepareSharedDirectory(job_id_),
+                        "checkpoint " + std::to_string(id.value()) + " not triggered");
+  }
 
   PendingCheckpoint p;
   p.stats.id = id;
@@ -128,17 +157,23 @@ Result<std::vector<CheckpointCoordinator::Outgoing>> CheckpointCoordinator::Star
   p.counts_as_concurrent = type == CheckpointType::kCheckpoint;
   p.trigger_now_ms = now_ms;
   p.deadline_ms = now_ms + config_.timeout_ms;
+  p.stats.incremental = incremental;
+  p.incremental = incremental;
   p.handles.resize(ranges_.size());
+  p.native.resize(ranges_.size());
+  p.written_bytes.resize(ranges_.size());
   p.on_done = std::move(on_done);
 
   std::vector<Outgoing> out;
   out.reserve(ranges_.size());
   for (size_t i = 0; i < ranges_.size(); ++i) {
-    out.push_back(Outgoing{SubtaskIndex(static_cast<int32_t>(i)),
-                           TriggerCheckpoint{attempt_, id, p.stats.trigger_wall_ms, type, dir}});
+    out.push_back(
+        Outgoing{SubtaskIndex(static_cast<int32_t>(i)),
+                 TriggerCheckpoint{attempt_, id, p.stats.trigger_wall_ms, type, dir, incremental,
+                                   incremental ? shared_.directory() : std::string()}});
   }
-  KF_LOG_INFO("checkpoint triggered job={} id={} type={} periodic={} dir={}", job_id_, id.value(),
-              CheckpointTypeName(type), periodic, dir);
+  KF_LOG_INFO("checkpoint triggered job={} id={} type={} periodic={} incremental={} dir={}",
+              job_id_, id.value(), CheckpointTypeName(type), periodic, incremental, dir);
   pending_.emplace(id.value(), std::move(p));
   return out;
 }
@@ -204,11 +239,14 @@ Status CheckpointCoordinator::NormalizeHandle(const PendingCheckpoint& p, Subtas
   const std::string prefix = p.stats.directory + "/";
   if (h->path.compare(0, prefix.size(), prefix) == 0) h->path = h->path.substr(prefix.size());
   // Relative, no "..", no symbolic link out of the directory: the path goes into `_metadata`
-  // and a restore reads it (a forged ack must not point a worker at another file).
-  Result<std::string> inside = ResolveInside(p.stats.directory, h->path, "its state file");
-  if (!inside.ok()) {
-    return InvalidArgument(inside.status().message() + " (the checkpoint directory is " +
-                           p.stats.directory + ")");
+  // and a restore reads it (a forged ack must not point a worker at another file). A
+  // key-group-incremental handle has no path (CheckIncrementalAck checks its shared files).
+  if (!h->incremental()) {
+    Result<std::string> inside = ResolveInside(p.stats.directory, h->path, "its state file");
+    if (!inside.ok()) {
+      return InvalidArgument(inside.status().message() + " (the checkpoint directory is " +
+                             p.stats.directory + ")");
+    }
   }
   if (!(h->range == expected)) {
     return InvalidArgument("its state covers " + h->range.ToString() + " but the subtask owns " +
@@ -221,9 +259,51 @@ Status CheckpointCoordinator::NormalizeHandle(const PendingCheckpoint& p, Subtas
         "its state handle does not have one offset, length, key count and "
         "timer count per key group");
   }
-  for (size_t k = 0; k < n; ++k) {
+  for (size_t k = 0; k < n && !h->incremental(); ++k) {
     if (h->offsets[k] > h->size || h->lengths[k] > h->size - h->offsets[k]) {
       return InvalidArgument("its state handle places a key-group block outside the file");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckpointCoordinator::CheckIncrementalAck(const PendingCheckpoint& p,
+                                                  const SubtaskCheckpointState& s) const {
+  const bool references_shared = s.keyed_state.incremental() || s.native_state.has_value();
+  if (!references_shared) return Status::Ok();
+  if (!p.incremental) {
+    return InvalidArgument(std::string("it references shared files, but the trigger asked for ") +
+                           (p.stats.savepoint ? "a savepoint" : "a full checkpoint") +
+                           ", which must be self-contained (a full snapshot in " +
+                           p.stats.directory + ")");
+  }
+  RETURN_IF_ERROR(
+      ValidateSubtaskState(s, ranges_[static_cast<size_t>(s.subtask.value())], p.stats.savepoint));
+  for (const SharedStateFile& f : s.SharedFiles()) {
+    const SharedStateFile* known = shared_.Find(f.name);
+    if (known != nullptr && (known->size != f.size || known->checksum != f.checksum)) {
+      return InvalidArgument(
+          "its shared file " + f.name + " has " + std::to_string(f.size) + " bytes and checksum " +
+          std::to_string(f.checksum) + ", but the registered file of that name has " +
+          std::to_string(known->size) + " bytes and checksum " + std::to_string(known->checksum));
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckpointCoordinator::CheckSharedFilesExist(const CheckpointMetadata& m) const {
+  for (const SharedStateFile& f : m.SharedFiles()) {
+    const std::string path = shared_.directory() + "/" + f.name;
+    Result<FileInfo> info = storage_->fs().Stat(path);
+    if (!info.ok() || info->is_directory || info->size != f.size) {
+      return FailedPrecondition(
+          "checkpoint " + std::to_string(m.id.value()) + " cannot complete: its shared file " +
+          path + " " +
+          (!info.ok() ? "is missing"
+                      : "has " + std::to_string(info->is_directory ? 0 : info->size) +
+                            " bytes, the acknowledgement says " + std::to_string(f.size)) +
+          "; a later checkpoint writes the state again (check that nothing else deletes files "
+          "in the shared directory)");
     }
   }
   return Status::Ok();
@@ -242,6 +322,13 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnAcknowledg
   if (it == pending_.end()) {
     if (recently_finished_.count(id) != 0) {
       KF_LOG_INFO("ignoring late ack job={} id={} subtask={}", job_id_, id, ack.subtask.value());
+      // An upload for a checkpoint that already ended: nobody will reference its new files.
+      SubtaskCheckpointState late{ack.subtask, ack.keyed_state, ack.native_state, 0};
+      for (const SharedStateFile& f : late.SharedFiles()) {
+        if (IsValidSharedFileName(f.name) && shared_.DeleteIfUnregistered(f.name)) {
+          KF_LOG_INFO("deleted shared file of late ack job={} id={} name={}", job_id_, id, f.name);
+        }
+      }
     } else {
       KF_LOG_WARN("ignoring ack for unknown checkpoint job={} id={} subtask={}", job_id_, id,
                   ack.subtask.value());
@@ -258,8 +345,12 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnAcknowledg
     KF_LOG_DEBUG("ignoring duplicate ack job={} id={} subtask={}", job_id_, id, i);
     return out;
   }
-  KeyGroupsStateHandle handle = ack.keyed_state;
+  SubtaskCheckpointState state{ack.subtask, ack.keyed_state, ack.native_state, ack.written_bytes};
+  KeyGroupsStateHandle& handle = state.keyed_state;
   Status valid = NormalizeHandle(p, ack.subtask, &handle);
+  if (valid.ok()) valid = CheckIncrementalAck(p, state);
+  // From here on a pending checkpoint that acknowledged a shared file protects it.
+  if (valid.ok()) valid = shared_.Register(CheckpointId(id), state.SharedFiles());
   if (!valid.ok()) {
     Abort(id, CheckpointState::kAborted, AbortKind::kFailure,
           Aborted("subtask " + std::to_string(i) + " acknowledged checkpoint " +
@@ -267,9 +358,18 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnAcknowledg
           /*notify=*/true, now_ms, &out);
     return out;
   }
-  p.stats.state_bytes += handle.size;
-  p.stats.subtasks.push_back({static_cast<int32_t>(i), handle.size, ack.sync_duration_us,
-                              ack.async_duration_us, ack.alignment_duration_us});
+  // A full snapshot wrote its whole file (also when an older worker reports no written bytes).
+  if (!handle.incremental() && !state.native_state && state.written_bytes == 0) {
+    state.written_bytes = handle.size;
+  }
+  const uint64_t state_bytes = state.StateBytes();
+  p.stats.state_bytes += state_bytes;
+  p.stats.written_bytes += state.written_bytes;
+  p.stats.subtasks.push_back({static_cast<int32_t>(i), state_bytes, state.written_bytes,
+                              ack.sync_duration_us, ack.async_duration_us,
+                              ack.alignment_duration_us});
+  p.written_bytes[static_cast<size_t>(i)] = state.written_bytes;
+  p.native[static_cast<size_t>(i)] = std::move(state.native_state);
   p.handles[static_cast<size_t>(i)] = std::move(handle);
   for (const auto& [split, position] : ack.split_positions) {
     auto [pos, inserted] = p.split_positions.emplace(split, position);
@@ -331,12 +431,23 @@ void CheckpointCoordinator::Complete(int64_t id, int64_t now_ms, std::vector<Out
   m.spec = spec_;
   m.subtasks.reserve(p.handles.size());
   for (size_t i = 0; i < p.handles.size(); ++i) {
-    m.subtasks.push_back(
-        SubtaskCheckpointState{SubtaskIndex(static_cast<int32_t>(i)), std::move(*p.handles[i])});
+    m.subtasks.push_back(SubtaskCheckpointState{SubtaskIndex(static_cast<int32_t>(i)),
+                                                std::move(*p.handles[i]), std::move(p.native[i]),
+                                                p.written_bytes[i]});
   }
   m.split_positions = std::move(p.split_positions);
   m.sink_committables = std::move(p.sink_committables);
-  Status written = storage_->WriteMetadata(p.stats.directory, m);
+  // Each ack was checked alone; what holds only for all of them (every subtask native or none,
+  // one size per shared name) and the shared files on disk are checked here, before the commit.
+  Status written = m.Validate();
+  if (!written.ok()) {
+    written = FailedPrecondition("checkpoint " + std::to_string(id) +
+                                 " cannot complete: its acknowledgements do not form a valid "
+                                 "checkpoint: " +
+                                 written.message());
+  }
+  if (written.ok()) written = CheckSharedFilesExist(m);
+  if (written.ok()) written = storage_->WriteMetadata(p.stats.directory, m);
   if (!written.ok()) {
     Abort(id, CheckpointState::kAborted, AbortKind::kFailure, written, /*notify=*/true, now_ms,
           out);
@@ -350,9 +461,10 @@ void CheckpointCoordinator::Complete(int64_t id, int64_t now_ms, std::vector<Out
   last_completion_ms_ = now_ms;
   consecutive_failures_ = 0;
   const CheckpointLocation location{CheckpointId(id), done.stats.savepoint, done.stats.directory};
-  KF_LOG_INFO("checkpoint completed job={} id={} type={} bytes={} duration_ms={} dir={}", job_id_,
-              id, m.TypeName(), done.stats.state_bytes, now_ms - done.trigger_now_ms,
-              done.stats.directory);
+  KF_LOG_INFO(
+      "checkpoint completed job={} id={} type={} bytes={} written_bytes={} duration_ms={} dir={}",
+      job_id_, id, m.TypeName(), done.stats.state_bytes, done.stats.written_bytes,
+      now_ms - done.trigger_now_ms, done.stats.directory);
 
   if (!done.stats.savepoint) {
     // Subsume older pending checkpoints (savepoints cannot be subsumed), then notify.
@@ -402,6 +514,12 @@ void CheckpointCoordinator::Abort(int64_t id, CheckpointState state, AbortKind k
     KF_LOG_WARN("cannot delete aborted checkpoint dir={} reason={}", p.stats.directory,
                 deleted.ToString());
   }
+  // Its new shared files (no retained or other pending checkpoint references them).
+  const size_t shared_deleted = shared_.Unregister(CheckpointId(id));
+  if (shared_deleted > 0) {
+    KF_LOG_INFO("deleted shared state files of aborted checkpoint job={} id={} files={}", job_id_,
+                id, shared_deleted);
+  }
   if (notify && out != nullptr) {
     for (size_t i = 0; i < ranges_.size(); ++i) {
       out->push_back(Outgoing{SubtaskIndex(static_cast<int32_t>(i)),
@@ -425,6 +543,12 @@ void CheckpointCoordinator::ApplyRetention() {
                   deleted.ToString());
     } else {
       KF_LOG_INFO("checkpoint subsumed and deleted job={} id={}", job_id_, oldest.id.value());
+    }
+    // Only after the newer checkpoints registered theirs: a file they still use stays.
+    const size_t shared_deleted = shared_.Unregister(oldest.id);
+    if (shared_deleted > 0) {
+      KF_LOG_INFO("deleted shared state files no retained checkpoint uses job={} id={} files={}",
+                  job_id_, oldest.id.value(), shared_deleted);
     }
     completed_.pop_front();
   }

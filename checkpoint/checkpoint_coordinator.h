@@ -19,6 +19,14 @@
 // rescale; StopPeriodic; subsumption) are not failures. The JobMaster fails the job when the
 // count exceeds --tolerable-checkpoint-failures.
 //
+// Incremental checkpoints (JobSpec::incremental_checkpoints, not savepoints): triggers carry
+// `incremental` and the job's shared directory (created 0700). Acks may then name shared files
+// (key-group-incremental handles, native RocksDB handles); the SharedStateRegistry counts who
+// references them: a file is deleted when no retained checkpoint and no pending checkpoint
+// that acknowledged it references it. A checkpoint whose shared files are missing (or have
+// another size) when it would complete is aborted instead. RecoverCompleted rebuilds the
+// registry from the retained checkpoints and deletes the unreferenced files of the directory.
+//
 // Transport-agnostic: it returns the messages to send; time comes in as arguments (`now_ms`
 // monotonic; the injected wall clock stamps checkpoints). Request callbacks run synchronously
 // inside the call that finishes the checkpoint, after the coordinator's state is consistent.
@@ -35,6 +43,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_storage.h"
+#include "checkpoint/shared_state_registry.h"
 #include "common/clock.h"
 #include "common/key_group_range.h"
 #include "common/protocol/control_messages.h"
@@ -57,7 +66,8 @@ struct CheckpointConfig {
 // One subtask's acknowledgement of a checkpoint (REST GET /api/v1/job/checkpoints).
 struct SubtaskCheckpointStats {
   int32_t subtask = 0;
-  uint64_t state_bytes = 0;
+  uint64_t state_bytes = 0;    // full size of the state the subtask's handle references
+  uint64_t written_bytes = 0;  // what this checkpoint wrote for it (incremental size)
   int64_t sync_us = 0;
   int64_t async_us = 0;
   int64_t alignment_us = 0;
@@ -71,10 +81,12 @@ struct CheckpointStats {
   std::string directory;
   std::string failure;
   int64_t trigger_wall_ms = 0;
-  int64_t duration_ms = 0;  // trigger -> completion/abort (monotonic)
-  uint64_t state_bytes = 0;
-  int32_t acknowledged = 0;  // subtasks that acknowledged
-  int64_t max_sync_us = 0;   // slowest subtask's synchronous pause
+  int64_t duration_ms = 0;     // trigger -> completion/abort (monotonic)
+  uint64_t state_bytes = 0;    // full size referenced (SubtaskCheckpointState::StateBytes)
+  uint64_t written_bytes = 0;  // bytes written by this checkpoint (= state_bytes when full)
+  bool incremental = false;    // the trigger allowed incremental snapshots
+  int32_t acknowledged = 0;    // subtasks that acknowledged
+  int64_t max_sync_us = 0;     // slowest subtask's synchronous pause
   int64_t max_async_us = 0;
   int64_t max_alignment_us = 0;
   std::vector<SubtaskCheckpointStats> subtasks;  // in the order they acknowledged
@@ -100,7 +112,9 @@ class CheckpointCoordinator {
   using RequestCallback = std::function<void(Result<CheckpointLocation>, int64_t now_ms)>;
 
   // Completed checkpoints found on disk from earlier attempts (ListCompletedCheckpoints),
-  // ascending, so that retention covers them and latest_completed() knows them. Call before
+  // ascending, so that retention covers them and latest_completed() knows them; their shared
+  // files are registered, then retention applies, then the files of the shared directory that
+  // no retained checkpoint references are deleted (logged with count and bytes). Call before
   // the first trigger.
   void RecoverCompleted(std::vector<CheckpointLocation> completed);
 
@@ -170,6 +184,7 @@ class CheckpointCoordinator {
   // Pending checkpoints (state PENDING), ascending by id.
   std::vector<CheckpointStats> PendingStats() const;
   int64_t next_id() const { return next_id_; }
+  const SharedStateRegistry& shared_state() const { return shared_; }
 
  private:
   struct PendingCheckpoint {
@@ -178,7 +193,10 @@ class CheckpointCoordinator {
     bool counts_as_concurrent = false;  // kCheckpoint (not savepoint/final): max concurrent
     int64_t trigger_now_ms = 0;
     int64_t deadline_ms = 0;
+    bool incremental = false;                                  // TriggerCheckpoint.incremental
     std::vector<std::optional<KeyGroupsStateHandle>> handles;  // by subtask index
+    std::vector<std::optional<IncrementalKeyedStateHandle>> native;  // by subtask index
+    std::vector<uint64_t> written_bytes;                             // by subtask index
     std::map<std::string, std::string> split_positions;
     std::vector<std::string> sink_committables;
     RequestCallback on_done;
@@ -191,6 +209,11 @@ class CheckpointCoordinator {
   // Checks an ack's handle against the subtask's range; makes its path relative.
   Status NormalizeHandle(const PendingCheckpoint& p, SubtaskIndex subtask,
                          KeyGroupsStateHandle* h) const;
+  // The incremental parts of an ack: allowed by the trigger, valid (Validate's rules), names
+  // consistent with the registry.
+  Status CheckIncrementalAck(const PendingCheckpoint& p, const SubtaskCheckpointState& s) const;
+  // OK when every shared file the metadata names is in the shared directory with its size.
+  Status CheckSharedFilesExist(const CheckpointMetadata& m) const;
   void Complete(int64_t id, int64_t now_ms, std::vector<Outgoing>* out);
   // Whether an abort counts towards the consecutive checkpoint failures.
   enum class AbortKind { kFailure, kByJob };
@@ -213,8 +236,9 @@ class CheckpointCoordinator {
   int64_t next_id_;
   std::map<int64_t, PendingCheckpoint> pending_;  // by id, ascending
   std::deque<CheckpointLocation> completed_;      // retained checkpoints, oldest first
-  std::deque<CheckpointStats> history_;           // most recent first
-  std::set<int64_t> recently_finished_;           // for "late ack" logs; bounded
+  SharedStateRegistry shared_;
+  std::deque<CheckpointStats> history_;  // most recent first
+  std::set<int64_t> recently_finished_;  // for "late ack" logs; bounded
   std::optional<int64_t> last_periodic_trigger_ms_;
   bool periodic_enabled_ = true;
   std::optional<int64_t> first_tick_ms_;

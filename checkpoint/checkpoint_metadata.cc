@@ -253,6 +253,21 @@ std::string_view CheckpointMetadata::TypeName() const {
   return final ? "final" : "checkpoint";
 }
 
+Status ValidateSubtaskState(const SubtaskCheckpointState& s, const KeyGroupRange& range,
+                            bool savepoint) {
+  const int32_t i = s.subtask.value();
+  RETURN_IF_ERROR(ValidateHandle(s.keyed_state, range, i, savepoint));
+  if (s.native_state) {
+    if (savepoint) {
+      return InvalidArgument("subtask " + std::to_string(i) +
+                             " has native state, but a savepoint must be self-contained (the "
+                             "canonical full format)");
+    }
+    RETURN_IF_ERROR(ValidateNative(*s.native_state, range, i));
+  }
+  return Status::Ok();
+}
+
 Status CheckpointMetadata::Validate() const {
   if (id.value() < 1)
     return InvalidArgument("checkpoint id " + std::to_string(id.value()) + " < 1");
@@ -269,20 +284,12 @@ Status CheckpointMetadata::Validate() const {
     }
     const KeyGroupRange range = ComputeKeyGroupRangeForOperatorIndex(
         spec.max_parallelism, spec.parallelism, SubtaskIndex(i));
-    RETURN_IF_ERROR(ValidateHandle(s.keyed_state, range, i, savepoint));
+    RETURN_IF_ERROR(ValidateSubtaskState(s, range, savepoint));
     if (s.native_state.has_value() != subtasks[0].native_state.has_value()) {
       return InvalidArgument("subtask " + std::to_string(i) +
                              (s.native_state ? " has" : " has no") + " native state but subtask 0" +
                              (s.native_state ? " has none" : " has") +
                              "; either every subtask's keyed state is native or none is");
-    }
-    if (s.native_state) {
-      if (savepoint) {
-        return InvalidArgument("subtask " + std::to_string(i) +
-                               " has native state, but a savepoint must be self-contained (the "
-                               "canonical full format)");
-      }
-      RETURN_IF_ERROR(ValidateNative(*s.native_state, range, i));
     }
   }
   // One name, one file: a name with two sizes or checksums means two uploads collided.

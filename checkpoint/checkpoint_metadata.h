@@ -54,6 +54,11 @@ struct SubtaskCheckpointState {
   uint64_t StateBytes() const;
 };
 
+// The per-subtask part of CheckpointMetadata::Validate (handle, native handle, names) for a
+// subtask owning `range`; also what the coordinator checks an acknowledgement against.
+Status ValidateSubtaskState(const SubtaskCheckpointState& s, const KeyGroupRange& range,
+                            bool savepoint);
+
 struct CheckpointMetadata {
   std::string job_id;
   CheckpointId id{0};

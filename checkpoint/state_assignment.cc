@@ -1,5 +1,6 @@
 #include "checkpoint/state_assignment.h"
 
+#include "checkpoint/checkpoint_storage.h"
 #include "common/key_group_assignment.h"
 
 namespace keyflow {
@@ -59,16 +60,22 @@ std::vector<RestoreAssignment> AssignState(const CheckpointMetadata& m,
     a.split_positions = m.split_positions;
     a.sink_committables = m.sink_committables;
     a.sink_directory = m.spec.output_dir;
-    auto add = [&](const KeyGroupsStateHandle& h) {
+    auto add = [&](const SubtaskCheckpointState& s) {
+      const KeyGroupsStateHandle& h = s.keyed_state;
       a.keyed_state.push_back(h);
-      a.keyed_state.back().path = AbsoluteIn(checkpoint_dir, h.path);
+      // A key-group-incremental handle has no path (its blocks are in shared files).
+      if (!h.incremental()) a.keyed_state.back().path = AbsoluteIn(checkpoint_dir, h.path);
+      // Private paths stay relative to checkpoint_dir (NativeRestoreSource).
+      if (s.native_state) a.native_state.push_back(*s.native_state);
+      if (!s.SharedFiles().empty())
+        a.shared_dir = CheckpointStorage::SharedDirectoryOf(checkpoint_dir);
     };
     if (new_parallelism == m.parallelism()) {
-      add(m.subtasks[i].keyed_state);  // same ranges: exactly the old subtask's handle
+      add(m.subtasks[i]);  // same ranges: exactly the old subtask's handle
       continue;
     }
     for (const SubtaskCheckpointState& s : m.subtasks) {
-      if (!s.keyed_state.range.Intersection(ranges[i]).empty()) add(s.keyed_state);
+      if (!s.keyed_state.range.Intersection(ranges[i]).empty()) add(s);
     }
   }
   return out;

@@ -28,7 +28,10 @@ Status ValidateRestore(const CheckpointMetadata& m, int32_t new_parallelism,
                        int32_t requested_max_parallelism);
 
 // One RestoreAssignment per new subtask (index order). `checkpoint_dir` is the absolute
-// directory of the checkpoint (handle paths in the assignment are made absolute).
+// directory of the checkpoint (full handle paths in the assignment are made absolute; a
+// key-group-incremental handle keeps its empty path). Native handles go into native_state in
+// the order of their keyed_state entries (private paths stay relative to checkpoint_dir), and
+// shared_dir is <checkpoint_dir>/../shared when any handle references a shared file.
 // Preconditions: m.Validate().ok(), ValidateRestore(m, new_parallelism, 0).ok() (checked).
 std::vector<RestoreAssignment> AssignState(const CheckpointMetadata& m,
                                            const std::string& checkpoint_dir,

@@ -17,6 +17,8 @@ nlohmann::json CheckpointStatsJson(const CheckpointStats& st, bool with_subtasks
                       {"final", st.final},
                       {"duration_ms", st.duration_ms},
                       {"bytes", st.state_bytes},
+                      {"written_bytes", st.written_bytes},
+                      {"incremental", st.incremental},
                       {"sync_us", st.max_sync_us},
                       {"async_us", st.max_async_us},
                       {"alignment_us", st.max_alignment_us},
@@ -27,6 +29,7 @@ nlohmann::json CheckpointStatsJson(const CheckpointStats& st, bool with_subtasks
     for (const SubtaskCheckpointStats& t : st.subtasks) {
       subtasks.push_back({{"subtask", t.subtask},
                           {"bytes", t.state_bytes},
+                          {"written_bytes", t.written_bytes},
                           {"sync_us", t.sync_us},
                           {"async_us", t.async_us},
                           {"alignment_us", t.alignment_us}});
@@ -1081,6 +1084,7 @@ nlohmann::json JobMaster::CheckpointsJson() const {
         e["parallelism"] = m->parallelism();
         e["max_parallelism"] = m->max_parallelism();
         e["bytes"] = m->TotalStateBytes();
+        e["written_bytes"] = m->TotalWrittenBytes();
         e["final"] = m->final;
       }
       list.push_back(std::move(e));

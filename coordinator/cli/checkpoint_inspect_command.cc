@@ -33,15 +33,17 @@ std::string Hex64(uint64_t v) {
 }
 
 struct Totals {
-  uint64_t files = 0, bytes = 0, key_groups = 0, keys = 0, timers = 0;
+  uint64_t files = 0, bytes = 0, written_bytes = 0, key_groups = 0, keys = 0, timers = 0;
 };
 
 Totals ComputeTotals(const CheckpointMetadata& m) {
   Totals t;
   for (const SubtaskCheckpointState& s : m.subtasks) {
     const KeyGroupsStateHandle& h = s.keyed_state;
-    ++t.files;
-    t.bytes += h.size;
+    t.files += (h.incremental() ? 0 : 1) + s.SharedFiles().size() +
+               (s.native_state ? s.native_state->private_files.size() : 0);
+    t.bytes += s.StateBytes();
+    t.written_bytes += s.written_bytes;
     t.key_groups += static_cast<uint64_t>(h.range.size());
     for (size_t k = 0; k < h.keys.size(); ++k) {
       t.keys += h.keys[k];
@@ -72,9 +74,20 @@ void PrintText(const CheckpointMetadata& m, const std::string& dir, const Status
   field("state files") << (files.ok() ? "ok" : "BROKEN: " + files.message()) << "\n";
   for (const SubtaskCheckpointState& s : m.subtasks) {
     const KeyGroupsStateHandle& h = s.keyed_state;
-    out << "\nsubtask " << s.subtask.value() << ": " << h.path << ", key groups " << h.range.start()
-        << "-" << h.range.end() << ", " << h.size << " bytes, checksum " << Hex64(h.checksum)
-        << "\n";
+    out << "\nsubtask " << s.subtask.value() << ": "
+        << (h.incremental() ? std::to_string(h.shared_files.size()) + " shared files" : h.path)
+        << ", key groups " << h.range.start() << "-" << h.range.end() << ", " << s.StateBytes()
+        << " bytes (" << s.written_bytes << " written by this checkpoint), checksum "
+        << Hex64(h.checksum) << "\n";
+    for (const SharedStateFile& f : h.shared_files) {
+      out << "  shared " << f.name << " " << f.size << " bytes\n";
+    }
+    if (s.native_state) {
+      out << "  native " << s.native_state->backend << " v" << s.native_state->format_version
+          << ": " << s.native_state->shared_files.size() << " shared files, "
+          << s.native_state->private_files.size() << " private files, "
+          << s.native_state->total_keys << " keys\n";
+    }
     out << "  " << std::setw(9) << "key group" << std::setw(14) << "offset" << std::setw(14)
         << "bytes" << std::setw(12) << "keys" << std::setw(12) << "timers"
         << "\n";
@@ -91,8 +104,9 @@ void PrintText(const CheckpointMetadata& m, const std::string& dir, const Status
         << std::setw(12) << keys << std::setw(12) << timers << "\n";
   }
   Totals t = ComputeTotals(m);
-  out << "\ntotal: " << t.files << " files, " << t.bytes << " bytes, " << t.key_groups
-      << " key groups, " << t.keys << " keys, " << t.timers << " timers\n";
+  out << "\ntotal: " << t.files << " files, " << t.bytes << " bytes (" << t.written_bytes
+      << " written), " << t.key_groups << " key groups, " << t.keys << " keys, " << t.timers
+      << " timers\n";
 }
 
 void PrintJson(const CheckpointMetadata& m, const std::string& dir, const Status& files,
@@ -120,10 +134,24 @@ void PrintJson(const CheckpointMetadata& m, const std::string& dir, const Status
     nlohmann::json st;
     st["subtask"] = s.subtask.value();
     st["file"] = h.path;
-    st["path"] = dir + "/" + h.path;
+    st["path"] = h.incremental() ? std::string() : dir + "/" + h.path;
     st["first_key_group"] = h.range.start();
     st["last_key_group"] = h.range.end();
     st["size"] = h.size;
+    st["state_bytes"] = s.StateBytes();
+    st["written_bytes"] = s.written_bytes;
+    nlohmann::json shared = nlohmann::json::array();
+    for (const SharedStateFile& f : s.SharedFiles()) {
+      shared.push_back({{"name", f.name}, {"size", f.size}, {"checksum", Hex64(f.checksum)}});
+    }
+    st["shared_files"] = std::move(shared);
+    if (s.native_state) {
+      st["native"] = {{"backend", s.native_state->backend},
+                      {"format_version", s.native_state->format_version},
+                      {"backend_id", s.native_state->backend_id},
+                      {"private_files", s.native_state->private_files.size()},
+                      {"total_keys", s.native_state->total_keys}};
+    }
     st["checksum"] = Hex64(h.checksum);
     nlohmann::json groups = nlohmann::json::array();
     uint64_t keys = 0, timers = 0;
@@ -144,11 +172,9 @@ void PrintJson(const CheckpointMetadata& m, const std::string& dir, const Status
   }
   j["subtasks"] = std::move(subtasks);
   Totals t = ComputeTotals(m);
-  j["totals"] = {{"files", t.files},
-                 {"bytes", t.bytes},
-                 {"key_groups", t.key_groups},
-                 {"keys", t.keys},
-                 {"timers", t.timers}};
+  j["totals"] = {
+      {"files", t.files},           {"bytes", t.bytes}, {"written_bytes", t.written_bytes},
+      {"key_groups", t.key_groups}, {"keys", t.keys},   {"timers", t.timers}};
   // Job ids, split ids and file names come from users: never throw on invalid UTF-8.
   out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }

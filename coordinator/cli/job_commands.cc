@@ -960,7 +960,8 @@ int RunCheckpointsCommand(const std::vector<std::string>& args) {
               << (std::to_string(h.value("duration_ms", 0)) + "ms") << " sync "
               << h.value("sync_us", 0) << "us  async " << h.value("async_us", 0) / 1000
               << "ms  align " << h.value("alignment_us", 0) / 1000 << "ms  "
-              << Human(h.value("bytes", 0.0)) << "B  " << h.value("failure", "") << "\n";
+              << Human(h.value("bytes", 0.0)) << "B (written "
+              << Human(h.value("written_bytes", 0.0)) << "B)  " << h.value("failure", "") << "\n";
   }
   return kExitOk;
 }
