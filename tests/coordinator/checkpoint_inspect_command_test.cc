@@ -84,19 +84,21 @@ TEST_F(CheckpointInspectTest, PrintsJobIdTypeTimesSubtasksKeyGroupsAndTotals) {
                 "sink committables: 1\n"
                 "state files:       ok\n"
                 "\n"
-                "subtask 0: subtask-0.kgs, key groups 0-1, 198 bytes, checksum 00000000abcdef00\n"
+                "subtask 0: subtask-0.kgs, key groups 0-1, 198 bytes (0 written by this "
+                "checkpoint), checksum 00000000abcdef00\n"
                 "  key group        offset         bytes        keys      timers\n"
                 "          0            16           100           3           1\n"
                 "          1           116            50           4           0\n"
                 "  total                             150           7           1\n"
                 "\n"
-                "subtask 1: subtask-1.kgs, key groups 2-3, 298 bytes, checksum 00000000abcdef01\n"
+                "subtask 1: subtask-1.kgs, key groups 2-3, 298 bytes (0 written by this "
+                "checkpoint), checksum 00000000abcdef01\n"
                 "  key group        offset         bytes        keys      timers\n"
                 "          2            16           200           4           1\n"
                 "          3           216            50           4           2\n"
                 "  total                             250           8           3\n"
                 "\n"
-                "total: 2 files, 496 bytes, 4 key groups, 15 keys, 4 timers\n");
+                "total: 2 files, 496 bytes (0 written), 4 key groups, 15 keys, 4 timers\n");
 }
 
 TEST_F(CheckpointInspectTest, AcceptsTheMetadataFileAndADirectoryWithTrailingSlash) {
@@ -147,9 +149,12 @@ TEST_F(CheckpointInspectTest, JsonHasEveryFieldAndPerKeyGroupDetails) {
   EXPECT_EQ(s1["key_groups"][1],
             (nlohmann::json{
                 {"key_group", 3}, {"offset", 216}, {"bytes", 50}, {"keys", 4}, {"timers", 2}}));
-  EXPECT_EQ(j["totals"],
-            (nlohmann::json{
-                {"files", 2}, {"bytes", 496}, {"key_groups", 4}, {"keys", 15}, {"timers", 4}}));
+  EXPECT_EQ(j["totals"], (nlohmann::json{{"files", 2},
+                                         {"bytes", 496},
+                                         {"written_bytes", 0},
+                                         {"key_groups", 4},
+                                         {"keys", 15},
+                                         {"timers", 4}}));
 }
 
 TEST_F(CheckpointInspectTest, MissingCheckpointExitsWith1AndSaysWhy) {
