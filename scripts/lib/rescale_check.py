@@ -66,6 +66,7 @@ def expected_restore(inspect, new_p):
 
 
 RESTORED_RE = re.compile(r"state restored subtask=(\d+) checkpoint=(\d+) files=(\d+) "
+                         r"(?:shared_files=\d+ native=\d+ )?"
                          r"bytes_read=(\d+) keys=(\d+) timers=(\d+) ms=(\d+)")
 
 

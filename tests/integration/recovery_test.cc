@@ -282,9 +282,11 @@ TEST_F(RecoveryTest, CoordinatorKilledMidJobResumesTheSameJobWithExactOutput) {
 // and writing those windows again under new names.)
 TEST_F(RecoveryTest, CorruptCheckpointsWithCommittedOutputFailTheJobAndNeverRetractIt) {
   const std::string output = dir_.path() + "/output";
-  // No periodic checkpoints: exactly the three taken below exist when the worker dies.
+  // No periodic checkpoints: exactly the three taken below exist when the worker dies. Full
+  // checkpoints: each one's state files are its own (chk-<n>/subtask-<i>.kgs), which the test
+  // damages; a damaged shared file of an incremental one: KeyedTaskTest, VerifyStateFiles.
   const std::vector<std::string> args =
-      CountWindowArgs(kInput, output, 3, {"--checkpoint-interval", "1h"});
+      CountWindowArgs(kInput, output, 3, {"--checkpoint-interval", "1h", "--incremental", "false"});
   auto job_id = Submit(args);
   ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
   std::vector<Completed> checkpoints;
@@ -365,7 +367,8 @@ TEST_F(RecoveryTest, CorruptCheckpointWithoutCommittedOutputFallsBackAutomatical
   auto job_id = Submit({"run", "--job", "count-window", "--param", "time=event", "--param",
                         "count=" + std::to_string(kCount), "--param",
                         "timeout=" + std::to_string(kTimeoutMs) + "ms", "--input", kInput,
-                        "--parallelism", "3", "--checkpoint-interval", "1h"});
+                        "--parallelism", "3", "--checkpoint-interval", "1h", "--incremental",
+                        "false"});  // full checkpoints: chk-<n>/subtask-<i>.kgs (see above)
   ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
   ASSERT_TRUE(Ok(WaitForProcessing(*job_id)));
   std::vector<Completed> checkpoints;
