@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/integration/cluster.h"
+#include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
 
 namespace keyflow::test {
@@ -37,21 +38,7 @@ class CountWindowClusterTest : public ::testing::Test {
   static std::vector<std::string> CountWindowArgs(const std::string& input,
                                                   const std::string& output,
                                                   std::vector<std::string> extra) {
-    std::vector<std::string> args = {"run",
-                                     "--job",
-                                     "count-window",
-                                     "--param",
-                                     "time=event",
-                                     "--param",
-                                     "count=" + std::to_string(kCount),
-                                     "--param",
-                                     "timeout=" + std::to_string(kTimeoutMs) + "ms",
-                                     "--input",
-                                     input,
-                                     "--output",
-                                     output};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
+    return CountWindowRunArgs(input, output, kCount, kTimeoutMs, std::move(extra));
   }
 
   // Runs the CLI; expects exit code 0.
