@@ -25,6 +25,7 @@
 #include "state/rocksdb/rocksdb_key_layout.h"
 #include "state/rocksdb/rocksdb_keyed_state.h"
 #include "state/rocksdb/rocksdb_native_snapshot.h"
+#include "state/rocksdb/rocksdb_tsan_env.h"
 #include "state/rocksdb/rocksdb_value_format.h"
 
 namespace keyflow {
@@ -168,6 +169,10 @@ rocksdb::DBOptions RocksDbKeyedStateBackend::DbOptions() const {
   db_options.max_background_jobs = 2;
   db_options.keep_log_file_num = 2;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  // RocksDB's statistics dump writes to the info log at INFO level, which nobody reads (the
+  // logger keeps warnings and errors): no dump thread work every 10 minutes.
+  db_options.stats_dump_period_sec = 0;
+  db_options.env = RocksDbBackgroundEnv();
   // Not a LOG file on the state disk (rocksdb_info_logger.h: a full disk would abort).
   db_options.info_log = std::make_shared<RocksDbInfoLogger>(dir_);
   return db_options;
