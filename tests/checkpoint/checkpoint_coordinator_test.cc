@@ -8,33 +8,29 @@
 #include <optional>
 
 #include "common/file_io.h"
+#include "tests/checkpoint/checkpoint_coordinator_fixture.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 
 namespace keyflow {
 namespace {
 
-using Outgoing = CheckpointCoordinator::Outgoing;
-
 constexpr int32_t kM = 8;
 constexpr int32_t kP = 3;
 const AttemptNumber kAttempt(2);
 
-class CheckpointCoordinatorTest : public ::testing::Test {
+class CheckpointCoordinatorTest : public ckpt_test::CheckpointCoordinatorFixture {
  protected:
-  CheckpointCoordinatorTest() { MakeCoordinator(CheckpointConfig{}); }
+  CheckpointCoordinatorTest()
+      : CheckpointCoordinatorFixture("job-7", kM, kP, kAttempt, "ckpt-coord") {
+    MakeCoordinator(CheckpointConfig{});
+  }
 
   void MakeCoordinator(CheckpointConfig config, int64_t first_id = 1) {
-    coordinator_.emplace(kJob, ckpt_test::TestSpec(kM, kP), kAttempt, config, &storage_, &clock_,
-                         first_id);
+    CreateCoordinator(ckpt_test::TestSpec(kM, kP), config, first_id);
   }
-  CheckpointCoordinator& cc() { return *coordinator_; }
 
   AcknowledgeCheckpoint Ack(int64_t id, int32_t subtask) {
-    AcknowledgeCheckpoint a;
-    a.worker = WorkerId(100 + subtask);
-    a.attempt = kAttempt;
-    a.subtask = SubtaskIndex(subtask);
-    a.checkpoint = CheckpointId(id);
+    AcknowledgeCheckpoint a = AckHeader(id, subtask);
     a.keyed_state = ckpt_test::TestHandle(
         CheckpointStorage::SubtaskStateFileName(SubtaskIndex(subtask)), ranges_[subtask]);
     a.split_positions = {{"split-" + std::to_string(subtask), std::to_string(100 * id)}};
@@ -72,7 +68,6 @@ class CheckpointCoordinatorTest : public ::testing::Test {
     }
     return last;
   }
-  std::string Dir(int64_t id) { return storage_.CheckpointDirectory(kJob, CheckpointId(id)); }
   std::string SavepointDir(int64_t id) {
     return storage_.SavepointDirectory(kJob, CheckpointId(id));
   }
@@ -85,19 +80,6 @@ class CheckpointCoordinatorTest : public ::testing::Test {
     }
     return ids;
   }
-  template <typename T>
-  static size_t Count(const std::vector<Outgoing>& out) {
-    size_t n = 0;
-    for (const Outgoing& o : out) n += std::holds_alternative<T>(o.message) ? 1 : 0;
-    return n;
-  }
-
-  const std::string kJob = "job-7";
-  const std::vector<KeyGroupRange> ranges_ = CreateKeyGroupPartitions(kM, kP);
-  TempDir tmp_{"ckpt-coord"};
-  CheckpointStorage storage_{tmp_.path()};
-  ManualClock clock_{Timestamp(1'700'000'000'000)};
-  std::optional<CheckpointCoordinator> coordinator_;
 };
 
 TEST_F(CheckpointCoordinatorTest, TriggerCreatesTheDirectoryAndOneTriggerPerSubtask) {

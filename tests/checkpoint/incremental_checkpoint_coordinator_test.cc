@@ -9,20 +9,22 @@
 #include "checkpoint/checkpoint_coordinator.h"
 #include "checkpoint/state_assignment.h"
 #include "common/file_io.h"
+#include "tests/checkpoint/checkpoint_coordinator_fixture.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 
 namespace keyflow {
 namespace {
 
-using Outgoing = CheckpointCoordinator::Outgoing;
-
 constexpr int32_t kM = 8;
 constexpr int32_t kP = 2;
 const AttemptNumber kAttempt(1);
 
-class IncrementalCheckpointCoordinatorTest : public ::testing::Test {
+class IncrementalCheckpointCoordinatorTest : public ckpt_test::CheckpointCoordinatorFixture {
  protected:
-  IncrementalCheckpointCoordinatorTest() { Make(/*retained=*/1); }
+  IncrementalCheckpointCoordinatorTest()
+      : CheckpointCoordinatorFixture("job-inc", kM, kP, kAttempt, "ckpt-inc") {
+    Make(/*retained=*/1);
+  }
 
   void Make(int32_t retained, int64_t first_id = 1, bool incremental = true) {
     CheckpointConfig config;
@@ -30,9 +32,8 @@ class IncrementalCheckpointCoordinatorTest : public ::testing::Test {
     config.max_concurrent = 3;
     JobSpec spec = ckpt_test::TestSpec(kM, kP);
     spec.incremental_checkpoints = incremental;
-    coordinator_.emplace(kJob, spec, kAttempt, config, &storage_, &clock_, first_id);
+    CreateCoordinator(spec, config, first_id);
   }
-  CheckpointCoordinator& cc() { return *coordinator_; }
 
   // A shared file of `size` bytes written into the job's shared directory.
   SharedStateFile Shared(const std::string& name, uint64_t size) {
@@ -45,11 +46,7 @@ class IncrementalCheckpointCoordinatorTest : public ::testing::Test {
 
   AcknowledgeCheckpoint Ack(int64_t id, int32_t subtask, std::vector<SharedStateFile> files,
                             uint64_t written) {
-    AcknowledgeCheckpoint a;
-    a.worker = WorkerId(100 + subtask);
-    a.attempt = kAttempt;
-    a.subtask = SubtaskIndex(subtask);
-    a.checkpoint = CheckpointId(id);
+    AcknowledgeCheckpoint a = AckHeader(id, subtask);
     a.keyed_state =
         ckpt_test::TestIncrementalHandle(ranges_[static_cast<size_t>(subtask)], std::move(files));
     a.written_bytes = written;
@@ -63,20 +60,21 @@ class IncrementalCheckpointCoordinatorTest : public ::testing::Test {
     last_trigger_ = t;
     return t.checkpoint.value();
   }
-  std::string Dir(int64_t id) { return storage_.CheckpointDirectory(kJob, CheckpointId(id)); }
-  template <typename T>
-  static size_t Count(const std::vector<Outgoing>& out) {
-    size_t n = 0;
-    for (const Outgoing& o : out) n += std::holds_alternative<T>(o.message) ? 1 : 0;
-    return n;
+
+  // The first checkpoint most tests start from, triggered at 0 and complete: subtask 0 writes
+  // a-1.kgs (100 bytes), subtask 1 b-1.kgs (200 bytes).
+  struct FirstCheckpoint {
+    int64_t id;
+    SharedStateFile a1, b1;
+  };
+  FirstCheckpoint CompleteFirstCheckpoint() {
+    SharedStateFile a1 = Shared("a-1.kgs", 100), b1 = Shared("b-1.kgs", 200);
+    int64_t id1 = Trigger(0);
+    cc().OnAcknowledge(Ack(id1, 0, {a1}, 100), 1);
+    cc().OnAcknowledge(Ack(id1, 1, {b1}, 200), 2);
+    return FirstCheckpoint{id1, a1, b1};
   }
 
-  const std::string kJob = "job-inc";
-  const std::vector<KeyGroupRange> ranges_ = CreateKeyGroupPartitions(kM, kP);
-  TempDir tmp_{"ckpt-inc"};
-  CheckpointStorage storage_{tmp_.path()};
-  ManualClock clock_{Timestamp(1'700'000'000'000)};
-  std::optional<CheckpointCoordinator> coordinator_;
   TriggerCheckpoint last_trigger_;
 };
 
@@ -147,10 +145,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, RetentionNeverDeletesAFileARetained
 }
 
 TEST_F(IncrementalCheckpointCoordinatorTest, APendingCheckpointThatAcknowledgedAFileProtectsIt) {
-  SharedStateFile a1 = Shared("a-1.kgs", 100), b1 = Shared("b-1.kgs", 200);
-  int64_t id1 = Trigger(0);
-  cc().OnAcknowledge(Ack(id1, 0, {a1}, 100), 1);
-  cc().OnAcknowledge(Ack(id1, 1, {b1}, 200), 2);
+  auto [id1, a1, b1] = CompleteFirstCheckpoint();
   // chk2 and chk3 pending; chk3's subtask 0 acknowledges a-1 first, then chk2 completes
   // without it and retention drops chk1.
   int64_t id2 = Trigger(10);
@@ -170,10 +165,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, APendingCheckpointThatAcknowledgedA
 }
 
 TEST_F(IncrementalCheckpointCoordinatorTest, AnAbortedCheckpointDeletesOnlyItsNewFiles) {
-  SharedStateFile a1 = Shared("a-1.kgs", 100), b1 = Shared("b-1.kgs", 200);
-  int64_t id1 = Trigger(0);
-  cc().OnAcknowledge(Ack(id1, 0, {a1}, 100), 1);
-  cc().OnAcknowledge(Ack(id1, 1, {b1}, 200), 2);
+  auto [id1, a1, b1] = CompleteFirstCheckpoint();
   SharedStateFile a2 = Shared("a-2.kgs", 10);
   int64_t id2 = Trigger(10);
   cc().OnAcknowledge(Ack(id2, 0, {a1, a2}, 10), 11);
@@ -287,11 +279,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, NativeHandlesReachTheMetadataAndThe
   SharedStateFile s0 = Shared("s-0-7.sst", 1000), s1 = Shared("s-1-7.sst", 2000);
   int64_t id = Trigger(0);
   for (int32_t i = 0; i < kP; ++i) {
-    AcknowledgeCheckpoint a;
-    a.worker = WorkerId(100 + i);
-    a.attempt = kAttempt;
-    a.subtask = SubtaskIndex(i);
-    a.checkpoint = CheckpointId(id);
+    AcknowledgeCheckpoint a = AckHeader(id, i);
     // Timers in a full canonical file, keyed state native.
     a.keyed_state = ckpt_test::TestHandle(CheckpointStorage::SubtaskStateFileName(SubtaskIndex(i)),
                                           ranges_[static_cast<size_t>(i)]);
@@ -324,10 +312,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, NativeHandlesReachTheMetadataAndThe
 }
 
 TEST_F(IncrementalCheckpointCoordinatorTest, AssignStateKeepsTheEmptyPathOfIncrementalHandles) {
-  SharedStateFile a1 = Shared("a-1.kgs", 100), b1 = Shared("b-1.kgs", 200);
-  int64_t id = Trigger(0);
-  cc().OnAcknowledge(Ack(id, 0, {a1}, 100), 1);
-  cc().OnAcknowledge(Ack(id, 1, {b1}, 200), 2);
+  auto [id, a1, b1] = CompleteFirstCheckpoint();
   auto m = CheckpointStorage::ReadMetadata(Dir(id));
   ASSERT_TRUE(m.ok());
   auto same = AssignState(*m, Dir(id), kP);
@@ -344,10 +329,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, AssignStateKeepsTheEmptyPathOfIncre
 // the retained checkpoints, applies retention and deletes what nothing references.
 TEST_F(IncrementalCheckpointCoordinatorTest, RecoveryRebuildsTheRegistryAndDeletesOrphans) {
   Make(/*retained=*/2);
-  SharedStateFile a1 = Shared("a-1.kgs", 100), b1 = Shared("b-1.kgs", 200);
-  int64_t id1 = Trigger(0);
-  cc().OnAcknowledge(Ack(id1, 0, {a1}, 100), 1);
-  cc().OnAcknowledge(Ack(id1, 1, {b1}, 200), 2);
+  auto [id1, a1, b1] = CompleteFirstCheckpoint();
   SharedStateFile a2 = Shared("a-2.kgs", 10);
   int64_t id2 = Trigger(10);
   cc().OnAcknowledge(Ack(id2, 0, {a2}, 10), 11);
