@@ -271,6 +271,16 @@ Result<nlohmann::json> Cluster::WaitForStatus(
   return last;
 }
 
+Result<nlohmann::json> Cluster::WaitForJobProcessingRecords(Duration timeout) {
+  return WaitForStatus(
+      [](const nlohmann::json& st) {
+        const nlohmann::json& job = st["job"];
+        return job.is_object() && job.value("state", "") == "RUNNING" &&
+               job.value("records_processed", int64_t{0}) > 0;
+      },
+      timeout, "the job to run and process records");
+}
+
 Status Cluster::WaitForWorkers(int n, Duration timeout) {
   auto st = WaitForStatus(
       [n](const nlohmann::json& j) {

@@ -109,6 +109,9 @@ class Cluster {
   Result<nlohmann::json> WaitForStatus(const std::function<bool(const nlohmann::json&)>& predicate,
                                        Duration timeout, const std::string& what);
   Status WaitForWorkers(int n, Duration timeout);
+  // WaitForStatus until the job is RUNNING and has processed records: a job started in the
+  // background is under way (its subtasks' endpoints are in the status returned).
+  Result<nlohmann::json> WaitForJobProcessingRecords(Duration timeout = Duration::Seconds(30));
 
   // Tail of every process log, for a failing test's message.
   std::string LogExcerpts(int lines = 15) const;

@@ -1,10 +1,12 @@
 // A test fixture for count-window jobs on a real two-worker cluster (RocksDB backend and
 // incremental checkpoint tests): the cluster with fast failure detection, the `keyflow run`
-// arguments, and waits on `keyflow status --json` with a deadline (nothing sleeps).
+// arguments and reference output, waits on `keyflow status --json` with a deadline (nothing
+// sleeps), and the steps of the kill-a-worker-then-rescale runs.
 //
 // Threading: the test's thread.
 #pragma once
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "tests/integration/cluster.h"
+#include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
 
@@ -23,6 +26,9 @@ class CountWindowClusterTest : public ::testing::Test {
   static constexpr int64_t kCount = 20;
   static constexpr int64_t kTimeoutMs = 2'000;
   static constexpr Duration kJobWait = Duration::Seconds(90);
+  // About 6 s of input at 4000 events/s: long enough to kill a worker and rescale mid-run.
+  static constexpr char kSixSecondsOfInput[] =
+      "gen:events=24000,keys=600,splits=2,seed=11,skew=1,rate=4000";
 
   void SetUp() override {
     ASSERT_FALSE(dir_.path().empty());
@@ -39,6 +45,11 @@ class CountWindowClusterTest : public ::testing::Test {
                                                   const std::string& output,
                                                   std::vector<std::string> extra) {
     return CountWindowRunArgs(input, output, kCount, kTimeoutMs, std::move(extra));
+  }
+
+  // What a failure-free run of CountWindowArgs(input, ...) commits (ReferenceCountWindowRun).
+  static std::vector<std::string> Reference(const std::string& input) {
+    return ReferenceCountWindowRun(input, kCount, kTimeoutMs);
   }
 
   // Runs the CLI; expects exit code 0.
@@ -65,6 +76,32 @@ class CountWindowClusterTest : public ::testing::Test {
     nlohmann::json job = st.ok() ? (*st)["job"] : nlohmann::json::object();
     EXPECT_TRUE(pred(job)) << "while waiting for " << what << ": " << job.dump() << "\n"
                            << cluster_->LogExcerpts();
+    return job;
+  }
+
+  // SIGKILLs worker `slot`, starts it again and waits until the job runs a new attempt restored
+  // from a checkpoint; `job`: the job's status then.
+  void KillAndRestartWorker(int slot, nlohmann::json* job) {
+    auto killed = cluster_->KillWorker(slot);
+    ASSERT_TRUE(killed.ok()) << killed.status().ToString();
+    ASSERT_TRUE(cluster_->StartWorker(slot).ok());
+    *job = WaitForJob(
+        [](const nlohmann::json& j) {
+          return j.value("attempt", 0) >= 2 && j.value("state", "") == "RUNNING" &&
+                 j.value("restored_from", 0) > 0;
+        },
+        "the restarted attempt");
+  }
+
+  // `keyflow rescale 1` of the running `attempt`, then waits for the job to finish in the next
+  // attempt at parallelism 1; returns the job's final status.
+  nlohmann::json RescaleToOneUntilTheEnd(int attempt) {
+    CommandResult rescaled = MustRun({"rescale", "1", "--timeout", "60s"});
+    EXPECT_THAT(rescaled.out, ::testing::HasSubstr("runs at parallelism 1"));
+    nlohmann::json job = WaitForJob(
+        [](const nlohmann::json& j) { return j.value("state", "") == "FINISHED"; }, "the end");
+    EXPECT_EQ(job.value("attempt", 0), attempt + 1);
+    EXPECT_EQ(job.value("parallelism", 0), 1);
     return job;
   }
 

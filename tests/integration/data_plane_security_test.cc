@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,10 +32,6 @@ constexpr int kParallelism = 2;
 constexpr int32_t kMaxParallelism = 128;
 // Rate-limited so that the job is still running while the rogue clients try (~4 s).
 const std::string kInput = "gen:events=40000,keys=400,splits=2,seed=13,rate=10000";
-
-Result<std::vector<std::string>> CanonicalOutput(const std::string& dir) {
-  return CanonicalCountWindowOutput(dir);
-}
 
 // The endpoint keyed subtask 0 (on worker slot 0, key worker-0) bound for source subtask 0.
 Result<std::string> DataEndpoint(const nlohmann::json& status) {
@@ -71,36 +69,71 @@ int64_t RefusedDataConnections(const nlohmann::json& status) {
   return -1;
 }
 
-TEST(DataPlaneSecurityTest, RecordsFromAPlainOrUnknownKeyClientNeverReachTheJob) {
-  TestDir dir;
-  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = kParallelism});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-  Cluster& c = **cluster;
-  ASSERT_FALSE(c.KeysDir().empty()) << "the harness must start a secure cluster";
+// A secure two-worker cluster running count-window on kInput in the background (`run --wait`):
+// SetUp returns once the job processes records, with the status of that moment and the data
+// endpoint the rogue clients connect to.
+class DataPlaneSecurityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cluster = Cluster::Start(dir_.path(), ClusterOptions{.workers = kParallelism});
+    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    cluster_ = std::move(cluster).value();
+    auto run = cluster_->StartCli(
+        CountWindowRunArgs(kInput, Output(), kCount, kTimeoutMs,
+                           {"--parallelism", std::to_string(kParallelism), "--wait"}),
+        RunLog());
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    run_.emplace(std::move(run).value());
+    auto running = cluster_->WaitForJobProcessingRecords();
+    ASSERT_TRUE(running.ok()) << running.status().ToString();
+    running_ = *running;
+    auto endpoint = DataEndpoint(running_);
+    ASSERT_TRUE(endpoint.ok()) << endpoint.status().ToString();
+    endpoint_ = *endpoint;
+  }
 
-  const std::string output = dir.path() + "/output";
-  auto run = c.StartCli({"run", "--job", "count-window", "--param", "time=event", "--param",
-                         "count=7", "--param", "timeout=2000ms", "--input", kInput, "--output",
-                         output, "--parallelism", std::to_string(kParallelism), "--wait"},
-                        dir.path() + "/run.out");
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  auto running = c.WaitForStatus(
-      [](const nlohmann::json& st) {
-        const nlohmann::json& job = st["job"];
-        return job.is_object() && job.value("state", "") == "RUNNING" &&
-               job.value("records_processed", int64_t{0}) > 0;
-      },
-      Duration::Seconds(30), "the job to run and process records");
-  ASSERT_TRUE(running.ok()) << running.status().ToString();
-  auto endpoint = DataEndpoint(*running);
-  ASSERT_TRUE(endpoint.ok()) << endpoint.status().ToString();
+  std::string Output() const { return dir_.path() + "/output"; }
+  std::string RunLog() const { return dir_.path() + "/run.out"; }
+
+  // The job ran to the end in its first attempt (`run --wait` exits 0); `status`: the final
+  // status.
+  void ExpectFinishedInTheFirstAttempt(nlohmann::json* status) {
+    Cluster& c = *cluster_;
+    auto code = run_->Wait(Duration::Seconds(60));
+    ASSERT_TRUE(code.ok()) << code.status().ToString() << "\n" << c.LogExcerpts();
+    EXPECT_EQ(*code, 0) << ReadFileOrEmpty(RunLog()) << c.LogExcerpts();
+    auto st = c.StatusJson();
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    EXPECT_EQ((*st)["job"].value("state", ""), "FINISHED");
+    EXPECT_EQ((*st)["job"].value("attempt", 0), 1) << "the attempt must not have failed";
+    *status = *st;
+  }
+  // The committed output is exactly the reference: nothing the rogue clients sent reached it.
+  void ExpectReferenceOutput() {
+    auto actual = CanonicalCountWindowOutput(Output());
+    ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+    EXPECT_TRUE(SameLines(*actual, ReferenceCountWindowRun(kInput, kCount, kTimeoutMs)));
+  }
+
+  static constexpr int64_t kCount = 7;
+  static constexpr int64_t kTimeoutMs = 2000;
+  TestDir dir_;
+  std::unique_ptr<Cluster> cluster_;
+  std::optional<ChildProcess> run_;  // `keyflow run --wait`
+  nlohmann::json running_;           // the status once the job processed records
+  std::string endpoint_;             // DataEndpoint(running_)
+};
+
+TEST_F(DataPlaneSecurityTest, RecordsFromAPlainOrUnknownKeyClientNeverReachTheJob) {
+  Cluster& c = *cluster_;
+  ASSERT_FALSE(c.KeysDir().empty()) << "the harness must start a secure cluster";
 
   auto ctx = ZmqContext::Create().value();
   // 1. No key at all: plain TCP, no ZMQ_IMMEDIATE (the frames wait for a handshake that never
   // succeeds).
   SocketOptions plain_options;
   auto plain = ZmqSocket::Create(*ctx, SocketType::kPush, plain_options).value();
-  ASSERT_TRUE(plain.Connect(*endpoint).ok());
+  ASSERT_TRUE(plain.Connect(endpoint_).ok());
   // 2. A valid-looking key the cluster does not know, pinning the worker's real public key.
   auto worker_key = ReadKeyFile(c.KeysDir() + "/workers/worker-0.pub", false);
   ASSERT_TRUE(worker_key.ok()) << worker_key.status().ToString();
@@ -108,39 +141,22 @@ TEST(DataPlaneSecurityTest, RecordsFromAPlainOrUnknownKeyClientNeverReachTheJob)
   rogue_options.curve =
       CurveOptions::Client(GenerateCurveKeyPair().value(), worker_key->keys.public_key);
   auto rogue = ZmqSocket::Create(*ctx, SocketType::kPush, rogue_options).value();
-  ASSERT_TRUE(rogue.Connect(*endpoint).ok());
+  ASSERT_TRUE(rogue.Connect(endpoint_).ok());
   for (uint64_t seq = 0; seq < 20; ++seq) {
     std::string frame = InjectedFrame(1'000 + seq);
     ASSERT_TRUE(plain.TrySend(frame).ok());
     ASSERT_TRUE(rogue.TrySend(frame).ok());
   }
 
-  auto refused = c.WaitForStatus(
-      [](const nlohmann::json& st) {
-        for (const nlohmann::json& w : st["workers"]) {
-          if (w.value("slot", -1) == 0 && w.value("refused_data_connections", int64_t{0}) > 0) {
-            return true;
-          }
-        }
-        return false;
-      },
-      Duration::Seconds(20), "worker 0 to count the refused data connection");
+  auto refused =
+      c.WaitForStatus([](const nlohmann::json& st) { return RefusedDataConnections(st) > 0; },
+                      Duration::Seconds(20), "worker 0 to count the refused data connection");
   ASSERT_TRUE(refused.ok()) << refused.status().ToString() << "\n" << c.LogExcerpts();
   EXPECT_THAT(ReadFileOrEmpty(c.WorkerLog(0)), ::testing::HasSubstr("data connection refused"));
 
-  auto code = run->Wait(Duration::Seconds(60));
-  ASSERT_TRUE(code.ok()) << code.status().ToString() << "\n" << c.LogExcerpts();
-  EXPECT_EQ(*code, 0) << ReadFileOrEmpty(dir.path() + "/run.out") << c.LogExcerpts();
-  auto st = c.StatusJson();
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
-  EXPECT_EQ((*st)["job"].value("state", ""), "FINISHED");
-  EXPECT_EQ((*st)["job"].value("attempt", 0), 1) << "the attempt must not have failed";
-
-  auto records = GeneratedKeyedTimestamps(kInput);
-  ASSERT_TRUE(records.ok()) << records.status().ToString();
-  auto actual = CanonicalOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-  EXPECT_TRUE(SameLines(*actual, ReferenceCountWindow(*records, 7, 2000)));
+  nlohmann::json st;
+  ASSERT_NO_FATAL_FAILURE(ExpectFinishedInTheFirstAttempt(&st));
+  ExpectReferenceOutput();
   rogue.Close();
   plain.Close();
 }
@@ -148,35 +164,16 @@ TEST(DataPlaneSecurityTest, RecordsFromAPlainOrUnknownKeyClientNeverReachTheJob)
 // Three plain-text ZeroMQ clients (no reconnects: one connection each) connect to a worker's
 // data port one after the other and queue a well-formed frame: the worker counts exactly one
 // refused data connection per client, logs the refusal, and the job's output is exact.
-TEST(DataPlaneSecurityTest, EachPlainTextDataConnectionIsCountedOnceAndLogged) {
-  TestDir dir;
-  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = kParallelism});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-  Cluster& c = **cluster;
-  const std::string output = dir.path() + "/output";
-  auto run = c.StartCli({"run", "--job", "count-window", "--param", "time=event", "--param",
-                         "count=7", "--param", "timeout=2000ms", "--input", kInput, "--output",
-                         output, "--parallelism", std::to_string(kParallelism), "--wait"},
-                        dir.path() + "/run.out");
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  auto running = c.WaitForStatus(
-      [](const nlohmann::json& st) {
-        const nlohmann::json& job = st["job"];
-        return job.is_object() && job.value("state", "") == "RUNNING" &&
-               job.value("records_processed", int64_t{0}) > 0;
-      },
-      Duration::Seconds(30), "the job to run and process records");
-  ASSERT_TRUE(running.ok()) << running.status().ToString();
-  ASSERT_EQ(RefusedDataConnections(*running), 0);
-  auto endpoint = DataEndpoint(*running);
-  ASSERT_TRUE(endpoint.ok()) << endpoint.status().ToString();
+TEST_F(DataPlaneSecurityTest, EachPlainTextDataConnectionIsCountedOnceAndLogged) {
+  Cluster& c = *cluster_;
+  ASSERT_EQ(RefusedDataConnections(running_), 0);
 
   auto ctx = ZmqContext::Create().value();
   for (int64_t n = 1; n <= 3; ++n) {
     zmq::socket_t plain(ctx->context(), ZMQ_PUSH);
     plain.set(zmq::sockopt::linger, 0);
     plain.set(zmq::sockopt::reconnect_ivl, -1);
-    plain.connect(*endpoint);
+    plain.connect(endpoint_);
     std::string frame = InjectedFrame(2'000 + static_cast<uint64_t>(n));
     // The frame is queued or refused locally (EAGAIN before the connection is up): either way
     // it never reaches the worker, whose CURVE handshake fails; what counts is the connection.
@@ -190,19 +187,10 @@ TEST(DataPlaneSecurityTest, EachPlainTextDataConnectionIsCountedOnceAndLogged) {
   EXPECT_THAT(ReadFileOrEmpty(c.WorkerLog(0)),
               ::testing::HasSubstr("data connection refused peer=unknown channel=data/0/0"));
 
-  auto code = run->Wait(Duration::Seconds(60));
-  ASSERT_TRUE(code.ok()) << code.status().ToString() << "\n" << c.LogExcerpts();
-  EXPECT_EQ(*code, 0) << ReadFileOrEmpty(dir.path() + "/run.out") << c.LogExcerpts();
-  auto st = c.StatusJson();
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
-  EXPECT_EQ((*st)["job"].value("state", ""), "FINISHED");
-  EXPECT_EQ((*st)["job"].value("attempt", 0), 1) << "the attempt must not have failed";
-  EXPECT_EQ(RefusedDataConnections(*st), 3);
-  auto records = GeneratedKeyedTimestamps(kInput);
-  ASSERT_TRUE(records.ok()) << records.status().ToString();
-  auto actual = CanonicalOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-  EXPECT_TRUE(SameLines(*actual, ReferenceCountWindow(*records, 7, 2000)));
+  nlohmann::json st;
+  ASSERT_NO_FATAL_FAILURE(ExpectFinishedInTheFirstAttempt(&st));
+  EXPECT_EQ(RefusedDataConnections(st), 3);
+  ExpectReferenceOutput();
 }
 
 }  // namespace

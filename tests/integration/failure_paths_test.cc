@@ -100,13 +100,7 @@ TEST(FailurePathsTest, WorkerKilledMidJobFailsTheJobNamingItAndRunWaitExitsPromp
        "gen:events=1200000,keys=3000,splits=3,seed=1,rate=20000", "--parallelism", "3", "--wait"},
       log);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  auto running = c.WaitForStatus(
-      [](const nlohmann::json& st) {
-        const nlohmann::json& job = st["job"];
-        return job.is_object() && job.value("state", "") == "RUNNING" &&
-               job.value("records_processed", int64_t{0}) > 0;
-      },
-      Duration::Seconds(30), "the job to run and process records");
+  auto running = c.WaitForJobProcessingRecords();
   ASSERT_TRUE(running.ok()) << running.status().ToString();
 
   auto killed = c.KillWorker(1);

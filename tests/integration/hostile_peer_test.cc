@@ -55,13 +55,7 @@ class HostilePeerTest : public ::testing::Test {
                             "--output", output_, "--parallelism", "2"});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(r->exit_code, 0) << r->out << r->err;
-    auto st = cluster_->WaitForStatus(
-        [](const nlohmann::json& s) {
-          const nlohmann::json& job = s["job"];
-          return job.is_object() && job.value("state", "") == "RUNNING" &&
-                 job.value("records_processed", int64_t{0}) > 0;
-        },
-        Duration::Seconds(30), "the job to run and process records");
+    auto st = cluster_->WaitForJobProcessingRecords();
     ASSERT_TRUE(st.ok()) << st.status().ToString();
     for (const nlohmann::json& s : (*st)["job"]["subtasks"]) {
       for (const nlohmann::json& e : s["input_endpoints"]) data_endpoints_.push_back(e);

@@ -19,7 +19,6 @@
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/count_window_fixture.h"
-#include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
 
@@ -28,9 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-// About 6 s of input at 4000 events/s.
-constexpr char kInput[] = "gen:events=24000,keys=600,splits=2,seed=11,skew=1,rate=4000";
 
 class IncrementalCheckpointTest : public CountWindowClusterTest {
  protected:
@@ -63,11 +59,11 @@ class IncrementalCheckpointTest : public CountWindowClusterTest {
   // completed a checkpoint of its own, and compares the output with the reference.
   // `sst`: the backend is RocksDB, whose keyed state is in native SST files.
   void KillAndRescale(std::vector<std::string> extra, bool sst, const std::string& what) {
-    const std::vector<std::string> reference = ReferenceCountWindowRun(kInput, kCount, kTimeoutMs);
+    const std::vector<std::string> reference = Reference(kSixSecondsOfInput);
     const std::string output = dir_.path() + "/output";
-    CommandResult submitted = MustRun(CountWindowArgs(kInput, output, std::move(extra)));
-    const std::string job_id = submitted.out.substr(0, submitted.out.find('\n'));
-    ASSERT_FALSE(job_id.empty()) << submitted.out << submitted.err;
+    auto job_id =
+        SubmitJob(*cluster_, CountWindowArgs(kSixSecondsOfInput, output, std::move(extra)));
+    ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
 
     WaitForJob(
         [](const nlohmann::json& j) {
@@ -77,7 +73,7 @@ class IncrementalCheckpointTest : public CountWindowClusterTest {
         "3 completed checkpoints");
     // The checkpoints were incremental: their files are in the shared directory.
     std::vector<std::string> shared;
-    for (const auto& e : fs::directory_iterator(SharedDir(job_id))) {
+    for (const auto& e : fs::directory_iterator(SharedDir(*job_id))) {
       shared.push_back(e.path().filename().string());
     }
     EXPECT_FALSE(shared.empty());
@@ -91,15 +87,8 @@ class IncrementalCheckpointTest : public CountWindowClusterTest {
     }
     EXPECT_EQ(sst_files > 0, sst) << ::testing::PrintToString(shared);
 
-    auto killed = cluster_->KillWorker(1);
-    ASSERT_TRUE(killed.ok()) << killed.status().ToString();
-    ASSERT_TRUE(cluster_->StartWorker(1).ok());
-    nlohmann::json job = WaitForJob(
-        [](const nlohmann::json& j) {
-          return j.value("attempt", 0) >= 2 && j.value("state", "") == "RUNNING" &&
-                 j.value("restored_from", 0) > 0;
-        },
-        "the restarted attempt");
+    nlohmann::json job;
+    ASSERT_NO_FATAL_FAILURE(KillAndRestartWorker(1, &job));
     const int attempt = job.value("attempt", 0);
     // Let the restored attempt complete an incremental checkpoint of its own before rescaling.
     const int restored_from = job.value("restored_from", 0);
@@ -109,16 +98,8 @@ class IncrementalCheckpointTest : public CountWindowClusterTest {
         },
         "a checkpoint of the restarted attempt");
 
-    CommandResult rescaled = MustRun({"rescale", "1", "--timeout", "60s"});
-    EXPECT_THAT(rescaled.out, HasSubstr("runs at parallelism 1"));
-    job = WaitForJob([](const nlohmann::json& j) { return j.value("state", "") == "FINISHED"; },
-                     "the end");
-    EXPECT_EQ(job.value("attempt", 0), attempt + 1);
-    EXPECT_EQ(job.value("parallelism", 0), 1);
-
-    auto actual = CanonicalCountWindowOutput(output);
-    ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-    ExpectSameLines(*actual, reference, what);
+    RescaleToOneUntilTheEnd(attempt);
+    ExpectCountWindowOutput(output, reference, what);
   }
 
   std::string SharedDir(const std::string& job_id) const {
@@ -158,7 +139,8 @@ TEST_F(IncrementalCheckpointTest, WithFewKeysChangingLaterCheckpointsWriteLessTh
 }
 
 TEST_F(IncrementalCheckpointTest, IncrementalFalseWritesFullCheckpointsAndBadValuesAreRefused) {
-  auto r = cluster_->Cli(CountWindowArgs(kInput, dir_.path() + "/o", {"--incremental", "maybe"}));
+  auto r = cluster_->Cli(
+      CountWindowArgs(kSixSecondsOfInput, dir_.path() + "/o", {"--incremental", "maybe"}));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->exit_code, 2);
   EXPECT_THAT(r->err, HasSubstr("--incremental must be true or false, not 'maybe'"));

@@ -206,6 +206,13 @@ void ExpectSameLines(const std::vector<std::string>& actual,
   EXPECT_TRUE(SameLines(actual, expected)) << what;
 }
 
+void ExpectCountWindowOutput(const std::string& dir, const std::vector<std::string>& expected,
+                             const std::string& what) {
+  auto actual = CanonicalCountWindowOutput(dir);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ExpectSameLines(*actual, expected, what);
+}
+
 std::vector<std::string> CountWindowRunArgs(const std::string& input, const std::string& output,
                                             int64_t count, int64_t timeout_ms,
                                             std::vector<std::string> extra) {

@@ -99,6 +99,11 @@ Result<JobOutput> ReadJobOutput(const std::string& dir);
 void ExpectSameLines(const std::vector<std::string>& actual,
                      const std::vector<std::string>& expected, const std::string& what);
 
+// The sorted canonical lines of count-window output directory `dir` (CanonicalCountWindowOutput)
+// are `expected` (ExpectSameLines, `what` in the message); a directory that cannot be read fails.
+void ExpectCountWindowOutput(const std::string& dir, const std::vector<std::string>& expected,
+                             const std::string& what);
+
 // Sum of "count" per "key" over output lines.
 std::map<std::string, int64_t> CountsPerKey(const std::vector<nlohmann::json>& lines);
 // Number of input records per key.

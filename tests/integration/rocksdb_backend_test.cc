@@ -18,7 +18,6 @@
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/count_window_fixture.h"
-#include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
 
@@ -28,18 +27,11 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-// About 6 s of input at 4000 events/s.
-constexpr char kInput[] = "gen:events=24000,keys=600,splits=2,seed=11,skew=1,rate=4000";
-
 class RocksDbBackendTest : public CountWindowClusterTest {
  protected:
   static std::vector<std::string> RunArgs(const std::string& output,
                                           std::vector<std::string> extra) {
-    return CountWindowArgs(kInput, output, std::move(extra));
-  }
-
-  static std::vector<std::string> Reference() {
-    return ReferenceCountWindowRun(kInput, kCount, kTimeoutMs);
+    return CountWindowArgs(kSixSecondsOfInput, output, std::move(extra));
   }
 
   // Subtask directories (<state dir>/<job>/attempt-N/subtask-I) that exist now.
@@ -58,14 +50,13 @@ class RocksDbBackendTest : public CountWindowClusterTest {
 };
 
 TEST_F(RocksDbBackendTest, KilledWorkerAndRescaleGiveTheOutputOfAFailureFreeRun) {
-  const std::vector<std::string> reference = Reference();
+  const std::vector<std::string> reference = Reference(kSixSecondsOfInput);
   const std::string output = dir_.path() + "/output";
   const std::string state_dir = dir_.Subdir("state");
-  CommandResult submitted =
-      MustRun(RunArgs(output, {"--parallelism", "2", "--checkpoint-interval", "300ms",
-                               "--state-backend", "rocksdb", "--state-dir", state_dir}));
-  const std::string job_id = submitted.out.substr(0, submitted.out.find('\n'));
-  ASSERT_FALSE(job_id.empty()) << submitted.out << submitted.err;
+  auto job_id = SubmitJob(
+      *cluster_, RunArgs(output, {"--parallelism", "2", "--checkpoint-interval", "300ms",
+                                  "--state-backend", "rocksdb", "--state-dir", state_dir}));
+  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
 
   // Running on RocksDB, with state, and checkpoints completing.
   nlohmann::json job = WaitForJob(
@@ -86,39 +77,23 @@ TEST_F(RocksDbBackendTest, KilledWorkerAndRescaleGiveTheOutputOfAFailureFreeRun)
   EXPECT_EQ(job.value("state_backend", ""), "rocksdb");
   EXPECT_EQ(SubtaskDirs(state_dir).size(), 2u);
 
-  auto killed = cluster_->KillWorker(1);
-  ASSERT_TRUE(killed.ok()) << killed.status().ToString();
-  ASSERT_TRUE(cluster_->StartWorker(1).ok());
-  job = WaitForJob(
-      [](const nlohmann::json& j) {
-        return j.value("attempt", 0) >= 2 && j.value("state", "") == "RUNNING" &&
-               j.value("restored_from", 0) > 0;
-      },
-      "the restarted attempt");
-  const int attempt = job.value("attempt", 0);
-
-  CommandResult rescaled = MustRun({"rescale", "1", "--timeout", "60s"});
-  EXPECT_THAT(rescaled.out, HasSubstr("runs at parallelism 1"));
-  job = WaitForJob([](const nlohmann::json& j) { return j.value("state", "") == "FINISHED"; },
-                   "the end");
-  EXPECT_EQ(job.value("attempt", 0), attempt + 1);
-  EXPECT_EQ(job.value("parallelism", 0), 1);
+  ASSERT_NO_FATAL_FAILURE(KillAndRestartWorker(1, &job));
+  job = RescaleToOneUntilTheEnd(job.value("attempt", 0));
   EXPECT_EQ(job.value("late_records", -1), 0);
 
-  auto actual = CanonicalCountWindowOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-  ExpectSameLines(*actual, reference, "RocksDB: killed worker + rescale 2 -> 1 vs reference");
+  ExpectCountWindowOutput(output, reference,
+                          "RocksDB: killed worker + rescale 2 -> 1 vs reference");
 
   // Every subtask that ended deleted its directory; only the SIGKILLed worker's is left.
   std::vector<std::string> left = SubtaskDirs(state_dir);
   EXPECT_EQ(left.size(), 1u) << ::testing::PrintToString(left);
   if (left.size() == 1) {
-    EXPECT_THAT(left[0], ::testing::StartsWith(job_id + "/attempt-1/subtask-"));
+    EXPECT_THAT(left[0], ::testing::StartsWith(*job_id + "/attempt-1/subtask-"));
   }
 }
 
 TEST_F(RocksDbBackendTest, ASavepointOfARocksDbJobRestoresIntoTheHeapBackend) {
-  const std::vector<std::string> reference = Reference();
+  const std::vector<std::string> reference = Reference(kSixSecondsOfInput);
   const std::string output = dir_.path() + "/output";
   MustRun(RunArgs(output, {"--parallelism", "2", "--state-backend", "rocksdb", "--state-dir",
                            dir_.Subdir("state")}));
@@ -141,9 +116,8 @@ TEST_F(RocksDbBackendTest, ASavepointOfARocksDbJobRestoresIntoTheHeapBackend) {
       },
       "the heap job restored from the RocksDB savepoint to end");
   EXPECT_EQ(job.value("state_backend", ""), "heap");
-  auto actual = CanonicalCountWindowOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-  ExpectSameLines(*actual, reference, "RocksDB savepoint restored into the heap vs reference");
+  ExpectCountWindowOutput(output, reference,
+                          "RocksDB savepoint restored into the heap vs reference");
 }
 
 TEST_F(RocksDbBackendTest, BadStateBackendFlagsAreRefusedWithASentence) {
