@@ -62,23 +62,46 @@ CheckpointCoordinator::CheckpointCoordinator(std::string job_id, JobSpec spec,
   CHECK(storage_ != nullptr && wall_clock_ != nullptr);
 }
 
-void CheckpointCoordinator::RecoverCompleted(std::vector<CheckpointLocation> completed) {
+void CheckpointCoordinator::RegisterRecovered(const CheckpointLocation& c) {
+  // Its shared files are referenced until retention drops it.
+  Result<CheckpointMetadata> m = CheckpointStorage::ReadMetadata(c.directory, storage_->fs());
+  if (!m.ok()) {
+    KF_LOG_WARN("cannot read the metadata of recovered checkpoint dir={} reason={}", c.directory,
+                m.status().ToString());
+    return;
+  }
+  Status registered = shared_.Register(c.id, m->SharedFiles());
+  if (!registered.ok()) {
+    KF_LOG_WARN("recovered checkpoint id={} has inconsistent shared files: {}", c.id.value(),
+                registered.message());
+  }
+}
+
+void CheckpointCoordinator::RecoverCompleted(std::vector<CheckpointLocation> completed,
+                                             RecoverOptions options) {
+  CHECK(pending_.empty()) << "RecoverCompleted must run before the first trigger";
   for (CheckpointLocation& c : completed) {
     CHECK_LT(c.id.value(), next_id_) << "recovered checkpoint id must be below first_id";
-    if (!completed_.empty()) CHECK_LT(completed_.back().id, c.id) << "not ascending";
-    // Its shared files are referenced until retention drops it.
-    Result<CheckpointMetadata> m = CheckpointStorage::ReadMetadata(c.directory, storage_->fs());
-    if (m.ok()) {
-      Status registered = shared_.Register(c.id, m->SharedFiles());
-      if (!registered.ok()) {
-        KF_LOG_WARN("recovered checkpoint id={} has inconsistent shared files: {}", c.id.value(),
-                    registered.message());
-      }
+    const CheckpointId last = !completed_.empty()      ? completed_.back().id
+                              : !unrestorable_.empty() ? unrestorable_.back().id
+                                                       : CheckpointId(0);
+    CHECK_LT(last, c.id) << "not ascending";
+    if (options.unrestorable.count(c.id.value()) != 0) {
+      unrestorable_.push_back(std::move(c));
     } else {
-      KF_LOG_WARN("cannot read the metadata of recovered checkpoint dir={} reason={}", c.directory,
-                  m.status().ToString());
+      if (options.restore == c.id) protected_ = c.id;
+      completed_.push_back(std::move(c));
     }
-    completed_.push_back(std::move(c));
+  }
+  // The restorable ones first: an unrestorable checkpoint's metadata never keeps theirs from
+  // registering (a name registered with another size is refused).
+  for (const CheckpointLocation& c : completed_) RegisterRecovered(c);
+  for (const CheckpointLocation& c : unrestorable_) {
+    RegisterRecovered(c);
+    KF_LOG_WARN(
+        "keeping unrestorable checkpoint job={} id={} dir={} on disk until a newer checkpoint "
+        "completes; it is never restored again",
+        job_id_, c.id.value(), c.directory);
   }
   ApplyRetention();
   Result<SharedStateRegistry::Swept> swept = shared_.DeleteUnreferenced();
@@ -309,6 +332,17 @@ Status CheckpointCoordinator::CheckSharedFilesExist(const CheckpointMetadata& m)
   return Status::Ok();
 }
 
+void CheckpointCoordinator::DeleteUnregisteredFilesOf(const AcknowledgeCheckpoint& ack,
+                                                      std::string_view what) {
+  SubtaskCheckpointState late{ack.subtask, ack.keyed_state, ack.native_state, 0};
+  for (const SharedStateFile& f : late.SharedFiles()) {
+    if (IsValidSharedFileName(f.name) && shared_.DeleteIfUnregistered(f.name)) {
+      KF_LOG_INFO("deleted shared file of {} job={} attempt={} id={} name={}", what, job_id_,
+                  ack.attempt.value(), ack.checkpoint.value(), f.name);
+    }
+  }
+}
+
 std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnAcknowledge(
     const AcknowledgeCheckpoint& ack, int64_t now_ms) {
   std::vector<Outgoing> out;
@@ -316,6 +350,10 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnAcknowledg
   if (ack.attempt != attempt_) {
     KF_LOG_DEBUG("ignoring ack of another attempt job={} id={} attempt={} current={}", job_id_, id,
                  ack.attempt.value(), attempt_.value());
+    // An upload of an earlier attempt that finished after RecoverCompleted swept the shared
+    // directory: its checkpoint was aborted (ids are never reused), so nobody will reference
+    // its new files; files a retained checkpoint references are registered and stay.
+    if (ack.attempt.value() < attempt_.value()) DeleteUnregisteredFilesOf(ack, "ack of attempt");
     return out;
   }
   auto it = pending_.find(id);
@@ -323,12 +361,7 @@ std::vector<CheckpointCoordinator::Outgoing> CheckpointCoordinator::OnAcknowledg
     if (recently_finished_.count(id) != 0) {
       KF_LOG_INFO("ignoring late ack job={} id={} subtask={}", job_id_, id, ack.subtask.value());
       // An upload for a checkpoint that already ended: nobody will reference its new files.
-      SubtaskCheckpointState late{ack.subtask, ack.keyed_state, ack.native_state, 0};
-      for (const SharedStateFile& f : late.SharedFiles()) {
-        if (IsValidSharedFileName(f.name) && shared_.DeleteIfUnregistered(f.name)) {
-          KF_LOG_INFO("deleted shared file of late ack job={} id={} name={}", job_id_, id, f.name);
-        }
-      }
+      DeleteUnregisteredFilesOf(ack, "late ack");
     } else {
       KF_LOG_WARN("ignoring ack for unknown checkpoint job={} id={} subtask={}", job_id_, id,
                   ack.subtask.value());
@@ -483,7 +516,9 @@ void CheckpointCoordinator::Complete(int64_t id, int64_t now_ms, std::vector<Out
                               NotifyCheckpointComplete{attempt_, CheckpointId(id)}});
     }
     completed_.push_back(location);
+    protected_.reset();  // a newer checkpoint exists: the restored one may be subsumed
     ApplyRetention();
+    DeleteUnrestorable();
   }
 
   ++totals_.completed;
@@ -535,7 +570,11 @@ void CheckpointCoordinator::Abort(int64_t id, CheckpointState state, AbortKind k
 
 void CheckpointCoordinator::ApplyRetention() {
   while (completed_.size() > static_cast<size_t>(config_.retained)) {
-    const CheckpointLocation& oldest = completed_.front();
+    // The oldest, unless this attempt restores from it (then it is the only one: the newest
+    // restorable checkpoint; a newer completion clears the protection first).
+    auto victim = completed_.begin();
+    if (protected_ && victim->id == *protected_) ++victim;
+    const CheckpointLocation oldest = *victim;
     CHECK(!oldest.savepoint);
     Status deleted = storage_->DeleteCheckpoint(oldest.directory);
     if (!deleted.ok()) {
@@ -550,8 +589,27 @@ void CheckpointCoordinator::ApplyRetention() {
       KF_LOG_INFO("deleted shared state files no retained checkpoint uses job={} id={} files={}",
                   job_id_, oldest.id.value(), shared_deleted);
     }
-    completed_.pop_front();
+    completed_.erase(victim);
   }
+}
+
+void CheckpointCoordinator::DeleteUnrestorable() {
+  for (const CheckpointLocation& c : unrestorable_) {
+    Status deleted = storage_->DeleteCheckpoint(c.directory);
+    if (!deleted.ok()) {
+      KF_LOG_WARN("cannot delete unrestorable checkpoint dir={} reason={}", c.directory,
+                  deleted.ToString());
+    } else {
+      KF_LOG_INFO("unrestorable checkpoint subsumed and deleted job={} id={}", job_id_,
+                  c.id.value());
+    }
+    const size_t shared_deleted = shared_.Unregister(c.id);
+    if (shared_deleted > 0) {
+      KF_LOG_INFO("deleted shared state files no retained checkpoint uses job={} id={} files={}",
+                  job_id_, c.id.value(), shared_deleted);
+    }
+  }
+  unrestorable_.clear();
 }
 
 void CheckpointCoordinator::Record(CheckpointStats stats) {

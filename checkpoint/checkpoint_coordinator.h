@@ -40,6 +40,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "checkpoint/checkpoint_storage.h"
@@ -111,12 +112,26 @@ class CheckpointCoordinator {
   // and the `now_ms` of the call that finished it.
   using RequestCallback = std::function<void(Result<CheckpointLocation>, int64_t now_ms)>;
 
+  // What the new attempt does with the completed checkpoints it recovers.
+  struct RecoverOptions {
+    // The checkpoint this attempt restores from, if it is one of them: retention never deletes
+    // it (nor its shared files) until a newer checkpoint completes (Flink: a restored
+    // checkpoint is not subsumed before a newer one exists).
+    std::optional<CheckpointId> restore;
+    // Completed checkpoints found unrestorable (corrupt, JobMaster's bad checkpoints): kept on
+    // disk with the shared files they name, for the user to inspect, but never restored, not
+    // latest_completed(), not counted by retention; deleted (with the files no retained
+    // checkpoint references) when the first newer checkpoint completes.
+    std::set<int64_t> unrestorable;
+  };
   // Completed checkpoints found on disk from earlier attempts (ListCompletedCheckpoints),
   // ascending, so that retention covers them and latest_completed() knows them; their shared
-  // files are registered, then retention applies, then the files of the shared directory that
-  // no retained checkpoint references are deleted (logged with count and bytes). Call before
-  // the first trigger.
-  void RecoverCompleted(std::vector<CheckpointLocation> completed);
+  // files are registered, then retention applies (sparing `options.restore`), then the files of
+  // the shared directory that no recovered checkpoint references are deleted (logged with count
+  // and bytes). Call before the first trigger: then no pending checkpoint of this attempt can
+  // own an unregistered file (uploads of earlier attempts use checkpoint ids below `first_id`
+  // and are never referenced again).
+  void RecoverCompleted(std::vector<CheckpointLocation> completed, RecoverOptions options = {});
 
   // Starts a checkpoint of `type` now: returns TriggerCheckpoint messages for every subtask,
   // or an error (FailedPrecondition "too many concurrent checkpoints" — only for kCheckpoint,
@@ -215,6 +230,9 @@ class CheckpointCoordinator {
   // OK when every shared file the metadata names is in the shared directory with its size.
   Status CheckSharedFilesExist(const CheckpointMetadata& m) const;
   void Complete(int64_t id, int64_t now_ms, std::vector<Outgoing>* out);
+  // Deletes the shared files `ack` names that the registry does not hold (an upload nobody
+  // will reference: a late ack, an ack of an earlier attempt).
+  void DeleteUnregisteredFilesOf(const AcknowledgeCheckpoint& ack, std::string_view what);
   // Whether an abort counts towards the consecutive checkpoint failures.
   enum class AbortKind { kFailure, kByJob };
   // Removes the pending checkpoint, deletes its directory, records stats, counts a kFailure,
@@ -222,6 +240,10 @@ class CheckpointCoordinator {
   void Abort(int64_t id, CheckpointState state, AbortKind kind, const Status& why, bool notify,
              int64_t now_ms, std::vector<Outgoing>* out);
   void ApplyRetention();
+  // Registers a recovered checkpoint's shared files (logs when its metadata cannot be read).
+  void RegisterRecovered(const CheckpointLocation& c);
+  // Deletes the unrestorable checkpoints kept by RecoverCompleted (a newer one completed).
+  void DeleteUnrestorable();
   void Record(CheckpointStats stats);
   void RememberFinished(int64_t id);
 
@@ -236,6 +258,8 @@ class CheckpointCoordinator {
   int64_t next_id_;
   std::map<int64_t, PendingCheckpoint> pending_;  // by id, ascending
   std::deque<CheckpointLocation> completed_;      // retained checkpoints, oldest first
+  std::optional<CheckpointId> protected_;         // restored from: kept until a newer completes
+  std::vector<CheckpointLocation> unrestorable_;  // corrupt, kept until a newer one completes
   SharedStateRegistry shared_;
   std::deque<CheckpointStats> history_;  // most recent first
   std::set<int64_t> recently_finished_;  // for "late ack" logs; bounded

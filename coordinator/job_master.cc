@@ -359,7 +359,16 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   checkpoints_->ContinueFailureCount(failures, std::move(last_checkpoint_failure));
   checkpoints_->ContinueTotals(checkpoint_totals);
   auto completed = storage_.ListCompletedCheckpoints(job_id_);
-  if (completed.ok()) checkpoints_->RecoverCompleted(*completed);
+  if (completed.ok()) {
+    // The restore point survives retention until a newer checkpoint completes; the corrupt
+    // ones newer than it stay on disk but never count as retained or restore again.
+    CheckpointCoordinator::RecoverOptions recover;
+    for (const auto& [id, why] : bad_checkpoints_) recover.unrestorable.insert(id);
+    for (const CheckpointLocation& c : *completed) {
+      if (restore && c.directory == restore->directory) recover.restore = c.id;
+    }
+    checkpoints_->RecoverCompleted(*completed, std::move(recover));
+  }
   WriteJobRecord();
   KF_LOG_INFO("job deploying job={} attempt={} parallelism={} max_parallelism={} restore={}",
               job_id_, attempt_.value(), parallelism, spec_.max_parallelism,
@@ -476,6 +485,12 @@ void JobMaster::OnTaskFailed(const TaskFailed& m, int64_t now_ms) {
 
 void JobMaster::OnAcknowledge(const AcknowledgeCheckpoint& m, int64_t now_ms) {
   Vertex* v = VertexOf(m.subtask, m.attempt, m.worker);
+  if (v == nullptr && checkpoints_ && m.attempt < attempt_ && workers_->Find(m.worker) != nullptr) {
+    // A late upload of an earlier attempt: the checkpoint coordinator ignores the ack and
+    // deletes the shared files it wrote (nothing will reference them).
+    checkpoints_->OnAcknowledge(m, now_ms);
+    return;
+  }
   if (v == nullptr || !checkpoints_) return;
   // Before the ack can complete a rescale savepoint (which folds this attempt's counters).
   if (!v->finished && v->ended_state.empty() &&

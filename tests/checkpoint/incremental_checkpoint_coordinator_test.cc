@@ -75,6 +75,16 @@ class IncrementalCheckpointCoordinatorTest : public ckpt_test::CheckpointCoordin
     return FirstCheckpoint{id1, a1, b1};
   }
 
+  // Triggers a checkpoint at `now_ms` that both subtasks acknowledge with these files; returns
+  // its id.
+  int64_t Checkpoint(int64_t now_ms, std::vector<SharedStateFile> subtask0,
+                     std::vector<SharedStateFile> subtask1) {
+    int64_t id = Trigger(now_ms);
+    cc().OnAcknowledge(Ack(id, 0, std::move(subtask0), 1), now_ms + 1);
+    cc().OnAcknowledge(Ack(id, 1, std::move(subtask1), 1), now_ms + 2);
+    return id;
+  }
+
   TriggerCheckpoint last_trigger_;
 };
 
@@ -361,6 +371,112 @@ TEST_F(IncrementalCheckpointCoordinatorTest, RecoveryRebuildsTheRegistryAndDelet
   EXPECT_FALSE(SharedExists("a-2.kgs"));
   EXPECT_TRUE(SharedExists("b-1.kgs"));
   EXPECT_TRUE(SharedExists("a-4.kgs"));
+}
+
+// Retained 1 after a crash between "chk3 completed" and "chk2 deleted": both are on disk, chk3 is
+// corrupt, the new attempt restores chk2. Retention must not delete the restore point (nor its
+// shared files) before a newer checkpoint completes; chk3 stays on disk for the user, never
+// counted as retained, and goes with chk2 once chk4 completes.
+TEST_F(IncrementalCheckpointCoordinatorTest, ARestoredCheckpointSurvivesRetentionUntilANewerOne) {
+  Make(/*retained=*/2);
+  SharedStateFile x1 = Shared("x-1.kgs", 11), y1 = Shared("y-1.kgs", 12);
+  int64_t id1 = Checkpoint(0, {x1}, {y1});
+  SharedStateFile x2 = Shared("x-2.kgs", 21), y2 = Shared("y-2.kgs", 22);
+  int64_t id2 = Checkpoint(10, {x1, x2}, {y2});
+  SharedStateFile x3 = Shared("x-3.kgs", 31), y3 = Shared("y-3.kgs", 32);
+  int64_t id3 = Checkpoint(20, {x2, x3}, {y3});
+  ASSERT_FALSE(PathExists(Dir(id1)));
+  ASSERT_FALSE(SharedExists("y-1.kgs"));
+  auto completed = storage_.ListCompletedCheckpoints(kJob);
+  ASSERT_TRUE(completed.ok());
+  ASSERT_EQ(completed->size(), 2u);
+  Shared("orphan-3.kgs", 5);  // an upload of a checkpoint that never completed
+
+  // Without protection, retention 1 would delete the restore point right away.
+  Make(/*retained=*/1, /*first_id=*/4);
+  CheckpointCoordinator::RecoverOptions recover;
+  recover.restore = CheckpointId(id2);
+  recover.unrestorable = {id3};
+  cc().RecoverCompleted(*completed, recover);
+  EXPECT_TRUE(PathExists(Dir(id2) + "/_metadata")) << "the restore point";
+  for (const char* name : {"x-1.kgs", "x-2.kgs", "y-2.kgs"}) {
+    EXPECT_TRUE(SharedExists(name)) << name << " is referenced by the restore point";
+  }
+  EXPECT_TRUE(PathExists(Dir(id3) + "/_metadata")) << "kept for the user";
+  EXPECT_TRUE(SharedExists("x-3.kgs"));
+  EXPECT_TRUE(SharedExists("y-3.kgs"));
+  EXPECT_FALSE(SharedExists("orphan-3.kgs"));
+  ASSERT_TRUE(cc().latest_completed().has_value());
+  EXPECT_EQ(cc().latest_completed()->id.value(), id2) << "never the corrupt one";
+  ASSERT_EQ(cc().retained_checkpoints().size(), 1u);
+
+  // chk4 (restored from chk2) references chk2's x-1 and y-2; when it completes, chk2 and chk3 go
+  // with the files only they used.
+  SharedStateFile x4 = Shared("x-4.kgs", 41);
+  int64_t id4 = Trigger(30);
+  EXPECT_EQ(id4, 4);
+  cc().OnAcknowledge(Ack(id4, 0, {x1, x4}, 41), 31);
+  auto done = cc().OnAcknowledge(Ack(id4, 1, {y2}, 0), 32);
+  EXPECT_EQ(Count<NotifyCheckpointComplete>(done), 2u);
+  EXPECT_FALSE(PathExists(Dir(id2)));
+  EXPECT_FALSE(PathExists(Dir(id3)));
+  EXPECT_FALSE(SharedExists("x-2.kgs"));
+  EXPECT_FALSE(SharedExists("x-3.kgs"));
+  EXPECT_FALSE(SharedExists("y-3.kgs"));
+  EXPECT_TRUE(SharedExists("x-1.kgs"));
+  EXPECT_TRUE(SharedExists("y-2.kgs"));
+  EXPECT_TRUE(SharedExists("x-4.kgs"));
+  EXPECT_EQ(cc().shared_state().size(), 3u);
+  EXPECT_EQ(cc().retained_checkpoints().size(), 1u);
+}
+
+// The same recovery without options: retention 1 deletes chk2 (what the job master used to do
+// while restoring from it).
+TEST_F(IncrementalCheckpointCoordinatorTest, WithoutARestorePointRetentionAppliesAtRecovery) {
+  Make(/*retained=*/2);
+  for (int64_t t : {0, 10}) {
+    SharedStateFile x = Shared("x-" + std::to_string(t) + ".kgs", 10);
+    Checkpoint(t, {x}, {x});
+  }
+  auto completed = storage_.ListCompletedCheckpoints(kJob);
+  ASSERT_TRUE(completed.ok());
+  Make(/*retained=*/1, /*first_id=*/3);
+  cc().RecoverCompleted(*completed);
+  EXPECT_FALSE(PathExists(Dir(1)));
+  EXPECT_FALSE(SharedExists("x-0.kgs"));
+  EXPECT_TRUE(SharedExists("x-10.kgs"));
+}
+
+// An upload of the previous attempt that finishes after the recovery sweep: its ack is ignored
+// and the files nothing references are deleted; a file a retained checkpoint uses stays.
+TEST_F(IncrementalCheckpointCoordinatorTest, AnAckOfAnEarlierAttemptDeletesOnlyItsNewFiles) {
+  SharedStateFile x1 = Shared("x-1.kgs", 10), y1 = Shared("y-1.kgs", 20);
+  int64_t id1 = Checkpoint(0, {x1}, {y1});
+  Trigger(10);  // chk2 of attempt 1, aborted by the failover
+  cc().AbortAll("the attempt failed", 11);
+  auto completed = storage_.ListCompletedCheckpoints(kJob);
+  ASSERT_TRUE(completed.ok());
+  CheckpointConfig config;
+  config.retained = 1;
+  config.max_concurrent = 3;
+  coordinator_.emplace(kJob, ckpt_test::TestSpec(kM, kP), AttemptNumber(2), config, &storage_,
+                       &clock_, /*first_id=*/3);
+  cc().RecoverCompleted(*completed, {CheckpointId(id1), {}});
+  int64_t id3 = Trigger(20);
+  SharedStateFile x3 = Shared("x-3.kgs", 30);  // attempt 2's upload, not yet acknowledged
+  SharedStateFile x2 = Shared("x-2.kgs", 7);   // attempt 1's, written after the sweep
+  AcknowledgeCheckpoint stale = Ack(2, 0, {x1, x2}, 7);
+  ASSERT_EQ(stale.attempt, kAttempt);
+  EXPECT_TRUE(cc().OnAcknowledge(stale, 21).empty());
+  EXPECT_FALSE(SharedExists("x-2.kgs"));
+  EXPECT_TRUE(SharedExists("x-1.kgs")) << "chk1 (retained) references it";
+  EXPECT_TRUE(SharedExists("x-3.kgs"));
+  AcknowledgeCheckpoint a = Ack(id3, 0, {x1, x3}, 30), b = Ack(id3, 1, {y1}, 0);
+  a.attempt = b.attempt = AttemptNumber(2);
+  cc().OnAcknowledge(a, 22);
+  auto done = cc().OnAcknowledge(b, 23);
+  EXPECT_EQ(Count<NotifyCheckpointComplete>(done), 2u);
+  EXPECT_EQ(cc().latest_completed()->id.value(), id3);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "common/file_io.h"
 #include "common/key_group_assignment.h"
 #include "coordinator/coordinator.h"
+#include "tests/checkpoint/checkpoint_test_util.h"
 #include "tests/coordinator/coordinator_harness.h"
 
 namespace keyflow {
@@ -138,6 +139,31 @@ class RecoveryTest : public ::testing::Test {
 
   void Kill(const std::string& identity) { dead_.insert(identity); }
 
+  // Acknowledges the latest TriggerCheckpoint sent to `identity` with a key-group-incremental
+  // handle naming `names` in the job's shared directory (new names are written, 10 bytes each).
+  void AckShared(const std::string& identity, const std::vector<std::string>& names) {
+    auto t = outbox_.Last<TriggerCheckpoint>(identity);
+    ASSERT_TRUE(t.has_value());
+    ASSERT_TRUE(t->incremental);
+    auto d = outbox_.Last<DeployTask>(identity);
+    std::vector<SharedStateFile> files;
+    for (const std::string& name : names) {
+      const std::string path = t->shared_directory + "/" + name;
+      if (!PathExists(path)) {
+        ASSERT_TRUE(WriteFileAtomically(path, std::string(10, 's')).ok());
+      }
+      files.push_back(SharedStateFile{name, 10, 0x5000});
+    }
+    AcknowledgeCheckpoint a;
+    a.worker = ids_[identity];
+    a.attempt = t->attempt;
+    a.subtask = d->subtask;
+    a.checkpoint = t->checkpoint;
+    a.keyed_state = ckpt_test::TestIncrementalHandle(d->key_groups, std::move(files));
+    a.written_bytes = 10;
+    coord_->OnMessage(identity, a, now_);
+  }
+
   TempDir dir_{"recovery-test"};
   ManualClock clock_;
   FakeOutbox outbox_;
@@ -236,6 +262,78 @@ TEST_F(RecoveryTest, CorruptedNewestCheckpointFallsBackToThePreviousOne) {
   d = outbox_.Last<DeployTask>("w0");
   ASSERT_EQ(d->attempt.value(), 3);
   EXPECT_EQ(d->restore->checkpoint.value(), 1);
+}
+
+// --retained-checkpoints 1 and a crash between "chk2 completed" and "chk1 deleted" leave both on
+// disk; chk2 is corrupt (a truncated shared file), so the restart restores chk1. The new
+// attempt's retention must not delete its restore point or the shared files it references; chk2
+// stays on disk until a newer checkpoint completes, then both go with their unshared files.
+TEST_F(RecoveryTest, RetentionNeverDeletesTheCheckpointAnAttemptRestoresFrom) {
+  Register("w0", 0);
+  JobSpec spec = Spec(1, 500);
+  spec.retained_checkpoints = 1;
+  Submit(spec);
+  DeployAll({"w0"});
+  AdvanceToNextCheckpoint("w0");
+  AckShared("w0", {"common.kgs", "only-1.kgs"});
+  ASSERT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 1);
+  CheckpointStorage storage(dir_.path());
+  const std::string job = coord_->job()->job_id();
+  const std::string chk1 = storage.CheckpointDirectory(job, CheckpointId(1));
+  const std::string chk2 = storage.CheckpointDirectory(job, CheckpointId(2));
+  const std::string shared = storage.SharedDirectory(job);
+  TempDir backup("recovery-backup");
+  std::filesystem::copy(chk1, backup.path() + "/chk-1", std::filesystem::copy_options::recursive);
+  std::filesystem::copy(shared + "/only-1.kgs", backup.path() + "/only-1.kgs");
+  AdvanceToNextCheckpoint("w0");
+  AckShared("w0", {"common.kgs", "only-2.kgs"});
+  ASSERT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 2);
+  ASSERT_FALSE(PathExists(chk1)) << "retention 1";
+  ASSERT_FALSE(PathExists(shared + "/only-1.kgs"));
+  // The crash before the deletion: chk1 and its file are back.
+  std::filesystem::copy(backup.path() + "/chk-1", chk1, std::filesystem::copy_options::recursive);
+  std::filesystem::copy(backup.path() + "/only-1.kgs", shared + "/only-1.kgs");
+  std::filesystem::resize_file(shared + "/only-2.kgs", 3);
+
+  coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"}, now_);
+  Advance(300);
+  auto d = outbox_.Last<DeployTask>("w0");
+  ASSERT_EQ(d->attempt.value(), 2);
+  ASSERT_TRUE(d->restore.has_value());
+  EXPECT_EQ(d->restore->checkpoint.value(), 1);
+  EXPECT_TRUE(PathExists(chk1 + "/_metadata")) << "the restore point was deleted";
+  EXPECT_TRUE(PathExists(shared + "/common.kgs"));
+  EXPECT_TRUE(PathExists(shared + "/only-1.kgs"));
+  EXPECT_TRUE(PathExists(chk2 + "/_metadata")) << "the corrupt one stays for the user";
+  EXPECT_TRUE(PathExists(shared + "/only-2.kgs"));
+  DeployAll({"w0"});
+  EXPECT_EQ(coord_->StatusJson(now_)["job"]["checkpoints"]["latest_completed"], 1);
+  // A late upload of attempt 1 (checkpoint 2's, after the sweep): its new file goes, the shared
+  // one the restore point references stays.
+  ASSERT_TRUE(WriteFileAtomically(shared + "/late-2.kgs", std::string(10, 's')).ok());
+  AcknowledgeCheckpoint late;
+  late.worker = ids_["w0"];
+  late.attempt = AttemptNumber(1);
+  late.subtask = SubtaskIndex(0);
+  late.checkpoint = CheckpointId(2);
+  late.keyed_state = ckpt_test::TestIncrementalHandle(
+      KeyGroupRange::Of(0, 7),
+      {SharedStateFile{"common.kgs", 10, 0x5000}, SharedStateFile{"late-2.kgs", 10, 0x5000}});
+  coord_->OnMessage("w0", late, now_);
+  EXPECT_FALSE(PathExists(shared + "/late-2.kgs"));
+  EXPECT_TRUE(PathExists(shared + "/common.kgs"));
+
+  AdvanceToNextCheckpoint("w0");
+  ASSERT_EQ(outbox_.Last<TriggerCheckpoint>("w0")->checkpoint.value(), 3);
+  AckShared("w0", {"common.kgs", "only-3.kgs"});
+  ASSERT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 3);
+  EXPECT_FALSE(PathExists(chk1));
+  EXPECT_FALSE(PathExists(chk2));
+  EXPECT_FALSE(PathExists(shared + "/only-1.kgs"));
+  EXPECT_FALSE(PathExists(shared + "/only-2.kgs"));
+  EXPECT_TRUE(PathExists(shared + "/common.kgs"));
+  EXPECT_TRUE(PathExists(shared + "/only-3.kgs"));
+  EXPECT_EQ(coord_->StatusJson(now_)["job"]["checkpoints"]["latest_completed"], 3);
 }
 
 TEST_F(RecoveryTest, NonRecoverableTaskFailureFailsTheJobWithoutARestart) {
