@@ -24,6 +24,7 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
+#include "tests/integration/status_assertions.h"
 #include "tests/integration/test_dir.h"
 
 namespace keyflow::test {
@@ -44,16 +45,6 @@ constexpr char kInput[] = "gen:events=24000,keys=600,splits=3,seed=11,skew=1,rat
 bool IsTerminal(const nlohmann::json& job) {
   std::string state = job.value("state", "");
   return state == "FINISHED" || state == "FAILED" || state == "CANCELED";
-}
-
-// ASSERT_TRUE(Ok(x)) prints the error of a failed Status or Result.
-::testing::AssertionResult Ok(const Status& s) {
-  if (s.ok()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << s.ToString();
-}
-template <typename T>
-::testing::AssertionResult Ok(const Result<T>& r) {
-  return Ok(r.status());
 }
 
 // Sorted canonical lines (job_data.h) of a count-window output directory.

@@ -28,6 +28,7 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
+#include "tests/integration/status_assertions.h"
 #include "tests/integration/test_dir.h"
 
 namespace keyflow::test {
@@ -39,15 +40,6 @@ using ::testing::HasSubstr;
 constexpr Duration kWait = Duration::Seconds(120);
 constexpr int64_t kCount = 20;
 constexpr int64_t kTimeoutMs = 2'000;
-
-::testing::AssertionResult Ok(const Status& s) {
-  if (s.ok()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << s.ToString();
-}
-template <typename T>
-::testing::AssertionResult Ok(const Result<T>& r) {
-  return Ok(r.status());
-}
 
 // A tmpfs mounted on a directory for the life of the object (unmounted lazily, so processes
 // that still hold files in it do not keep it busy). ok() false: mounting is not permitted here
@@ -128,10 +120,7 @@ class StateFaultsTest : public ::testing::Test {
   }
 
   static std::vector<std::string> Reference(const std::string& input) {
-    auto records = GeneratedKeyedTimestamps(input);
-    EXPECT_TRUE(records.ok()) << records.status().ToString();
-    return records.ok() ? ReferenceCountWindow(*records, kCount, kTimeoutMs)
-                        : std::vector<std::string>{};
+    return ReferenceCountWindowRun(input, kCount, kTimeoutMs);
   }
 
   Result<std::string> Submit(const std::vector<std::string>& args) {
