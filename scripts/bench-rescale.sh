@@ -4,9 +4,11 @@
 # cluster. Targets: time from `keyflow rescale P'` to processing again <= 10 s; each new
 # subtask reads <= its share of the state + 5 %.
 #
-#   scripts/bench-rescale.sh [--keys N] [--splits S] [--tail-rate R] [--state-backend B]
-#                            [--build-dir DIR] [--keep]
+#   scripts/bench-rescale.sh [--quick] [--keys N] [--splits S] [--tail-rate R]
+#                            [--state-backend B] [--build-dir DIR] [--keep]
 #
+#   --quick          a smoke run: --keys 100000 unless given (numbers not comparable to the
+#                    targets; scripts/bench.sh --quick --rocksdb runs it so)
 #   --keys N         distinct keys to load (default 10000000)
 #   --splits S       generator splits (default 4)
 #   --tail-rate R    events/s of the slow tail the job runs on while it is rescaled (default 2000)
@@ -40,11 +42,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/lib/cluster.sh"
 CHECK="$ROOT/scripts/lib/rescale_check.py"
 
-keys=10000000 splits=4 tail_rate=2000 build_dir="$ROOT/build" keep=0 backend=heap
+keys="" quick=0 splits=4 tail_rate=2000 build_dir="$ROOT/build" keep=0 backend=heap
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+    --quick) quick=1; shift ;;
     --keys) need "$@"; keys="$2"; shift 2 ;;
     --splits) need "$@"; splits="$2"; shift 2 ;;
     --tail-rate) need "$@"; tail_rate="$2"; shift 2 ;;
@@ -55,6 +58,7 @@ while [ $# -gt 0 ]; do
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done
+[ -n "$keys" ] || { [ "$quick" -eq 1 ] && keys=100000; } || keys=10000000
 for v in keys splits tail_rate; do
   [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || kf_die "--${v/_/-} must be a whole number >= 1"
 done
@@ -69,10 +73,13 @@ done
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/keyflow-bench-rescale-XXXXXX")"
 run_dir="$work/run"
+measured=0  # 1 once every step ran (the targets may still be missed)
 cleanup() {
   "$ROOT/scripts/stop-cluster.sh" --run-dir "$run_dir" --timeout 10 >/dev/null 2>&1 || true
   if [ "$keep" -eq 1 ]; then
     kf_log "work directory kept: $work"
+  elif [ "$measured" -eq 0 ]; then
+    kf_log "a step failed: its logs are kept in $work (cluster logs in $run_dir)"
   else
     rm -rf "$work"
   fi
@@ -94,12 +101,25 @@ job=(--job count-window --param count=1000000000 --param timeout=3650d --param t
 endpoint="$("$ROOT/scripts/start-cluster.sh" --workers 2 --port 0 --run-dir "$run_dir" \
   --build-dir "$build_dir" --allowed-path "$work" --coordinator-arg=--heartbeat-timeout=5s \
   2>"$work/start-cluster.log")" ||
-  { cat "$work/start-cluster.log" >&2; kf_die "could not start the cluster"; }
+  { cat "$work/start-cluster.log" >&2; kf_die "could not start the cluster (logs in $run_dir)"; }
 kf_use_cluster_keys "$run_dir"  # the CLI's client key (KEYFLOW_KEYS)
 KF() { "$KEYFLOW" "$@" --coordinator "$endpoint"; }
 job_field() {  # job_field EXPR: python expression over `job` (the status' job object)
-  KF status --json 2>/dev/null |
-    python3 -c "import json,sys; job=json.load(sys.stdin).get('job') or {}; print($1)"
+  local try out
+  for try in 1 2 3 4 5; do
+    if out="$(KF status --json 2>"$work/status.err" | python3 -c "
+import json, sys
+try:
+    job = json.load(sys.stdin).get('job') or {}
+except ValueError:
+    sys.exit(1)
+print($1)")"; then
+      printf '%s\n' "$out"
+      return 0
+    fi
+    sleep 0.2  # the coordinator may be busy: retry a few times
+  done
+  kf_die "keyflow status --json at $endpoint printed no status ($(tail -n 1 "$work/status.err")); logs in $run_dir"
 }
 rss() {  # rss: "slot i: VmRSS (peak VmHWM)" of every worker of the run dir
   local f i pid out=""
@@ -124,8 +144,11 @@ t0=$(now_ms)
 KF run "${job[@]}" --input "$gen" --parallelism 1 >/dev/null 2>"$work/load.err" ||
   { cat "$work/load.err" >&2; kf_die "submitting the load job failed"; }
 while :; do
-  processed="$(job_field "job.get('records_processed',0) if job.get('state')=='RUNNING' else -1")"
-  [ "$processed" -ge 0 ] || kf_die "the load job is no longer running: $(job_field "job")"
+  # -1 while it deploys, -2 once it ended (FINISHED, FAILED, CANCELED) or restarts
+  processed="$(job_field "job.get('records_processed',0) if job.get('state')=='RUNNING' else
+    -1 if job.get('state') in (None, 'DEPLOYING') else -2")"
+  [ "$processed" -ne -2 ] ||
+    kf_die "the load job stopped running ($(job_field "job.get('state'), job.get('failure')")); logs in $run_dir"
   [ "$processed" -lt "$space" ] || break
   sleep 0.2  # polling period
 done
@@ -136,10 +159,14 @@ KF savepoint --dir "$work/loaded" --timeout 30min >"$work/savepoint.out" 2>&1 ||
   { cat "$work/savepoint.out" >&2; kf_die "the savepoint of the loaded state failed"; }
 t2=$(now_ms)
 KF cancel >/dev/null
-state="$("$KEYFLOW" checkpoint inspect "$work/loaded" --json | python3 -c '
+state="$("$KEYFLOW" checkpoint inspect "$work/loaded" --json 2>"$work/inspect.err" | python3 -c '
 import json, sys
-t = json.load(sys.stdin)["totals"]
-print("%d %d %d" % (t["bytes"], t["keys"], t["timers"]))')"
+try:
+    t = json.load(sys.stdin)["totals"]
+except (ValueError, KeyError):
+    sys.exit(1)
+print("%d %d %d" % (t["bytes"], t["keys"], t["timers"]))')" ||
+  { cat "$work/inspect.err" >&2; kf_die "keyflow checkpoint inspect $work/loaded --json failed"; }
 read -r state_bytes state_keys state_timers <<<"$state"
 say "savepoint: $state_keys keys, $state_timers timers, $state_bytes bytes in $((t2 - t1)) ms"
 record loaded "{\"bytes\": $state_bytes, \"keys\": $state_keys, \"timers\": $state_timers, \"savepoint_ms\": $((t2 - t1))}"
@@ -170,6 +197,7 @@ for target in 2 1; do
   res="$(python3 "$CHECK" await-rescale --keyflow "$KEYFLOW" --endpoint "$endpoint" \
     --old-attempt "$old_attempt" --target "$target" --t0-ms "$t0" --run-dir "$run_dir" \
     --timeout 600 --need-processing)" || rc=$?
+  [ -n "$res" ] || kf_die "waiting for the rescale to $target failed (message above); logs in $run_dir"
   [ "$rc" -eq 0 ] || ok=1
   # The coordinator's own timings of this rescale: savepoint taken, new attempt deployed.
   sp_ms="$(sed -n 's/.*rescale savepoint taken .* ms=\([0-9]*\):.*/\1/p' "$run_dir/coordinator.log" | tail -n 1)"
@@ -186,11 +214,12 @@ done
 KF cancel >/dev/null 2>&1 || true
 
 # ---- report ---------------------------------------------------------------------------------
+measured=1
 python3 - "$results" <<'EOF' || ok=1
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 r = {k: v for row in rows for k, v in row.items()}
-gib = lambda b: "%.2f GiB" % (b / 2**30)
+gib = lambda b: ("%.2f GiB" % (b / 2**30)) if b >= 2**30 else ("%.1f MiB" % (b / 2**20))
 print()
 print("load: %d records in %.1f s; savepoint of the loaded state: %s (%d keys, %d timers) in %.1f s"
       % (r["load"]["records"], r["load"]["ms"] / 1e3, gib(r["loaded"]["bytes"]),

@@ -53,7 +53,8 @@
 #                      (scripts/bench-rescale.sh --state-backend rocksdb: command -> processing
 #                      again, target <= 10 s)
 #   --rocksdb-only     only those RocksDB comparisons (not the heap's micro-benchmarks,
-#                      throughput or checkpoint runs)
+#                      throughput or checkpoint runs); with --micro-only only
+#                      rocksdb_state_bench, with --e2e-only all but it
 #   --big-keys K       keys of the larger-than-memory run (default 30000000: 15 M windows per
 #                      worker at P = 2, against 128 MiB of block cache + memtables per
 #                      subtask; --quick 400000)
@@ -99,7 +100,7 @@ source "$ROOT/scripts/bench-lib/abba.sh"  # abba_compare (--metrics, --latency)
 
 quick=0 micro=1 e2e=1 ckpt_runs=1 events="" keys="" ckpt_keys="" repeat="" results_dir=""
 security=0 metrics=0 throughput=1 rocksdb=0 latency=0 latency_seconds=""
-warmup=1
+warmup=1 rocksdb_micro=0 e2e_only=0
 incremental=0 incr_keys="" big_keys="" rescale_keys="" ckpt_backends="heap"
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
@@ -107,7 +108,7 @@ while [ $# -gt 0 ]; do
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
     --quick) quick=1; shift ;;
     --micro-only) e2e=0; shift ;;
-    --e2e-only) micro=0; shift ;;
+    --e2e-only) micro=0 e2e_only=1; shift ;;
     --throughput-only) micro=0 ckpt_runs=0; shift ;;
     --events) need "$@"; events="$2"; shift 2 ;;
     --keys) need "$@"; keys="$2"; shift 2 ;;
@@ -118,7 +119,7 @@ while [ $# -gt 0 ]; do
     --metrics) metrics=1; shift ;;
     --metrics-only) metrics=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --rocksdb) rocksdb=1 ckpt_backends="heap rocksdb"; shift ;;
-    --rocksdb-only) rocksdb=1 micro=0 throughput=0 ckpt_backends="rocksdb"; shift ;;
+    --rocksdb-only) rocksdb=1 micro=0 rocksdb_micro=1 throughput=0 ckpt_backends="rocksdb"; shift ;;
     --big-keys) need "$@"; big_keys="$2"; shift 2 ;;
     --rescale-keys) need "$@"; rescale_keys="$2"; shift 2 ;;
     --incremental) incremental=1; shift ;;
@@ -131,7 +132,12 @@ while [ $# -gt 0 ]; do
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done
-[ "$micro" -eq 1 ] || [ "$e2e" -eq 1 ] || kf_die "--micro-only and --e2e-only exclude each other"
+# rocksdb_state_bench runs with the other micro-benchmarks (--rocksdb) or alone (--rocksdb-only,
+# unless --e2e-only; --rocksdb-only --micro-only: only it).
+[ "$rocksdb" -eq 0 ] || [ "$micro" -eq 0 ] || rocksdb_micro=1
+[ "$e2e_only" -eq 0 ] || rocksdb_micro=0
+[ "$micro" -eq 1 ] || [ "$e2e" -eq 1 ] || [ "$rocksdb_micro" -eq 1 ] ||
+  kf_die "--micro-only and --e2e-only exclude each other"
 if [ "$quick" -eq 1 ]; then
   : "${events:=400000}" "${keys:=20000}" "${ckpt_keys:=40000}" "${repeat:=1}"
   : "${latency_seconds:=12}" "${incr_keys:=200000}" "${big_keys:=400000}" "${rescale_keys:=100000}"
@@ -158,7 +164,7 @@ ROWS="$results_dir/rows.tsv"
 : >"$ROWS"
 run_dir=""
 
-insecure_run_dir="" scraper_pid=""
+insecure_run_dir="" scraper_pid="" big_run_dir="" big_stopped=0
 cleanup() {
   if [ -n "$scraper_pid" ]; then kill "$scraper_pid" 2>/dev/null || true; fi
   if [ -n "$run_dir" ]; then
@@ -166,6 +172,9 @@ cleanup() {
   fi
   if [ -n "$insecure_run_dir" ]; then
     "$ROOT/scripts/stop-cluster.sh" --run-dir "$insecure_run_dir" >/dev/null 2>&1 || true
+  fi
+  if [ -n "$big_run_dir" ] && [ "$big_stopped" -eq 0 ]; then
+    "$ROOT/scripts/stop-cluster.sh" --run-dir "$big_run_dir" >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
@@ -183,8 +192,8 @@ median() { python3 -c 'import statistics,sys; print(statistics.median(float(a) f
 micro_targets=(key_group_bench state_bench timer_bench snapshot_bench checkpoint_bench)
 e2e_targets=(keyflow keyflow-coordinator keyflow-worker baseline_bench running-sum)
 targets=()
-[ "$rocksdb" -eq 0 ] || micro_targets+=(rocksdb_state_bench)
 [ "$micro" -eq 0 ] || targets+=("${micro_targets[@]}")
+[ "$rocksdb_micro" -eq 0 ] || targets+=(rocksdb_state_bench)
 [ "$e2e" -eq 0 ] || targets+=("${e2e_targets[@]}")
 step "building (Release, $build_dir): ${targets[*]}"
 cmake -S "$ROOT" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -274,7 +283,7 @@ if [ "$micro" -eq 1 ]; then
     "$(calc "round($kg)") of 128 key groups copied by the task thread; records/s $(calc "round($base/1e6,2)") M -> $(calc "round($rate/1e6,2)") M during the write; slowest 64 records $(calc "round($stall,2)") ms"
 fi
 
-if [ "$micro" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
+if [ "$rocksdb_micro" -eq 1 ]; then
   run_bench rocksdb_state_bench
   f="$results_dir/rocksdb_state_bench.json"
   heap="$(value bench "$f" BM_HeapValueStateReadUpdate/1000000/0 items_per_second)"
@@ -390,7 +399,7 @@ if [ "$e2e" -eq 1 ] && [ "$security" -eq 1 ]; then
   done
   curve_rate="$(median "${curve_rates[@]}")"
   plain_rate="$(median "${plain_rates[@]}")"
-  note="count-window event time, P = 2, $events events, $keys keys; alternating; median of $repeat (runs: CURVE ${curve_rates[*]}, insecure ${plain_rates[*]})"
+  note="count-window event time, P = 2, $events events, $keys keys; alternating; median of $repeat (runs M/s: CURVE $(mps "${curve_rates[@]}"), insecure $(mps "${plain_rates[@]}"))"
   row "security (e2e)" "records/s, CURVE (secure cluster)" "$(calc "$curve_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
   row "security (e2e)" "records/s, --insecure" "$(calc "$plain_rate/1e6")" "M/s" "" "${loads[*]}"
   row "security (e2e)" "ratio CURVE / --insecure" "$(calc "$curve_rate/$plain_rate")" "" ">= 0.85" "${loads[*]}"
@@ -461,7 +470,7 @@ if [ "$e2e" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
   done
   h="$(median "${heap_rates[@]}")"
   k="$(median "${rocks_rates[@]}")"
-  note="count-window event time, P = 2, $events events, $keys keys; alternating; median of $repeat (runs: heap ${heap_rates[*]}, rocksdb ${rocks_rates[*]})"
+  note="count-window event time, P = 2, $events events, $keys keys; alternating; median of $repeat (runs M/s: heap $(mps "${heap_rates[@]}"), rocksdb $(mps "${rocks_rates[@]}"))"
   row "RocksDB state (e2e)" "records/s, --state-backend heap" "$(calc "$h/1e6")" "M/s" "" "${loads[*]}" "$note"
   row "RocksDB state (e2e)" "records/s, --state-backend rocksdb" "$(calc "$k/1e6")" "M/s" "" "${loads[*]}"
   row "RocksDB state (e2e)" "ratio rocksdb / heap" "$(calc "$k/$h")" "" ">= 0.4" "${loads[*]}"
@@ -494,7 +503,7 @@ if [ "$e2e" -eq 1 ] && [ "$ckpt_runs" -eq 1 ]; then
     row "$section" "throughput loss with checkpoints" "$(calc "(1 - $c/$p) * 100")" "%" "<= 10" "${loads[*]}"
     # Checkpoint statistics of the checkpointed runs (those taken after the end of input apart:
     # scripts/bench-lib/bench_results.py).
-    value checkpoints "${files[@]}" >"$results_dir/checkpoint-stats-$backend.txt"
+    value checkpoints --logs "$run_dir" "${files[@]}" >"$results_dir/checkpoint-stats-$backend.txt"
     read -r n sync_med sync_max async_med async_max dur_med dur_max bytes_med bytes_max \
       n_after sync_after <"$results_dir/checkpoint-stats-$backend.txt"
     l="${loads[*]}"
@@ -507,7 +516,7 @@ if [ "$e2e" -eq 1 ] && [ "$ckpt_runs" -eq 1 ]; then
       row "$section" "trigger -> complete (median)" "$dur_med" "ms" "<= 500" "$l"
       row "$section" "trigger -> complete (max)" "$dur_max" "ms" "<= 500" "$l"
     else
-      row "$section" "completed checkpoints" "0" "" "" "$l" "the jobs ended before a checkpoint completed: raise --events"
+      row "$section" "checkpoints while the job held state" "0" "" "" "$l" "every checkpoint was taken after the end of input ($n_after of them): raise --events or --ckpt-keys"
     fi
   done
 fi
@@ -527,7 +536,7 @@ if [ "$e2e" -eq 1 ] && [ "$incremental" -eq 1 ]; then
     run_job "$incr_keys" 1s "${bargs[@]}"
     loads+=("$job_load")
     read -r n written full dur_med dur_max \
-      <<<"$(value incremental "$results_dir/checkpoints-$run_no.json")"
+      <<<"$(value incremental --logs "$run_dir" "$results_dir/checkpoints-$run_no.json")"
     for v in written full dur_med dur_max; do [ "${!v}" != - ] || printf -v "$v" ''; done
   }
   for backend in heap rocksdb; do
@@ -540,7 +549,7 @@ if [ "$e2e" -eq 1 ] && [ "$incremental" -eq 1 ]; then
     incr_run "$uniform" true "$backend"
     uni_written="$written" uni_full="$full" uni_n="$n"
     l="${loads[*]}"
-    mb() { [ -z "$1" ] || calc "$1/1e6"; }
+    mb() { [ -z "$1" ] || calc "round($1/1e6, 3)"; }
     note="count-window event time, P = 2, $incr_keys keys, 3x as many events, 1 s interval; hot set gen:...,hot=0.01; medians over the second half of the checkpoints taken while the job held state ($hot_n incremental, $full_n full)"
     row "$section" "bytes written per checkpoint, hot set, incremental" "$(mb "$hot_written")" "MB" "" "$l" "$note"
     row "$section" "bytes written per checkpoint, hot set, --incremental false" "$(mb "$full_written")" "MB" "" "$l" "full state referenced by the incremental ones: $(mb "$hot_full") MB"
@@ -550,7 +559,12 @@ if [ "$e2e" -eq 1 ] && [ "$incremental" -eq 1 ]; then
     row "$section" "trigger -> complete, hot set, incremental (median)" "$hot_dur" "ms" "<= 300" "$l" "max $hot_max ms; --incremental false: median $full_dur ms"
     ratio=""
     [ -z "$uni_written" ] || [ -z "$uni_full" ] || ratio="$(calc "$uni_written / $uni_full * 100")"
-    row "$section" "uniform workload: written / full state, incremental" "$ratio" "%" "" "$l" "$uni_n checkpoints; every key group holds a changed key in every interval, so key-group granularity writes about all of it"
+    if [ "$backend" = heap ]; then
+      note="every key group holds a changed key in every interval, so key-group granularity writes about all of it"
+    else
+      note="RocksDB writes the SST files flushed and compacted since the previous checkpoint"
+    fi
+    row "$section" "uniform workload: written / full state, incremental" "$ratio" "%" "" "$l" "$uni_n checkpoints; $note"
   done
   run_input="" run_events=""
 fi
@@ -561,7 +575,9 @@ if [ "$e2e" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
   big_run_dir="$results_dir/cluster-big"
   step "starting a fresh local cluster for the larger-than-memory run (run dir $big_run_dir)"
   big_endpoint="$("$ROOT/scripts/start-cluster.sh" --workers 2 --port 0 --run-dir "$big_run_dir" \
-    --build-dir "$build_dir")"
+    --build-dir "$build_dir")" ||
+    kf_die "could not start the cluster of the larger-than-memory run (logs in $big_run_dir)"
+  kf_use_cluster_keys "$big_run_dir"  # this cluster has its own key set
   samples="$results_dir/big-samples.txt"
   : >"$samples"
   args=(run --coordinator "$big_endpoint" "${COUNT_WINDOW[@]}" --parallelism 2 --wait
@@ -573,11 +589,8 @@ if [ "$e2e" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     # disk and memory state bytes over the subtasks, and the workers' VmRSS (kB)
-    "$KEYFLOW" status --json --coordinator "$big_endpoint" 2>/dev/null | python3 -c '
-import json, sys
-subs = (json.load(sys.stdin).get("job") or {}).get("subtasks") or []
-print(sum(s.get("state_bytes_disk", 0) for s in subs), sum(s.get("state_bytes_memory", 0) for s in subs))
-' >>"$samples" || true
+    { "$KEYFLOW" status --json --coordinator "$big_endpoint" 2>/dev/null || true; } |
+      value state-sample >>"$samples"
     sleep 1
   done
   wait "$pid" || { cat "$results_dir/big.out" >&2; kf_die "the larger-than-memory run failed (logs in $big_run_dir)"; }
@@ -590,19 +603,28 @@ print(sum(s.get("state_bytes_disk", 0) for s in subs), sum(s.get("state_bytes_me
   done
   read -r disk mem <<<"$(sort -n "$samples" | tail -n 1)"
   "$ROOT/scripts/stop-cluster.sh" --run-dir "$big_run_dir" >/dev/null 2>&1 || true
+  big_stopped=1
+  kf_use_cluster_keys "$run_dir"  # back to the first cluster's keys
   rm -rf "$big_run_dir/output" "$big_run_dir/state"
   budget=$((2 * 128 * 1024 * 1024))  # per subtask 64 MiB block cache + 64 MiB memtables, P = 2
   note="count-window, --state-backend rocksdb, P = 2, $big_keys keys once each (windows open until the end); peak of one-a-second samples"
-  row "RocksDB state (e2e)" "state on disk (both subtasks, peak)" "$(calc "${disk:-0}/1e6")" "MB" "" "$job_load" "$note; in memory (memtables) $(calc "round(${mem:-0}/1e6)") MB"
+  row "RocksDB state (e2e)" "state on disk (both subtasks, peak)" "$(calc "${disk:-0}/1e6")" "MB" "" "$job_load" "$note; in memory (memtables + block cache) $(calc "round(${mem:-0}/1e6)") MB"
   row "RocksDB state (e2e)" "state / (block cache + memtables)" "$(calc "${disk:-0}/$budget")" "x" ">= 4" "$job_load"
   row "RocksDB state (e2e)" "worker peak RSS (VmHWM, larger worker)" "$(calc "$hwm/1024")" "MiB" "" "$job_load"
 
   # Rescale 1 -> 2 -> 1 on RocksDB (scripts/bench-rescale.sh starts its own cluster).
   step "scripts/bench-rescale.sh --state-backend rocksdb --keys $rescale_keys (load $(load1))"
   rc=0
-  "$ROOT/scripts/bench-rescale.sh" --state-backend rocksdb --keys "$rescale_keys" \
-    --build-dir "$build_dir" >"$results_dir/rescale-rocksdb.md" 2>"$results_dir/rescale-rocksdb.log" || rc=$?
+  # (its work directory, kept when a step fails, goes to the results dir)
+  TMPDIR="$results_dir" "$ROOT/scripts/bench-rescale.sh" --state-backend rocksdb \
+    --keys "$rescale_keys" --build-dir "$build_dir" >"$results_dir/rescale-rocksdb.md" \
+    2>"$results_dir/rescale-rocksdb.log" || rc=$?
   cat "$results_dir/rescale-rocksdb.md" >&2
+  # Exit 1 with a table is a missed target (a result); no table is a failed step.
+  grep -q '^| 1 -> 2 |' "$results_dir/rescale-rocksdb.md" || {
+    kf_log_excerpt "$results_dir/rescale-rocksdb.log"
+    kf_die "scripts/bench-rescale.sh --state-backend rocksdb failed (exit $rc; log $results_dir/rescale-rocksdb.log)"
+  }
   for move in "1 -> 2" "2 -> 1"; do
     ms="$(sed -n "s/^| $move | [^|]* | [^|]* | \([0-9.]*\) s |.*/\1/p" "$results_dir/rescale-rocksdb.md")"
     row "RocksDB rescale (e2e)" "rescale $move: command -> processing again" "$ms" "s" "<= 10" "$(load1)" \
@@ -647,13 +669,8 @@ if [ "$e2e" -eq 1 ] && [ "$latency" -eq 1 ]; then
     : >"$samples"
     sleep 5  # warm-up: the job deploys and its first markers arrive
     while kill -0 "$pid" 2>/dev/null; do
-      "$KEYFLOW" status --json --coordinator "$endpoint" 2>/dev/null | python3 -c '
-import json, sys
-job = json.load(sys.stdin).get("job") or {}
-subs = job.get("subtasks") or []
-if job.get("state") == "RUNNING" and subs and all(s.get("latency", {}).get("p99_ms") is not None for s in subs):
-    print(max(s["latency"]["p50_ms"] for s in subs), max(s["latency"]["p99_ms"] for s in subs))
-' >>"$samples" || true
+      { "$KEYFLOW" status --json --coordinator "$endpoint" 2>/dev/null || true; } |
+        value latency-sample >>"$samples"
       sleep 1
     done
     wait "$pid" || { cat "$results_dir/run-$run_no.out" >&2; kf_die "run $run_no failed (logs in $run_dir)"; }

@@ -8,26 +8,43 @@ the results table.
                                                  BM_X/iterations:5, BM_Y/1000000 matches
                                                  BM_Y/1000000/iterations:20000000)
   bench_results.py job FILE FIELD                a field of "job" in `keyflow status --json`
-  bench_results.py checkpoints FILE...           the completed checkpoints (not savepoints) in
+  bench_results.py checkpoints [--logs DIR] FILE...
+                                                 the completed checkpoints (not savepoints) in
                                                  the history of `keyflow checkpoints --json`
                                                  files, one line: the number taken while the job
                                                  held state, the median and max of their
                                                  sync_us, async_us, duration_ms and bytes, then
                                                  the number taken after the end of input and
                                                  their max sync_us (see below)
-  bench_results.py incremental FILE              of `keyflow checkpoints --json`: the steady
+  bench_results.py incremental [--logs DIR] FILE of `keyflow checkpoints --json`: the steady
                                                  state of incremental checkpoints, one line: the
                                                  number of checkpoints counted, the median of
                                                  their written_bytes ("-" if the history has none),
                                                  of their bytes (full state size), and the median
                                                  and max of duration_ms (see below); "-" for
                                                  each when there is no such checkpoint
+  bench_results.py state-sample                  of `keyflow status --json` on stdin: one
+                                                 line, the state bytes on disk and in memory
+                                                 summed over the job's subtasks; nothing when
+                                                 stdin holds no status (the CLI failed: the
+                                                 sample is skipped)
+  bench_results.py latency-sample                of `keyflow status --json` on stdin: one
+                                                 line, the slowest subtask's latency p50 and
+                                                 p99 (ms) while the job runs and every subtask
+                                                 has them; nothing otherwise
   bench_results.py table FILE                    the markdown table of the rows in FILE
 
-Checkpoints after the end of input are told apart by size: a file's checkpoint whose state is
-under 1 % of the largest in that file was taken once every timer had fired (empty state); its
-synchronous part is dominated by the file sink flushing the job's last output, which is not the
-steady-state pause.
+Checkpoints after the end of input (once every timer had fired: empty state; their synchronous
+part is dominated by the file sink flushing the job's last output, which is not the steady-state
+pause) are told apart by size: a file's checkpoint whose state is under 1 % of the largest in
+that file. The size does not tell RocksDB's apart (its SST files keep the deleted state until a
+compaction), so with --logs DIR (the cluster's run dir) a checkpoint also has to be triggered
+(DIR/coordinator*.log) before the job's first "source finished" in a worker log
+(DIR/worker-*.log, between the job's "job deploying" and "job finished"): a source sends its
+end-of-input watermark, which fires every window, right before it finishes, so the barrier of a
+checkpoint triggered later reaches the keyed subtasks after that watermark. (An unthrottled
+source can finish long before the keyed subtasks have processed its records: their checkpoints
+after that moment count as after the end of input too.)
 
 `incremental` counts the completed checkpoints (not savepoints) taken while the job held state
 (as above) and keeps the second half of them by id: the first ones cover the workload's first
@@ -38,7 +55,10 @@ Rows (FILE of `table`) are tab-separated: section, metric, value, unit, target (
 not measured.
 Exit status 1 with a message on stderr when a value is missing.
 """
+import glob
 import json
+import os
+import re
 import statistics
 import sys
 
@@ -78,14 +98,78 @@ def cmd_job(path, field):
     print(job[field])
 
 
-def cmd_checkpoints(*paths):
+LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z) ")
+
+
+def log_lines(run_dir, pattern):
+    """(timestamp, line) of the lines of the logs matching the glob pattern in run_dir; ISO
+    UTC timestamps of one clock compare as strings."""
+    out = []
+    for path in glob.glob(os.path.join(run_dir, pattern)):
+        try:
+            with open(path, errors="replace") as f:
+                for line in f:
+                    m = LOG_TIME.match(line)
+                    if m:
+                        out.append((m.group(1), line))
+        except OSError:
+            pass
+    return out
+
+
+def held_state_ids(run_dir, job_id):
+    """Ids of the checkpoints of job_id triggered before its first source finished (see the
+    file comment); None when the logs do not tell."""
+    tag = f" job={job_id} "
+    coordinator = [(t, line) for t, line in log_lines(run_dir, "coordinator*.log") if tag in line]
+    deployed = [t for t, line in coordinator if " job deploying " in line]
+    finished = [t for t, line in coordinator if " job finished " in line]
+    triggered = {}
+    for t, line in coordinator:
+        m = re.search(r" checkpoint triggered .* id=(\d+) ", line)
+        if m:
+            triggered[int(m.group(1))] = t
+    if not deployed or not finished:
+        return None
+    ends = [t for t, line in log_lines(run_dir, "worker-*.log")
+            if " source finished " in line and deployed[0] <= t <= finished[-1]]
+    if not ends:
+        return None
+    return {i for i, t in triggered.items() if t < min(ends)}
+
+
+def split_history(path, logs):
+    """The completed checkpoints (not savepoints) of a `keyflow checkpoints --json` file, by id:
+    (taken while the job held state, taken after the end of input)."""
+    data = load(path)
+    history = sorted((h for h in data.get("history", [])
+                      if h.get("state") == "COMPLETED" and not h.get("savepoint")),
+                     key=lambda h: h.get("id", 0))
+    largest = max((h.get("bytes", 0) for h in history), default=0)
+    held = {h.get("id") for h in history if h.get("bytes", 0) >= largest / 100}
+    before_end = held_state_ids(logs, data.get("job_id", "")) if logs else None
+    if before_end is not None:
+        held &= before_end
+    return ([h for h in history if h.get("id") in held],
+            [h for h in history if h.get("id") not in held])
+
+
+def logs_option(args):
+    """--logs DIR at the front of args: (DIR or None, the other args)."""
+    if len(args) >= 2 and args[0] == "--logs":
+        return args[1], args[2:]
+    return None, args
+
+
+def cmd_checkpoints(*args):
+    logs, paths = logs_option(list(args))
+    if not paths:
+        die("checkpoints needs at least one file")
     during, after = [], []
     for p in paths:
-        history = [h for h in load(p).get("history", [])
-                   if h.get("state") == "COMPLETED" and not h.get("savepoint")]
-        largest = max((h.get("bytes", 0) for h in history), default=0)
-        for h in history:
-            (during if h.get("bytes", 0) >= largest / 100 else after).append(h)
+        held, ended = split_history(p, logs)
+        during += held
+        after += ended
     out = [len(during)]
     for field in ("sync_us", "async_us", "duration_ms", "bytes"):
         values = [h.get(field, 0) for h in during] or [0]
@@ -94,12 +178,11 @@ def cmd_checkpoints(*paths):
     print(" ".join(str(v) for v in out))
 
 
-def cmd_incremental(path):
-    history = sorted((h for h in load(path).get("history", [])
-                      if h.get("state") == "COMPLETED" and not h.get("savepoint")),
-                     key=lambda h: h.get("id", 0))
-    largest = max((h.get("bytes", 0) for h in history), default=0)
-    during = [h for h in history if h.get("bytes", 0) >= largest / 100]
+def cmd_incremental(*args):
+    logs, paths = logs_option(list(args))
+    if len(paths) != 1:
+        die("incremental needs one file")
+    during, _ = split_history(paths[0], logs)
     steady = during[len(during) // 2:]
     if not steady:
         print("0 - - - -")
@@ -109,6 +192,33 @@ def cmd_incremental(path):
     print(len(steady), med(written), med([h.get("bytes", 0) for h in steady]),
           med([h.get("duration_ms", 0) for h in steady]),
           max(h.get("duration_ms", 0) for h in steady))
+
+
+def read_status():
+    """`keyflow status --json` from stdin; None when it is empty or not JSON (the CLI failed)."""
+    try:
+        status = json.load(sys.stdin)
+    except ValueError:
+        return None
+    return status if isinstance(status, dict) else None
+
+
+def cmd_state_sample():
+    status = read_status()
+    if status is None:
+        return
+    subs = (status.get("job") or {}).get("subtasks") or []
+    print(sum(s.get("state_bytes_disk", 0) for s in subs),
+          sum(s.get("state_bytes_memory", 0) for s in subs))
+
+
+def cmd_latency_sample():
+    job = (read_status() or {}).get("job") or {}
+    subs = job.get("subtasks") or []
+    if job.get("state") == "RUNNING" and subs and all(
+            (s.get("latency") or {}).get("p99_ms") is not None for s in subs):
+        print(max(s["latency"]["p50_ms"] for s in subs),
+              max(s["latency"]["p99_ms"] for s in subs))
 
 
 def fmt(value, unit):
@@ -175,8 +285,12 @@ def main(argv):
         cmd_job(*args)
     elif cmd == "checkpoints" and args:
         cmd_checkpoints(*args)
-    elif cmd == "incremental" and len(args) == 1:
+    elif cmd == "incremental" and args:
         cmd_incremental(*args)
+    elif cmd == "state-sample" and not args:
+        cmd_state_sample()
+    elif cmd == "latency-sample" and not args:
+        cmd_latency_sample()
     elif cmd == "table" and len(args) == 1:
         cmd_table(*args)
     else:
