@@ -34,7 +34,7 @@
 # nothing else competes for the disk. Heartbeat timeout 5 s (default 1 s): snapshots of GBs
 # must not be mistaken for lost workers on a loaded 2-core machine. Prints a markdown table and
 # PASS/FAIL against the targets (exit 0/1). Stops everything it started on exit.
-set -euo pipefail
+set -Eeuo pipefail  # -E: the ERR trap below also covers functions
 
 KF_PROG=bench-rescale
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,7 +54,7 @@ while [ $# -gt 0 ]; do
     --state-backend) need "$@"; backend="$2"; shift 2 ;;
     --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done
@@ -86,6 +86,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM  # runs the EXIT trap
+# Any other failing command (set -e): say where (cleanup then says where the logs are).
+trap 'rc_=$?; [ "$BASH_SUBSHELL" -gt 0 ] || kf_log "failed at scripts/bench-rescale.sh line $LINENO (exit $rc_)"' ERR
 
 now_ms() { date +%s%3N; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -106,7 +108,7 @@ kf_use_cluster_keys "$run_dir"  # the CLI's client key (KEYFLOW_KEYS)
 KF() { "$KEYFLOW" "$@" --coordinator "$endpoint"; }
 job_field() {  # job_field EXPR: python expression over `job` (the status' job object)
   local try out
-  for try in 1 2 3 4 5; do
+  for try in 1 2 3; do
     if out="$(KF status --json 2>"$work/status.err" | python3 -c "
 import json, sys
 try:

@@ -88,7 +88,7 @@
 # Every process it starts is stopped on exit (also on Ctrl-C or failure). The numbers depend on
 # the machine and on what else runs on it: the table shows the 1-minute load average measured
 # right before each number.
-set -euo pipefail
+set -Eeuo pipefail  # -E: the ERR trap below also covers functions
 
 KF_PROG=bench
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -128,7 +128,7 @@ while [ $# -gt 0 ]; do
     --latency) latency=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --latency-seconds) need "$@"; latency_seconds="$2"; shift 2 ;;
     --warmup) need "$@"; warmup="$2"; shift 2 ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done
@@ -179,6 +179,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM  # runs the EXIT trap
+# Any other failing command (set -e): say where, and where the logs are.
+trap 'rc_=$?; [ "$BASH_SUBSHELL" -gt 0 ] || kf_log "failed at scripts/bench.sh line $LINENO (exit $rc_); logs and results so far in $results_dir"' ERR
 
 step() { printf "\n==> %s\n" "$*" >&2; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
@@ -329,9 +331,11 @@ if [ "$e2e" -eq 1 ]; then
     step "run $run_no: keyflow ${args[*]} (load $job_load)"
     timeout 1800 "$KEYFLOW" "${args[@]}" >"$results_dir/run-$run_no.out" 2>&1 ||
       { cat "$results_dir/run-$run_no.out" >&2; kf_die "run $run_no failed (logs in $run_dir)"; }
-    "$KEYFLOW" status --json --coordinator "$endpoint" >"$results_dir/status-$run_no.json"
+    "$KEYFLOW" status --json --coordinator "$endpoint" >"$results_dir/status-$run_no.json" ||
+      kf_die "run $run_no: keyflow status --json failed (logs in $run_dir)"
     if [ "$interval" != 0 ]; then
-      "$KEYFLOW" checkpoints --json --coordinator "$endpoint" >"$results_dir/checkpoints-$run_no.json"
+      "$KEYFLOW" checkpoints --json --coordinator "$endpoint" >"$results_dir/checkpoints-$run_no.json" ||
+        kf_die "run $run_no: keyflow checkpoints --json failed (logs in $run_dir)"
     fi
     local state records ms
     state="$(value job "$results_dir/status-$run_no.json" state)"
