@@ -605,15 +605,23 @@ if [ "$e2e" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
     h="$(awk '/^VmHWM/{print $2}' "/proc/$wpid/status" 2>/dev/null || echo 0)"
     [ "${h:-0}" -le "$hwm" ] || hwm="$h"
   done
-  read -r disk mem <<<"$(sort -n "$samples" | tail -n 1)"
+  # the sample with the most bytes on disk (then in memory)
+  read -r disk mem <<<"$(sort -k1,1n -k2,2n "$samples" | tail -n 1)"
   "$ROOT/scripts/stop-cluster.sh" --run-dir "$big_run_dir" >/dev/null 2>&1 || true
   big_stopped=1
   kf_use_cluster_keys "$run_dir"  # back to the first cluster's keys
   rm -rf "$big_run_dir/output" "$big_run_dir/state"
   budget=$((2 * 128 * 1024 * 1024))  # per subtask 64 MiB block cache + 64 MiB memtables, P = 2
-  note="count-window, --state-backend rocksdb, P = 2, $big_keys keys once each (windows open until the end); peak of one-a-second samples"
-  row "RocksDB state (e2e)" "state on disk (both subtasks, peak)" "$(calc "${disk:-0}/1e6")" "MB" "" "$job_load" "$note; in memory (memtables + block cache) $(calc "round(${mem:-0}/1e6)") MB"
-  row "RocksDB state (e2e)" "state / (block cache + memtables)" "$(calc "${disk:-0}/$budget")" "x" ">= 4" "$job_load"
+  note="count-window, --state-backend rocksdb, P = 2, $big_keys keys once each (windows open until the end); peak of $(wc -l <"$samples") one-a-second samples"
+  disk_mb="" ratio=""
+  if [ -n "${disk:-}" ]; then
+    disk_mb="$(calc "$disk/1e6")" ratio="$(calc "$disk/$budget")"
+    note+="; in memory (memtables + block cache) $(calc "round($mem/1e6)") MB"
+  else
+    note+=": the job ended before a status sample, raise --big-keys"
+  fi
+  row "RocksDB state (e2e)" "state on disk (both subtasks, peak)" "$disk_mb" "MB" "" "$job_load" "$note"
+  row "RocksDB state (e2e)" "state / (block cache + memtables)" "$ratio" "x" ">= 4" "$job_load"
   row "RocksDB state (e2e)" "worker peak RSS (VmHWM, larger worker)" "$(calc "$hwm/1024")" "MiB" "" "$job_load"
 
   # Rescale 1 -> 2 -> 1 on RocksDB (scripts/bench-rescale.sh starts its own cluster).
