@@ -13,7 +13,12 @@ namespace keyflow {
 
 RocksDbKeyedState::RocksDbKeyedState(RocksDbKeyedStateBackend* backend,
                                      const KeyContext* key_context, RocksDbStateInfo* info)
-    : backend_(backend), key_context_(key_context), info_(info), value_(*info->value_ops) {}
+    : backend_(backend),
+      key_context_(key_context),
+      info_(info),
+      cached_(backend->write_cache_enabled() && info->kind != StateKind::kList &&
+              info->kind != StateKind::kMap),
+      value_(*info->value_ops) {}
 
 int32_t RocksDbKeyedState::PrepareKey() const {
   if (!key_context_->has_current_key()) [[unlikely]] {
@@ -46,6 +51,7 @@ bool RocksDbKeyedState::ReadMapRows() const {
 }
 
 bool RocksDbKeyedState::Exists() const {
+  if (cached_) return backend_->CachedRow(*info_, prefix_).present;
   if (cached_epoch_ == backend_->epoch_ && cached_prefix_ == prefix_) return cached_exists_;
   bool exists;
   if (info_->kind == StateKind::kMap) {
@@ -81,6 +87,14 @@ const void* RocksDbKeyedState::Get() const {
     Remember(true);
     return value_.get();
   }
+  if (cached_) {
+    const RocksDbCachedRow& row = backend_->CachedRow(*info_, prefix_);
+    if (!row.present) return nullptr;
+    BinaryReader in(row.value);
+    CHECK(value_.ReadFrom(in)) << "state '" << name()
+                               << "' holds a value this backend did not write";
+    return value_.get();
+  }
   rocksdb::PinnableSlice v;
   rocksdb::Status s = backend_->db_->Get(rocksdb::ReadOptions(), info_->column_family, prefix_, &v);
   if (!s.ok()) {
@@ -107,6 +121,11 @@ void RocksDbKeyedState::Write(const void* value, bool existed) {
   std::string encoded;
   BinaryWriter out(&encoded);
   info_->value_ops->write(out, value);
+  if (cached_) {
+    backend_->CachePut(*info_, prefix_, index, std::move(encoded));
+    if (!existed) Count(index, +1);
+    return;
+  }
   rocksdb::WriteBatch batch;
   if (info_->kind == StateKind::kList) {
     std::string stored;
@@ -150,6 +169,12 @@ void RocksDbKeyedState::Write(const void* value, bool existed) {
 
 void RocksDbKeyedState::Erase(bool existed) {
   if (!existed) return;
+  if (cached_) {
+    const int32_t index = key_context_->current_key_group_index();
+    backend_->CacheDelete(*info_, prefix_, index);
+    Count(index, -1);
+    return;
+  }
   rocksdb::WriteBatch batch;
   if (info_->kind == StateKind::kMap) {
     ReadMapRows();

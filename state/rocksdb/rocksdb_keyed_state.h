@@ -12,8 +12,14 @@
 //   map                           Get = prefix iteration; Modify = Get, fn, then Put/Delete of
 //                                 the user keys that changed (the handle API hands out the whole
 //                                 map, so a map access costs O(entries of that key))
+// Value, reducing and aggregating states go through the backend's write-back cache when it is
+// on (RocksDbStateOptions::write_cache_bytes > 0): a read is a hash lookup (a miss reads RocksDB
+// once and caches the row, present or absent), a write changes the cached row and marks it
+// dirty; the backend writes dirty rows in one batch when the cache is full and before anything
+// else reads or replaces RocksDB's rows. Lists and maps always go to RocksDB.
 // The backend's per-(state, key group) entry counters are kept exact: a write learns whether
-// the entry existed from the read that preceded it (cached per state), or a point lookup.
+// the entry existed from the read that preceded it (the cache, the last lookup of a list or
+// map state, or a point lookup).
 //
 // Owned by RocksDbKeyedStateBackend. Threading: task thread only.
 #pragma once
@@ -24,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "state/key_context.h"
 #include "state/keyed_state.h"
 #include "state/namespace.h"
@@ -39,6 +46,14 @@ namespace keyflow {
 
 class RocksDbKeyedStateBackend;
 
+// A row of the backend's write-back cache (point states only): the stored bytes, or absent;
+// dirty = not yet written to RocksDB (absent and dirty = a delete to write).
+struct RocksDbCachedRow {
+  std::string value;
+  bool present = false;
+  bool dirty = false;
+};
+
 // What the backend keeps of one registration.
 struct RocksDbStateInfo {
   std::string name;
@@ -49,6 +64,8 @@ struct RocksDbStateInfo {
   const TypeOps* map_value_ops;  // map UV
   rocksdb::ColumnFamilyHandle* column_family = nullptr;
   std::vector<int64_t> counts;  // (key, namespace) entries per key-group index
+  // The write-back cache's rows of this state, by rocks key (value, reducing, aggregating).
+  absl::flat_hash_map<std::string, RocksDbCachedRow> cache;
 };
 
 class RocksDbKeyedState final : public InternalKeyedState {
@@ -80,16 +97,20 @@ class RocksDbKeyedState final : public InternalKeyedState {
   void Write(const void* value, bool existed);
   void Erase(bool existed);
   void Count(int32_t index, int delta) { info_->counts[static_cast<size_t>(index)] += delta; }
+  // Whether this state's point rows go through the backend's write-back cache.
+  bool cached() const { return cached_; }
 
   RocksDbKeyedStateBackend* const backend_;
   const KeyContext* const key_context_;
   RocksDbStateInfo* const info_;
+  const bool cached_;
   Namespace ns_ = kVoidNamespace;
   mutable std::string prefix_;  // rocks key (prefix, for maps) of (current key, namespace)
   mutable TypedBuffer value_;   // what Get() returns
   mutable std::string scratch_;
   mutable Rows map_rows_;  // rows of the last map read
-  // The last lookup: for which rocks key, in which backend epoch, and its answer.
+  // The last lookup of a state that does not use the cache: for which rocks key, in which
+  // backend epoch, and its answer.
   mutable std::string cached_prefix_;
   mutable uint64_t cached_epoch_ = ~uint64_t{0};
   mutable bool cached_exists_ = false;

@@ -133,6 +133,8 @@ RocksDbKeyedStateBackend::RocksDbKeyedStateBackend(KeyContext& key_context,
       backend_id_(NewUuid()),
       uploaded_(std::make_shared<rocksdb_native::UploadedFiles>()),
       prefix_bytes_(rocksdb_layout::KeyGroupPrefixBytes(key_context.max_parallelism())),
+      dirty_groups_(std::make_unique<std::atomic<int32_t>[]>(
+          static_cast<size_t>(key_context.range().size()))),
       staging_context_(key_context.key_type(), key_context.max_parallelism(), key_context.range()),
       staging_(staging_context_) {}
 
@@ -271,6 +273,7 @@ Status RocksDbKeyedStateBackend::OpenDatabase(bool existing) {
 
 void RocksDbKeyedStateBackend::CloseDatabase() {
   if (db_ == nullptr) return;
+  SyncCache(CacheSync::kDrop);  // the database is deleted or replaced
   for (auto& [name, state] : states_) {
     if (state->info.column_family != nullptr) {
       db_->DestroyColumnFamilyHandle(state->info.column_family).PermitUncheckedError();
@@ -301,6 +304,104 @@ void RocksDbKeyedStateBackend::Check(const rocksdb::Status& s, const std::string
 
 void RocksDbKeyedStateBackend::Apply(rocksdb::WriteBatch& batch, const std::string& what) {
   Check(db_->Write(NoWal(), &batch), what);
+}
+
+namespace {
+// What a cached row costs: its slot (key and row objects), the key's and the value's bytes.
+int64_t CachedRowBytes(const std::string& key, const RocksDbCachedRow& row) {
+  return static_cast<int64_t>(sizeof(std::pair<const std::string, RocksDbCachedRow>) + key.size() +
+                              row.value.size());
+}
+}  // namespace
+
+void RocksDbKeyedStateBackend::SyncCache(CacheSync how, int32_t index) const {
+  if (index >= 0 &&
+      dirty_groups_[static_cast<size_t>(index)].load(std::memory_order_relaxed) == 0) {
+    return;  // key group clean: nothing of it to write (and maybe not the task thread)
+  }
+  if (how != CacheSync::kDrop && dirty_rows_ > 0) {
+    rocksdb::WriteBatch batch;
+    for (const auto& [name, state] : states_) {
+      for (auto& [key, row] : state->info.cache) {
+        if (!row.dirty) continue;
+        if (row.present) {
+          batch.Put(state->info.column_family, key, row.value);
+        } else {
+          batch.Delete(state->info.column_family, key);
+        }
+        row.dirty = false;
+      }
+    }
+    Check(db_->Write(NoWal(), &batch), "writing the state cache's changes");
+  }
+  if (how != CacheSync::kWrite) {
+    for (const auto& [name, state] : states_) state->info.cache = {};
+    cache_bytes_ = 0;
+  }
+  if (dirty_rows_ > 0) {
+    for (int32_t i = 0; i < range().size(); ++i) {
+      dirty_groups_[static_cast<size_t>(i)].store(0, std::memory_order_relaxed);
+    }
+    dirty_rows_ = 0;
+  }
+}
+
+const RocksDbCachedRow& RocksDbKeyedStateBackend::CachedRow(RocksDbStateInfo& info,
+                                                            const std::string& key) {
+  if (auto it = info.cache.find(key); it != info.cache.end()) return it->second;
+  MakeRoom();
+  RocksDbCachedRow row;
+  rocksdb::PinnableSlice v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), info.column_family, key, &v);
+  if (s.ok()) {
+    row.present = true;
+    row.value.assign(v.data(), v.size());
+  } else if (!s.IsNotFound()) {
+    Check(s, "reading state '" + info.name + "'");
+    static const RocksDbCachedRow kAbsent;
+    return kAbsent;  // not cached: the failure ends the attempt
+  }
+  cache_bytes_ += CachedRowBytes(key, row);
+  return info.cache.emplace(key, std::move(row)).first->second;
+}
+
+RocksDbCachedRow& RocksDbKeyedStateBackend::CacheSlot(RocksDbStateInfo& info,
+                                                      const std::string& key, int32_t index) {
+  auto it = info.cache.find(key);
+  if (it == info.cache.end()) {
+    MakeRoom();
+    it = info.cache.emplace(key, RocksDbCachedRow{}).first;
+    cache_bytes_ += CachedRowBytes(key, it->second);
+  }
+  RocksDbCachedRow& row = it->second;
+  if (!row.dirty) {
+    row.dirty = true;
+    ++dirty_rows_;
+    std::atomic<int32_t>& group = dirty_groups_[static_cast<size_t>(index)];
+    group.store(group.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  return row;
+}
+
+void RocksDbKeyedStateBackend::CachePut(RocksDbStateInfo& info, const std::string& key,
+                                        int32_t index, std::string value) {
+  RocksDbCachedRow& row = CacheSlot(info, key, index);
+  cache_bytes_ += static_cast<int64_t>(value.size()) - static_cast<int64_t>(row.value.size());
+  row.value = std::move(value);
+  row.present = true;
+}
+
+void RocksDbKeyedStateBackend::CacheDelete(RocksDbStateInfo& info, const std::string& key,
+                                           int32_t index) {
+  RocksDbCachedRow& row = CacheSlot(info, key, index);
+  cache_bytes_ -= static_cast<int64_t>(row.value.size());
+  row.value = std::string();
+  row.present = false;
+}
+
+void RocksDbKeyedStateBackend::SetWriteGuard(KeyGroupWriteGuard* guard) {
+  SyncCache(CacheSync::kWrite);  // a snapshot's rows are RocksDB's from here on
+  write_guard_ = guard;
 }
 
 Result<KeyedStateHandle*> RocksDbKeyedStateBackend::GetOrRegisterState(const StateRegistration& r,
@@ -361,6 +462,7 @@ Status RocksDbKeyedStateBackend::ApplyToAllKeys(std::string_view state_name, Nam
   return ApplyToCollectedKeys(
       key_context(),
       [&](KeyGroupId g, std::vector<Key>* keys) {
+        SyncCache(CacheSync::kWrite, range().IndexOf(g));  // fn may write any key group
         if (info.counts[static_cast<size_t>(range().IndexOf(g))] == 0) return Status::Ok();
         // Rows come in ascending (key, namespace[, user key]) order: a key's rows are adjacent.
         KeyGroupRows rows(*this, g, nullptr, info.column_family);
@@ -393,6 +495,7 @@ size_t RocksDbKeyedStateBackend::CountKeys(KeyGroupId g, const rocksdb::Snapshot
 
 size_t RocksDbKeyedStateBackend::NumKeys(KeyGroupId g) const {
   CHECK(range().contains(g)) << "key group " << g << " is not in " << range();
+  SyncCache(CacheSync::kWrite, range().IndexOf(g));
   return CountKeys(g, nullptr);
 }
 
@@ -405,6 +508,7 @@ size_t RocksDbKeyedStateBackend::NumEntries() const {
 }
 
 void RocksDbKeyedStateBackend::ClearAll() {
+  SyncCache(CacheSync::kWriteAndDrop);  // a cached delete may be of a row the counters miss
   ++epoch_;
   for (int32_t i = 0; i < range().size(); ++i) {
     const int32_t g = range().start() + i;
@@ -426,11 +530,13 @@ void RocksDbKeyedStateBackend::ClearAll() {
 
 void RocksDbKeyedStateBackend::SerializeKeyGroup(KeyGroupId g, BinaryWriter& out) const {
   CHECK(range().contains(g)) << "SerializeKeyGroup: key group " << g << " is not in " << range();
+  SyncCache(CacheSync::kWrite, range().IndexOf(g));
   WriteKeyGroup(g, nullptr, out);
 }
 
 std::unique_ptr<KeyGroupCopy> RocksDbKeyedStateBackend::CopyKeyGroup(KeyGroupId g) const {
   CHECK(range().contains(g)) << "CopyKeyGroup: key group " << g << " is not in " << range();
+  SyncCache(CacheSync::kWrite, range().IndexOf(g));
   return std::make_unique<KeyGroupSnapshotCopy>(this, g);
 }
 
@@ -564,6 +670,7 @@ Status RocksDbKeyedStateBackend::RestoreKeyGroup(KeyGroupId g, BinaryReader& in)
   staging_.ClearAll();
 
   const int32_t index = range().IndexOf(g);
+  SyncCache(CacheSync::kWriteAndDrop);  // the rows of g are replaced: cached ones are stale
   rocksdb::WriteBatch batch;
   for (auto& [name, state] : states_) {
     if (state->info.counts[static_cast<size_t>(index)] == 0) continue;
@@ -593,7 +700,7 @@ StateSize RocksDbKeyedStateBackend::ApproximateSize() const {
   uint64_t sst = 0;
   db_->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &memtables);
   db_->GetAggregatedIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &sst);
-  return StateSize{static_cast<int64_t>(memtables + block_cache_->GetUsage()),
+  return StateSize{static_cast<int64_t>(memtables + block_cache_->GetUsage()) + cache_bytes_,
                    static_cast<int64_t>(sst)};
 }
 
@@ -615,6 +722,8 @@ Result<std::unique_ptr<NativeSnapshotPart>> RocksDbKeyedStateBackend::SnapshotNa
         "snapshot (SerializeKeyGroup) instead");
   }
   const auto start = std::chrono::steady_clock::now();
+  SyncCache(CacheSync::kWrite);
+  RETURN_IF_ERROR(failure_);
   const std::string local_dir = dir_ + "/chk-" + std::to_string(target.checkpoint.value());
   std::error_code ec;
   fs::remove_all(local_dir, ec);  // a leftover of an earlier attempt at this checkpoint
@@ -663,6 +772,7 @@ void RocksDbKeyedStateBackend::NotifyNativeCheckpointAborted(CheckpointId id) {
 }
 
 void RocksDbKeyedStateBackend::DropAllRows() {
+  SyncCache(CacheSync::kDrop);  // every row is deleted
   ++epoch_;
   for (auto& [name, state] : states_) {
     rocksdb::WriteBatch batch;

@@ -23,11 +23,27 @@
 // not hold and references the others. RestoreNative reopens one overlapping snapshot as the
 // database and clips it with range deletes, and ingests the others' rows of range() as SST files.
 //
-// Threading: task thread, except SerializeKeyGroup(g) and the copies of CopyKeyGroup, which may
-// run on another thread (they only read RocksDB, which is thread-safe, through their own
-// iterators) while the task thread neither changes key group g nor registers a state.
+// Write-back cache (RocksDbStateOptions::write_cache_bytes; Kafka Streams' record cache): the
+// rows of value, reducing and aggregating states are cached in memory, present or absent, and
+// written to RocksDB only when the cache is full (every dirty row in ONE write batch, then the
+// whole cache is dropped: no per-access bookkeeping, and a flush is one sequential batch) or
+// when something else needs RocksDB to hold the current state. THE RULE: every path that reads
+// RocksDB other than a point state's own Get/Exists, or writes or replaces RocksDB's rows
+// directly, first calls SyncCache — iterations (ApplyToAllKeys, SerializeKeyGroup, CopyKeyGroup,
+// NumKeys), snapshots (SnapshotNative, and SetWriteGuard: a snapshot's start), restores and
+// clears (RestoreKeyGroup, RestoreNative, ClearAll, DropAllRows), closing the database.
+// Counters and the write guard are unchanged: a cached write calls BeforeWrite first, as any
+// write. The cache's bytes count in ApproximateSize().memory_bytes.
+//
+// Threading: task thread, except SerializeKeyGroup(g), NumKeys(g) and the copies of
+// CopyKeyGroup, which may run on another thread (they only read RocksDB, which is thread-safe,
+// through their own iterators) while the task thread neither changes key group g nor registers
+// a state, and only while a snapshot is the write guard: SetWriteGuard writes the cache's dirty
+// rows, and from then on a row of key group g becomes dirty only after BeforeWrite(g), so such
+// a call finds g clean (a per-key-group atomic counter) and does not touch the cache.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -81,7 +97,8 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   // A no-op: a RocksDB lookup of a key whose blocks are cached costs ~1 µs of CPU (memtable and
   // index searches), not a DRAM miss that a prefetch could hide; see state/README.md.
   void Prefetch(uint64_t, KeyGroupId) const override {}
-  void SetWriteGuard(KeyGroupWriteGuard* guard) override { write_guard_ = guard; }
+  // Writes the cache's dirty rows first (a snapshot starts or ends here).
+  void SetWriteGuard(KeyGroupWriteGuard* guard) override;
 
   void SerializeKeyGroup(KeyGroupId g, BinaryWriter& out) const override;
   // Holds a RocksDB snapshot (no data is copied); the copy serialises from it.
@@ -91,7 +108,8 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   Status RestoreKeyGroup(KeyGroupId g, BinaryReader& in) override;
 
   std::string_view backend_name() const override { return "rocksdb"; }
-  // Memory: memtables of every column family + block cache usage. Disk: live SST files.
+  // Memory: memtables of every column family + block cache usage + write-back cache. Disk: live
+  // SST files.
   StateSize ApproximateSize() const override;
 
   bool SupportsNativeSnapshots() const override { return true; }
@@ -144,6 +162,30 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   Status ReopenAsDatabase(const std::string& staged_dir);
   Status CopyRows(const std::string& staged_dir, const KeyGroupRange& groups, uint64_t* rows);
 
+  // The write-back cache (see the top of this file).
+  bool write_cache_enabled() const { return options_.write_cache_bytes > 0; }
+  enum class CacheSync {
+    kWrite,         // write the dirty rows to RocksDB; the rows stay cached (clean)
+    kWriteAndDrop,  // write the dirty rows, then empty the cache (rows are replaced next)
+    kDrop,          // empty the cache without writing (every row is deleted next)
+  };
+  // THE cache barrier: every path that reads RocksDB other than a point state's Get/Exists, or
+  // writes RocksDB directly, calls it first. `index` >= 0: only if key group range().start() +
+  // index has dirty rows (then every dirty row is written); touches nothing else when it has
+  // none, so another thread may call it for a clean key group (see Threading above).
+  void SyncCache(CacheSync how, int32_t index = -1) const;
+  // The cached row of `key` in `info`: a hit, or one RocksDB read whose answer (present or
+  // absent) is cached. Valid until the next cache call.
+  const RocksDbCachedRow& CachedRow(RocksDbStateInfo& info, const std::string& key);
+  // Sets the cached row of `key` (key group index `index`) to `value` / absent, dirty. The
+  // caller has called BeforeWrite(index) and keeps the counters.
+  void CachePut(RocksDbStateInfo& info, const std::string& key, int32_t index, std::string value);
+  void CacheDelete(RocksDbStateInfo& info, const std::string& key, int32_t index);
+  RocksDbCachedRow& CacheSlot(RocksDbStateInfo& info, const std::string& key, int32_t index);
+  void MakeRoom() {
+    if (cache_bytes_ >= options_.write_cache_bytes) SyncCache(CacheSync::kWriteAndDrop);
+  }
+
   // The write gate: every change to key group range().start() + index calls it first.
   void BeforeWrite(int32_t index) {
     if (write_guard_ != nullptr) write_guard_->BeforeWrite(index);
@@ -176,6 +218,11 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   std::shared_ptr<rocksdb::WriteBufferManager> write_buffers_;
   std::unique_ptr<rocksdb::DB> db_;
   KeyGroupWriteGuard* write_guard_ = nullptr;
+  // The write-back cache's accounting: bytes of cached rows (keys, values, slots), dirty rows,
+  // dirty rows per key-group index (atomic: read by SerializeKeyGroup on a snapshot thread).
+  mutable int64_t cache_bytes_ = 0;
+  mutable int64_t dirty_rows_ = 0;
+  std::unique_ptr<std::atomic<int32_t>[]> dirty_groups_;
   // Bumped by ClearAll and RestoreKeyGroup: the states' cached lookups are then stale.
   uint64_t epoch_ = 0;
   std::map<std::string, std::unique_ptr<RegisteredState>, std::less<>> states_;  // by name

@@ -217,7 +217,7 @@ Status RocksDbKeyedStateBackend::RestoreNative(const std::vector<NativeRestoreSo
     if (!h.range.Intersection(range()).empty()) used.push_back(&source);
   }
 
-  DropAllRows();
+  DropAllRows();       // also empties the write-back cache (SyncCache)
   uploaded_->Reset();  // whatever happens, the next checkpoint writes every file anew
   const std::string root = dir_ + "/restore";
   std::error_code ec;

@@ -206,8 +206,7 @@ INSTANTIATE_TEST_SUITE_P(
     CaptureByCopyOrBySerialising, AsyncKeyedSnapshotTest,
     ::testing::Combine(::testing::ValuesIn(testing_util::kAllBackends), ::testing::Bool()),
     [](const ::testing::TestParamInfo<std::tuple<testing_util::BackendKind, bool>>& p) {
-      return std::string(std::get<0>(p.param) == testing_util::BackendKind::kHeap ? "heap"
-                                                                                  : "rocksdb") +
+      return testing_util::BackendKindName(std::get<0>(p.param)) +
              (std::get<1>(p.param) ? "_Copy" : "_Serialise");
     });
 
