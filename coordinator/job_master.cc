@@ -477,8 +477,8 @@ void JobMaster::OnTaskFailed(const TaskFailed& m, int64_t now_ms) {
                        v->worker_description + " failed: " + m.reason;
   if (m.non_recoverable) {
     reason +=
-        ": the job cannot continue (no restart can help); once the input is back, run it "
-        "again with --from-savepoint <its latest checkpoint>";
+        ": the job cannot continue (no restart can help); once the cause is fixed (e.g. the "
+        "input is back), run it again with --from-savepoint <its latest checkpoint>";
   }
   FailAttempt(reason, now_ms, /*recoverable=*/!m.non_recoverable);
 }

@@ -391,8 +391,10 @@ void WorkerProcess::OnTaskDone(AttemptNumber attempt, const Status& s, Checkpoin
   } else {
     KF_LOG_ERROR("subtask failed attempt={} subtask={} reason={}", attempt.value(), subtask.value(),
                  s.message());
+    // The input is gone (DataLoss) or the checkpoint cannot be read by this build: a restart
+    // cannot help.
     Send(TaskFailed{worker_id_, attempt, subtask, s.message(), corrupted,
-                    s.code() == StatusCode::kDataLoss});
+                    s.code() == StatusCode::kDataLoss || executor_->restore_unreadable()});
   }
   DropExecutor();
 }

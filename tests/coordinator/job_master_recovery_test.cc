@@ -355,8 +355,9 @@ TEST_F(RecoveryTest, NonRecoverableTaskFailureFailsTheJobWithoutARestart) {
   EXPECT_EQ(coord_->job()->failure_reason(),
             "subtask 1 on " + coord_->workers().Find(ids_["w1"])->Describe() +
                 " failed: input file /in/b.jsonl does not exist (deleted after the job "
-                "started?): the job cannot continue (no restart can help); once the input is "
-                "back, run it again with --from-savepoint <its latest checkpoint>");
+                "started?): the job cannot continue (no restart can help); once the cause is "
+                "fixed (e.g. the input is back), run it again with --from-savepoint <its latest "
+                "checkpoint>");
   EXPECT_EQ(outbox_.Last<CancelTask>("w0")->attempt.value(), 1);
   Advance(5000);
   EXPECT_EQ(outbox_.Last<DeployTask>("w0")->attempt.value(), 1);  // never redeployed

@@ -268,6 +268,9 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
     }
     Status s = operator_->mutable_backend().RestoreNative(sources);
     if (s.code() == StatusCode::kCorruption) return corrupted(s);
+    if (s.code() == StatusCode::kFailedPrecondition) {
+      restore_unreadable_.store(true, std::memory_order_release);
+    }
     RETURN_IF_ERROR(s.WithContext("restoring the native keyed state of checkpoint " +
                                   std::to_string(r.checkpoint.value())));
   }

@@ -118,6 +118,9 @@ class KeyedTask {
   void Cancel();
   // True if Run failed because a file of the checkpoint being restored is corrupted.
   bool restore_corrupted() const { return restore_corrupted_.load(std::memory_order_acquire); }
+  // True if Run failed because this build cannot read the checkpoint's native snapshot (another
+  // format version or backend, changed state types: FailedPrecondition): no restart can help.
+  bool restore_unreadable() const { return restore_unreadable_.load(std::memory_order_acquire); }
 
   // From the control thread (each puts mail).
   Status AnnounceCheckpoint(const TriggerCheckpoint& trigger);
@@ -183,6 +186,7 @@ class KeyedTask {
   Callbacks callbacks_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> restore_corrupted_{false};
+  std::atomic<bool> restore_unreadable_{false};
   std::unique_ptr<InputGate> gate_;
   std::unique_ptr<TaskMailbox> mailbox_;
   std::unique_ptr<SystemProcessingTimeService> time_;

@@ -83,6 +83,8 @@ class TaskExecutor {
 
   AttemptNumber attempt() const { return deployment_.attempt; }
   SubtaskIndex subtask() const { return deployment_.subtask; }
+  // The keyed task failed to restore a snapshot this build cannot read (KeyedTask).
+  bool restore_unreadable() const { return keyed_ && keyed_->restore_unreadable(); }
   SubtaskMetrics Metrics() const { return metrics_.Snapshot(clock_->Now()); }
 
  private:
