@@ -107,8 +107,11 @@ std::optional<Reply> AskWatchingRestarts(const std::string& endpoint, const Cont
     }
     nlohmann::json st = nlohmann::json::parse(now->json, nullptr, false);
     const nlohmann::json& job = st["job"];
+    // contains() first: a const json's operator[] of a missing key is undefined behaviour.
     const nlohmann::json* last =
-        job.is_object() && job["last_command"].is_object() ? &job["last_command"] : nullptr;
+        job.is_object() && job.contains("last_command") && job["last_command"].is_object()
+            ? &job["last_command"]
+            : nullptr;
     if (last != nullptr && last->value("command", std::string()) == what) {
       std::string outcome = last->value("outcome", std::string());
       completed = outcome.rfind("completed", 0) == 0;
@@ -674,7 +677,10 @@ int RunStatusCommand(const std::vector<std::string>& args) {
               << w.value("host", "") << "  pid " << w.value("pid", 0) << "  heartbeat "
               << w.value("last_heartbeat_ms_ago", 0) << " ms ago" << UsageText(w) << "\n";
   }
-  const nlohmann::json& job = st["job"];
+  // Not const: operator[] of a key a status does not have (yet), e.g. "last_command" before any
+  // command, must give null; on a const json it is undefined behaviour (this crashed `keyflow
+  // status` right after a job started: LatencyTest).
+  nlohmann::json& job = st["job"];
   if (!job.is_object()) {
     std::cout << "job: none\n";
     return kExitOk;
@@ -716,7 +722,7 @@ int RunStatusCommand(const std::vector<std::string>& args) {
               << job.value("restart_strategy", "")
               << "), last failure: " << job.value("last_failure", std::string()) << "\n";
   }
-  const nlohmann::json& ck = job["checkpoints"];
+  nlohmann::json& ck = job["checkpoints"];
   if (ck.is_object()) {
     std::cout << "  checkpoints: interval "
               << (ck.value("interval_ms", 0) > 0
@@ -745,7 +751,7 @@ int RunStatusCommand(const std::vector<std::string>& args) {
   }
   std::cout << "  subtask  key-groups  state      records-in  in/s     processed  out        "
                "watermark       backpressure  latency p50/p99/p99.9 ms\n";
-  for (const auto& s : job["subtasks"]) {
+  for (auto& s : job["subtasks"]) {
     std::ostringstream kg;
     kg << s["key_groups"][0].get<int>() << "-" << s["key_groups"][1].get<int>();
     std::cout << "  " << std::left << std::setw(9) << s.value("subtask", 0) << std::setw(12)

@@ -83,6 +83,7 @@ TEST_F(LatencyTest, ARateLimitedJobShowsItsLatencyPerSubtask) {
   }
   auto text = cluster_->Cli({"status"});
   ASSERT_TRUE(text.ok()) << text.status().ToString();
+  ASSERT_EQ(text->exit_code, 0) << text->err;
   EXPECT_THAT(text->out, HasSubstr("latency p50/p99/p99.9 ms"));
   EXPECT_TRUE(std::regex_search(text->out, std::regex(R"(\d+\.\d\d/\d+\.\d\d/\d+\.\d\d\n)")))
       << text->out;
