@@ -621,7 +621,9 @@ if [ "$e2e" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
   big_stopped=1
   kf_use_cluster_keys "$run_dir"  # back to the first cluster's keys
   rm -rf "$big_run_dir/output" "$big_run_dir/state"
-  budget=$((2 * 128 * 1024 * 1024))  # per subtask 64 MiB block cache + 64 MiB memtables, P = 2
+  # The RocksDB backend's default memory per subtask (state/rocksdb/rocksdb_state_options.h), MiB.
+  block_cache_mib=64 memtable_mib=64 write_cache_mib=64
+  budget=$((2 * (block_cache_mib + memtable_mib) * 1024 * 1024))  # block cache + memtables, P = 2
   note="count-window, --state-backend rocksdb, P = 2, $big_keys keys once each (windows open until the end); peak of $(wc -l <"$samples") one-a-second samples"
   disk_mb="" ratio=""
   if [ -n "${disk:-}" ]; then
@@ -632,11 +634,11 @@ if [ "$e2e" -eq 1 ] && [ "$rocksdb" -eq 1 ]; then
   fi
   row "RocksDB state (e2e)" "state on disk (both subtasks, peak)" "$disk_mb" "MB" "" "$job_load" "$note"
   row "RocksDB state (e2e)" "state / (block cache + memtables)" "$ratio" "x" ">= 4" "$job_load"
-  # The RocksDB backend's own memory is bounded by block cache + memtables + write-back cache
-  # (64 + 64 + 64 MiB per subtask by default, one subtask per worker here); the timers stay on the
-  # heap (requirement 3: one per open window, big_keys / 2 per worker), so RSS grows with them.
+  # The backend's own memory is bounded by block cache + memtables + write-back cache (one subtask
+  # per worker here); the timers stay on the heap (requirement 3: one per open window, big_keys / 2
+  # per worker), so RSS grows with them.
   row "RocksDB state (e2e)" "worker peak RSS (VmHWM, larger worker)" "$(calc "$hwm/1024")" "MiB" "" "$job_load" \
-    "backend budget 192 MiB per subtask (block cache + memtables + write cache) plus $((big_keys / 2)) heap timers per worker"
+    "backend budget $((block_cache_mib + memtable_mib + write_cache_mib)) MiB per subtask (block cache + memtables + write cache) plus $((big_keys / 2)) heap timers per worker"
 
   # Rescale 1 -> 2 -> 1 on RocksDB (scripts/bench-rescale.sh starts its own cluster).
   step "scripts/bench-rescale.sh --state-backend rocksdb --keys $rescale_keys (load $(load1))"
