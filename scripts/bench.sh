@@ -3,7 +3,8 @@
 #   1. builds keyflow in Release (build/ of the repository),
 #   2. micro-benchmarks, single thread (Google Benchmark, tests/bench/): key -> key group,
 #      ValueState read+update, timers (register, fire, bytes per timer), snapshot write/restore,
-#      checkpoint synchronous part / asynchronous write / cost on the task thread,
+#      checkpoint synchronous part / asynchronous write / cost on the task thread, the
+#      coordinator's REST status snapshot of a 128-subtask job (tests/bench/status_bench.cc),
 #   3. end to end on a local cluster (scripts/start-cluster.sh --workers 2 --port 0 in a temp run
 #      dir): count-window in event time on gen: input at P = 2 — records/s end to end against a
 #      single-thread in-memory keyed count of the same records (tests/bench/baseline_bench.cc),
@@ -191,7 +192,7 @@ calc() { python3 -c "print($1)"; }  # float arithmetic
 median() { python3 -c 'import statistics,sys; print(statistics.median(float(a) for a in sys.argv[1:]))' "$@"; }
 
 # ---- build -------------------------------------------------------------------------------------
-micro_targets=(key_group_bench state_bench timer_bench snapshot_bench checkpoint_bench)
+micro_targets=(key_group_bench state_bench timer_bench snapshot_bench checkpoint_bench status_bench)
 e2e_targets=(keyflow keyflow-coordinator keyflow-worker baseline_bench running-sum)
 targets=()
 [ "$micro" -eq 0 ] || targets+=("${micro_targets[@]}")
@@ -283,6 +284,15 @@ if [ "$micro" -eq 1 ]; then
   v="$(value bench "$f" "$n" extra_task_ms)"
   row "checkpoint (micro)" "extra task-thread time per checkpoint (BeforeWrite copying)" "$v" "ms" "" "$load" \
     "$(calc "round($kg)") of 128 key groups copied by the task thread; records/s $(calc "round($base/1e6,2)") M -> $(calc "round($rate/1e6,2)") M during the write; slowest 64 records $(calc "round($stall,2)") ms"
+
+  run_bench status_bench
+  f="$results_dir/status_bench.json"
+  v="$(value bench "$f" BM_StatusSnapshot/128 real_time)"
+  kb="$(value bench "$f" BM_StatusSnapshot/128 bytes)"
+  d="$(value bench "$f" BM_DumpOnly/128 real_time)"
+  one="$(value bench "$f" BM_StatusSnapshot/1 real_time)"
+  row "coordinator" "REST status snapshot of a 128-subtask job, 11 checkpoints (built every 250 ms)" \
+    "$v" "ms" "<= 62.5" "$load" "$(calc "round($kb/1e3)") kB; the dump alone $(calc "round($d,2)") ms; a 1-subtask job $(calc "round($one,3)") ms"
 fi
 
 if [ "$rocksdb_micro" -eq 1 ]; then
