@@ -86,10 +86,10 @@ void CheckpointCoordinator::RecoverCompleted(std::vector<CheckpointLocation> com
                               : !unrestorable_.empty() ? unrestorable_.back().id
                                                        : CheckpointId(0);
     CHECK_LT(last, c.id) << "not ascending";
-    if (options.unrestorable.count(c.id.value()) != 0) {
+    if (options.unrestorable.count(c.directory) != 0) {
       unrestorable_.push_back(std::move(c));
     } else {
-      if (options.restore == c.id) protected_ = c.id;
+      if (options.restore == c.directory) protected_ = c.id;
       completed_.push_back(std::move(c));
     }
   }

@@ -113,16 +113,18 @@ class CheckpointCoordinator {
   using RequestCallback = std::function<void(Result<CheckpointLocation>, int64_t now_ms)>;
 
   // What the new attempt does with the completed checkpoints it recovers.
+  // Checkpoints are named by directory, never by bare id: a job started --from-savepoint of
+  // another job's chk-3 restores a checkpoint with the same id as its own chk-3.
   struct RecoverOptions {
-    // The checkpoint this attempt restores from, if it is one of them: retention never deletes
-    // it (nor its shared files) until a newer checkpoint completes (Flink: a restored
-    // checkpoint is not subsumed before a newer one exists).
-    std::optional<CheckpointId> restore;
-    // Completed checkpoints found unrestorable (corrupt, JobMaster's bad checkpoints): kept on
-    // disk with the shared files they name, for the user to inspect, but never restored, not
-    // latest_completed(), not counted by retention; deleted (with the files no retained
-    // checkpoint references) when the first newer checkpoint completes.
-    std::set<int64_t> unrestorable;
+    // The directory of the checkpoint this attempt restores from, if it is one of them:
+    // retention never deletes it (nor its shared files) until a newer checkpoint completes
+    // (Flink: a restored checkpoint is not subsumed before a newer one exists).
+    std::optional<std::string> restore;
+    // Directories of completed checkpoints found unrestorable (corrupt, JobMaster's bad
+    // checkpoints): kept on disk with the shared files they name, for the user to inspect, but
+    // never restored, not latest_completed(), not counted by retention; deleted (with the files
+    // no retained checkpoint references) when the first newer checkpoint completes.
+    std::set<std::string> unrestorable;
   };
   // Completed checkpoints found on disk from earlier attempts (ListCompletedCheckpoints),
   // ascending, so that retention covers them and latest_completed() knows them; their shared

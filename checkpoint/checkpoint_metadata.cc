@@ -358,13 +358,12 @@ Result<CheckpointMetadata> CheckpointMetadata::Decode(std::string_view bytes,
                                                       std::string_view source) {
   const std::string what = "checkpoint metadata " + std::string(source);
   // Version 1 (full snapshots only) is still read; the envelope refuses any other version.
-  uint32_t version = kCheckpointMetadataVersion;
-  if (bytes.size() >= kCheckpointMetadataMagic.size() + 4 &&
-      bytes.substr(kCheckpointMetadataMagic.size(), 4) == std::string_view("\x01\0\0\0", 4)) {
-    version = 1;
-  }
-  ASSIGN_OR_RETURN(std::string_view body,
-                   DecodeChecksummedEnvelope(bytes, kCheckpointMetadataMagic, version, what));
+  ASSIGN_OR_RETURN(
+      DecodedEnvelope envelope,
+      DecodeChecksummedEnvelope(bytes, kCheckpointMetadataMagic, kOldestCheckpointMetadataVersion,
+                                kCheckpointMetadataVersion, what));
+  const uint32_t version = envelope.version;
+  const std::string_view body = envelope.body;
   BinaryReader r(body);
   CheckpointMetadata m;
   m.job_id = std::string(r.Bytes());

@@ -35,6 +35,7 @@ Status CheckSharedFileName(std::string_view name, std::string_view what);
 // 2: incremental checkpoints (issue 11): shared files / block_file of KeyGroupsStateHandle,
 // native (RocksDB) handles and written bytes per subtask. Version 1 is still read.
 inline constexpr uint32_t kCheckpointMetadataVersion = 2;
+inline constexpr uint32_t kOldestCheckpointMetadataVersion = 1;
 inline constexpr std::string_view kCheckpointMetadataMagic = "KFCKPT01";
 
 struct SubtaskCheckpointState {

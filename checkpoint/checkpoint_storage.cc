@@ -73,13 +73,10 @@ std::string JobRecord::Encode() const {
 Result<JobRecord> JobRecord::Decode(std::string_view bytes, std::string_view source) {
   const std::string what = "job record " + std::string(source);
   // Version 1 (no commands) is still read; any other version is refused by the envelope.
-  uint32_t version = kJobRecordVersion;
-  if (bytes.size() >= kJobRecordMagic.size() + 4 && bytes[kJobRecordMagic.size()] == 1 &&
-      bytes.substr(kJobRecordMagic.size() + 1, 3) == std::string_view("\0\0\0", 3)) {
-    version = 1;
-  }
-  ASSIGN_OR_RETURN(std::string_view body,
-                   DecodeChecksummedEnvelope(bytes, kJobRecordMagic, version, what));
+  ASSIGN_OR_RETURN(DecodedEnvelope envelope,
+                   DecodeChecksummedEnvelope(bytes, kJobRecordMagic, 1, kJobRecordVersion, what));
+  const uint32_t version = envelope.version;
+  const std::string_view body = envelope.body;
   BinaryReader r(body);
   JobRecord rec;
   rec.job_id = std::string(r.Bytes());
@@ -244,6 +241,12 @@ Result<std::vector<CheckpointLocation>> CheckpointStorage::List(const std::strin
     const std::string dir = job_dir + "/" + name;
     if (!fs_->Exists(MetadataPath(dir))) continue;  // never completed: does not exist
     Result<CheckpointMetadata> m = ReadMetadata(dir, *fs_);
+    if (!m.ok() && m.status().code() == StatusCode::kFailedPrecondition) {
+      // Intact, but of a format version this build does not read (a version skew): it can
+      // neither restore it nor know the shared files it keeps, so nothing of this job may be
+      // restored, retained or swept by it (checkpoint/README.md "Format versions").
+      return m.status();
+    }
     if (!m.ok()) {
       KF_LOG_WARN("skipping checkpoint directory dir={} reason={}", dir, m.status().ToString());
       continue;

@@ -91,7 +91,8 @@ class CheckpointStorage {
   Status WriteMetadata(const std::string& checkpoint_dir, const CheckpointMetadata& m) const;
   // Reads and verifies `_metadata` of a checkpoint directory (or of a path to the file).
   // NotFound when there is none (the checkpoint never completed); Corruption when it does not
-  // verify.
+  // verify; FailedPrecondition when it verifies but has a format version this build does not
+  // read (common/format_version.h).
   static Result<CheckpointMetadata> ReadMetadata(const std::string& checkpoint_dir_or_file,
                                                  FileSystem& fs = FileSystem::Default());
   // Checks that every file the metadata names exists with the recorded size: full state files
@@ -104,6 +105,8 @@ class CheckpointStorage {
   // Completed checkpoints (not savepoints) of a job with readable metadata, ascending by id.
   // Directories without `_metadata` are not completed checkpoints and are skipped silently;
   // a `_metadata` that does not verify is skipped with a warning. No job directory: empty.
+  // FailedPrecondition (the whole listing) when one verifies but has a format version this
+  // build does not read: a version skew is never skipped like a corrupt file.
   Result<std::vector<CheckpointLocation>> ListCompletedCheckpoints(const std::string& job_id) const;
   // Savepoints under the job directory (savepoint-<n> with readable metadata), ascending by id.
   Result<std::vector<CheckpointLocation>> ListSavepoints(const std::string& job_id) const;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/binary_io.h"
+#include "common/format_version.h"
 #include "common/hashing.h"
 #include "common/protocol/bounded_binary_input_archive.h"
 
@@ -26,8 +27,9 @@ std::string EncodeChecksummedEnvelope(std::string_view magic, uint32_t version,
   return out;
 }
 
-Result<std::string_view> DecodeChecksummedEnvelope(std::string_view bytes, std::string_view magic,
-                                                   uint32_t version, std::string_view what) {
+Result<DecodedEnvelope> DecodeChecksummedEnvelope(std::string_view bytes, std::string_view magic,
+                                                  uint32_t oldest, uint32_t newest,
+                                                  std::string_view what) {
   const std::string name(what);
   if (bytes.substr(0, magic.size()) != magic.substr(0, std::min(bytes.size(), magic.size()))) {
     return Corruption(name + " is not a keyflow file of this kind: bad magic (expected \"" +
@@ -53,12 +55,10 @@ Result<std::string_view> DecodeChecksummedEnvelope(std::string_view bytes, std::
     return Corruption(name + " is corrupted: checksum mismatch (stored " + std::to_string(stored) +
                       ", computed " + std::to_string(actual) + ")");
   }
-  if (file_version != version) {
-    return FailedPrecondition(name + " has format version " + std::to_string(file_version) +
-                              ", this keyflow reads version " + std::to_string(version) +
-                              ": use the keyflow version that wrote it");
+  if (file_version < oldest || file_version > newest) {
+    return UnreadableFormatVersion(name, file_version, oldest, newest);
   }
-  return bytes.substr(kEnvelopeHeaderSize, body_length);
+  return DecodedEnvelope{file_version, bytes.substr(kEnvelopeHeaderSize, body_length)};
 }
 
 std::string EncodeJobSpecBlob(const JobSpec& spec) {

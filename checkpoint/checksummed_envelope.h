@@ -25,12 +25,18 @@ inline constexpr size_t kEnvelopeOverhead = kEnvelopeHeaderSize + 8;
 std::string EncodeChecksummedEnvelope(std::string_view magic, uint32_t version,
                                       std::string_view body);
 
-// Returns the body (a view into `bytes`). `what` names the file in messages ("checkpoint
-// metadata /x/chk-3/_metadata"). Corruption for a wrong magic, a truncated file, a body length
-// that does not match the file size, or a checksum mismatch; FailedPrecondition for an intact
-// file of another format version than `version`.
-Result<std::string_view> DecodeChecksummedEnvelope(std::string_view bytes, std::string_view magic,
-                                                   uint32_t version, std::string_view what);
+struct DecodedEnvelope {
+  uint32_t version = 0;   // in [oldest, newest]
+  std::string_view body;  // a view into the decoded bytes
+};
+// `what` names the file in messages ("checkpoint metadata /x/chk-3/_metadata"). Corruption for a
+// wrong magic, a truncated file, a body length that does not match the file size, or a checksum
+// mismatch (also when the flipped byte is in the version field: the checksum comes first);
+// then, for an intact file of a version outside [oldest, newest], the FailedPrecondition of
+// common/format_version.h (a version skew).
+Result<DecodedEnvelope> DecodeChecksummedEnvelope(std::string_view bytes, std::string_view magic,
+                                                  uint32_t oldest, uint32_t newest,
+                                                  std::string_view what);
 
 // JobSpec as a cereal binary blob (the same serialisation as the control protocol).
 std::string EncodeJobSpecBlob(const JobSpec& spec);

@@ -207,13 +207,13 @@ Result<std::optional<JobMaster::RestorePoint>> JobMaster::ChooseRestorePoint() {
   std::optional<RestorePoint> chosen;
   for (auto it = completed->rbegin(); it != completed->rend(); ++it) {
     auto m = CheckpointStorage::ReadMetadata(it->directory);
-    auto bad = bad_checkpoints_.find(it->id.value());
+    auto bad = bad_checkpoints_.find(it->directory);
     Status ok = bad != bad_checkpoints_.end() ? Corruption(bad->second)
                 : m.ok() ? CheckpointStorage::VerifyStateFiles(it->directory, *m)
                          : m.status();
     if (!ok.ok()) {
       if (bad == bad_checkpoints_.end()) {
-        bad_checkpoints_[it->id.value()] = ok.message();
+        bad_checkpoints_[it->directory] = ok.message();
         KF_LOG_WARN(
             "checkpoint {} cannot be restored ({}); using the previous completed checkpoint",
             it->id.value(), ok.message());
@@ -304,7 +304,7 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   restored_from_.reset();
   if (restore) {
     assignments = AssignState(restore->metadata, restore->directory, parallelism);
-    restored_from_ = restore->metadata.id;
+    restored_from_ = RestoredFrom{restore->metadata.id, restore->directory};
   }
   for (int32_t i = 0; i < parallelism; ++i) {
     const WorkerInfo* w = by_slot[static_cast<size_t>(i)];
@@ -363,10 +363,8 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
     // The restore point survives retention until a newer checkpoint completes; the corrupt
     // ones newer than it stay on disk but never count as retained or restore again.
     CheckpointCoordinator::RecoverOptions recover;
-    for (const auto& [id, why] : bad_checkpoints_) recover.unrestorable.insert(id);
-    for (const CheckpointLocation& c : *completed) {
-      if (restore && c.directory == restore->directory) recover.restore = c.id;
-    }
+    for (const auto& [directory, why] : bad_checkpoints_) recover.unrestorable.insert(directory);
+    if (restore) recover.restore = restore->directory;
     checkpoints_->RecoverCompleted(*completed, std::move(recover));
   }
   WriteJobRecord();
@@ -466,8 +464,11 @@ void JobMaster::OnTaskFinished(const TaskFinished& m, int64_t now_ms) {
 void JobMaster::OnTaskFailed(const TaskFailed& m, int64_t now_ms) {
   Vertex* v = VertexOf(m.subtask, m.attempt, m.worker);
   if (v == nullptr) return;
-  if (m.corrupted_checkpoint.value() != 0 && restored_from_ == m.corrupted_checkpoint) {
-    bad_checkpoints_[m.corrupted_checkpoint.value()] = m.reason;
+  // The worker names the checkpoint by id; the job master knows which directory (of this job or,
+  // with --from-savepoint, of another one) the attempt restored.
+  if (m.corrupted_checkpoint.value() != 0 && restored_from_ &&
+      restored_from_->id == m.corrupted_checkpoint) {
+    bad_checkpoints_[restored_from_->directory] = m.reason;
     KF_LOG_WARN(
         "checkpoint {} is corrupted ({}); the next attempt uses the previous completed "
         "checkpoint",
@@ -978,7 +979,7 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["waiting_for"] = waiting_for_;
   j["restarts"] = restart_.restarts();
   j["restart_strategy"] = restart_.Describe();
-  j["restored_from"] = restored_from_ ? restored_from_->value() : 0;
+  j["restored_from"] = restored_from_ ? restored_from_->id.value() : 0;
   if (rescale_) {
     j["rescale"] = {{"target", rescale_->target},
                     {"phase", RescalePhaseName(rescale_->phase)},

@@ -221,9 +221,16 @@ class JobMaster {
   AttemptNumber attempt_{0};
   std::vector<Vertex> vertices_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
-  std::optional<RestorePoint> initial_restore_;     // --from-savepoint, until the first checkpoint
-  std::optional<CheckpointId> restored_from_;       // of the current attempt
-  std::map<int64_t, std::string> bad_checkpoints_;  // found corrupted (why); never restored again
+  std::optional<RestorePoint> initial_restore_;  // --from-savepoint, until the first checkpoint
+  // Checkpoints are identified by directory: with --from-savepoint the restored checkpoint may
+  // be another job's, with the id of one of this job's own checkpoints.
+  struct RestoredFrom {
+    CheckpointId id;
+    std::string directory;
+  };
+  std::optional<RestoredFrom> restored_from_;  // of the current attempt
+  // Found corrupted, by directory (why); never restored again.
+  std::map<std::string, std::string> bad_checkpoints_;
   enum class FinalCheckpoint { kNone, kPending, kCompleted };
   FinalCheckpoint final_ = FinalCheckpoint::kNone;  // of the current attempt
   bool attempt_cancelled_ = false;  // CancelTask sent to the current attempt's subtasks

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "common/file_system.h"
+#include "common/format_version.h"
 #include "state/rocksdb/rocksdb_key_layout.h"
 #include "state/rocksdb/rocksdb_keyed_state.h"
 #include "state/rocksdb/rocksdb_keyed_state_backend.h"
@@ -207,12 +208,10 @@ Status RocksDbKeyedStateBackend::RestoreNative(const std::vector<NativeRestoreSo
           h.backend + ", or restore from a savepoint (portable between backends)");
     }
     if (h.format_version != rocksdb_native::kFormatVersion) {
-      return FailedPrecondition(
-          "cannot restore the RocksDB snapshot of " + h.range.ToString() +
-          ": it was written in native format version " + std::to_string(h.format_version) +
-          ", which this keyflow cannot read (it reads version " +
-          std::to_string(rocksdb_native::kFormatVersion) +
-          "); restore it with the keyflow version that wrote it, or from a savepoint");
+      // The version is a field of the checkpoint's _metadata, whose checksum verified.
+      return UnreadableFormatVersion("the RocksDB snapshot of key groups " + h.range.ToString(),
+                                     h.format_version, rocksdb_native::kFormatVersion,
+                                     rocksdb_native::kFormatVersion);
     }
     if (!h.range.Intersection(range()).empty()) used.push_back(&source);
   }

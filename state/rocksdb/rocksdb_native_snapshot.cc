@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "common/binary_io.h"
+#include "common/check.h"
+#include "common/format_version.h"
 #include "common/hashing.h"
 
 namespace keyflow::rocksdb_native {
@@ -39,7 +41,18 @@ Status WriteError(const std::string& path, const Status& cause) {
 class RocksDbSnapshotPart final : public NativeSnapshotPart {
  public:
   RocksDbSnapshotPart(LocalSnapshot local, FileSystem& fs, std::shared_ptr<UploadedFiles> uploaded)
-      : local_(std::move(local)), fs_(fs), uploaded_(std::move(uploaded)) {}
+      : local_(std::move(local)), fs_(fs), uploaded_(std::move(uploaded)) {
+    // The counters at the barrier, as KEYFLOW-STATES records them (this build encoded them).
+    entries_.assign(static_cast<size_t>(local_.range.size()), 0);
+    Result<std::vector<SnapshotState>> states =
+        DecodeStates(local_.states_bytes, local_.range.size(), local_.local_dir);
+    CHECK(states.ok()) << states.status().ToString();
+    for (const SnapshotState& state : *states) {
+      for (size_t i = 0; i < entries_.size(); ++i) {
+        entries_[i] += static_cast<uint64_t>(state.counts[i]);
+      }
+    }
+  }
   ~RocksDbSnapshotPart() override { fs_.RemoveAll(local_.local_dir).IgnoreError(); }
 
   Result<IncrementalKeyedStateHandle> Write(uint64_t* written_bytes) override {
@@ -53,6 +66,8 @@ class RocksDbSnapshotPart final : public NativeSnapshotPart {
     fs_.RemoveAll(local_.local_dir).IgnoreError();
     return handle;
   }
+
+  const std::vector<uint64_t>& EntriesPerKeyGroup() const override { return entries_; }
 
  private:
   Result<IncrementalKeyedStateHandle> WriteFiles(uint64_t* written_bytes,
@@ -123,6 +138,7 @@ class RocksDbSnapshotPart final : public NativeSnapshotPart {
   LocalSnapshot local_;
   FileSystem& fs_;
   std::shared_ptr<UploadedFiles> uploaded_;
+  std::vector<uint64_t> entries_;  // per key group of local_.range
 };
 
 }  // namespace
@@ -155,7 +171,12 @@ Result<std::vector<SnapshotState>> DecodeStates(std::string_view bytes, int32_t 
                       " is malformed (truncated or not written by keyflow): restore from an "
                       "earlier checkpoint");
   };
-  if (!in.ok() || magic != kStatesMagic || version != kFormatVersion) return malformed();
+  if (!in.ok() || magic != kStatesMagic) return malformed();
+  // The file passed its checksum (recorded in _metadata) before it is decoded.
+  if (version != kFormatVersion) {
+    return UnreadableFormatVersion("the RocksDB snapshot file " + file, version, kFormatVersion,
+                                   kFormatVersion);
+  }
   for (uint64_t i = 0; i < n; ++i) {
     SnapshotState s;
     s.name = std::string(in.Bytes());

@@ -42,7 +42,9 @@ struct SnapshotState {
   std::vector<int64_t> counts;  // entries per key group of the handle's range
 };
 std::string EncodeStates(const std::vector<SnapshotState>& states);
-// Corruption naming `file` when the bytes are malformed or not for `num_key_groups` groups.
+// Corruption naming `file` when the bytes are malformed or not for `num_key_groups` groups;
+// FailedPrecondition (common/format_version.h) for another version. Precondition: the file
+// passed its checksum, so that a version field that differs is a version skew.
 Result<std::vector<SnapshotState>> DecodeStates(std::string_view bytes, int32_t num_key_groups,
                                                 const std::string& file);
 

@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/file_io.h"
+#include "common/format_version.h"
 #include "common/hashing.h"
 
 namespace keyflow {
@@ -180,16 +181,9 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
   }
   BinaryReader hr(std::string_view(head).substr(8));
   KeyedSnapshotInfo info;
+  // The header's layout is the same in every version (state/README.md): the checksum is
+  // verified before the version is believed, so a flipped version byte is Corruption.
   info.format_version = hr.U32();
-  if (hr.ok() && (info.format_version < kOldestKeyedSnapshotFormatVersion ||
-                  info.format_version > kKeyedSnapshotFormatVersion)) {
-    return FailedPrecondition(
-        "snapshot " + name + " has format version " + std::to_string(info.format_version) +
-        " but this keyflow reads versions " + std::to_string(kOldestKeyedSnapshotFormatVersion) +
-        " to " + std::to_string(kKeyedSnapshotFormatVersion) +
-        " (or its header is corrupted); restore it with the keyflow version "
-        "that wrote it");
-  }
   info.max_parallelism = hr.I32();
   uint8_t kt = hr.U8();
   int32_t start = hr.I32();
@@ -204,6 +198,11 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
   if (!hr.ok()) return Broken(name, "header is truncated");
   if (header_sum != Checksum64(head.data(), header_len)) {
     return Broken(name, "header checksum mismatch");
+  }
+  if (info.format_version < kOldestKeyedSnapshotFormatVersion ||
+      info.format_version > kKeyedSnapshotFormatVersion) {
+    return UnreadableFormatVersion("snapshot " + name, info.format_version,
+                                   kOldestKeyedSnapshotFormatVersion, kKeyedSnapshotFormatVersion);
   }
   if (kt > static_cast<uint8_t>(KeyType::kLong) || info.max_parallelism <= 0 || start < 0 ||
       end < start || end >= info.max_parallelism) {

@@ -46,6 +46,10 @@ class NativeSnapshotPart {
   // Runs once, on the snapshot thread. Errors name the file and the sentence a user can act on
   // ("the disk of /x is full: ..."). `written_bytes` (out): bytes of new files it wrote.
   virtual Result<IncrementalKeyedStateHandle> Write(uint64_t* written_bytes) = 0;
+  // The (state, key, namespace) entries of every state per key group of the snapshot's range,
+  // at the barrier (exact: the backend's counters, no I/O); the checkpoint metadata's per-key-
+  // group `keys` of the subtask. Their sum is the handle's total_keys.
+  virtual const std::vector<uint64_t>& EntriesPerKeyGroup() const = 0;
 };
 
 // What a restore reads native state from: one old subtask's handle, with the directories its

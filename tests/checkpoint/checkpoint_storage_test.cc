@@ -139,6 +139,44 @@ TEST_F(CheckpointStorageTest, ListsOnlyCheckpointsWhoseMetadataVerifiesInIdOrder
   EXPECT_EQ(*max_id, 11) << "the half-written checkpoint's id counts";
 }
 
+// checkpoint/README.md "Format versions": a flipped byte in the version field is skipped like
+// any corrupt metadata (an earlier checkpoint may be used); an intact metadata of a newer version
+// fails the whole listing, so that nothing of the job is restored, retained or swept by this
+// build.
+TEST_F(CheckpointStorageTest, AFlippedVersionByteIsSkippedButAnIntactNewerVersionFailsTheListing) {
+  WriteCompleted(1);
+  const std::string flipped_dir = WriteCompleted(2);
+  auto bytes = ReadFileToString(flipped_dir + "/_metadata");
+  ASSERT_TRUE(bytes.ok());
+  std::string flipped = *bytes;
+  flipped[8] = static_cast<char>(flipped[8] ^ 0x01);  // version 2 -> 3, checksum unchanged
+  ASSERT_TRUE(WriteFileAtomically(flipped_dir + "/_metadata", flipped).ok());
+  {
+    CapturedLog log;
+    auto completed = storage_.ListCompletedCheckpoints(kJob);
+    EXPECT_EQ(Ids(completed), (std::vector<int64_t>{1}));
+    EXPECT_NE(log.Text().find("skipping checkpoint directory dir=" + flipped_dir),
+              std::string::npos)
+        << log.Text();
+  }
+
+  // The same metadata as a newer keyflow writes it: version 3, checksum over it.
+  const std::string newer_dir = WriteCompleted(3);
+  ASSERT_TRUE(WriteFileAtomically(
+                  newer_dir + "/_metadata",
+                  EncodeChecksummedEnvelope(kCheckpointMetadataMagic, 3, "what version 3 holds"))
+                  .ok());
+  auto listed = storage_.ListCompletedCheckpoints(kJob);
+  EXPECT_EQ(listed.status(),
+            FailedPrecondition("checkpoint metadata " + newer_dir +
+                               "/_metadata was written in format version 3, which this keyflow "
+                               "cannot read (it reads format versions 1 and 2); restore it with "
+                               "a keyflow that reads format version 3, or from an earlier "
+                               "checkpoint or savepoint"));
+  auto read = CheckpointStorage::ReadMetadata(newer_dir);
+  EXPECT_EQ(read.status(), listed.status());
+}
+
 TEST_F(CheckpointStorageTest, MaxUsedIdCountsCheckpointsAndSavepointsWithOrWithoutMetadata) {
   auto none = storage_.MaxUsedId(kJob);
   ASSERT_TRUE(none.ok());
@@ -267,10 +305,11 @@ TEST_F(CheckpointStorageTest, VerifyStateFilesChecksSharedAndPrivateFilesOfIncre
 TEST_F(CheckpointStorageTest, CraftedMetadataWithAPathOutOfTheDirectoryIsCorruption) {
   std::string dir = WriteCompleted(1);
   std::string bytes = *ReadFileToString(CheckpointStorage::MetadataPath(dir));
-  auto body = DecodeChecksummedEnvelope(bytes, kCheckpointMetadataMagic, kCheckpointMetadataVersion,
-                                        "test");
-  ASSERT_TRUE(body.ok());
-  std::string crafted(*body);
+  auto envelope =
+      DecodeChecksummedEnvelope(bytes, kCheckpointMetadataMagic, kCheckpointMetadataVersion,
+                                kCheckpointMetadataVersion, "test");
+  ASSERT_TRUE(envelope.ok());
+  std::string crafted(envelope->body);
   // "subtask-0.kgs" (13 bytes) -> "../../../etc" + 1 byte: same length, the rest stays valid.
   const size_t at = crafted.find("subtask-0.kgs");
   ASSERT_NE(at, std::string::npos);

@@ -36,6 +36,20 @@ class IncrementalCheckpointCoordinatorTest : public ckpt_test::CheckpointCoordin
   }
 
   // A shared file of `size` bytes written into the job's shared directory.
+  // Two completed checkpoints with retention 2, each with its own shared file x-0.kgs /
+  // x-10.kgs, then a new attempt with retention 1 (first id 3): what it recovers.
+  std::vector<CheckpointLocation> TwoCheckpointsThenRetentionOne() {
+    Make(/*retained=*/2);
+    for (int64_t at : {0, 10}) {
+      SharedStateFile x = Shared("x-" + std::to_string(at) + ".kgs", 10);
+      Checkpoint(at, {x}, {x});
+    }
+    auto completed = storage_.ListCompletedCheckpoints(kJob);
+    EXPECT_TRUE(completed.ok());
+    EXPECT_EQ(completed.ok() ? completed->size() : 0u, 2u);
+    Make(/*retained=*/1, /*first_id=*/3);
+    return completed.ok() ? *completed : std::vector<CheckpointLocation>{};
+  }
   SharedStateFile Shared(const std::string& name, uint64_t size) {
     EXPECT_TRUE(CreateDirectories(SharedDir()).ok());
     EXPECT_TRUE(WriteFileAtomically(SharedDir() + "/" + name, std::string(size, 's')).ok());
@@ -395,8 +409,8 @@ TEST_F(IncrementalCheckpointCoordinatorTest, ARestoredCheckpointSurvivesRetentio
   // Without protection, retention 1 would delete the restore point right away.
   Make(/*retained=*/1, /*first_id=*/4);
   CheckpointCoordinator::RecoverOptions recover;
-  recover.restore = CheckpointId(id2);
-  recover.unrestorable = {id3};
+  recover.restore = Dir(id2);
+  recover.unrestorable = {Dir(id3)};
   cc().RecoverCompleted(*completed, recover);
   EXPECT_TRUE(PathExists(Dir(id2) + "/_metadata")) << "the restore point";
   for (const char* name : {"x-1.kgs", "x-2.kgs", "y-2.kgs"}) {
@@ -433,18 +447,26 @@ TEST_F(IncrementalCheckpointCoordinatorTest, ARestoredCheckpointSurvivesRetentio
 // The same recovery without options: retention 1 deletes chk2 (what the job master used to do
 // while restoring from it).
 TEST_F(IncrementalCheckpointCoordinatorTest, WithoutARestorePointRetentionAppliesAtRecovery) {
-  Make(/*retained=*/2);
-  for (int64_t t : {0, 10}) {
-    SharedStateFile x = Shared("x-" + std::to_string(t) + ".kgs", 10);
-    Checkpoint(t, {x}, {x});
-  }
-  auto completed = storage_.ListCompletedCheckpoints(kJob);
-  ASSERT_TRUE(completed.ok());
-  Make(/*retained=*/1, /*first_id=*/3);
-  cc().RecoverCompleted(*completed);
+  cc().RecoverCompleted(TwoCheckpointsThenRetentionOne());
   EXPECT_FALSE(PathExists(Dir(1)));
   EXPECT_FALSE(SharedExists("x-0.kgs"));
   EXPECT_TRUE(SharedExists("x-10.kgs"));
+}
+
+// RecoverOptions name checkpoints by directory: another job's chk-1 restored --from-savepoint and
+// another job's corrupt chk-2 share ids with this job's own, which are neither protected nor
+// unrestorable because of them.
+TEST_F(IncrementalCheckpointCoordinatorTest, AnotherJobsCheckpointsWithTheSameIdsChangeNothing) {
+  std::vector<CheckpointLocation> completed = TwoCheckpointsThenRetentionOne();
+  CheckpointCoordinator::RecoverOptions recover;
+  recover.restore = "/elsewhere/other-job/chk-1";
+  recover.unrestorable = {"/elsewhere/other-job/chk-2"};
+  cc().RecoverCompleted(completed, recover);
+  EXPECT_FALSE(PathExists(Dir(1))) << "retention 1, and this job's chk-1 is no restore point";
+  EXPECT_FALSE(SharedExists("x-0.kgs"));
+  EXPECT_TRUE(PathExists(Dir(2) + "/_metadata"));
+  ASSERT_TRUE(cc().latest_completed().has_value()) << "chk-2 is restorable";
+  EXPECT_EQ(cc().latest_completed()->id.value(), 2);
 }
 
 // An upload of the previous attempt that finishes after the recovery sweep: its ack is ignored
@@ -461,7 +483,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, AnAckOfAnEarlierAttemptDeletesOnlyI
   config.max_concurrent = 3;
   coordinator_.emplace(kJob, ckpt_test::TestSpec(kM, kP), AttemptNumber(2), config, &storage_,
                        &clock_, /*first_id=*/3);
-  cc().RecoverCompleted(*completed, {CheckpointId(id1), {}});
+  cc().RecoverCompleted(*completed, {Dir(id1), {}});
   int64_t id3 = Trigger(20);
   SharedStateFile x3 = Shared("x-3.kgs", 30);  // attempt 2's upload, not yet acknowledged
   SharedStateFile x2 = Shared("x-2.kgs", 7);   // attempt 1's, written after the sweep

@@ -79,6 +79,13 @@ class RecoveryTest : public ::testing::Test {
     ASSERT_TRUE(outbox_.Last<Reply>("cli")->ok) << outbox_.Last<Reply>("cli")->message;
   }
 
+  // Registers worker "w0" (slot 0), submits `spec` and deploys it there: the job is RUNNING.
+  void RunOnOneWorker(const JobSpec& spec) {
+    Register("w0", 0);
+    Submit(spec);
+    DeployAll({"w0"});
+  }
+
   // Answers the current attempt's DeployTask of every worker and checks StartTask went out.
   void DeployAll(const std::vector<std::string>& identities) {
     AttemptNumber a = coord_->job()->attempt();
@@ -264,16 +271,75 @@ TEST_F(RecoveryTest, CorruptedNewestCheckpointFallsBackToThePreviousOne) {
   EXPECT_EQ(d->restore->checkpoint.value(), 1);
 }
 
+// A job started --from-savepoint of ANOTHER job's chk-3, which the worker cannot read at the first
+// attempt (a corrupted_checkpoint of id 3), later completes its own chk-3: a different checkpoint
+// with the same id. The job master names checkpoints by directory, so the next restart restores
+// the job's own chk-3 (named by id, it would have been skipped as corrupt for chk-2).
+TEST_F(RecoveryTest, AnotherJobsUnrestorableCheckpointNeverMarksTheJobsOwnOfTheSameId) {
+  Register("w0", 0);
+  Submit(Spec(1, 500));
+  DeployAll({"w0"});
+  for (int i = 0; i < 3; ++i) {
+    AdvanceToNextCheckpoint("w0");
+    AckAll({"w0"});
+  }
+  const std::string other = outbox_.Last<TriggerCheckpoint>("w0")->directory;
+  ASSERT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 3);
+  const std::string other_job = coord_->job()->job_id();
+  coord_->OnMessage("cli", CancelJob{}, now_);
+
+  JobSpec spec = Spec(1, 500);
+  spec.from_savepoint = other;
+  Submit(spec);
+  const std::string job = coord_->job()->job_id();
+  ASSERT_NE(job, other_job);
+  auto d = outbox_.Last<DeployTask>("w0");
+  ASSERT_EQ(d->attempt.value(), 1);
+  ASSERT_TRUE(d->restore.has_value());
+  EXPECT_EQ(d->restore->checkpoint.value(), 3);
+  EXPECT_EQ(d->restore->checkpoint_dir, other);
+  DeployAll({"w0"});
+  coord_->OnMessage("w0",
+                    TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0),
+                               "checkpoint 3 cannot be restored: cannot open " + other +
+                                   "/subtask-0.kgs (Input/output error)",
+                               CheckpointId(3)},
+                    now_);
+  Advance(1000);
+  d = outbox_.Last<DeployTask>("w0");
+  ASSERT_EQ(d->attempt.value(), 2);
+  ASSERT_TRUE(d->restore.has_value()) << "no checkpoint of its own yet: the savepoint again";
+  EXPECT_EQ(d->restore->checkpoint_dir, other);
+  DeployAll({"w0"});
+  for (int i = 0; i < 3; ++i) {
+    AdvanceToNextCheckpoint("w0");
+    AckAll({"w0"});
+  }
+  CheckpointStorage storage(dir_.path());
+  const std::string own3 = storage.CheckpointDirectory(job, CheckpointId(3));
+  ASSERT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 3);
+  ASSERT_EQ(outbox_.Last<TriggerCheckpoint>("w0")->directory, own3);
+
+  coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(2), SubtaskIndex(0), "boom"}, now_);
+  Advance(1000);
+  d = outbox_.Last<DeployTask>("w0");
+  ASSERT_EQ(d->attempt.value(), 3);
+  ASSERT_TRUE(d->restore.has_value());
+  EXPECT_EQ(d->restore->checkpoint.value(), 3);
+  EXPECT_EQ(d->restore->checkpoint_dir, own3);
+  DeployAll({"w0"});
+  EXPECT_EQ(coord_->StatusJson(now_)["job"]["checkpoints"]["latest_completed"], 3);
+  EXPECT_TRUE(PathExists(own3 + "/_metadata"));
+}
+
 // --retained-checkpoints 1 and a crash between "chk2 completed" and "chk1 deleted" leave both on
 // disk; chk2 is corrupt (a truncated shared file), so the restart restores chk1. The new
 // attempt's retention must not delete its restore point or the shared files it references; chk2
 // stays on disk until a newer checkpoint completes, then both go with their unshared files.
 TEST_F(RecoveryTest, RetentionNeverDeletesTheCheckpointAnAttemptRestoresFrom) {
-  Register("w0", 0);
   JobSpec spec = Spec(1, 500);
   spec.retained_checkpoints = 1;
-  Submit(spec);
-  DeployAll({"w0"});
+  RunOnOneWorker(spec);
   AdvanceToNextCheckpoint("w0");
   AckShared("w0", {"common.kgs", "only-1.kgs"});
   ASSERT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 1);
@@ -740,11 +806,9 @@ TEST_F(RecoveryTest, PendingPeriodicCheckpointMayCompleteAfterTheJobEntersFinish
 }
 
 TEST_F(RecoveryTest, MoreThanTheTolerableConsecutiveCheckpointFailuresFailTheJob) {
-  Register("w0", 0);
   JobSpec spec = Spec(1, 500);
   spec.tolerable_checkpoint_failures = 2;
-  Submit(spec);
-  DeployAll({"w0"});
+  RunOnOneWorker(spec);
   auto decline_next = [&] {
     AdvanceToNextCheckpoint("w0");
     auto t = outbox_.Last<TriggerCheckpoint>("w0");

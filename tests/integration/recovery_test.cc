@@ -22,6 +22,7 @@
 #include "common/key.h"
 #include "common/key_group_assignment.h"
 #include "tests/integration/cluster.h"
+#include "tests/integration/file_faults.h"
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/status_assertions.h"
@@ -39,6 +40,9 @@ constexpr Duration kJobTimeout = Duration::Seconds(90);
 // Event time, parameters under which hot keys close windows by count and cold ones by timeout.
 constexpr int64_t kCount = 20;
 constexpr int64_t kTimeoutMs = 2'000;
+// The tests that restore a savepoint taken in the first second: windows close by count (hot
+// keys, 800 records) or at the end of the input by a 60 s event-time timeout.
+constexpr int64_t kLateCount = 800, kLongTimeoutMs = 60'000;
 // About 6 s of input at 4000 events/s: long enough to kill something after a few checkpoints.
 constexpr char kInput[] = "gen:events=24000,keys=600,splits=3,seed=11,skew=1,rate=4000";
 
@@ -74,22 +78,6 @@ Result<CommandResult> Inspect(std::vector<std::string> args) {
   return RunCommand(argv, Duration::Seconds(20));
 }
 
-// Flips `n` bytes in the middle of a file.
-void FlipBytes(const std::string& path, size_t n) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  ASSERT_TRUE(f) << path;
-  f.seekg(0, std::ios::end);
-  const std::streamoff size = f.tellg();
-  ASSERT_GT(size, static_cast<std::streamoff>(2 * n)) << path;
-  std::string bytes(n, '\0');
-  f.seekg(size / 2);
-  f.read(bytes.data(), static_cast<std::streamsize>(n));
-  for (char& c : bytes) c = static_cast<char>(~c);
-  f.seekp(size / 2);
-  f.write(bytes.data(), static_cast<std::streamsize>(n));
-  ASSERT_TRUE(f) << path;
-}
-
 class RecoveryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -118,6 +106,14 @@ class RecoveryTest : public ::testing::Test {
   static std::vector<std::string> Reference(const std::string& input, int64_t count,
                                             int64_t timeout_ms) {
     return ReferenceCountWindowRun(input, count, timeout_ms);
+  }
+
+  // The committed output in `output` is exactly `reference` (as sets of lines, canonical).
+  static void ExpectExactOutput(const std::string& output,
+                                const std::vector<std::string>& reference) {
+    auto actual = CanonicalOutput(output);
+    ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+    EXPECT_TRUE(SameLines(*actual, reference));
   }
 
   // Submits a job without --wait; returns its id.
@@ -214,9 +210,7 @@ TEST_F(RecoveryTest, WorkerKilledMidJobRestartsFromTheLatestCheckpointWithExactO
   EXPECT_THAT(ReadFileOrEmpty(cluster_->WorkerLog(1)),
               HasSubstr("state restored subtask=1 checkpoint=" + std::to_string(restored)));
 
-  auto actual = CanonicalOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-  EXPECT_TRUE(SameLines(*actual, reference));
+  ExpectExactOutput(output, reference);
 }
 
 TEST_F(RecoveryTest, CoordinatorKilledMidJobResumesTheSameJobWithExactOutput) {
@@ -258,9 +252,7 @@ TEST_F(RecoveryTest, CoordinatorKilledMidJobResumesTheSameJobWithExactOutput) {
                                           " that was running when the coordinator stopped: "
                                           "resuming it"));
 
-  auto actual = CanonicalOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-  EXPECT_TRUE(SameLines(*actual, Reference(kInput, kCount, kTimeoutMs)));
+  ExpectExactOutput(output, Reference(kInput, kCount, kTimeoutMs));
 }
 
 // Issue 9, Liveness 2. The newest checkpoint has a flipped byte (only the worker's checksums
@@ -428,9 +420,7 @@ TEST_F(RecoveryTest, CheckpointDirectoryWithoutMetadataIsNeverListedNorRestored)
   // Ids are never reused, not even the orphan's: the next attempt's checkpoints come after it.
   EXPECT_GT((*end)["checkpoints"].value("latest_completed", int64_t{0}), 1000);
 
-  auto actual = CanonicalOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-  EXPECT_TRUE(SameLines(*actual, Reference(kInput, kCount, kTimeoutMs)));
+  ExpectExactOutput(output, Reference(kInput, kCount, kTimeoutMs));
 }
 
 TEST_F(RecoveryTest, CheckpointAndSavepointCommandsListInspectAndRetention) {
@@ -553,16 +543,13 @@ TEST_F(RecoveryTest, CheckpointAndSavepointCommandsListInspectAndRetention) {
   EXPECT_TRUE(fs::exists(savepoint_dir + "/_metadata"));
 
   // Savepoints pre-commit without committing; the checkpoints after them commit their data.
-  auto actual = CanonicalOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-  EXPECT_TRUE(SameLines(*actual, Reference(kSmallInput, kCount, kTimeoutMs)));
+  ExpectExactOutput(output, Reference(kSmallInput, kCount, kTimeoutMs));
 }
 
 TEST_F(RecoveryTest, RestoreRefusesAnotherMaxParallelismAndRescalesExactly) {
   // Windows close by count (hot keys, 800 records) or at the end of input by the 60 s event-time
   // timeout (the input spans 30 s of event time): the savepoint below, taken in the first
   // second, precedes every result, so the restored job alone produces the whole output.
-  constexpr int64_t kLateCount = 800, kLongTimeoutMs = 60'000;
   constexpr char kSlowInput[] = "gen:events=30000,keys=300,splits=3,seed=3,skew=1,rate=3000";
   const std::vector<std::string> reference = Reference(kSlowInput, kLateCount, kLongTimeoutMs);
   std::map<std::string, int> causes;
@@ -637,9 +624,7 @@ TEST_F(RecoveryTest, RestoreRefusesAnotherMaxParallelismAndRescalesExactly) {
   EXPECT_LT(end->value("records_in", int64_t{0}), 30000) << "it resumed at the savepoint offsets";
   EXPECT_EQ(end->value("late_records", int64_t{-1}), 0);
 
-  auto actual = CanonicalOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-  EXPECT_TRUE(SameLines(*actual, reference));
+  ExpectExactOutput(output, reference);
 }
 
 // The Flink way to rescale — savepoint, cancel, resubmit from the savepoint with the same
@@ -668,9 +653,7 @@ TEST_F(RecoveryTest, SavepointRestoredIntoTheSameOutputDirectoryKeepsItsResults)
   auto end = WaitForEnd(*second);
   ASSERT_TRUE(end.ok()) << end.status().ToString();
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
-  auto actual = CanonicalOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-  EXPECT_TRUE(SameLines(*actual, Reference(kInput, kCount, kTimeoutMs)));
+  ExpectExactOutput(output, Reference(kInput, kCount, kTimeoutMs));
 }
 
 TEST_F(RecoveryTest, ProcessingTimeTimersPendingAtTheCheckpointAreReArmedAfterRestore) {
@@ -777,9 +760,7 @@ TEST_F(RecoveryTest, LostWorkerWithoutReplacementRestartsTheJobOnTheRemainingWor
   EXPECT_THAT(CoordinatorLog(), HasSubstr("no replacement worker within 2000 ms: restarting job " +
                                           *job_id + " on 2 worker(s) instead of 3"));
 
-  auto actual = CanonicalOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-  EXPECT_TRUE(SameLines(*actual, Reference(kInput, kCount, kTimeoutMs)));
+  ExpectExactOutput(output, Reference(kInput, kCount, kTimeoutMs));
 }
 
 // A job upgrade (issue 10): a savepoint of the built-in count-window restores into a newer build
@@ -787,7 +768,6 @@ TEST_F(RecoveryTest, LostWorkerWithoutReplacementRestartsTheJobOnTheRemainingWor
 // a build whose state "window" changed its type is refused at restore, naming the state, and
 // the savepoint stays usable.
 TEST_F(RecoveryTest, AJobUpgradeRestoresIntoANewerBuildAndRefusesAChangedStateType) {
-  constexpr int64_t kLateCount = 800, kLongTimeoutMs = 60'000;
   constexpr char kSlowInput[] = "gen:events=20000,keys=200,splits=2,seed=5,skew=1,rate=3000";
   auto args = [&](const std::string& output, std::vector<std::string> extra) {
     return CountWindowArgs(kSlowInput, output, 2, kLateCount, kLongTimeoutMs, std::move(extra));
@@ -828,9 +808,7 @@ TEST_F(RecoveryTest, AJobUpgradeRestoresIntoANewerBuildAndRefusesAChangedStateTy
   auto end = WaitForEnd(*second);
   ASSERT_TRUE(end.ok()) << end.status().ToString();
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
-  auto actual = CanonicalOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
-  EXPECT_TRUE(SameLines(*actual, Reference(kSlowInput, kLateCount, kLongTimeoutMs)));
+  ExpectExactOutput(output, Reference(kSlowInput, kLateCount, kLongTimeoutMs));
 }
 
 }  // namespace

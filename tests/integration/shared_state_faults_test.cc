@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -28,9 +29,12 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_storage.h"
+#include "common/binary_io.h"
 #include "common/file_io.h"
+#include "common/hashing.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/count_window_fixture.h"
+#include "tests/integration/file_faults.h"
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
@@ -53,6 +57,17 @@ struct Completed {
   int64_t id = 0;
   std::string directory;
 };
+
+// Every file of a directory, path -> content.
+std::map<std::string, std::string> Contents(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    auto bytes = ReadFileToString(e.path().string());
+    out[e.path().string()] = bytes.ok() ? *bytes : "<unreadable>";
+  }
+  return out;
+}
 
 class SharedStateFaultsTest : public CountWindowClusterTest {
  protected:
@@ -97,19 +112,27 @@ class SharedStateFaultsTest : public CountWindowClusterTest {
     return cluster_->CheckpointDir() + "/" + job_id + "/shared";
   }
 
-  static void FlipBytes(const std::string& path) {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    ASSERT_TRUE(f) << path;
-    f.seekg(0, std::ios::end);
-    const std::streamoff size = f.tellg();
-    ASSERT_GT(size, 16) << path;
-    std::string bytes(8, '\0');
-    f.seekg(size / 2);
-    f.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    for (char& c : bytes) c = static_cast<char>(~c);
-    f.seekp(size / 2);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    ASSERT_TRUE(f) << path;
+  // SIGKILLs worker 1, starts it again and waits until the job is in `state` (FINISHED or
+  // FAILED); returns its status. Empty (with a test failure) if the worker did not restart.
+  nlohmann::json KillWorkerAndWaitFor(const std::string& state) {
+    const bool killed = cluster_->KillWorker(1).ok() && cluster_->StartWorker(1).ok();
+    EXPECT_TRUE(killed) << cluster_->LogExcerpts();
+    if (!killed) return nlohmann::json::object();
+    return WaitForJob([&](const nlohmann::json& j) { return j.value("state", "") == state; },
+                      "the job " + state);
+  }
+
+  // Worker 1 SIGKILLed: restoring `c` fails the job at once (no restart but the one after the
+  // SIGKILL) with every one of `sentences` in its failure, and `c` stays as it was.
+  void KillAndExpectTheJobFailsAtOnce(const Completed& c,
+                                      const std::vector<std::string>& sentences) {
+    const std::map<std::string, std::string> before = Contents(c.directory);
+    nlohmann::json job = KillWorkerAndWaitFor("FAILED");
+    const std::string why = job.value("failure", "");
+    for (const std::string& sentence : sentences) EXPECT_THAT(why, HasSubstr(sentence));
+    EXPECT_THAT(why, HasSubstr("the job cannot continue (no restart can help)"));
+    EXPECT_EQ(job.value("restarts", -1), 1) << "only the restart after the SIGKILL: " << job.dump();
+    EXPECT_EQ(Contents(c.directory), before) << "the checkpoint was changed";
   }
 
   std::string CoordinatorLog() const {
@@ -147,10 +170,7 @@ class SharedStateFaultsTest : public CountWindowClusterTest {
       ASSERT_TRUE(fs::remove(damaged)) << damaged;
     }
 
-    ASSERT_TRUE(cluster_->KillWorker(1).ok());
-    ASSERT_TRUE(cluster_->StartWorker(1).ok());
-    nlohmann::json job = WaitForJob(
-        [](const nlohmann::json& j) { return j.value("state", "") == "FINISHED"; }, "the end");
+    nlohmann::json job = KillWorkerAndWaitFor("FINISHED");
     EXPECT_EQ(job.value("restored_from", int64_t{0}), also_the_first ? 0 : first.id) << job.dump();
     // A flipped byte is found by the restoring worker (its checksums), a missing file by the
     // coordinator before it deploys; either names the file.
@@ -203,17 +223,6 @@ TEST_F(SharedStateFaultsTest, RocksDbCorruptSstOfEveryCheckpointRestartsFromTheI
   DamageTheNewestAndKill(RocksDb(dir_), ".sst", Damage::kFlipBytes, /*also_the_first=*/true);
 }
 
-// Every file of a directory, path -> content.
-std::map<std::string, std::string> Contents(const std::string& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
-    auto bytes = ReadFileToString(e.path().string());
-    out[e.path().string()] = bytes.ok() ? *bytes : "<unreadable>";
-  }
-  return out;
-}
-
 // A checkpoint written by a keyflow whose RocksDB snapshots have another format version (99):
 // restoring it fails the job at once with the sentence, and the checkpoint stays as it was.
 TEST_F(SharedStateFaultsTest, RocksDbSnapshotOfAnotherFormatVersionFailsTheJobAndStaysIntact) {
@@ -227,23 +236,149 @@ TEST_F(SharedStateFaultsTest, RocksDbSnapshotOfAnotherFormatVersionFailsTheJobAn
     s.native_state->format_version = 99;
   }
   ASSERT_TRUE(CheckpointStorage(cluster_->CheckpointDir()).WriteMetadata(c.directory, *m).ok());
-  const std::map<std::string, std::string> before = Contents(c.directory),
-                                           shared_before = Contents(SharedDir(job_id));
-
-  ASSERT_TRUE(cluster_->KillWorker(1).ok());
-  ASSERT_TRUE(cluster_->StartWorker(1).ok());
-  nlohmann::json job = WaitForJob(
-      [](const nlohmann::json& j) { return j.value("state", "") == "FAILED"; }, "the failure");
-  const std::string why = job.value("failure", "");
-  EXPECT_THAT(why, HasSubstr("it was written in native format version 99, which this keyflow "
-                             "cannot read (it reads version 1); restore it with the keyflow "
-                             "version that wrote it, or from a savepoint"));
-  EXPECT_THAT(why, HasSubstr("the job cannot continue (no restart can help)"));
-  EXPECT_EQ(job.value("restarts", -1), 1) << "only the restart after the SIGKILL: " << job.dump();
-  EXPECT_EQ(Contents(c.directory), before) << "the checkpoint was changed";
+  const std::map<std::string, std::string> shared_before = Contents(SharedDir(job_id));
+  KillAndExpectTheJobFailsAtOnce(
+      c, {"the RocksDB snapshot of key groups KeyGroupRange{start=",
+          "} was written in format version 99, which this keyflow cannot read (it reads format "
+          "version 1); restore it with a keyflow that reads format version 99, or from an "
+          "earlier checkpoint or savepoint"});
   for (const auto& [path, bytes] : shared_before) {
     EXPECT_TRUE(fs::exists(path)) << path << " was deleted";
   }
+}
+
+// checkpoint/README.md "Format versions", end to end: a byte flipped in a version field is
+// Corruption (the previous checkpoint is restored, the output is exact), an intact file of a
+// newer version is a version skew (the job fails at once with the sentence, nothing changes).
+
+// Rewrites the header of the canonical snapshot `path` as a keyflow writing format `version`
+// would: the same header layout, the header checksum over the new version.
+void RewriteSnapshotVersion(const std::string& path, uint32_t version) {
+  auto read = ReadFileToString(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  std::string bytes = *read;
+  BinaryReader r(std::string_view(bytes).substr(8));
+  r.U32();
+  r.I32();
+  r.U8();
+  r.I32();
+  r.I32();
+  const uint64_t sections = r.VarU64();
+  for (uint64_t i = 0; i < sections; ++i) {
+    r.U8();
+    r.Bytes();
+  }
+  ASSERT_TRUE(r.ok()) << path;
+  const size_t header_len = bytes.size() - r.remaining();
+  std::memcpy(bytes.data() + 8, &version, 4);
+  const uint64_t sum = Checksum64(bytes.data(), header_len);
+  std::memcpy(bytes.data() + header_len, &sum, 8);
+  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok()) << path;
+}
+
+const std::vector<std::string> kHeapFull = {"--state-backend", "heap", "--incremental", "false"};
+
+TEST_F(SharedStateFaultsTest, HeapSnapshotWithAFlippedVersionByteFallsBackToThePreviousCheckpoint) {
+  const std::vector<std::string> reference =
+      ReferenceCountWindowRun(kInput, kNoCount, kNoTimeoutMs);
+  ASSERT_FALSE(Submit(kHeapFull).empty());
+  const Completed first = CheckpointAfter(2000);
+  const Completed newest = CheckpointAfter(6000);
+  ASSERT_GT(newest.id, first.id);
+  const std::string file = newest.directory + "/subtask-1.kgs";
+  ASSERT_NO_FATAL_FAILURE(FlipBytesAt(file, 8, 1));  // the low byte of the format version
+
+  nlohmann::json job = KillWorkerAndWaitFor("FINISHED");
+  EXPECT_EQ(job.value("restored_from", int64_t{0}), first.id) << job.dump();
+  const std::string log = CoordinatorLog();
+  EXPECT_THAT(
+      log, HasSubstr("checkpoint " + std::to_string(newest.id) + " cannot be restored: snapshot " +
+                     file + " is corrupted or truncated: header checksum mismatch"))
+      << cluster_->LogExcerpts();
+  EXPECT_THAT(log, HasSubstr("falling back to checkpoint " + std::to_string(first.id)));
+  ExpectCountWindowOutput(Output(), reference, "restored from the previous checkpoint");
+}
+
+TEST_F(SharedStateFaultsTest, HeapSnapshotOfANewerFormatVersionFailsTheJobAndStaysIntact) {
+  ASSERT_FALSE(Submit(kHeapFull).empty());
+  const Completed c = CheckpointAfter(2000);
+  for (const char* name : {"/subtask-0.kgs", "/subtask-1.kgs"}) {
+    ASSERT_NO_FATAL_FAILURE(RewriteSnapshotVersion(c.directory + name, 4));
+  }
+  KillAndExpectTheJobFailsAtOnce(
+      c, {"snapshot " + c.directory + "/subtask-",
+          ".kgs was written in format version 4, which this keyflow cannot read (it reads format "
+          "versions 1 to 3); restore it with a keyflow that reads format version 4, or from an "
+          "earlier checkpoint or savepoint"});
+}
+
+// The native format version is a field of _metadata: flipped, the metadata fails its checksum
+// and the checkpoint is skipped; the previous one restores.
+TEST_F(SharedStateFaultsTest, RocksDbNativeVersionByteFlippedFallsBackToThePreviousCheckpoint) {
+  const std::vector<std::string> reference =
+      ReferenceCountWindowRun(kInput, kNoCount, kNoTimeoutMs);
+  ASSERT_FALSE(Submit(RocksDb(dir_)).empty());
+  const Completed first = CheckpointAfter(2000);
+  const Completed newest = CheckpointAfter(6000);
+  ASSERT_GT(newest.id, first.id);
+  const std::string path = CheckpointStorage::MetadataPath(newest.directory);
+  auto bytes = ReadFileToString(path);
+  auto m = CheckpointStorage::ReadMetadata(newest.directory);
+  ASSERT_TRUE(bytes.ok() && m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->Encode(), *bytes) << "precondition: the encoding is deterministic";
+  CheckpointMetadata other = *m;
+  ASSERT_TRUE(other.subtasks[1].native_state.has_value());
+  other.subtasks[1].native_state->format_version = 99;
+  const std::string changed = other.Encode();
+  ASSERT_EQ(changed.size(), bytes->size());
+  size_t at = 0;
+  while (at < changed.size() && changed[at] == (*bytes)[at]) ++at;
+  ASSERT_LT(at, changed.size() - 8) << "the version field differs before the checksum";
+  std::string flipped = *bytes;
+  flipped[at] = changed[at];  // format_version 1 -> 99, the checksum of version 1 kept
+  ASSERT_TRUE(WriteFileAtomically(path, flipped).ok());
+
+  nlohmann::json job = KillWorkerAndWaitFor("FINISHED");
+  EXPECT_EQ(job.value("restored_from", int64_t{0}), first.id) << job.dump();
+  const std::string log = CoordinatorLog();
+  EXPECT_THAT(log, HasSubstr("skipping checkpoint directory dir=" + newest.directory))
+      << cluster_->LogExcerpts();
+  EXPECT_THAT(log, HasSubstr("checksum mismatch"));
+  ExpectCountWindowOutput(Output(), reference, "restored from the previous checkpoint");
+}
+
+// An intact _metadata of a newer format version: the job fails with the sentence instead of
+// restoring an older checkpoint, and nothing of the job's checkpoints is deleted.
+TEST_F(SharedStateFaultsTest, MetadataOfANewerFormatVersionFailsTheJobAndStaysIntact) {
+  const std::string job_id = Submit(kHeap);
+  ASSERT_FALSE(job_id.empty());
+  const Completed first = CheckpointAfter(2000);
+  const Completed newest = CheckpointAfter(6000);
+  const std::string path = CheckpointStorage::MetadataPath(newest.directory);
+  auto read = ReadFileToString(path);
+  ASSERT_TRUE(read.ok());
+  std::string bytes = *read;
+  const uint32_t version = 3;
+  std::memcpy(bytes.data() + 8, &version, 4);
+  const uint64_t sum = Checksum64(bytes.data(), bytes.size() - 8);
+  std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
+  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+  const std::map<std::string, std::string> job_before =
+      Contents(cluster_->CheckpointDir() + "/" + job_id);
+
+  nlohmann::json job = KillWorkerAndWaitFor("FAILED");
+  EXPECT_THAT(job.value("failure", ""),
+              HasSubstr("checkpoint metadata " + path +
+                        " was written in format version 3, which this keyflow cannot read (it "
+                        "reads format versions 1 and 2); restore it with a keyflow that reads "
+                        "format version 3, or from an earlier checkpoint or savepoint"))
+      << job.dump();
+  for (const auto& [file, content] : job_before) {
+    if (file.ends_with("/_job")) continue;  // the job record says FAILED now
+    auto now = ReadFileToString(file);
+    EXPECT_TRUE(now.ok() && *now == content) << file << " was changed or deleted";
+  }
+  EXPECT_TRUE(fs::exists(first.directory));
 }
 
 }  // namespace

@@ -259,6 +259,17 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
     return Corruption("checkpoint " + std::to_string(r.checkpoint.value()) +
                       " cannot be restored: " + s.message());
   };
+  // One rule for every format (checkpoint/README.md "Format versions"): Corruption (a checksum,
+  // a missing or truncated file) lets the job master fall back to an earlier checkpoint;
+  // FailedPrecondition (a format version this build does not read, another backend, changed
+  // state types) is not recoverable and leaves the checkpoint as it is.
+  auto failed = [&](const Status& s, const std::string& context) {
+    if (s.code() == StatusCode::kCorruption) return corrupted(s);
+    if (s.code() == StatusCode::kFailedPrecondition) {
+      restore_unreadable_.store(true, std::memory_order_release);
+    }
+    return context.empty() ? s : s.WithContext(context);
+  };
   // Native keyed state first (it replaces all keyed state); the canonical handles then hold
   // only the timers.
   if (!r.native_state.empty()) {
@@ -267,19 +278,16 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
       sources.push_back(NativeRestoreSource{h, r.checkpoint_dir, r.shared_dir});
     }
     Status s = operator_->mutable_backend().RestoreNative(sources);
-    if (s.code() == StatusCode::kCorruption) return corrupted(s);
-    if (s.code() == StatusCode::kFailedPrecondition) {
-      restore_unreadable_.store(true, std::memory_order_release);
+    if (!s.ok()) {
+      return failed(s, "restoring the native keyed state of checkpoint " +
+                           std::to_string(r.checkpoint.value()));
     }
-    RETURN_IF_ERROR(s.WithContext("restoring the native keyed state of checkpoint " +
-                                  std::to_string(r.checkpoint.value())));
   }
   OpenedStateFiles shared;  // each shared file opened and verified once
   for (const KeyGroupsStateHandle& h : r.keyed_state) {
     if (h.incremental()) {
       Status s = RestoreIncremental(r, h, &shared);
-      if (s.code() == StatusCode::kCorruption) return corrupted(s);
-      RETURN_IF_ERROR(s);
+      if (!s.ok()) return failed(s, "");
       continue;
     }
     // AssignState makes handle paths absolute; a relative one is relative to the checkpoint.
@@ -294,7 +302,7 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
                                   " (truncated or replaced)"));
     }
     auto reader = KeyedSnapshotReader::Open(file);
-    if (!reader.ok()) return corrupted(reader.status());
+    if (!reader.ok()) return failed(reader.status(), "");
     if (reader->info().index_checksum != h.checksum) {
       return corrupted(
           Corruption("state file " + path + " does not match the checkpoint metadata (checksum)"));
@@ -305,8 +313,7 @@ Status KeyedTask::Restore(const RestoreAssignment& r) {
                                   "it as a full snapshot"));
     }
     Status s = operator_->Restore(*reader);
-    if (s.code() == StatusCode::kCorruption) return corrupted(s);
-    RETURN_IF_ERROR(s);
+    if (!s.ok()) return failed(s, "");
     bytes += reader->bytes_read();
   }
   for (const auto& [name, f] : shared) bytes += f->reader->bytes_read();
@@ -651,6 +658,13 @@ void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
       if (incremental) {
         part.keyed_state = IncrementalStateHandle(deployment_.key_groups, info ? &*info : nullptr,
                                                   name, base ? &*base : nullptr);
+        // The canonical file holds only the timers: the keys per key group are the native
+        // snapshot's entries (state/rocksdb/README.md).
+        if (native_part) {
+          const std::vector<uint64_t>& entries = native_part->EntriesPerKeyGroup();
+          CHECK_EQ(entries.size(), part.keyed_state.keys.size());
+          part.keyed_state.keys = entries;
+        }
       } else {
         KeyGroupsStateHandle& h = part.keyed_state;
         h.path = name;

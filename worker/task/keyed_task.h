@@ -118,8 +118,9 @@ class KeyedTask {
   void Cancel();
   // True if Run failed because a file of the checkpoint being restored is corrupted.
   bool restore_corrupted() const { return restore_corrupted_.load(std::memory_order_acquire); }
-  // True if Run failed because this build cannot read the checkpoint's native snapshot (another
-  // format version or backend, changed state types: FailedPrecondition): no restart can help.
+  // True if Run failed because this build cannot read the checkpoint (a format version it does
+  // not read, another backend, changed state types or max parallelism: FailedPrecondition of
+  // the restore, heap or native): no restart can help.
   bool restore_unreadable() const { return restore_unreadable_.load(std::memory_order_acquire); }
 
   // From the control thread (each puts mail).

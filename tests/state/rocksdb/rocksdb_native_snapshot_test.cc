@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -15,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/hashing.h"
+#include "common/key_group_assignment.h"
 #include "common/testing/fault_injection_file_system.h"
 #include "state/rocksdb/rocksdb_keyed_state_backend.h"
 #include "state/rocksdb/rocksdb_native_snapshot.h"
@@ -446,6 +449,40 @@ TEST_F(RocksDbNativeCorruptionTest, AFlippedByteInASharedSstIsCorruptionNamingIt
   ExpectCorruptionNaming(path, "checksum");
 }
 
+// KEYFLOW-STATES carries a version too (checkpoint/README.md "Format versions"): its checksum in
+// the handle is verified first, so a flipped version byte is Corruption naming the file, and an
+// intact file of another version (its checksum recorded) is a version skew.
+TEST_F(RocksDbNativeCorruptionTest, TheStatesFileVersionIsCorruptionWhenFlippedAndASkewWhenIntact) {
+  PrivateStateFile* states = nullptr;
+  for (PrivateStateFile& f : handle_.private_files) {
+    if (f.path.find(rocksdb_native::kStatesFile) != std::string::npos) states = &f;
+  }
+  ASSERT_NE(states, nullptr);
+  const std::string path = chk(1) + "/" + states->path;
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(bytes.size(), 8u);
+  bytes[4] = static_cast<char>(bytes[4] ^ 0x03);  // version 1 -> 2
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  ExpectCorruptionNaming(path, "fails its checksum");
+
+  states->checksum = Checksum64(bytes);  // as a writer of version 2 would have recorded it
+  Subtask restored(KeyGroupRange::Of(0, 127));
+  EXPECT_EQ(restored.backend->RestoreNative({Source(handle_, 1)}),
+            FailedPrecondition("the RocksDB snapshot file " + path +
+                               " was written in format version 2, which this keyflow cannot "
+                               "read (it reads format version 1); restore it with a keyflow that "
+                               "reads format version 2, or from an earlier checkpoint or "
+                               "savepoint"));
+  EXPECT_EQ(restored.backend->NumEntries(), 0u);
+}
+
 TEST_F(RocksDbNativeCorruptionTest, AMissingPrivateFileIsCorruptionNamingIt) {
   std::string manifest;
   for (const PrivateStateFile& f : handle_.private_files) {
@@ -454,6 +491,40 @@ TEST_F(RocksDbNativeCorruptionTest, AMissingPrivateFileIsCorruptionNamingIt) {
   ASSERT_FALSE(manifest.empty());
   fs::remove(manifest);
   ExpectCorruptionNaming(manifest, "missing");
+}
+
+// The metadata's per-key-group keys of a native snapshot (`keyflow checkpoint inspect`) are the
+// entries of every state per key group at the barrier, from the counters: here one value state,
+// a key with a namespace more counting twice; they add up to total_keys.
+TEST_F(RocksDbNativeSnapshotTest, EntriesPerKeyGroupAreTheCountersAtTheBarrier) {
+  Subtask s(KeyGroupRange::Of(32, 95));
+  std::vector<uint64_t> expected(64, 0);
+  for (int i = 0; i < 300; ++i) {
+    const Key key = K("uid-" + std::to_string(i));
+    auto g = AssignToKeyGroup(key, KeyType::kString, kMaxP);
+    ASSERT_TRUE(g.ok());
+    if (!s.backend->SetCurrentKey(key).ok()) continue;  // not in [32, 95]
+    ASSERT_TRUE(g->value() >= 32 && g->value() <= 95);
+    s.value->Update(i);
+    expected[static_cast<size_t>(g->value() - 32)] += 1;
+    if (i % 3 == 0) {
+      s.value->SetCurrentNamespace(Namespace(7));
+      s.value->Update(-i);
+      s.value->SetCurrentNamespace(kVoidNamespace);
+      expected[static_cast<size_t>(g->value() - 32)] += 1;
+    }
+  }
+  auto part = s.backend->SnapshotNative(Target(1));
+  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  s.Fill(1000, 1100);  // after the barrier: not counted
+  EXPECT_EQ((*part)->EntriesPerKeyGroup(), expected);
+  uint64_t written = 0;
+  auto handle = (*part)->Write(&written);
+  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  uint64_t sum = 0;
+  for (uint64_t n : expected) sum += n;
+  EXPECT_GT(sum, 100u);
+  EXPECT_EQ(handle->total_keys, sum);
 }
 
 TEST_F(RocksDbNativeSnapshotTest, AnUnknownFormatVersionOrBackendIsRefused) {
@@ -466,9 +537,10 @@ TEST_F(RocksDbNativeSnapshotTest, AnUnknownFormatVersionOrBackendIsRefused) {
   Status st = restored.backend->RestoreNative({Source(newer, 1)});
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(st.message(),
-            "cannot restore the RocksDB snapshot of KeyGroupRange{start=0, end=127}: it was "
-            "written in native format version 2, which this keyflow cannot read (it reads "
-            "version 1); restore it with the keyflow version that wrote it, or from a savepoint");
+            "the RocksDB snapshot of key groups KeyGroupRange{start=0, end=127} was written in "
+            "format version 2, which this keyflow cannot read (it reads format version 1); "
+            "restore it with a keyflow that reads format version 2, or from an earlier "
+            "checkpoint or savepoint");
   IncrementalKeyedStateHandle other = h;
   other.backend = "heap";
   st = restored.backend->RestoreNative({Source(other, 1)});

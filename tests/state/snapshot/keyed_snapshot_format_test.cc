@@ -116,7 +116,9 @@ TEST_F(KeyedSnapshotFormatTest, EveryFlippedByteIsDetected) {
     StringSource src(broken, "snap");
     auto reader = KeyedSnapshotReader::Open(src);
     if (!reader.ok()) {
-      EXPECT_NE(reader.status().code(), StatusCode::kOk);
+      // Also a byte of the version field: the header checksum is verified before the version.
+      EXPECT_EQ(reader.status().code(), StatusCode::kCorruption)
+          << "byte " << pos << ": " << reader.status().ToString();
       continue;
     }
     FakeParticipant ra, rb;
@@ -124,6 +126,32 @@ TEST_F(KeyedSnapshotFormatTest, EveryFlippedByteIsDetected) {
     Status st = reader->Restore(KeyGroupRange::Of(0, 15), {&a, &b});
     EXPECT_EQ(st.code(), StatusCode::kCorruption) << "byte " << pos << ": " << st.ToString();
   }
+}
+
+// checkpoint/README.md "Format versions": a flipped version byte fails the header checksum
+// (Corruption: the job may fall back to an earlier checkpoint); an intact header of a version
+// this build does not read is a version skew (FailedPrecondition: the job fails).
+TEST_F(KeyedSnapshotFormatTest, AFlippedVersionByteIsCorruptionAndAnIntactNewerVersionIsASkew) {
+  std::string flipped = bytes_;
+  flipped[8] = static_cast<char>(flipped[8] ^ 0x04);  // version 3 -> 7
+  StringSource flipped_src(flipped, "/c/subtask-0.kgs");
+  EXPECT_EQ(KeyedSnapshotReader::Open(flipped_src).status(),
+            Corruption("snapshot /c/subtask-0.kgs is corrupted or truncated: header checksum "
+                       "mismatch"));
+
+  // Version 4 as a newer writer would write it: the header's layout, its checksum over it.
+  std::string newer = bytes_;
+  const uint32_t version = 4;
+  std::memcpy(newer.data() + 8, &version, 4);
+  const size_t header_len = 8 + 4 + 4 + 1 + 4 + 4 + 1 + (2 + 11) + (2 + 6);  // two sections
+  const uint64_t sum = Checksum64(newer.data(), header_len);
+  std::memcpy(newer.data() + header_len, &sum, 8);
+  StringSource newer_src(newer, "/c/subtask-0.kgs");
+  EXPECT_EQ(KeyedSnapshotReader::Open(newer_src).status(),
+            FailedPrecondition("snapshot /c/subtask-0.kgs was written in format version 4, which "
+                               "this keyflow cannot read (it reads format versions 1 to 3); "
+                               "restore it with a keyflow that reads format version 4, or from "
+                               "an earlier checkpoint or savepoint"));
 }
 
 TEST_F(KeyedSnapshotFormatTest, CorruptionMessageNamesTheFileAndKeyGroup) {
