@@ -230,7 +230,24 @@ Result<std::optional<JobMaster::RestorePoint>> JobMaster::ChooseRestorePoint() {
     }
     break;
   }
-  if (!chosen) chosen = rescale_savepoint_ ? rescale_savepoint_ : initial_restore_;
+  if (!chosen) {
+    chosen = rescale_savepoint_ ? rescale_savepoint_ : initial_restore_;
+    // A savepoint a worker found corrupted (--from-savepoint, possibly another job's, or the
+    // rescale's) with no checkpoint of the job's own to fall back to: restoring it again would
+    // fail the same way at every restart, and starting from the input's beginning would drop
+    // the savepoint's state. The job fails with what to do instead.
+    if (chosen) {
+      if (auto bad = bad_checkpoints_.find(chosen->directory); bad != bad_checkpoints_.end()) {
+        return FailedPrecondition(
+            std::string(chosen->metadata.savepoint ? "savepoint " : "checkpoint ") +
+            std::to_string(chosen->metadata.id.value()) + " in " + chosen->directory +
+            " cannot be restored (" + bad->second +
+            ") and the job has no completed checkpoint of its own to fall back to: the job "
+            "cannot continue; run it again with --from-savepoint of another savepoint or "
+            "checkpoint, or without --from-savepoint to start from the beginning of the input");
+      }
+    }
+  }
   RETURN_IF_ERROR(CheckFallbackKeepsCommittedOutput(skipped, chosen));
   return chosen;
 }
@@ -632,7 +649,8 @@ void JobMaster::TryRestart(int64_t now_ms) {
   waiting_for_.clear();
   auto restore = ChooseRestorePoint();
   if (!restore.ok()) {
-    // FailedPrecondition: a fallback would replay committed output (the message says what to do).
+    // FailedPrecondition: a fallback would replay committed output, or the savepoint to restore
+    // is corrupted (the message says what to do).
     EndJob(JobState::kFailed,
            restore.status().code() == StatusCode::kFailedPrecondition
                ? restore.status().message()

@@ -275,7 +275,12 @@ TEST_F(RecoveryTest, CorruptedNewestCheckpointFallsBackToThePreviousOne) {
 // attempt (a corrupted_checkpoint of id 3), later completes its own chk-3: a different checkpoint
 // with the same id. The job master names checkpoints by directory, so the next restart restores
 // the job's own chk-3 (named by id, it would have been skipped as corrupt for chk-2).
-TEST_F(RecoveryTest, AnotherJobsUnrestorableCheckpointNeverMarksTheJobsOwnOfTheSameId) {
+// --from-savepoint of another job's checkpoint 3, which the worker finds corrupted, before the
+// job has a checkpoint of its own: the job fails with the sentence instead of restoring the
+// same savepoint at every restart (or starting over without its state), and the savepoint is
+// left as it is. (The job's own checkpoint 3, had it one, would not be marked: the job master
+// knows checkpoints by directory.)
+TEST_F(RecoveryTest, ACorruptedSavepointWithoutACheckpointOfTheJobsOwnFailsTheJobAtOnce) {
   Register("w0", 0);
   Submit(Spec(1, 500));
   DeployAll({"w0"});
@@ -291,45 +296,55 @@ TEST_F(RecoveryTest, AnotherJobsUnrestorableCheckpointNeverMarksTheJobsOwnOfTheS
   JobSpec spec = Spec(1, 500);
   spec.from_savepoint = other;
   Submit(spec);
-  const std::string job = coord_->job()->job_id();
-  ASSERT_NE(job, other_job);
+  ASSERT_NE(coord_->job()->job_id(), other_job);
   auto d = outbox_.Last<DeployTask>("w0");
   ASSERT_EQ(d->attempt.value(), 1);
   ASSERT_TRUE(d->restore.has_value());
   EXPECT_EQ(d->restore->checkpoint.value(), 3);
   EXPECT_EQ(d->restore->checkpoint_dir, other);
   DeployAll({"w0"});
+  const std::string why = "checkpoint 3 cannot be restored: state file " + other +
+                          "/subtask-0.kgs does not match the checkpoint metadata (checksum)";
+  coord_->OnMessage(
+      "w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), why, CheckpointId(3)}, now_);
+  Advance(1000);
+  EXPECT_EQ(outbox_.Last<DeployTask>("w0")->attempt.value(), 1) << "no attempt 2";
+  ASSERT_EQ(coord_->job()->state(), JobState::kFailed);
+  EXPECT_EQ(coord_->job()->failure_reason(),
+            "checkpoint 3 in " + other + " cannot be restored (" + why +
+                ") and the job has no completed checkpoint of its own to fall back to: the job "
+                "cannot continue; run it again with --from-savepoint of another savepoint or "
+                "checkpoint, or without --from-savepoint to start from the beginning of the "
+                "input");
+  EXPECT_TRUE(PathExists(other + "/_metadata"));
+  EXPECT_TRUE(PathExists(other + "/subtask-0.kgs"));
+}
+
+// A worker's restore that fails without naming a corrupted checkpoint (an I/O error: it may
+// pass) restores the same savepoint again.
+TEST_F(RecoveryTest, ASavepointRestoreThatFailedWithoutCorruptionIsRetried) {
+  Register("w0", 0);
+  Submit(Spec(1, 500));
+  DeployAll({"w0"});
+  AdvanceToNextCheckpoint("w0");
+  AckAll({"w0"});
+  const std::string other = outbox_.Last<TriggerCheckpoint>("w0")->directory;
+  coord_->OnMessage("cli", CancelJob{}, now_);
+
+  JobSpec spec = Spec(1, 500);
+  spec.from_savepoint = other;
+  Submit(spec);
+  DeployAll({"w0"});
   coord_->OnMessage("w0",
                     TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0),
-                               "checkpoint 3 cannot be restored: cannot open " + other +
-                                   "/subtask-0.kgs (Input/output error)",
-                               CheckpointId(3)},
+                               "cannot open " + other + "/subtask-0.kgs (Input/output error)"},
                     now_);
   Advance(1000);
-  d = outbox_.Last<DeployTask>("w0");
+  auto d = outbox_.Last<DeployTask>("w0");
   ASSERT_EQ(d->attempt.value(), 2);
-  ASSERT_TRUE(d->restore.has_value()) << "no checkpoint of its own yet: the savepoint again";
-  EXPECT_EQ(d->restore->checkpoint_dir, other);
-  DeployAll({"w0"});
-  for (int i = 0; i < 3; ++i) {
-    AdvanceToNextCheckpoint("w0");
-    AckAll({"w0"});
-  }
-  CheckpointStorage storage(dir_.path());
-  const std::string own3 = storage.CheckpointDirectory(job, CheckpointId(3));
-  ASSERT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 3);
-  ASSERT_EQ(outbox_.Last<TriggerCheckpoint>("w0")->directory, own3);
-
-  coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(2), SubtaskIndex(0), "boom"}, now_);
-  Advance(1000);
-  d = outbox_.Last<DeployTask>("w0");
-  ASSERT_EQ(d->attempt.value(), 3);
   ASSERT_TRUE(d->restore.has_value());
-  EXPECT_EQ(d->restore->checkpoint.value(), 3);
-  EXPECT_EQ(d->restore->checkpoint_dir, own3);
-  DeployAll({"w0"});
-  EXPECT_EQ(coord_->StatusJson(now_)["job"]["checkpoints"]["latest_completed"], 3);
-  EXPECT_TRUE(PathExists(own3 + "/_metadata"));
+  EXPECT_EQ(d->restore->checkpoint_dir, other);
+  EXPECT_NE(coord_->job()->state(), JobState::kFailed);
 }
 
 // --retained-checkpoints 1 and a crash between "chk2 completed" and "chk1 deleted" leave both on

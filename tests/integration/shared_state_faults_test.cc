@@ -381,5 +381,44 @@ TEST_F(SharedStateFaultsTest, MetadataOfANewerFormatVersionFailsTheJobAndStaysIn
   EXPECT_TRUE(fs::exists(first.directory));
 }
 
+// --from-savepoint of a savepoint whose state file has a flipped byte: the restoring worker
+// finds it (checksums), and the job fails after that one attempt with what to do, instead of
+// restoring the same savepoint at every restart; the savepoint stays as it was.
+TEST_F(SharedStateFaultsTest, ACorruptedSavepointFailsTheJobAfterOneAttemptAndStaysIntact) {
+  ASSERT_FALSE(Submit(kHeapFull).empty());
+  WaitForJob(
+      [](const nlohmann::json& j) {
+        return j.value("state", "") == "RUNNING" && j.value("records_in", int64_t{0}) > 2000;
+      },
+      "more than 2000 records");
+  const std::string target = dir_.path() + "/savepoint";
+  auto taken = cluster_->Cli({"savepoint", "--dir", target}, Duration::Seconds(30));
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  std::smatch m;
+  const std::regex rx("savepoint ([0-9]+) completed: (\\S+)");
+  ASSERT_TRUE(taken->exit_code == 0 && std::regex_search(taken->out, m, rx))
+      << taken->out << taken->err << cluster_->LogExcerpts();
+  const std::string id = m[1], savepoint = m[2];
+  auto cancel = cluster_->Cli({"cancel"});
+  ASSERT_TRUE(cancel.ok() && cancel->exit_code == 0) << cancel->out << cancel->err;
+  ASSERT_NO_FATAL_FAILURE(FlipBytes(savepoint + "/subtask-1.kgs"));
+  const std::map<std::string, std::string> before = Contents(savepoint);
+
+  ASSERT_FALSE(Submit({"--state-backend", "heap", "--from-savepoint", savepoint}).empty());
+  nlohmann::json job = WaitForJob(
+      [](const nlohmann::json& j) { return j.value("state", "") == "FAILED"; }, "the failure");
+  const std::string why = job.value("failure", "");
+  EXPECT_THAT(why, HasSubstr("savepoint " + id + " in "));
+  EXPECT_THAT(why, HasSubstr(" cannot be restored (checkpoint " + id + " cannot be restored: "));
+  EXPECT_THAT(why, HasSubstr("subtask-1.kgs"));
+  EXPECT_THAT(why, HasSubstr(") and the job has no completed checkpoint of its own to fall back "
+                             "to: the job cannot continue; run it again with --from-savepoint "
+                             "of another savepoint or checkpoint, or without --from-savepoint to "
+                             "start from the beginning of the input"));
+  EXPECT_EQ(job.value("restarts", -1), 1)
+      << "one failed attempt, no second restore: " << job.dump();
+  EXPECT_EQ(Contents(savepoint), before) << "the savepoint was changed";
+}
+
 }  // namespace
 }  // namespace keyflow::test
