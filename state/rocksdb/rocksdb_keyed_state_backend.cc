@@ -755,7 +755,14 @@ Result<std::unique_ptr<NativeSnapshotPart>> RocksDbKeyedStateBackend::SnapshotNa
   local.backend_id = backend_id_;
   local.range = range();
   local.total_keys = NumEntries();
-  local.states_bytes = rocksdb_native::EncodeStates(SnapshotStates());
+  const std::vector<rocksdb_native::SnapshotState> states = SnapshotStates();
+  local.states_bytes = rocksdb_native::EncodeStates(states);
+  local.entries_per_key_group.assign(static_cast<size_t>(range().size()), 0);
+  for (const rocksdb_native::SnapshotState& state : states) {
+    for (size_t i = 0; i < local.entries_per_key_group.size(); ++i) {
+      local.entries_per_key_group[i] += static_cast<uint64_t>(state.counts[i]);
+    }
+  }
   local.base = uploaded_->Base();
   last_sync_micros_ = std::chrono::duration_cast<std::chrono::microseconds>(
                           std::chrono::steady_clock::now() - start)

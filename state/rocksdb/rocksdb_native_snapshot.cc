@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "common/binary_io.h"
-#include "common/check.h"
 #include "common/format_version.h"
 #include "common/hashing.h"
 
@@ -41,18 +40,7 @@ Status WriteError(const std::string& path, const Status& cause) {
 class RocksDbSnapshotPart final : public NativeSnapshotPart {
  public:
   RocksDbSnapshotPart(LocalSnapshot local, FileSystem& fs, std::shared_ptr<UploadedFiles> uploaded)
-      : local_(std::move(local)), fs_(fs), uploaded_(std::move(uploaded)) {
-    // The counters at the barrier, as KEYFLOW-STATES records them (this build encoded them).
-    entries_.assign(static_cast<size_t>(local_.range.size()), 0);
-    Result<std::vector<SnapshotState>> states =
-        DecodeStates(local_.states_bytes, local_.range.size(), local_.local_dir);
-    CHECK(states.ok()) << states.status().ToString();
-    for (const SnapshotState& state : *states) {
-      for (size_t i = 0; i < entries_.size(); ++i) {
-        entries_[i] += static_cast<uint64_t>(state.counts[i]);
-      }
-    }
-  }
+      : local_(std::move(local)), fs_(fs), uploaded_(std::move(uploaded)) {}
   ~RocksDbSnapshotPart() override { fs_.RemoveAll(local_.local_dir).IgnoreError(); }
 
   Result<IncrementalKeyedStateHandle> Write(uint64_t* written_bytes) override {
@@ -67,7 +55,9 @@ class RocksDbSnapshotPart final : public NativeSnapshotPart {
     return handle;
   }
 
-  const std::vector<uint64_t>& EntriesPerKeyGroup() const override { return entries_; }
+  const std::vector<uint64_t>& EntriesPerKeyGroup() const override {
+    return local_.entries_per_key_group;
+  }
 
  private:
   Result<IncrementalKeyedStateHandle> WriteFiles(uint64_t* written_bytes,
@@ -138,7 +128,6 @@ class RocksDbSnapshotPart final : public NativeSnapshotPart {
   LocalSnapshot local_;
   FileSystem& fs_;
   std::shared_ptr<UploadedFiles> uploaded_;
-  std::vector<uint64_t> entries_;  // per key group of local_.range
 };
 
 }  // namespace

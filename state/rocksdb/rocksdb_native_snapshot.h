@@ -76,7 +76,9 @@ struct LocalSnapshot {
   KeyGroupRange range;
   uint64_t total_keys = 0;
   std::string states_bytes;  // EncodeStates of the states at the barrier
-  SstFiles base;             // the base at the barrier
+  // Entries of every state per key group of `range` at the barrier (the states' counters summed).
+  std::vector<uint64_t> entries_per_key_group;
+  SstFiles base;  // the base at the barrier
 };
 
 // The part the snapshot thread runs; removes local_dir when done (or destroyed unrun).
