@@ -34,7 +34,10 @@ class CountWindowClusterTest : public ::testing::Test {
     ASSERT_FALSE(dir_.path().empty());
     ClusterOptions o;
     o.workers = 2;
-    o.coordinator_args = {"--heartbeat-interval", "100ms", "--heartbeat-timeout", "2s"};
+    // A killed worker's respawn takes its slot over at once (two missed heartbeats), so the
+    // timeout only decides when a stalled machine (seen: 3 s on 2 loaded cores) counts a live
+    // worker as lost and aborts the checkpoint a test waits for: 5 s, not 2.
+    o.coordinator_args = {"--heartbeat-interval", "100ms", "--heartbeat-timeout", "5s"};
     auto c = Cluster::Start(dir_.Subdir("cluster"), o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_ = std::move(c).value();

@@ -4,6 +4,8 @@
 // corrupted files, unknown versions and a full disk.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <rocksdb/sst_file_reader.h>
+#include <rocksdb/table_properties.h>
 
 #include <filesystem>
 #include <fstream>
@@ -249,6 +251,23 @@ TEST_F(RocksDbNativeSnapshotTest, ASecondCheckpointUploadsOnlyTheNewSstAndRefere
   ExpectSameState(restored, {&s});
   ASSERT_TRUE(restored.backend->SetCurrentKey(K("uid-3")).ok());
   EXPECT_EQ(restored.value->Value(), 42);
+}
+
+// L0 and L1 are LZ4-compressed (CfOptions): every file a checkpoint of flushed memtables
+// uploads says so in its table properties, and the checkpoint restores.
+TEST_F(RocksDbNativeSnapshotTest, FlushedFilesAreLz4Compressed) {
+  Subtask s(KeyGroupRange::Of(0, 127));
+  s.Fill(0, 1999);
+  IncrementalKeyedStateHandle first = Snapshot(s, 1);
+  ASSERT_EQ(first.shared_files.size(), 5u);
+  for (const SharedStateFile& f : first.shared_files) {
+    rocksdb::SstFileReader reader{rocksdb::Options()};
+    ASSERT_TRUE(reader.Open(shared() + "/" + f.name).ok()) << f.name;
+    EXPECT_EQ(reader.GetTableProperties()->compression_name, "LZ4") << f.name;
+  }
+  Subtask restored(KeyGroupRange::Of(0, 127));
+  ASSERT_TRUE(restored.backend->RestoreNative({Source(first, 1)}).ok());
+  ExpectSameState(restored, {&s});
 }
 
 TEST_F(RocksDbNativeSnapshotTest, AnAbortedCheckpointIsNeverTheBase) {
