@@ -215,10 +215,8 @@ rocksdb::ColumnFamilyOptions RocksDbKeyedStateBackend::CfOptions() const {
   cf_options.memtable_prefix_bloom_size_ratio = 0.1;
   cf_options.memtable_whole_key_filtering = true;
   // LZ4 for the levels a point read of a state larger than memory mostly lands in (L0 and L1,
-  // flushed and first compacted; a miss decompresses one data block), Snappy below them:
-  // read+update at 1 M keys +6 % (no write cache) and +8 to +10 % (64 MiB write cache) against
-  // Snappy everywhere in one alternating rocksdb_state_bench run (README "RocksDB state
-  // backend"), for ~7 % more bytes on disk and in checkpoints. A block names its own
+  // flushed and first compacted; a miss decompresses one data block), Snappy below them; the
+  // measured gain is in the README ("RocksDB state backend"). A block names its own
   // compression, so files of either kind restore into either setting.
   cf_options.compression_per_level = LevelCompression();
   rocksdb::BlockBasedTableOptions table;
