@@ -151,6 +151,7 @@ RocksDbKeyedStateBackend::RocksDbKeyedStateBackend(KeyContext& key_context,
       backend_id_(NewUuid()),
       uploaded_(std::make_shared<rocksdb_native::UploadedFiles>()),
       prefix_bytes_(rocksdb_layout::KeyGroupPrefixBytes(key_context.max_parallelism())),
+      cache_limit_(options_.write_cache_bytes),
       dirty_groups_(std::make_unique<std::atomic<int32_t>[]>(
           static_cast<size_t>(key_context.range().size()))),
       staging_context_(key_context.key_type(), key_context.max_parallelism(), key_context.range()),
@@ -313,20 +314,36 @@ RocksDbKeyedStateBackend::~RocksDbKeyedStateBackend() {
   fs::remove_all(dir_, ec);
 }
 
+Status RocksDbKeyedStateBackend::StorageFailure(const rocksdb::Status& s,
+                                                const std::string& what) const {
+  const std::string why = s.ToString();
+  return s.IsNoSpace() || s.IsIOError()
+             ? Unavailable("the RocksDB state backend failed " + what + " in " + dir_ + " (" + why +
+                           "): free disk space or fix the disk of --state-dir; the job "
+                           "restarts from its last completed checkpoint")
+             : Internal("the RocksDB state backend failed " + what + " in " + dir_ + " (" + why +
+                        "); the job restarts from its last completed checkpoint");
+}
+
 void RocksDbKeyedStateBackend::Check(const rocksdb::Status& s, const std::string& what) const {
   if (s.ok() || !failure_.ok()) return;
-  const std::string why = s.ToString();
-  failure_ =
-      s.IsNoSpace() || s.IsIOError()
-          ? Unavailable("the RocksDB state backend failed " + what + " in " + dir_ + " (" + why +
-                        "): free disk space or fix the disk of --state-dir; the job "
-                        "restarts from its last completed checkpoint")
-          : Internal("the RocksDB state backend failed " + what + " in " + dir_ + " (" + why +
-                     "); the job restarts from its last completed checkpoint");
+  failure_ = StorageFailure(s, what);
 }
 
 void RocksDbKeyedStateBackend::Apply(rocksdb::WriteBatch& batch, const std::string& what) {
+  AwaitNativeSync();
   Check(db_->Write(NoWal(), &batch), what);
+}
+
+void RocksDbKeyedStateBackend::FinishNativeSync() const {
+  const rocksdb_native::DeferredSync::Outcome outcome = native_sync_->Run();
+  if (!outcome.rows.ok() && failure_.ok()) failure_ = outcome.rows;
+  native_sync_.reset();
+  cache_limit_ = options_.write_cache_bytes;
+}
+
+bool RocksDbKeyedStateBackend::native_sync_pending() const {
+  return native_sync_ != nullptr && !native_sync_->ran();
 }
 
 namespace {
@@ -338,35 +355,41 @@ int64_t CachedRowBytes(const std::string& key, const RocksDbCachedRow& row) {
 }  // namespace
 
 void RocksDbKeyedStateBackend::SyncCache(CacheSync how, int32_t index) const {
+  AwaitNativeSync();  // RocksDB is read or written next: it must hold the barrier's rows
   if (index >= 0 &&
       dirty_groups_[static_cast<size_t>(index)].load(std::memory_order_relaxed) == 0) {
     return;  // key group clean: nothing of it to write (and maybe not the task thread)
   }
   if (how != CacheSync::kDrop && dirty_rows_ > 0) {
     rocksdb::WriteBatch batch;
-    for (const auto& [name, state] : states_) {
-      for (auto& [key, row] : state->info.cache) {
-        if (!row.dirty) continue;
-        if (row.present) {
-          batch.Put(state->info.column_family, key, row.value);
-        } else {
-          batch.Delete(state->info.column_family, key);
-        }
-        row.dirty = false;
-      }
-    }
+    TakeDirtyRows(&batch);
     Check(db_->Write(NoWal(), &batch), "writing the state cache's changes");
   }
   if (how != CacheSync::kWrite) {
     for (const auto& [name, state] : states_) state->info.cache = {};
     cache_bytes_ = 0;
   }
-  if (dirty_rows_ > 0) {
-    for (int32_t i = 0; i < range().size(); ++i) {
-      dirty_groups_[static_cast<size_t>(i)].store(0, std::memory_order_relaxed);
+  TakeDirtyRows(nullptr);  // kDrop: the dirty rows are gone with the cache
+}
+
+void RocksDbKeyedStateBackend::TakeDirtyRows(rocksdb::WriteBatch* batch) const {
+  if (dirty_rows_ == 0) return;
+  for (const auto& [name, state] : states_) {
+    for (auto& [key, row] : state->info.cache) {
+      if (!row.dirty) continue;
+      row.dirty = false;
+      if (batch == nullptr) continue;
+      if (row.present) {
+        batch->Put(state->info.column_family, key, row.value);
+      } else {
+        batch->Delete(state->info.column_family, key);
+      }
     }
-    dirty_rows_ = 0;
   }
+  for (int32_t i = 0; i < range().size(); ++i) {
+    dirty_groups_[static_cast<size_t>(i)].store(0, std::memory_order_relaxed);
+  }
+  dirty_rows_ = 0;
 }
 
 const RocksDbCachedRow& RocksDbKeyedStateBackend::CachedRow(RocksDbStateInfo& info,
@@ -423,7 +446,8 @@ void RocksDbKeyedStateBackend::CacheDelete(RocksDbStateInfo& info, const std::st
 }
 
 void RocksDbKeyedStateBackend::SetWriteGuard(KeyGroupWriteGuard* guard) {
-  SyncCache(CacheSync::kWrite);  // a snapshot's rows are RocksDB's from here on
+  // A full snapshot's rows are RocksDB's from here on; without a guard nothing else reads it.
+  if (guard != nullptr) SyncCache(CacheSync::kWrite);
   write_guard_ = guard;
 }
 
@@ -453,6 +477,7 @@ Result<KeyedStateHandle*> RocksDbKeyedStateBackend::GetOrRegisterState(const Sta
           .status());
 
   rocksdb::ColumnFamilyHandle* cf = nullptr;
+  AwaitNativeSync();  // a pending native snapshot's checkpoint must not hold the new family
   // "state:" keeps a state named "default" apart from RocksDB's default column family.
   rocksdb::Status s = db_->CreateColumnFamily(CfOptions(), "state:" + r.name, &cf);
   if (!s.ok()) {
@@ -738,6 +763,7 @@ std::vector<rocksdb_native::SnapshotState> RocksDbKeyedStateBackend::SnapshotSta
 
 Result<std::unique_ptr<NativeSnapshotPart>> RocksDbKeyedStateBackend::SnapshotNative(
     const NativeSnapshotTarget& target) {
+  AwaitNativeSync();  // an earlier part's, if it was neither written nor destroyed
   RETURN_IF_ERROR(failure_);
   if (target.shared_dir.empty() || target.checkpoint_dir.empty()) {
     return FailedPrecondition(
@@ -745,35 +771,14 @@ Result<std::unique_ptr<NativeSnapshotPart>> RocksDbKeyedStateBackend::SnapshotNa
         "snapshot (SerializeKeyGroup) instead");
   }
   const auto start = std::chrono::steady_clock::now();
-  SyncCache(CacheSync::kWrite);
-  RETURN_IF_ERROR(failure_);
-  const std::string local_dir = dir_ + "/chk-" + std::to_string(target.checkpoint.value());
-  std::error_code ec;
-  fs::remove_all(local_dir, ec);  // a leftover of an earlier attempt at this checkpoint
-  // The WAL is off: flush every memtable so that the checkpoint's SST files hold all state.
+  // The dirty cached rows at the barrier, as SyncCache(kWrite) would write them; they stay
+  // cached (clean) until the gate has seen them written.
+  auto rows = std::make_unique<rocksdb::WriteBatch>();
+  TakeDirtyRows(rows.get());
   std::vector<rocksdb::ColumnFamilyHandle*> families;
   for (const auto& [name, state] : states_) families.push_back(state->info.column_family);
-  rocksdb::FlushOptions flush;
-  flush.wait = true;
-  flush.allow_write_stall = true;
-  rocksdb::Status s = families.empty() ? rocksdb::Status::OK() : db_->Flush(flush, families);
-  rocksdb::Checkpoint* raw = nullptr;
-  if (s.ok()) s = rocksdb::Checkpoint::Create(db_.get(), &raw);
-  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
-  if (s.ok()) s = checkpoint->CreateCheckpoint(local_dir, /*log_size_for_flush=*/0);
-  if (!s.ok()) {
-    fs::remove_all(local_dir, ec);
-    const std::string why = s.ToString();
-    return s.IsNoSpace() || why.find("No space left") != std::string::npos
-               ? IoError("cannot take the RocksDB snapshot of checkpoint " +
-                         std::to_string(target.checkpoint.value()) + " in " + local_dir + " (" +
-                         why + "): the disk of --state-dir is full; free space there")
-               : IoError("cannot take the RocksDB snapshot of checkpoint " +
-                         std::to_string(target.checkpoint.value()) + " in " + local_dir + " (" +
-                         why + "): check the disk of --state-dir");
-  }
   rocksdb_native::LocalSnapshot local;
-  local.local_dir = local_dir;
+  local.local_dir = dir_ + "/chk-" + std::to_string(target.checkpoint.value());
   local.target = target;
   local.backend_id = backend_id_;
   local.range = range();
@@ -787,10 +792,55 @@ Result<std::unique_ptr<NativeSnapshotPart>> RocksDbKeyedStateBackend::SnapshotNa
     }
   }
   local.base = uploaded_->Base();
+  auto deferred = std::make_shared<rocksdb_native::DeferredSync>(
+      [this, rows = std::move(rows), families = std::move(families), local_dir = local.local_dir,
+       checkpoint = target.checkpoint] {
+        return RunDeferredSync(*rows, families, local_dir, checkpoint);
+      });
+  native_sync_ = deferred;
+  cache_limit_ = 2 * options_.write_cache_bytes;
   last_sync_micros_ = std::chrono::duration_cast<std::chrono::microseconds>(
                           std::chrono::steady_clock::now() - start)
                           .count();
-  return rocksdb_native::MakeSnapshotPart(std::move(local), *fs_, uploaded_);
+  return rocksdb_native::MakeSnapshotPart(std::move(local), *fs_, uploaded_, std::move(deferred));
+}
+
+rocksdb_native::DeferredSync::Outcome RocksDbKeyedStateBackend::RunDeferredSync(
+    rocksdb::WriteBatch& rows, const std::vector<rocksdb::ColumnFamilyHandle*>& families,
+    const std::string& local_dir, CheckpointId checkpoint) const {
+  ScopedRocksDbIgnore ignore;  // librocksdb's accesses while the task thread reads (TSan only)
+  rocksdb_native::DeferredSync::Outcome outcome;
+  if (rows.Count() > 0) {
+    if (rocksdb::Status s = db_->Write(NoWal(), &rows); !s.ok()) {
+      outcome.rows = StorageFailure(s, "writing the state cache's changes");
+      outcome.snapshot = outcome.rows;
+      return outcome;
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(local_dir, ec);  // a leftover of an earlier attempt at this checkpoint
+  // The WAL is off: flush every memtable so that the checkpoint's SST files hold all state.
+  rocksdb::FlushOptions flush;
+  flush.wait = true;
+  flush.allow_write_stall = true;
+  rocksdb::Status s = families.empty() ? rocksdb::Status::OK() : db_->Flush(flush, families);
+  rocksdb::Checkpoint* raw = nullptr;
+  if (s.ok()) s = rocksdb::Checkpoint::Create(db_.get(), &raw);
+  std::unique_ptr<rocksdb::Checkpoint> created(raw);
+  if (s.ok()) s = created->CreateCheckpoint(local_dir, /*log_size_for_flush=*/0);
+  if (!s.ok()) {
+    fs::remove_all(local_dir, ec);
+    const std::string why = s.ToString();
+    outcome.snapshot =
+        s.IsNoSpace() || why.find("No space left") != std::string::npos
+            ? IoError("cannot take the RocksDB snapshot of checkpoint " +
+                      std::to_string(checkpoint.value()) + " in " + local_dir + " (" + why +
+                      "): the disk of --state-dir is full; free space there")
+            : IoError("cannot take the RocksDB snapshot of checkpoint " +
+                      std::to_string(checkpoint.value()) + " in " + local_dir + " (" + why +
+                      "): check the disk of --state-dir");
+  }
+  return outcome;
 }
 
 void RocksDbKeyedStateBackend::NotifyNativeCheckpointComplete(CheckpointId id) {

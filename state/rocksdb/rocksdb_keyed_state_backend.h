@@ -18,10 +18,20 @@
 // in `db/`, native snapshots' local checkpoints in `chk-<n>/`, restores stage in `restore/`.
 //
 // Native incremental snapshots (state/snapshot/native_snapshot.h, format: state/rocksdb/README.md):
-// SnapshotNative flushes the memtables and creates a RocksDB checkpoint of hard links; the
-// part's Write uploads the SST files its base (this instance's last completed checkpoint) does
-// not hold and references the others. RestoreNative reopens one overlapping snapshot as the
-// database and clips it with range deletes, and ingests the others' rows of range() as SST files.
+// SnapshotNative takes the write-back cache's dirty rows out as one write batch (they stay
+// cached, clean) and defers writing it, the memtable flush and the RocksDB checkpoint of hard
+// links to the part's Write on the snapshot thread (rocksdb_native::DeferredSync), which then
+// uploads the SST files its base (this instance's last completed checkpoint) does not hold and
+// references the others. RestoreNative reopens one overlapping snapshot as the database and
+// clips it with range deletes, and ingests the others' rows of range() as SST files.
+//
+// THE WRITE GATE: until the deferred writes have run, RocksDB must not change (its checkpoint
+// is the barrier's state) and may lack the batch's rows, which the cache still holds. So every
+// RocksDB write (Apply, a new column family) and every SyncCache (the iterations, clears,
+// restores and cache drops behind it) first calls AwaitNativeSync, which waits for the deferred
+// writes or runs them on the task thread if the snapshot thread has not started them. Until
+// then a point state's reads hit the cache or read rows that are not in the batch, and its
+// writes stay in the cache, which may grow to twice write_cache_bytes meanwhile.
 //
 // Write-back cache (RocksDbStateOptions::write_cache_bytes; Kafka Streams' record cache): the
 // rows of value, reducing and aggregating states are cached in memory, present or absent, and
@@ -40,7 +50,10 @@
 // through their own iterators) while the task thread neither changes key group g nor registers
 // a state, and only while a snapshot is the write guard: SetWriteGuard writes the cache's dirty
 // rows, and from then on a row of key group g becomes dirty only after BeforeWrite(g), so such
-// a call finds g clean (a per-key-group atomic counter) and does not touch the cache.
+// a call finds g clean (a per-key-group atomic counter) and does not touch the cache. (No native
+// snapshot's deferred writes are pending then: one snapshot at a time, and Write runs them.)
+// A native part's deferred writes run on the snapshot thread, or under the write gate on the
+// task thread; they touch only RocksDB (thread-safe) and members that do not change.
 #pragma once
 
 #include <atomic>
@@ -56,12 +69,8 @@
 #include "state/heap/heap_keyed_state_backend.h"
 #include "state/keyed_state_backend.h"
 #include "state/rocksdb/rocksdb_keyed_state.h"
+#include "state/rocksdb/rocksdb_native_snapshot.h"
 #include "state/rocksdb/rocksdb_state_options.h"
-
-namespace keyflow::rocksdb_native {
-class UploadedFiles;
-struct SnapshotState;
-}  // namespace keyflow::rocksdb_native
 
 namespace rocksdb {
 class Cache;
@@ -97,7 +106,7 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   // A no-op: a RocksDB lookup of a key whose blocks are cached costs ~1 µs of CPU (memtable and
   // index searches), not a DRAM miss that a prefetch could hide; see state/README.md.
   void Prefetch(uint64_t, KeyGroupId) const override {}
-  // Writes the cache's dirty rows first (a snapshot starts or ends here).
+  // A guard (a full snapshot starts): writes the cache's dirty rows first. nullptr: no I/O.
   void SetWriteGuard(KeyGroupWriteGuard* guard) override;
 
   void SerializeKeyGroup(KeyGroupId g, BinaryWriter& out) const override;
@@ -113,8 +122,10 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   StateSize ApproximateSize() const override;
 
   bool SupportsNativeSnapshots() const override { return true; }
-  // Flushes the memtables and creates a RocksDB checkpoint (hard links) in dir()/chk-<n>; no
-  // data is copied. FailedPrecondition without a shared directory; the storage error otherwise.
+  // Captures the barrier: the states' counters and the dirty cached rows (one batch, no I/O).
+  // The part's Write writes the rows, flushes the memtables and creates a RocksDB checkpoint
+  // (hard links) in dir()/chk-<n> (see THE WRITE GATE above), then uploads. FailedPrecondition
+  // without a shared directory; the backend's failure() if it has one.
   Result<std::unique_ptr<NativeSnapshotPart>> SnapshotNative(
       const NativeSnapshotTarget& target) override;
   void NotifyNativeCheckpointComplete(CheckpointId id) override;
@@ -130,8 +141,13 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
     uint64_t rows_copied = 0;  // rows copied from the other sources
   };
   const NativeRestoreStats& last_native_restore() const { return last_restore_; }
-  // Microseconds of the last SnapshotNative (flush + checkpoint), the synchronous part.
+  // Microseconds of the last SnapshotNative, the synchronous part (the deferred writes not
+  // included).
   int64_t last_native_sync_micros() const { return last_sync_micros_; }
+  // Whether a native snapshot's deferred writes are still pending (tests).
+  bool native_sync_pending() const;
+  // Bytes the write-back cache holds (keys, values, slots; tests).
+  int64_t write_cache_bytes_used() const { return cache_bytes_; }
 
  private:
   friend class RocksDbKeyedState;
@@ -174,6 +190,9 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   // index has dirty rows (then every dirty row is written); touches nothing else when it has
   // none, so another thread may call it for a clean key group (see Threading above).
   void SyncCache(CacheSync how, int32_t index = -1) const;
+  // Marks every dirty row clean, adding its Put/Delete to `batch` (nullptr: forgets them), and
+  // zeroes the dirty counters.
+  void TakeDirtyRows(rocksdb::WriteBatch* batch) const;
   // The cached row of `key` in `info`: a hit, or one RocksDB read whose answer (present or
   // absent) is cached. Valid until the next cache call.
   const RocksDbCachedRow& CachedRow(RocksDbStateInfo& info, const std::string& key);
@@ -183,8 +202,21 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   void CacheDelete(RocksDbStateInfo& info, const std::string& key, int32_t index);
   RocksDbCachedRow& CacheSlot(RocksDbStateInfo& info, const std::string& key, int32_t index);
   void MakeRoom() {
-    if (cache_bytes_ >= options_.write_cache_bytes) SyncCache(CacheSync::kWriteAndDrop);
+    if (cache_bytes_ >= cache_limit_) SyncCache(CacheSync::kWriteAndDrop);
   }
+  // THE WRITE GATE (see the top of this file).
+  void AwaitNativeSync() const {
+    if (native_sync_ != nullptr) [[unlikely]]
+      FinishNativeSync();
+  }
+  void FinishNativeSync() const;
+  // The deferred writes of a native snapshot (any thread): `rows`, a flush of `families` and a
+  // RocksDB checkpoint in `local_dir`.
+  rocksdb_native::DeferredSync::Outcome RunDeferredSync(
+      rocksdb::WriteBatch& rows, const std::vector<rocksdb::ColumnFamilyHandle*>& families,
+      const std::string& local_dir, CheckpointId checkpoint) const;
+  // The sentence of a storage error `s` of `what` (see Check).
+  Status StorageFailure(const rocksdb::Status& s, const std::string& what) const;
 
   // The write gate: every change to key group range().start() + index calls it first.
   void BeforeWrite(int32_t index) {
@@ -221,6 +253,10 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   // The write-back cache's accounting: bytes of cached rows (keys, values, slots), dirty rows,
   // dirty rows per key-group index (atomic: read by SerializeKeyGroup on a snapshot thread).
   mutable int64_t cache_bytes_ = 0;
+  // When MakeRoom empties the cache: write_cache_bytes, twice that while native_sync_ pends.
+  mutable int64_t cache_limit_ = 0;
+  // The deferred writes of the last native snapshot until the gate has seen them run.
+  mutable std::shared_ptr<rocksdb_native::DeferredSync> native_sync_;
   mutable int64_t dirty_rows_ = 0;
   std::unique_ptr<std::atomic<int32_t>[]> dirty_groups_;
   // Bumped by ClearAll and RestoreKeyGroup: the states' cached lookups are then stale.

@@ -39,12 +39,20 @@ Status WriteError(const std::string& path, const Status& cause) {
 
 class RocksDbSnapshotPart final : public NativeSnapshotPart {
  public:
-  RocksDbSnapshotPart(LocalSnapshot local, FileSystem& fs, std::shared_ptr<UploadedFiles> uploaded)
-      : local_(std::move(local)), fs_(fs), uploaded_(std::move(uploaded)) {}
-  ~RocksDbSnapshotPart() override { fs_.RemoveAll(local_.local_dir).IgnoreError(); }
+  RocksDbSnapshotPart(LocalSnapshot local, FileSystem& fs, std::shared_ptr<UploadedFiles> uploaded,
+                      std::shared_ptr<DeferredSync> deferred)
+      : local_(std::move(local)),
+        fs_(fs),
+        uploaded_(std::move(uploaded)),
+        deferred_(std::move(deferred)) {}
+  ~RocksDbSnapshotPart() override {
+    deferred_->Run();  // a no-op once run; unrun, the barrier's rows still go to RocksDB
+    fs_.RemoveAll(local_.local_dir).IgnoreError();
+  }
 
   Result<IncrementalKeyedStateHandle> Write(uint64_t* written_bytes) override {
     *written_bytes = 0;
+    if (Status synced = deferred_->Run().snapshot; !synced.ok()) return synced;
     std::vector<std::string> created;
     Result<IncrementalKeyedStateHandle> handle = WriteFiles(written_bytes, &created);
     if (!handle.ok()) {
@@ -128,9 +136,25 @@ class RocksDbSnapshotPart final : public NativeSnapshotPart {
   LocalSnapshot local_;
   FileSystem& fs_;
   std::shared_ptr<UploadedFiles> uploaded_;
+  std::shared_ptr<DeferredSync> deferred_;
 };
 
 }  // namespace
+
+DeferredSync::Outcome DeferredSync::Run() {
+  MutexLock lock(&mu_);  // held while the work runs: a second caller waits for its outcome
+  if (!ran_) {
+    outcome_ = work_();
+    work_ = nullptr;
+    ran_ = true;
+  }
+  return outcome_;
+}
+
+bool DeferredSync::ran() const {
+  MutexLock lock(&mu_);
+  return ran_;
+}
 
 std::string EncodeStates(const std::vector<SnapshotState>& states) {
   std::string out;
@@ -218,8 +242,10 @@ size_t UploadedFiles::pending() const {
 }
 
 std::unique_ptr<NativeSnapshotPart> MakeSnapshotPart(LocalSnapshot local, FileSystem& fs,
-                                                     std::shared_ptr<UploadedFiles> uploaded) {
-  return std::make_unique<RocksDbSnapshotPart>(std::move(local), fs, std::move(uploaded));
+                                                     std::shared_ptr<UploadedFiles> uploaded,
+                                                     std::shared_ptr<DeferredSync> deferred) {
+  return std::make_unique<RocksDbSnapshotPart>(std::move(local), fs, std::move(uploaded),
+                                               std::move(deferred));
 }
 
 bool SstNumber(std::string_view name, uint64_t* number) {

@@ -2,12 +2,15 @@
 // state/rocksdb/README.md): what the synchronous part hands the snapshot thread, the record of
 // which SST files this backend instance uploaded, and the file helpers restore shares.
 //
-//   task thread:      RocksDB Checkpoint (hard links) into <backend dir>/chk-<n>  -> LocalSnapshot
-//   snapshot thread:  MakeSnapshotPart(local, fs, uploaded)->Write(&bytes)        -> handle
+//   task thread:      the barrier's states, counters and dirty cached rows    -> LocalSnapshot,
+//                                                                                DeferredSync
+//   snapshot thread:  MakeSnapshotPart(local, fs, uploaded, deferred)->Write(&bytes):
+//                     deferred->Run() (rows, flush, RocksDB Checkpoint of hard links into
+//                     <backend dir>/chk-<n>), then the uploads                  -> handle
 //   task thread:      uploaded->Complete(n) / Abort(n)
 //
-// Threading: UploadedFiles is thread-safe; a NativeSnapshotPart runs on one thread; the other
-// functions are pure or touch only the files they are given.
+// Threading: UploadedFiles and DeferredSync are thread-safe; a NativeSnapshotPart runs on one
+// thread; the other functions are pure or touch only the files they are given.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +19,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <absl/functional/any_invocable.h>
 
 #include "common/file_system.h"
 #include "common/key_group_range.h"
@@ -68,7 +73,31 @@ class UploadedFiles {
   std::map<CheckpointId, SstFiles> pending_ ABSL_GUARDED_BY(mu_);
 };
 
-// What the synchronous part captured: a RocksDB checkpoint (hard links) in `local_dir`.
+// The RocksDB writes a native snapshot's synchronous part defers (the backend's write gate,
+// rocksdb_keyed_state_backend.h): the write-back cache's dirty rows at the barrier as one batch,
+// the memtable flush and the RocksDB checkpoint of hard links. They run once, on the thread that
+// comes first: the snapshot thread at the start of Write(), or the task thread when it has to
+// write RocksDB (or read it other than through a cached point state) before that. The other
+// waits for them; Run() after that returns the outcome without running anything.
+class DeferredSync {
+ public:
+  struct Outcome {
+    Status rows;      // writing the dirty rows: a failure is the backend's (rows are lost)
+    Status snapshot;  // the rows, flush and checkpoint: a failure fails this checkpoint only
+  };
+  explicit DeferredSync(absl::AnyInvocable<Outcome()> work) : work_(std::move(work)) {}
+  Outcome Run();
+  bool ran() const;
+
+ private:
+  mutable Mutex mu_;
+  absl::AnyInvocable<Outcome()> work_ ABSL_GUARDED_BY(mu_);  // reset once run (frees the batch)
+  bool ran_ ABSL_GUARDED_BY(mu_) = false;
+  Outcome outcome_ ABSL_GUARDED_BY(mu_);
+};
+
+// What the synchronous part captured; `local_dir` holds the RocksDB checkpoint (hard links) once
+// the DeferredSync has run.
 struct LocalSnapshot {
   std::string local_dir;
   NativeSnapshotTarget target;
@@ -81,9 +110,11 @@ struct LocalSnapshot {
   SstFiles base;  // the base at the barrier
 };
 
-// The part the snapshot thread runs; removes local_dir when done (or destroyed unrun).
+// The part the snapshot thread runs: `deferred` first, then the uploads. Removes local_dir when
+// done; destroyed unrun, it runs `deferred` first (the rows must reach RocksDB).
 std::unique_ptr<NativeSnapshotPart> MakeSnapshotPart(LocalSnapshot local, FileSystem& fs,
-                                                     std::shared_ptr<UploadedFiles> uploaded);
+                                                     std::shared_ptr<UploadedFiles> uploaded,
+                                                     std::shared_ptr<DeferredSync> deferred);
 
 // The SST number of a shared file name "<backend id>-<checkpoint>-<number>.sst" or of a local
 // "<number>.sst"; nullopt-like: false when the name has no number.

@@ -47,7 +47,16 @@ rocksdb::Env* RocksDbBackgroundEnv() {
   static TsanIgnoringEnv* env = new TsanIgnoringEnv();  // lives as long as the process
   return env;
 }
+ScopedRocksDbIgnore::ScopedRocksDbIgnore() {
+  __tsan_ignore_thread_begin();
+}
+ScopedRocksDbIgnore::~ScopedRocksDbIgnore() {
+  __tsan_ignore_thread_end();
+}
 #else
+ScopedRocksDbIgnore::ScopedRocksDbIgnore() = default;
+ScopedRocksDbIgnore::~ScopedRocksDbIgnore() = default;
+
 rocksdb::Env* RocksDbBackgroundEnv() {
   return rocksdb::Env::Default();
 }

@@ -8,6 +8,8 @@
 // reports: both stacks are memcpy inside libstdc++ or libsnappy called from uninstrumented code.
 // Under TSan, the Env wraps each scheduled job in __tsan_ignore_thread_begin/end, so TSan ignores
 // what RocksDB's own threads do while they run a job; our code on our threads stays checked.
+// ScopedRocksDbIgnore does the same for a RocksDB call of ours on a snapshot thread (a native
+// snapshot's deferred write and flush) while the task thread reads the same memtables.
 #pragma once
 
 #include <rocksdb/env.h>
@@ -15,5 +17,15 @@
 namespace keyflow {
 
 rocksdb::Env* RocksDbBackgroundEnv();
+
+// For its scope, TSan ignores this thread's memory accesses (nothing in other builds). Only
+// around calls into librocksdb, never around our own shared data.
+class ScopedRocksDbIgnore {
+ public:
+  ScopedRocksDbIgnore();
+  ~ScopedRocksDbIgnore();
+  ScopedRocksDbIgnore(const ScopedRocksDbIgnore&) = delete;
+  ScopedRocksDbIgnore& operator=(const ScopedRocksDbIgnore&) = delete;
+};
 
 }  // namespace keyflow

@@ -383,9 +383,15 @@ TEST_F(RocksDbNativeSnapshotTest, WriteRunsWhileTheTaskThreadChangesStateAndCapt
   // SST files of the database that the snapshot's hard links still hold.
   Subtask s(KeyGroupRange::Of(0, 127), nullptr, 1 << 20);
   s.Fill(0, 2999);
+  s.UpdateValues(0, 2999, 42);  // dirty cached rows at the barrier: the deferred batch
+  // The state at the barrier, from a twin that did the same (serialising `s` would write its
+  // cached rows to RocksDB before the barrier).
+  Subtask twin(KeyGroupRange::Of(0, 127), nullptr, 1 << 20);
+  twin.Fill(0, 2999);
+  twin.UpdateValues(0, 2999, 42);
   std::map<int32_t, std::string> at_barrier;
-  for (int32_t g = 0; g < kMaxP; ++g) at_barrier[g] = s.Serialize(g);
-  const size_t entries_at_barrier = s.backend->NumEntries();
+  for (int32_t g = 0; g < kMaxP; ++g) at_barrier[g] = twin.Serialize(g);
+  const size_t entries_at_barrier = twin.backend->NumEntries();
   auto part = s.backend->SnapshotNative(Target(1));
   ASSERT_TRUE(part.ok()) << part.status().ToString();
   Result<IncrementalKeyedStateHandle> handle = Internal("not run");
@@ -403,6 +409,135 @@ TEST_F(RocksDbNativeSnapshotTest, WriteRunsWhileTheTaskThreadChangesStateAndCapt
   ASSERT_TRUE(restored.backend->RestoreNative({Source(*handle, 1)}).ok());
   for (int32_t g = 0; g < kMaxP; ++g) EXPECT_EQ(restored.Serialize(g), at_barrier[g]) << g;
   EXPECT_EQ(restored.backend->NumEntries(), entries_at_barrier);
+}
+
+// The write gate, one interleaving at a time on one thread (state/rocksdb/
+// rocksdb_keyed_state_backend.h): after SnapshotNative the task thread reads and updates cached
+// point state without waiting for the deferred writes; the first write that must go to RocksDB
+// (a list append) runs them itself; the part's Write then only uploads, and its snapshot is the
+// barrier's state, without anything the task thread did after it.
+TEST_F(RocksDbNativeSnapshotTest, TheTaskThreadGoesOnFromTheCacheUntilItMustWriteRocksDb) {
+  Subtask s(KeyGroupRange::Of(0, 127));
+  Subtask twin(KeyGroupRange::Of(0, 127));
+  for (Subtask* t : {&s, &twin}) {
+    t->Fill(0, 999);
+    t->UpdateValues(0, 499, 7);  // dirty cached rows at the barrier
+  }
+  std::map<int32_t, std::string> at_barrier;
+  for (int32_t g = 0; g < kMaxP; ++g) at_barrier[g] = twin.Serialize(g);
+  const size_t entries_at_barrier = twin.backend->NumEntries();
+
+  auto part = s.backend->SnapshotNative(Target(1));
+  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  EXPECT_TRUE(s.backend->native_sync_pending());
+  EXPECT_FALSE(fs::exists(s.backend->dir() + "/chk-1")) << "the checkpoint is deferred";
+  // Cached point state: reads and updates neither wait nor run the deferred writes.
+  for (Subtask* t : {&s, &twin}) t->UpdateValues(0, 999, 9);
+  ASSERT_TRUE(s.backend->SetCurrentKey(K("uid-3")).ok());
+  EXPECT_EQ(s.value->Value(), 9);
+  ASSERT_TRUE(s.backend->SetCurrentKey(K("never-written")).ok());
+  EXPECT_EQ(s.value->Value(), std::nullopt);  // a miss reads RocksDB: not a row of the batch
+  EXPECT_TRUE(s.backend->native_sync_pending());
+  // A list append writes RocksDB: the task thread runs the deferred writes first.
+  for (Subtask* t : {&s, &twin}) {
+    ASSERT_TRUE(t->backend->SetCurrentKey(K("uid-3")).ok());
+    t->list->Add("after-the-barrier");
+  }
+  EXPECT_FALSE(s.backend->native_sync_pending());
+  EXPECT_TRUE(fs::exists(s.backend->dir() + "/chk-1"));
+
+  uint64_t written = 0;
+  auto handle = (*part)->Write(&written);
+  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  Subtask restored(KeyGroupRange::Of(0, 127));
+  ASSERT_TRUE(restored.backend->RestoreNative({Source(*handle, 1)}).ok());
+  for (int32_t g = 0; g < kMaxP; ++g) EXPECT_EQ(restored.Serialize(g), at_barrier[g]) << g;
+  EXPECT_EQ(restored.backend->NumEntries(), entries_at_barrier);
+  // And the live state has everything, before and after the barrier.
+  for (int32_t g = 0; g < kMaxP; ++g) EXPECT_EQ(s.Serialize(g), twin.Serialize(g)) << g;
+  EXPECT_TRUE(s.backend->failure().ok());
+}
+
+// A part destroyed without Write (the checkpoint failed before its snapshot thread ran it) still
+// writes the barrier's rows: nothing the cache marked clean is lost, and the next snapshot
+// holds them.
+TEST_F(RocksDbNativeSnapshotTest, APartDestroyedUnwrittenStillWritesTheBarriersRows) {
+  Subtask s(KeyGroupRange::Of(0, 127));
+  Subtask twin(KeyGroupRange::Of(0, 127));
+  for (Subtask* t : {&s, &twin}) {
+    t->Fill(0, 999);
+    t->UpdateValues(0, 999, 5);
+  }
+  {
+    auto part = s.backend->SnapshotNative(Target(1));
+    ASSERT_TRUE(part.ok()) << part.status().ToString();
+    EXPECT_TRUE(s.backend->native_sync_pending());
+  }
+  EXPECT_FALSE(s.backend->native_sync_pending());
+  EXPECT_FALSE(fs::exists(s.backend->dir() + "/chk-1"));
+  IncrementalKeyedStateHandle h = Snapshot(s, 2);
+  Subtask restored(KeyGroupRange::Of(0, 127));
+  ASSERT_TRUE(restored.backend->RestoreNative({Source(h, 2)}).ok());
+  for (int32_t g = 0; g < kMaxP; ++g) EXPECT_EQ(restored.Serialize(g), twin.Serialize(g)) << g;
+  EXPECT_EQ(restored.backend->NumEntries(), twin.backend->NumEntries());
+}
+
+// While the deferred writes pend, the write-back cache may grow to twice its budget before it
+// must be emptied (which runs them); then its budget is the usual one again.
+TEST_F(RocksDbNativeSnapshotTest, TheCacheMayGrowToTwiceItsBudgetWhileTheDeferredWritesPend) {
+  constexpr int64_t kBudget = 1 << 20;
+  constexpr int64_t kRow = 200;  // more than one cached row of this test costs
+  KeyContext context(KeyType::kString, kMaxP, KeyGroupRange::Of(0, 127));
+  RocksDbStateOptions options;
+  options.dir = testing_util::FreshStateDir();
+  options.block_cache_bytes = 8 << 20;
+  options.write_cache_bytes = kBudget;
+  auto opened = RocksDbKeyedStateBackend::Open(context, options);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  RocksDbKeyedStateBackend& backend = **opened;
+  ValueState<int64_t>* value = *backend.GetState(ValueStateDescriptor<int64_t>("value"));
+  int next = 0;
+  // Updates new keys until the cache is emptied; returns the most bytes it held before.
+  auto fill_until_emptied = [&] {
+    int64_t most = backend.write_cache_bytes_used();
+    for (;;) {
+      EXPECT_TRUE(backend.SetCurrentKey(K("k-" + std::to_string(next))).ok());
+      value->Update(next++);
+      const int64_t used = backend.write_cache_bytes_used();
+      if (used < most) return most;
+      most = used;
+    }
+  };
+  EXPECT_GE(fill_until_emptied(), kBudget);  // the cache is emptied at its budget ...
+  const int at_barrier = next;
+  auto part = backend.SnapshotNative(Target(1));
+  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  ASSERT_TRUE(backend.native_sync_pending());
+  const int64_t pending_most = fill_until_emptied();  // ... at twice that while they pend
+  EXPECT_GE(pending_most, 2 * kBudget);
+  EXPECT_LT(pending_most, 2 * kBudget + kRow);
+  EXPECT_FALSE(backend.native_sync_pending());
+  const int64_t after_most = fill_until_emptied();  // ... and at its budget again after
+  EXPECT_GE(after_most, kBudget);
+  EXPECT_LT(after_most, kBudget + kRow);
+
+  uint64_t written = 0;
+  auto handle = (*part)->Write(&written);
+  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  EXPECT_EQ(handle->total_keys, static_cast<uint64_t>(at_barrier));
+  KeyContext restored_context(KeyType::kString, kMaxP, KeyGroupRange::Of(0, 127));
+  options.dir = testing_util::FreshStateDir();
+  auto restored = RocksDbKeyedStateBackend::Open(restored_context, options);
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  ValueState<int64_t>* restored_value =
+      *(*restored)->GetState(ValueStateDescriptor<int64_t>("value"));
+  ASSERT_TRUE((*restored)->RestoreNative({Source(*handle, 1)}).ok());
+  EXPECT_EQ((*restored)->NumEntries(), static_cast<size_t>(at_barrier));
+  for (int k : {0, at_barrier - 1, at_barrier}) {
+    ASSERT_TRUE((*restored)->SetCurrentKey(K("k-" + std::to_string(k))).ok());
+    EXPECT_EQ(restored_value->Value(), k < at_barrier ? std::optional<int64_t>(k) : std::nullopt)
+        << k;
+  }
 }
 
 // The shared file with the most bytes of a handle.
@@ -609,7 +744,10 @@ TEST_F(RocksDbNativeSnapshotTest, AFullDiskDuringWriteIsASentenceAndLeavesNoFile
   for (const SharedStateFile& f : h.shared_files) EXPECT_THAT(f.name, HasSubstr("-2-"));
 }
 
-TEST_F(RocksDbNativeSnapshotTest, TheSynchronousPartIsShortAndCopiesNoData) {
+// The synchronous part only captures the barrier (counters, dirty cached rows); the flush and
+// the checkpoint of hard links are deferred. Here a NumKeys (an iteration, so a gate) makes the
+// task thread run them, which shows them: the local checkpoint's SST files are hard links.
+TEST_F(RocksDbNativeSnapshotTest, TheSynchronousPartDefersTheFlushAndCheckpointAndCopiesNoData) {
   Subtask s(KeyGroupRange::Of(0, 127));
   s.Fill(0, 19999);
   IncrementalKeyedStateHandle first = Snapshot(s, 1);
@@ -619,7 +757,10 @@ TEST_F(RocksDbNativeSnapshotTest, TheSynchronousPartIsShortAndCopiesNoData) {
   auto part = s.backend->SnapshotNative(Target(2));
   ASSERT_TRUE(part.ok());
   const int64_t incremental_sync = s.backend->last_native_sync_micros();
-  // Hard links: the local checkpoint's SST files are the database's files.
+  EXPECT_TRUE(s.backend->native_sync_pending());
+  EXPECT_FALSE(fs::exists(s.backend->dir() + "/chk-2"));
+  s.backend->NumKeys(KeyGroupId(0));
+  EXPECT_FALSE(s.backend->native_sync_pending());
   size_t linked = 0;
   for (const auto& e : fs::directory_iterator(s.backend->dir() + "/chk-2")) {
     if (e.path().extension() == ".sst") {
