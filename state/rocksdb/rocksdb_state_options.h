@@ -21,6 +21,7 @@ struct RocksDbStateOptions {
   // The write-back cache of point state (value, reducing, aggregating rows) in front of RocksDB
   // (rocksdb_keyed_state_backend.h): bytes of cached keys and values, by default as much as the
   // memtables. Full: its changes are written in one batch and it is emptied. 0 disables it.
+  // While a native snapshot's deferred writes run it may grow to twice this (the write gate).
   int64_t write_cache_bytes = int64_t{64} << 20;
   // Where native snapshots are written to and restored from (nullptr: FileSystem::Default());
   // tests inject faults through it. The database itself uses RocksDB's own file access.
