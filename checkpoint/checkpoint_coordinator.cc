@@ -134,16 +134,17 @@ size_t CheckpointCoordinator::NumPendingCheckpoints() const {
 }
 
 Result<std::vector<CheckpointCoordinator::Outgoing>> CheckpointCoordinator::Trigger(
-    int64_t now_ms, CheckpointType type, const std::string& savepoint_dir,
-    RequestCallback on_done) {
-  return StartCheckpoint(now_ms, type, /*periodic=*/false, savepoint_dir, std::move(on_done));
+    int64_t now_ms, CheckpointType type, const std::string& savepoint_dir, RequestCallback on_done,
+    CheckpointTriggerOptions options) {
+  return StartCheckpoint(now_ms, type, /*periodic=*/false, savepoint_dir, std::move(on_done),
+                         options);
 }
 
 Result<std::vector<CheckpointCoordinator::Outgoing>> CheckpointCoordinator::StartCheckpoint(
     int64_t now_ms, CheckpointType type, bool periodic, const std::string& savepoint_dir,
-    RequestCallback on_done) {
+    RequestCallback on_done, CheckpointTriggerOptions options) {
   const bool savepoint = type == CheckpointType::kSavepoint;
-  if (type == CheckpointType::kCheckpoint &&
+  if (type == CheckpointType::kCheckpoint && !options.forced &&
       NumPendingCheckpoints() >= static_cast<size_t>(config_.max_concurrent)) {
     return FailedPrecondition(
         "too many concurrent checkpoints: " + std::to_string(NumPendingCheckpoints()) +
@@ -177,7 +178,8 @@ Result<std::vector<CheckpointCoordinator::Outgoing>> CheckpointCoordinator::Star
   p.stats.directory = dir;
   p.stats.trigger_wall_ms = wall_clock_->Now().millis();
   p.periodic = periodic;
-  p.counts_as_concurrent = type == CheckpointType::kCheckpoint;
+  p.counts_as_concurrent = type == CheckpointType::kCheckpoint && !options.forced;
+  p.notify_complete = options.notify_complete;
   p.trigger_now_ms = now_ms;
   p.deadline_ms = now_ms + config_.timeout_ms;
   p.stats.incremental = incremental;
@@ -511,7 +513,7 @@ void CheckpointCoordinator::Complete(int64_t id, int64_t now_ms, std::vector<Out
                     std::to_string(id)),
             /*notify=*/true, now_ms, out);
     }
-    for (size_t i = 0; i < ranges_.size(); ++i) {
+    for (size_t i = 0; done.notify_complete && i < ranges_.size(); ++i) {
       out->push_back(Outgoing{SubtaskIndex(static_cast<int32_t>(i)),
                               NotifyCheckpointComplete{attempt_, CheckpointId(id)}});
     }

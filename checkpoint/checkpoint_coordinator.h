@@ -93,6 +93,17 @@ struct CheckpointStats {
   std::vector<SubtaskCheckpointStats> subtasks;  // in the order they acknowledged
 };
 
+// How a checkpoint triggered on request differs from a periodic one.
+struct CheckpointTriggerOptions {
+  // Neither waits for nor counts against max concurrent checkpoints (Flink's
+  // CheckpointProperties.forceCheckpoint).
+  bool forced = false;
+  // kCheckpoint: false completes it without NotifyCheckpointComplete, as a savepoint: the
+  // subtasks commit nothing of it; the attempt the job master deploys from it does (a
+  // rescale's checkpoint).
+  bool notify_complete = true;
+};
+
 class CheckpointCoordinator {
  public:
   static constexpr size_t kHistorySize = 50;
@@ -136,13 +147,14 @@ class CheckpointCoordinator {
   void RecoverCompleted(std::vector<CheckpointLocation> completed, RecoverOptions options = {});
 
   // Starts a checkpoint of `type` now: returns TriggerCheckpoint messages for every subtask,
-  // or an error (FailedPrecondition "too many concurrent checkpoints" — only for kCheckpoint,
-  // AlreadyExists/IoError for the directory); on error `on_done` is not called.
-  // `savepoint_dir` (kSavepoint only) empty = <job>/savepoint-<n>; otherwise a new or empty
-  // directory.
+  // or an error (FailedPrecondition "too many concurrent checkpoints" — only for a kCheckpoint
+  // that is not `forced`, AlreadyExists/IoError for the directory); on error `on_done` is not
+  // called. `savepoint_dir` (kSavepoint only) empty = <job>/savepoint-<n>; otherwise a new or
+  // empty directory.
   Result<std::vector<Outgoing>> Trigger(int64_t now_ms, CheckpointType type,
                                         const std::string& savepoint_dir,
-                                        RequestCallback on_done = nullptr);
+                                        RequestCallback on_done = nullptr,
+                                        CheckpointTriggerOptions options = {});
   // Expires pending checkpoints past the timeout (abort notifications), then triggers a
   // periodic checkpoint if one is due. Returns the messages to send.
   std::vector<Outgoing> OnTick(int64_t now_ms);
@@ -208,6 +220,7 @@ class CheckpointCoordinator {
     CheckpointStats stats;
     bool periodic = false;              // triggered by OnTick
     bool counts_as_concurrent = false;  // kCheckpoint (not savepoint/final): max concurrent
+    bool notify_complete = true;        // CheckpointTriggerOptions::notify_complete
     int64_t trigger_now_ms = 0;
     int64_t deadline_ms = 0;
     bool incremental = false;                                  // TriggerCheckpoint.incremental
@@ -221,8 +234,10 @@ class CheckpointCoordinator {
 
   Result<std::vector<Outgoing>> StartCheckpoint(int64_t now_ms, CheckpointType type, bool periodic,
                                                 const std::string& savepoint_dir,
-                                                RequestCallback on_done);
-  size_t NumPendingCheckpoints() const;  // savepoints and final checkpoints excluded
+                                                RequestCallback on_done,
+                                                CheckpointTriggerOptions options = {});
+  // Savepoints, final and forced checkpoints excluded.
+  size_t NumPendingCheckpoints() const;
   // Checks an ack's handle against the subtask's range; makes its path relative.
   Status NormalizeHandle(const PendingCheckpoint& p, SubtaskIndex subtask,
                          KeyGroupsStateHandle* h) const;

@@ -625,8 +625,10 @@ void Coordinator::HandleRescale(const std::string& identity, const RescaleReques
   }
   int32_t target = m.new_parallelism;
   std::string job_id = job_->job_id();
-  auto end = TrackCommand({"rescale to " + std::to_string(target),
-                           "keyflow rescale " + std::to_string(target), "", target});
+  auto end = TrackCommand(
+      {"rescale to " + std::to_string(target),
+       "keyflow rescale " + std::to_string(target) + (m.via_savepoint ? " --savepoint" : ""), "",
+       target});
   Status s = job_->Rescale(
       target, m.wait_for_workers_ms,
       [this, identity, target, job_id, end](const Status& result) {
@@ -638,7 +640,8 @@ void Coordinator::HandleRescale(const std::string& identity, const RescaleReques
           SendReply(identity, result);
         }
       },
-      now_ms);
+      now_ms,
+      m.via_savepoint ? JobMaster::RescaleVia::kSavepoint : JobMaster::RescaleVia::kCheckpoint);
   if (!s.ok()) {
     end("");
     SendReply(identity, s);

@@ -59,6 +59,8 @@ std::string_view RescalePhaseName(RescalePhase p) {
   switch (p) {
     case RescalePhase::kWaitingForWorkers:
       return "waiting for workers";
+    case RescalePhase::kCheckpoint:
+      return "checkpoint";
     case RescalePhase::kSavepoint:
       return "savepoint";
     case RescalePhase::kDeploying:
@@ -747,7 +749,7 @@ Status JobMaster::RequestCheckpoint(bool savepoint, const std::string& directory
 }
 
 Status JobMaster::Rescale(int32_t new_parallelism, int64_t wait_for_workers_ms,
-                          RescaleCallback done, int64_t now_ms) {
+                          RescaleCallback done, int64_t now_ms, RescaleVia via) {
   if (state_ != JobState::kRunning || !checkpoints_) {
     return FailedPrecondition("job " + job_id_ + " is " + std::string(JobStateName(state_)) +
                               ": it can be rescaled only while RUNNING");
@@ -767,6 +769,7 @@ Status JobMaster::Rescale(int32_t new_parallelism, int64_t wait_for_workers_ms,
   }
   RescaleOp op;
   op.target = new_parallelism;
+  op.via = via;
   op.phase = RescalePhase::kWaitingForWorkers;
   op.started_ms = now_ms;
   op.workers_deadline_ms = now_ms + wait_for_workers_ms;
@@ -795,54 +798,71 @@ void JobMaster::StepRescale(int64_t now_ms) {
     }
     return;
   }
-  rescale_->phase = RescalePhase::kSavepoint;
-  Send(checkpoints_->StopPeriodic(
-      rescale_->target == 0 ? "the job stops with a savepoint" : "a rescale takes a savepoint",
-      now_ms));
-  auto out = checkpoints_->Trigger(now_ms, CheckpointType::kSavepoint, rescale_->savepoint_dir,
-                                   [this](Result<CheckpointLocation> sp, int64_t done_ms) {
-                                     OnRescaleSavepoint(std::move(sp), done_ms);
-                                   });
+  const bool via_savepoint = rescale_->via == RescaleVia::kSavepoint;
+  const std::string what = RescaleSnapshotName();
+  rescale_->phase = via_savepoint ? RescalePhase::kSavepoint : RescalePhase::kCheckpoint;
+  Send(checkpoints_->StopPeriodic(rescale_->target == 0 ? "the job stops with a savepoint"
+                                  : via_savepoint       ? "a rescale takes a savepoint"
+                                                        : "a rescale takes a checkpoint",
+                                  now_ms));
+  auto on_done = [this](Result<CheckpointLocation> snapshot, int64_t done_ms) {
+    OnRescaleSnapshot(std::move(snapshot), done_ms);
+  };
+  auto out = via_savepoint
+                 ? checkpoints_->Trigger(now_ms, CheckpointType::kSavepoint,
+                                         rescale_->savepoint_dir, std::move(on_done))
+                 : checkpoints_->Trigger(
+                       now_ms, CheckpointType::kCheckpoint, "", std::move(on_done),
+                       CheckpointTriggerOptions{.forced = true, .notify_complete = false});
   if (!out.ok()) {
-    EndRescale(out.status().WithContext("cannot take the rescale savepoint"), now_ms);
+    EndRescale(out.status().WithContext("cannot take " + what), now_ms);
     return;
   }
   Send(*out);
 }
 
-void JobMaster::OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t now_ms) {
-  if (!rescale_ || rescale_->phase != RescalePhase::kSavepoint) return;
-  if (!savepoint.ok()) {
-    EndRescale(
-        savepoint.status().WithContext(rescale_->target == 0 ? "the stop savepoint failed"
-                                                             : "the rescale savepoint failed"),
-        now_ms);
+std::string JobMaster::RescaleSnapshotName() const {
+  if (rescale_->target == 0) return "the stop savepoint";
+  return rescale_->via == RescaleVia::kSavepoint ? "the rescale savepoint"
+                                                 : "the rescale checkpoint";
+}
+
+void JobMaster::OnRescaleSnapshot(Result<CheckpointLocation> snapshot, int64_t now_ms) {
+  if (!rescale_ || (rescale_->phase != RescalePhase::kSavepoint &&
+                    rescale_->phase != RescalePhase::kCheckpoint)) {
+    return;
+  }
+  const bool via_savepoint = rescale_->via == RescaleVia::kSavepoint;
+  if (!snapshot.ok()) {
+    EndRescale(snapshot.status().WithContext(RescaleSnapshotName() + " failed"), now_ms);
     return;
   }
   if (rescale_->target == 0) {  // stop with savepoint
     RequestCallback done = std::move(rescale_->stop_done);
     rescale_.reset();
-    KF_LOG_INFO("job stopped with savepoint job={} savepoint={}", job_id_, savepoint->directory);
-    Cancel("stopped with savepoint " + std::to_string(savepoint->id.value()) + " (" +
-               savepoint->directory + ")",
+    KF_LOG_INFO("job stopped with savepoint job={} savepoint={}", job_id_, snapshot->directory);
+    Cancel("stopped with savepoint " + std::to_string(snapshot->id.value()) + " (" +
+               snapshot->directory + ")",
            now_ms);
-    if (done) done(std::move(savepoint), now_ms);
+    if (done) done(std::move(snapshot), now_ms);
     return;
   }
-  auto m = CheckpointStorage::ReadMetadata(savepoint->directory);
+  auto m = CheckpointStorage::ReadMetadata(snapshot->directory);
   Status valid = m.ok() ? ValidateRestore(*m, rescale_->target, spec_.max_parallelism) : m.status();
   if (!valid.ok()) {
-    EndRescale(valid.WithContext("the rescale savepoint cannot be restored"), now_ms);
+    EndRescale(valid.WithContext(RescaleSnapshotName() + " cannot be restored"), now_ms);
     return;
   }
-  rescale_savepoint_ = RestorePoint{std::move(m).value(), savepoint->directory};
+  RestorePoint from{std::move(m).value(), snapshot->directory};
+  if (via_savepoint) rescale_savepoint_ = from;
   rescale_->phase = RescalePhase::kDeploying;
   int32_t target = rescale_->target;
-  KF_LOG_INFO("rescale savepoint taken job={} savepoint={} ms={}: redeploying at parallelism {}",
-              job_id_, savepoint->id.value(), now_ms - rescale_->started_ms, target);
+  KF_LOG_INFO("rescale {} taken job={} id={} ms={}: redeploying at parallelism {}",
+              via_savepoint ? "savepoint" : "checkpoint", job_id_, snapshot->id.value(),
+              now_ms - rescale_->started_ms, target);
   CancelAll("rescaling to parallelism " + std::to_string(target));
   checkpoints_->AbortAll("rescaling", now_ms);
-  Status s = DeployAttempt(target, rescale_savepoint_, now_ms);
+  Status s = DeployAttempt(target, std::move(from), now_ms);
   if (!s.ok()) {
     EndRescale(s, now_ms);
     EndJob(JobState::kFailed, "rescale deployment failed: " + s.message(), now_ms);

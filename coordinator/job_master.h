@@ -46,8 +46,8 @@
 namespace keyflow {
 
 // Phases of a rescale or stop-with-savepoint.
-enum class RescalePhase { kWaitingForWorkers, kSavepoint, kDeploying };
-// "waiting for workers", "savepoint", "deploying" (status JSON).
+enum class RescalePhase { kWaitingForWorkers, kCheckpoint, kSavepoint, kDeploying };
+// "waiting for workers", "checkpoint", "savepoint", "deploying" (status JSON).
 std::string_view RescalePhaseName(RescalePhase p);
 
 enum class JobState {
@@ -113,14 +113,19 @@ class JobMaster {
                            int64_t now_ms);
 
   // `keyflow rescale P'` (DESIGN §12): waits up to `wait_for_workers_ms` until P' workers are
-  // registered, stops periodic checkpoints, takes a savepoint, cancels the attempt and deploys
-  // P' subtasks that restore only their key groups from it. `done` gets OK once the job runs at
-  // P', or the reason it did not (the job then goes on at the old parallelism, unless the new
-  // attempt itself failed — then the restart strategy applies). Refused at once (job untouched):
-  // not RUNNING, P' < 1 or P' > max parallelism, another rescale in progress.
+  // registered, stops periodic checkpoints, takes a checkpoint (or, with `via`
+  // kSavepoint, a savepoint), cancels the attempt and deploys P' subtasks that restore only
+  // their key groups from it. The checkpoint is the job's own kind (incremental and, with
+  // RocksDB, native: Flink's adaptive scheduler rescales from a checkpoint too), forced past
+  // max concurrent checkpoints, and nothing of it is committed by the old attempt (as with a
+  // savepoint): the new one commits it. `done` gets OK once the job runs at P', or the reason
+  // it did not (the job then goes on at the old parallelism, unless the new attempt itself
+  // failed — then the restart strategy applies). Refused at once (job untouched): not RUNNING,
+  // P' < 1 or P' > max parallelism, another rescale in progress.
   using RescaleCallback = std::function<void(Status)>;
+  enum class RescaleVia { kCheckpoint, kSavepoint };
   Status Rescale(int32_t new_parallelism, int64_t wait_for_workers_ms, RescaleCallback done,
-                 int64_t now_ms);
+                 int64_t now_ms, RescaleVia via = RescaleVia::kCheckpoint);
   // `keyflow stop` (Flink's stop-with-savepoint, no drain): stops periodic checkpoints, takes a
   // savepoint, then cancels the job — nothing is committed after the savepoint, so a job run
   // later with --from-savepoint continues exactly where this one stopped. `done` gets the
@@ -192,7 +197,10 @@ class JobMaster {
   Status CheckFallbackKeepsCommittedOutput(const std::vector<UnrestorableCheckpoint>& skipped,
                                            const std::optional<RestorePoint>& chosen) const;
   void StepRescale(int64_t now_ms);
-  void OnRescaleSavepoint(Result<CheckpointLocation> savepoint, int64_t now_ms);
+  // "the stop savepoint", "the rescale savepoint" or "the rescale checkpoint" (rescale_ set).
+  std::string RescaleSnapshotName() const;
+  // The rescale's (or stop's) checkpoint or savepoint completed or failed.
+  void OnRescaleSnapshot(Result<CheckpointLocation> snapshot, int64_t now_ms);
   // FINISHING: triggers the final checkpoint unless one is pending or completed.
   void MaybeTriggerFinal(int64_t now_ms);
   // Fails the job if the consecutive checkpoint failures exceed the tolerable number.
@@ -248,6 +256,7 @@ class JobMaster {
   // A rescale in progress.
   struct RescaleOp {
     int32_t target = 0;  // 0: stop with savepoint
+    RescaleVia via = RescaleVia::kSavepoint;
     std::string savepoint_dir;
     RequestCallback stop_done;
     RescalePhase phase = RescalePhase::kWaitingForWorkers;
@@ -256,7 +265,9 @@ class JobMaster {
     RescaleCallback done;
   };
   std::optional<RescaleOp> rescale_;
-  std::optional<RestorePoint> rescale_savepoint_;  // the latest rescale's savepoint
+  // The latest rescale's savepoint (RescaleVia::kSavepoint; a rescale's checkpoint is one of
+  // the job's completed checkpoints).
+  std::optional<RestorePoint> rescale_savepoint_;
 
   // Counters of the attempts before the current one (status adds the current attempt's).
   SubtaskMetrics earlier_attempts_;

@@ -5,7 +5,8 @@
 # subtask reads <= its share of the state + 5 %.
 #
 #   scripts/bench-rescale.sh [--quick] [--keys N] [--splits S] [--tail-rate R]
-#                            [--state-backend B] [--build-dir DIR] [--keep]
+#                            [--state-backend B] [--checkpoint-interval I] [--savepoint]
+#                            [--build-dir DIR] [--keep]
 #
 #   --quick          a smoke run: --keys 100000 unless given (numbers not comparable to the
 #                    targets; scripts/bench.sh --quick --rocksdb runs it so)
@@ -13,6 +14,10 @@
 #   --splits S       generator splits (default 4)
 #   --tail-rate R    events/s of the slow tail the job runs on while it is rescaled (default 2000)
 #   --state-backend B  heap (default) or rocksdb (issue 11; --state-dir in the work directory)
+#   --checkpoint-interval I  periodic checkpoints of the job on the tail (default 0: none), so
+#                    that the rescale's checkpoint is incremental, as in production
+#   --savepoint      rescale with `keyflow rescale --savepoint` (the canonical savepoint)
+#                    instead of a checkpoint of the job's own kind
 #   --build-dir DIR  where the binaries are: DIR/bin/keyflow* (default build/ of the repository)
 #   --keep           keep the work directory (logs, savepoints) — several GB at the default size
 #
@@ -26,12 +31,14 @@
 #   3. `keyflow rescale 2`, then `keyflow rescale 1` (both workers are registered beforehand):
 #      time to the command's return (the new attempt is deployed), to the first status that shows
 #      every new subtask's restore done with exactly the bytes of its key groups and records
-#      processed again (status every 200 ms), the savepoint time (coordinator log), each
-#      subtask's restore time and bytes (worker logs), and the workers' RSS (VmRSS and peak
-#      VmHWM from /proc). The old attempt keeps processing while the savepoint is written, so
-#      "processing paused" = (command to processing again) - (savepoint time).
-# No periodic checkpoints (--checkpoint-interval 0): the rescale's savepoint is the only one, so
-# nothing else competes for the disk. Heartbeat timeout 5 s (default 1 s): snapshots of GBs
+#      processed again (status every 200 ms), the time of the rescale's checkpoint or savepoint
+#      (coordinator log), each subtask's restore time and bytes (worker logs: with RocksDB's
+#      native snapshots only the timers' bytes are counted), and the workers' RSS (VmRSS and
+#      peak VmHWM from /proc). The old attempt keeps processing while the snapshot is written,
+#      so "processing paused" = (command to processing again) - (snapshot time).
+# By default no periodic checkpoints: the rescale's snapshot is the only one (with RocksDB a
+# first checkpoint: every SST file is written), so nothing else competes for the disk.
+# Heartbeat timeout 5 s (default 1 s): snapshots of GBs
 # must not be mistaken for lost workers on a loaded 2-core machine. Prints a markdown table and
 # PASS/FAIL against the targets (exit 0/1). Stops everything it started on exit.
 set -Eeuo pipefail  # -E: the ERR trap below also covers functions
@@ -43,6 +50,7 @@ source "$ROOT/scripts/lib/cluster.sh"
 CHECK="$ROOT/scripts/lib/rescale_check.py"
 
 keys="" quick=0 splits=4 tail_rate=2000 build_dir="$ROOT/build" keep=0 backend=heap
+interval=0 via=()
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -52,6 +60,8 @@ while [ $# -gt 0 ]; do
     --splits) need "$@"; splits="$2"; shift 2 ;;
     --tail-rate) need "$@"; tail_rate="$2"; shift 2 ;;
     --state-backend) need "$@"; backend="$2"; shift 2 ;;
+    --checkpoint-interval) need "$@"; interval="$2"; shift 2 ;;
+    --savepoint) via=(--savepoint); shift ;;
     --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -96,8 +106,7 @@ say() { echo "bench-rescale: $*" >&2; }
 # K keys drawn uniformly K times leave K (1 - 1/e) distinct ones: K = N / 0.632.
 space=$(((keys * 1000 + 631) / 632))
 gen="gen:events=$((space * 20)),keys=$space,splits=$splits,seed=11"
-job=(--job count-window --param count=1000000000 --param timeout=3650d --param time=event
-  --checkpoint-interval 0)
+job=(--job count-window --param count=1000000000 --param timeout=3650d --param time=event)
 [ "$backend" = heap ] || job+=(--state-backend "$backend" --state-dir "$work/state")
 
 endpoint="$("$ROOT/scripts/start-cluster.sh" --workers 2 --port 0 --run-dir "$run_dir" \
@@ -143,7 +152,8 @@ record() {  # record KEY JSON_VALUE: one line of the results file
 # ---- 1. load --------------------------------------------------------------------------------
 say "loading: $space keys drawn $space times (about $keys distinct) at P=1; load average $(loadavg)"
 t0=$(now_ms)
-KF run "${job[@]}" --input "$gen" --parallelism 1 >/dev/null 2>"$work/load.err" ||
+KF run "${job[@]}" --checkpoint-interval 0 --input "$gen" --parallelism 1 >/dev/null \
+  2>"$work/load.err" ||
   { cat "$work/load.err" >&2; kf_die "submitting the load job failed"; }
 while :; do
   # -1 while it deploys, -2 once it ended (FINISHED, FAILED, CANCELED) or restarts
@@ -175,8 +185,8 @@ record loaded "{\"bytes\": $state_bytes, \"keys\": $state_keys, \"timers\": $sta
 
 # ---- 2. restore at P=1 on the slow tail --------------------------------------------------------
 t0=$(now_ms)
-KF run "${job[@]}" --input "$gen,rate=$tail_rate" --parallelism 1 --from-savepoint "$work/loaded" \
-  >/dev/null 2>"$work/tail.err" || { cat "$work/tail.err" >&2; kf_die "restoring the state failed"; }
+KF run "${job[@]}" --checkpoint-interval "$interval" --input "$gen,rate=$tail_rate" \
+  --parallelism 1 --from-savepoint "$work/loaded" >/dev/null 2>"$work/tail.err" || { cat "$work/tail.err" >&2; kf_die "restoring the state failed"; }
 res="$(python3 "$CHECK" await-rescale --keyflow "$KEYFLOW" --endpoint "$endpoint" --old-attempt 0 \
   --target 1 --t0-ms "$t0" --run-dir "$run_dir" --timeout 600 --need-processing \
   --checkpoint-dir "$work/loaded")" ||
@@ -188,11 +198,20 @@ say "restored at P=1: $(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); 
 ok=0
 for target in 2 1; do
   sleep 3  # let the tail run at the current parallelism (pacing, not synchronisation)
+  if [ "$interval" != 0 ]; then
+    # A checkpoint of this attempt first: the rescale's is then incremental on top of it.
+    waited=0
+    until [ "$(job_field "int(job.get('checkpoints',{}).get('latest_completed',0) > job.get('restored_from',0))")" = 1 ]; do
+      [ "$waited" -lt 3000 ] || kf_die "no checkpoint of the attempt completed in 600 s; logs in $run_dir"
+      sleep 0.2  # polling period
+      waited=$((waited + 1))
+    done
+  fi
   old_attempt="$(job_field "job.get('attempt',0)")"
   from="$(job_field "job.get('parallelism',0)")"
   say "rescaling $from -> $target; load average $(loadavg)"
   t0=$(now_ms)
-  KF rescale "$target" --timeout 30min >"$work/rescale-$target.out" 2>&1 ||
+  KF rescale "$target" "${via[@]}" --timeout 30min >"$work/rescale-$target.out" 2>&1 ||
     { cat "$work/rescale-$target.out" >&2; kf_die "keyflow rescale $target failed"; }
   t1=$(now_ms)
   rc=0
@@ -201,8 +220,10 @@ for target in 2 1; do
     --timeout 600 --need-processing)" || rc=$?
   [ -n "$res" ] || kf_die "waiting for the rescale to $target failed (message above); logs in $run_dir"
   [ "$rc" -eq 0 ] || ok=1
-  # The coordinator's own timings of this rescale: savepoint taken, new attempt deployed.
-  sp_ms="$(sed -n 's/.*rescale savepoint taken .* ms=\([0-9]*\):.*/\1/p' "$run_dir/coordinator.log" | tail -n 1)"
+  # The coordinator's own timings of this rescale: checkpoint or savepoint taken, new attempt
+  # deployed.
+  sp_ms="$(sed -n 's/.*rescale \(savepoint\|checkpoint\) taken .* ms=\([0-9]*\):.*/\2/p' \
+    "$run_dir/coordinator.log" | tail -n 1)"
   done_ms="$(sed -n 's/.*rescale done .* ms=\([0-9]*\).*/\1/p' "$run_dir/coordinator.log" | tail -n 1)"
   res="$(python3 -c '
 import json, sys
@@ -211,7 +232,7 @@ r.update(deployed_ms=int(sys.argv[2]), savepoint_ms=int(sys.argv[3] or -1),
          coordinator_done_ms=int(sys.argv[4] or -1), rss=sys.argv[5], load=sys.argv[6])
 print(json.dumps(r))' "$res" "$((t1 - t0))" "$sp_ms" "$done_ms" "$(rss)" "$(loadavg)")"
   record "rescale_${from}_to_$target" "$res"
-  say "$from -> $target: $(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("savepoint %s ms, deployed %s ms, processing again %s ms; read %s (expected %s); restore ms %s" % (r["savepoint_ms"], r["deployed_ms"], r.get("processing_ms"), r.get("actual"), r.get("expected"), r.get("log_ms")))' "$res"); $(rss)"
+  say "$from -> $target: $(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("%s %s ms, deployed %s ms, processing again %s ms; read %s (expected %s); restore ms %s" % (r.get("savepoint_type"), r["savepoint_ms"], r["deployed_ms"], r.get("processing_ms"), r.get("actual"), r.get("expected"), r.get("log_ms")))' "$res"); $(rss)"
 done
 KF cancel >/dev/null 2>&1 || true
 
@@ -229,9 +250,10 @@ print("load: %d records in %.1f s; savepoint of the loaded state: %s (%d keys, %
 print("restore of all of it at P=1: %.1f s from `keyflow run --from-savepoint` to processing"
       % (r["restore"]["processing_ms"] / 1e3))
 print()
-print("| rescale | savepoint (job still running) | deployed (command returns) | processing again "
-      "| target <= 10 s | processing paused | bytes read per new subtask (share + 5 %) | restore "
-      "per subtask | worker RSS after (peak) | load avg |")
+kind = (r.get("rescale_1_to_2") or {}).get("savepoint_type") or "snapshot"
+print(("| rescale | KIND (job still running) | deployed (command returns) | processing again "
+       "| target <= 10 s | processing paused | bytes read per new subtask (share + 5 %) | restore "
+       "per subtask | worker RSS after (peak) | load avg |").replace("KIND", kind))
 print("|---|---|---|---|---|---|---|---|---|---|")
 fail = False
 for key in ("rescale_1_to_2", "rescale_2_to_1"):

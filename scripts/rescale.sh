@@ -7,6 +7,9 @@
 # its old parallelism when the rescale itself was refused).
 #
 #   scripts/rescale.sh P' [--run-dir DIR] [--port PORT] [--build-dir DIR] [--timeout SECONDS]
+#                         [--savepoint]
+#
+# --savepoint: rescale from a savepoint (`keyflow rescale --savepoint`) instead of a checkpoint.
 #
 # The run dir and port are the ones start-cluster.sh was given (defaults ./.keyflow and the
 # endpoint recorded in the run dir). Clusters on several hosts (--hosts) are not handled here:
@@ -17,14 +20,15 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/cluster.sh
 source "$ROOT/scripts/lib/cluster.sh"
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
-target="" run_dir=".keyflow" port="" build_dir="$ROOT/build" timeout_s=120
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+target="" run_dir=".keyflow" port="" build_dir="$ROOT/build" timeout_s=120 via=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --run-dir) run_dir="${2:?--run-dir needs a directory}"; shift 2 ;;
     --port) port="${2:?--port needs a number}"; shift 2 ;;
     --build-dir) build_dir="${2:?--build-dir needs a directory}"; shift 2 ;;
     --timeout) timeout_s="${2:?--timeout needs seconds}"; shift 2 ;;
+    --savepoint) via=(--savepoint); shift ;;
     -h|--help) usage; exit 0 ;;
     -*) kf_die "unknown option '$1' (try --help)" ;;
     *) [ -z "$target" ] || kf_die "only one P' may be given"; target="$1"; shift ;;
@@ -123,7 +127,7 @@ if [ "$target" -gt "$current" ]; then
 fi
 
 # ---- rescale ------------------------------------------------------------------------------
-if ! "$KEYFLOW" rescale "$target" --coordinator "$endpoint" --timeout "${timeout_s}s"; then
+if ! "$KEYFLOW" rescale "$target" "${via[@]}" --coordinator "$endpoint" --timeout "${timeout_s}s"; then
   kf_die "the rescale to $target failed (see above); the coordinator log is $run_dir/coordinator.log"
 fi
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))

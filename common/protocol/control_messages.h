@@ -38,7 +38,8 @@ namespace keyflow {
 // 8: incremental checkpoints (issue 11): KeyGroupsStateHandle.shared_files / block_file,
 // IncrementalKeyedStateHandle in AcknowledgeCheckpoint and RestoreAssignment,
 // TriggerCheckpoint.shared_directory / incremental; JobSpec version 7.
-inline constexpr uint32_t kControlProtocolVersion = 8;
+// 9: RescaleRequest.via_savepoint (a rescale takes a checkpoint unless asked for a savepoint).
+inline constexpr uint32_t kControlProtocolVersion = 9;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
 inline constexpr size_t kMaxJobLibraryBytes = size_t{256} << 20;
@@ -603,9 +604,12 @@ struct RescaleRequest {
   int32_t new_parallelism = 0;
   bool plan_only = false;
   int64_t wait_for_workers_ms = 30'000;  // until P' workers are registered; then refused
+  // Rescale from a savepoint (canonical, kept until deleted) instead of a checkpoint of the
+  // job's own kind (`keyflow rescale --savepoint`).
+  bool via_savepoint = false;
   template <class A>
   void serialize(A& ar) {
-    ar(new_parallelism, plan_only, wait_for_workers_ms);
+    ar(new_parallelism, plan_only, wait_for_workers_ms, via_savepoint);
   }
 };
 

@@ -976,9 +976,13 @@ int RunRescaleCommand(const std::vector<std::string>& args) {
   po::options_description opts;
   std::string endpoint, timeout = "10min", wait_workers = "30s";
   int32_t parallelism = 0;
-  bool plan = false, json = false;
+  bool plan = false, json = false, via_savepoint = false;
   opts.add_options()("parallelism", po::value(&parallelism)->required(),
                      "the new parallelism P' (positional)")(
+      "savepoint", po::bool_switch(&via_savepoint),
+      "rescale from a savepoint (the canonical format, kept until deleted) instead of a "
+      "checkpoint of the job's own kind (incremental, and native with --state-backend rocksdb: "
+      "faster)")(
       "plan", po::bool_switch(&plan),
       "only print which key groups move from which old subtask to which new one, and the bytes "
       "each new subtask will read; change nothing")(
@@ -992,8 +996,9 @@ int RunRescaleCommand(const std::vector<std::string>& args) {
   po::variables_map vm;
   int code;
   if (!ParseCommandLine("usage: keyflow rescale P' [--plan] [options]\n"
-                        "Rescales the running job to P' subtasks: takes a savepoint, redeploys on "
-                        "P' workers, each restoring only the key groups it now owns.",
+                        "Rescales the running job to P' subtasks: takes a checkpoint (or with "
+                        "--savepoint a savepoint), redeploys on P' workers, each restoring only "
+                        "the key groups it now owns.",
                         opts, pos, args, &vm, &code)) {
     return code;
   }
@@ -1006,6 +1011,7 @@ int RunRescaleCommand(const std::vector<std::string>& args) {
   req.new_parallelism = parallelism;
   req.plan_only = plan;
   req.wait_for_workers_ms = *wait_ms;
+  req.via_savepoint = via_savepoint;
   auto reply = plan
                    ? Ask(endpoint, req, &code)
                    : AskWatchingRestarts(endpoint, req, "rescale to " + std::to_string(parallelism),

@@ -620,13 +620,13 @@ TEST_F(RecoveryTest, FinalCheckpointCommitsBeforeTheJobFinishes) {
   EXPECT_EQ(coord_->job()->state(), JobState::kFinished);
 }
 
-TEST_F(RecoveryTest, RescaleTakesASavepointAndRedeploysWhereEachSubtaskGetsItsFiles) {
+TEST_F(RecoveryTest, RescaleWithSavepointTakesASavepointAndRedeploysWhereEachSubtaskGetsItsFiles) {
   Register("w0", 0);
   Register("w1", 1);
   Register("w2", 2);
   Submit(Spec(2, 60'000));
   DeployAll({"w0", "w1"});
-  coord_->OnMessage("cli", RescaleRequest{3, false, 5000}, now_);
+  coord_->OnMessage("cli", RescaleRequest{3, false, 5000, /*via_savepoint=*/true}, now_);
   auto t = outbox_.Last<TriggerCheckpoint>("w0");
   ASSERT_TRUE(t.has_value());
   EXPECT_TRUE(t->savepoint());
@@ -652,6 +652,61 @@ TEST_F(RecoveryTest, RescaleTakesASavepointAndRedeploysWhereEachSubtaskGetsItsFi
   }
   ASSERT_EQ(outbox_.To<Reply>("cli").size(), replies + 1);
   EXPECT_TRUE(outbox_.Last<Reply>("cli")->ok);
+  EXPECT_EQ(coord_->job()->spec().parallelism, 3);
+}
+
+// The default rescale takes a checkpoint of the job's own kind, even while a periodic one is
+// pending (max concurrent checkpoints 1): no subtask of the old attempt commits it (it gets no
+// NotifyCheckpointComplete), the new attempt restores from it, and it is one of the job's
+// completed checkpoints.
+TEST_F(RecoveryTest, RescaleTakesAForcedCheckpointNobodyCommitsAndRedeploysFromIt) {
+  Register("w0", 0);
+  Register("w1", 1);
+  Register("w2", 2);
+  Submit(Spec(2, 500));
+  DeployAll({"w0", "w1"});
+  AdvanceToNextCheckpoint("w0");
+  auto periodic = outbox_.Last<TriggerCheckpoint>("w0");
+  ASSERT_TRUE(periodic.has_value());
+  coord_->OnMessage("cli", RescaleRequest{3, false, 5000}, now_);
+  auto t = outbox_.Last<TriggerCheckpoint>("w0");
+  ASSERT_TRUE(t.has_value());
+  ASSERT_EQ(t->checkpoint.value(), periodic->checkpoint.value() + 1)
+      << "triggered although the periodic checkpoint is pending";
+  EXPECT_EQ(t->type, CheckpointType::kCheckpoint);
+  EXPECT_NE(t->directory.find("/chk-" + std::to_string(t->checkpoint.value())), std::string::npos)
+      << t->directory;
+  EXPECT_EQ(coord_->StatusJson(now_)["job"]["rescale"]["phase"], "checkpoint");
+  Advance(2000);  // no periodic checkpoint starts meanwhile
+  EXPECT_EQ(outbox_.Last<TriggerCheckpoint>("w0")->checkpoint, t->checkpoint);
+  AckAll({"w0", "w1"});
+  ASSERT_EQ(outbox_.Last<CancelTask>("w0")->attempt.value(), 1);
+  EXPECT_FALSE(outbox_.Last<NotifyCheckpointComplete>("w0").has_value());
+  EXPECT_FALSE(outbox_.Last<NotifyCheckpointComplete>("w1").has_value());
+  auto d2 = outbox_.Last<DeployTask>("w2");
+  ASSERT_TRUE(d2.has_value());
+  EXPECT_EQ(d2->attempt.value(), 2);
+  EXPECT_EQ(d2->spec.parallelism, 3);
+  ASSERT_TRUE(d2->restore.has_value());
+  EXPECT_EQ(d2->restore->checkpoint, t->checkpoint);
+  EXPECT_EQ(d2->restore->checkpoint_dir, t->directory);
+  ASSERT_EQ(d2->restore->keyed_state.size(), 1u);  // only old subtask 1 holds 6..7
+  EXPECT_EQ(d2->restore->keyed_state[0].range, KeyGroupRange::Of(4, 7));
+  EXPECT_EQ(outbox_.Last<DeployTask>("w1")->restore->keyed_state.size(), 2u);  // 3..5
+  auto completed = CheckpointStorage(dir_.path()).ListCompletedCheckpoints(coord_->job()->job_id());
+  ASSERT_TRUE(completed.ok()) << completed.status().ToString();
+  ASSERT_FALSE(completed->empty());
+  EXPECT_EQ(completed->back().id, t->checkpoint);
+  EXPECT_FALSE(completed->back().savepoint);
+  size_t replies = outbox_.To<Reply>("cli").size();
+  DeployAll({"w0", "w1", "w2"});
+  for (const char* w : {"w0", "w1", "w2"}) {
+    coord_->OnMessage(
+        w, TaskRunning{ids_[w], AttemptNumber(2), outbox_.Last<DeployTask>(w)->subtask, 5, 100},
+        now_);
+  }
+  ASSERT_EQ(outbox_.To<Reply>("cli").size(), replies + 1);
+  EXPECT_TRUE(outbox_.Last<Reply>("cli")->ok) << outbox_.Last<Reply>("cli")->message;
   EXPECT_EQ(coord_->job()->spec().parallelism, 3);
 }
 
@@ -872,7 +927,7 @@ TEST_F(RecoveryTest, CheckpointsAbortedByAFailoverAreNotCountedAsFailures) {
 }
 
 // The deploy timeout applies to the new attempt a rescale deploys; the job then restarts per
-// its restart strategy (from the rescale savepoint, at the new parallelism).
+// its restart strategy (from the rescale's checkpoint, at the new parallelism).
 TEST_F(RecoveryTest, ADeployThatTimesOutAfterARescaleRestartsTheJob) {
   Register("w0", 0);
   Register("w1", 1);
@@ -880,7 +935,7 @@ TEST_F(RecoveryTest, ADeployThatTimesOutAfterARescaleRestartsTheJob) {
   Submit(Spec(2, 60'000));
   DeployAll({"w0", "w1"});
   coord_->OnMessage("cli", RescaleRequest{3, false, 5000}, now_);
-  auto savepoint = outbox_.Last<TriggerCheckpoint>("w0");
+  auto rescale_checkpoint = outbox_.Last<TriggerCheckpoint>("w0");
   AckAll({"w0", "w1"});
   ASSERT_EQ(coord_->job()->attempt().value(), 2);
   const size_t replies = outbox_.To<Reply>("cli").size();
@@ -905,7 +960,7 @@ TEST_F(RecoveryTest, ADeployThatTimesOutAfterARescaleRestartsTheJob) {
   ASSERT_EQ(d->attempt.value(), 3);
   EXPECT_EQ(d->spec.parallelism, 3);
   ASSERT_TRUE(d->restore.has_value());
-  EXPECT_EQ(d->restore->checkpoint, savepoint->checkpoint);
+  EXPECT_EQ(d->restore->checkpoint, rescale_checkpoint->checkpoint);
 }
 
 }  // namespace

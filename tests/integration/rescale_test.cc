@@ -268,13 +268,17 @@ class RescaleTest : public ::testing::Test {
     return n;
   }
 
-  // `keyflow rescale P'` on the running job, then: the next attempt runs at P', restored from
-  // the rescale's savepoint, and every new subtask read exactly the bytes of the key groups it
-  // owns in that savepoint. Returns the savepoint's inspect JSON.
-  nlohmann::json RescaleAndCheck(int32_t target) {
+  // `keyflow rescale P'` (`--savepoint` with kSavepoint) on the running job, then: the next
+  // attempt runs at P', restored from the rescale's own checkpoint (or savepoint), and every new
+  // subtask read exactly the bytes of the key groups it owns in it. Returns its inspect JSON.
+  enum class Via { kCheckpoint, kSavepoint };
+  nlohmann::json RescaleAndCheck(int32_t target, Via via) {
     nlohmann::json before = Job();
     const int old_attempt = before.value("attempt", 0);
-    CommandResult r = MustRun({"rescale", std::to_string(target), "--timeout", "60s"});
+    const int64_t latest_before = before["checkpoints"].value("latest_completed", int64_t{0});
+    std::vector<std::string> args = {"rescale", std::to_string(target), "--timeout", "60s"};
+    if (via == Via::kSavepoint) args.push_back("--savepoint");
+    CommandResult r = MustRun(args);
     EXPECT_THAT(r.out, HasSubstr("runs at parallelism " + std::to_string(target)));
     nlohmann::json job = WaitForJob(
         [&](const nlohmann::json& j) {
@@ -282,10 +286,17 @@ class RescaleTest : public ::testing::Test {
         },
         "the rescaled attempt");
     EXPECT_EQ(job.value("parallelism", 0), target);
-    std::string dir = CheckpointDir(job.value("restored_from", int64_t{0}));
-    EXPECT_THAT(dir, HasSubstr("/savepoint-")) << "a rescale restores from its own savepoint";
+    const int64_t restored_from = job.value("restored_from", int64_t{0});
+    EXPECT_GT(restored_from, latest_before) << "a rescale restores from its own snapshot";
+    std::string dir = CheckpointDir(restored_from);
     nlohmann::json inspect = Inspect(dir);
-    EXPECT_EQ(inspect.value("type", ""), "savepoint");
+    if (via == Via::kSavepoint) {
+      EXPECT_THAT(dir, HasSubstr("/savepoint-")) << "a rescale restores from its own savepoint";
+      EXPECT_EQ(inspect.value("type", ""), "savepoint");
+    } else {
+      EXPECT_THAT(dir, HasSubstr("/chk-")) << "a rescale restores from its own checkpoint";
+      EXPECT_EQ(inspect.value("type", ""), "checkpoint");
+    }
     EXPECT_EQ(inspect.value("parallelism", 0), before.value("parallelism", -1));
     std::vector<uint64_t> expected = ExpectedRestoreBytes(inspect, target);
     job = WaitForJob([&](const nlohmann::json& j) { return RestoreBytes(j) == expected; },
@@ -530,11 +541,11 @@ TEST_F(RescaleTest, EventTimeTimersMoveWithTheirKeyGroupsAndEveryWindowClosesOnc
   parallelism_of_attempt_[1] = 2;
   WaitForJob([](const nlohmann::json& j) { return j.value("records_processed", 0) > 8000; },
              "8000 records processed");
-  nlohmann::json sp1 = RescaleAndCheck(3);
+  nlohmann::json sp1 = RescaleAndCheck(3, Via::kCheckpoint);
   EXPECT_GT(sp1["totals"].value("timers", 0), 1000) << "timers pending at the first rescale";
   WaitForJob([](const nlohmann::json& j) { return j.value("records_processed", 0) > 6000; },
              "6000 records processed at P=3");
-  nlohmann::json sp2 = RescaleAndCheck(1);
+  nlohmann::json sp2 = RescaleAndCheck(1, Via::kSavepoint);
   EXPECT_GT(sp2["totals"].value("timers", 0), 1000) << "timers pending at the second rescale";
 
   nlohmann::json job = WaitFinished();
@@ -568,10 +579,10 @@ TEST_F(RescaleTest, ProcessingTimeTimersAreReArmedAtTheNewOwnerAndNoWindowIsLost
   WaitForJob([](const nlohmann::json& j) { return j.value("records_processed", 0) > 6000; },
              "6000 records processed");
   std::vector<nlohmann::json> savepoints;
-  savepoints.push_back(RescaleAndCheck(3));
+  savepoints.push_back(RescaleAndCheck(3, Via::kSavepoint));
   WaitForJob([](const nlohmann::json& j) { return j.value("records_processed", 0) > 4000; },
              "4000 records processed at P=3");
-  savepoints.push_back(RescaleAndCheck(2));
+  savepoints.push_back(RescaleAndCheck(2, Via::kCheckpoint));
   nlohmann::json job = WaitFinished();
   EXPECT_EQ(job.value("attempt", 0), 3) << "two rescales, no failure";
 
@@ -645,25 +656,29 @@ TEST_F(RescaleTest, FileSplitsAreRedistributedMidReadAndEveryRecordIsCountedOnce
   parallelism_of_attempt_[1] = 1;
 
   // Each rescale: once records flow at the current parallelism, freeze its workers, ask for the
-  // rescale, wait until the coordinator has triggered the savepoint, thaw. The savepoint then
-  // holds positions inside the files, and the new subtasks take over the splits from there.
+  // rescale, wait until the coordinator has triggered its checkpoint (1 -> 3) or savepoint
+  // (3 -> 2), thaw. That snapshot then holds positions inside the files, and the new subtasks
+  // take over the splits from there.
   int64_t consumed_before = 0;
   for (int32_t target : {3, 2}) {
     SCOPED_TRACE("rescale to " + std::to_string(target));
+    const std::string phase = target == 3 ? "checkpoint" : "savepoint";
     nlohmann::json job = WaitForJob(
         [](const nlohmann::json& j) { return j.value("records_in", 0) > 0; }, "records read");
     const int32_t p = job.value("parallelism", 0);
     const int old_attempt = job.value("attempt", 0);
     {
       FrozenWorkers frozen(cluster_.get(), p);
-      auto cli = cluster_->StartCli({"rescale", std::to_string(target), "--timeout", "60s"},
-                                    dir_.path() + "/rescale-" + std::to_string(target) + ".out");
+      std::vector<std::string> args = {"rescale", std::to_string(target), "--timeout", "60s"};
+      if (phase == "savepoint") args.push_back("--savepoint");
+      auto cli =
+          cluster_->StartCli(args, dir_.path() + "/rescale-" + std::to_string(target) + ".out");
       ASSERT_TRUE(cli.ok()) << cli.status().ToString();
       WaitForJob(
-          [](const nlohmann::json& j) {
-            return j.contains("rescale") && j["rescale"].value("phase", "") == "savepoint";
+          [&](const nlohmann::json& j) {
+            return j.contains("rescale") && j["rescale"].value("phase", "") == phase;
           },
-          "the rescale savepoint to be triggered");
+          "the rescale " + phase + " to be triggered");
       frozen.Thaw();
       auto code = cli->Wait(kWait);
       ASSERT_TRUE(code.ok()) << code.status().ToString();
@@ -676,15 +691,15 @@ TEST_F(RescaleTest, FileSplitsAreRedistributedMidReadAndEveryRecordIsCountedOnce
     parallelism_of_attempt_[old_attempt + 1] = target;
     auto lines = LinesConsumed(CheckpointDir(job.value("restored_from", int64_t{0})));
     ASSERT_TRUE(lines.ok()) << lines.status().ToString();
-    ASSERT_EQ(lines->size(), 6u) << "every split has a position in the savepoint";
+    ASSERT_EQ(lines->size(), 6u) << "every split has a position in the " << phase;
     int64_t consumed = 0;
     int partly_read = 0;
     for (const auto& [file, n] : *lines) {
       consumed += n;
       partly_read += n > 0 && n < o.records_per_file;
     }
-    EXPECT_GT(consumed, consumed_before) << "the savepoint lies after the previous one";
-    EXPECT_LT(consumed, input->total_records) << "the savepoint lies mid-read";
+    EXPECT_GT(consumed, consumed_before) << "the " << phase << " lies after the previous one";
+    EXPECT_LT(consumed, input->total_records) << "the " << phase << " lies mid-read";
     EXPECT_GE(partly_read, 1) << "a file is read partly before and partly after the rescale";
     consumed_before = consumed;
   }

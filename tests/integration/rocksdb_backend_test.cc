@@ -1,10 +1,10 @@
 // The RocksDB state backend end to end (issue 11): count-window with `--state-backend rocksdb`
-// on a real cluster, a worker SIGKILLed mid-run and the job rescaled 2 -> 1 afterwards; the
-// committed output must equal the reference computed from the generator's events — which is
-// what a failure-free heap run produces (recovery_test.cc checks the heap against the same
-// reference). Also: status shows the backend and state bytes per subtask, the subtask
-// directories are deleted when the subtasks end, a savepoint of a RocksDB job restores into the
-// heap backend, and bad flags are refused with a sentence.
+// on a real cluster, a worker SIGKILLed mid-run and the job rescaled 2 -> 1 afterwards (from the
+// rescale's native checkpoint); the committed output must equal the reference computed from the
+// generator's events — which is what a failure-free heap run produces (recovery_test.cc checks
+// the heap against the same reference). Also: status shows the backend and state bytes per subtask,
+// the subtask directories are deleted when the subtasks end, a savepoint of a RocksDB job restores
+// into the heap backend, and bad flags are refused with a sentence.
 //
 // Every wait polls `keyflow status --json` with a deadline; nothing sleeps to synchronise.
 #include <gmock/gmock.h>
@@ -80,6 +80,15 @@ TEST_F(RocksDbBackendTest, KilledWorkerAndRescaleGiveTheOutputOfAFailureFreeRun)
   ASSERT_NO_FATAL_FAILURE(KillAndRestartWorker(1, &job));
   job = RescaleToOneUntilTheEnd(job.value("attempt", 0));
   EXPECT_EQ(job.value("late_records", -1), 0);
+  // The rescale restored from its own checkpoint's native snapshots, both old subtasks' (one
+  // reopened and clipped, the other's rows ingested), not from a canonical savepoint.
+  const int64_t restored_from = job.value("restored_from", int64_t{0});
+  EXPECT_GT(restored_from, 0);
+  EXPECT_THAT(ReadFileOrEmpty(cluster_->WorkerLog(0)),
+              ::testing::ContainsRegex(
+                  "state restored subtask=0 checkpoint=" + std::to_string(restored_from) +
+                  " files=2 shared_files=[0-9]+ native=2 "))
+      << cluster_->LogExcerpts();
 
   ExpectCountWindowOutput(output, reference,
                           "RocksDB: killed worker + rescale 2 -> 1 vs reference");

@@ -141,6 +141,16 @@ TEST_F(RestCommandsTest, EachCommandsBodyBecomesItsMessage) {
     ControlCommandBridge::Pending p = Take();
     EXPECT_EQ(std::get<RescaleRequest>(p.message).new_parallelism, 3);
     EXPECT_FALSE(std::get<RescaleRequest>(p.message).plan_only);
+    EXPECT_FALSE(std::get<RescaleRequest>(p.message).via_savepoint);
+    bridge_->Complete(p.connection, Reply{true, "rescaled", ""});
+    EXPECT_EQ(reply.get().status, 200);
+  }
+  {
+    auto reply = Send(
+        Request("POST", "/api/v1/job/rescale", R"({"parallelism": 2, "savepoint": true})", token_));
+    ControlCommandBridge::Pending p = Take();
+    EXPECT_EQ(std::get<RescaleRequest>(p.message).new_parallelism, 2);
+    EXPECT_TRUE(std::get<RescaleRequest>(p.message).via_savepoint);
     bridge_->Complete(p.connection, Reply{true, "rescaled", ""});
     EXPECT_EQ(reply.get().status, 200);
   }
