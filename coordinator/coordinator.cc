@@ -625,10 +625,12 @@ void Coordinator::HandleRescale(const std::string& identity, const RescaleReques
   }
   int32_t target = m.new_parallelism;
   std::string job_id = job_->job_id();
-  auto end = TrackCommand(
-      {"rescale to " + std::to_string(target),
-       "keyflow rescale " + std::to_string(target) + (m.via_savepoint ? " --savepoint" : ""), "",
-       target});
+  auto end = TrackCommand({"rescale to " + std::to_string(target),
+                           "keyflow rescale " + std::to_string(target) +
+                               (m.via == RescaleRequest::Via::kCheckpoint  ? " --via checkpoint"
+                                : m.via == RescaleRequest::Via::kSavepoint ? " --via savepoint"
+                                                                           : ""),
+                           "", target});
   Status s = job_->Rescale(
       target, m.wait_for_workers_ms,
       [this, identity, target, job_id, end](const Status& result) {
@@ -640,8 +642,7 @@ void Coordinator::HandleRescale(const std::string& identity, const RescaleReques
           SendReply(identity, result);
         }
       },
-      now_ms,
-      m.via_savepoint ? JobMaster::RescaleVia::kSavepoint : JobMaster::RescaleVia::kCheckpoint);
+      now_ms, m.via);
   if (!s.ok()) {
     end("");
     SendReply(identity, s);

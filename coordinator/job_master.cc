@@ -769,7 +769,9 @@ Status JobMaster::Rescale(int32_t new_parallelism, int64_t wait_for_workers_ms,
   }
   RescaleOp op;
   op.target = new_parallelism;
-  op.via = via;
+  op.via = via != RescaleVia::kAuto           ? via
+           : spec_.state_backend == "rocksdb" ? RescaleVia::kCheckpoint
+                                              : RescaleVia::kSavepoint;
   op.phase = RescalePhase::kWaitingForWorkers;
   op.started_ms = now_ms;
   op.workers_deadline_ms = now_ms + wait_for_workers_ms;

@@ -113,19 +113,20 @@ class JobMaster {
                            int64_t now_ms);
 
   // `keyflow rescale P'` (DESIGN §12): waits up to `wait_for_workers_ms` until P' workers are
-  // registered, stops periodic checkpoints, takes a checkpoint (or, with `via`
-  // kSavepoint, a savepoint), cancels the attempt and deploys P' subtasks that restore only
-  // their key groups from it. The checkpoint is the job's own kind (incremental and, with
-  // RocksDB, native: Flink's adaptive scheduler rescales from a checkpoint too), forced past
-  // max concurrent checkpoints, and nothing of it is committed by the old attempt (as with a
-  // savepoint): the new one commits it. `done` gets OK once the job runs at P', or the reason
-  // it did not (the job then goes on at the old parallelism, unless the new attempt itself
-  // failed — then the restart strategy applies). Refused at once (job untouched): not RUNNING,
-  // P' < 1 or P' > max parallelism, another rescale in progress.
+  // registered, stops periodic checkpoints, takes a checkpoint or a savepoint (`via`; kAuto: a
+  // checkpoint with --state-backend rocksdb, whose native incremental checkpoint restores
+  // several times faster than its canonical savepoint, a savepoint with heap, whose checkpoint
+  // is no faster), cancels the attempt and deploys P' subtasks that restore only their key
+  // groups from it. The checkpoint is the job's own kind (Flink's adaptive scheduler rescales
+  // from a checkpoint too), forced past max concurrent checkpoints, and nothing of it is
+  // committed by the old attempt (as with a savepoint): the new one commits it. `done` gets OK once
+  // the job runs at P', or the reason it did not (the job then goes on at the old parallelism,
+  // unless the new attempt itself failed — then the restart strategy applies). Refused at once (job
+  // untouched): not RUNNING, P' < 1 or P' > max parallelism, another rescale in progress.
   using RescaleCallback = std::function<void(Status)>;
-  enum class RescaleVia { kCheckpoint, kSavepoint };
+  using RescaleVia = RescaleRequest::Via;
   Status Rescale(int32_t new_parallelism, int64_t wait_for_workers_ms, RescaleCallback done,
-                 int64_t now_ms, RescaleVia via = RescaleVia::kCheckpoint);
+                 int64_t now_ms, RescaleVia via = RescaleVia::kAuto);
   // `keyflow stop` (Flink's stop-with-savepoint, no drain): stops periodic checkpoints, takes a
   // savepoint, then cancels the job — nothing is committed after the savepoint, so a job run
   // later with --from-savepoint continues exactly where this one stopped. `done` gets the
@@ -255,8 +256,8 @@ class JobMaster {
 
   // A rescale in progress.
   struct RescaleOp {
-    int32_t target = 0;  // 0: stop with savepoint
-    RescaleVia via = RescaleVia::kSavepoint;
+    int32_t target = 0;                       // 0: stop with savepoint
+    RescaleVia via = RescaleVia::kSavepoint;  // kCheckpoint or kSavepoint (resolved)
     std::string savepoint_dir;
     RequestCallback stop_done;
     RescalePhase phase = RescalePhase::kWaitingForWorkers;

@@ -5,7 +5,7 @@
 # subtask reads <= its share of the state + 5 %.
 #
 #   scripts/bench-rescale.sh [--quick] [--keys N] [--splits S] [--tail-rate R]
-#                            [--state-backend B] [--checkpoint-interval I] [--savepoint]
+#                            [--state-backend B] [--checkpoint-interval I] [--via V]
 #                            [--build-dir DIR] [--keep]
 #
 #   --quick          a smoke run: --keys 100000 unless given (numbers not comparable to the
@@ -16,8 +16,8 @@
 #   --state-backend B  heap (default) or rocksdb (issue 11; --state-dir in the work directory)
 #   --checkpoint-interval I  periodic checkpoints of the job on the tail (default 0: none), so
 #                    that the rescale's checkpoint is incremental, as in production
-#   --savepoint      rescale with `keyflow rescale --savepoint` (the canonical savepoint)
-#                    instead of a checkpoint of the job's own kind
+#   --via V          `keyflow rescale --via V`: auto (default: a checkpoint with rocksdb, a
+#                    savepoint with heap), checkpoint or savepoint
 #   --build-dir DIR  where the binaries are: DIR/bin/keyflow* (default build/ of the repository)
 #   --keep           keep the work directory (logs, savepoints) — several GB at the default size
 #
@@ -61,7 +61,7 @@ while [ $# -gt 0 ]; do
     --tail-rate) need "$@"; tail_rate="$2"; shift 2 ;;
     --state-backend) need "$@"; backend="$2"; shift 2 ;;
     --checkpoint-interval) need "$@"; interval="$2"; shift 2 ;;
-    --savepoint) via=(--savepoint); shift ;;
+    --via) need "$@"; via=(--via "$2"); shift 2 ;;
     --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;

@@ -7,9 +7,10 @@
 # its old parallelism when the rescale itself was refused).
 #
 #   scripts/rescale.sh P' [--run-dir DIR] [--port PORT] [--build-dir DIR] [--timeout SECONDS]
-#                         [--savepoint]
+#                         [--via auto|checkpoint|savepoint]
 #
-# --savepoint: rescale from a savepoint (`keyflow rescale --savepoint`) instead of a checkpoint.
+# --via: what the new subtasks restore from (`keyflow rescale --via`; default auto: a checkpoint
+# with --state-backend rocksdb, a savepoint with heap).
 #
 # The run dir and port are the ones start-cluster.sh was given (defaults ./.keyflow and the
 # endpoint recorded in the run dir). Clusters on several hosts (--hosts) are not handled here:
@@ -20,7 +21,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/cluster.sh
 source "$ROOT/scripts/lib/cluster.sh"
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
 target="" run_dir=".keyflow" port="" build_dir="$ROOT/build" timeout_s=120 via=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
     --port) port="${2:?--port needs a number}"; shift 2 ;;
     --build-dir) build_dir="${2:?--build-dir needs a directory}"; shift 2 ;;
     --timeout) timeout_s="${2:?--timeout needs seconds}"; shift 2 ;;
-    --savepoint) via=(--savepoint); shift ;;
+    --via) via=(--via "${2:?--via needs auto, checkpoint or savepoint}"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) kf_die "unknown option '$1' (try --help)" ;;
     *) [ -z "$target" ] || kf_die "only one P' may be given"; target="$1"; shift ;;

@@ -38,7 +38,7 @@ namespace keyflow {
 // 8: incremental checkpoints (issue 11): KeyGroupsStateHandle.shared_files / block_file,
 // IncrementalKeyedStateHandle in AcknowledgeCheckpoint and RestoreAssignment,
 // TriggerCheckpoint.shared_directory / incremental; JobSpec version 7.
-// 9: RescaleRequest.via_savepoint (a rescale takes a checkpoint unless asked for a savepoint).
+// 9: RescaleRequest.via (a rescale may take a checkpoint instead of a savepoint).
 inline constexpr uint32_t kControlProtocolVersion = 9;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
@@ -604,12 +604,13 @@ struct RescaleRequest {
   int32_t new_parallelism = 0;
   bool plan_only = false;
   int64_t wait_for_workers_ms = 30'000;  // until P' workers are registered; then refused
-  // Rescale from a savepoint (canonical, kept until deleted) instead of a checkpoint of the
-  // job's own kind (`keyflow rescale --savepoint`).
-  bool via_savepoint = false;
+  // What the rescale restores from (`keyflow rescale --via`): kAuto is a checkpoint of the
+  // job's own kind with --state-backend rocksdb (native, incremental), a savepoint with heap.
+  enum class Via : uint8_t { kAuto = 0, kCheckpoint = 1, kSavepoint = 2 };
+  Via via = Via::kAuto;
   template <class A>
   void serialize(A& ar) {
-    ar(new_parallelism, plan_only, wait_for_workers_ms, via_savepoint);
+    ar(new_parallelism, plan_only, wait_for_workers_ms, via);
   }
 };
 

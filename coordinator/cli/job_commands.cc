@@ -976,13 +976,15 @@ int RunRescaleCommand(const std::vector<std::string>& args) {
   po::options_description opts;
   std::string endpoint, timeout = "10min", wait_workers = "30s";
   int32_t parallelism = 0;
-  bool plan = false, json = false, via_savepoint = false;
+  bool plan = false, json = false;
+  std::string via = "auto";
   opts.add_options()("parallelism", po::value(&parallelism)->required(),
                      "the new parallelism P' (positional)")(
-      "savepoint", po::bool_switch(&via_savepoint),
-      "rescale from a savepoint (the canonical format, kept until deleted) instead of a "
-      "checkpoint of the job's own kind (incremental, and native with --state-backend rocksdb: "
-      "faster)")(
+      "via", po::value(&via)->default_value(via),
+      "what the new subtasks restore from: checkpoint (of the job's own kind: incremental, and "
+      "native with --state-backend rocksdb), savepoint (the canonical format, kept until "
+      "deleted), or auto (a checkpoint with rocksdb, several times faster there; a savepoint "
+      "with heap)")(
       "plan", po::bool_switch(&plan),
       "only print which key groups move from which old subtask to which new one, and the bytes "
       "each new subtask will read; change nothing")(
@@ -996,13 +998,16 @@ int RunRescaleCommand(const std::vector<std::string>& args) {
   po::variables_map vm;
   int code;
   if (!ParseCommandLine("usage: keyflow rescale P' [--plan] [options]\n"
-                        "Rescales the running job to P' subtasks: takes a checkpoint (or with "
-                        "--savepoint a savepoint), redeploys on P' workers, each restoring only "
-                        "the key groups it now owns.",
+                        "Rescales the running job to P' subtasks: takes a checkpoint or a "
+                        "savepoint (--via), redeploys on P' workers, each restoring only the key "
+                        "groups it now owns.",
                         opts, pos, args, &vm, &code)) {
     return code;
   }
   if (parallelism < 1) return Fail("the new parallelism must be at least 1", kExitUsage);
+  if (via != "auto" && via != "checkpoint" && via != "savepoint") {
+    return Fail("--via must be auto, checkpoint or savepoint, not '" + via + "'", kExitUsage);
+  }
   auto timeout_ms = DurationFlagMillis("timeout", timeout, kPositiveDuration);
   auto wait_ms = DurationFlagMillis("wait-for-workers", wait_workers);
   if (!timeout_ms.ok()) return Fail(timeout_ms.status(), kExitUsage);
@@ -1011,7 +1016,9 @@ int RunRescaleCommand(const std::vector<std::string>& args) {
   req.new_parallelism = parallelism;
   req.plan_only = plan;
   req.wait_for_workers_ms = *wait_ms;
-  req.via_savepoint = via_savepoint;
+  req.via = via == "checkpoint"  ? RescaleRequest::Via::kCheckpoint
+            : via == "savepoint" ? RescaleRequest::Via::kSavepoint
+                                 : RescaleRequest::Via::kAuto;
   auto reply = plan
                    ? Ask(endpoint, req, &code)
                    : AskWatchingRestarts(endpoint, req, "rescale to " + std::to_string(parallelism),

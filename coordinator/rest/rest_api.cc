@@ -308,8 +308,7 @@ Result<ControlMessage> CheckpointCommand(const json& body) {
 }
 
 Result<ControlMessage> RescaleCommand(const json& body) {
-  RETURN_IF_ERROR(
-      OnlyFields(body, {"parallelism", "plan_only", "wait_for_workers_ms", "savepoint"}));
+  RETURN_IF_ERROR(OnlyFields(body, {"parallelism", "plan_only", "wait_for_workers_ms", "via"}));
   RescaleRequest r;
   auto p = body.find("parallelism");
   if (p == body.end() || !p->is_number_integer() || p->get<int64_t>() < 1 ||
@@ -320,7 +319,16 @@ Result<ControlMessage> RescaleCommand(const json& body) {
   }
   r.new_parallelism = p->get<int32_t>();
   ASSIGN_OR_RETURN(r.plan_only, OptionalBool(body, "plan_only", false));
-  ASSIGN_OR_RETURN(r.via_savepoint, OptionalBool(body, "savepoint", false));
+  if (auto v = body.find("via"); v != body.end()) {
+    const std::string via = v->is_string() ? v->get<std::string>() : "";
+    if (via == "checkpoint") {
+      r.via = RescaleRequest::Via::kCheckpoint;
+    } else if (via == "savepoint") {
+      r.via = RescaleRequest::Via::kSavepoint;
+    } else if (via != "auto") {
+      return InvalidArgument("\"via\" must be \"auto\", \"checkpoint\" or \"savepoint\"");
+    }
+  }
   if (auto w = body.find("wait_for_workers_ms"); w != body.end()) {
     if (!w->is_number_integer() || w->get<int64_t>() < 0) {
       return InvalidArgument("\"wait_for_workers_ms\" must be an integer >= 0");

@@ -103,7 +103,7 @@ TEST_F(CoordinatorRestartTest, RescaleAlreadyDeployedIsReportedCompleted) {
   RescaleRequest req;
   req.new_parallelism = 3;
   coord_->OnMessage("cli2", req, now_);
-  AckAll({"w0", "w1"});  // the rescale checkpoint completes; attempt 2 deploys at 3
+  AckAll({"w0", "w1"});  // the rescale savepoint completes; attempt 2 deploys at 3
   ASSERT_EQ(coord_->job()->attempt().value(), 2);
   ASSERT_EQ(outbox_.Last<DeployTask>("w2")->spec.parallelism, 3);
   nlohmann::json job = Restart();

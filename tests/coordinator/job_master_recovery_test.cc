@@ -620,13 +620,14 @@ TEST_F(RecoveryTest, FinalCheckpointCommitsBeforeTheJobFinishes) {
   EXPECT_EQ(coord_->job()->state(), JobState::kFinished);
 }
 
-TEST_F(RecoveryTest, RescaleWithSavepointTakesASavepointAndRedeploysWhereEachSubtaskGetsItsFiles) {
+// A heap job's rescale (via auto) takes a savepoint.
+TEST_F(RecoveryTest, RescaleTakesASavepointAndRedeploysWhereEachSubtaskGetsItsFiles) {
   Register("w0", 0);
   Register("w1", 1);
   Register("w2", 2);
   Submit(Spec(2, 60'000));
   DeployAll({"w0", "w1"});
-  coord_->OnMessage("cli", RescaleRequest{3, false, 5000, /*via_savepoint=*/true}, now_);
+  coord_->OnMessage("cli", RescaleRequest{3, false, 5000}, now_);
   auto t = outbox_.Last<TriggerCheckpoint>("w0");
   ASSERT_TRUE(t.has_value());
   EXPECT_TRUE(t->savepoint());
@@ -655,15 +656,17 @@ TEST_F(RecoveryTest, RescaleWithSavepointTakesASavepointAndRedeploysWhereEachSub
   EXPECT_EQ(coord_->job()->spec().parallelism, 3);
 }
 
-// The default rescale takes a checkpoint of the job's own kind, even while a periodic one is
-// pending (max concurrent checkpoints 1): no subtask of the old attempt commits it (it gets no
-// NotifyCheckpointComplete), the new attempt restores from it, and it is one of the job's
-// completed checkpoints.
-TEST_F(RecoveryTest, RescaleTakesAForcedCheckpointNobodyCommitsAndRedeploysFromIt) {
+// A RocksDB job's rescale (via auto) takes a checkpoint of the job's own kind, even while a
+// periodic one is pending (max concurrent checkpoints 1): no subtask of the old attempt commits
+// it (it gets no NotifyCheckpointComplete), the new attempt restores from it, and it is one of
+// the job's completed checkpoints.
+TEST_F(RecoveryTest, RescaleOfARocksDbJobTakesAForcedCheckpointNobodyCommitsAndRedeploysFromIt) {
   Register("w0", 0);
   Register("w1", 1);
   Register("w2", 2);
-  Submit(Spec(2, 500));
+  JobSpec spec = Spec(2, 500);
+  spec.state_backend = "rocksdb";
+  Submit(spec);
   DeployAll({"w0", "w1"});
   AdvanceToNextCheckpoint("w0");
   auto periodic = outbox_.Last<TriggerCheckpoint>("w0");
@@ -934,8 +937,10 @@ TEST_F(RecoveryTest, ADeployThatTimesOutAfterARescaleRestartsTheJob) {
   Register("w2", 2);
   Submit(Spec(2, 60'000));
   DeployAll({"w0", "w1"});
-  coord_->OnMessage("cli", RescaleRequest{3, false, 5000}, now_);
+  coord_->OnMessage("cli", RescaleRequest{3, false, 5000, RescaleRequest::Via::kCheckpoint}, now_);
   auto rescale_checkpoint = outbox_.Last<TriggerCheckpoint>("w0");
+  ASSERT_TRUE(rescale_checkpoint.has_value());
+  EXPECT_EQ(rescale_checkpoint->type, CheckpointType::kCheckpoint);
   AckAll({"w0", "w1"});
   ASSERT_EQ(coord_->job()->attempt().value(), 2);
   const size_t replies = outbox_.To<Reply>("cli").size();

@@ -268,7 +268,7 @@ class RescaleTest : public ::testing::Test {
     return n;
   }
 
-  // `keyflow rescale P'` (`--savepoint` with kSavepoint) on the running job, then: the next
+  // `keyflow rescale P' --via checkpoint|savepoint` on the running job, then: the next
   // attempt runs at P', restored from the rescale's own checkpoint (or savepoint), and every new
   // subtask read exactly the bytes of the key groups it owns in it. Returns its inspect JSON.
   enum class Via { kCheckpoint, kSavepoint };
@@ -276,9 +276,8 @@ class RescaleTest : public ::testing::Test {
     nlohmann::json before = Job();
     const int old_attempt = before.value("attempt", 0);
     const int64_t latest_before = before["checkpoints"].value("latest_completed", int64_t{0});
-    std::vector<std::string> args = {"rescale", std::to_string(target), "--timeout", "60s"};
-    if (via == Via::kSavepoint) args.push_back("--savepoint");
-    CommandResult r = MustRun(args);
+    CommandResult r = MustRun({"rescale", std::to_string(target), "--timeout", "60s", "--via",
+                               via == Via::kSavepoint ? "savepoint" : "checkpoint"});
     EXPECT_THAT(r.out, HasSubstr("runs at parallelism " + std::to_string(target)));
     nlohmann::json job = WaitForJob(
         [&](const nlohmann::json& j) {
@@ -656,9 +655,9 @@ TEST_F(RescaleTest, FileSplitsAreRedistributedMidReadAndEveryRecordIsCountedOnce
   parallelism_of_attempt_[1] = 1;
 
   // Each rescale: once records flow at the current parallelism, freeze its workers, ask for the
-  // rescale, wait until the coordinator has triggered its checkpoint (1 -> 3) or savepoint
-  // (3 -> 2), thaw. That snapshot then holds positions inside the files, and the new subtasks
-  // take over the splits from there.
+  // rescale, wait until the coordinator has triggered its checkpoint (1 -> 3, --via checkpoint)
+  // or savepoint (3 -> 2, --via auto: this heap job's default), thaw. That snapshot then holds
+  // positions inside the files, and the new subtasks take over the splits from there.
   int64_t consumed_before = 0;
   for (int32_t target : {3, 2}) {
     SCOPED_TRACE("rescale to " + std::to_string(target));
@@ -670,7 +669,7 @@ TEST_F(RescaleTest, FileSplitsAreRedistributedMidReadAndEveryRecordIsCountedOnce
     {
       FrozenWorkers frozen(cluster_.get(), p);
       std::vector<std::string> args = {"rescale", std::to_string(target), "--timeout", "60s"};
-      if (phase == "savepoint") args.push_back("--savepoint");
+      if (phase == "checkpoint") args.insert(args.end(), {"--via", "checkpoint"});
       auto cli =
           cluster_->StartCli(args, dir_.path() + "/rescale-" + std::to_string(target) + ".out");
       ASSERT_TRUE(cli.ok()) << cli.status().ToString();

@@ -141,16 +141,16 @@ TEST_F(RestCommandsTest, EachCommandsBodyBecomesItsMessage) {
     ControlCommandBridge::Pending p = Take();
     EXPECT_EQ(std::get<RescaleRequest>(p.message).new_parallelism, 3);
     EXPECT_FALSE(std::get<RescaleRequest>(p.message).plan_only);
-    EXPECT_FALSE(std::get<RescaleRequest>(p.message).via_savepoint);
+    EXPECT_EQ(std::get<RescaleRequest>(p.message).via, RescaleRequest::Via::kAuto);
     bridge_->Complete(p.connection, Reply{true, "rescaled", ""});
     EXPECT_EQ(reply.get().status, 200);
   }
   {
-    auto reply = Send(
-        Request("POST", "/api/v1/job/rescale", R"({"parallelism": 2, "savepoint": true})", token_));
+    auto reply = Send(Request("POST", "/api/v1/job/rescale",
+                              R"({"parallelism": 2, "via": "checkpoint"})", token_));
     ControlCommandBridge::Pending p = Take();
     EXPECT_EQ(std::get<RescaleRequest>(p.message).new_parallelism, 2);
-    EXPECT_TRUE(std::get<RescaleRequest>(p.message).via_savepoint);
+    EXPECT_EQ(std::get<RescaleRequest>(p.message).via, RescaleRequest::Via::kCheckpoint);
     bridge_->Complete(p.connection, Reply{true, "rescaled", ""});
     EXPECT_EQ(reply.get().status, 200);
   }
@@ -192,6 +192,7 @@ TEST_F(RestCommandsTest, BadBodiesAre400AndReachNothing) {
       {"/api/v1/job/rescale", "{}"},
       {"/api/v1/job/rescale", R"({"parallelism": 0})"},
       {"/api/v1/job/rescale", R"({"parallelism": "3"})"},
+      {"/api/v1/job/rescale", R"({"parallelism": 3, "via": "snapshot"})"},
       {"/api/v1/job/stop", R"({"directory": 7})"},
       {"/api/v1/job/cancel", R"({"force": true})"},
       {"/api/v1/job/cancel", "not json"},
