@@ -7,6 +7,7 @@
 #include <rocksdb/merge_operator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/perf_level.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
@@ -16,10 +17,12 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <random>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "common/file_system.h"
@@ -792,10 +795,19 @@ Result<std::unique_ptr<NativeSnapshotPart>> RocksDbKeyedStateBackend::SnapshotNa
     }
   }
   local.base = uploaded_->Base();
+  rocksdb::Options sst_options;
+  if (static_cast<int64_t>(rows->Count()) >= options_.ingest_rows_at_least) {
+    sst_options = rocksdb::Options(rocksdb::DBOptions(), CfOptions());
+    // SstFileWriter would take the last level's compression; the files are ingested into L0
+    // when they overlap the database (they mostly do), so they get L0's, as a flush would.
+    sst_options.compression = sst_options.compression_per_level.front();
+    sst_options.compression_per_level.clear();
+  }
   auto deferred = std::make_shared<rocksdb_native::DeferredSync>(
-      [this, rows = std::move(rows), families = std::move(families), local_dir = local.local_dir,
+      [this, rows = std::move(rows), families = std::move(families),
+       sst_options = std::move(sst_options), local_dir = local.local_dir,
        checkpoint = target.checkpoint] {
-        return RunDeferredSync(*rows, families, local_dir, checkpoint);
+        return RunDeferredSync(*rows, families, sst_options, local_dir, checkpoint);
       });
   native_sync_ = deferred;
   cache_limit_ = 2 * options_.write_cache_bytes;
@@ -805,17 +817,92 @@ Result<std::unique_ptr<NativeSnapshotPart>> RocksDbKeyedStateBackend::SnapshotNa
   return rocksdb_native::MakeSnapshotPart(std::move(local), *fs_, uploaded_, std::move(deferred));
 }
 
+namespace {
+
+// A write batch's Put and Delete entries per column family id, as slices into the batch.
+class BatchRows : public rocksdb::WriteBatch::Handler {
+ public:
+  struct Row {
+    rocksdb::Slice key;
+    rocksdb::Slice value;
+    bool put;
+  };
+  std::map<uint32_t, std::vector<Row>> by_family;
+
+  rocksdb::Status PutCF(uint32_t family, const rocksdb::Slice& key,
+                        const rocksdb::Slice& value) override {
+    by_family[family].push_back(Row{key, value, true});
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteCF(uint32_t family, const rocksdb::Slice& key) override {
+    by_family[family].push_back(Row{key, rocksdb::Slice(), false});
+    return rocksdb::Status::OK();
+  }
+};
+
+}  // namespace
+
+Status RocksDbKeyedStateBackend::IngestRows(
+    rocksdb::WriteBatch& rows, const std::vector<rocksdb::ColumnFamilyHandle*>& families,
+    const rocksdb::Options& sst_options, CheckpointId checkpoint) const {
+  const std::string what = "writing the state cache's changes";
+  BatchRows collected;
+  if (rocksdb::Status s = rows.Iterate(&collected); !s.ok()) return StorageFailure(s, what);
+  std::vector<rocksdb::IngestExternalFileArg> args;
+  std::vector<std::string> written;
+  rocksdb::Status s;
+  for (auto& [id, list] : collected.by_family) {
+    auto family =
+        std::find_if(families.begin(), families.end(),
+                     [id = id](rocksdb::ColumnFamilyHandle* h) { return h->GetID() == id; });
+    if (family == families.end()) {
+      s = rocksdb::Status::InvalidArgument("a row of an unknown column family");
+      break;
+    }
+    // The column families compare bytewise; a key is in the batch once (the cache's map).
+    std::sort(list.begin(), list.end(), [](const BatchRows::Row& a, const BatchRows::Row& b) {
+      return a.key.compare(b.key) < 0;
+    });
+    const std::string path =
+        dir_ + "/ingest-" + std::to_string(checkpoint.value()) + "-" + std::to_string(id) + ".sst";
+    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), sst_options, *family);
+    s = writer.Open(path);
+    if (s.ok()) written.push_back(path);
+    for (const BatchRows::Row& row : list) {
+      if (!s.ok()) break;
+      s = row.put ? writer.Put(row.key, row.value) : writer.Delete(row.key);
+    }
+    if (s.ok()) s = writer.Finish();
+    if (!s.ok()) break;
+    rocksdb::IngestExternalFileArg arg;
+    arg.column_family = *family;
+    arg.external_files = {path};
+    arg.options.move_files = true;  // hard links: the files are in the database's file system
+    args.push_back(std::move(arg));
+  }
+  // All column families at once: a failure ingests none.
+  if (s.ok() && !args.empty()) s = db_->IngestExternalFiles(args);
+  std::error_code ec;
+  for (const std::string& path : written) fs::remove(path, ec);  // moved, or left by a failure
+  return s.ok() ? Status::Ok() : StorageFailure(s, what);
+}
+
 rocksdb_native::DeferredSync::Outcome RocksDbKeyedStateBackend::RunDeferredSync(
     rocksdb::WriteBatch& rows, const std::vector<rocksdb::ColumnFamilyHandle*>& families,
-    const std::string& local_dir, CheckpointId checkpoint) const {
+    const rocksdb::Options& sst_options, const std::string& local_dir,
+    CheckpointId checkpoint) const {
   ScopedRocksDbIgnore ignore;  // librocksdb's accesses while the task thread reads (TSan only)
   rocksdb_native::DeferredSync::Outcome outcome;
-  if (rows.Count() > 0) {
+  if (static_cast<int64_t>(rows.Count()) >= options_.ingest_rows_at_least) {
+    outcome.rows = IngestRows(rows, families, sst_options, checkpoint);
+  } else if (rows.Count() > 0) {
     if (rocksdb::Status s = db_->Write(NoWal(), &rows); !s.ok()) {
       outcome.rows = StorageFailure(s, "writing the state cache's changes");
-      outcome.snapshot = outcome.rows;
-      return outcome;
     }
+  }
+  if (!outcome.rows.ok()) {
+    outcome.snapshot = outcome.rows;
+    return outcome;
   }
   std::error_code ec;
   fs::remove_all(local_dir, ec);  // a leftover of an earlier attempt at this checkpoint

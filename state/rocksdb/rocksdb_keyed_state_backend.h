@@ -77,6 +77,7 @@ class Cache;
 class ColumnFamilyHandle;
 struct ColumnFamilyOptions;
 struct DBOptions;
+struct Options;
 class DB;
 class Snapshot;
 class Status;
@@ -210,11 +211,18 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
       FinishNativeSync();
   }
   void FinishNativeSync() const;
-  // The deferred writes of a native snapshot (any thread): `rows`, a flush of `families` and a
-  // RocksDB checkpoint in `local_dir`.
+  // The deferred writes of a native snapshot (any thread): `rows` (written, or ingested as SST
+  // files built with `sst_options`), a flush of `families` and a RocksDB checkpoint in
+  // `local_dir`.
   rocksdb_native::DeferredSync::Outcome RunDeferredSync(
       rocksdb::WriteBatch& rows, const std::vector<rocksdb::ColumnFamilyHandle*>& families,
-      const std::string& local_dir, CheckpointId checkpoint) const;
+      const rocksdb::Options& sst_options, const std::string& local_dir,
+      CheckpointId checkpoint) const;
+  // `rows` (Put and Delete of a write batch, each key at most once per column family) as one
+  // sorted SST file per column family in dir(), ingested into the database at once.
+  Status IngestRows(rocksdb::WriteBatch& rows,
+                    const std::vector<rocksdb::ColumnFamilyHandle*>& families,
+                    const rocksdb::Options& sst_options, CheckpointId checkpoint) const;
   // The sentence of a storage error `s` of `what` (see Check).
   Status StorageFailure(const rocksdb::Status& s, const std::string& what) const;
 

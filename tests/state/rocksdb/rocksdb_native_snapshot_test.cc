@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -42,9 +43,11 @@ constexpr int32_t kMaxP = 128;
 // A RocksDB backend with one state of every kind registered.
 struct Subtask {
   explicit Subtask(KeyGroupRange range, FileSystem* file_system = nullptr,
-                   int64_t memtable_bytes = 64 << 20)
+                   int64_t memtable_bytes = 64 << 20,
+                   int64_t ingest_rows_at_least = RocksDbStateOptions().ingest_rows_at_least)
       : context(KeyType::kString, kMaxP, range) {
     RocksDbStateOptions options;
+    options.ingest_rows_at_least = ingest_rows_at_least;
     options.dir = testing_util::FreshStateDir();
     options.block_cache_bytes = 8 << 20;
     // Default: no flush but the snapshots', so that SST counts are exact.
@@ -409,6 +412,65 @@ TEST_F(RocksDbNativeSnapshotTest, WriteRunsWhileTheTaskThreadChangesStateAndCapt
   ASSERT_TRUE(restored.backend->RestoreNative({Source(*handle, 1)}).ok());
   for (int32_t g = 0; g < kMaxP; ++g) EXPECT_EQ(restored.Serialize(g), at_barrier[g]) << g;
   EXPECT_EQ(restored.backend->NumEntries(), entries_at_barrier);
+}
+
+// The barrier's dirty cached rows (updates and deletions of point state in three column
+// families) reach the snapshot either as SST files built and ingested by the deferred part (at
+// least ingest_rows_at_least rows) or through the memtables and their flush: the restored state
+// is the barrier's both ways, and only the first uploads ingested files (which carry RocksDB's
+// external-file property).
+TEST_F(RocksDbNativeSnapshotTest, TheBarriersRowsAreIngestedAsSstFilesOrWrittenThroughMemtables) {
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  int64_t id = 0;
+  for (int64_t threshold : {int64_t{1}, kNever}) {
+    SCOPED_TRACE("ingest_rows_at_least " + std::to_string(threshold));
+    // Checkpoint 1 puts the filled rows into RocksDB; then values are updated, deleted (the
+    // value and reducing states) and aggregated again: the rows of checkpoint 2.
+    auto change = [](Subtask& s) {
+      s.UpdateValues(0, 999, 7);
+      for (int i = 1000; i < 1200; ++i) {
+        if (!s.backend->SetCurrentKey(K("uid-" + std::to_string(i))).ok()) continue;
+        s.value->Clear();
+        s.reducing->Clear();
+      }
+      for (int i = 1200; i < 1400; ++i) {
+        if (!s.backend->SetCurrentKey(K("uid-" + std::to_string(i))).ok()) continue;
+        s.aggregating->Add(100);
+      }
+    };
+    Subtask s(KeyGroupRange::Of(0, 127), nullptr, 64 << 20, threshold);
+    s.Fill(0, 1999);
+    const IncrementalKeyedStateHandle first = Snapshot(s, ++id);
+    s.backend->NotifyNativeCheckpointComplete(CheckpointId(id));  // the base of the next
+    change(s);
+    const IncrementalKeyedStateHandle second = Snapshot(s, ++id);
+    Subtask twin(KeyGroupRange::Of(0, 127));
+    twin.Fill(0, 1999);
+    change(twin);
+
+    const std::set<std::string> earlier = Names(first);
+    int ingested = 0, added = 0;
+    for (const SharedStateFile& f : second.shared_files) {
+      if (earlier.count(f.name) > 0) continue;
+      ++added;
+      rocksdb::SstFileReader reader{rocksdb::Options()};
+      ASSERT_TRUE(reader.Open(shared() + "/" + f.name).ok()) << f.name;
+      const auto& user = reader.GetTableProperties()->user_collected_properties;
+      ingested += user.count("rocksdb.external_sst_file.version") > 0;
+    }
+    EXPECT_EQ(added, 3) << "one new file for each of the value, reducing and aggregating states";
+    EXPECT_EQ(ingested, threshold == kNever ? 0 : 3);
+    Subtask restored(KeyGroupRange::Of(0, 127));
+    ASSERT_TRUE(restored.backend->RestoreNative({Source(second, id)}).ok());
+    for (int32_t g = 0; g < kMaxP; ++g) {
+      EXPECT_EQ(restored.Serialize(g), twin.Serialize(g)) << "key group " << g;
+    }
+    EXPECT_EQ(restored.backend->NumEntries(), twin.backend->NumEntries());
+    // The files were moved into the database: none is left beside it.
+    for (const auto& e : fs::directory_iterator(s.backend->dir())) {
+      EXPECT_NE(e.path().filename().string().rfind("ingest-", 0), 0u) << e.path();
+    }
+  }
 }
 
 // The write gate, one interleaving at a time on one thread (state/rocksdb/
