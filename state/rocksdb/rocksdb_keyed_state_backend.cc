@@ -350,6 +350,9 @@ bool RocksDbKeyedStateBackend::native_sync_pending() const {
 }
 
 namespace {
+// The `what` of a failed write of the cache's dirty rows (StorageFailure).
+constexpr char kWritingCacheChanges[] = "writing the state cache's changes";
+
 // What a cached row costs: its slot (key and row objects), the key's and the value's bytes.
 int64_t CachedRowBytes(const std::string& key, const RocksDbCachedRow& row) {
   return static_cast<int64_t>(sizeof(std::pair<const std::string, RocksDbCachedRow>) + key.size() +
@@ -366,7 +369,7 @@ void RocksDbKeyedStateBackend::SyncCache(CacheSync how, int32_t index) const {
   if (how != CacheSync::kDrop && dirty_rows_ > 0) {
     rocksdb::WriteBatch batch;
     TakeDirtyRows(&batch);
-    Check(db_->Write(NoWal(), &batch), "writing the state cache's changes");
+    Check(db_->Write(NoWal(), &batch), kWritingCacheChanges);
   }
   if (how != CacheSync::kWrite) {
     for (const auto& [name, state] : states_) state->info.cache = {};
@@ -795,13 +798,13 @@ Result<std::unique_ptr<NativeSnapshotPart>> RocksDbKeyedStateBackend::SnapshotNa
     }
   }
   local.base = uploaded_->Base();
-  rocksdb::Options sst_options;
+  std::optional<rocksdb::Options> sst_options;  // set: the rows are ingested as SST files
   if (static_cast<int64_t>(rows->Count()) >= options_.ingest_rows_at_least) {
     sst_options = rocksdb::Options(rocksdb::DBOptions(), CfOptions());
     // SstFileWriter would take the last level's compression; the files are ingested into L0
     // when they overlap the database (they mostly do), so they get L0's, as a flush would.
-    sst_options.compression = sst_options.compression_per_level.front();
-    sst_options.compression_per_level.clear();
+    sst_options->compression = sst_options->compression_per_level.front();
+    sst_options->compression_per_level.clear();
   }
   auto deferred = std::make_shared<rocksdb_native::DeferredSync>(
       [this, rows = std::move(rows), families = std::move(families),
@@ -845,9 +848,10 @@ class BatchRows : public rocksdb::WriteBatch::Handler {
 Status RocksDbKeyedStateBackend::IngestRows(
     rocksdb::WriteBatch& rows, const std::vector<rocksdb::ColumnFamilyHandle*>& families,
     const rocksdb::Options& sst_options, CheckpointId checkpoint) const {
-  const std::string what = "writing the state cache's changes";
   BatchRows collected;
-  if (rocksdb::Status s = rows.Iterate(&collected); !s.ok()) return StorageFailure(s, what);
+  if (rocksdb::Status s = rows.Iterate(&collected); !s.ok()) {
+    return StorageFailure(s, kWritingCacheChanges);
+  }
   std::vector<rocksdb::IngestExternalFileArg> args;
   std::vector<std::string> written;
   rocksdb::Status s;
@@ -884,20 +888,20 @@ Status RocksDbKeyedStateBackend::IngestRows(
   if (s.ok() && !args.empty()) s = db_->IngestExternalFiles(args);
   std::error_code ec;
   for (const std::string& path : written) fs::remove(path, ec);  // moved, or left by a failure
-  return s.ok() ? Status::Ok() : StorageFailure(s, what);
+  return s.ok() ? Status::Ok() : StorageFailure(s, kWritingCacheChanges);
 }
 
 rocksdb_native::DeferredSync::Outcome RocksDbKeyedStateBackend::RunDeferredSync(
     rocksdb::WriteBatch& rows, const std::vector<rocksdb::ColumnFamilyHandle*>& families,
-    const rocksdb::Options& sst_options, const std::string& local_dir,
+    const std::optional<rocksdb::Options>& sst_options, const std::string& local_dir,
     CheckpointId checkpoint) const {
   ScopedRocksDbIgnore ignore;  // librocksdb's accesses while the task thread reads (TSan only)
   rocksdb_native::DeferredSync::Outcome outcome;
-  if (static_cast<int64_t>(rows.Count()) >= options_.ingest_rows_at_least) {
-    outcome.rows = IngestRows(rows, families, sst_options, checkpoint);
+  if (sst_options) {
+    outcome.rows = IngestRows(rows, families, *sst_options, checkpoint);
   } else if (rows.Count() > 0) {
     if (rocksdb::Status s = db_->Write(NoWal(), &rows); !s.ok()) {
-      outcome.rows = StorageFailure(s, "writing the state cache's changes");
+      outcome.rows = StorageFailure(s, kWritingCacheChanges);
     }
   }
   if (!outcome.rows.ok()) {

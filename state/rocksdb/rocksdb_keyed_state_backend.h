@@ -60,6 +60,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <typeindex>
@@ -211,12 +212,12 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
       FinishNativeSync();
   }
   void FinishNativeSync() const;
-  // The deferred writes of a native snapshot (any thread): `rows` (written, or ingested as SST
-  // files built with `sst_options`), a flush of `families` and a RocksDB checkpoint in
+  // The deferred writes of a native snapshot (any thread): `rows` (ingested as SST files built
+  // with `sst_options` if set, else written), a flush of `families` and a RocksDB checkpoint in
   // `local_dir`.
   rocksdb_native::DeferredSync::Outcome RunDeferredSync(
       rocksdb::WriteBatch& rows, const std::vector<rocksdb::ColumnFamilyHandle*>& families,
-      const rocksdb::Options& sst_options, const std::string& local_dir,
+      const std::optional<rocksdb::Options>& sst_options, const std::string& local_dir,
       CheckpointId checkpoint) const;
   // `rows` (Put and Delete of a write batch, each key at most once per column family) as one
   // sorted SST file per column family in dir(), ingested into the database at once.

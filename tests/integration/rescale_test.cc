@@ -416,6 +416,9 @@ TEST_F(RescaleTest, RefusedRescalesLeaveTheRunningJobUntouched) {
     std::vector<std::string> says;
   } refusals[] = {
       {{"rescale", "0"}, 2, {"the new parallelism must be at least 1"}},
+      {{"rescale", "3", "--via", "snapshot"},
+       2,
+       {"--via must be auto, checkpoint or savepoint, not 'snapshot'"}},
       {{"rescale", "129"},
        1,
        {"cannot rescale job " + job_id +
