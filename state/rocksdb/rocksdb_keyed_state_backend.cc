@@ -369,13 +369,34 @@ void RocksDbKeyedStateBackend::SyncCache(CacheSync how, int32_t index) const {
   if (how != CacheSync::kDrop && dirty_rows_ > 0) {
     rocksdb::WriteBatch batch;
     TakeDirtyRows(&batch);
-    Check(db_->Write(NoWal(), &batch), kWritingCacheChanges);
+    WriteCacheRows(batch);
   }
   if (how != CacheSync::kWrite) {
     for (const auto& [name, state] : states_) state->info.cache = {};
     cache_bytes_ = 0;
   }
   TakeDirtyRows(nullptr);  // kDrop: the dirty rows are gone with the cache
+}
+
+void RocksDbKeyedStateBackend::WriteCacheRows(rocksdb::WriteBatch& rows) const {
+  if (std::optional<rocksdb::Options> sst = IngestOptions(rows.Count())) {
+    std::vector<rocksdb::ColumnFamilyHandle*> families;
+    for (const auto& [name, state] : states_) families.push_back(state->info.column_family);
+    Status ingested = IngestRows(rows, families, *sst, "cache-" + std::to_string(++cache_ingests_));
+    if (!ingested.ok() && failure_.ok()) failure_ = std::move(ingested);
+    return;
+  }
+  Check(db_->Write(NoWal(), &rows), kWritingCacheChanges);
+}
+
+std::optional<rocksdb::Options> RocksDbKeyedStateBackend::IngestOptions(size_t rows) const {
+  if (static_cast<int64_t>(rows) < options_.ingest_rows_at_least) return std::nullopt;
+  rocksdb::Options sst(rocksdb::DBOptions(), CfOptions());
+  // SstFileWriter would take the last level's compression; the files are ingested into L0
+  // when they overlap the database (they mostly do), so they get L0's, as a flush would.
+  sst.compression = sst.compression_per_level.front();
+  sst.compression_per_level.clear();
+  return sst;
 }
 
 void RocksDbKeyedStateBackend::TakeDirtyRows(rocksdb::WriteBatch* batch) const {
@@ -798,14 +819,7 @@ Result<std::unique_ptr<NativeSnapshotPart>> RocksDbKeyedStateBackend::SnapshotNa
     }
   }
   local.base = uploaded_->Base();
-  std::optional<rocksdb::Options> sst_options;  // set: the rows are ingested as SST files
-  if (static_cast<int64_t>(rows->Count()) >= options_.ingest_rows_at_least) {
-    sst_options = rocksdb::Options(rocksdb::DBOptions(), CfOptions());
-    // SstFileWriter would take the last level's compression; the files are ingested into L0
-    // when they overlap the database (they mostly do), so they get L0's, as a flush would.
-    sst_options->compression = sst_options->compression_per_level.front();
-    sst_options->compression_per_level.clear();
-  }
+  std::optional<rocksdb::Options> sst_options = IngestOptions(rows->Count());
   auto deferred = std::make_shared<rocksdb_native::DeferredSync>(
       [this, rows = std::move(rows), families = std::move(families),
        sst_options = std::move(sst_options), local_dir = local.local_dir,
@@ -847,7 +861,7 @@ class BatchRows : public rocksdb::WriteBatch::Handler {
 
 Status RocksDbKeyedStateBackend::IngestRows(
     rocksdb::WriteBatch& rows, const std::vector<rocksdb::ColumnFamilyHandle*>& families,
-    const rocksdb::Options& sst_options, CheckpointId checkpoint) const {
+    const rocksdb::Options& sst_options, const std::string& tag) const {
   BatchRows collected;
   if (rocksdb::Status s = rows.Iterate(&collected); !s.ok()) {
     return StorageFailure(s, kWritingCacheChanges);
@@ -867,8 +881,7 @@ Status RocksDbKeyedStateBackend::IngestRows(
     std::sort(list.begin(), list.end(), [](const BatchRows::Row& a, const BatchRows::Row& b) {
       return a.key.compare(b.key) < 0;
     });
-    const std::string path =
-        dir_ + "/ingest-" + std::to_string(checkpoint.value()) + "-" + std::to_string(id) + ".sst";
+    const std::string path = dir_ + "/ingest-" + tag + "-" + std::to_string(id) + ".sst";
     rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), sst_options, *family);
     s = writer.Open(path);
     if (s.ok()) written.push_back(path);
@@ -898,7 +911,8 @@ rocksdb_native::DeferredSync::Outcome RocksDbKeyedStateBackend::RunDeferredSync(
   ScopedRocksDbIgnore ignore;  // librocksdb's accesses while the task thread reads (TSan only)
   rocksdb_native::DeferredSync::Outcome outcome;
   if (sst_options) {
-    outcome.rows = IngestRows(rows, families, *sst_options, checkpoint);
+    outcome.rows =
+        IngestRows(rows, families, *sst_options, "chk-" + std::to_string(checkpoint.value()));
   } else if (rows.Count() > 0) {
     if (rocksdb::Status s = db_->Write(NoWal(), &rows); !s.ok()) {
       outcome.rows = StorageFailure(s, kWritingCacheChanges);

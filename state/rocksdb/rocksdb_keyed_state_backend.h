@@ -35,8 +35,8 @@
 //
 // Write-back cache (RocksDbStateOptions::write_cache_bytes; Kafka Streams' record cache): the
 // rows of value, reducing and aggregating states are cached in memory, present or absent, and
-// written to RocksDB only when the cache is full (every dirty row in ONE write batch, then the
-// whole cache is dropped: no per-access bookkeeping, and a flush is one sequential batch) or
+// written to RocksDB only when the cache is full (every dirty row at once, ingested as SST files
+// or as ONE write batch, then the whole cache is dropped: no per-access bookkeeping) or
 // when something else needs RocksDB to hold the current state. THE RULE: every path that reads
 // RocksDB other than a point state's own Get/Exists, or writes or replaces RocksDB's rows
 // directly, first calls SyncCache — iterations (ApplyToAllKeys, SerializeKeyGroup, CopyKeyGroup,
@@ -150,6 +150,8 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   bool native_sync_pending() const;
   // Bytes the write-back cache holds (keys, values, slots; tests).
   int64_t write_cache_bytes_used() const { return cache_bytes_; }
+  // How many times the cache's dirty rows were ingested as SST files (WriteCacheRows; tests).
+  uint64_t cache_ingests() const { return cache_ingests_; }
 
  private:
   friend class RocksDbKeyedState;
@@ -220,10 +222,18 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
       const std::optional<rocksdb::Options>& sst_options, const std::string& local_dir,
       CheckpointId checkpoint) const;
   // `rows` (Put and Delete of a write batch, each key at most once per column family) as one
-  // sorted SST file per column family in dir(), ingested into the database at once.
+  // sorted SST file per column family in dir() (named after `tag`), ingested into the database
+  // at once.
   Status IngestRows(rocksdb::WriteBatch& rows,
                     const std::vector<rocksdb::ColumnFamilyHandle*>& families,
-                    const rocksdb::Options& sst_options, CheckpointId checkpoint) const;
+                    const rocksdb::Options& sst_options, const std::string& tag) const;
+  // The options of the SST files `rows` rows are ingested as; none below
+  // RocksDbStateOptions::ingest_rows_at_least (they are then written through the memtables).
+  std::optional<rocksdb::Options> IngestOptions(size_t rows) const;
+  // Writes the cache's dirty rows (TakeDirtyRows) to RocksDB: ingested as SST files from
+  // ingest_rows_at_least rows (no memtable inserts, no flush), else one write batch. A failure
+  // is recorded (failure()).
+  void WriteCacheRows(rocksdb::WriteBatch& rows) const;
   // The sentence of a storage error `s` of `what` (see Check).
   Status StorageFailure(const rocksdb::Status& s, const std::string& what) const;
 
@@ -267,6 +277,7 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   // The deferred writes of the last native snapshot until the gate has seen them run.
   mutable std::shared_ptr<rocksdb_native::DeferredSync> native_sync_;
   mutable int64_t dirty_rows_ = 0;
+  mutable uint64_t cache_ingests_ = 0;  // names the SST files of WriteCacheRows
   std::unique_ptr<std::atomic<int32_t>[]> dirty_groups_;
   // Bumped by ClearAll and RestoreKeyGroup: the states' cached lookups are then stale.
   uint64_t epoch_ = 0;

@@ -23,10 +23,10 @@ struct RocksDbStateOptions {
   // memtables. Full: its changes are written in one batch and it is emptied. 0 disables it.
   // While a native snapshot's deferred writes run it may grow to twice this (the write gate).
   int64_t write_cache_bytes = int64_t{64} << 20;
-  // A native snapshot's deferred writes of at least this many dirty rows go into RocksDB as SST
-  // files (one per column family, built with SstFileWriter and ingested), fewer through the
-  // memtables. An SST file costs no memtable insert and no flush of those rows; a small one would
-  // only add work to compaction.
+  // The write-back cache's dirty rows, written when the cache is full or by a native snapshot's
+  // deferred writes: at least this many go into RocksDB as SST files (one per column family,
+  // built with SstFileWriter and ingested), fewer through the memtables. An SST file costs no
+  // memtable insert and no flush of those rows; a small one would only add work to compaction.
   int64_t ingest_rows_at_least = 4096;
   // Where native snapshots are written to and restored from (nullptr: FileSystem::Default());
   // tests inject faults through it. The database itself uses RocksDB's own file access.

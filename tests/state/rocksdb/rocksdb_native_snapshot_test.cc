@@ -44,10 +44,12 @@ constexpr int32_t kMaxP = 128;
 struct Subtask {
   explicit Subtask(KeyGroupRange range, FileSystem* file_system = nullptr,
                    int64_t memtable_bytes = 64 << 20,
-                   int64_t ingest_rows_at_least = RocksDbStateOptions().ingest_rows_at_least)
+                   int64_t ingest_rows_at_least = RocksDbStateOptions().ingest_rows_at_least,
+                   int64_t write_cache_bytes = RocksDbStateOptions().write_cache_bytes)
       : context(KeyType::kString, kMaxP, range) {
     RocksDbStateOptions options;
     options.ingest_rows_at_least = ingest_rows_at_least;
+    options.write_cache_bytes = write_cache_bytes;
     options.dir = testing_util::FreshStateDir();
     options.block_cache_bytes = 8 << 20;
     // Default: no flush but the snapshots', so that SST counts are exact.
@@ -467,6 +469,50 @@ TEST_F(RocksDbNativeSnapshotTest, TheBarriersRowsAreIngestedAsSstFilesOrWrittenT
     }
     EXPECT_EQ(restored.backend->NumEntries(), twin.backend->NumEntries());
     // The files were moved into the database: none is left beside it.
+    for (const auto& e : fs::directory_iterator(s.backend->dir())) {
+      EXPECT_NE(e.path().filename().string().rfind("ingest-", 0), 0u) << e.path();
+    }
+  }
+}
+
+// A full write-back cache writes its dirty rows either as ingested SST files (at least
+// ingest_rows_at_least rows: no memtable inserts) or through the memtables: the same state both
+// ways, equal to a twin whose cache never filled, and snapshots of it restore to that state.
+TEST_F(RocksDbNativeSnapshotTest, AFullCachesRowsAreIngestedAsSstFilesOrWrittenThroughMemtables) {
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  auto change = [](Subtask& s) {
+    s.Fill(0, 2999);
+    s.UpdateValues(0, 1999, 7);
+    for (int i = 2000; i < 2300; ++i) {
+      if (!s.backend->SetCurrentKey(K("uid-" + std::to_string(i))).ok()) continue;
+      s.value->Clear();
+      s.reducing->Clear();
+      s.aggregating->Add(5);
+    }
+    s.UpdateValues(0, 999, 8);
+  };
+  Subtask twin(KeyGroupRange::Of(0, 127));  // 64 MiB: the cache never fills
+  change(twin);
+  EXPECT_EQ(twin.backend->cache_ingests(), 0u);
+  for (int64_t threshold : {int64_t{1}, kNever}) {
+    SCOPED_TRACE("ingest_rows_at_least " + std::to_string(threshold));
+    Subtask s(KeyGroupRange::Of(0, 127), nullptr, 64 << 20, threshold, 64 << 10);  // fills often
+    change(s);
+    if (threshold == kNever) {
+      EXPECT_EQ(s.backend->cache_ingests(), 0u);
+    } else {
+      EXPECT_GE(s.backend->cache_ingests(), 10u) << "the 64 KiB cache fills again and again";
+    }
+    for (int32_t g = 0; g < kMaxP; ++g) {
+      EXPECT_EQ(s.Serialize(g), twin.Serialize(g)) << "key group " << g;
+    }
+    EXPECT_EQ(s.backend->NumEntries(), twin.backend->NumEntries());
+    const IncrementalKeyedStateHandle handle = Snapshot(s, 1);
+    Subtask restored(KeyGroupRange::Of(0, 127));
+    ASSERT_TRUE(restored.backend->RestoreNative({Source(handle, 1)}).ok());
+    for (int32_t g = 0; g < kMaxP; ++g) {
+      EXPECT_EQ(restored.Serialize(g), twin.Serialize(g)) << "key group " << g;
+    }
     for (const auto& e : fs::directory_iterator(s.backend->dir())) {
       EXPECT_NE(e.path().filename().string().rfind("ingest-", 0), 0u) << e.path();
     }
