@@ -4,9 +4,10 @@
 // Why not absl::flat_hash_map: a Swiss table reads its control bytes and then, depending on
 // them, the slot — two dependent cache misses per lookup once state outgrows the caches. Here a
 // lookup goes straight to the home slot (linear probing; 32-byte slots for a (key, namespace)
-// of 24 bytes and an 8-byte value), and the occupancy bitmap it checks in parallel is small
-// enough to stay cached (1 bit per slot). Erase uses backward shifting, so there are no
-// tombstones and probe sequences stay short. Max load factor 3/4.
+// of 24 bytes and an 8-byte value, aligned to 32 bytes so a slot is one cache line), and the
+// occupancy bitmap it checks in parallel is small enough to stay cached (1 bit per slot). Erase
+// uses backward shifting, so there are no tombstones and probe sequences stay short. Max load
+// factor 3/4.
 //
 // Lookups take a StateEntryLookup whose hash was computed by the caller (key hash from the
 // KeyContext, namespace hash from the handle). Entry pointers are invalidated by any insert or
@@ -60,10 +61,25 @@ inline uint64_t StateEntryHashOf(const StateEntryKey& k) {
   return StateEntryHashOf(k.key.Hash(), NamespaceHash(k.ns));
 }
 
+namespace state_map_internal {
+template <typename V>
+struct UnalignedEntry {
+  StateEntryKey key;
+  V value;
+};
+// Slots of 16, 32 or 64 bytes are aligned to their size, so that no slot straddles two cache
+// lines (a lookup then touches one line); other sizes keep their natural alignment.
+template <typename V>
+constexpr size_t EntryAlignment() {
+  constexpr size_t size = sizeof(UnalignedEntry<V>);
+  return size == 16 || size == 32 || size == 64 ? size : alignof(UnalignedEntry<V>);
+}
+}  // namespace state_map_internal
+
 template <typename V>
 class StateMap {
  public:
-  struct Entry {
+  struct alignas(state_map_internal::EntryAlignment<V>()) Entry {
     StateEntryKey key;  // never change it through a mutable Entry
     V value;
   };
@@ -223,6 +239,16 @@ class StateMap {
     for (size_t w = 0; w < BitmapWords(); ++w) {
       for (uint64_t bits = occupied_[w]; bits != 0; bits &= bits - 1) {
         fn(static_cast<const Entry&>(slots_[w * 64 + static_cast<size_t>(__builtin_ctzll(bits))]));
+      }
+    }
+  }
+  // fn(Entry&) for every entry, in unspecified order. fn may change values, not keys, and must
+  // not insert or erase.
+  template <typename Fn>
+  void ForEachMutable(Fn&& fn) {
+    for (size_t w = 0; w < BitmapWords(); ++w) {
+      for (uint64_t bits = occupied_[w]; bits != 0; bits &= bits - 1) {
+        fn(slots_[w * 64 + static_cast<size_t>(__builtin_ctzll(bits))]);
       }
     }
   }

@@ -24,6 +24,7 @@ int32_t RocksDbKeyedState::PrepareKey() const {
   if (!key_context_->has_current_key()) [[unlikely]] {
     FailNoCurrentKey(name());
   }
+  if (cached_) return key_context_->current_key_group_index();
   prefix_.clear();
   rocksdb_layout::AppendEntryPrefix(&prefix_, key_context_->current_key_group().value(),
                                     backend_->prefix_bytes_, key_context_->current_key().bytes(),
@@ -51,7 +52,7 @@ bool RocksDbKeyedState::ReadMapRows() const {
 }
 
 bool RocksDbKeyedState::Exists() const {
-  if (cached_) return backend_->CachedRow(*info_, prefix_).present;
+  if (cached_) return backend_->CachedRow(*info_, Lookup(), KeyGroup()).present;
   if (cached_epoch_ == backend_->epoch_ && cached_prefix_ == prefix_) return cached_exists_;
   bool exists;
   if (info_->kind == StateKind::kMap) {
@@ -88,7 +89,7 @@ const void* RocksDbKeyedState::Get() const {
     return value_.get();
   }
   if (cached_) {
-    const RocksDbCachedRow& row = backend_->CachedRow(*info_, prefix_);
+    const RocksDbCachedRow& row = backend_->CachedRow(*info_, Lookup(), KeyGroup());
     if (!row.present) return nullptr;
     BinaryReader in(row.value);
     CHECK(value_.ReadFrom(in)) << "state '" << name()
@@ -122,7 +123,7 @@ void RocksDbKeyedState::Write(const void* value, bool existed) {
   BinaryWriter out(&encoded);
   info_->value_ops->write(out, value);
   if (cached_) {
-    backend_->CachePut(*info_, prefix_, index, std::move(encoded));
+    backend_->CachePut(*info_, Lookup(), KeyGroup(), index, std::move(encoded));
     if (!existed) Count(index, +1);
     return;
   }
@@ -171,7 +172,7 @@ void RocksDbKeyedState::Erase(bool existed) {
   if (!existed) return;
   if (cached_) {
     const int32_t index = key_context_->current_key_group_index();
-    backend_->CacheDelete(*info_, prefix_, index);
+    backend_->CacheDelete(*info_, Lookup(), KeyGroup(), index);
     Count(index, -1);
     return;
   }

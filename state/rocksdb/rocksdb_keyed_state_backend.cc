@@ -353,10 +353,11 @@ namespace {
 // The `what` of a failed write of the cache's dirty rows (StorageFailure).
 constexpr char kWritingCacheChanges[] = "writing the state cache's changes";
 
-// What a cached row costs: its slot (key and row objects), the key's and the value's bytes.
-int64_t CachedRowBytes(const std::string& key, const RocksDbCachedRow& row) {
-  return static_cast<int64_t>(sizeof(std::pair<const std::string, RocksDbCachedRow>) + key.size() +
-                              row.value.size());
+// What a cached row costs: its slot (key, namespace and row objects), the key's bytes when
+// they do not fit in the slot, and the value's bytes.
+int64_t CachedRowBytes(const Key& key, const RocksDbCachedRow& row) {
+  const size_t key_heap = key.size() > Key::kInlineCapacity ? key.size() : 0;
+  return static_cast<int64_t>(sizeof(RocksDbRowCache::Entry) + key_heap + row.value.size());
 }
 }  // namespace
 
@@ -372,7 +373,10 @@ void RocksDbKeyedStateBackend::SyncCache(CacheSync how, int32_t index) const {
     WriteCacheRows(batch);
   }
   if (how != CacheSync::kWrite) {
-    for (const auto& [name, state] : states_) state->info.cache = {};
+    for (const auto& [name, state] : states_) {
+      state->info.cache.Clear();
+      state->info.last_row = nullptr;
+    }
     cache_bytes_ = 0;
   }
   TakeDirtyRows(nullptr);  // kDrop: the dirty rows are gone with the cache
@@ -402,16 +406,23 @@ std::optional<rocksdb::Options> RocksDbKeyedStateBackend::IngestOptions(size_t r
 void RocksDbKeyedStateBackend::TakeDirtyRows(rocksdb::WriteBatch* batch) const {
   if (dirty_rows_ == 0) return;
   for (const auto& [name, state] : states_) {
-    for (auto& [key, row] : state->info.cache) {
-      if (!row.dirty) continue;
+    std::string key;
+    // A local: clang does not let a lambda capture a structured binding.
+    rocksdb::ColumnFamilyHandle* const family = state->info.column_family;
+    state->info.cache.ForEachMutable([&](RocksDbRowCache::Entry& e) {
+      RocksDbCachedRow& row = e.value;
+      if (!row.dirty) return;
       row.dirty = false;
-      if (batch == nullptr) continue;
+      if (batch == nullptr) return;
+      key.clear();
+      rocksdb_layout::AppendEntryPrefix(&key, row.key_group, prefix_bytes_, e.key.key.bytes(),
+                                        e.key.ns.value());
       if (row.present) {
-        batch->Put(state->info.column_family, key, row.value);
+        batch->Put(family, key, row.value);
       } else {
-        batch->Delete(state->info.column_family, key);
+        batch->Delete(family, key);
       }
-    }
+    });
   }
   for (int32_t i = 0; i < range().size(); ++i) {
     dirty_groups_[static_cast<size_t>(i)].store(0, std::memory_order_relaxed);
@@ -420,12 +431,20 @@ void RocksDbKeyedStateBackend::TakeDirtyRows(rocksdb::WriteBatch* batch) const {
 }
 
 const RocksDbCachedRow& RocksDbKeyedStateBackend::CachedRow(RocksDbStateInfo& info,
-                                                            const std::string& key) {
-  if (auto it = info.cache.find(key); it != info.cache.end()) return it->second;
+                                                            const StateEntryLookup& l,
+                                                            int32_t key_group) {
+  if (RocksDbRowCache::Entry* e = info.cache.FindHinted(l, info.last_row)) {
+    info.last_row = e;
+    return e->value;
+  }
   MakeRoom();
   RocksDbCachedRow row;
+  row.key_group = key_group;
+  miss_key_.clear();
+  rocksdb_layout::AppendEntryPrefix(&miss_key_, key_group, prefix_bytes_, l.key->bytes(),
+                                    l.ns.value());
   rocksdb::PinnableSlice v;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), info.column_family, key, &v);
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), info.column_family, miss_key_, &v);
   if (s.ok()) {
     row.present = true;
     row.value.assign(v.data(), v.size());
@@ -434,19 +453,32 @@ const RocksDbCachedRow& RocksDbKeyedStateBackend::CachedRow(RocksDbStateInfo& in
     static const RocksDbCachedRow kAbsent;
     return kAbsent;  // not cached: the failure ends the attempt
   }
-  cache_bytes_ += CachedRowBytes(key, row);
-  return info.cache.emplace(key, std::move(row)).first->second;
+  return CacheInsert(info, l, std::move(row));
+}
+
+RocksDbCachedRow& RocksDbKeyedStateBackend::CacheInsert(RocksDbStateInfo& info,
+                                                        const StateEntryLookup& l,
+                                                        RocksDbCachedRow row) {
+  cache_bytes_ += CachedRowBytes(*l.key, row);
+  RocksDbRowCache::Entry* e = info.cache.InsertAbsent(l, std::move(row));
+  info.last_row = e;
+  return e->value;
 }
 
 RocksDbCachedRow& RocksDbKeyedStateBackend::CacheSlot(RocksDbStateInfo& info,
-                                                      const std::string& key, int32_t index) {
-  auto it = info.cache.find(key);
-  if (it == info.cache.end()) {
+                                                      const StateEntryLookup& l, int32_t key_group,
+                                                      int32_t index) {
+  RocksDbCachedRow* found = nullptr;
+  if (RocksDbRowCache::Entry* e = info.cache.FindHinted(l, info.last_row)) {
+    info.last_row = e;
+    found = &e->value;
+  } else {
     MakeRoom();
-    it = info.cache.emplace(key, RocksDbCachedRow{}).first;
-    cache_bytes_ += CachedRowBytes(key, it->second);
+    RocksDbCachedRow fresh;
+    fresh.key_group = key_group;
+    found = &CacheInsert(info, l, std::move(fresh));
   }
-  RocksDbCachedRow& row = it->second;
+  RocksDbCachedRow& row = *found;
   if (!row.dirty) {
     row.dirty = true;
     ++dirty_rows_;
@@ -456,17 +488,17 @@ RocksDbCachedRow& RocksDbKeyedStateBackend::CacheSlot(RocksDbStateInfo& info,
   return row;
 }
 
-void RocksDbKeyedStateBackend::CachePut(RocksDbStateInfo& info, const std::string& key,
-                                        int32_t index, std::string value) {
-  RocksDbCachedRow& row = CacheSlot(info, key, index);
+void RocksDbKeyedStateBackend::CachePut(RocksDbStateInfo& info, const StateEntryLookup& l,
+                                        int32_t key_group, int32_t index, std::string value) {
+  RocksDbCachedRow& row = CacheSlot(info, l, key_group, index);
   cache_bytes_ += static_cast<int64_t>(value.size()) - static_cast<int64_t>(row.value.size());
   row.value = std::move(value);
   row.present = true;
 }
 
-void RocksDbKeyedStateBackend::CacheDelete(RocksDbStateInfo& info, const std::string& key,
-                                           int32_t index) {
-  RocksDbCachedRow& row = CacheSlot(info, key, index);
+void RocksDbKeyedStateBackend::CacheDelete(RocksDbStateInfo& info, const StateEntryLookup& l,
+                                           int32_t key_group, int32_t index) {
+  RocksDbCachedRow& row = CacheSlot(info, l, key_group, index);
   cache_bytes_ -= static_cast<int64_t>(row.value.size());
   row.value = std::string();
   row.present = false;
@@ -519,6 +551,7 @@ Result<KeyedStateHandle*> RocksDbKeyedStateBackend::GetOrRegisterState(const Sta
                        r.map_value_ops, cf, std::vector<int64_t>(range().size(), 0)},
       nullptr, nullptr});
   registered->state = std::make_unique<RocksDbKeyedState>(this, &key_context(), &registered->info);
+  if (registered->state->cached()) caches_.push_back(&registered->info.cache);
   registered->handle = make(registered->state.get());
   KeyedStateHandle* handle = registered->handle.get();
   states_.emplace(r.name, std::move(registered));

@@ -105,9 +105,14 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   // Per-(state, key group) counters maintained on write: O(states x key groups), no I/O.
   size_t NumEntries() const override;
   void ClearAll() override;
-  // A no-op: a RocksDB lookup of a key whose blocks are cached costs ~1 µs of CPU (memtable and
-  // index searches), not a DRAM miss that a prefetch could hide; see state/README.md.
-  void Prefetch(uint64_t, KeyGroupId) const override {}
+  // Prefetches the key's write-back cache slot (void namespace) in every cached state, as the
+  // heap backend does with its tables. RocksDB itself is not prefetched: a lookup of a key
+  // whose blocks are cached costs ~1 µs of CPU (memtable and index searches), not a DRAM miss
+  // that a prefetch could hide; see state/README.md.
+  void Prefetch(uint64_t key_hash, KeyGroupId) const override {
+    const uint64_t hash = StateEntryHashOf(key_hash, kVoidNamespaceHash);
+    for (const RocksDbRowCache* cache : caches_) cache->Prefetch(hash);
+  }
   // A guard (a full snapshot starts): writes the cache's dirty rows first. nullptr: no I/O.
   void SetWriteGuard(KeyGroupWriteGuard* guard) override;
 
@@ -197,14 +202,21 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   // Marks every dirty row clean, adding its Put/Delete to `batch` (nullptr: forgets them), and
   // zeroes the dirty counters.
   void TakeDirtyRows(rocksdb::WriteBatch* batch) const;
-  // The cached row of `key` in `info`: a hit, or one RocksDB read whose answer (present or
-  // absent) is cached. Valid until the next cache call.
-  const RocksDbCachedRow& CachedRow(RocksDbStateInfo& info, const std::string& key);
-  // Sets the cached row of `key` (key group index `index`) to `value` / absent, dirty. The
-  // caller has called BeforeWrite(index) and keeps the counters.
-  void CachePut(RocksDbStateInfo& info, const std::string& key, int32_t index, std::string value);
-  void CacheDelete(RocksDbStateInfo& info, const std::string& key, int32_t index);
-  RocksDbCachedRow& CacheSlot(RocksDbStateInfo& info, const std::string& key, int32_t index);
+  // The cached row of (key, namespace) `l` of key group `key_group` in `info`: a hit, or one
+  // RocksDB read whose answer (present or absent) is cached. Valid until the next cache call.
+  const RocksDbCachedRow& CachedRow(RocksDbStateInfo& info, const StateEntryLookup& l,
+                                    int32_t key_group);
+  // Sets the cached row of `l` (key group `key_group`, at index `index`) to `value` / absent,
+  // dirty. The caller has called BeforeWrite(index) and keeps the counters.
+  void CachePut(RocksDbStateInfo& info, const StateEntryLookup& l, int32_t key_group, int32_t index,
+                std::string value);
+  void CacheDelete(RocksDbStateInfo& info, const StateEntryLookup& l, int32_t key_group,
+                   int32_t index);
+  RocksDbCachedRow& CacheSlot(RocksDbStateInfo& info, const StateEntryLookup& l, int32_t key_group,
+                              int32_t index);
+  // Inserts the absent row `l` into `info`'s cache and accounts for it (callers MakeRoom first).
+  RocksDbCachedRow& CacheInsert(RocksDbStateInfo& info, const StateEntryLookup& l,
+                                RocksDbCachedRow row);
   void MakeRoom() {
     if (cache_bytes_ >= cache_limit_) SyncCache(CacheSync::kWriteAndDrop);
   }
@@ -282,6 +294,9 @@ class RocksDbKeyedStateBackend final : public KeyedStateBackend {
   // Bumped by ClearAll and RestoreKeyGroup: the states' cached lookups are then stale.
   uint64_t epoch_ = 0;
   std::map<std::string, std::unique_ptr<RegisteredState>, std::less<>> states_;  // by name
+  std::vector<const RocksDbRowCache*> caches_;  // of the cached states in states_, for Prefetch
+  mutable std::string miss_key_;                // the rocks key of a cache miss (CachedRow)
+  static inline const uint64_t kVoidNamespaceHash = NamespaceHash(kVoidNamespace);
   // RestoreKeyGroup parses and validates through it (same checks and messages as the heap).
   KeyContext staging_context_;
   HeapKeyedStateBackend staging_;

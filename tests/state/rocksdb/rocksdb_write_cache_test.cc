@@ -148,9 +148,19 @@ TEST(RocksDbWriteCacheTest, CachedRowsCountInTheMemorySize) {
     ASSERT_TRUE(rocks->SetCurrentKey(K("k-" + std::to_string(i))).ok());
     v->Update(i);
   }
-  // Each row: at least its key, its 8 value bytes and two std::string objects.
-  EXPECT_GE(rocks->ApproximateSize().memory_bytes - before,
-            1000 * static_cast<int64_t>(2 * sizeof(std::string) + 8 + 3));
+  // Each row: its cache slot (the keys fit in it) and its 8 value bytes; nothing reached
+  // RocksDB's memtables.
+  static_assert(sizeof(RocksDbRowCache::Entry) == 64);
+  EXPECT_EQ(rocks->ApproximateSize().memory_bytes - before, 1000 * (64 + 8));
+  EXPECT_EQ(rocks->write_cache_bytes_used(), 1000 * (64 + 8));
+
+  // A key longer than a slot holds counts its bytes too.
+  const int64_t with_short_keys = rocks->write_cache_bytes_used();
+  const std::string long_key(40, 'x');
+  ASSERT_GT(long_key.size(), Key::kInlineCapacity);
+  ASSERT_TRUE(rocks->SetCurrentKey(K(long_key)).ok());
+  v->Update(1);
+  EXPECT_EQ(rocks->write_cache_bytes_used() - with_short_keys, 64 + 40 + 8);
 }
 
 TEST(RocksDbWriteCacheTest, RestoredKeyGroupsDoNotReturnStaleCachedValues) {
