@@ -67,12 +67,15 @@ std::string JobRecord::Encode() const {
   for (const JobCommand& c : pending_commands) command(c);
   command(last_command);
   w.Bytes(last_command_outcome);
+  w.Bytes(rescale_savepoint);
+  w.I64(rescale_savepoint_id.value());
   return EncodeChecksummedEnvelope(kJobRecordMagic, kJobRecordVersion, body);
 }
 
 Result<JobRecord> JobRecord::Decode(std::string_view bytes, std::string_view source) {
   const std::string what = "job record " + std::string(source);
-  // Version 1 (no commands) is still read; any other version is refused by the envelope.
+  // Versions 1 (no commands) and 2 (no rescale savepoint) are still read; any other version is
+  // refused by the envelope.
   ASSIGN_OR_RETURN(DecodedEnvelope envelope,
                    DecodeChecksummedEnvelope(bytes, kJobRecordMagic, 1, kJobRecordVersion, what));
   const uint32_t version = envelope.version;
@@ -97,6 +100,10 @@ Result<JobRecord> JobRecord::Decode(std::string_view bytes, std::string_view sou
       rec.pending_commands.push_back(command());
     rec.last_command = command();
     rec.last_command_outcome = std::string(r.Bytes());
+  }
+  if (version >= 3) {
+    rec.rescale_savepoint = std::string(r.Bytes());
+    rec.rescale_savepoint_id = CheckpointId(r.I64());
   }
   if (!r.ok()) return r.status(what);
   if (!r.at_end()) {

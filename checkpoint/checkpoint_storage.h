@@ -27,7 +27,7 @@
 namespace keyflow {
 
 // Version 2 added the CLI commands (pending and last); version 1 records are still read.
-inline constexpr uint32_t kJobRecordVersion = 2;
+inline constexpr uint32_t kJobRecordVersion = 3;
 inline constexpr std::string_view kJobRecordMagic = "KFJOBR01";
 
 // A CLI command the coordinator accepted for a job (rescale, stop, savepoint, checkpoint).
@@ -47,6 +47,11 @@ struct JobRecord {
   std::vector<JobCommand> pending_commands;  // accepted and not yet answered
   JobCommand last_command;                   // the latest one answered (what empty: none)
   std::string last_command_outcome;          // "completed", "failed: ...", "aborted by ..."
+  // The savepoint the latest rescale restored the job from (version 3; empty: none), recorded
+  // before that rescale's new attempt was deployed: its attempt commits the savepoint's output,
+  // so a restart must not restore a checkpoint older than it.
+  std::string rescale_savepoint;
+  CheckpointId rescale_savepoint_id{0};
   // Same envelope as `_metadata` (magic "KFJOBR01", version, length, body, XXH3-64).
   std::string Encode() const;
   // Corruption / FailedPrecondition as CheckpointMetadata::Decode.

@@ -89,7 +89,9 @@ Coordinator::Coordinator(CoordinatorOptions options, ControlOutbox* outbox, cons
       peer_errors_(LogRateLimiterOptions{.clock = wall_clock}),
       junk_replies_(LogRateLimiterOptions{
           .interval = Duration::Seconds(1), .max_lines_per_interval = 1000, .clock = wall_clock}),
-      refusals_(LogRateLimiterOptions{.clock = wall_clock}) {}
+      refusals_(LogRateLimiterOptions{.clock = wall_clock}) {
+  options_.job.cluster_id = incarnation_;
+}
 
 std::function<void(const std::string&)> Coordinator::TrackCommand(JobCommand command) {
   JobMaster* jm = job_.get();
@@ -307,6 +309,9 @@ void Coordinator::HandleRegister(const ControlPeer& from, const RegisterWorker& 
   KF_LOG_INFO("worker registered worker={} slot={} host={} pid={} data_host={}", r.id.value(),
               r.slot, m.hostname, m.pid, m.data_host);
   if (!worker_log_level_.empty()) outbox_->Send(identity, SetLogLevel{worker_log_level_});
+  if (job_ != nullptr && r.again) {
+    if (const WorkerInfo* w = workers_.Find(r.id)) job_->OnWorkerRegisteredAgain(*w, now_ms);
+  }
   if (job_ != nullptr) job_->OnWorkerRegistered(now_ms);
 }
 

@@ -1,4 +1,7 @@
 // keyflow-coordinator: the coordinator process of a keyflow cluster (DESIGN §2).
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <zmq.hpp>
@@ -110,6 +113,19 @@ int main(int argc, char** argv) {
   options.heartbeat_interval_ms = *interval;
   options.heartbeat_timeout_ms = *timeout;
   options.job.deploy_timeout_ms = *deploy;
+  // Fault injection for crash drills (coordinator/README.md "Crash points"): the process kills
+  // itself with SIGKILL when it reaches the named step, as `kill -9` at that instant would.
+  if (const char* at = std::getenv("KEYFLOW_CRASH_AT"); at != nullptr && *at != '\0') {
+    options.job.crash_point = [step = std::string(at)](std::string_view reached) {
+      if (reached != step) return;
+      std::fprintf(stderr,
+                   "keyflow-coordinator: crash point %s reached (KEYFLOW_CRASH_AT): "
+                   "killing this process\n",
+                   step.c_str());
+      std::fflush(stderr);
+      ::raise(SIGKILL);
+    };
+  }
   if (options.heartbeat_interval_ms <= 0 ||
       options.heartbeat_timeout_ms <= options.heartbeat_interval_ms) {
     return Fail("--heartbeat-timeout must be longer than --heartbeat-interval (and both > 0)",

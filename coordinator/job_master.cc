@@ -185,11 +185,31 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Resume(const JobRecord& record,
       jm->initial_restore_ = RestorePoint{std::move(m).value(), dir};
     }
   }
+  if (!record.rescale_savepoint.empty()) jm->ResumeRescaleSavepoint(record);
   KF_LOG_INFO("resuming job job={} last_attempt={}", record.job_id, record.last_attempt.value());
   return jm;
 }
 
-void JobMaster::WriteJobRecord() {
+void JobMaster::ResumeRescaleSavepoint(const JobRecord& record) {
+  auto m = CheckpointStorage::ReadMetadata(record.rescale_savepoint);
+  if (m.ok()) {
+    rescale_savepoint_ = RestorePoint{std::move(m).value(), record.rescale_savepoint};
+    return;
+  }
+  // Kept with the recorded id, marked unrestorable: ChooseRestorePoint then restores a newer
+  // checkpoint if there is one, and otherwise fails the job with what to do (restoring an older
+  // checkpoint would emit again what the rescale's attempt committed).
+  KF_LOG_WARN("the rescale savepoint {} of job {} cannot be read: {}", record.rescale_savepoint,
+              record.job_id, m.status().message());
+  RestorePoint lost;
+  lost.metadata.id = record.rescale_savepoint_id;
+  lost.metadata.savepoint = true;
+  lost.directory = record.rescale_savepoint;
+  rescale_savepoint_ = std::move(lost);
+  bad_checkpoints_[record.rescale_savepoint] = m.status().message();
+}
+
+Status JobMaster::WriteJobRecord() {
   JobRecord r;
   r.job_id = job_id_;
   r.spec = spec_;
@@ -198,8 +218,17 @@ void JobMaster::WriteJobRecord() {
   for (const auto& [token, c] : commands_) r.pending_commands.push_back(c);
   r.last_command = last_command_;
   r.last_command_outcome = last_command_outcome_;
+  if (rescale_savepoint_) {
+    r.rescale_savepoint = rescale_savepoint_->directory;
+    r.rescale_savepoint_id = rescale_savepoint_->metadata.id;
+  }
   Status s = storage_.WriteJobRecord(r);
   if (!s.ok()) KF_LOG_WARN("cannot write the job record: {}", s.message());
+  return s;
+}
+
+void JobMaster::CrashPoint(std::string_view step) {
+  if (options_.crash_point) options_.crash_point(step);
 }
 
 Result<std::optional<JobMaster::RestorePoint>> JobMaster::ChooseRestorePoint() {
@@ -225,21 +254,34 @@ Result<std::optional<JobMaster::RestorePoint>> JobMaster::ChooseRestorePoint() {
                                  m.ok() ? m->sink_committables : std::vector<std::string>{}});
       continue;
     }
-    if (rescale_savepoint_ && rescale_savepoint_->metadata.id > m->id) {
-      chosen = rescale_savepoint_;
-    } else {
-      chosen = RestorePoint{std::move(m).value(), it->directory};
-    }
+    chosen = RestorePoint{std::move(m).value(), it->directory};
     break;
   }
-  if (!chosen) {
-    chosen = rescale_savepoint_ ? rescale_savepoint_ : initial_restore_;
+  // The latest rescale's savepoint is newer than every checkpoint taken before it.
+  if (rescale_savepoint_ && (!chosen || rescale_savepoint_->metadata.id > chosen->metadata.id)) {
+    chosen = rescale_savepoint_;
+  }
+  if (!chosen) chosen = initial_restore_;
+  {
     // A savepoint a worker found corrupted (--from-savepoint, possibly another job's, or the
-    // rescale's) with no checkpoint of the job's own to fall back to: restoring it again would
-    // fail the same way at every restart, and starting from the input's beginning would drop
-    // the savepoint's state. The job fails with what to do instead.
+    // rescale's) with no newer checkpoint of the job's own to restore instead: restoring it
+    // again would fail the same way at every restart, and starting from anything older would
+    // drop its state (and a rescale's attempt committed its output). The job fails with what to
+    // do instead.
     if (chosen) {
-      if (auto bad = bad_checkpoints_.find(chosen->directory); bad != bad_checkpoints_.end()) {
+      auto bad = bad_checkpoints_.find(chosen->directory);
+      if (bad != bad_checkpoints_.end() && rescale_savepoint_ &&
+          rescale_savepoint_->directory == chosen->directory) {
+        return FailedPrecondition(
+            "savepoint " + std::to_string(chosen->metadata.id.value()) + " in " +
+            chosen->directory + ", which the job was rescaled from, cannot be restored (" +
+            bad->second +
+            ") and no checkpoint of the job completed after it: restoring an older one would "
+            "emit again what the rescaled job committed; repair or restore the savepoint's "
+            "files and run the job again with --from-savepoint " +
+            chosen->directory);
+      }
+      if (bad != bad_checkpoints_.end()) {
         return FailedPrecondition(
             std::string(chosen->metadata.savepoint ? "savepoint " : "checkpoint ") +
             std::to_string(chosen->metadata.id.value()) + " in " + chosen->directory +
@@ -343,6 +385,9 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   if (std::all_of(peer_keys.begin(), peer_keys.end(), [](const auto& k) { return k.empty(); })) {
     peer_keys.clear();
   }
+  // The record names this attempt (and the rescale savepoint it may restore) before any of its
+  // subtasks exists: a coordinator restarted from here on resumes after it.
+  (void)WriteJobRecord();
   for (size_t i = 0; i < vertices_.size(); ++i) {
     DeployTask d;
     d.peer_public_keys = peer_keys;
@@ -351,6 +396,7 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
     d.spec = spec_;
     d.subtask = vertices_[i].subtask;
     d.key_groups = vertices_[i].key_groups;
+    d.cluster_id = options_.cluster_id;
     if (restore) d.restore = assignments[i];
     outbox_->Send(vertices_[i].identity, d);
   }
@@ -358,12 +404,14 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   // highest id in storage and the highest this process triggered (an aborted checkpoint's
   // directory is deleted, but its id is never used again, as in Flink).
   ASSIGN_OR_RETURN(int64_t max_used, storage_.MaxUsedId(job_id_));
+  // A rescale savepoint in a --dir outside the job's directory still orders the ids.
+  if (rescale_savepoint_) max_used = std::max(max_used, rescale_savepoint_->metadata.id.value());
   int32_t failures = 0;
   std::string last_checkpoint_failure;
   CheckpointCoordinator::Totals checkpoint_totals;
   if (checkpoints_) {
     max_used = std::max(max_used, checkpoints_->next_id() - 1);
-    failures = checkpoints_->consecutive_failures();
+    failures = checkpoint_failure_count_reset_ ? 0 : checkpoints_->consecutive_failures();
     last_checkpoint_failure = checkpoints_->last_failure();
     checkpoint_totals = checkpoints_->totals();
   }
@@ -376,6 +424,7 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   checkpoints_ = std::make_unique<CheckpointCoordinator>(job_id_, spec_, attempt_, config,
                                                          &storage_, wall_clock_, max_used + 1);
   checkpoints_->ContinueFailureCount(failures, std::move(last_checkpoint_failure));
+  checkpoint_failure_count_reset_ = false;
   checkpoints_->ContinueTotals(checkpoint_totals);
   auto completed = storage_.ListCompletedCheckpoints(job_id_);
   if (completed.ok()) {
@@ -386,7 +435,6 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
     if (restore) recover.restore = restore->directory;
     checkpoints_->RecoverCompleted(*completed, std::move(recover));
   }
-  WriteJobRecord();
   KF_LOG_INFO("job deploying job={} attempt={} parallelism={} max_parallelism={} restore={}",
               job_id_, attempt_.value(), parallelism, spec_.max_parallelism,
               restore ? restore->directory : std::string("none"));
@@ -532,6 +580,17 @@ void JobMaster::OnDecline(const DeclineCheckpoint& m, int64_t now_ms) {
                 m.worker.value(), attempt_.value());
     return;
   }
+  if (m.subtask.value() < 0 && v->deployed && !v->finished) {
+    // The worker says it runs no subtask of this attempt, yet it acknowledged the deployment:
+    // it dropped the subtask (e.g. it heard nothing from this coordinator for a heartbeat
+    // timeout). The attempt has lost that subtask; waiting for checkpoints to time out would
+    // only end in more declines.
+    FailAttempt(v->worker_description + " no longer runs subtask " +
+                    std::to_string(v->subtask.value()) + " of attempt " +
+                    std::to_string(attempt_.value()) + " (" + m.reason + ")",
+                now_ms);
+    return;
+  }
   DeclineCheckpoint d = m;
   d.subtask = v->subtask;
   KF_LOG_WARN("checkpoint declined checkpoint={} subtask={} reported_subtask={} reason={}",
@@ -541,17 +600,21 @@ void JobMaster::OnDecline(const DeclineCheckpoint& m, int64_t now_ms) {
 }
 
 void JobMaster::CheckCheckpointFailures(int64_t now_ms) {
-  if (!checkpoints_ || terminal()) return;
+  if (!checkpoints_ || terminal() || state_ == JobState::kRestarting) return;
   const int32_t failures = checkpoints_->consecutive_failures();
   if (failures <= spec_.tolerable_checkpoint_failures) return;
+  // As in Flink, too many failed checkpoints are a failure of the attempt, which the restart
+  // strategy governs: the next attempt restores the latest completed checkpoint and counts its
+  // checkpoint failures from zero (the totals and the last failure stay in status).
   std::string why = std::to_string(failures) +
                     " checkpoints failed in a row, more than --tolerable-checkpoint-failures " +
                     std::to_string(spec_.tolerable_checkpoint_failures) +
                     " allows; the last failure: " + checkpoints_->last_failure() +
-                    " (fix the cause, e.g. free space in the checkpoint directory, then run the "
-                    "job again with --from-savepoint <its latest checkpoint>)";
-  checkpoints_->AbortAll("the job failed: too many checkpoint failures", now_ms);
-  EndJob(JobState::kFailed, why, now_ms);
+                    " (fix the cause, e.g. free space in the checkpoint directory; the job "
+                    "restarts from its latest completed checkpoint)";
+  ++checkpoint_failovers_;
+  checkpoint_failure_count_reset_ = true;
+  FailAttempt(why, now_ms);
 }
 
 void JobMaster::OnWorkerLost(const WorkerInfo& w, const std::string& why, int64_t now_ms) {
@@ -583,7 +646,7 @@ void JobMaster::OnWorkerExitReported(const std::string& hostname, int64_t pid,
 int64_t JobMaster::BeginCommand(JobCommand command) {
   int64_t token = next_command_token_++;
   commands_[token] = std::move(command);
-  WriteJobRecord();
+  (void)WriteJobRecord();
   return token;
 }
 
@@ -595,7 +658,22 @@ void JobMaster::EndCommand(int64_t token, const std::string& outcome) {
     last_command_outcome_ = outcome;
   }
   commands_.erase(it);
-  WriteJobRecord();
+  (void)WriteJobRecord();
+}
+
+void JobMaster::OnWorkerRegisteredAgain(const WorkerInfo& w, int64_t now_ms) {
+  if (terminal() || state_ == JobState::kRestarting) return;
+  for (const Vertex& v : vertices_) {
+    if (v.worker != w.id || v.finished) continue;
+    // A worker registers again only after it gave up on this coordinator (no message for its
+    // heartbeat timeout, e.g. the coordinator stalled) and cancelled what it ran.
+    FailAttempt(w.Describe() + " registered again: it heard nothing from the coordinator for " +
+                    "longer than the heartbeat timeout and cancelled subtask " +
+                    std::to_string(v.subtask.value()) + " of attempt " +
+                    std::to_string(attempt_.value()),
+                now_ms);
+    return;
+  }
 }
 
 void JobMaster::OnWorkerRegistered(int64_t now_ms) {
@@ -855,8 +933,24 @@ void JobMaster::OnRescaleSnapshot(Result<CheckpointLocation> snapshot, int64_t n
     EndRescale(valid.WithContext(RescaleSnapshotName() + " cannot be restored"), now_ms);
     return;
   }
+  CrashPoint("rescale-snapshot-completed");
   RestorePoint from{std::move(m).value(), snapshot->directory};
-  if (via_savepoint) rescale_savepoint_ = from;
+  if (via_savepoint) {
+    // Durably, before the new attempt exists: it commits the savepoint's output when it
+    // restores, so from then on no restart may restore an older checkpoint. (A rescale
+    // checkpoint is one of the job's completed checkpoints: already the newest on disk.)
+    std::optional<RestorePoint> previous = std::move(rescale_savepoint_);
+    rescale_savepoint_ = from;
+    if (Status recorded = WriteJobRecord(); !recorded.ok()) {
+      rescale_savepoint_ = std::move(previous);
+      EndRescale(recorded.WithContext("cannot record " + RescaleSnapshotName() +
+                                      " in the job record, so a coordinator restart could not "
+                                      "find it"),
+                 now_ms);
+      return;
+    }
+    CrashPoint("rescale-savepoint-recorded");
+  }
   rescale_->phase = RescalePhase::kDeploying;
   int32_t target = rescale_->target;
   KF_LOG_INFO("rescale {} taken job={} id={} ms={}: redeploying at parallelism {}",
@@ -868,7 +962,9 @@ void JobMaster::OnRescaleSnapshot(Result<CheckpointLocation> snapshot, int64_t n
   if (!s.ok()) {
     EndRescale(s, now_ms);
     EndJob(JobState::kFailed, "rescale deployment failed: " + s.message(), now_ms);
+    return;
   }
+  CrashPoint("rescale-deployed");
 }
 
 void JobMaster::EndRescale(const Status& result, int64_t now_ms) {
@@ -966,7 +1062,7 @@ void JobMaster::EndJob(JobState state, const std::string& reason, int64_t now_ms
   state_ = state;
   failure_reason_ = reason;
   ended_ms_ = now_ms;
-  WriteJobRecord();
+  (void)WriteJobRecord();
   if (state == JobState::kFinished) {
     KF_LOG_INFO("job finished job={} attempts={} duration_ms={}", job_id_, attempt_.value(),
                 now_ms - submitted_ms_);
@@ -1112,6 +1208,7 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     ck["last_failure"] = checkpoints_->last_failure();
     ck["completed_total"] = checkpoints_->totals().completed;
     ck["failed_total"] = checkpoints_->totals().failed;
+    ck["failovers"] = checkpoint_failovers_;  // attempts failed by too many checkpoint failures
     nlohmann::json recent = nlohmann::json::array();
     for (const CheckpointStats& st : checkpoints_->history()) {
       if (recent.size() >= 5) break;

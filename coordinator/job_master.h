@@ -8,9 +8,11 @@
 // (pending periodic checkpoints may still complete), the JobMaster triggers a checkpoint of type
 // kFinal — the only one whose completion makes a subtask commit its last results and finish —
 // and triggers it again until one completes -> all TaskFinished -> FINISHED.
-// More than spec.tolerable_checkpoint_failures consecutive checkpoint failures fail the job.
-// A decline that names no subtask (-1: the worker runs none of this attempt) is attributed to
-// the subtask deployed on that worker, so it aborts the checkpoint instead of being ignored.
+// More than spec.tolerable_checkpoint_failures consecutive checkpoint failures fail the attempt
+// (the restart strategy decides, as for any failure; the next attempt counts from zero).
+// A decline that names no subtask (-1: the worker runs none of this attempt) from a worker whose
+// subtask acknowledged its deployment means the attempt lost that subtask: it fails over at once.
+// So does a registration from a worker that holds an unfinished subtask of the attempt.
 // A lost worker, a failed subtask or a deployment timeout fails the attempt: every subtask is
 // cancelled, pending checkpoints are aborted, and the restart strategy decides: RESTARTING
 // (after the backoff, a new attempt restores the latest completed checkpoint — a corrupted one
@@ -65,8 +67,14 @@ std::string_view JobStateName(JobState s);
 struct JobMasterOptions {
   int64_t deploy_timeout_ms = 30'000;  // all TaskDeployed must arrive within this
   std::string checkpoint_root = "./.keyflow/checkpoints";
+  // Sent in every DeployTask (DeployTask::cluster_id): the coordinator's incarnation.
+  std::string cluster_id;
   // --allowed-path roots, canonical (coordinator/path_rules.h); empty = any absolute path.
   std::vector<std::string> allowed_paths;
+  // Fault injection for crash tests: called at the named steps of a rescale
+  // ("rescale-snapshot-completed", "rescale-savepoint-recorded", "rescale-deployed"); a test
+  // makes it end the process (or throw) to cut the sequence there. Unset in production.
+  std::function<void(std::string_view step)> crash_point;
 };
 
 class JobMaster {
@@ -94,6 +102,10 @@ class JobMaster {
   void OnDecline(const DeclineCheckpoint& m, int64_t now_ms);
   void OnWorkerLost(const WorkerInfo& w, const std::string& why, int64_t now_ms);
   void OnWorkerRegistered(int64_t now_ms);
+  // Worker `w`, already registered, registered again from the same connection: if it held a
+  // subtask of the current attempt that had not finished, it has dropped it, and the attempt
+  // fails over at once (restart strategy).
+  void OnWorkerRegisteredAgain(const WorkerInfo& w, int64_t now_ms);
   // A heartbeat's metrics: kept per subtask so that status shows the last known counters after
   // the worker is gone or the attempt ended.
   void OnHeartbeat(WorkerId worker, AttemptNumber attempt, const SubtaskMetrics& m);
@@ -213,7 +225,11 @@ class JobMaster {
   void EndJob(JobState state, const std::string& reason, int64_t now_ms);
   void CancelAll(const std::string& reason);
   void Send(const std::vector<CheckpointCoordinator::Outgoing>& out);
-  void WriteJobRecord();
+  // Writes the job record (atomically); a failure is logged and returned.
+  Status WriteJobRecord();
+  void CrashPoint(std::string_view step);
+  // Resume: the rescale savepoint the record names (unreadable: kept by id, marked bad).
+  void ResumeRescaleSavepoint(const JobRecord& record);
   Vertex* VertexOf(SubtaskIndex s, AttemptNumber a, WorkerId w);
   bool checkpointing() const { return spec_.checkpoint_interval_ms > 0; }
 
@@ -243,6 +259,10 @@ class JobMaster {
   enum class FinalCheckpoint { kNone, kPending, kCompleted };
   FinalCheckpoint final_ = FinalCheckpoint::kNone;  // of the current attempt
   bool attempt_cancelled_ = false;  // CancelTask sent to the current attempt's subtasks
+  // Attempts failed by too many checkpoint failures (status), and whether the next attempt
+  // counts its checkpoint failures from zero.
+  int32_t checkpoint_failovers_ = 0;
+  bool checkpoint_failure_count_reset_ = false;
   int64_t submitted_ms_ = 0;
   int64_t deploy_started_ms_ = 0;
   int64_t running_since_ms_ = 0;

@@ -43,6 +43,7 @@ WorkerRegistry::Registration WorkerRegistry::Register(const std::string& identit
       w.last_heartbeat_ms = now_ms;
       r.id = id;
       r.slot = w.slot;
+      r.again = true;
       return r;
     }
   }

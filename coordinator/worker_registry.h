@@ -68,6 +68,9 @@ class WorkerRegistry {
     int32_t slot;
     std::optional<WorkerInfo> replaced;  // worker that held the slot, now considered lost
     std::string refused;                 // non-empty: not registered, this is why
+    // The same connection was registered already (it keeps its id): the worker gave up on the
+    // coordinator and dropped whatever it ran, or its first registration reply was lost.
+    bool again = false;
   };
   // `peer`: the connection's authenticated identity (nullopt: insecure); `peer_address`: its IP
   // ("" if unknown: not compared).

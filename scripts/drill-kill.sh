@@ -23,6 +23,11 @@
 #   --kills K              kills during the drill run (default 3)
 #   --coordinator-kills C  how many of the K kills hit the coordinator (default: a third,
 #                          at least one when K >= 2)
+#   --stall-coordinator MS instead of killing the coordinator, stop it (SIGSTOP) for MS
+#                          milliseconds and let it go on (SIGCONT): past the heartbeat timeout
+#                          (default 1 s) the workers give up on it, cancel their subtasks and
+#                          register again, and the job must fail over and still be exact
+#                          (e.g. --stall-coordinator 1500 --coordinator-kills 2)
 #   --events E             generated events (default 200000)
 #   --keys K               distinct keys, Zipf-skewed (default 20000)
 #   --rate R               events/s of the drill run (default: E spread over 8 s per kill + 12 s)
@@ -41,7 +46,7 @@
 #
 # Columns of the table:
 #   at        seconds since the drill job was submitted
-#   victim    "worker <slot> (pid P)" or "coordinator (pid P)"
+#   victim    "worker <slot> (pid P)", "coordinator (pid P)" or "coordinator stalled MS ms (pid P)"
 #   detect    kill -> the coordinator's "worker lost" / "job attempt failed" line (for the
 #             coordinator: kill -> the restarted coordinator's "resuming it" line)
 #   restore   detection -> "job running" of the next attempt (all subtasks deployed, started)
@@ -65,7 +70,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/lib/cluster.sh"
 
 workers=3 kills=3 coordinator_kills="" events=200000 keys=20000 rate="" seed="" count=50
-timeout=2s build_dir="$ROOT/build" run_dir="" keep=0 coordinator_args=() run_args=()
+timeout=2s build_dir="$ROOT/build" run_dir="" keep=0 coordinator_args=() run_args=() stall_ms=0
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 need() { [ $# -ge 2 ] || { kf_log "$1 needs a value (try --help)"; exit 2; }; }
@@ -75,6 +80,7 @@ while [ $# -gt 0 ]; do
     --workers) need "$@"; workers="$2"; shift 2 ;;
     --kills) need "$@"; kills="$2"; shift 2 ;;
     --coordinator-kills) need "$@"; coordinator_kills="$2"; shift 2 ;;
+    --stall-coordinator) need "$@"; stall_ms="$2"; shift 2 ;;
     --events) need "$@"; events="$2"; shift 2 ;;
     --keys) need "$@"; keys="$2"; shift 2 ;;
     --rate) need "$@"; rate="$2"; shift 2 ;;
@@ -101,6 +107,7 @@ if [ -z "$coordinator_kills" ]; then
 fi
 is_uint "$coordinator_kills" && [ "$coordinator_kills" -le "$kills" ] ||
   usage_error "--coordinator-kills must be between 0 and --kills ($kills), got '$coordinator_kills'"
+is_uint "$stall_ms" || usage_error "--stall-coordinator must be a number of milliseconds, got '$stall_ms'"
 is_uint "$events" && [ "$events" -ge 1 ] || usage_error "--events must be >= 1, got '$events'"
 is_uint "$keys" && [ "$keys" -ge "$workers" ] ||
   usage_error "--keys must be >= --workers ($workers): every split owns keys, got '$keys'"
@@ -155,12 +162,13 @@ kf_use_cluster_keys "$run_dir"  # the drill's CLI calls use the cluster's client
 # The drill itself: submit, kill, restart, wait, analyse, compare. In the background so that a
 # signal reaches the traps at once.
 python3 - "$build_dir" "$run_dir" "$endpoint" "$workers" "$kills" "$coordinator_kills" \
-  "$events" "$keys" "$rate" "$seed" "$count" "$timeout" ${run_args[@]+"${run_args[@]}"} \
-  <<'PYTHON' &
+  "$events" "$keys" "$rate" "$seed" "$count" "$timeout" "$stall_ms" \
+  ${run_args[@]+"${run_args[@]}"} <<'PYTHON' &
 import collections, datetime, json, os, random, re, signal, subprocess, sys, time
 
 (build_dir, run_dir, endpoint, workers, kills, coordinator_kills, events, keys, rate, seed, count,
- timeout), run_args = sys.argv[1:13], sys.argv[13:]
+ timeout, stall_ms), run_args = sys.argv[1:14], sys.argv[14:]
+stall_ms = int(stall_ms)
 workers, kills, coordinator_kills = int(workers), int(kills), int(coordinator_kills)
 events, keys, rate, seed = int(events), int(keys), int(rate), int(seed)
 sys.stdout.reconfigure(line_buffering=True)  # the table and the verdict in order with the log
@@ -346,7 +354,15 @@ try:
                 break
             time.sleep(POLL_S)  # polling period
         attempt = last.get("attempt", 0)
-        if i in coordinator_victims:
+        if i in coordinator_victims and stall_ms > 0:
+            pid = read_pid("coordinator")
+            t_kill = now_ms()
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(stall_ms / 1000)  # the stall itself, not a wait for a condition
+            os.kill(pid, signal.SIGCONT)
+            victim = f"coordinator stalled {stall_ms} ms (pid {pid})"
+            log(f"kill {i + 1}: SIGSTOP {victim} at {t_kill / 1000 - submitted:.1f} s, then SIGCONT")
+        elif i in coordinator_victims:
             pid = read_pid("coordinator")
             argv = coordinator_command(pid, port)
             t_kill = now_ms()
@@ -363,7 +379,9 @@ try:
             os.kill(pid, signal.SIGKILL)
             victim = f"worker {slot} (pid {pid})"
             log(f"kill {i + 1}: SIGKILL {victim} at {t_kill / 1000 - submitted:.1f} s")
-        kill_records.append({"at": t_kill, "victim": victim, "coordinator": i in coordinator_victims,
+        kill_records.append({"at": t_kill, "victim": victim,
+                             "coordinator": i in coordinator_victims and stall_ms == 0,
+                             "stall": i in coordinator_victims and stall_ms > 0,
                              "slot": None if i in coordinator_victims else slot,
                              "attempt": attempt})
 
@@ -435,6 +453,9 @@ for k in kill_records:
     t, a = k["at"], k["attempt"]
     if k["coordinator"]:
         detect_t, _ = first_line_after(t, rf"found job {re.escape(job_id)} .*resuming it")
+    elif k.get("stall"):
+        detect_t, _ = first_line_after(
+            t, rf"worker lost worker=|job attempt failed job={re.escape(job_id)} attempt={a} ")
     else:
         detect_t, _ = first_line_after(
             t, rf"worker lost worker=\d+ slot={k['slot']} |job attempt failed job="

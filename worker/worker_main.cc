@@ -9,6 +9,7 @@
 #include "common/process/signal_waiter.h"
 #include "common/security/process_security.h"
 #include "worker/runtime/crash_handler.h"
+#include "worker/task/state_directory.h"
 #include "worker/worker_process.h"
 
 int main(int argc, char** argv) {
@@ -35,6 +36,11 @@ int main(int argc, char** argv) {
       po::value(&options.data.job_library_cache_dir)->default_value(kDefaultJobLibraryCacheDir),
       "local cache of the job libraries the coordinator ships (files <sha256>.so, verified "
       "before every load; relative to the working directory; workers may share it)")(
+      "state-dir", po::value(&options.data.state_root)->default_value(kDefaultStateDir),
+      "root of the RocksDB working state of jobs run with --state-backend rocksdb and no "
+      "--state-dir of their own (local disk; relative to the working directory; made absolute); "
+      "each subtask gets <root>/<cluster>/<job>/attempt-<n>/subtask-<i> (0700), removed when it "
+      "ends, and a worker removes those of dead workers at start")(
       "config", po::value(&config), "read options from this file (INI: name = value)")(
       "previous-exit", po::value(&options.previous_exit),
       "set by a supervisor that restarts this worker: how the previous process of this slot "
@@ -90,6 +96,14 @@ int main(int argc, char** argv) {
   if (Status s = InitLogging(*logging); !s.ok()) return Fail(s, kExitUsage);
 
   if (!options.security.enabled) KF_LOG_WARN("{}", InsecureWarning("keyflow-worker"));
+  if (options.data.state_root.empty()) {
+    return Fail("--state-dir must name a directory (it is created when a job needs it)",
+                kExitUsage);
+  }
+  options.data.state_root = AbsoluteStateRoot(options.data.state_root);
+  for (const std::string& dead : RemoveDeadStateDirectories(options.data.state_root)) {
+    KF_LOG_INFO("removed the RocksDB working state of a dead attempt: {}", dead);
+  }
   // Two I/O threads: thread 0 carries the control plane, thread 1 the data plane (and its CURVE
   // encryption), so that a saturated data plane never delays heartbeats (zmq_context.h).
   auto zmq = ZmqContext::Create(2);

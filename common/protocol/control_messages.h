@@ -39,7 +39,8 @@ namespace keyflow {
 // IncrementalKeyedStateHandle in AcknowledgeCheckpoint and RestoreAssignment,
 // TriggerCheckpoint.shared_directory / incremental; JobSpec version 7.
 // 9: RescaleRequest.via (a rescale may take a checkpoint instead of a savepoint).
-inline constexpr uint32_t kControlProtocolVersion = 9;
+// 10: DeployTask.cluster_id (the worker's state directory is unique per cluster).
+inline constexpr uint32_t kControlProtocolVersion = 10;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
 inline constexpr size_t kMaxJobLibraryBytes = size_t{256} << 20;
@@ -418,9 +419,12 @@ struct DeployTask {
   // admits on channel (this subtask, s) only key [s]; its output channel to keyed subtask j pins
   // key [j].
   std::vector<std::string> peer_public_keys;
+  // The coordinator's incarnation: names the worker's local state directory of this deployment
+  // (<state root>/<cluster_id>/<job>/attempt-<n>/subtask-<i>), so that clusters never share one.
+  std::string cluster_id;
   template <class A>
   void serialize(A& ar) {
-    ar(attempt, job_id, spec, subtask, key_groups, restore, peer_public_keys);
+    ar(attempt, job_id, spec, subtask, key_groups, restore, peer_public_keys, cluster_id);
   }
 };
 

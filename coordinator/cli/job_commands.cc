@@ -462,8 +462,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
       po::value(&spec.tolerable_checkpoint_failures)
           ->default_value(kDefaultTolerableCheckpointFailures),
       "consecutive checkpoint failures (declined, expired, not written) tolerated; one more fails "
-      "the job (0 = fail on the first; the default 5 fails a job whose checkpoint disk is full "
-      "within about 6 intervals, while a single slow or declined checkpoint does not)")(
+      "the attempt and the restart strategy decides (0 = on the first; with the default 5 a job "
+      "whose checkpoint disk is full restarts from its latest checkpoint every 6 failures until "
+      "space returns, while a single slow or declined checkpoint costs nothing)")(
       "checkpoint-dir", po::value(&spec.checkpoint_dir),
       "checkpoint directory for this job (default: the coordinator's --checkpoint-dir)")(
       "from-savepoint", po::value(&spec.from_savepoint),
@@ -731,7 +732,16 @@ int RunStatusCommand(const std::vector<std::string>& args) {
               << ", latest completed " << ck.value("latest_completed", 0) << ", pending "
               << ck.value("pending", 0) << ", consecutive failures "
               << ck.value("consecutive_failures", 0) << " of " << ck.value("tolerable_failures", 0)
-              << " tolerated\n";
+              << " tolerated";
+    if (ck.value("failovers", 0) > 0) {
+      std::cout << ", " << ck.value("failovers", 0) << " restart(s) after too many failures";
+    }
+    std::cout << "\n";
+    if (ck.value("consecutive_failures", 0) > 0) {
+      std::cout << "  WARNING: checkpoints are failing (" << ck.value("consecutive_failures", 0)
+                << " in a row): the job cannot roll back further than checkpoint "
+                << ck.value("latest_completed", 0) << " until one completes\n";
+    }
     if (!ck.value("last_failure", std::string()).empty()) {
       std::cout << "    last checkpoint failure: " << ck.value("last_failure", std::string())
                 << "\n";

@@ -227,6 +227,10 @@ void RenderCheckpoints(Exposition& e, const Labels& job, const Json& ck) {
   e.Family("keyflow_job_checkpoint_consecutive_failures", "gauge",
            "Checkpoint failures since the last completed checkpoint.");
   e.Sample(job, Number(ck, "consecutive_failures"));
+  e.Family("keyflow_job_checkpoint_failovers_total", "counter",
+           "Attempts failed over because more checkpoints failed in a row than "
+           "--tolerable-checkpoint-failures allows.");
+  e.Sample(job, Number(ck, "failovers"));
   e.Family("keyflow_job_latest_completed_checkpoint_id", "gauge",
            "Id of the newest completed checkpoint (0: none).");
   e.Sample(job, Number(ck, "latest_completed"));

@@ -85,6 +85,22 @@ std::string StateDirSentence(const std::string& dir, const std::string& why) {
          "): pass --state-dir a directory on a local disk that the worker can write";
 }
 
+// `dir` exists, private (0700) and empty: a leftover's entries (a killed process's, whose state
+// is in a checkpoint) are removed, the directory itself is kept (its owner may have made it).
+std::error_code ResetPrivateDirectory(const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) {
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      fs::remove_all(entry.path(), ec);
+      if (ec) return ec;
+    }
+  } else {
+    fs::create_directories(dir, ec);
+  }
+  if (!ec) fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+  return ec;
+}
+
 // Per level: LZ4 for L0 and L1, Snappy below (CfOptions says why); a library built without one
 // of them gets the next in that order, down to none.
 std::vector<rocksdb::CompressionType> LevelCompression() {
@@ -165,11 +181,7 @@ Result<std::unique_ptr<RocksDbKeyedStateBackend>> RocksDbKeyedStateBackend::Open
   if (options.dir.empty()) {
     return InvalidArgument("the RocksDB state backend needs a directory: pass --state-dir DIR");
   }
-  std::error_code ec;
-  // A leftover of a killed process with the same subtask directory: its state is in a checkpoint.
-  fs::remove_all(options.dir, ec);
-  ec.clear();
-  fs::create_directories(options.dir, ec);
+  std::error_code ec = ResetPrivateDirectory(options.dir);
   if (ec) return FailedPrecondition(StateDirSentence(options.dir, ec.message()));
 
   std::unique_ptr<RocksDbKeyedStateBackend> backend(
@@ -249,8 +261,7 @@ Status RocksDbKeyedStateBackend::OpenDatabase(bool existing) {
   std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName};
   if (!existing) {
     // RocksDB logs an error ("Error when reading ... dir NotFound") for a directory it creates.
-    std::error_code ec;
-    fs::create_directories(db_dir_, ec);
+    std::error_code ec = ResetPrivateDirectory(db_dir_);
     if (ec) return FailedPrecondition(StateDirSentence(dir_, ec.message()));
   }
   if (existing) {

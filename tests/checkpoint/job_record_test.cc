@@ -1,5 +1,5 @@
-// The `_job` record: version 2 keeps the CLI commands; version 1 records (before commands)
-// are still read.
+// The `_job` record: version 2 keeps the CLI commands, version 3 the latest rescale's savepoint;
+// version 1 and 2 records are still read.
 #include <gtest/gtest.h>
 
 #include "checkpoint/checkpoint_storage.h"
@@ -57,11 +57,46 @@ TEST(JobRecordTest, Version1RecordWithoutCommandsIsStillRead) {
   EXPECT_TRUE(d->last_command.what.empty());
 }
 
+TEST(JobRecordTest, RescaleSavepointRoundTrips) {
+  JobRecord r;
+  r.job_id = "j";
+  r.spec = TestSpec();
+  r.state = "RUNNING";
+  r.last_attempt = AttemptNumber(2);
+  r.rescale_savepoint = "/c/j/savepoint-7";
+  r.rescale_savepoint_id = CheckpointId(7);
+  auto d = JobRecord::Decode(r.Encode(), "test");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->rescale_savepoint, "/c/j/savepoint-7");
+  EXPECT_EQ(d->rescale_savepoint_id.value(), 7);
+}
+
+TEST(JobRecordTest, Version2RecordWithoutRescaleSavepointIsStillRead) {
+  std::string body;
+  BinaryWriter w(&body);
+  w.Bytes("v2-job");
+  w.Bytes(EncodeJobSpecBlob(TestSpec()));
+  w.Bytes("RUNNING");
+  w.I64(4);
+  w.I64(0);  // no pending commands
+  for (const char* field : {"checkpoint", "keyflow checkpoint", ""}) w.Bytes(field);
+  w.I64(0);
+  w.Bytes("completed: /c/chk-3");
+  auto d = JobRecord::Decode(EncodeChecksummedEnvelope(kJobRecordMagic, 2, body), "v2");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->job_id, "v2-job");
+  EXPECT_EQ(d->last_attempt.value(), 4);
+  EXPECT_EQ(d->last_command.what, "checkpoint");
+  EXPECT_EQ(d->last_command_outcome, "completed: /c/chk-3");
+  EXPECT_TRUE(d->rescale_savepoint.empty());
+  EXPECT_EQ(d->rescale_savepoint_id.value(), 0);
+}
+
 TEST(JobRecordTest, UnknownVersionIsRefused) {
   auto d = JobRecord::Decode(EncodeChecksummedEnvelope(kJobRecordMagic, 9, "x"), "v9");
   EXPECT_EQ(d.status(),
             FailedPrecondition("job record v9 was written in format version 9, which this keyflow "
-                               "cannot read (it reads format versions 1 and 2); restore it with a "
+                               "cannot read (it reads format versions 1 to 3); restore it with a "
                                "keyflow that reads format version 9, or from an earlier "
                                "checkpoint or savepoint"));
 }

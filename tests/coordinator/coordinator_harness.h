@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,6 +54,7 @@ class CoordinatorHarness : public ::testing::Test {
     o.job.checkpoint_root = dir_.path();
     o.job.allowed_paths = allowed_paths_;
     o.incarnation = std::move(incarnation);
+    o.job.crash_point = crash_point_;
     coord_ = std::make_unique<Coordinator>(o, &outbox_, &clock_);
     ids_.clear();
     dead_.clear();
@@ -188,8 +190,9 @@ class CoordinatorHarness : public ::testing::Test {
   nlohmann::json JobStatus() { return coord_->StatusJson(now_)["job"]; }
 
   TempDir dir_{"coordinator-harness"};
-  std::vector<std::string> allowed_paths_;          // --allowed-path of the next Reset()
-  std::map<std::string, std::string> public_keys_;  // key name -> its public key (secure tests)
+  std::vector<std::string> allowed_paths_;             // --allowed-path of the next Reset()
+  std::function<void(std::string_view)> crash_point_;  // JobMasterOptions of the next Reset()
+  std::map<std::string, std::string> public_keys_;     // key name -> its public key (secure tests)
   ManualClock clock_;
   FakeOutbox outbox_;
   std::unique_ptr<Coordinator> coord_;

@@ -34,7 +34,7 @@ class RocksDbBackendTest : public CountWindowClusterTest {
     return CountWindowArgs(kSixSecondsOfInput, output, std::move(extra));
   }
 
-  // Subtask directories (<state dir>/<job>/attempt-N/subtask-I) that exist now.
+  // Subtask directories (<state dir>/<cluster>/<job>/attempt-N/subtask-I) that exist now.
   static std::vector<std::string> SubtaskDirs(const std::string& state_dir) {
     std::vector<std::string> dirs;
     std::error_code ec;
@@ -93,12 +93,17 @@ TEST_F(RocksDbBackendTest, KilledWorkerAndRescaleGiveTheOutputOfAFailureFreeRun)
   ExpectCountWindowOutput(output, reference,
                           "RocksDB: killed worker + rescale 2 -> 1 vs reference");
 
-  // Every subtask that ended deleted its directory; only the SIGKILLed worker's is left.
+  // Every subtask that ended deleted its directory, and the SIGKILLed worker's was removed by
+  // the next deployment on that disk (its lock died with it).
   std::vector<std::string> left = SubtaskDirs(state_dir);
-  EXPECT_EQ(left.size(), 1u) << ::testing::PrintToString(left);
-  if (left.size() == 1) {
-    EXPECT_THAT(left[0], ::testing::StartsWith(*job_id + "/attempt-1/subtask-"));
-  }
+  EXPECT_TRUE(left.empty()) << ::testing::PrintToString(left);
+  auto st = cluster_->StatusJson();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  const std::string cluster_id = (*st)["coordinator"].value("incarnation", "");
+  ASSERT_FALSE(cluster_id.empty());
+  EXPECT_THAT(ReadFileOrEmpty(cluster_->WorkerLog(0)) + ReadFileOrEmpty(cluster_->WorkerLog(1)),
+              HasSubstr("removed the RocksDB working state of a dead attempt: " + state_dir + "/" +
+                        cluster_id + "/" + *job_id + "/attempt-1/subtask-1"));
 }
 
 TEST_F(RocksDbBackendTest, ASavepointOfARocksDbJobRestoresIntoTheHeapBackend) {

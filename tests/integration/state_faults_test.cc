@@ -311,5 +311,45 @@ TEST_F(StateFaultsTest, FullCheckpointDiskFailsCheckpointsUntilSpaceIsFreedAndTh
   ExpectSameLines(*actual, Reference(input), "full checkpoint disk, then freed, vs reference");
 }
 
+// The same full checkpoint disk under the default tolerance (5 failures): more failures in a row
+// than tolerated fail the attempt and the restart strategy restarts the job from its latest
+// completed checkpoint, as in Flink (before, the job was FAILED for good about 3 s after the disk
+// filled). Once space returns the job finishes with the exact output.
+TEST_F(StateFaultsTest, FullCheckpointDiskUnderTheDefaultToleranceRestartsTheJobUntilSpaceReturns) {
+  TmpfsMount disk(cluster_dir() + "/checkpoints", "size=16m");
+  if (!disk.ok()) GTEST_SKIP() << disk.why();
+  ASSERT_NO_FATAL_FAILURE(StartCluster(2));
+  const std::string input = "gen:events=48000,keys=600,splits=2,seed=11,skew=1,rate=4000";
+  const std::string output = dir_.path() + "/out";
+  auto job_id =
+      Submit(RunArgs(input, output, {"--parallelism", "2", "--checkpoint-interval", "300ms"}));
+  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
+  ASSERT_TRUE(Ok(WaitForCheckpoints(2)));
+
+  const std::string filler = disk.dir() + "/filler";
+  ASSERT_TRUE(Ok(FillDisk(filler)));
+  auto failed_over = WaitForJob(
+      [](const nlohmann::json& j) {
+        return j["checkpoints"].value("failovers", 0) >= 1 && j.value("restarts", 0) >= 1;
+      },
+      "a failover after more than 5 failed checkpoints");
+  ASSERT_TRUE(Ok(failed_over));
+  EXPECT_THAT(failed_over->value("last_failure", ""),
+              HasSubstr("checkpoints failed in a row, more than --tolerable-checkpoint-failures 5 "
+                        "allows; the last failure: "))
+      << failed_over->dump();
+  EXPECT_THAT(failed_over->value("last_failure", ""), HasSubstr("No space left on device"));
+
+  ASSERT_EQ(::unlink(filler.c_str()), 0) << std::strerror(errno);
+  auto end = WaitForEnd();
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump() << cluster_->LogExcerpts();
+  EXPECT_GT(end->value("restored_from", int64_t{0}), 0) << "restarts restore a checkpoint";
+  auto actual = CanonicalCountWindowOutput(output);
+  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ExpectSameLines(*actual, Reference(input),
+                  "full checkpoint disk, default tolerance, vs reference");
+}
+
 }  // namespace
 }  // namespace keyflow::test

@@ -13,16 +13,6 @@ namespace {
 
 constexpr int64_t kGaugeIntervalMs = 200;  // how often state/timer gauges are refreshed
 constexpr size_t kSnapshotWriteBuffer = 1 << 20;
-// Where a RocksDB backend keeps its files when the job names no --state-dir: relative to the
-// worker's working directory, like its job library cache.
-constexpr const char* kDefaultStateDir = "keyflow-state";
-
-// <state dir>/<job id>/attempt-<n>/subtask-<i>: a subtask's own RocksDB directory.
-std::string StateDirOf(const DeployTask& d) {
-  const std::string root = d.spec.state_dir.empty() ? kDefaultStateDir : d.spec.state_dir;
-  return root + "/" + d.job_id + "/attempt-" + std::to_string(d.attempt.value()) + "/subtask-" +
-         std::to_string(d.subtask.value());
-}
 
 // 32 random hex digits: names the shared files of one task instance (unique per upload).
 std::string RandomUuid() {
@@ -93,12 +83,11 @@ KeyGroupsStateHandle IncrementalStateHandle(KeyGroupRange range, const KeyedSnap
   return h;
 }
 
-Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(const DeployTask& deployment,
-                                                     std::unique_ptr<InputGate> gate,
-                                                     std::unique_ptr<RecordFunction> function,
-                                                     std::optional<FileSink> sink,
-                                                     const Clock* clock, TaskMetrics* metrics,
-                                                     Callbacks callbacks, std::FILE* print_stream) {
+Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(
+    const DeployTask& deployment, std::unique_ptr<InputGate> gate,
+    std::unique_ptr<RecordFunction> function, std::optional<FileSink> sink, const Clock* clock,
+    TaskMetrics* metrics, Callbacks callbacks, const std::string& state_dir,
+    std::FILE* print_stream) {
   std::unique_ptr<KeyedTask> t(new KeyedTask());
   const JobSpec& spec = deployment.spec;
   t->deployment_ = deployment;
@@ -138,7 +127,7 @@ Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(const DeployTask& deploymen
   config.job_name = spec.job_name;
   config.library_name = spec.job_library.file_name;
   config.state_backend = spec.state_backend;
-  config.rocksdb.dir = StateDirOf(deployment);
+  config.rocksdb.dir = state_dir;
   t->operator_ = std::make_unique<KeyedProcessOperator>(std::move(config), std::move(function),
                                                         t->time_.get(), &t->collector_);
   metrics->state_backend.store(

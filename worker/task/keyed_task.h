@@ -103,12 +103,15 @@ class KeyedTask {
 
   // `gate` is bound already (its endpoints were reported to the coordinator). `sink` is null
   // when the job has no --output: results are printed to `print_stream` then. `metrics`,
-  // `clock` and `print_stream` must outlive the task.
+  // `clock` and `print_stream` must outlive the task. `state_dir`: the subtask's own local
+  // directory for --state-backend rocksdb (a StateDirectory the caller keeps for longer than
+  // the task); ignored by the heap backend.
   static Result<std::unique_ptr<KeyedTask>> Create(const DeployTask& deployment,
                                                    std::unique_ptr<InputGate> gate,
                                                    std::unique_ptr<RecordFunction> function,
                                                    std::optional<FileSink> sink, const Clock* clock,
                                                    TaskMetrics* metrics, Callbacks callbacks,
+                                                   const std::string& state_dir,
                                                    std::FILE* print_stream = stdout);
   ~KeyedTask();
 

@@ -179,9 +179,22 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
                                     self->deployment_.subtask, restore_ms, restore_bytes});
     }));
   };
+  std::string state_dir;
+  if (d.spec.state_backend == "rocksdb") {
+    const std::string root = d.spec.state_dir.empty()
+                                 ? (options.state_root.empty() ? AbsoluteStateRoot(kDefaultStateDir)
+                                                               : options.state_root)
+                                 : AbsoluteStateRoot(d.spec.state_dir);
+    for (const std::string& dead : RemoveDeadStateDirectories(root)) {
+      KF_LOG_INFO("removed the RocksDB working state of a dead attempt: {}", dead);
+    }
+    ASSIGN_OR_RETURN(t->state_dir_,
+                     StateDirectory::Create(root, d.cluster_id, d.job_id, d.attempt, d.subtask));
+    state_dir = t->state_dir_->path();
+  }
   ASSIGN_OR_RETURN(
       t->keyed_, KeyedTask::Create(d, std::move(gate), std::move(function), std::move(sink), clock,
-                                   &t->metrics_, std::move(callbacks)));
+                                   &t->metrics_, std::move(callbacks), state_dir));
   return t;
 }
 

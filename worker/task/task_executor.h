@@ -32,6 +32,7 @@
 #include "worker/sources/input_spec.h"
 #include "worker/task/keyed_task.h"
 #include "worker/task/source_task.h"
+#include "worker/task/state_directory.h"
 #include "worker/task/task_metrics.h"
 
 namespace keyflow {
@@ -53,6 +54,10 @@ struct TaskExecutorOptions {
   // Secure data plane: the worker's authorizer, where the input gate counts the handshakes of
   // clients without CURVE (InputGateOptions::authorizer). Not owned.
   DataPlaneAuthorizer* data_authorizer = nullptr;
+  // keyflow-worker --state-dir, absolute: the root of the RocksDB working state of jobs that
+  // name no --state-dir of their own (worker/task/state_directory.h). Empty: the working
+  // directory's keyflow-state.
+  std::string state_root;
 };
 
 struct TaskExecutorHooks {
@@ -113,7 +118,8 @@ class TaskExecutor {
   InputSpec input_;
   std::vector<SourceSplitState> splits_;
   std::vector<std::string> gate_endpoints_;
-  CurveKeyPair curve_keys_;  // TaskExecutorOptions::curve_keys
+  CurveKeyPair curve_keys_;                    // TaskExecutorOptions::curve_keys
+  std::unique_ptr<StateDirectory> state_dir_;  // RocksDB jobs; outlives keyed_
   std::unique_ptr<KeyedTask> keyed_;
   std::unique_ptr<SourceTask> source_;
   std::atomic<bool> cancelled_{false};

@@ -181,6 +181,7 @@ TEST(ControlMessagesRegressionTest, RoundTripsADeploymentWithARestoreAssignment)
   restore.keyed_state.resize(2);
   restore.keyed_state[1].offsets = {1, 2, 3};
   deploy.restore = restore;
+  deploy.cluster_id = "1764442799000-00000000deadbeef";
   const std::string bytes = EncodeControlMessage(deploy);
   Result<ControlMessage> decoded = DecodeControlMessage(bytes, "peer");
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
@@ -191,6 +192,7 @@ TEST(ControlMessagesRegressionTest, RoundTripsADeploymentWithARestoreAssignment)
   ASSERT_TRUE(got.restore.has_value());
   EXPECT_EQ(got.restore->keyed_state.size(), 2u);
   EXPECT_EQ(got.restore->keyed_state[1].offsets, (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(got.cluster_id, "1764442799000-00000000deadbeef");
   EXPECT_EQ(EncodeControlMessage(*decoded), bytes);
 }
 

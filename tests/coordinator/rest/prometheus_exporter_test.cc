@@ -44,6 +44,7 @@ nlohmann::json Status() {
       "late_records": 6, "watermark": 1764442790000,
       "checkpoints": {"interval_ms": 1000, "latest_completed": 7, "pending": 1,
                       "consecutive_failures": 0, "completed_total": 7, "failed_total": 2,
+                      "failovers": 1,
                       "recent": [
         {"id": 8, "state": "ABORTED", "duration_ms": 10, "bytes": 0},
         {"id": 7, "state": "COMPLETED", "duration_ms": 1250, "bytes": 65536,
@@ -117,6 +118,7 @@ TEST(PrometheusExporterTest, RendersExactSamplesOfEachLevel) {
           std::string(R"(keyflow_job_checkpoints_completed_total{job_id="count-window-1"} 7)"),
           std::string(R"(keyflow_job_checkpoints_failed_total{job_id="count-window-1"} 2)"),
           std::string(R"(keyflow_job_checkpoints_in_progress{job_id="count-window-1"} 1)"),
+          std::string(R"(keyflow_job_checkpoint_failovers_total{job_id="count-window-1"} 1)"),
           // the newest COMPLETED entry of recent (id 7), not the aborted id 8
           std::string(
               R"(keyflow_job_last_checkpoint_duration_seconds{job_id="count-window-1"} 1.25)"),

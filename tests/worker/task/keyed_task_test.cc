@@ -66,7 +66,7 @@ class KeyedTaskTest : public ::testing::Test {
     };
     task_ = KeyedTask::Create(d, std::move(gate),
                               CreateBuiltInJobFunction(d.spec.job_name, d.spec.params).value(),
-                              std::nullopt, &clock_, &metrics_, std::move(cb))
+                              std::nullopt, &clock_, &metrics_, std::move(cb), "")
                 .value();
     run_ = std::async(std::launch::async, [this] { return task_->Run(); });
   }
