@@ -33,20 +33,6 @@ class RocksDbBackendTest : public CountWindowClusterTest {
                                           std::vector<std::string> extra) {
     return CountWindowArgs(kSixSecondsOfInput, output, std::move(extra));
   }
-
-  // Subtask directories (<state dir>/<cluster>/<job>/attempt-N/subtask-I) that exist now.
-  static std::vector<std::string> SubtaskDirs(const std::string& state_dir) {
-    std::vector<std::string> dirs;
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(state_dir, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->is_directory() && it->path().filename().string().rfind("subtask-", 0) == 0) {
-        dirs.push_back(it->path().lexically_relative(state_dir).string());
-        it.disable_recursion_pending();
-      }
-    }
-    return dirs;
-  }
 };
 
 TEST_F(RocksDbBackendTest, KilledWorkerAndRescaleGiveTheOutputOfAFailureFreeRun) {
@@ -75,7 +61,7 @@ TEST_F(RocksDbBackendTest, KilledWorkerAndRescaleGiveTheOutputOfAFailureFreeRun)
       },
       "2 checkpoints, every subtask with RocksDB state");
   EXPECT_EQ(job.value("state_backend", ""), "rocksdb");
-  EXPECT_EQ(SubtaskDirs(state_dir).size(), 2u);
+  EXPECT_EQ(SubtaskStateDirectories(state_dir).size(), 2u);
 
   ASSERT_NO_FATAL_FAILURE(KillAndRestartWorker(1, &job));
   job = RescaleToOneUntilTheEnd(job.value("attempt", 0));
@@ -95,7 +81,7 @@ TEST_F(RocksDbBackendTest, KilledWorkerAndRescaleGiveTheOutputOfAFailureFreeRun)
 
   // Every subtask that ended deleted its directory, and the SIGKILLed worker's was removed by
   // the next deployment on that disk (its lock died with it).
-  std::vector<std::string> left = SubtaskDirs(state_dir);
+  std::vector<std::string> left = SubtaskStateDirectories(state_dir);
   EXPECT_TRUE(left.empty()) << ::testing::PrintToString(left);
   auto st = cluster_->StatusJson();
   ASSERT_TRUE(st.ok()) << st.status().ToString();

@@ -31,20 +31,6 @@ constexpr int64_t kCount = 20, kTimeoutMs = 2'000;
 // About 4 s of input: both jobs run at the same time for a while.
 constexpr char kInput[] = "gen:events=16000,keys=500,splits=1,seed=5,skew=1,rate=4000";
 
-// Subtask directories under `root` (<root>/<cluster>/<job>/attempt-N/subtask-I), relative.
-std::vector<std::string> SubtaskDirs(const std::string& root) {
-  std::vector<std::string> dirs;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_directory() && it->path().filename().string().rfind("subtask-", 0) == 0) {
-      dirs.push_back(it->path().lexically_relative(root).string());
-      it.disable_recursion_pending();
-    }
-  }
-  return dirs;
-}
-
 uint32_t ModeOf(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0xFFFF;
@@ -102,7 +88,7 @@ TEST(StateDirectoryTest, TwoClustersFromOneDirectoryKeepTheirRocksDbStateApart) 
   const std::string cluster_a = (*sa)["coordinator"].value("incarnation", "");
   const std::string cluster_b = (*sb)["coordinator"].value("incarnation", "");
   ASSERT_NE(cluster_a, cluster_b);
-  std::vector<std::string> dirs = SubtaskDirs(state);
+  std::vector<std::string> dirs = SubtaskStateDirectories(state);
   std::sort(dirs.begin(), dirs.end());
   std::vector<std::string> expected = {cluster_a + "/" + id_a + "/attempt-1/subtask-0",
                                        cluster_b + "/" + id_b + "/attempt-1/subtask-0"};
@@ -133,7 +119,8 @@ TEST(StateDirectoryTest, TwoClustersFromOneDirectoryKeepTheirRocksDbStateApart) 
     }
     ExpectCountWindowOutput(last, reference, std::string("cluster") + out);
   }
-  EXPECT_TRUE(SubtaskDirs(state).empty()) << ::testing::PrintToString(SubtaskDirs(state));
+  EXPECT_TRUE(SubtaskStateDirectories(state).empty())
+      << ::testing::PrintToString(SubtaskStateDirectories(state));
 }
 
 }  // namespace

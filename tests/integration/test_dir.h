@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <vector>
 
 namespace keyflow::test {
 
@@ -49,5 +50,20 @@ class TestDir {
  private:
   std::string path_;
 };
+
+// The RocksDB subtask directories under a state root
+// (<root>/<cluster>/<job>/attempt-N/subtask-I), relative to it, in directory order.
+inline std::vector<std::string> SubtaskStateDirectories(const std::string& root) {
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_directory() && it->path().filename().string().rfind("subtask-", 0) == 0) {
+      dirs.push_back(it->path().lexically_relative(root).string());
+      it.disable_recursion_pending();
+    }
+  }
+  return dirs;
+}
 
 }  // namespace keyflow::test
