@@ -5,11 +5,13 @@
 //   out.Collect(std::string("{\"raw\":true}"));                          // a raw line
 //   out.Collect(OutputRecord(line, Timestamp(t)));                       // an explicit time
 //
-// Every output record carries a timestamp. Unless the function sets one, the runtime gives it
-// the time of what is being processed, as Flink's TimestampedCollector does: the element's
-// event timestamp in ProcessElement, the timer's time in OnTimer, the final watermark in
-// EndInput. Sinks receive the line and the timestamp; the file sink writes the line (JSON
-// Lines), the print sink prints it (worker/sinks/README.md).
+// An output record has an event timestamp or none. Unless the function sets one, the runtime
+// gives it the time of what is being processed, as Flink's TimestampedCollector does: the
+// element's event timestamp in ProcessElement, the timer's time in an event-time OnTimer, the
+// final watermark in EndInput — and none in a processing-time OnTimer (Flink erases it there:
+// the wall clock is no event time). Sinks receive the line and the timestamp, if any, and decide
+// what to do without one; the file sink writes the line (JSON Lines), the print sink prints it
+// (worker/sinks/README.md).
 //
 // Threading: built and collected on the task thread.
 #pragma once
@@ -57,7 +59,8 @@ class JsonObject {
 };
 
 // One output record: a line of text (a JSON object for the file sink's JSON Lines) and its
-// timestamp; nullopt = the time of what is being processed (filled in by the runtime).
+// timestamp. A function that leaves it nullopt gets the time of what is being processed, filled
+// in by the runtime (still nullopt in a processing-time timer).
 struct OutputRecord {
   OutputRecord(std::string text) : line(std::move(text)) {}  // NOLINT: implicit on purpose
   OutputRecord(JsonObject object) : line(object.Build()) {}  // NOLINT: implicit on purpose

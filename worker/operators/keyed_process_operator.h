@@ -7,8 +7,9 @@
 // ProcessElement / ProcessWatermark / processing-time callbacks -> EndInput() -> Close().
 //
 // Output (Flink's TimestampedCollector): a record the function emits without a timestamp gets
-// the element's event timestamp in ProcessElement, the timer's time in OnTimer (event- or
-// processing-time), and the final watermark (kMaxWatermark) in EndInput.
+// the element's event timestamp in ProcessElement, the timer's time in an event-time OnTimer,
+// none in a processing-time OnTimer (Flink's KeyedProcessOperator erases it there: a wall-clock
+// time is not an event time), and the final watermark (kMaxWatermark) in EndInput.
 //
 // User code: every call into the function goes through a UserFunctionGuard. The first failure
 // (Open's error, anything thrown) is kept: failure() returns it, the failure listener hears it
@@ -21,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -153,8 +155,8 @@ class KeyedProcessOperator final : public Triggerable {
   void OnProcessingTime(const TimerEntry& timer) override;
 
  private:
-  // Counts what the function emits, gives it the current timestamp unless it has one, and
-  // passes it on (Flink's TimestampedCollector).
+  // Counts what the function emits, gives it the current timestamp (none: erased) unless it has
+  // one, and passes it on (Flink's TimestampedCollector).
   struct TimestampedCollector final : Collector<OutputRecord> {
     explicit TimestampedCollector(Collector<OutputRecord>* d) : downstream(d) {}
     void Collect(OutputRecord value) override {
@@ -163,7 +165,7 @@ class KeyedProcessOperator final : public Triggerable {
       downstream->Collect(std::move(value));
     }
     Collector<OutputRecord>* downstream;
-    Timestamp timestamp;
+    std::optional<Timestamp> timestamp;
     Counter count;
   };
 

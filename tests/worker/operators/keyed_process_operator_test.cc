@@ -40,7 +40,10 @@ OutputRecord At(std::string line, int64_t ts) {
   return OutputRecord(std::move(line), Timestamp(ts));
 }
 
-TEST(KeyedProcessOperatorOutput, RecordsGetTheElementsTimerOrFinalWatermarksTimestamp) {
+// As Flink's KeyedProcessOperatorTest (testEventTimeTimers / testProcessingTimeTimers): what an
+// element or an event-time timer emits carries its time; what a processing-time timer emits
+// carries none (Flink's onProcessingTime erases the collector's timestamp).
+TEST(KeyedProcessOperatorOutput, RecordsGetTheElementsOrEventTimersTimeAndProcessingTimersNone) {
   KeyedOperatorTestHarness h(std::make_unique<EchoFunction>(), {});
   ASSERT_TRUE(h.Open().ok());
   ASSERT_TRUE(h.ProcessElement("a", 1000).ok());
@@ -48,7 +51,10 @@ TEST(KeyedProcessOperatorOutput, RecordsGetTheElementsTimerOrFinalWatermarksTime
   h.ProcessWatermark(1010);
   EXPECT_EQ(h.ExtractOutputRecords(), Records{At(R"({"timer":1010,"domain":"event"})", 1010)});
   h.SetProcessingTime(1100);
-  EXPECT_EQ(h.ExtractOutputRecords(), Records{At(R"({"timer":1100,"domain":"proc"})", 1100)});
+  Records processing_time = h.ExtractOutputRecords();
+  EXPECT_EQ(processing_time, Records{OutputRecord(R"({"timer":1100,"domain":"proc"})")});
+  ASSERT_EQ(processing_time.size(), 1u);
+  EXPECT_FALSE(processing_time[0].timestamp.has_value());
   h.EndInput();
   EXPECT_EQ(h.ExtractOutputRecords(), Records{At("end", kMaxWatermark.millis())});
   EXPECT_EQ(h.op().records_out(), 4);
