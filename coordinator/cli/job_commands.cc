@@ -446,10 +446,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
       "mark a source idle after this long without records (0 = never)")(
       "on-bad-record", po::value(&on_bad)->default_value(on_bad), "skip | fail")(
       "on-input-change", po::value(&on_change)->default_value(on_change),
-      "an input file that grows, is truncated or replaced while it is read: warn (log the file "
-      "and the bytes not read; the job goes on with the file as it was) | fail (fail the job)")(
-      "checkpoint-interval", po::value(&ckpt_interval)->default_value(ckpt_interval),
-      "take a checkpoint this often (0 = no periodic checkpoints)")(
+      "an input file that grows, is truncated or replaced while it is read, or ends in a "
+      "half-written line (no newline, not yet a complete JSON object): warn (log the file, the "
+      "line and the bytes not read; the job goes on with the file as it was) | fail (fail the "
+      "job)")("checkpoint-interval", po::value(&ckpt_interval)->default_value(ckpt_interval),
+              "take a checkpoint this often (0 = no periodic checkpoints)")(
       "checkpoint-timeout", po::value(&ckpt_timeout)->default_value(ckpt_timeout),
       "a checkpoint not complete by then is aborted")(
       "min-pause", po::value(&min_pause)->default_value(min_pause),
