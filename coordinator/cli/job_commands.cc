@@ -264,8 +264,9 @@ int WaitForJob(const std::string& endpoint, const std::string& job_id) {
       const nlohmann::json& job = status.is_object() ? status["job"] : status;
       if (job.is_object() && job.value("job_id", "") == job_id) {
         std::string state = job.value("state", "");
-        // A job failed by a lost worker: a supervisor restarting it (about 1 s) reports how
-        // the process ended, e.g. "died of SIGSEGV while running ProcessElement of job ...";
+        // A job failed by a lost worker: its supervisor reports how the process ended as soon
+        // as it noticed (worker-supervisor.sh runs `keyflow-worker --report-exit`, whatever its
+        // restart delay), e.g. "died of SIGSEGV while running ProcessElement of job ...";
         // wait a little for that note so the summary names the crash.
         const std::string failure = job.value("failure", std::string());
         const bool note_due = state == "FAILED" &&

@@ -1,36 +1,62 @@
 #!/usr/bin/env bash
 # Keeps one keyflow worker alive (start-cluster.sh --respawn): starts it, and whenever it dies
 # starts it again with the same command line (so under the same --slot), rewriting its pid
-# file each time. Restarts back off from 1 s up to 30 s while the worker keeps dying within
-# 10 s of its start (e.g. a bad flag), and reset once it stayed up. A restarted worker gets
-# --previous-exit "<how the last one ended>" --previous-pid <its pid> ("exit code 3", "killed by
-# signal 9 (SIGKILL — also what the kernel's OOM killer sends; ...)"), which it sends when it
-# registers: the coordinator takes the slot over at once and reports how the process ended.
-# A worker that crashed (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) wrote a line
-# "keyflow-worker pid P crashed: SIGSEGV while running ProcessElement of job 'j' (libj.so)" to
-# its log (worker/runtime/crash_handler.h): then the phrase is "died of SIGSEGV while running
-# ProcessElement of job 'j' (libj.so)".
+# file each time. Restarts back off from --restart-delay (default 1 s) doubling up to 30 s while
+# the worker keeps dying within 10 s of its start (e.g. a bad flag), and reset once it stayed up.
 #
-#   worker-supervisor.sh --pid-file FILE --log FILE -- keyflow-worker ARGS...
+# How the worker ended, as one phrase: "exit code 3", "killed by signal 15 (SIGTERM)",
+# "killed by signal 9 (SIGKILL — ...)"; "died of SIGSEGV while running ProcessElement of job 'j'
+# (libj.so)" when it crashed (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) and its crash handler
+# wrote "keyflow-worker pid P crashed: ..." to the log (worker/runtime/crash_handler.h).
+#
+# The phrase reaches the coordinator twice, which attaches it once to the failure that lost the
+# worker: at once, by `COMMAND... --report-exit PHRASE --previous-pid P` (keyflow-worker's report
+# mode: the worker's own key, one WorkerExitReport, then it exits; run in the background while
+# the restart delay passes), and with the restarted worker's --previous-exit PHRASE
+# --previous-pid P, which it sends when it registers (its slot is taken over at once).
+#
+#   worker-supervisor.sh [--restart-delay SECONDS] --pid-file FILE --log FILE -- keyflow-worker ARGS...
 #
 # SIGTERM/SIGINT: stop supervising and exit, leaving the current worker running (stop-cluster.sh
 # stops supervisors first, then the workers by their pid files). Supervisor lines go to the
 # worker's log, prefixed "supervisor:".
 set -uo pipefail
 
-pid_file="" log=""
+usage() {
+  cat <<'EOF'
+usage: worker-supervisor.sh [--restart-delay SECONDS] --pid-file FILE --log FILE -- COMMAND...
+Keeps one keyflow worker (COMMAND, a keyflow-worker command line) running: restarts it when it
+ends, after --restart-delay seconds (default 1), doubling up to 30 s while it keeps ending within
+10 s of its start. Reports how it ended (exit code, signal, crash of user code) to the
+coordinator at once (COMMAND --report-exit ...) and again through the restarted worker
+(--previous-exit/--previous-pid). SIGTERM/SIGINT: stop supervising, leave the worker running.
+  --restart-delay SECONDS  wait before the first restart (whole seconds, >= 0; default 1)
+  --pid-file FILE          the running worker's pid, rewritten at every start
+  --log FILE               the worker's stdout and stderr are appended here, with the
+                           supervisor's lines
+EOF
+}
+
+pid_file="" log="" restart_delay=1
 while [ $# -gt 0 ]; do
   case "$1" in
-    --pid-file) pid_file="$2"; shift 2 ;;
-    --log) log="$2"; shift 2 ;;
+    --pid-file) pid_file="${2-}"; shift 2 || break ;;
+    --log) log="${2-}"; shift 2 || break ;;
+    --restart-delay) restart_delay="${2-}"; shift 2 || break ;;
+    -h|--help) usage; exit 0 ;;
     --) shift; break ;;
-    *) echo "worker-supervisor: unknown argument '$1'" >&2; exit 2 ;;
+    *) echo "worker-supervisor: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 if [ -z "$pid_file" ] || [ -z "$log" ] || [ $# -eq 0 ]; then
-  echo "usage: worker-supervisor.sh --pid-file FILE --log FILE -- COMMAND..." >&2
+  usage >&2
   exit 2
 fi
+if ! [[ "$restart_delay" =~ ^[0-9]+$ ]]; then
+  echo "worker-supervisor: --restart-delay must be whole seconds (0 or more), not '$restart_delay'" >&2
+  exit 2
+fi
+max_delay=$((restart_delay > 30 ? restart_delay : 30))
 
 say() { echo "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ) supervisor: $*" >>"$log"; }
 
@@ -62,7 +88,7 @@ describe_exit() {
   fi
 }
 
-backoff=1
+backoff=$restart_delay
 previous=()
 while :; do
   "$@" "${previous[@]}" >>"$log" 2>&1 </dev/null &
@@ -77,9 +103,13 @@ while :; do
     [ "$stopping" -eq 1 ] && exit 0
     kill -0 "$pid" 2>/dev/null || break
   done
-  if [ $((SECONDS - started)) -ge 10 ]; then backoff=1; fi
+  if [ $((SECONDS - started)) -ge 10 ]; then backoff=$restart_delay; fi
   how=$(describe_exit "$rc" "$pid")
   say "worker pid=$pid exited with status $rc ($how); restarting in ${backoff}s"
+  # Tell the coordinator now, not after the restart delay (a `keyflow run --wait` waits only
+  # seconds for it); the restarted worker says it again, which the coordinator notes once.
+  "$@" --report-exit "$how" --previous-pid "$pid" >>"$log" 2>&1 </dev/null &
+  reporter=$!
   previous=(--previous-exit "$how" --previous-pid "$pid")
   sleep "$backoff" &
   sleeper=$!
@@ -88,5 +118,9 @@ while :; do
     kill "$sleeper" 2>/dev/null
     exit 0
   fi
-  backoff=$((backoff * 2 > 30 ? 30 : backoff * 2))
+  # The report is bounded by its own timeout (a few seconds); it ends before the next one starts.
+  wait "$reporter" 2>/dev/null
+  [ "$stopping" -eq 1 ] && exit 0
+  backoff=$((backoff * 2 > max_delay ? max_delay : backoff * 2))
+  [ "$backoff" -eq 0 ] && backoff=1
 done
