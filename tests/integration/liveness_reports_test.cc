@@ -3,16 +3,20 @@
 // coordinator SIGKILLed while a rescale waits is restarted and the waiting CLI learns within
 // seconds that the rescale was aborted. Issue 28: a worker crashing in user code under a
 // supervisor whose restart delay is longer than `keyflow run --wait` waits is still named in the
-// summary (the supervisor reports the exit at once). Waits poll status or the process with
-// deadlines.
+// summary (the supervisor reports the exit at once); a worker the kernel's OOM killer ends under
+// a cgroup memory limit is reported "out of memory" with the limit. Waits poll status or the
+// process with deadlines.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <fstream>
 
 #include "common/file_io.h"
 #include "tests/integration/cluster.h"
+#include "tests/integration/memory_cgroup.h"
 #include "tests/integration/test_dir.h"
 
 namespace keyflow::test {
@@ -258,6 +262,71 @@ TEST(LivenessReportsTest, CrashUnderASupervisorThatRestartsLaterThanWaitWaitsIsI
   EXPECT_THAT(ReadFileOrEmpty(worker.log()), HasSubstr("restarting in 8s"));
 }
 #endif  // KEYFLOW_FAULTY_JOBS_LIBRARY
+
+TEST(LivenessReportsTest, WorkerEndedByTheOomKillerIsReportedOutOfMemoryWithTheLimit) {
+  const std::string name = "kftest-" + std::to_string(::getpid()) + "-oom";
+  constexpr int64_t kLimit = int64_t{96} << 20;
+  auto cgroup = MemoryCgroup::Create(name, kLimit);
+  if (!cgroup.ok()) GTEST_SKIP() << cgroup.status().message();
+  TestDir dir;
+  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 0});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  Cluster& c = **cluster;
+  // A long restart delay: one OOM kill, not a loop of them, while the test looks.
+  SupervisedWorker worker(c, 0, dir.path(), {"--restart-delay", "60"}, (*cgroup)->procs_file());
+  ASSERT_TRUE(worker.started());
+  ASSERT_TRUE(c.WaitForWorkers(1, kWait).ok()) << ReadFileOrEmpty(worker.log());
+  const pid_t victim = worker.worker_pid();
+  // One key per event, each with its window state and timer on the heap: far beyond 96 MiB.
+  const std::string cli_log = dir.path() + "/run-wait.out";
+  auto cli = c.StartCli({"run", "--job", "count-window", "--param", "time=event", "--input",
+                         "gen:events=20000000,keys=20000000,splits=1,seed=7", "--parallelism", "1",
+                         "--restart-strategy", "none", "--wait"},
+                        cli_log);
+  ASSERT_TRUE(cli.ok()) << cli.status().ToString();
+  // cgroup v1 always knows the peak (memory.max_usage_in_bytes), v2 since Linux 5.19.
+  const std::string phrase =
+      "its process ended: out of memory: the kernel's OOM killer ended it "
+      "(memory limit 96 MiB of cgroup " +
+      (*cgroup)->name() + ((*cgroup)->version() == 1 ? ", peak " : "");
+  auto st = c.WaitForStatus(
+      [](const nlohmann::json& s) {
+        return s["job"].is_object() && s["job"].value("state", "") == "FAILED";
+      },
+      Duration::Seconds(45), "the job to fail");
+  ASSERT_TRUE(st.ok()) << st.status().ToString() << ReadFileOrEmpty(worker.log());
+  const std::string failure = (*st)["job"].value("failure", std::string());
+  EXPECT_THAT(failure, HasSubstr("pid " + std::to_string(victim) + ") was lost: "));
+  EXPECT_THAT(failure, HasSubstr(phrase)) << ReadFileOrEmpty(worker.log());
+  EXPECT_THAT((*st)["job"].value("last_failure", std::string()), HasSubstr(phrase));
+  auto text = c.Cli({"status"});
+  ASSERT_TRUE(text.ok());
+  EXPECT_THAT(text->out, HasSubstr(phrase));
+  auto port = c.RestPort();
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  httplib::Client rest("127.0.0.1", *port);
+  rest.set_connection_timeout(5, 0);
+  rest.set_read_timeout(10, 0);
+  std::string rest_failure;
+  Status rest_seen = WaitUntil(
+      [&] {
+        auto r = rest.Get("/api/v1/job");
+        if (!r || r->status != 200) return false;
+        auto j = nlohmann::json::parse(r->body, nullptr, false);
+        rest_failure = j.is_object() ? j.value("failure", std::string()) : std::string();
+        return rest_failure.find(phrase) != std::string::npos;
+      },
+      Duration::Seconds(10), "GET /api/v1/job to name the OOM kill");
+  EXPECT_TRUE(rest_seen.ok()) << rest_seen.message() << "; last failure: " << rest_failure;
+  auto code = cli->Wait(Duration::Seconds(20));
+  ASSERT_TRUE(code.ok()) << code.status().ToString();
+  EXPECT_EQ(*code, 1);
+  EXPECT_THAT(ReadFileOrEmpty(cli_log), HasSubstr(phrase)) << ReadFileOrEmpty(cli_log + ".err");
+  EXPECT_THAT(ReadFileOrEmpty(worker.log()),
+              HasSubstr("exited with status 137 (out of memory: the kernel's OOM killer ended it "
+                        "(memory limit 96 MiB of cgroup " +
+                        (*cgroup)->name()));
+}
 
 TEST(LivenessReportsTest, BadPreviousPidIsAUsageError) {
   auto r =
