@@ -5,6 +5,7 @@
 #include <ctime>
 #include <random>
 
+#include "common/check.h"
 #include "common/file_io.h"
 #include "common/input/input_spec.h"
 #include "common/logging.h"
@@ -153,6 +154,8 @@ void Coordinator::OnMessage(const ControlPeer& from, const ControlMessage& msg, 
         } else if constexpr (std::is_same_v<T, FetchJobLibrary>) {
           if (Sender(from, m.worker) == nullptr) return;
           HandleFetchJobLibrary(identity, m);
+        } else if constexpr (std::is_same_v<T, WorkerExitReport>) {
+          HandleExitReport(from, m, now_ms);
         } else if constexpr (std::is_same_v<T, WorkerExiting>) {
           if (Sender(from, m.worker) == nullptr) return;
           if (std::optional<WorkerInfo> gone = workers_.Remove(m.worker)) {
@@ -289,7 +292,8 @@ void Coordinator::HandleRegister(const ControlPeer& from, const RegisterWorker& 
     }
     return;
   }
-  if (!m.previous_exit.empty()) {
+  // Its supervisor may have reported that exit already (WorkerExitReport): log it once.
+  if (!m.previous_exit.empty() && RememberExit(m.hostname, m.previous_pid)) {
     KF_LOG_WARN("the previous worker process of slot {} (host {}, pid {}) ended: {}", r.slot,
                 m.hostname, m.previous_pid, m.previous_exit);
   }
@@ -302,7 +306,8 @@ void Coordinator::HandleRegister(const ControlPeer& from, const RegisterWorker& 
                               std::to_string(now_ms - r.replaced->last_heartbeat_ms) + " ms",
                now_ms);
   } else if (!m.previous_exit.empty() && job_ != nullptr) {
-    // Lost earlier (heartbeat timeout): now we know how its process ended.
+    // Lost earlier (heartbeat timeout): now we know how its process ended (a note the exit
+    // report attached already is not attached again).
     job_->OnWorkerExitReported(m.hostname, m.previous_pid, m.previous_exit);
   }
   outbox_->Send(identity, reply);
@@ -313,6 +318,52 @@ void Coordinator::HandleRegister(const ControlPeer& from, const RegisterWorker& 
     if (const WorkerInfo* w = workers_.Find(r.id)) job_->OnWorkerRegisteredAgain(*w, now_ms);
   }
   if (job_ != nullptr) job_->OnWorkerRegistered(now_ms);
+}
+
+void Coordinator::HandleExitReport(const ControlPeer& from, const WorkerExitReport& m,
+                                   int64_t now_ms) {
+  if (m.pid <= 0 || m.how.empty()) {
+    SendReply(from.connection,
+              InvalidArgument("a worker exit report needs the pid of the process that ended "
+                              "(--previous-pid) and how it ended (--report-exit)"));
+    return;
+  }
+  if (RememberExit(m.hostname, m.pid)) {
+    KF_LOG_WARN("the worker process of slot {} (host {}, pid {}) ended: {}", m.slot, m.hostname,
+                m.pid, m.how);
+  }
+  // The reporter must be that worker's: its key (secure), or its address (insecure).
+  const WorkerInfo* ended = nullptr;
+  for (const WorkerInfo* w : workers_.BySlot()) {
+    if (w->hostname != m.hostname || w->pid != m.pid) continue;
+    const bool same_reporter =
+        options_.security.enabled
+            ? w->peer == from.identity
+            : from.address.empty() || w->peer_address.empty() || from.address == w->peer_address;
+    if (same_reporter) ended = w;
+  }
+  if (ended != nullptr) {
+    std::optional<WorkerInfo> gone = workers_.Remove(ended->id);
+    CHECK(gone.has_value());
+    SendReply(from.connection, true, gone->Describe() + " is lost: its process ended: " + m.how);
+    WorkerLost(*gone, "its process ended: " + m.how, now_ms);
+    return;
+  }
+  // Already lost (heartbeat timeout, WorkerExiting) or never registered: attach the note to the
+  // failure that names the process, if any.
+  if (job_ != nullptr) job_->OnWorkerExitReported(m.hostname, m.pid, m.how);
+  SendReply(from.connection, true,
+            "noted how the worker process (host " + m.hostname + ", pid " + std::to_string(m.pid) +
+                ") ended");
+}
+
+bool Coordinator::RememberExit(const std::string& hostname, int64_t pid) {
+  for (const auto& [host, p] : reported_exits_) {
+    if (host == hostname && p == pid) return false;
+  }
+  reported_exits_.emplace_back(hostname, pid);
+  if (reported_exits_.size() > kRememberedExits) reported_exits_.pop_front();
+  return true;
 }
 
 namespace {
@@ -328,7 +379,7 @@ std::optional<Role> RequiredRole(const ControlMessage& msg) {
                       std::is_same_v<T, TaskFailed> || std::is_same_v<T, TaskInputEnded> ||
                       std::is_same_v<T, TaskRunning> || std::is_same_v<T, AcknowledgeCheckpoint> ||
                       std::is_same_v<T, DeclineCheckpoint> || std::is_same_v<T, WorkerExiting> ||
-                      std::is_same_v<T, FetchJobLibrary>) {
+                      std::is_same_v<T, FetchJobLibrary> || std::is_same_v<T, WorkerExitReport>) {
           return Role::kWorker;
         } else if constexpr (std::is_same_v<T, SubmitJob> || std::is_same_v<T, StatusRequest> ||
                              std::is_same_v<T, CancelJob> || std::is_same_v<T, StopJob> ||
@@ -361,6 +412,9 @@ std::string RequestVerb(const ControlMessage& msg) {
         if constexpr (std::is_same_v<T, ReloadKeys>) return "reload the keys";
         if constexpr (std::is_same_v<T, SetLogLevelRequest>) return "change the log level";
         if constexpr (std::is_same_v<T, RegisterWorker>) return "register as a worker";
+        if constexpr (std::is_same_v<T, WorkerExitReport>) {
+          return "report how a worker process ended";
+        }
         return "send " + std::string(ControlMessageName(ControlMessage(m))) + " messages";
       },
       msg);
@@ -418,8 +472,9 @@ void Coordinator::Refuse(const ControlPeer& from, const ControlMessage& msg,
     reply.heartbeat_timeout_ms = options_.heartbeat_timeout_ms;
     reply.refused = "the coordinator refused this worker: " + why;
     outbox_->Send(from.connection, reply);
-  } else if (RequiredRole(msg) == Role::kOperator) {
-    SendReply(from.connection, false, why);
+  } else if (RequiredRole(msg) == Role::kOperator ||
+             std::holds_alternative<WorkerExitReport>(msg)) {
+    SendReply(from.connection, false, why);  // the supervisor's reporter waits for an answer
   }
   // Other worker messages get no answer: a worker reads only Registered and its tasks'
   // messages; a revoked worker is told to register again (DropRevokedWorkers) and refused.

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -50,9 +51,10 @@ struct ControlPeer {
 };
 
 // Roles (DESIGN §17): on a secure cluster (options.security.enabled) worker messages (register,
-// heartbeat, task status, acks and declines, job library fetches, exiting) are accepted only from
-// worker keys, operator requests (submit, cancel, stop, rescale, savepoint, checkpoint, status,
-// list checkpoints, key reload) only from operator keys, and nothing from a revoked key. A
+// heartbeat, task status, acks and declines, job library fetches, exiting, exit reports) are
+// accepted only from worker keys, operator requests (submit, cancel, stop, rescale, savepoint,
+// checkpoint, status, list checkpoints, key reload) only from operator keys, and nothing from a
+// revoked key. A
 // refused request is answered with a sentence (a Reply, or a refused Registered), counted
 // (`coordinator.security.refused_requests` in status) and logged at most once per key and
 // message type per minute. On an insecure cluster every role check passes; registration and
@@ -107,6 +109,13 @@ class Coordinator {
   // Drops the registered workers whose key is no longer trusted.
   void DropRevokedWorkers(int64_t now_ms);
   void HandleRegister(const ControlPeer& from, const RegisterWorker& m, int64_t now_ms);
+  // A supervisor says how worker process m.pid ended (WorkerExitReport): a worker still
+  // registered as that process is lost at once with that reason; otherwise the job's failure
+  // naming the process gets it as a note. Answered with a Reply.
+  void HandleExitReport(const ControlPeer& from, const WorkerExitReport& m, int64_t now_ms);
+  // Remembers that the end of process `pid` on `hostname` was reported; false if it was already
+  // (a supervisor's report, then the restarted worker's previous_exit: logged once).
+  bool RememberExit(const std::string& hostname, int64_t pid);
   void HandleSubmit(const std::string& identity, const SubmitJob& m, int64_t now_ms);
   // `keyflow log-level`: this process's level, and with m.workers every worker's (also of those
   // registering later: worker_log_level_).
@@ -148,6 +157,9 @@ class Coordinator {
   uint64_t refused_connections_ = 0;
   LogRateLimiter refusals_;       // refused requests, per key + message type
   std::string worker_log_level_;  // set at run time for every worker; empty: their own flags
+  // (host, pid) of the last kRememberedExits worker processes whose end was reported.
+  static constexpr size_t kRememberedExits = 64;
+  std::deque<std::pair<std::string, int64_t>> reported_exits_;
 };
 
 }  // namespace keyflow

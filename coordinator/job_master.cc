@@ -635,10 +635,12 @@ void JobMaster::OnHeartbeat(WorkerId worker, AttemptNumber attempt, const Subtas
 void JobMaster::OnWorkerExitReported(const std::string& hostname, int64_t pid,
                                      const std::string& how) {
   const std::string who = "host " + hostname + ", pid " + std::to_string(pid) + ")";
-  const std::string note = "; its process ended: " + how;
+  // Also present when the report itself declared the worker lost ("was lost: its process
+  // ended: ..."), or an earlier report of the same exit appended it ("; its process ended: ...").
+  const std::string ended = "its process ended: " + how;
   for (std::string* reason : {&last_failure_, &failure_reason_}) {
-    if (reason->find(who) != std::string::npos && reason->find(note) == std::string::npos) {
-      *reason += note;
+    if (reason->find(who) != std::string::npos && reason->find(ended) == std::string::npos) {
+      *reason += "; " + ended;
     }
   }
 }

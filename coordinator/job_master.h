@@ -110,7 +110,8 @@ class JobMaster {
   // the worker is gone or the attempt ended.
   void OnHeartbeat(WorkerId worker, AttemptNumber attempt, const SubtaskMetrics& m);
   // A supervisor reported how a worker process (host, pid) ended: appended to the failure reason
-  // of the attempt (or job) that lost that worker, if it did.
+  // of the attempt (or job) that lost that worker, if it did — once: a reason that already says
+  // "its process ended: <how>" (the report declared the loss, or came twice) is left as it is.
   void OnWorkerExitReported(const std::string& hostname, int64_t pid, const std::string& how);
 
   // CLI commands in progress (rescale, stop, savepoint, checkpoint) are kept in the job record so

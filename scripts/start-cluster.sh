@@ -38,6 +38,9 @@
 #                          address of the data host; 0.0.0.0 = every interface)
 #   --build-dir DIR        where the binaries are: DIR/bin/keyflow* (default build/ of the repo)
 #   --respawn              supervise each worker: restart it under the same slot when it dies
+#                          and tell the coordinator at once how it ended (exit code, signal,
+#                          crash of user code, out of memory under a cgroup memory limit;
+#                          scripts/lib/worker-supervisor.sh --help)
 #   --timeout S            give up if the workers are not all registered after S s (default 30)
 #   --coordinator-arg ARG  extra flag for keyflow-coordinator (repeatable), e.g.
 #                          --coordinator-arg=--heartbeat-timeout=3s

@@ -8,9 +8,36 @@
 #include "common/process/logging_flags.h"
 #include "common/process/signal_waiter.h"
 #include "common/security/process_security.h"
+#include "worker/exit_report.h"
 #include "worker/runtime/crash_handler.h"
 #include "worker/task/state_directory.h"
 #include "worker/worker_process.h"
+
+namespace {
+
+// --report-exit: one WorkerExitReport with the worker's own key (worker/exit_report.h).
+int ReportExit(keyflow::WorkerOptions options, keyflow::SecurityFlags security_flags,
+               const std::string& how) {
+  using namespace keyflow;
+  using namespace keyflow::cli;
+  constexpr Duration kReportTimeout = Duration::Seconds(3);
+  if (security_flags.key_name == "worker-<slot>") {
+    security_flags.key_name = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "";
+  }
+  auto security = LoadProcessSecurity(security_flags, Role::kWorker);
+  if (!security.ok()) return Fail(security.status(), kExitUsage);
+  options.security = *security;
+  auto zmq = ZmqContext::Create(1);
+  if (!zmq.ok()) return Fail(zmq.status(), kExitFailure);
+  auto reply = ReportWorkerExit(options, how, options.previous_pid, zmq->get(), kReportTimeout);
+  if (!reply.ok()) {
+    return Fail(reply.status().WithContext("keyflow-worker --report-exit"), kExitFailure);
+  }
+  std::cerr << "keyflow-worker --report-exit: " << *reply << "\n";
+  return kExitOk;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace keyflow;
@@ -21,6 +48,7 @@ int main(int argc, char** argv) {
   po::options_description opts;
   WorkerOptions options;
   std::string config;
+  std::string report_exit;
   opts.add_options()("coordinator",
                      po::value(&options.coordinator)->default_value(options.coordinator),
                      "coordinator control endpoint")(
@@ -46,7 +74,12 @@ int main(int argc, char** argv) {
       "set by a supervisor that restarts this worker: how the previous process of this slot "
       "ended (e.g. \"killed by signal 9 (SIGKILL)\"); the coordinator reports it")(
       "previous-pid", po::value(&options.previous_pid)->default_value(0),
-      "set by a supervisor: the pid of that previous process (its slot is taken over at once)");
+      "set by a supervisor: the pid of that previous process (its slot is taken over at once)")(
+      "report-exit", po::value(&report_exit),
+      "do not run a worker: report to the coordinator how the worker process --previous-pid "
+      "ended (e.g. \"died of SIGSEGV while running ...\"), with the worker's own key and "
+      "--slot, wait for the answer and exit (0: taken; 1: not taken). The supervisor runs it "
+      "as soon as the worker ended, so the report does not wait for the restart delay");
   LoggingFlags logging_flags;
   AddLoggingFlags(opts, &logging_flags);
   SecurityFlags security_flags;
@@ -72,6 +105,14 @@ int main(int argc, char** argv) {
   }
   if (Status s = EndpointFlag("coordinator", options.coordinator); !s.ok()) {
     return Fail(s, kExitUsage);
+  }
+  if (vm.count("report-exit")) {
+    if (report_exit.empty() || options.previous_pid <= 0) {
+      return Fail(
+          "--report-exit needs how the process ended (a phrase) and --previous-pid, its pid",
+          kExitUsage);
+    }
+    return ReportExit(options, security_flags, report_exit);
   }
   if (options.data.job_library_cache_dir.empty()) {
     return Fail("--cache-dir must name a directory (it is created if missing)", kExitUsage);

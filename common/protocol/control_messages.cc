@@ -103,7 +103,8 @@ std::string_view ControlMessageName(const ControlMessage& msg) {
                                                 "JobLibraryBlob",
                                                 "ReloadKeys",
                                                 "SetLogLevelRequest",
-                                                "SetLogLevel"};
+                                                "SetLogLevel",
+                                                "WorkerExitReport"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlMessage>);
   return kNames[msg.index()];
 }

@@ -39,7 +39,8 @@ namespace keyflow {
 // IncrementalKeyedStateHandle in AcknowledgeCheckpoint and RestoreAssignment,
 // TriggerCheckpoint.shared_directory / incremental; JobSpec version 7.
 // 9: RescaleRequest.via (a rescale may take a checkpoint instead of a savepoint).
-// 10: DeployTask.cluster_id (the worker's state directory is unique per cluster).
+// 10: DeployTask.cluster_id (the worker's state directory is unique per cluster);
+// WorkerExitReport (a supervisor reports how a worker process ended as soon as it did).
 inline constexpr uint32_t kControlProtocolVersion = 10;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
@@ -355,6 +356,25 @@ struct WorkerExiting {
   }
 };
 
+// How a worker process ended, reported by its supervisor as soon as it noticed
+// (scripts/lib/worker-supervisor.sh runs `keyflow-worker ... --report-exit HOW --previous-pid P`,
+// which connects with the worker's own key, sends this, waits for the Reply and exits), so the
+// report does not wait for the supervisor's restart delay. A worker still registered as
+// `hostname`/`pid` (same key; same address when insecure) is lost at once with "its process
+// ended: HOW"; otherwise HOW is appended to the job's failure that names that process (as for
+// RegisterWorker::previous_exit, which the restarted process still sends: the coordinator
+// attaches a note once). Answered with a Reply.
+struct WorkerExitReport {
+  std::string hostname;
+  int64_t pid = 0;    // the process that ended
+  int32_t slot = -1;  // its --slot (-1: none), for the log
+  std::string how;    // "died of SIGSEGV while ...", "out of memory: ...", "exit code 3"
+  template <class A>
+  void serialize(A& ar) {
+    ar(hostname, pid, slot, how);
+  }
+};
+
 // A DeployTask names a job library (spec.job_library) this worker's cache does not hold (or
 // holds damaged): the worker asks the coordinator's blob store for its bytes (Flink's BlobCache
 // fetching from the BlobServer) and deploys once JobLibraryBlob arrived.
@@ -639,7 +659,7 @@ using ControlMessage =
                  NotifyCheckpointComplete, NotifyCheckpointAborted, CancelTask, RegisterAgain,
                  SubmitJob, StatusRequest, CancelJob, StopJob, CheckpointRequest,
                  ListCheckpointsRequest, RescaleRequest, Reply, WorkerExiting, FetchJobLibrary,
-                 JobLibraryBlob, ReloadKeys, SetLogLevelRequest, SetLogLevel>;
+                 JobLibraryBlob, ReloadKeys, SetLogLevelRequest, SetLogLevel, WorkerExitReport>;
 
 // Encodes version + message.
 std::string EncodeControlMessage(const ControlMessage& msg);

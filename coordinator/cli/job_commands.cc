@@ -264,8 +264,9 @@ int WaitForJob(const std::string& endpoint, const std::string& job_id) {
       const nlohmann::json& job = status.is_object() ? status["job"] : status;
       if (job.is_object() && job.value("job_id", "") == job_id) {
         std::string state = job.value("state", "");
-        // A job failed by a lost worker: a supervisor restarting it (about 1 s) reports how
-        // the process ended, e.g. "died of SIGSEGV while running ProcessElement of job ...";
+        // A job failed by a lost worker: its supervisor reports how the process ended as soon
+        // as it noticed (worker-supervisor.sh runs `keyflow-worker --report-exit`, whatever its
+        // restart delay), e.g. "died of SIGSEGV while running ProcessElement of job ...";
         // wait a little for that note so the summary names the crash.
         const std::string failure = job.value("failure", std::string());
         const bool note_due = state == "FAILED" &&
@@ -446,10 +447,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
       "mark a source idle after this long without records (0 = never)")(
       "on-bad-record", po::value(&on_bad)->default_value(on_bad), "skip | fail")(
       "on-input-change", po::value(&on_change)->default_value(on_change),
-      "an input file that grows, is truncated or replaced while it is read: warn (log the file "
-      "and the bytes not read; the job goes on with the file as it was) | fail (fail the job)")(
-      "checkpoint-interval", po::value(&ckpt_interval)->default_value(ckpt_interval),
-      "take a checkpoint this often (0 = no periodic checkpoints)")(
+      "an input file that grows, is truncated or replaced while it is read, or ends in a "
+      "half-written line (no newline, not yet a complete JSON object): warn (log the file, the "
+      "line and the bytes not read; the job goes on with the file as it was) | fail (fail the "
+      "job)")("checkpoint-interval", po::value(&ckpt_interval)->default_value(ckpt_interval),
+              "take a checkpoint this often (0 = no periodic checkpoints)")(
       "checkpoint-timeout", po::value(&ckpt_timeout)->default_value(ckpt_timeout),
       "a checkpoint not complete by then is aborted")(
       "min-pause", po::value(&min_pause)->default_value(min_pause),

@@ -163,6 +163,33 @@ TEST_F(ControlRolesTest, AnotherWorkerKeyNamingTheHoldersPidDoesNotEvictIt) {
   EXPECT_EQ(coord_->workers().BySlot()[1]->pid, 1001);
 }
 
+TEST_F(ControlRolesTest, AnExitReportNeedsTheWorkersOwnKeyToDropIt) {
+  RunJob();
+  const WorkerExitReport report{"h", 1001, 1, "died of SIGSEGV"};
+  // An operator key may not report at all.
+  Deliver("cli", report);
+  ASSERT_TRUE(outbox_.Last<Reply>("cli").has_value());
+  EXPECT_FALSE(outbox_.Last<Reply>("cli")->ok);
+  EXPECT_EQ(outbox_.Last<Reply>("cli")->message,
+            "an operator client key cannot report how a worker process ended: start the worker "
+            "with a worker key (`keyflow keys add-worker NAME`, then --key-name NAME)");
+  // Another worker's key is heard but evicts nobody.
+  peers_["rogue"] = Worker("worker-2");
+  Deliver("rogue", report);
+  EXPECT_EQ(outbox_.Last<Reply>("rogue")->message,
+            "noted how the worker process (host h, pid 1001) ended");
+  EXPECT_EQ(coord_->workers().size(), 2u);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
+  // Its own key (the supervisor's reporter runs with the worker's key): lost at once.
+  peers_["reporter"] = Worker("worker-1");
+  Deliver("reporter", report);
+  EXPECT_TRUE(outbox_.Last<Reply>("reporter")->ok);
+  EXPECT_EQ(coord_->workers().size(), 1u);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
+  EXPECT_EQ(JobStatus()["last_failure"],
+            "worker 2 (slot 1, host h, pid 1001) was lost: its process ended: died of SIGSEGV");
+}
+
 TEST_F(ControlRolesTest, OneWorkerKeyHoldsOneSlotButItsRespawnTakesOver) {
   RunJob();
   peers_["w0-again"] = Worker("worker-0");

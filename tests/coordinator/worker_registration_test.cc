@@ -1,6 +1,7 @@
 // Worker registration for a slot that is taken (a second live worker is refused, a respawned
-// one takes over at once) and how a lost worker's process ended (supervisor reports, a worker
-// that says why it exits), driven message by message through the Coordinator.
+// one takes over at once) and how a lost worker's process ended (supervisor reports — at once
+// with WorkerExitReport and again when the restarted worker registers —, a worker that says why
+// it exits), driven message by message through the Coordinator.
 #include <gtest/gtest.h>
 
 #include "tests/coordinator/coordinator_harness.h"
@@ -109,6 +110,94 @@ TEST_F(WorkerRegistrationTest, WorkerThatSaysWhyItExitsIsLostAtOnceWithItsReason
   EXPECT_EQ(JobStatus()["last_failure"],
             "worker 1 (slot 0, host h, pid 1000) was lost: its process is exiting: polling the "
             "sockets failed: EINTR");
+}
+
+// A supervisor's WorkerExitReport (issue 28): sent as soon as the worker process ended, not
+// after the supervisor's restart delay; the restarted worker's previous_exit then adds nothing.
+constexpr char kCrash[] =
+    "died of SIGSEGV while running ProcessElement of job 'crashes-after-n' (libfaulty-jobs.so)";
+
+WorkerExitReport ExitReport(int64_t pid, int32_t slot, const std::string& how = kCrash) {
+  return WorkerExitReport{"h", pid, slot, how};
+}
+
+TEST_F(WorkerRegistrationTest, ExitReportOfARegisteredWorkerLosesItAtOnceWithHowItEnded) {
+  RunJob();
+  Deliver("reporter", ExitReport(1001, 1));  // its heartbeat is still fresh: the report decides
+  auto reply = outbox_.Last<Reply>("reporter");
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_TRUE(reply->ok);
+  EXPECT_EQ(
+      reply->message,
+      std::string("worker 2 (slot 1, host h, pid 1001) is lost: its process ended: ") + kCrash);
+  EXPECT_EQ(coord_->workers().size(), 1u);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
+  const std::string reason =
+      std::string("worker 2 (slot 1, host h, pid 1001) was lost: its process ended: ") + kCrash;
+  EXPECT_EQ(JobStatus()["last_failure"], reason);
+  // The restarted worker reports the same exit when it registers: noted once.
+  RegisterWorker respawned = Respawned(1, 1001);
+  respawned.previous_exit = kCrash;
+  Register("w1b", respawned);
+  EXPECT_TRUE(outbox_.Last<Registered>("w1b")->refused.empty());
+  EXPECT_EQ(JobStatus()["last_failure"], reason);
+}
+
+TEST_F(WorkerRegistrationTest, ExitReportAfterAHeartbeatTimeoutIsAttachedOnceToTheJobsFailure) {
+  Register("w0", 0);
+  Register("w1", 1);
+  JobSpec spec = Spec(2, 500);
+  spec.restart_strategy = "none";
+  Submit(spec);
+  DeployAll({"w0", "w1"});
+  Advance(100);
+  Kill("w1");
+  Advance(1200);
+  ASSERT_EQ(coord_->job()->state(), JobState::kFailed);
+  const std::string timeout_reason =
+      "worker 2 (slot 1, host h, pid 1001) was lost: no heartbeat for 1100 ms (timeout 1000 ms)";
+  EXPECT_EQ(JobStatus()["failure"], timeout_reason + " (restart strategy: none)");
+  Deliver("reporter", ExitReport(1001, 1));
+  ASSERT_TRUE(outbox_.Last<Reply>("reporter").has_value());
+  EXPECT_TRUE(outbox_.Last<Reply>("reporter")->ok);
+  EXPECT_EQ(outbox_.Last<Reply>("reporter")->message,
+            "noted how the worker process (host h, pid 1001) ended");
+  const std::string note = std::string("; its process ended: ") + kCrash;
+  EXPECT_EQ(JobStatus()["failure"], timeout_reason + " (restart strategy: none)" + note);
+  EXPECT_EQ(JobStatus()["last_failure"], timeout_reason + note);
+  // The same report again, then the restarted worker's registration: nothing is repeated.
+  Deliver("reporter", ExitReport(1001, 1));
+  RegisterWorker respawned = Respawned(1, 1001);
+  respawned.previous_exit = kCrash;
+  Register("w1b", respawned);
+  EXPECT_EQ(JobStatus()["failure"], timeout_reason + " (restart strategy: none)" + note);
+  EXPECT_EQ(JobStatus()["last_failure"], timeout_reason + note);
+}
+
+TEST_F(WorkerRegistrationTest, ExitReportFromAnotherAddressDoesNotDropALiveWorker) {
+  addresses_ = {{"w0", "10.0.0.1"}, {"w1", "10.0.0.2"}, {"reporter", "10.0.0.9"}};
+  RunJob();
+  Deliver("reporter", ExitReport(1001, 1));
+  EXPECT_EQ(outbox_.Last<Reply>("reporter")->message,
+            "noted how the worker process (host h, pid 1001) ended");
+  EXPECT_EQ(coord_->workers().size(), 2u);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
+  EXPECT_EQ(JobStatus()["last_failure"], "");
+}
+
+TEST_F(WorkerRegistrationTest, ExitReportWithoutAPidOrAPhraseIsRefusedWithASentence) {
+  RunJob();
+  for (const WorkerExitReport& bad : {ExitReport(0, 1), ExitReport(1001, 1, "")}) {
+    Deliver("reporter", bad);
+    auto reply = outbox_.Last<Reply>("reporter");
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_FALSE(reply->ok);
+    EXPECT_EQ(reply->message,
+              "a worker exit report needs the pid of the process that ended (--previous-pid) and "
+              "how it ended (--report-exit)");
+  }
+  EXPECT_EQ(coord_->workers().size(), 2u);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
 }
 
 }  // namespace

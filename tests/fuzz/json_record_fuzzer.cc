@@ -13,6 +13,10 @@
 // fields: the tape is valid, holds the key and timestamp fields, and its ToJson parses back to
 // the same tape. With a projection: the same outcome, key and timestamp as without, and a tape
 // that is the full one restricted to the listed members, in order.
+// A parsed line is never IsIncompleteJsonObject (worker/sources/json_prefix.h), and its proper
+// prefixes (the line without its closing '}', half of it, one cut chosen by the input) are,
+// unless blank: the file reader takes such a prefix for a half-written last line, not a bad
+// record, so a record cut anywhere must be recognised as cut.
 // (The error *message* may differ: simdjson looks at the first padding byte of an unbalanced
 // document — a '}' there makes it report "unbalanced" early; see
 // tests/worker/sources/json_record_parser_regression_test.cc.)
@@ -22,6 +26,7 @@
 #include "common/key_group_assignment.h"
 #include "common/record_fields.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "worker/sources/json_prefix.h"
 #include "worker/sources/json_record_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -95,6 +100,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Record projected;
     CHECK(projecting.Parse(in.bytes, &projected).ok());
     CHECK(projected == copied);
+  }
+  const std::string_view line = in.bytes;
+  CHECK(!IsIncompleteJsonObject(line)) << line;
+  const size_t start = line.find_first_not_of(" \t\r\n");
+  const size_t end = line.find_last_not_of(" \t\r\n");
+  CHECK(start != std::string_view::npos && line[end] == '}') << line;
+  for (size_t cut : {end, start + 1 + (end - start) / 2, start + 1 + in.mode % (end - start)}) {
+    if (cut > start && cut <= end) {
+      CHECK(IsIncompleteJsonObject(line.substr(0, cut))) << "cut at " << cut << ": " << line;
+    }
   }
   if (format.key_type != KeyType::kString) CHECK_EQ(copied.key.size(), 8u);
   Result<KeyGroupId> g = AssignToKeyGroup(copied.key, format.key_type, fuzz::kMaxParallelism);

@@ -1,6 +1,8 @@
 // Input that goes away or changes under a running job (issue 9, Liveness 3 and 5), end to end:
 // a deleted input directory fails the job at once with the path, whatever the restart budget,
-// instead of restarting for it; `--on-input-change` takes warn | fail and nothing else.
+// instead of restarting for it; `--on-input-change` takes warn | fail and nothing else; a file
+// whose last line is still half-written when the job reads it (issue 28) loses no record to the
+// malformed count: the line is left unread with a warning, or fails the job under `fail`.
 //
 // The deletion is made deterministic with a frozen worker: worker 1 is SIGSTOPped before the
 // job is submitted, so every deployment times out on it (--deploy-timeout 1s) and the job keeps
@@ -14,6 +16,7 @@
 #include <fstream>
 
 #include "tests/integration/cluster.h"
+#include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
 
 namespace keyflow::test {
@@ -79,6 +82,57 @@ TEST(InputErrorsTest, DeletedInputDirectoryFailsTheJobAtOnceInsteadOfRestarting)
   EXPECT_THAT(failure, Not(HasSubstr("restart attempts exhausted")));
   // Far fewer restarts than the budget of 1000: the missing input is not retried.
   EXPECT_LT(job.value("restarts", 0), 20) << job.dump();
+}
+
+TEST(InputErrorsTest, AHalfWrittenLastLineIsReportedNotCountedAsMalformed) {
+  // The file is still being written when the job starts: its last line has no newline yet.
+  TestDir dir;
+  auto cluster = Cluster::Start(dir.Subdir("cluster"), ClusterOptions{.workers = 1});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  Cluster& c = **cluster;
+  const std::string input = dir.Subdir("input") + "/events.jsonl";
+  const std::string half = R"({"uid":"late","ts":1700000000)";
+  {
+    std::ofstream out(input);
+    for (int i = 0; i < 50; ++i) {
+      out << "{\"uid\":\"k" << i % 5 << "\",\"ts\":" << 1'700'000'000'000 + i << "}\n";
+    }
+    out << half;
+  }
+  const std::string warning =
+      "input file " + input + " ends in a half-written line (line 51 has no newline and is not " +
+      "yet a complete JSON object): " + std::to_string(half.size()) + " bytes not read";
+  auto run = RunJob(c,
+                    {"--job", "count-window", "--param", "time=event", "--input", input, "--output",
+                     dir.path() + "/out", "--parallelism", "1"},
+                    Duration::Seconds(60));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->cli.exit_code, 0) << run->cli.out << run->cli.err << c.LogExcerpts();
+  EXPECT_EQ(run->job.value("state", ""), "FINISHED") << run->job.dump();
+  EXPECT_EQ(run->job.value("bad_records", -1), 0) << run->job.dump();
+  EXPECT_EQ(run->job.value("records_in", -1), 50) << run->job.dump();
+  EXPECT_THAT(run->cli.out, HasSubstr("malformed records: 0 (skipped)"));
+  auto output = ReadJobOutput(dir.path() + "/out");
+  ASSERT_TRUE(output.ok()) << output.status().ToString();
+  EXPECT_EQ(
+      CountsPerKey(output->lines),
+      (std::map<std::string, int64_t>{{"k0", 10}, {"k1", 10}, {"k2", 10}, {"k3", 10}, {"k4", 10}}));
+  EXPECT_THAT(ReadFileOrEmpty(c.WorkerLog(0)), HasSubstr(warning));
+
+  // --on-input-change fail: the job fails at once, naming the file, the line and the bytes.
+  auto failed = RunJob(c,
+                       {"--job", "count-window", "--param", "time=event", "--input", input,
+                        "--output", dir.path() + "/out-fail", "--parallelism", "1",
+                        "--on-input-change", "fail", "--restart-strategy", "fixed-delay",
+                        "--restart-attempts", "100", "--restart-delay", "100ms"},
+                       Duration::Seconds(60));
+  ASSERT_TRUE(failed.ok()) << failed.status().ToString();
+  EXPECT_NE(failed->cli.exit_code, 0);
+  EXPECT_EQ(failed->job.value("state", ""), "FAILED") << failed->job.dump();
+  EXPECT_THAT(failed->job.value("failure", ""), HasSubstr(warning));
+  EXPECT_THAT(failed->job.value("failure", ""), HasSubstr("(--on-input-change fail)"));
+  EXPECT_EQ(failed->job.value("restarts", -1), 0) << "DataLoss is not retried";
+  EXPECT_EQ(failed->job.value("bad_records", -1), 0);
 }
 
 TEST(InputErrorsTest, OnInputChangeTakesWarnOrFailOnly) {

@@ -23,12 +23,19 @@ TEST(WorkerSupervisor, ACrashLineInTheLogBecomesThePreviousExitOfTheRestartedWor
   TestDir dir;
   ASSERT_FALSE(dir.path().empty());
   // A stand-in worker: the first run writes a crash line as the crash handler does and dies of
-  // SIGSEGV; the restarted one records its arguments and waits.
+  // SIGSEGV; the supervisor's exit report (the same command with --report-exit) records its
+  // arguments and exits; the restarted one records its arguments and waits.
   const std::string fake = dir.path() + "/fake-worker.sh";
   const std::string args = dir.path() + "/args";
+  const std::string report = dir.path() + "/report";
   {
     std::ofstream f(fake);
     f << "#!/usr/bin/env bash\n"
+      << "if [ \"${1-}\" = --report-exit ]; then\n"
+      << "  printf '%s\\n' \"$@\" > " << report << ".tmp && mv " << report << ".tmp " << report
+      << "\n"
+      << "  exit 0\n"
+      << "fi\n"
       << "if [ $# -eq 0 ]; then\n"
       << "  echo \"keyflow-worker pid $$ crashed: SIGSEGV while running ProcessElement of job "
          "'crashy' (libcrashy.so)\" >&2\n"
@@ -46,6 +53,7 @@ TEST(WorkerSupervisor, ACrashLineInTheLogBecomesThePreviousExitOfTheRestartedWor
   Status s = WaitUntil([&] { return !ReadFileOrEmpty(args).empty(); }, Duration::Seconds(20),
                        "the restarted stand-in worker");
   const std::string got = ReadFileOrEmpty(args);
+  const std::string reported = ReadFileOrEmpty(report);
   const std::string pid = ReadFileOrEmpty(pid_file);
   supervisor->Signal(SIGTERM).IgnoreError();
   (void)supervisor->Wait(Duration::Seconds(10));
@@ -54,6 +62,28 @@ TEST(WorkerSupervisor, ACrashLineInTheLogBecomesThePreviousExitOfTheRestartedWor
   EXPECT_EQ(got.substr(0, got.rfind("--previous-pid")),
             "--previous-exit\ndied of SIGSEGV while running ProcessElement of job 'crashy' "
             "(libcrashy.so)\n");
+  // Reported at once too, for the same process.
+  EXPECT_EQ(reported.substr(0, reported.rfind("--previous-pid")),
+            "--report-exit\ndied of SIGSEGV while running ProcessElement of job 'crashy' "
+            "(libcrashy.so)\n");
+  EXPECT_EQ(reported.substr(reported.rfind("--previous-pid")),
+            got.substr(got.rfind("--previous-pid")));
+}
+
+TEST(WorkerSupervisor, TakesAnInitialRestartDelayInWholeSecondsOnly) {
+  auto help = RunCommand({Script("lib/worker-supervisor.sh"), "--help"}, Duration::Seconds(10));
+  ASSERT_TRUE(help.ok()) << help.status().ToString();
+  EXPECT_EQ(help->exit_code, 0);
+  EXPECT_NE(help->out.find("--restart-delay SECONDS  wait before the first restart"),
+            std::string::npos)
+      << help->out;
+  auto bad = RunCommand({Script("lib/worker-supervisor.sh"), "--restart-delay", "1.5", "--pid-file",
+                         "/nonexistent/pid", "--log", "/nonexistent/log", "--", "true"},
+                        Duration::Seconds(10));
+  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+  EXPECT_EQ(bad->exit_code, 2);
+  EXPECT_EQ(bad->err,
+            "worker-supervisor: --restart-delay must be whole seconds (0 or more), not '1.5'\n");
 }
 
 #ifdef KEYFLOW_FAULTY_JOBS_LIBRARY

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "worker/sources/json_prefix.h"
 
 namespace keyflow {
 namespace {
@@ -165,6 +166,13 @@ Status FileSplitReader::Fill() {
 }
 
 std::string InputChange::ToString() const {
+  if (line_number > 0) {
+    return "input file " + path + " " + what + " (line " + std::to_string(line_number) +
+           " has no newline and is not yet a complete JSON object): " +
+           std::to_string(bytes_not_read) +
+           " bytes not read (the split reads the file as it was when it was opened; a restore "
+           "from a checkpoint reads the line once it is complete)";
+  }
   return "input file " + path + " " + what +
          " while it was read: " + std::to_string(bytes_not_read) +
          " bytes not read (the split reads the file as it was when it was opened)";
@@ -203,8 +211,9 @@ Result<SplitReadResult> FileSplitReader::Next(Record* out) {
     const char* nl = begin_ < end_
                          ? static_cast<const char*>(std::memchr(base + begin_, '\n', end_ - begin_))
                          : nullptr;
-    size_t line_size;  // without the '\n'
-    size_t consumed;   // with it
+    size_t line_size;           // without the '\n'
+    size_t consumed;            // with it
+    bool unterminated = false;  // the file's last line, without "\n"
     if (nl != nullptr) {
       line_size = static_cast<size_t>(nl - (base + begin_));
       consumed = line_size + 1;
@@ -219,6 +228,7 @@ Result<SplitReadResult> FileSplitReader::Next(Record* out) {
         return SplitReadResult::kEndOfSplit;
       }
       line_size = consumed = end_ - begin_;  // the last line, without terminator
+      unterminated = true;
     } else {
       RETURN_IF_ERROR(Fill());
       continue;
@@ -251,6 +261,14 @@ Result<SplitReadResult> FileSplitReader::Next(Record* out) {
     } else {
       size_t padded = capacity_ + kJsonPadding - static_cast<size_t>(line.data() - base);
       status = parser_->Parse(line, padded, out);
+      if (!status.ok() && unterminated && IsIncompleteJsonObject(line)) {
+        // Its writer has not finished it: input not yet written, not a malformed record. The
+        // position stays before it (a restore reads it once complete); reported as a change.
+        change_ = InputChange{path_, std::string(InputChange::kHalfWrittenLine),
+                              static_cast<int64_t>(consumed), line_number};
+        end_ = begin_;
+        continue;
+      }
     }
     if (!status.ok()) {
       RETURN_IF_ERROR(BadLine(line_number, byte_offset, std::move(status)));

@@ -19,9 +19,18 @@
 //
 // A file that changes during the read is read as it was at Open (size, inode): bytes after that
 // size are never read, and at the end of the split the change is reported (InputChange: grew,
-// truncated, replaced by a rename, with the bytes not read) or, under kFail, is an error. A last
-// line without "\n" is a record only if the file did not change: in a file that grew or was
-// replaced it is a half-written line, counted in bytes_not_read, never a malformed record.
+// truncated, replaced by a rename, with the bytes not read) or, under kFail, is an error.
+//
+// Valid input is never a malformed record because it was incomplete. A last line without "\n"
+// is a record if it parses (files without a final newline are common). If it does not:
+//   * in a file that grew or was replaced it is a half-written line, counted in the change's
+//     bytes_not_read;
+//   * in a file that did not change, it is half-written if it is a proper prefix of a JSON
+//     object (IsIncompleteJsonObject: the writer has not finished it), reported as an
+//     InputChange "ends in a half-written line" with its line number and bytes, or under kFail
+//     as DataLoss; otherwise (complete, or not JSON whatever follows) it is a bad record.
+// Either way a half-written line is not read: position() stays before it, so a restore from
+// that position reads it once it is complete.
 //
 // Threading: single thread (the source subtask's task thread).
 #pragma once
@@ -56,13 +65,17 @@ struct BadRecord {
 };
 using BadRecordCallback = std::function<void(const BadRecord&)>;
 
-// The file changed while it was read (Liveness 5). The reader reads the file as it was when
-// the split was opened: the bytes up to the size seen then, from the inode opened then.
+// The file changed while it was read (Liveness 5), or it ends in a half-written line. The
+// reader reads the file as it was when the split was opened: the bytes up to the size seen then,
+// from the inode opened then.
 struct InputChange {
   std::string path;
-  std::string what;              // "grew", "was truncated", "was replaced"
+  // "grew", "was truncated", "was replaced", or kHalfWrittenLine (line_number says which line).
+  std::string what;
   int64_t bytes_not_read;        // bytes of the file now that this split does not read
+  int64_t line_number = 0;       // kHalfWrittenLine: the line not read (1-based); otherwise 0
   std::string ToString() const;  // "input file /a.jsonl grew while it was read: 120 bytes ..."
+  static constexpr std::string_view kHalfWrittenLine = "ends in a half-written line";
 };
 enum class InputChangePolicy : uint8_t { kWarn, kFail };
 using InputChangeCallback = std::function<void(const InputChange&)>;
@@ -70,8 +83,8 @@ using InputChangeCallback = std::function<void(const InputChange&)>;
 struct FileSplitReaderOptions {
   BadRecordPolicy on_bad_record = BadRecordPolicy::kSkip;
   BadRecordCallback bad_record_callback;  // called for each skipped line (kSkip); may be empty
-  // kWarn: the change is reported to the callback and the split ends normally; kFail: Next()
-  // returns DataLoss with InputChange::ToString().
+  // Also for a half-written last line. kWarn: the change is reported to the callback and the
+  // split ends normally; kFail: Next() returns DataLoss with InputChange::ToString().
   InputChangePolicy on_input_change = InputChangePolicy::kWarn;
   InputChangeCallback input_change_callback;  // may be empty
   size_t read_buffer_bytes = 1 << 20;         // initial buffer, also the read(2) size

@@ -215,6 +215,31 @@ TEST(ControlMessagesRegressionTest, RoundTripsTheDataPlaneKeysOfVersion5) {
   EXPECT_EQ(std::get<WorkerHeartbeat>(*hb_back).metrics.refused_data_connections, 17);
 }
 
+TEST(ControlMessagesRegressionTest, RoundTripsTheWorkerExitReportOfVersion10) {
+  const WorkerExitReport report{"host-a", 4242, 3,
+                                "out of memory: the kernel's OOM killer ended it (memory limit "
+                                "64 MiB of cgroup /kf, peak 63.9 MiB)"};
+  const std::string bytes = EncodeControlMessage(report);
+  auto back = DecodeControlMessage(bytes, "peer");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(ControlMessageName(*back), "WorkerExitReport");
+  const auto& got = std::get<WorkerExitReport>(*back);
+  EXPECT_EQ(got.hostname, "host-a");
+  EXPECT_EQ(got.pid, 4242);
+  EXPECT_EQ(got.slot, 3);
+  EXPECT_EQ(got.how, report.how);
+  EXPECT_EQ(EncodeControlMessage(*back), bytes);
+  // A version 9 peer does not know the message: it is told to upgrade.
+  std::string v9 = bytes;
+  const uint32_t nine = 9;
+  std::memcpy(v9.data(), &nine, sizeof(nine));
+  EXPECT_EQ(DecodeStatus(v9).code(), StatusCode::kFailedPrecondition);
+  // Truncated anywhere, it is refused, not half-read.
+  for (size_t n = 4; n < bytes.size(); ++n) {
+    EXPECT_EQ(DecodeStatus(bytes.substr(0, n)).code(), StatusCode::kCorruption) << n;
+  }
+}
+
 TEST(ControlMessagesRegressionTest, RefusesAVersion4PeerNamingBothVersions) {
   // A v4 worker does not send its public key: it must be told to upgrade, not half-understood.
   std::string bytes = EncodeControlMessage(RegisterWorker{});

@@ -156,7 +156,8 @@ TEST_F(FileSplitReaderTest, BadRecordsAreSkippedCountedAndReportedWithFileAndLin
                         R"({"uid":"a","ts":1.5})" +  // line 4: fractional ts
                         "\r\n" + "not json\n" +      // line 5
                         Line(1) + "\n" +             // line 6
-                        R"({"uid":"a","ts":1)";      // line 7: truncated, no newline
+                        R"({"uid":"a","ts":1])";     // line 7: broken, no newline
+                                                     // (a truncated one: FileChangeTest)
   std::string path = dir_.Write("bad.jsonl", content);
   std::vector<std::string> reports;
   std::vector<int64_t> offsets;
@@ -374,6 +375,105 @@ TEST_F(FileChangeTest, FailPolicyEndsTheSplitWithAnError) {
   EXPECT_EQ(*reader.Next(&r), SplitReadResult::kRecord);
   EXPECT_EQ(reader.Next(&r).status(),
             DataLoss(Change(path, "grew", Line(1).size() + 1) + " (--on-input-change fail)"));
+}
+
+// A file still being written when its split is opened: its last line is not finished yet.
+std::string HalfWritten(const std::string& path, int line, size_t bytes) {
+  return "input file " + path + " ends in a half-written line (line " + std::to_string(line) +
+         " has no newline and is not yet a complete JSON object): " + std::to_string(bytes) +
+         " bytes not read (the split reads the file as it was when it was opened; a restore from "
+         "a checkpoint reads the line once it is complete)";
+}
+
+TEST_F(FileChangeTest, HalfWrittenLastLineIsNotReadAndARestoreReadsItOnceComplete) {
+  for (size_t buffer : {size_t{8}, size_t{1} << 20}) {
+    SCOPED_TRACE("read buffer " + std::to_string(buffer));
+    bad_.clear();
+    changes_.clear();
+    const std::string full = R"({"uid":"user-9","ts":42})";
+    const std::string head = R"({"uid":"user-9","ts":4)";
+    std::string path = dir_.Write("in-" + std::to_string(buffer) + ".jsonl", Line(0) + "\n" + head);
+    FileSplitReader reader = Open(path, SplitPosition(), Options(buffer));
+    std::vector<Read> first = ReadAll(reader);
+    ASSERT_EQ(first.size(), 1u);
+    EXPECT_EQ(first[0].key, "user-0");
+    EXPECT_EQ(reader.bad_records(), 0);
+    EXPECT_TRUE(bad_.empty()) << bad_[0];
+    EXPECT_EQ(changes_, std::vector<std::string>{HalfWritten(path, 2, head.size())});
+    const SplitPosition checkpointed = reader.position();
+    EXPECT_EQ(checkpointed, SplitPosition::InFile(static_cast<int64_t>(Line(0).size() + 1), 2));
+
+    // The writer finishes the line; a restore from the checkpointed position reads it once.
+    Append(path, full.substr(head.size()) + "\n");
+    FileSplitReader again = Open(path, checkpointed, Options(buffer));
+    const auto end = static_cast<int64_t>(Line(0).size() + full.size() + 2);
+    EXPECT_EQ(ReadAll(again), (std::vector<Read>{{"user-9", 42, SplitPosition::InFile(end, 3)}}));
+    EXPECT_EQ(again.bad_records(), 0);
+    EXPECT_TRUE(bad_.empty());
+    EXPECT_EQ(changes_.size(), 1u) << "the completed file is read without a change";
+  }
+}
+
+TEST_F(FileChangeTest, EveryCutOfTheLastLineIsHalfWrittenNeverMalformed) {
+  // Cuts inside strings, escapes, a multi-byte character, numbers, literals, nested values and
+  // between members: each is left for later, and the completed line is then read exactly once.
+  const std::string last =
+      "{\"uid\":\"u\\u00e9-\xC3\xA9\",\"ts\":-12,\"x\":[1.5e+3,true,false,null,{\"y\":\"\\n\"}]}";
+  for (size_t cut = 1; cut < last.size(); ++cut) {
+    SCOPED_TRACE("cut after byte " + std::to_string(cut));
+    changes_.clear();
+    std::string path =
+        dir_.Write("cut-" + std::to_string(cut) + ".jsonl", Line(0) + "\n" + last.substr(0, cut));
+    FileSplitReader reader = Open(path, SplitPosition(), Options(16));
+    EXPECT_EQ(ReadAll(reader).size(), 1u);
+    EXPECT_EQ(reader.bad_records(), 0);
+    EXPECT_EQ(changes_, std::vector<std::string>{HalfWritten(path, 2, cut)});
+    Append(path, last.substr(cut));  // complete, still without a final newline
+    FileSplitReader again = Open(path, reader.position(), Options(16));
+    std::vector<Read> rest = ReadAll(again);
+    ASSERT_EQ(rest.size(), 1u);
+    EXPECT_EQ(rest[0].key, "u\xC3\xA9-\xC3\xA9");
+    EXPECT_EQ(rest[0].ts, -12);
+    EXPECT_EQ(again.bad_records(), 0);
+  }
+  EXPECT_TRUE(bad_.empty()) << bad_[0];
+}
+
+TEST_F(FileChangeTest, HalfWrittenLastLineUnderFailIsDataLossWithThePositionBeforeIt) {
+  const std::string head = R"({"uid":"user-3","ts")";
+  std::string path = dir_.Write("in.jsonl", Line(0) + "\n" + head);
+  FileSplitReaderOptions options = Options();
+  options.on_input_change = InputChangePolicy::kFail;
+  options.on_bad_record = BadRecordPolicy::kFail;
+  FileSplitReader reader = Open(path, SplitPosition(), options);
+  Record r;
+  EXPECT_EQ(*reader.Next(&r), SplitReadResult::kRecord);
+  EXPECT_EQ(reader.Next(&r).status(),
+            DataLoss(HalfWritten(path, 2, head.size()) + " (--on-input-change fail)"));
+  EXPECT_EQ(reader.position(), SplitPosition::InFile(static_cast<int64_t>(Line(0).size() + 1), 2));
+  EXPECT_EQ(reader.bad_records(), 0);
+  EXPECT_TRUE(changes_.empty());
+}
+
+TEST_F(FileChangeTest, CompleteLastLinesWithoutNewlineStayRecordsOrBadRecords) {
+  // Complete and valid: a record. Complete but invalid, or not JSON whatever follows: malformed.
+  std::string good = dir_.Write("good.jsonl", Line(0) + "\n" + Line(1) + " \r");
+  FileSplitReader g = Open(good, SplitPosition(), Options(8));
+  EXPECT_EQ(ReadAll(g).size(), 2u);
+  EXPECT_EQ(g.bad_records(), 0);
+  for (const std::string last :
+       {R"({"uid":"user-1"})", R"({"uid":"user-1","ts":5}})", R"([{"uid":"user-1")",
+        R"({"uid":"user-1",,)", "{\"uid\":\"\x01", R"({"uid":01)"}) {
+    SCOPED_TRACE(last);
+    bad_.clear();
+    std::string path = dir_.Write("bad.jsonl", Line(0) + "\n" + last);
+    FileSplitReader reader = Open(path, SplitPosition(), Options(8));
+    EXPECT_EQ(ReadAll(reader).size(), 1u);
+    EXPECT_EQ(reader.bad_records(), 1);
+    ASSERT_EQ(bad_.size(), 1u);
+    EXPECT_EQ(bad_[0].substr(0, path.size() + 3), path + ":2:");
+  }
+  EXPECT_TRUE(changes_.empty()) << changes_[0];
 }
 
 TEST(BadRecordPolicy, ParsesSkipAndFail) {
