@@ -54,7 +54,11 @@
 #
 # Prints the coordinator endpoint on stdout (also in RUN_DIR/coordinator.endpoint); everything
 # else goes to stderr. RUN_DIR/cluster.env points the CLI at the cluster's keys
-# (`source RUN_DIR/cluster.env`, or `export KEYFLOW_KEYS=DIR` as printed). Stop the cluster with
+# (`source RUN_DIR/cluster.env`, or `export KEYFLOW_KEYS=DIR` as printed) and, with a REST
+# server, names its URL, certificate and a read-only token: KEYFLOW_REST_URL, KEYFLOW_REST_CACERT
+# and KEYFLOW_REST_TOKEN_FILE (KEYS/viewers/viewer.token, created on first use: every REST read
+# of a secure cluster — the API, /metrics, the dashboard — needs a token; commands need the
+# operator's, KEYS/clients/operator.token). Stop the cluster with
 # scripts/stop-cluster.sh --run-dir DIR.
 #
 # With --hosts, every host needs password-less ssh from here and the same keyflow checkout and
@@ -248,9 +252,16 @@ else
     run "$KEYFLOW" keys rest-tls --keys "$keys_dir" >/dev/null
   fi
 fi
+# A read-only REST token for the cluster's local users: the dashboard, /metrics, the API's reads.
+viewer_token="$keys_dir/viewers/viewer.token"
+if [ "$insecure" -eq 0 ] && [ ! -e "$viewer_token" ]; then
+  kf_log "adding a read-only REST token for the cluster's users: $viewer_token"
+  run "$KEYFLOW" keys add-token viewer --role viewer --keys "$keys_dir" >/dev/null
+fi
 if [ "$dry_run" -eq 0 ]; then
   if [ "$insecure" -eq 1 ]; then
-    echo "unset KEYFLOW_KEYS  # an --insecure cluster" >"$run_dir/cluster.env"
+    echo "unset KEYFLOW_KEYS KEYFLOW_REST_CACERT KEYFLOW_REST_TOKEN_FILE  # an --insecure cluster" \
+      >"$run_dir/cluster.env"
   else
     printf 'export KEYFLOW_KEYS=%q\n' "$keys_dir" >"$run_dir/cluster.env"
   fi
@@ -476,12 +487,17 @@ if [ "$rest_port" != "-1" ] && [ -f "$run_dir/rest.port" ]; then
   [ "$rest_host" != "0.0.0.0" ] || rest_host="$coordinator_host"
   rest_scheme=https
   [ "$insecure" -eq 0 ] || rest_scheme=http
-  echo "$rest_scheme://$rest_host:$(cat "$run_dir/rest.port")" >"$run_dir/rest.url"
-  kf_log "REST API: $(cat "$run_dir/rest.url")/api/v1/overview"
+  rest_url="$rest_scheme://$rest_host:$(cat "$run_dir/rest.port")"
+  echo "$rest_url" >"$run_dir/rest.url"
+  printf 'export KEYFLOW_REST_URL=%q\n' "$rest_url" >>"$run_dir/cluster.env"
+  kf_log "REST API: $rest_url/api/v1/overview; dashboard: $rest_url/"
   if [ "$insecure" -eq 0 ]; then
+    printf 'export KEYFLOW_REST_CACERT=%q KEYFLOW_REST_TOKEN_FILE=%q\n' \
+      "$keys_dir/rest/tls.crt" "$viewer_token" >>"$run_dir/cluster.env"
     kf_log "the REST server's certificate (pin it: curl --cacert): $keys_dir/rest/tls.crt"
-    kf_log "REST commands (cancel, stop, savepoints, rescale) take the operator token:" \
-      "-H \"Authorization: Bearer \$(cat $keys_dir/clients/operator.token)\""
+    kf_log "every REST request needs a token (the dashboard asks for it): reads take the" \
+      "viewer token $viewer_token, commands (cancel, stop, savepoints, rescale) the operator" \
+      "token $keys_dir/clients/operator.token, as -H \"Authorization: Bearer \$(cat FILE)\""
   else
     kf_log "REST commands are off on an --insecure cluster (read-only endpoints only)"
   fi
