@@ -11,7 +11,14 @@
 #                          for; every process gets --keys/--key-name (CURVE, known keys only)
 #   --insecure             no keys, no encryption, no authentication: anyone who reaches a port
 #                          can join or change the job (every process logs a warning)
-#   --run-dir DIR          pid files and logs (default ./.keyflow); one cluster per run dir
+#   --run-dir DIR          pid files, logs and the local workers' working directory (default
+#                          ./.keyflow); one cluster per run dir. Everything the cluster writes
+#                          is its user's alone: files 0600, directories 0700 (umask 077 here,
+#                          and in every process); the run dir itself is made 0700
+#   --group GROUP          let GROUP read the cluster's logs, output and state: the run dir
+#                          becomes GROUP's and setgid (02750), files 0640 and directories 0750
+#                          (umask 027, --group-readable for every process); checkpoints and
+#                          keys stay private. Others never read anything
 #   --checkpoint-dir DIR   checkpoints and savepoints (default RUN_DIR/checkpoints; with --hosts
 #                          a shared file system path visible on every host)
 #   --hosts FILE           start the workers over ssh on these hosts: one host (or user@host) per
@@ -74,7 +81,7 @@ source "$ROOT/scripts/lib/cluster.sh"
 
 workers="" port=6123 run_dir=".keyflow" checkpoint_dir="" hosts_file="" coordinator_host=""
 data_host="" bind_host="" build_dir="$ROOT/build" respawn=0 timeout_s=30 dry_run=0
-keys_dir="" insecure=0 coordinator_bind="" rest_port="" rest_bind=127.0.0.1
+keys_dir="" insecure=0 coordinator_bind="" rest_port="" rest_bind=127.0.0.1 group=""
 coordinator_args=() worker_args=() allowed_paths=()
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -86,6 +93,7 @@ while [ $# -gt 0 ]; do
     --workers) need "$@"; workers="$2"; shift 2 ;;
     --port) need "$@"; port="$2"; shift 2 ;;
     --run-dir) need "$@"; run_dir="$2"; shift 2 ;;
+    --group) need "$@"; group="$2"; shift 2 ;;
     --checkpoint-dir) need "$@"; checkpoint_dir="$2"; shift 2 ;;
     --hosts) need "$@"; hosts_file="$2"; shift 2 ;;
     --coordinator-host) need "$@"; coordinator_host="$2"; shift 2 ;;
@@ -138,6 +146,19 @@ fi
 if ! [[ "$timeout_s" =~ ^[1-9][0-9]*$ ]]; then kf_die "--timeout must be >= 1 s"; fi
 if [ "$insecure" -eq 1 ] && [ -n "$keys_dir" ]; then
   kf_die "--keys and --insecure exclude each other: give one of them"
+fi
+if [ -n "$group" ] && ! getent group "$group" >/dev/null; then
+  kf_die "--group $group is not a group of this host (getent group $group found none):" \
+    "create it (groupadd) or choose another"
+fi
+# What the cluster writes is its user's alone, or also readable by --group: set before the run
+# dir, the logs and the .out files exist (the processes tighten their own umask the same way).
+if [ -n "$group" ]; then
+  umask 027
+  coordinator_args+=(--group-readable)
+  worker_args+=(--group-readable)
+else
+  umask 077
 fi
 
 build_dir="$(kf_abspath "$build_dir")"
@@ -221,7 +242,26 @@ cleanup_on_failure() {
 }
 trap cleanup_on_failure EXIT
 
-[ "$dry_run" -eq 1 ] || mkdir -p "$run_dir" "$checkpoint_dir"
+# make_run_dir DIR: creates DIR, 0700 (or 02750 and --group's with --group): its files' names
+# and everything in it are the cluster's user's (and the group's) only. A directory this user
+# does not own, or a sticky one (/tmp), is not changed: a warning says so.
+make_run_dir() {
+  mkdir -p "$1"
+  if [ ! -O "$1" ] || [ -k "$1" ]; then
+    kf_log "WARNING: $1 is not this user's own directory, so its mode is left as it is" \
+      "($(stat -c %a "$1")); give --run-dir a directory of your own"
+  elif [ -n "$group" ]; then
+    chgrp "$group" "$1" 2>/dev/null ||
+      kf_die "cannot give $1 to group $group: chgrp needs you to be a member of $group"
+    chmod 02750 "$1"
+  else
+    chmod 00700 "$1"  # the leading 0: GNU chmod keeps a directory's setgid bit otherwise
+  fi
+}
+if [ "$dry_run" -eq 0 ]; then
+  make_run_dir "$run_dir"
+  mkdir -p "$checkpoint_dir"
+fi
 rotate_log() { if [ -f "$1" ]; then mv -f "$1" "$1.prev"; fi; }
 
 # ---- keys ---------------------------------------------------------------------------------
@@ -346,13 +386,15 @@ start_local_worker() {
   fi
   rotate_log "$log"
   rotate_log "$out"
+  # In the run dir, as a remote worker: its default --state-dir (keyflow-state) and --cache-dir
+  # are there, not in the caller's working directory.
   if [ "$respawn" -eq 1 ]; then
     rm -f "$run_dir/worker-$i.pid"
-    (exec setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" --log "$out" -- \
-      "${cmd[@]}" >/dev/null 2>&1 </dev/null) &
+    (cd "$run_dir" && exec setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" \
+      --log "$out" -- "${cmd[@]}" >/dev/null 2>&1 </dev/null) &
     echo $! >"$run_dir/worker-$i.supervisor.pid"
   else
-    (exec setsid nohup "${cmd[@]}" >>"$out" 2>&1 </dev/null) &
+    (cd "$run_dir" && exec setsid nohup "${cmd[@]}" >>"$out" 2>&1 </dev/null) &
     echo $! >"$run_dir/worker-$i.pid"
   fi
 }
@@ -388,12 +430,20 @@ start_remote_worker() {
   # The log the worker writes itself; its stdout+stderr (and the supervisor's lines) to .out.
   local prev="{ [ ! -f $quoted_log ] || mv -f $quoted_log $quoted_log.prev; } &&
     { [ ! -f $quoted_out ] || mv -f $quoted_out $quoted_out.prev; }"
+  # The same umask and run dir mode as here (make_run_dir).
+  local setup
+  setup="umask $(umask) && mkdir -p $quoted_run"
+  if [ -n "$group" ]; then
+    setup="$setup && chgrp $(printf '%q' "$group") $quoted_run && chmod 02750 $quoted_run"
+  else
+    setup="$setup && { [ ! -O $quoted_run ] || [ -k $quoted_run ] || chmod 00700 $quoted_run; }"
+  fi
   if [ "$respawn" -eq 1 ]; then
-    remote="mkdir -p $quoted_run && cd $quoted_run && $prev &&
+    remote="$setup && cd $quoted_run && $prev &&
       (setsid nohup $(printf '%q' "$SUPERVISOR") --pid-file $(printf '%q' "$run_dir/worker-$i.pid") \
         --log $quoted_out -- $quoted_cmd >/dev/null 2>&1 </dev/null & echo \$!)"
   else
-    remote="mkdir -p $quoted_run && cd $quoted_run && $prev &&
+    remote="$setup && cd $quoted_run && $prev &&
       (setsid nohup $quoted_cmd >>$quoted_out 2>&1 </dev/null & echo \$!)"
   fi
   if [ "$dry_run" -eq 1 ]; then

@@ -22,6 +22,12 @@
 #   worker-<i>.out             its stdout+stderr: startup errors, crash reports, the print
 #                              sink's lines, the supervisor's lines (--respawn)
 #   worker-<i>.supervisor.pid  only with --respawn: the supervisor that restarts worker i
+#   keyflow-state/, .keyflow/  the local workers' working directory is the run dir: their
+#                              RocksDB state (default --state-dir) and job library cache
+#
+# Modes (start-cluster.sh): the run dir is 0700, every file in it 0600 and directory 0700 (umask
+# 077); with --group GROUP the run dir is GROUP's and setgid (02750), files 0640, directories
+# 0750 (umask 027). The key set and the checkpoints keep their own, private modes.
 
 kf_log() { echo "$KF_PROG: $*" >&2; }
 kf_die() {
