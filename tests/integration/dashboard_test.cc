@@ -363,6 +363,7 @@ TEST(DashboardTest, OnASecureClusterThePageAsksForATokenAndShowsNothingWithoutOn
   EXPECT_NE(prompt, "");
   EXPECT_EQ(prompt.find(" hidden"), std::string::npos) << prompt;
   EXPECT_NE(none->find("Its REST API answers only requests with a token."), std::string::npos);
+  EXPECT_NE(none->find(">waiting for a token</span>"), std::string::npos);
   EXPECT_NE(none->find("RUN_DIR/keys/viewers/viewer.token"), std::string::npos);
   EXPECT_EQ(none->find("<tr data-worker="), std::string::npos) << "no data without a token";
 

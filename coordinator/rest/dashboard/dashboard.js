@@ -376,6 +376,8 @@
     storeToken('');
     waitingForToken = true;
     body.dataset.connection = 'token-needed';
+    $('cluster-summary').textContent = 'waiting for a token';
+    $('updated').textContent = '';
     $('banner').hidden = true;
     $('forget-token').hidden = true;
     $('token-prompt').hidden = false;
