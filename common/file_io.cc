@@ -186,8 +186,13 @@ class PosixFileSystem final : public FileSystem {
       if (pos != dir.size() && dir[pos] != '/') continue;
       std::string part = dir.substr(0, pos);
       if (::mkdir(part.c_str(), static_cast<mode_t>(mode)) == 0) {
-        // Exactly `mode`, whatever the umask (0750 output directories under umask 077).
-        if (::chmod(part.c_str(), static_cast<mode_t>(mode)) != 0) {
+        // Exactly `mode`, whatever the umask (0750 output directories under umask 077), keeping
+        // the setgid bit it inherited (chmod would clear it, and with it the group's
+        // inheritance).
+        struct stat made;
+        const mode_t inherited =
+            ::stat(part.c_str(), &made) == 0 ? (made.st_mode & S_ISGID) : mode_t{0};
+        if (::chmod(part.c_str(), static_cast<mode_t>(mode) | inherited) != 0) {
           return Errno("cannot set the mode of directory", part);
         }
       } else if (errno != EEXIST) {

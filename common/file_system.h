@@ -16,7 +16,7 @@
 //   * what keyflow writes is private to its user, whatever the umask (issue 13): a new file has
 //     mode kPrivateFileMode (0600) and a new directory the mode given (default
 //     kPrivateDirectoryMode, 0700); SetPermissions widens or narrows one explicitly (the file
-//     sink's committed output is 0640 in a 0750 directory).
+//     sink's output follows the process's FileAccess, common/process/file_access.h).
 #pragma once
 
 #include <cstdint>
@@ -86,8 +86,10 @@ class FileSystem {
   // Names (not paths) of the entries of `dir`, sorted.
   virtual Result<std::vector<std::string>> ListDirectory(const std::string& dir) = 0;
   // Creates `dir` and its missing parents with exactly `mode` (chmod after mkdir: the umask
-  // does not narrow it); directories that existed keep theirs. OK if it exists as a directory,
-  // InvalidArgument if it exists and is not one.
+  // does not narrow it), plus the setgid bit a new directory inherits from a setgid parent (so
+  // that what is created in it keeps the group the operator chose, start-cluster.sh --group);
+  // directories that existed keep theirs. OK if it exists as a directory, InvalidArgument if it
+  // exists and is not one.
   virtual Status CreateDirectories(const std::string& dir, uint32_t mode) = 0;
   // chmod(2): sets the permission bits of `path` to `mode`.
   virtual Status SetPermissions(const std::string& path, uint32_t mode) = 0;

@@ -9,6 +9,7 @@
 #include "common/file_io.h"
 #include "common/logging.h"
 #include "common/process/command_line.h"
+#include "common/process/file_access.h"
 #include "common/process/logging_flags.h"
 #include "common/process/signal_waiter.h"
 #include "common/security/process_security.h"
@@ -84,6 +85,8 @@ int main(int argc, char** argv) {
       "then cross the network in clear text)");
   LoggingFlags logging_flags;
   AddLoggingFlags(opts, &logging_flags);
+  bool group_readable = false;
+  AddFileAccessFlag(opts, &group_readable);
   SecurityFlags security_flags;
   AddSecurityFlags(opts, Role::kCoordinator, &security_flags);
   po::variables_map vm;
@@ -93,6 +96,8 @@ int main(int argc, char** argv) {
     return code;
   }
   if (Status s = ParseConfigFile(config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
+  // Before any file is written (the log, the REST port file, checkpoints' directories).
+  ApplyFileAccess(group_readable ? FileAccess::kGroupReadable : FileAccess::kPrivate);
   auto logging = LoggingOptionsFromFlags("coordinator", logging_flags);
   if (!logging.ok()) return Fail(logging.status(), kExitUsage);
 

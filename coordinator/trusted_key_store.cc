@@ -49,12 +49,13 @@ size_t TrustedKeyStore::size() const {
   return keys_.size();
 }
 
-std::string TrustedKeyStore::ClientOfTokenHash(std::string_view token_sha256_hex) const {
+std::optional<RestCaller> TrustedKeyStore::CallerOfTokenHash(
+    std::string_view token_sha256_hex) const {
   std::lock_guard lock(mu_);
-  std::string found;
+  std::optional<RestCaller> found;
   // Every hash is compared (no early exit), each in constant time.
-  for (const auto& [hash, client] : token_hashes_) {
-    if (ConstantTimeEquals(hash, token_sha256_hex)) found = client;
+  for (const auto& [hash, caller] : token_hashes_) {
+    if (ConstantTimeEquals(hash, token_sha256_hex)) found = caller;
   }
   return found;
 }

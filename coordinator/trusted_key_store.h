@@ -8,8 +8,9 @@
 // with it.
 //
 // REST bearer tokens (coordinator/rest/rest_token.h): the store also keeps the SHA-256 of each
-// trusted operator client's token (DIR/clients/NAME.token-sha256), loaded and reloaded with the
-// keys; a client key's token counts only while the key does.
+// trusted operator client's token (DIR/clients/NAME.token-sha256) and of each viewer's
+// (DIR/viewers/NAME.token-sha256), loaded and reloaded with the keys; a client key's token
+// counts only while the key does, a viewer's while its hash file is there.
 //
 // Threading: thread-safe. The ZAP policy runs on the authenticator's thread, Reload() and
 // Trusts() on the coordinator's.
@@ -19,12 +20,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "common/security/curve_keys.h"
 #include "common/security/zap_authenticator.h"
 #include "common/status.h"
+#include "coordinator/rest/rest_access.h"
 
 namespace keyflow {
 
@@ -34,7 +37,7 @@ class TrustedKeyStore {
   static Result<std::unique_ptr<TrustedKeyStore>> Load(KeyDirectory dir);
   // A store over a fixed set (tests; Reload then re-reads `dir`).
   TrustedKeyStore(KeyDirectory dir, TrustedKeys keys,
-                  std::map<std::string, std::string, std::less<>> token_hashes = {})
+                  std::map<std::string, RestCaller, std::less<>> token_hashes = {})
       : dir_(std::move(dir)), keys_(std::move(keys)), token_hashes_(std::move(token_hashes)) {}
 
   // Re-reads the directory. On success returns the number of keys trusted now; on failure the
@@ -47,9 +50,9 @@ class TrustedKeyStore {
   std::string PublicKeyOf(const PeerIdentity& identity) const;
   size_t size() const;
 
-  // The operator client whose REST token hashes to `token_sha256_hex`, "" if none. Compares
-  // with every stored hash in constant time.
-  std::string ClientOfTokenHash(std::string_view token_sha256_hex) const;
+  // The viewer or operator client whose REST token hashes to `token_sha256_hex`, nullopt if
+  // none. Compares with every stored hash in constant time.
+  std::optional<RestCaller> CallerOfTokenHash(std::string_view token_sha256_hex) const;
   size_t token_count() const;
 
   // The ZAP policy of the control ROUTER: admits exactly the trusted keys, with user id
@@ -63,8 +66,8 @@ class TrustedKeyStore {
 
   const KeyDirectory dir_;
   mutable std::mutex mu_;
-  TrustedKeys keys_;                                              // guarded by mu_
-  std::map<std::string, std::string, std::less<>> token_hashes_;  // sha256 -> client; mu_
+  TrustedKeys keys_;                                             // guarded by mu_
+  std::map<std::string, RestCaller, std::less<>> token_hashes_;  // sha256 -> holder; mu_
   std::map<std::string, int64_t> last_refusal_log_;  // peer address -> ms; guarded by mu_
 };
 

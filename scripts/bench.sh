@@ -433,15 +433,15 @@ if [ "$e2e" -eq 1 ] && [ "$metrics" -eq 1 ]; then
   # does) and not scraped, alternating run by run on the same cluster.
   [ -f "$run_dir/rest.port" ] || kf_die "the cluster has no REST port ($run_dir/rest.port)"
   metrics_url="$(cat "$run_dir/rest.url")/metrics"
-  # A secure cluster's REST server is HTTPS: curl pins its certificate (start-cluster.sh).
-  [ ! -f "$run_dir/keys/rest/tls.crt" ] || export CURL_CA_BUNDLE="$run_dir/keys/rest/tls.crt"
-  curl -fsS -o "$results_dir/metrics.txt" "$metrics_url" ||
+  # A secure cluster's REST server is HTTPS with tokens: kf_rest_curl pins its certificate and
+  # sends its viewer token (RUN_DIR/cluster.env), as a Prometheus scrape would.
+  kf_rest_curl "$run_dir" /metrics -o "$results_dir/metrics.txt" ||
     kf_die "cannot GET $metrics_url: is curl installed (scripts/install-deps.sh)?"
   # scrape_loop URL FILE: GET URL every second; FILE holds the number of successful scrapes.
   scrape_loop() {
     local n=0
     while true; do
-      if curl -fsS -o /dev/null --max-time 5 "$1"; then
+      if kf_rest_curl "$run_dir" /metrics -o /dev/null --max-time 5; then
         n=$((n + 1))
         echo "$n" >"$2.tmp" && mv "$2.tmp" "$2"  # a reader never sees a half-written file
       fi

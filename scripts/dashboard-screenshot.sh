@@ -78,6 +78,9 @@ if [ -f "$run_dir/keys/rest/tls.crt" ]; then
   export KEYFLOW_CHROMIUM_SPKI
 fi
 [ "$poll_ms" = 1000 ] || url="$url?poll_ms=$poll_ms"
+# The dashboard of a secure cluster asks for a token: cdp-screenshot.js hands it the viewer's
+# (RUN_DIR/cluster.env) in the URL's fragment, which never leaves the browser.
+export KEYFLOW_DASHBOARD_TOKEN_FILE="${KEYFLOW_REST_TOKEN_FILE:-}"
 
 # Event time g*step from now for the g-th event of the whole stream: at 1000 events/s and
 # step=1 it advances with the wall clock, so the watermark lag is the job's real one.

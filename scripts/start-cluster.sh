@@ -11,7 +11,14 @@
 #                          for; every process gets --keys/--key-name (CURVE, known keys only)
 #   --insecure             no keys, no encryption, no authentication: anyone who reaches a port
 #                          can join or change the job (every process logs a warning)
-#   --run-dir DIR          pid files and logs (default ./.keyflow); one cluster per run dir
+#   --run-dir DIR          pid files, logs and the local workers' working directory (default
+#                          ./.keyflow); one cluster per run dir. Everything the cluster writes
+#                          is its user's alone: files 0600, directories 0700 (umask 077 here,
+#                          and in every process); the run dir itself is made 0700
+#   --group GROUP          let GROUP read the cluster's logs, output and state: the run dir
+#                          becomes GROUP's and setgid (02750), files 0640 and directories 0750
+#                          (umask 027, --group-readable for every process); checkpoints and
+#                          keys stay private. Others never read anything
 #   --checkpoint-dir DIR   checkpoints and savepoints (default RUN_DIR/checkpoints; with --hosts
 #                          a shared file system path visible on every host)
 #   --hosts FILE           start the workers over ssh on these hosts: one host (or user@host) per
@@ -57,7 +64,11 @@
 #
 # Prints the coordinator endpoint on stdout (also in RUN_DIR/coordinator.endpoint); everything
 # else goes to stderr. RUN_DIR/cluster.env points the CLI at the cluster's keys
-# (`source RUN_DIR/cluster.env`, or `export KEYFLOW_KEYS=DIR` as printed). Stop the cluster with
+# (`source RUN_DIR/cluster.env`, or `export KEYFLOW_KEYS=DIR` as printed) and, with a REST
+# server, names its URL, certificate and a read-only token: KEYFLOW_REST_URL, KEYFLOW_REST_CACERT
+# and KEYFLOW_REST_TOKEN_FILE (KEYS/viewers/viewer.token, created on first use: every REST read
+# of a secure cluster — the API, /metrics, the dashboard — needs a token; commands need the
+# operator's, KEYS/clients/operator.token). Stop the cluster with
 # scripts/stop-cluster.sh --run-dir DIR.
 #
 # With --hosts, every host needs password-less ssh from here and the same keyflow checkout and
@@ -73,7 +84,7 @@ source "$ROOT/scripts/lib/cluster.sh"
 
 workers="" port=6123 run_dir=".keyflow" checkpoint_dir="" hosts_file="" coordinator_host=""
 data_host="" bind_host="" build_dir="$ROOT/build" respawn=0 timeout_s=30 dry_run=0
-keys_dir="" insecure=0 coordinator_bind="" rest_port="" rest_bind=127.0.0.1
+keys_dir="" insecure=0 coordinator_bind="" rest_port="" rest_bind=127.0.0.1 group=""
 coordinator_args=() worker_args=() allowed_paths=()
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -85,6 +96,7 @@ while [ $# -gt 0 ]; do
     --workers) need "$@"; workers="$2"; shift 2 ;;
     --port) need "$@"; port="$2"; shift 2 ;;
     --run-dir) need "$@"; run_dir="$2"; shift 2 ;;
+    --group) need "$@"; group="$2"; shift 2 ;;
     --checkpoint-dir) need "$@"; checkpoint_dir="$2"; shift 2 ;;
     --hosts) need "$@"; hosts_file="$2"; shift 2 ;;
     --coordinator-host) need "$@"; coordinator_host="$2"; shift 2 ;;
@@ -137,6 +149,19 @@ fi
 if ! [[ "$timeout_s" =~ ^[1-9][0-9]*$ ]]; then kf_die "--timeout must be >= 1 s"; fi
 if [ "$insecure" -eq 1 ] && [ -n "$keys_dir" ]; then
   kf_die "--keys and --insecure exclude each other: give one of them"
+fi
+if [ -n "$group" ] && ! getent group "$group" >/dev/null; then
+  kf_die "--group $group is not a group of this host (getent group $group found none):" \
+    "create it (groupadd) or choose another"
+fi
+# What the cluster writes is its user's alone, or also readable by --group: set before the run
+# dir, the logs and the .out files exist (the processes tighten their own umask the same way).
+if [ -n "$group" ]; then
+  umask 027
+  coordinator_args+=(--group-readable)
+  worker_args+=(--group-readable)
+else
+  umask 077
 fi
 
 build_dir="$(kf_abspath "$build_dir")"
@@ -220,7 +245,26 @@ cleanup_on_failure() {
 }
 trap cleanup_on_failure EXIT
 
-[ "$dry_run" -eq 1 ] || mkdir -p "$run_dir" "$checkpoint_dir"
+# make_run_dir DIR: creates DIR, 0700 (or 02750 and --group's with --group): its files' names
+# and everything in it are the cluster's user's (and the group's) only. A directory this user
+# does not own, or a sticky one (/tmp), is not changed: a warning says so.
+make_run_dir() {
+  mkdir -p "$1"
+  if [ ! -O "$1" ] || [ -k "$1" ]; then
+    kf_log "WARNING: $1 is not this user's own directory, so its mode is left as it is" \
+      "($(stat -c %a "$1")); give --run-dir a directory of your own"
+  elif [ -n "$group" ]; then
+    chgrp "$group" "$1" 2>/dev/null ||
+      kf_die "cannot give $1 to group $group: chgrp needs you to be a member of $group"
+    chmod 02750 "$1"
+  else
+    chmod 00700 "$1"  # the leading 0: GNU chmod keeps a directory's setgid bit otherwise
+  fi
+}
+if [ "$dry_run" -eq 0 ]; then
+  make_run_dir "$run_dir"
+  mkdir -p "$checkpoint_dir"
+fi
 rotate_log() { if [ -f "$1" ]; then mv -f "$1" "$1.prev"; fi; }
 
 # ---- keys ---------------------------------------------------------------------------------
@@ -251,9 +295,16 @@ else
     run "$KEYFLOW" keys rest-tls --keys "$keys_dir" >/dev/null
   fi
 fi
+# A read-only REST token for the cluster's local users: the dashboard, /metrics, the API's reads.
+viewer_token="$keys_dir/viewers/viewer.token"
+if [ "$insecure" -eq 0 ] && [ ! -e "$viewer_token" ]; then
+  kf_log "adding a read-only REST token for the cluster's users: $viewer_token"
+  run "$KEYFLOW" keys add-token viewer --role viewer --keys "$keys_dir" >/dev/null
+fi
 if [ "$dry_run" -eq 0 ]; then
   if [ "$insecure" -eq 1 ]; then
-    echo "unset KEYFLOW_KEYS  # an --insecure cluster" >"$run_dir/cluster.env"
+    echo "unset KEYFLOW_KEYS KEYFLOW_REST_CACERT KEYFLOW_REST_TOKEN_FILE  # an --insecure cluster" \
+      >"$run_dir/cluster.env"
   else
     printf 'export KEYFLOW_KEYS=%q\n' "$keys_dir" >"$run_dir/cluster.env"
   fi
@@ -338,13 +389,15 @@ start_local_worker() {
   fi
   rotate_log "$log"
   rotate_log "$out"
+  # In the run dir, as a remote worker: its default --state-dir (keyflow-state) and --cache-dir
+  # are there, not in the caller's working directory.
   if [ "$respawn" -eq 1 ]; then
     rm -f "$run_dir/worker-$i.pid"
-    (exec setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" --log "$out" -- \
-      "${cmd[@]}" >/dev/null 2>&1 </dev/null) &
+    (cd "$run_dir" && exec setsid nohup "$SUPERVISOR" --pid-file "$run_dir/worker-$i.pid" \
+      --log "$out" -- "${cmd[@]}" >/dev/null 2>&1 </dev/null) &
     echo $! >"$run_dir/worker-$i.supervisor.pid"
   else
-    (exec setsid nohup "${cmd[@]}" >>"$out" 2>&1 </dev/null) &
+    (cd "$run_dir" && exec setsid nohup "${cmd[@]}" >>"$out" 2>&1 </dev/null) &
     echo $! >"$run_dir/worker-$i.pid"
   fi
 }
@@ -380,12 +433,20 @@ start_remote_worker() {
   # The log the worker writes itself; its stdout+stderr (and the supervisor's lines) to .out.
   local prev="{ [ ! -f $quoted_log ] || mv -f $quoted_log $quoted_log.prev; } &&
     { [ ! -f $quoted_out ] || mv -f $quoted_out $quoted_out.prev; }"
+  # The same umask and run dir mode as here (make_run_dir).
+  local setup
+  setup="umask $(umask) && mkdir -p $quoted_run"
+  if [ -n "$group" ]; then
+    setup="$setup && chgrp $(printf '%q' "$group") $quoted_run && chmod 02750 $quoted_run"
+  else
+    setup="$setup && { [ ! -O $quoted_run ] || [ -k $quoted_run ] || chmod 00700 $quoted_run; }"
+  fi
   if [ "$respawn" -eq 1 ]; then
-    remote="mkdir -p $quoted_run && cd $quoted_run && $prev &&
+    remote="$setup && cd $quoted_run && $prev &&
       (setsid nohup $(printf '%q' "$SUPERVISOR") --pid-file $(printf '%q' "$run_dir/worker-$i.pid") \
         --log $quoted_out -- $quoted_cmd >/dev/null 2>&1 </dev/null & echo \$!)"
   else
-    remote="mkdir -p $quoted_run && cd $quoted_run && $prev &&
+    remote="$setup && cd $quoted_run && $prev &&
       (setsid nohup $quoted_cmd >>$quoted_out 2>&1 </dev/null & echo \$!)"
   fi
   if [ "$dry_run" -eq 1 ]; then
@@ -479,12 +540,17 @@ if [ "$rest_port" != "-1" ] && [ -f "$run_dir/rest.port" ]; then
   [ "$rest_host" != "0.0.0.0" ] || rest_host="$coordinator_host"
   rest_scheme=https
   [ "$insecure" -eq 0 ] || rest_scheme=http
-  echo "$rest_scheme://$rest_host:$(cat "$run_dir/rest.port")" >"$run_dir/rest.url"
-  kf_log "REST API: $(cat "$run_dir/rest.url")/api/v1/overview"
+  rest_url="$rest_scheme://$rest_host:$(cat "$run_dir/rest.port")"
+  echo "$rest_url" >"$run_dir/rest.url"
+  printf 'export KEYFLOW_REST_URL=%q\n' "$rest_url" >>"$run_dir/cluster.env"
+  kf_log "REST API: $rest_url/api/v1/overview; dashboard: $rest_url/"
   if [ "$insecure" -eq 0 ]; then
+    printf 'export KEYFLOW_REST_CACERT=%q KEYFLOW_REST_TOKEN_FILE=%q\n' \
+      "$keys_dir/rest/tls.crt" "$viewer_token" >>"$run_dir/cluster.env"
     kf_log "the REST server's certificate (pin it: curl --cacert): $keys_dir/rest/tls.crt"
-    kf_log "REST commands (cancel, stop, savepoints, rescale) take the operator token:" \
-      "-H \"Authorization: Bearer \$(cat $keys_dir/clients/operator.token)\""
+    kf_log "every REST request needs a token (the dashboard asks for it): reads take the" \
+      "viewer token $viewer_token, commands (cancel, stop, savepoints, rescale) the operator" \
+      "token $keys_dir/clients/operator.token, as -H \"Authorization: Bearer \$(cat FILE)\""
   else
     kf_log "REST commands are off on an --insecure cluster (read-only endpoints only)"
   fi

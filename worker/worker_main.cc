@@ -5,6 +5,7 @@
 #include "common/file_system.h"
 #include "common/logging.h"
 #include "common/process/command_line.h"
+#include "common/process/file_access.h"
 #include "common/process/logging_flags.h"
 #include "common/process/signal_waiter.h"
 #include "common/security/process_security.h"
@@ -82,6 +83,8 @@ int main(int argc, char** argv) {
       "as soon as the worker ended, so the report does not wait for the restart delay");
   LoggingFlags logging_flags;
   AddLoggingFlags(opts, &logging_flags);
+  bool group_readable = false;
+  AddFileAccessFlag(opts, &group_readable);
   SecurityFlags security_flags;
   AddSecurityFlags(opts, Role::kWorker, &security_flags, "worker-<slot>");
   po::variables_map vm;
@@ -95,6 +98,8 @@ int main(int argc, char** argv) {
     return code;
   }
   if (Status s = ParseConfigFile(config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
+  // Before any file is written: the log, the cache, RocksDB's state, the file sink's output.
+  ApplyFileAccess(group_readable ? FileAccess::kGroupReadable : FileAccess::kPrivate);
   std::string process = options.slot >= 0 ? "worker-" + std::to_string(options.slot) : "worker";
   auto logging = LoggingOptionsFromFlags(process, logging_flags);
   if (!logging.ok()) return Fail(logging.status(), kExitUsage);

@@ -8,6 +8,7 @@
 
 #include "common/logging.h"
 #include "common/process/command_line.h"
+#include "common/process/file_access.h"
 #include "common/process/logging_flags.h"
 #include "coordinator/cli/job_commands.h"
 #include "coordinator/cli/key_group_commands.h"
@@ -70,6 +71,8 @@ void PrintUsage(std::ostream& os) {
 
 int main(int argc, char** argv) {
   using namespace keyflow;
+  // What the CLI writes is its user's alone (the key set's files set their modes exactly).
+  ApplyFileAccess(FileAccess::kPrivate);
   std::vector<std::string> args(argv + 1, argv + argc);
   cli::LoggingFlags log_flags;
   log_flags.level = "warn";

@@ -234,18 +234,50 @@ int RunAdd(Role role, const std::vector<std::string>& args, std::ostream& out, s
 }
 
 int RunAddToken(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string name, dir;
+  po::options_description opts;
+  std::string name, dir, role = "operator";
+  opts.add_options()("name", po::value(&name)->required(),
+                     "the operator client key's or the new viewer's name (positional)")(
+      "role", po::value(&role)->default_value(role),
+      "operator: the token of the existing client key NAME (reads and commands); viewer: a "
+      "new read-only token NAME (status, jobs, checkpoints, /metrics, the dashboard)")(
+      "keys", po::value(&dir)->default_value(KeysDirDefault()),
+      "the key directory (default: $KEYFLOW_KEYS)");
+  po::positional_options_description pos;
+  pos.add("name", 1);
+  po::variables_map vm;
   int code;
-  if (!ParseNameAndKeys("usage: keyflow keys add-token NAME [--keys DIR]\n"
-                        "Creates the REST API token of the existing operator client key NAME "
-                        "(clients/NAME.token 0600, clients/NAME.token-sha256 0644), for a key\n"
-                        "made before tokens existed; refuses to overwrite one. A running "
-                        "coordinator admits it after `keyflow keys reload`.",
-                        "the client key's name (positional)", args, err, &name, &dir, &code)) {
+  if (!ParseCommandLine(
+          "usage: keyflow keys add-token NAME [--role operator|viewer] [--keys DIR]\n"
+          "--role operator (default): creates the REST API token of the existing operator "
+          "client key NAME\n(clients/NAME.token 0600, clients/NAME.token-sha256 0644), for a "
+          "key made before tokens existed.\n--role viewer: creates the read-only token of "
+          "viewer NAME (viewers/NAME.token 0600,\nviewers/NAME.token-sha256 0644): it reads "
+          "the REST API, /metrics and the dashboard, and commands nothing.\nRefuses to "
+          "overwrite a token. A running coordinator admits it after `keyflow keys reload`;\n"
+          "removing NAME.token-sha256 and reloading revokes it.",
+          opts, pos, args, &vm, &code)) {
     return code;
   }
+  if (Status s = ValidateKeyName(name); !s.ok()) return FailTo(err, s, kExitUsage);
+  if (role != "operator" && role != "viewer") {
+    return FailTo(err,
+                  InvalidArgument("--role " + role +
+                                  " is not a token role: give operator (reads and commands) or "
+                                  "viewer (reads only)"),
+                  kExitUsage);
+  }
+  const KeyDirectory keys{dir};
+  if (role == "viewer") {
+    if (Status s = AddViewerToken(dir, name); !s.ok()) return FailTo(err, s, kExitFailure);
+    out << "added the read-only REST token of viewer " << name << ": "
+        << ViewerTokenFile(keys, name)
+        << " (keep it private; send it as `Authorization: Bearer <token>`, e.g. Prometheus' "
+           "authorization.credentials_file)\n";
+    return kExitOk;
+  }
   if (Status s = AddRestToken(dir, name); !s.ok()) return FailTo(err, s, kExitFailure);
-  out << "added the REST token of client " << name << ": " << RestTokenFile(KeyDirectory{dir}, name)
+  out << "added the REST token of client " << name << ": " << RestTokenFile(keys, name)
       << " (keep it private; send it as `Authorization: Bearer <token>`)\n";
   return kExitOk;
 }
@@ -261,12 +293,16 @@ int RunList(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   int code;
   if (!ParseCommandLine("usage: keyflow keys list [--keys DIR] [--json]\n"
                         "Prints every key of the key set: ROLE NAME STATE PUBLIC-KEY (STATE: "
-                        "admitted, or revoked when only its .key file is left).",
+                        "admitted, or revoked when only its .key file is left),\nthen the "
+                        "viewers' REST tokens (revoked: only NAME.token is left).",
                         opts, {}, args, &vm, &code)) {
     return code;
   }
   Result<std::vector<ListedKey>> keys = ListKeys(dir);
   if (!keys.ok()) return FailTo(err, keys.status(), kExitFailure);
+  Result<std::map<std::string, bool>> viewers = ListViewers(KeyDirectory{dir});
+  if (!viewers.ok()) return FailTo(err, viewers.status(), kExitFailure);
+  auto viewer_state = [](bool admitted) { return admitted ? "admitted" : "revoked"; };
   if (json) {
     nlohmann::json array = nlohmann::json::array();
     for (const ListedKey& k : *keys) {
@@ -274,6 +310,12 @@ int RunList(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                        {"name", k.identity.name},
                        {"state", k.state},
                        {"public_key", k.public_key}});
+    }
+    for (const auto& [name, admitted] : *viewers) {  // a token without a CURVE key
+      array.push_back({{"role", "viewer"},
+                       {"name", name},
+                       {"state", viewer_state(admitted)},
+                       {"public_key", nullptr}});
     }
     out << array.dump(2) << "\n";
     return kExitOk;
@@ -283,6 +325,10 @@ int RunList(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   for (const ListedKey& k : *keys) {
     out << std::setw(13) << RoleName(k.identity.role) << std::setw(20) << k.identity.name
         << std::setw(13) << k.state << k.public_key << "\n";
+  }
+  for (const auto& [name, admitted] : *viewers) {
+    out << std::setw(13) << "viewer" << std::setw(20) << name << std::setw(13)
+        << viewer_state(admitted) << "- (a REST token, no key)\n";
   }
   return kExitOk;
 }
@@ -306,7 +352,9 @@ const std::map<std::string, SubcommandInfo>& KeysSubcommands() {
       {"add-client",
        {[](const auto& a, auto& o, auto& e) { return RunAdd(Role::kOperator, a, o, e); },
         "add an operator client key"}},
-      {"add-token", {RunAddToken, "create the REST API token of an existing client key"}},
+      {"add-token",
+       {RunAddToken,
+        "create the REST API token of an existing client key, or a viewer's (--role viewer)"}},
       {"rest-tls", {RunRestTls, "create the REST server's TLS certificate in an existing key set"}},
       {"list", {RunList, "list the keys of a key set"}},
       {"reload",
@@ -392,6 +440,17 @@ Status AddRestToken(const std::string& dir, const std::string& name) {
                     "token too)");
   }
   return WriteNewRestToken(keys, name);
+}
+
+Status AddViewerToken(const std::string& dir, const std::string& name) {
+  RETURN_IF_ERROR(RequireKeySet(dir));
+  RETURN_IF_ERROR(ValidateKeyName(name));
+  Status s = WriteNewViewerToken(KeyDirectory{dir}, name);
+  if (s.code() == StatusCode::kAlreadyExists) {
+    return AlreadyExists("the key set " + dir + " already has a viewer named " + name + " (" +
+                         s.message() + "): choose another name");
+  }
+  return s;
 }
 
 Result<std::vector<ListedKey>> ListKeys(const std::string& dir) {

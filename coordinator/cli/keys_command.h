@@ -11,10 +11,13 @@
 //                                                 NAME.token-sha256 0644)
 //   keyflow keys add-token NAME [--keys DIR]      adds the REST token of a client key made
 //                                                 before tokens existed
+//   keyflow keys add-token NAME --role viewer     adds viewer NAME: a read-only REST token
+//                                                 (viewers/NAME.token 0600, .token-sha256 0644)
 //   keyflow keys rest-tls [--keys DIR] [--rest-hosts H,...]  adds rest/tls.crt + tls.key (the
 //                                                 REST server's self-signed certificate) to a
 //                                                 key set made before init wrote them
-//   keyflow keys list [--keys DIR] [--json]       role, name, public key and state of every key
+//   keyflow keys list [--keys DIR] [--json]       role, name, public key and state of every key,
+//                                                 then the viewers (role viewer, no key)
 //   keyflow keys reload [--coordinator EP] [--keys DIR]  asks a running coordinator to re-read
 //                                                 its trusted keys (job_commands.h)
 // --keys defaults to $KEYFLOW_KEYS. Keys are never overwritten; .key files are 0600, .pub files
@@ -45,6 +48,9 @@ Status AddRestTls(const std::string& dir, const std::vector<std::string>& hosts 
 Status AddKey(const std::string& dir, Role role, const std::string& name);
 // Creates the REST token of an existing client key that has none.
 Status AddRestToken(const std::string& dir, const std::string& name);
+// Creates viewer `name`: a read-only REST token in DIR/viewers (rest_token.h); AlreadyExists if
+// that viewer exists.
+Status AddViewerToken(const std::string& dir, const std::string& name);
 
 struct ListedKey {
   PeerIdentity identity;

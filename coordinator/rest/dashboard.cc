@@ -63,8 +63,10 @@ void AddDashboardRoutes(RestRouter& router) {
     return DashboardAssetResponse(request.path,
                                   it == request.headers.end() ? "" : std::string_view(it->second));
   };
-  router.Add("GET", "/", serve);
-  router.Add("GET", "/static/:name", serve);
+  // The page and its code are public (they hold no data): a browser loads them before it has a
+  // token, and the page asks for one when the API answers 401.
+  router.Add("GET", "/", serve, RestAccess::kPublic);
+  router.Add("GET", "/static/:name", serve, RestAccess::kPublic);
 }
 
 }  // namespace keyflow

@@ -13,6 +13,11 @@
 //
 //   AddMetricsRoutes(router, publisher);   // GET /metrics
 //
+// /metrics is a reading route (rest_access.h): on a secure cluster a scrape needs a viewer's
+// (or an operator's) token, `Authorization: Bearer <token>`, which Prometheus sends with
+// `authorization: {type: Bearer, credentials_file: KEYS/viewers/NAME.token}` in its scrape
+// config (coordinator/README.md "Metrics").
+//
 // Threading: RenderPrometheusText is a pure function; the route runs on HTTP threads.
 #pragma once
 

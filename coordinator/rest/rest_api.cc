@@ -1,6 +1,7 @@
 #include "coordinator/rest/rest_api.h"
 
 #include <charconv>
+#include <optional>
 #include <string>
 
 #include "common/clock.h"
@@ -258,17 +259,10 @@ HttpResponse Unauthorized(const Status& why) {
 
 RestRouter::Handler Command(const RestContext& c, MakeCommand make) {
   return [&c, make = std::move(make)](const HttpRequest& request) {
-    if (!c.secure) {
-      return JsonError(403,
-                       "this cluster runs --insecure, so the REST API's commands are off "
-                       "(anyone could send them): use the keyflow CLI, or restart the cluster "
-                       "with --keys DIR (scripts/start-cluster.sh does by default)");
-    }
-    if (c.auth == nullptr || c.bridge == nullptr) {
+    // The access check admitted an operator (RestAccessCheck); without one nothing may command.
+    if (c.bridge == nullptr || !request.caller || request.caller->role != RestRole::kOperator) {
       return JsonError(503, "this coordinator does not take REST commands: use the keyflow CLI");
     }
-    Result<PeerIdentity> who = c.auth->Authenticate(request);
-    if (!who.ok()) return Unauthorized(who.status());
     json body = request.body.empty()
                     ? json::object()
                     : json::parse(request.body, nullptr, /*allow_exceptions=*/false);
@@ -277,7 +271,8 @@ RestRouter::Handler Command(const RestContext& c, MakeCommand make) {
     }
     Result<ControlMessage> msg = make(body);
     if (!msg.ok()) return JsonError(400, msg.status().message());
-    ControlCommandBridge::Caller caller{*who, request.remote_address};
+    ControlCommandBridge::Caller caller{PeerIdentity{Role::kOperator, request.caller->name},
+                                        request.remote_address};
     return CommandOutcome(c.bridge->Submit(*std::move(msg), std::move(caller), c.command_timeout));
   };
 }
@@ -375,16 +370,47 @@ int HttpStatusOfRefusal(StatusCode code) {
   }
 }
 
-void AddApiRoutes(RestRouter& router, const RestContext& c) {
-  router.Add("GET", "/api/v1/health", [&c](const HttpRequest&) {
-    auto s = c.snapshots->Latest();
-    if (s == nullptr) {
-      return JsonError(503,
-                       "the coordinator has not published its status yet: retry in a "
-                       "second");
+RestRouter::AccessCheck RestAccessCheck(const RestContext& c) {
+  return [&c](HttpRequest& request, RestAccess access) -> std::optional<HttpResponse> {
+    if (!c.secure) {
+      if (access != RestAccess::kCommand) return std::nullopt;
+      return JsonError(403,
+                       "this cluster runs --insecure, so the REST API's commands are off "
+                       "(anyone could send them): use the keyflow CLI, or restart the cluster "
+                       "with --keys DIR (scripts/start-cluster.sh does by default)");
     }
-    return JsonResponse(200, {{"status", "ok"}, {"snapshot", SnapshotInfo(c, *s)}});
-  });
+    if (c.auth == nullptr) {
+      return JsonError(503,
+                       "this coordinator cannot check REST tokens: use the keyflow CLI, or "
+                       "restart it with --keys DIR");
+    }
+    Result<RestCaller> who = c.auth->Authenticate(request, access);
+    if (!who.ok()) return Unauthorized(who.status());
+    if (access == RestAccess::kCommand && who->role != RestRole::kOperator) {
+      return JsonError(403, "the token of viewer " + who->name +
+                                " may only read: this command needs an operator's token (the "
+                                "token of an operator client key, KEYS/clients/NAME.token; "
+                                "`keyflow keys add-client NAME` creates one)");
+    }
+    request.caller = *std::move(who);
+    return std::nullopt;
+  };
+}
+
+void AddApiRoutes(RestRouter& router, const RestContext& c) {
+  // Liveness, as Flink's /healthz-style probes: no token, and nothing but the snapshot's age.
+  router.Add(
+      "GET", "/api/v1/health",
+      [&c](const HttpRequest&) {
+        auto s = c.snapshots->Latest();
+        if (s == nullptr) {
+          return JsonError(503,
+                           "the coordinator has not published its status yet: retry in a "
+                           "second");
+        }
+        return JsonResponse(200, {{"status", "ok"}, {"snapshot", SnapshotInfo(c, *s)}});
+      },
+      RestAccess::kPublic);
   router.Add("GET", "/api/v1/overview", Read(c, false, Overview));
   router.Add("GET", "/api/v1/workers", Read(c, false, [](const StatusSnapshot& s, const json*) {
                return json{{"workers", Value(s.status, "workers", json::array())}};
@@ -394,12 +420,13 @@ void AddApiRoutes(RestRouter& router, const RestContext& c) {
   router.Add("GET", "/api/v1/job/checkpoints", CheckpointsHandler(c));
   router.Add("GET", "/api/v1/job/rescale", Read(c, true, Rescale));
 
-  router.Add("POST", "/api/v1/job/cancel", Command(c, CancelCommand));
-  router.Add("POST", "/api/v1/job/stop", Command(c, StopCommand));
-  router.Add("POST", "/api/v1/job/savepoints", Command(c, SavepointCommand));
-  router.Add("POST", "/api/v1/job/checkpoints", Command(c, CheckpointCommand));
-  router.Add("POST", "/api/v1/job/rescale", Command(c, RescaleCommand));
-  router.Add("PUT", "/api/v1/logging", Command(c, LoggingCommand));
+  router.Add("POST", "/api/v1/job/cancel", Command(c, CancelCommand), RestAccess::kCommand);
+  router.Add("POST", "/api/v1/job/stop", Command(c, StopCommand), RestAccess::kCommand);
+  router.Add("POST", "/api/v1/job/savepoints", Command(c, SavepointCommand), RestAccess::kCommand);
+  router.Add("POST", "/api/v1/job/checkpoints", Command(c, CheckpointCommand),
+             RestAccess::kCommand);
+  router.Add("POST", "/api/v1/job/rescale", Command(c, RescaleCommand), RestAccess::kCommand);
+  router.Add("PUT", "/api/v1/logging", Command(c, LoggingCommand), RestAccess::kCommand);
 }
 
 }  // namespace keyflow

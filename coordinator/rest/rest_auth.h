@@ -1,8 +1,8 @@
-// RestAuthenticator: who sent a REST command. Operators present `Authorization: Bearer <token>`
-// (rest_token.h); the token's SHA-256 is looked up in the TrustedKeyStore, so only a trusted
-// operator client key's token passes, and a revoked key's token stops passing at the reload.
-// Every failure is counted (failed_attempts, in the published status as rest.failed_auth) and
-// logged at most once per client address per minute.
+// RestAuthenticator: who sent a REST request. Callers present `Authorization: Bearer <token>`
+// (rest_token.h); the token's SHA-256 is looked up in the TrustedKeyStore, so only the token of
+// a viewer or of a trusted operator client key passes (rest_access.h), and a revoked one stops
+// passing at the reload. Every failure is counted (failed_attempts, in the published status as
+// rest.failed_auth) and logged at most once per client address per minute.
 //
 // Threading: thread-safe (HTTP threads).
 #pragma once
@@ -12,8 +12,8 @@
 #include <memory>
 
 #include "common/log_rate_limiter.h"
-#include "common/security/identity.h"
 #include "common/status.h"
+#include "coordinator/rest/rest_access.h"
 #include "coordinator/rest/rest_router.h"
 #include "coordinator/trusted_key_store.h"
 
@@ -25,9 +25,10 @@ class RestAuthenticator {
                              LogRateLimiterOptions log_options = {})
       : keys_(std::move(keys)), failures_(log_options) {}
 
-  // The operator identity of the request's bearer token; Unauthenticated-style
-  // InvalidArgument/NotFound with a sentence when the header is missing, malformed or unknown.
-  Result<PeerIdentity> Authenticate(const HttpRequest& request) const;
+  // The holder of the request's bearer token. Unauthenticated (InvalidArgument) with a sentence
+  // that says how to get a token when the header is missing, malformed or the token unknown or
+  // revoked; `access` (kRead or kCommand) chooses which token the sentence asks for.
+  Result<RestCaller> Authenticate(const HttpRequest& request, RestAccess access) const;
   uint64_t failed_attempts() const { return failed_.load(); }
 
  private:

@@ -68,8 +68,9 @@ HttpResponse JsonResponse(int status, const nlohmann::json& body) {
   return r;
 }
 
-void RestRouter::Add(const std::string& method, const std::string& pattern, Handler handler) {
-  routes_.push_back(Route{method, SplitPath(pattern), std::move(handler)});
+void RestRouter::Add(const std::string& method, const std::string& pattern, Handler handler,
+                     RestAccess access) {
+  routes_.push_back(Route{method, SplitPath(pattern), std::move(handler), access});
 }
 
 HttpResponse RestRouter::Handle(HttpRequest request) const {
@@ -81,9 +82,12 @@ HttpResponse RestRouter::Handle(HttpRequest request) const {
     // HEAD is answered by the GET handler (the server sends no body).
     if (route.method == request.method || (request.method == "HEAD" && route.method == "GET")) {
       request.path_params = std::move(params);
+      request.caller.reset();  // only the access check sets it
       HttpResponse r;
       try {
-        r = route.handler(request);
+        std::optional<HttpResponse> refused;
+        if (route.access != RestAccess::kPublic && check_) refused = check_(request, route.access);
+        r = refused ? *std::move(refused) : route.handler(request);
       } catch (const std::exception& e) {
         KF_LOG_ERROR("REST handler {} {} failed: {}", request.method, request.path, e.what());
         r = JsonError(500, std::string("the coordinator failed to answer ") + request.method + " " +

@@ -8,8 +8,13 @@
 // exactly as for a CLI request. So a slow or hung HTTP client never blocks the control loop.
 //
 //   RestRouter router;
+//   router.SetAccessCheck(RestAccessCheck(context));          // rest_api.h: tokens and roles
 //   router.Add("GET", "/api/v1/job", [&](const HttpRequest& r) { return JsonResponse(200, j); });
+//   router.Add("GET", "/", page, RestAccess::kPublic);
 //   HttpResponse resp = router.Handle(request);   // 404 / 405 as JSON errors
+//
+// Secure by default: a route is kRead unless added as kPublic or kCommand (rest_access.h), so a
+// new endpoint needs a token on a secure cluster without anyone remembering to ask for one.
 //
 // Threading: Add before the server starts; Handle from any number of HTTP threads.
 #pragma once
@@ -17,8 +22,11 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "coordinator/rest/rest_access.h"
 
 namespace keyflow {
 
@@ -31,6 +39,9 @@ struct HttpRequest {
   std::string remote_address;
   // Path parameters of the matched route ("/api/v1/jobs/:id" -> {"id", ...}), set by Handle.
   std::map<std::string, std::string> path_params;
+  // Who presented a token the access check admitted (set by it; none on kPublic routes and on
+  // an --insecure cluster).
+  std::optional<RestCaller> caller;
 };
 
 struct HttpResponse {
@@ -48,10 +59,19 @@ HttpResponse JsonResponse(int status, const nlohmann::json& body);
 class RestRouter {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest&)>;
+  // Decides whether `request` may reach a route of `access` (never called for kPublic): nullopt
+  // lets it through (after setting request.caller if it authenticated someone), a response
+  // (401, 403, ...) is the answer instead.
+  using AccessCheck =
+      std::function<std::optional<HttpResponse>(HttpRequest& request, RestAccess access)>;
+
   // `pattern`: a path whose segments are literals or ":name" parameters.
-  void Add(const std::string& method, const std::string& pattern, Handler handler);
-  // The handler of the first matching route; a path no route has: 404 JSON error; a path with
-  // routes for other methods only: 405 JSON error with an Allow header.
+  void Add(const std::string& method, const std::string& pattern, Handler handler,
+           RestAccess access = RestAccess::kRead);
+  // Without a check every route is open (tests of the routing alone).
+  void SetAccessCheck(AccessCheck check) { check_ = std::move(check); }
+  // The handler of the first matching route, after the access check; a path no route has: 404
+  // JSON error; a path with routes for other methods only: 405 JSON error with an Allow header.
   HttpResponse Handle(HttpRequest request) const;
 
  private:
@@ -59,8 +79,10 @@ class RestRouter {
     std::string method;
     std::vector<std::string> segments;
     Handler handler;
+    RestAccess access;
   };
   std::vector<Route> routes_;
+  AccessCheck check_;
 };
 
 }  // namespace keyflow

@@ -10,6 +10,8 @@
 namespace keyflow {
 
 void MountRestRoutes(RestRouter& router, const RestContext& context) {
+  // Every route below is kRead unless it says otherwise: on a secure cluster it needs a token.
+  router.SetAccessCheck(RestAccessCheck(context));
   AddApiRoutes(router, context);
   // [routes: /metrics — AddMetricsRoutes(router, *context.snapshots);]
   AddMetricsRoutes(router, *context.snapshots, context.clock);

@@ -62,6 +62,18 @@ std::string RestTokenHashFile(const KeyDirectory& keys, std::string_view client)
   return keys.RoleDir(Role::kOperator) + "/" + std::string(client) + ".token-sha256";
 }
 
+std::string ViewerDir(const KeyDirectory& keys) {
+  return keys.dir + "/viewers";
+}
+
+std::string ViewerTokenFile(const KeyDirectory& keys, std::string_view viewer) {
+  return ViewerDir(keys) + "/" + std::string(viewer) + ".token";
+}
+
+std::string ViewerTokenHashFile(const KeyDirectory& keys, std::string_view viewer) {
+  return ViewerDir(keys) + "/" + std::string(viewer) + ".token-sha256";
+}
+
 Result<std::string> GenerateRestToken() {
   unsigned char bytes[kRestTokenHexSize / 2];
   size_t got = 0;
@@ -83,10 +95,10 @@ Result<std::string> GenerateRestToken() {
   return token;
 }
 
-Status WriteNewRestToken(const KeyDirectory& keys, std::string_view client) {
-  RETURN_IF_ERROR(ValidateKeyName(client));
-  const std::string token_file = RestTokenFile(keys, client);
-  const std::string hash_file = RestTokenHashFile(keys, client);
+namespace {
+
+// A fresh token in `token_file` (0600) and its hash in `hash_file` (0644).
+Status WriteTokenPair(const std::string& token_file, const std::string& hash_file) {
   std::error_code ec;
   for (const std::string& p : {token_file, hash_file}) {
     if (fs::exists(p, ec))
@@ -96,6 +108,47 @@ Status WriteNewRestToken(const KeyDirectory& keys, std::string_view client) {
   // The secret first, so that a token the coordinator admits always has a holder.
   RETURN_IF_ERROR(WriteNewFile(token_file, token + "\n", 0600));
   return WriteNewFile(hash_file, Sha256Hex(token) + "\n", 0644);
+}
+
+// The hash in a .token-sha256 file; Corruption naming it and what to do otherwise.
+Result<std::string> ReadTokenHash(const std::string& path, const std::string& add_token_command) {
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  std::string_view hash = Trim(text);
+  if (!IsHex64(hash)) {
+    return Corruption(path +
+                      " does not hold a SHA-256 (64 hex digits): remove it and create a new "
+                      "token with `" +
+                      add_token_command + "`");
+  }
+  return std::string(hash);
+}
+
+constexpr std::string_view kHashSuffix = ".token-sha256";
+constexpr std::string_view kTokenSuffix = ".token";
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+Status WriteNewRestToken(const KeyDirectory& keys, std::string_view client) {
+  RETURN_IF_ERROR(ValidateKeyName(client));
+  return WriteTokenPair(RestTokenFile(keys, client), RestTokenHashFile(keys, client));
+}
+
+Status WriteNewViewerToken(const KeyDirectory& keys, std::string_view viewer) {
+  RETURN_IF_ERROR(ValidateKeyName(viewer));
+  const std::string dir = ViewerDir(keys);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return IoError("cannot create directory " + dir + ": " + std::strerror(errno) +
+                   ": check that the key directory exists and is writable");
+  }
+  // mkdir's mode is reduced by the umask: set it exactly.
+  if (::chmod(dir.c_str(), 0700) != 0) {
+    return IoError("cannot make directory " + dir + " private (0700): " + std::strerror(errno));
+  }
+  return WriteTokenPair(ViewerTokenFile(keys, viewer), ViewerTokenHashFile(keys, viewer));
 }
 
 Result<std::string> ReadRestToken(const std::string& path) {
@@ -111,22 +164,55 @@ Result<std::string> ReadRestToken(const std::string& path) {
 
 Result<RestTokenHashes> LoadRestTokenHashes(const KeyDirectory& keys, const TrustedKeys& trusted) {
   RestTokenHashes hashes;
+  auto add = [&hashes](std::string hash, RestCaller caller, const std::string& path) -> Status {
+    if (!hashes.emplace(std::move(hash), caller).second) {
+      return Corruption(path +
+                        " holds the same token hash as another token file: remove it and create "
+                        "a new token with `keyflow keys add-token " +
+                        caller.name + (caller.role == RestRole::kViewer ? " --role viewer" : "") +
+                        "`");
+    }
+    return Status::Ok();
+  };
   for (const auto& [public_key, identity] : trusted) {
     if (identity.role != Role::kOperator) continue;  // a worker never has a token
     const std::string path = RestTokenHashFile(keys, identity.name);
     std::error_code ec;
     if (!fs::exists(path, ec)) continue;
-    ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-    std::string_view hash = Trim(text);
-    if (!IsHex64(hash)) {
-      return Corruption(path +
-                        " does not hold a SHA-256 (64 hex digits): remove it and create a "
-                        "new token with `keyflow keys add-token " +
-                        identity.name + "`");
-    }
-    hashes.emplace(std::string(hash), identity.name);
+    ASSIGN_OR_RETURN(std::string hash,
+                     ReadTokenHash(path, "keyflow keys add-token " + identity.name));
+    RETURN_IF_ERROR(add(std::move(hash), RestCaller{RestRole::kOperator, identity.name}, path));
+  }
+  ASSIGN_OR_RETURN(auto viewers, ListViewers(keys));
+  for (const auto& [name, admitted] : viewers) {
+    if (!admitted) continue;
+    const std::string path = ViewerTokenHashFile(keys, name);
+    ASSIGN_OR_RETURN(std::string hash,
+                     ReadTokenHash(path, "keyflow keys add-token " + name + " --role viewer"));
+    RETURN_IF_ERROR(add(std::move(hash), RestCaller{RestRole::kViewer, name}, path));
   }
   return hashes;
+}
+
+Result<std::map<std::string, bool>> ListViewers(const KeyDirectory& keys) {
+  std::map<std::string, bool> viewers;
+  const std::string dir = ViewerDir(keys);
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return viewers;  // a key set without viewers
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string file = entry.path().filename().string();
+    const bool hash = EndsWith(file, kHashSuffix);
+    if (!hash && !EndsWith(file, kTokenSuffix)) continue;
+    const std::string name =
+        file.substr(0, file.size() - (hash ? kHashSuffix.size() : kTokenSuffix.size()));
+    if (Status s = ValidateKeyName(name); !s.ok()) {
+      return InvalidArgument(entry.path().string() + " is not a viewer's token file (" +
+                             s.message() + "): remove it");
+    }
+    viewers[name] = viewers[name] || hash;
+  }
+  if (ec) return IoError("cannot list " + dir + ": " + ec.message());
+  return viewers;
 }
 
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {

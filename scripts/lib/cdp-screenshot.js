@@ -9,6 +9,11 @@
 // protocol on a pipe (--remote-debugging-pipe: fd 3 in, fd 4 out, NUL-separated JSON), so it
 // needs nothing but node and chromium. Chromium gets its own temporary profile, removed at exit.
 //
+// KEYFLOW_DASHBOARD_TOKEN_FILE (environment): a REST token file (a secure cluster's dashboard
+// asks for one); its token is appended to URL as the fragment #token=..., which the page stores
+// in its session and removes from the address. The token goes to Chromium over the DevTools
+// pipe, never on a command line.
+//
 // --samples N (scripts/dashboard-soak.sh): N times during the S seconds, after a forced garbage
 // collection, prints one line "t_s=.. js_heap_bytes=.. dom_nodes=.. listeners=.. polls=.."
 // (the page's JS heap, its DOM node and event-listener counts, body[data-polls]), so a long run
@@ -134,7 +139,10 @@ function once(method, sessionId) {
   await send('Emulation.setDeviceMetricsOverride',
     { width: opts.width, height: opts.height, deviceScaleFactor: 1, mobile: false }, sessionId);
   const loaded = once('Page.loadEventFired', sessionId);
-  const nav = await send('Page.navigate', { url }, sessionId);
+  const tokenFile = process.env.KEYFLOW_DASHBOARD_TOKEN_FILE;
+  const token = tokenFile ? fs.readFileSync(tokenFile, 'utf8').trim() : '';
+  const target = token ? url + '#token=' + encodeURIComponent(token) : url;
+  const nav = await send('Page.navigate', { url: target }, sessionId);
   if (nav.errorText) throw new Error('cannot load ' + url + ': ' + nav.errorText);
   await loaded;
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

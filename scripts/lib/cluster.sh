@@ -8,7 +8,11 @@
 #   coordinator.out            its stdout+stderr: startup errors, crash reports
 #   coordinator.endpoint       the endpoint clients use, e.g. tcp://127.0.0.1:6123
 #   keys/                      the cluster's key set (default of --keys; `keyflow keys init`)
-#   cluster.env                `export KEYFLOW_KEYS=...` for the CLI (or `unset` for --insecure)
+#   cluster.env                `export KEYFLOW_KEYS=...` for the CLI (or `unset` for --insecure);
+#                              with a REST server KEYFLOW_REST_URL, and on a secure cluster
+#                              KEYFLOW_REST_CACERT (its certificate) and KEYFLOW_REST_TOKEN_FILE
+#                              (keys/viewers/viewer.token: a read-only token; kf_rest_curl)
+#   rest.port, rest.url        the REST server's port and URL
 #   worker-<i>-keys/           only with --hosts, on worker i's host: coordinator.pub and
 #                              workers/worker-<i>.key, nothing else (0700)
 #   worker-<i>.pid             pid of worker i (slot i); with --hosts the pid on its host
@@ -18,6 +22,12 @@
 #   worker-<i>.out             its stdout+stderr: startup errors, crash reports, the print
 #                              sink's lines, the supervisor's lines (--respawn)
 #   worker-<i>.supervisor.pid  only with --respawn: the supervisor that restarts worker i
+#   keyflow-state/, .keyflow/  the local workers' working directory is the run dir: their
+#                              RocksDB state (default --state-dir) and job library cache
+#
+# Modes (start-cluster.sh): the run dir is 0700, every file in it 0600 and directory 0700 (umask
+# 077); with --group GROUP the run dir is GROUP's and setgid (02750), files 0640, directories
+# 0750 (umask 027). The key set and the checkpoints keep their own, private modes.
 
 kf_log() { echo "$KF_PROG: $*" >&2; }
 kf_die() {
@@ -147,11 +157,30 @@ kf_ssh_put() {
 # kf_use_cluster_keys RUN_DIR: points the keyflow CLI of this shell at the cluster started from
 # RUN_DIR (its RUN_DIR/cluster.env: KEYFLOW_KEYS, or none for an --insecure cluster).
 kf_use_cluster_keys() {
-  unset KEYFLOW_KEYS
+  unset KEYFLOW_KEYS KEYFLOW_REST_URL KEYFLOW_REST_CACERT KEYFLOW_REST_TOKEN_FILE
   if [ -f "$1/cluster.env" ]; then
     # shellcheck disable=SC1091
     source "$1/cluster.env"
   fi
+}
+
+# kf_rest_curl RUN_DIR PATH [CURL_ARGS...]: curl of the REST API of the cluster of RUN_DIR
+# (RUN_DIR/cluster.env): PATH (e.g. /metrics) under its URL, with its certificate pinned and its
+# viewer token as `Authorization: Bearer` (from a file descriptor: the token is never on a
+# command line, where `ps` would show it); with -fsS, then CURL_ARGS.
+kf_rest_curl() {
+  (
+    kf_use_cluster_keys "$1"
+    [ -n "${KEYFLOW_REST_URL:-}" ] || kf_die "the cluster of $1 has no REST server ($1/cluster.env)"
+    local args=(-fsS)
+    [ -z "${KEYFLOW_REST_CACERT:-}" ] || args+=(--cacert "$KEYFLOW_REST_CACERT")
+    if [ -n "${KEYFLOW_REST_TOKEN_FILE:-}" ]; then
+      curl "${args[@]}" -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$KEYFLOW_REST_TOKEN_FILE")") \
+        "${@:3}" "$KEYFLOW_REST_URL$2"
+    else
+      curl "${args[@]}" "${@:3}" "$KEYFLOW_REST_URL$2"
+    fi
+  )
 }
 
 # kf_status_json KEYFLOW_BIN ENDPOINT [RUN_DIR]: `keyflow status --json` with the keys of the

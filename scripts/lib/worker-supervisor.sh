@@ -64,6 +64,10 @@ if ! [[ "$restart_delay" =~ ^[0-9]+$ ]]; then
 fi
 max_delay=$((restart_delay > 30 ? restart_delay : 30))
 
+# What it writes (the worker's .out: its lines, the print sink's) is never world-readable: the
+# umask it inherits (start-cluster.sh: 077, or 027 with --group) with 027 at least.
+umask "$(printf '%04o' $((8#$(umask) | 8#027)))"
+
 say() { echo "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ) supervisor: $*" >>"$log"; }
 
 stopping=0

@@ -127,5 +127,23 @@ TEST(PosixFileSystemModes, ExistingFilesAndDirectoriesKeepTheirMode) {
   EXPECT_EQ(fs.SetPermissions(dir.File("absent"), 0600).code(), StatusCode::kIoError);
 }
 
+// In a setgid directory (scripts/start-cluster.sh --group) a new directory keeps the setgid bit
+// it inherits, whatever mode it is given, so what is created below it keeps the group.
+TEST(PosixFileSystemModes, CreateDirectoriesKeepsTheSetgidBitANewDirectoryInherits) {
+  TempDir dir;
+  FileSystem& fs = FileSystem::Default();
+  const std::string run = dir.File("run");
+  ASSERT_EQ(::mkdir(run.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(run.c_str(), 02750), 0);
+  ASSERT_TRUE(fs.CreateDirectories(run + "/a/b", 0700).ok());
+  ASSERT_TRUE(fs.CreateDirectories(run + "/out", 0750).ok());
+  EXPECT_EQ(ModeOf(run + "/a"), 02700u);
+  EXPECT_EQ(ModeOf(run + "/a/b"), 02700u);
+  EXPECT_EQ(ModeOf(run + "/out"), 02750u);
+  // Outside a setgid directory nothing changes.
+  ASSERT_TRUE(fs.CreateDirectories(dir.File("plain"), 0750).ok());
+  EXPECT_EQ(ModeOf(dir.File("plain")), 0750u);
+}
+
 }  // namespace
 }  // namespace keyflow

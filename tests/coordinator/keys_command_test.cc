@@ -229,6 +229,53 @@ TEST_F(KeysCommandTest, ListShowsRolesNamesKeysAndRevokedKeys) {
   EXPECT_EQ(out_.str().find(w1->keys.secret_key), std::string::npos);
 }
 
+// A viewer is a read-only REST token without a CURVE key (coordinator/rest/rest_token.h).
+TEST_F(KeysCommandTest, AddTokenRoleViewerCreatesAReadOnlyTokenThatListShows) {
+  ::umask(022);
+  ASSERT_EQ(Run({"init", dir_, "--workers", "0"}), 0) << err_.str();
+  ASSERT_EQ(Run({"add-token", "grafana", "--role", "viewer", "--keys", dir_}), 0) << err_.str();
+  EXPECT_EQ(out_.str(), "added the read-only REST token of viewer grafana: " + dir_ +
+                            "/viewers/grafana.token (keep it private; send it as "
+                            "`Authorization: Bearer <token>`, e.g. Prometheus' "
+                            "authorization.credentials_file)\n");
+  EXPECT_EQ(Mode(dir_ + "/viewers"), 0700u);
+  EXPECT_EQ(Mode(dir_ + "/viewers/grafana.token"), 0600u);
+  EXPECT_EQ(Mode(dir_ + "/viewers/grafana.token-sha256"), 0644u);
+  EXPECT_FALSE(fs::exists(dir_ + "/clients/grafana.key")) << "no CURVE key";
+
+  EXPECT_EQ(Run({"add-token", "grafana", "--role", "viewer", "--keys", dir_}), 1);
+  EXPECT_EQ(err_.str(), "keyflow: the key set " + dir_ + " already has a viewer named grafana (" +
+                            dir_ +
+                            "/viewers/grafana.token already exists: tokens are never "
+                            "overwritten): choose another name\n");
+  EXPECT_EQ(Run({"add-token", "grafana", "--role", "admin", "--keys", dir_}), 2);
+  EXPECT_EQ(err_.str(),
+            "keyflow: --role admin is not a token role: give operator (reads and commands) or "
+            "viewer (reads only)\n");
+  EXPECT_EQ(Run({"add-token", "nobody", "--keys", dir_}), 1) << "operator: needs a client key";
+  EXPECT_NE(err_.str().find("has no operator client key named nobody"), std::string::npos)
+      << err_.str();
+
+  ASSERT_EQ(Run({"add-token", "old", "--role", "viewer", "--keys", dir_}), 0);
+  fs::remove(dir_ + "/viewers/old.token-sha256");  // revoked
+  ASSERT_EQ(Run({"list", "--keys", dir_}), 0) << err_.str();
+  const std::string text = out_.str();
+  EXPECT_NE(text.find("viewer       grafana             admitted     - (a REST token, no key)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("viewer       old                 revoked      - (a REST token, no key)\n"),
+            std::string::npos)
+      << text;
+  ASSERT_EQ(Run({"list", "--keys", dir_, "--json"}), 0);
+  auto j = nlohmann::json::parse(out_.str());
+  ASSERT_EQ(j.size(), 4u);  // coordinator, operator, grafana, old
+  EXPECT_EQ(j[2], (nlohmann::json{{"role", "viewer"},
+                                  {"name", "grafana"},
+                                  {"state", "admitted"},
+                                  {"public_key", nullptr}}));
+  EXPECT_EQ(j[3]["state"], "revoked");
+}
+
 TEST_F(KeysCommandTest, UnknownSubcommandAndHelp) {
   EXPECT_EQ(Run({}), 2);
   EXPECT_EQ(Run({"rotate"}), 2);

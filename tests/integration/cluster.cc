@@ -63,7 +63,33 @@ Status Cluster::CreateKeys() const {
     return FailedPrecondition("keyflow keys init " + KeysDir() + " exited with " +
                               std::to_string(r.exit_code) + ": " + r.err);
   }
+  // A read-only REST token, as scripts/start-cluster.sh makes one (ViewerToken()).
+  ASSIGN_OR_RETURN(r, RunCommand({KeyflowBinary("keyflow"), "keys", "add-token", "viewer", "--role",
+                                  "viewer", "--keys", KeysDir()},
+                                 Duration::Seconds(20)));
+  if (r.exit_code != 0) {
+    return FailedPrecondition("keyflow keys add-token viewer --role viewer exited with " +
+                              std::to_string(r.exit_code) + ": " + r.err);
+  }
   return Status::Ok();
+}
+
+namespace {
+// A token file's content without its newline.
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+}  // namespace
+
+std::string Cluster::ViewerToken() const {
+  if (options_.insecure) return "";
+  return Trimmed(ReadFileOrEmpty(KeysDir() + "/viewers/viewer.token"));
+}
+
+std::string Cluster::OperatorToken() const {
+  if (options_.insecure) return "";
+  return Trimmed(ReadFileOrEmpty(KeysDir() + "/clients/operator.token"));
 }
 
 std::vector<std::string> Cluster::SecurityArgs(const std::string& key_name) const {

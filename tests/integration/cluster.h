@@ -7,8 +7,10 @@
 // covers a crashing test binary).
 //
 // Secure by default (issue 13): Start() creates a key set in DIR/keys with the real `keyflow keys
-// init` and passes --keys/--key-name to the coordinator, every worker (worker-SLOT) and every
-// CLI call (client "operator"); ClusterOptions::insecure runs every process with --insecure.
+// init` (and a viewer's REST token, `keyflow keys add-token viewer --role viewer`) and passes
+// --keys/--key-name to the coordinator, every worker (worker-SLOT) and every CLI call (client
+// "operator"); ClusterOptions::insecure runs every process with --insecure. On a secure cluster
+// every REST read needs ViewerToken() (or OperatorToken()).
 //
 // Each process may run under a command prefix (e.g. `ip netns exec NS`), so the same helper
 // runs a cluster spread over network namespaces (network_namespaces.h).
@@ -89,6 +91,10 @@ class Cluster {
   Result<int> RestPort() const;
   // The key set (`keyflow keys init`), empty when options.insecure.
   std::string KeysDir() const { return options_.insecure ? std::string() : dir_ + "/keys"; }
+  // REST bearer tokens of the key set ("" when options.insecure): the read-only token of viewer
+  // "viewer" (KEYS/viewers/viewer.token, made with the key set) and the operator's.
+  std::string ViewerToken() const;
+  std::string OperatorToken() const;
   // The flags that make a process use the key set as worker key `key_name` ("" for the
   // coordinator; a missing worker key is added), or {"--insecure"}: for tests that start a
   // process of their own against this cluster.

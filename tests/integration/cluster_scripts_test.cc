@@ -254,7 +254,14 @@ TEST_F(ClusterScriptsTest, StartCreatesAKeySetOnFirstUseAndAddsWorkerKeysLater) 
   EXPECT_EQ(Mode(keys + "/workers/worker-0.key"), 0600u);
   EXPECT_EQ(Mode(keys + "/clients/operator.key"), 0600u);
   EXPECT_FALSE(std::filesystem::exists(keys + "/workers/worker-1.key"));
-  EXPECT_EQ(ReadFileOrEmpty(run_dir_ + "/cluster.env"), "export KEYFLOW_KEYS=" + keys + "\n");
+  const std::string rest_url = ReadFileOrEmpty(run_dir_ + "/rest.url");
+  ASSERT_THAT(rest_url, ::testing::StartsWith("https://127.0.0.1:"));
+  EXPECT_EQ(ReadFileOrEmpty(run_dir_ + "/cluster.env"),
+            "export KEYFLOW_KEYS=" + keys + "\nexport KEYFLOW_REST_URL=" + rest_url +
+                "export KEYFLOW_REST_CACERT=" + keys +
+                "/rest/tls.crt KEYFLOW_REST_TOKEN_FILE=" + keys + "/viewers/viewer.token\n");
+  EXPECT_EQ(Mode(keys + "/viewers"), 0700u);
+  EXPECT_EQ(Mode(keys + "/viewers/viewer.token"), 0600u);
   EXPECT_THAT(started->err, HasSubstr("export KEYFLOW_KEYS=" + keys));
   EXPECT_THAT(CommandLineOf(PidFromFile(PidFile("coordinator"))),
               HasSubstr("--host 127.0.0.1 --port 0 --checkpoint-dir " + run_dir_ +
@@ -280,8 +287,13 @@ TEST_F(ClusterScriptsTest, InsecureIsExplicitAndWarnsAtEveryStart) {
   ASSERT_EQ(started->exit_code, 0) << started->err;
   EXPECT_THAT(started->err, HasSubstr("WARNING: --insecure: no encryption and no authentication"));
   EXPECT_FALSE(std::filesystem::exists(run_dir_ + "/keys"));
+  const std::string rest_url = ReadFileOrEmpty(run_dir_ + "/rest.url");
+  ASSERT_THAT(rest_url, ::testing::StartsWith("http://127.0.0.1:"));
   EXPECT_EQ(ReadFileOrEmpty(run_dir_ + "/cluster.env"),
-            "unset KEYFLOW_KEYS  # an --insecure cluster\n");
+            "unset KEYFLOW_KEYS KEYFLOW_REST_CACERT KEYFLOW_REST_TOKEN_FILE  # an --insecure "
+            "cluster\nexport KEYFLOW_REST_URL=" +
+                rest_url);
+  EXPECT_FALSE(std::filesystem::exists(run_dir_ + "/keys/viewers")) << "no tokens";
   Status s = WaitUntil(
       [&] {
         return ReadFileOrEmpty(run_dir_ + "/worker-0.log").find("runs with --insecure") !=

@@ -1,8 +1,10 @@
 // The web dashboard (coordinator/rest/dashboard.h) in headless Chromium: the page on a real
 // cluster running a job (the job, one row per subtask with its exact key-group range, a
-// records/s chart with data), and against a fixture API (an httplib server in this test) for what
-// a cluster cannot make deterministic: the history cap after more polls than it, and the
-// "coordinator unreachable" banner when the server goes away.
+// records/s chart with data), the token it asks for on a secure cluster (none or a refused one:
+// the prompt and no data; the viewer's, given as the URL fragment #token=: the data), and
+// against a fixture API (an httplib server in this test) for what a cluster cannot make
+// deterministic: the history cap after more polls than it, and the "coordinator unreachable"
+// banner when the server goes away.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -267,8 +269,9 @@ TEST(DashboardTest, ShowsTheRunningJobItsSubtasksAndALiveChartOnARealCluster) {
   for (int polls : {100, 400, 1600}) {
     ChromiumRun chromium;
     chromium.virtual_time_budget = Duration::Millis(50 * polls);
-    dom = RunHeadlessChromium("http://127.0.0.1:" + std::to_string(*port) + "/?poll_ms=50",
-                              dir.path(), chromium);
+    dom = RunHeadlessChromium(
+        "http://127.0.0.1:" + std::to_string(*port) + "/?poll_ms=50#token=" + c.ViewerToken(),
+        dir.path(), chromium);
     if (!dom.ok() || IntAttr(StartTag(*dom, "figure", "chart-records"), "data-points") > 0) break;
   }
   ASSERT_TRUE(dom.ok()) << dom.status().ToString();
@@ -321,7 +324,8 @@ TEST(DashboardTest, ACoordinatorWithoutAJobShowsItsWorkersAndSaysSo) {
   ASSERT_TRUE(port.ok()) << port.status().ToString();
   ChromiumRun chromium;
   chromium.virtual_time_budget = Duration::Seconds(1);
-  auto dom = RunHeadlessChromium("http://127.0.0.1:" + std::to_string(*port) + "/?poll_ms=100",
+  auto dom = RunHeadlessChromium("http://127.0.0.1:" + std::to_string(*port) +
+                                     "/?poll_ms=100#token=" + (*cluster)->ViewerToken(),
                                  dir.path(), chromium);
   ASSERT_TRUE(dom.ok()) << dom.status().ToString();
   std::string body = StartTag(*dom, "body", "");
@@ -333,6 +337,66 @@ TEST(DashboardTest, ACoordinatorWithoutAJobShowsItsWorkersAndSaysSo) {
   EXPECT_TRUE(SubtaskRows(*dom).empty());
   EXPECT_NE(dom->find("<tr data-worker=\"1\">"), std::string::npos) << *dom;
   EXPECT_EQ(IntAttr(StartTag(*dom, "figure", "chart-records"), "data-points"), 0);
+}
+
+// A secure cluster's API answers 401 without a token: the page stops polling and asks for one,
+// shows no data, and takes the token from the URL's fragment (what a script or a bookmark gives;
+// a person pastes it into the prompt).
+TEST(DashboardTest, OnASecureClusterThePageAsksForATokenAndShowsNothingWithoutOne) {
+  REQUIRE_CHROMIUM();
+  TestDir dir;
+  auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 1});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  auto port = (*cluster)->RestPort();
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  const std::string page = "http://127.0.0.1:" + std::to_string(*port) + "/?poll_ms=100";
+  ChromiumRun chromium;
+  chromium.virtual_time_budget = Duration::Seconds(1);
+
+  auto none = RunHeadlessChromium(page, dir.path(), chromium);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  std::string body = StartTag(*none, "body", "");
+  EXPECT_EQ(Attr(body, "data-connection"), "token-needed") << body;
+  EXPECT_EQ(Attr(body, "data-polls"), "0") << body;
+  EXPECT_EQ(Attr(body, "data-csp-violations"), "0") << body;
+  const std::string prompt = StartTag(*none, "div", "token-prompt");
+  EXPECT_NE(prompt, "");
+  EXPECT_EQ(prompt.find(" hidden"), std::string::npos) << prompt;
+  EXPECT_NE(none->find("Its REST API answers only requests with a token."), std::string::npos);
+  EXPECT_NE(none->find(">waiting for a token</span>"), std::string::npos);
+  EXPECT_NE(none->find("RUN_DIR/keys/viewers/viewer.token"), std::string::npos);
+  EXPECT_EQ(none->find("<tr data-worker="), std::string::npos) << "no data without a token";
+
+  auto wrong = RunHeadlessChromium(page + "#token=" + std::string(64, 'a'), dir.path(), chromium);
+  ASSERT_TRUE(wrong.ok()) << wrong.status().ToString();
+  EXPECT_EQ(Attr(StartTag(*wrong, "body", ""), "data-connection"), "token-needed");
+  EXPECT_NE(wrong->find("The coordinator refused the token this tab had: the coordinator does "
+                        "not know this token"),
+            std::string::npos);
+  EXPECT_EQ(wrong->find("<tr data-worker="), std::string::npos);
+
+  auto viewer =
+      RunHeadlessChromium(page + "#token=" + (*cluster)->ViewerToken(), dir.path(), chromium);
+  ASSERT_TRUE(viewer.ok()) << viewer.status().ToString();
+  body = StartTag(*viewer, "body", "");
+  EXPECT_EQ(Attr(body, "data-connection"), "ok") << body;
+  EXPECT_GT(IntAttr(body, "data-polls"), 0) << body;
+  EXPECT_NE(StartTag(*viewer, "div", "token-prompt").find(" hidden"), std::string::npos);
+  EXPECT_EQ(StartTag(*viewer, "button", "forget-token").find(" hidden"), std::string::npos)
+      << "a stored token can be forgotten";
+  EXPECT_NE(viewer->find("<tr data-worker=\"1\">"), std::string::npos);
+
+  // Each token-less page load cost the coordinator one round of refused reads (4 requests):
+  // 2 loads (none, wrong), not a poll every 100 ms.
+  Status counted = WaitUntil(
+      [&] {
+        httplib::Client http("127.0.0.1", *port);
+        auto o = http.Get("/api/v1/overview",
+                          {{"Authorization", "Bearer " + (*cluster)->ViewerToken()}});
+        return o && o->status == 200 && json::parse(o->body)["rest"]["failed_auth"] == 8;
+      },
+      Duration::Seconds(10), "8 failed REST authentications");
+  EXPECT_TRUE(counted.ok()) << counted.ToString();
 }
 
 TEST(DashboardTest, ScreenshotScriptRefusesBadArgumentsWithASentence) {

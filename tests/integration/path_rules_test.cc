@@ -2,7 +2,8 @@
 // "Paths a client may use") and the modes of what a job writes.
 //   * keyflow-coordinator --allowed-path: bad values are usage errors; a job whose --output is
 //     outside the roots is refused (exit 1, nothing written); one inside runs, and its output
-//     directory is 0750 with 0640 part files, its checkpoint files 0600 in 0700 directories.
+//     directory is 0700 with 0600 part files (workers without --group-readable), its checkpoint
+//     files 0600 in 0700 directories.
 //   * keyflow run as an unprivileged user refuses (exit 2, nothing submitted) an --input that
 //     user cannot read and an --output that user cannot write.
 #include <gmock/gmock.h>
@@ -116,10 +117,10 @@ TEST(PathRulesTest, CoordinatorWithAllowedPathRefusesOutsidePathsAndTheJobWrites
   r = (*cluster)->Cli(accepted, Duration::Seconds(60));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->exit_code, 0) << r->err << (*cluster)->LogExcerpts();
-  EXPECT_EQ(ModeOf(allowed + "/out"), 0750u);
+  EXPECT_EQ(ModeOf(allowed + "/out"), 0700u);
   int part_files = 0;
   for (const auto& e : std::filesystem::directory_iterator(allowed + "/out")) {
-    EXPECT_EQ(ModeOf(e.path().string()), 0640u) << e.path();
+    EXPECT_EQ(ModeOf(e.path().string()), 0600u) << e.path();
     ++part_files;
   }
   EXPECT_GT(part_files, 0);

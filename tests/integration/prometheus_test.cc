@@ -2,9 +2,11 @@
 // workers run a rate-limited count-window job while `prometheus` (a child process of the test,
 // killed at the end) scrapes the coordinator's /metrics every second; the test then asks
 // Prometheus' HTTP API for the sum of the subtasks' processed records — exactly the job's input —
-// and for the workers' RSS and the scrape target's health. The /metrics text itself passes
-// `promtool check metrics` (format and naming lint). Without prometheus installed the test
-// fails and says how to install it.
+// and for the workers' RSS and the scrape target's health. The cluster is secure, so /metrics
+// needs a token: Prometheus sends the viewer's from its credentials file (`authorization:
+// {type: Bearer, credentials_file: ...}`), and a second scrape job without one is refused
+// (its target is down). The /metrics text itself passes `promtool check metrics` (format and
+// naming lint). Without prometheus installed the test fails and says how to install it.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <unistd.h>
@@ -71,10 +73,14 @@ TEST(PrometheusIntegration, ARealPrometheusScrapesTheExactRecordCountOfAJob) {
   // /metrics itself: the exposition content type, and promtool's format and naming lint.
   // (The snapshot it renders is published every 250 ms: wait for one with both workers.)
   httplib::Client rest("127.0.0.1", *rest_port);
+  auto anonymous = rest.Get("/metrics");
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401) << "a secure cluster's /metrics needs a token";
+  const httplib::Headers bearer = {{"Authorization", "Bearer " + c.ViewerToken()}};
   std::string body, content_type;
   Status both = WaitUntil(
       [&] {
-        auto res = rest.Get("/metrics");
+        auto res = rest.Get("/metrics", bearer);
         if (!res || res->status != 200) return false;
         body = res->body;
         content_type = res->get_header_value("Content-Type");
@@ -94,16 +100,29 @@ TEST(PrometheusIntegration, ARealPrometheusScrapesTheExactRecordCountOfAJob) {
 
   auto prom_port = PickUnusedPort();
   ASSERT_TRUE(prom_port.ok()) << prom_port.status().ToString();
+  // The scrape config README "Security" documents: the viewer's token file as credentials.
   const std::string config = dir.path() + "/prometheus.yml";
+  const std::string target = "127.0.0.1:" + std::to_string(*rest_port);
   std::ofstream(config) << "global:\n"
                            "  scrape_interval: 1s\n"
                            "  evaluation_interval: 1s\n"
                            "scrape_configs:\n"
                            "  - job_name: keyflow\n"
                            "    scrape_interval: 1s\n"
+                           "    authorization:\n"
+                           "      type: Bearer\n"
+                           "      credentials_file: "
+                        << c.KeysDir()
+                        << "/viewers/viewer.token\n"
                            "    static_configs:\n"
-                           "      - targets: ['127.0.0.1:"
-                        << *rest_port << "']\n";
+                           "      - targets: ['"
+                        << target
+                        << "']\n"
+                           "  - job_name: keyflow-anonymous\n"
+                           "    scrape_interval: 1s\n"
+                           "    static_configs:\n"
+                           "      - targets: ['"
+                        << target << "']\n";
   auto server = ChildProcess::Start(
       {prometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir.Subdir("tsdb"),
        "--web.listen-address=127.0.0.1:" + std::to_string(*prom_port), "--log.level=warn"},
@@ -132,6 +151,19 @@ TEST(PrometheusIntegration, ARealPrometheusScrapesTheExactRecordCountOfAJob) {
                             << Tail(dir.path() + "/prometheus.log");
   EXPECT_EQ(QueryValue(*prom_port, "keyflow_job_records_in_total"), expected);
   EXPECT_EQ(QueryValue(*prom_port, "up{job=\"keyflow\"}"), "1");
+  // Without the token the scrape is refused (401): that target is down (its first scrape may
+  // come later than the other job's).
+  std::string anonymous_up;
+  Status refused = WaitUntil(
+      [&] {
+        anonymous_up = QueryValue(*prom_port, "up{job=\"keyflow-anonymous\"}");
+        return !anonymous_up.empty();
+      },
+      Duration::Seconds(30), "Prometheus to have scraped the target without a token");
+  EXPECT_TRUE(refused.ok()) << refused.ToString() << "\n" << Tail(dir.path() + "/prometheus.log");
+  EXPECT_EQ(anonymous_up, "0") << "without the token the scrape is refused (401)";
+  EXPECT_EQ(QueryValue(*prom_port, "count(keyflow_coordinator_up{job=\"keyflow-anonymous\"})"), "")
+      << "and brings no keyflow metric";
   // Both workers report a resident set of more than 1 MiB.
   EXPECT_EQ(QueryValue(*prom_port, "count(keyflow_worker_resident_memory_bytes > 1048576)"), "2");
   EXPECT_EQ(QueryValue(*prom_port, "count(keyflow_worker_open_fds > 0)"), "2");

@@ -1,7 +1,9 @@
 // The coordinator's REST API on a real cluster (issue 12): every GET endpoint with the job's
 // exact shape, a 404, hung and idle HTTP clients that delay neither `keyflow status` nor other
 // requests, the commands' bearer tokens (none / wrong / revoked: 401; an operator's: the job is
-// canceled), an --insecure cluster (403), and a REST port in use at start.
+// canceled), the reads' tokens (none: 401; a viewer's: 200, on a command 403; a revoked
+// viewer's: 401 after `keyflow keys reload`), an --insecure cluster (reads open, commands 403),
+// and a REST port in use at start.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -70,12 +72,19 @@ class RestApiTest : public ::testing::Test {
                   return true;
                 }).ok());
   }
+  // The token every read sends: the viewer's ("" on an insecure cluster).
+  httplib::Headers ReadHeaders() const { return Bearer(cluster_->ViewerToken()); }
+  static httplib::Headers Bearer(const std::string& token) {
+    httplib::Headers h;
+    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+    return h;
+  }
   // Polls GET `path` until `pred(body)` holds (the snapshot is up to 250 ms old).
   Status GetUntil(const std::string& path, const std::function<bool(const json&)>& pred) const {
     json last;
     Status s = WaitUntil(
         [&] {
-          auto r = Client()->Get(path);
+          auto r = Client()->Get(path, ReadHeaders());
           if (!r) return false;
           last = json::parse(r->body, nullptr, false);
           return pred(last);
@@ -90,9 +99,10 @@ class RestApiTest : public ::testing::Test {
     c->set_read_timeout(40, 0);
     return c;
   }
-  // GET `path`: the status and the body (parsed).
-  std::pair<int, json> Get(const std::string& path) const {
-    auto r = Client()->Get(path);
+  // GET `path` with the viewer's token: the status and the body (parsed).
+  std::pair<int, json> Get(const std::string& path) const { return GetWith(path, ReadHeaders()); }
+  std::pair<int, json> GetWith(const std::string& path, const httplib::Headers& headers) const {
+    auto r = Client()->Get(path, headers);
     EXPECT_TRUE(r) << path << ": " << httplib::to_string(r.error());
     if (!r) return {0, json()};
     EXPECT_EQ(r->get_header_value("Cache-Control"), "no-store") << path;
@@ -101,9 +111,7 @@ class RestApiTest : public ::testing::Test {
   }
   httplib::Result Post(const std::string& path, const std::string& token,
                        const std::string& body = "{}") const {
-    httplib::Headers h;
-    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
-    return Client()->Post(path, h, body, "application/json");
+    return Client()->Post(path, Bearer(token), body, "application/json");
   }
   std::string OperatorToken() const {
     auto t = ReadRestToken(RestTokenFile(KeyDirectory{cluster_->KeysDir()}, "operator"));
@@ -180,6 +188,81 @@ TEST_F(RestApiTest, EveryReadEndpointShowsTheRunningJob) {
   auto wrong = Client()->Delete("/api/v1/job");
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->status, 405);
+}
+
+// Secure by default: every read but the liveness probe needs a token; a viewer's reads
+// everything (the API, /metrics) and commands nothing.
+TEST_F(RestApiTest, ReadsNeedATokenAndAViewersTokenOnlyReads) {
+  ASSERT_NO_FATAL_FAILURE(Start(false));
+  ASSERT_NO_FATAL_FAILURE(StartJob());
+  for (const char* path :
+       {"/api/v1/overview", "/api/v1/workers", "/api/v1/job", "/api/v1/job/subtasks",
+        "/api/v1/job/checkpoints", "/api/v1/job/rescale", "/metrics"}) {
+    auto r = Client()->Get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 401) << path;
+    EXPECT_EQ(r->get_header_value("WWW-Authenticate"), "Bearer realm=\"keyflow\"") << path;
+    EXPECT_THAT(json::parse(r->body)["error"].get<std::string>(),
+                HasSubstr("this cluster's REST API needs a token to read: send `Authorization: "
+                          "Bearer <token>` with a viewer's token"))
+        << path;
+    EXPECT_EQ(r->body.find("count-window"), std::string::npos) << path << ": no job data";
+    auto viewer = Client()->Get(path, ReadHeaders());
+    ASSERT_TRUE(viewer) << path;
+    EXPECT_EQ(viewer->status, 200) << path << ": " << viewer->body;
+    auto op = Client()->Get(path, Bearer(cluster_->OperatorToken()));
+    ASSERT_TRUE(op) << path;
+    EXPECT_EQ(op->status, 200) << path;
+  }
+  auto metrics = Client()->Get("/metrics", ReadHeaders());
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_THAT(metrics->body, HasSubstr("\nkeyflow_coordinator_workers 2\n"));
+  // The liveness probe shows no job data and needs no token.
+  auto [hs, health] = GetWith("/api/v1/health", {});
+  EXPECT_EQ(hs, 200);
+  EXPECT_EQ(health["status"], "ok");
+
+  auto cancel = Post("/api/v1/job/cancel", cluster_->ViewerToken());
+  ASSERT_TRUE(cancel);
+  EXPECT_EQ(cancel->status, 403) << cancel->body;
+  EXPECT_EQ(json::parse(cancel->body)["error"],
+            "the token of viewer viewer may only read: this command needs an operator's token "
+            "(the token of an operator client key, KEYS/clients/NAME.token; `keyflow keys "
+            "add-client NAME` creates one)");
+  auto st = cluster_->StatusJson();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ((*st)["job"]["state"], "RUNNING") << "a viewer's command changes nothing";
+  // 7 reads without a token; the viewer's command is a refusal, not a failed authentication.
+  EXPECT_TRUE(GetUntil("/api/v1/overview", [](const json& o) {
+                return o["rest"].is_object() && o["rest"]["failed_auth"] == 7;
+              }).ok());
+}
+
+TEST_F(RestApiTest, ANewViewerReadsAfterTheReloadAndARevokedOneNoLonger) {
+  ASSERT_NO_FATAL_FAILURE(Start(false));
+  auto add = RunCommand({KeyflowBinary("keyflow"), "keys", "add-token", "grafana", "--role",
+                         "viewer", "--keys", cluster_->KeysDir()},
+                        Duration::Seconds(15));
+  ASSERT_TRUE(add.ok() && add->exit_code == 0) << (add.ok() ? add->err : add.status().message());
+  const KeyDirectory keys{cluster_->KeysDir()};
+  auto token = ReadRestToken(ViewerTokenFile(keys, "grafana"));
+  ASSERT_TRUE(token.ok()) << token.status().message();
+  EXPECT_EQ(GetWith("/metrics", Bearer(*token)).first, 401) << "not admitted before the reload";
+  auto reload = cluster_->Cli({"keys", "reload"});
+  ASSERT_TRUE(reload.ok() && reload->exit_code == 0);
+  EXPECT_EQ(GetWith("/api/v1/workers", Bearer(*token)).first, 200);
+  std::filesystem::remove(ViewerTokenHashFile(keys, "grafana"));
+  reload = cluster_->Cli({"keys", "reload"});
+  ASSERT_TRUE(reload.ok() && reload->exit_code == 0);
+  auto [code, body] = GetWith("/api/v1/workers", Bearer(*token));
+  EXPECT_EQ(code, 401) << body.dump();
+  EXPECT_THAT(body["error"].get<std::string>(), HasSubstr("does not know this token"));
+  EXPECT_EQ(Get("/api/v1/workers").first, 200) << "the other viewer stays";
+  auto list = RunCommand({KeyflowBinary("keyflow"), "keys", "list", "--keys", cluster_->KeysDir()},
+                         Duration::Seconds(15));
+  ASSERT_TRUE(list.ok());
+  EXPECT_THAT(list->out, HasSubstr("viewer       grafana             revoked      "));
 }
 
 TEST_F(RestApiTest, HungAndIdleHttpClientsDelayNeitherTheCliNorOtherRequests) {
@@ -310,8 +393,12 @@ TEST_F(RestApiTest, AnInsecureClusterRefusesCommands) {
   EXPECT_EQ(r->status, 403);
   EXPECT_THAT(json::parse(r->body)["error"].get<std::string>(),
               HasSubstr("this cluster runs --insecure, so the REST API's commands are off"));
-  auto [code, overview] = Get("/api/v1/overview");
-  EXPECT_EQ(code, 200);  // reading stays open
+  auto [code, overview] = GetWith("/api/v1/overview", {});
+  EXPECT_EQ(code, 200);  // reading stays open, without a token
+  EXPECT_EQ(overview["coordinator"]["security"]["mode"], "insecure");
+  auto metrics = Client()->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
 }
 
 TEST(RestPortTest, APortInUseStopsTheCoordinatorWithASentence) {

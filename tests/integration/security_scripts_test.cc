@@ -1,11 +1,13 @@
 // Issue 13 in the scripts and flags: a cluster started by scripts/start-cluster.sh serves its
-// REST API over HTTPS with the key set's certificate (pinned by the client; plain HTTP fails)
+// REST API over HTTPS with the key set's certificate (pinned by the client; plain HTTP fails),
+// answers reads only with a token (the viewer's it wrote, named in cluster.env, 0600)
 // and lets clients name only its run and checkpoint directories and the --allowed-path ones;
 // the coordinator refuses plain HTTP with tokens on a non-loopback --rest-bind and unusable TLS
 // files with one sentence (exit 2).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -61,7 +63,23 @@ TEST_F(SecurityScriptsTest, StartClusterServesHttpsAndAllowsOnlyItsDirectories) 
   https.set_ca_cert_path(cert.c_str());
   https.enable_server_certificate_verification(true);
   https.set_connection_timeout(5, 0);
-  auto overview = https.Get("/api/v1/overview");
+  // Every read needs a token: start-cluster.sh made the viewer's and names it in cluster.env.
+  const std::string keys_dir = run_dir_ + "/keys";
+  const std::string viewer_token_file = keys_dir + "/viewers/viewer.token";
+  EXPECT_EQ(ReadFileOrEmpty(run_dir_ + "/cluster.env"),
+            "export KEYFLOW_KEYS=" + keys_dir + "\nexport KEYFLOW_REST_URL=" + url +
+                "\nexport KEYFLOW_REST_CACERT=" + cert +
+                " KEYFLOW_REST_TOKEN_FILE=" + viewer_token_file + "\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(viewer_token_file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  std::string viewer_token = ReadFileOrEmpty(viewer_token_file);
+  viewer_token = viewer_token.substr(0, viewer_token.find('\n'));
+  EXPECT_THAT(started.err, HasSubstr("reads take the viewer token " + viewer_token_file));
+  auto anonymous = https.Get("/api/v1/overview");
+  ASSERT_TRUE(anonymous) << httplib::to_string(anonymous.error());
+  EXPECT_EQ(anonymous->status, 401);
+  auto overview = https.Get("/api/v1/overview", {{"Authorization", "Bearer " + viewer_token}});
   ASSERT_TRUE(overview) << httplib::to_string(overview.error());
   EXPECT_EQ(overview->status, 200);
   const nlohmann::json body = nlohmann::json::parse(overview->body);

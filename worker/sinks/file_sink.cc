@@ -233,7 +233,7 @@ Result<FileSink> FileSink::Open(FileSinkOptions options) {
     return InvalidArgument("output path '" + options.directory + "' exists and is not a directory");
   }
   RETURN_IF_ERROR_CTX(
-      options.file_system->CreateDirectories(options.directory, kOutputDirectoryMode),
+      options.file_system->CreateDirectories(options.directory, DirectoryModeFor(options.access)),
       "cannot use the output directory '" + options.directory + "'");
   FileSink sink;
   sink.fs_ = options.file_system;
@@ -258,8 +258,8 @@ std::string FileSink::BaseName() const {
 Status FileSink::OpenTransaction() {
   std::string name = "." + BaseName() + std::string(kInProgressSuffix);
   ASSIGN_OR_RETURN(file_, fs_->NewWritableFile(Path(name), WriteMode::kCreateNew));
-  // 0640 from the start (created 0600): the committed file is this file renamed.
-  RETURN_IF_ERROR_CTX(fs_->SetPermissions(Path(name), kOutputFileMode),
+  // Its final mode from the start (created 0600): the committed file is this file renamed.
+  RETURN_IF_ERROR_CTX(fs_->SetPermissions(Path(name), FileModeFor(options_.access)),
                       "cannot open an output transaction");
   inprogress_name_ = std::move(name);
   checksum_ = std::make_unique<StreamingChecksum>();

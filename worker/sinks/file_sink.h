@@ -53,16 +53,16 @@
 #include "common/binary_io.h"
 #include "common/file_system.h"
 #include "common/hashing.h"
+#include "common/process/file_access.h"
 #include "common/status.h"
 #include "common/types.h"
 
 namespace keyflow {
 
 // Modes of what the sink creates, whatever the umask: the output directory (when the sink
-// creates it) and every file in it, in progress, pending or committed (issue 13: output is not
-// world-readable; the group may read it).
-inline constexpr uint32_t kOutputDirectoryMode = 0750;
-inline constexpr uint32_t kOutputFileMode = 0640;
+// creates it) and every file in it, in progress, pending or committed — DirectoryModeFor /
+// FileModeFor of FileSinkOptions::access: 0700 / 0600 (the worker's user only), or 0750 / 0640
+// when the worker runs --group-readable (common/process/file_access.h). Never world-readable.
 
 struct FileSinkOptions {
   std::string directory;        // created (with parents) if missing
@@ -71,6 +71,7 @@ struct FileSinkOptions {
   AttemptNumber attempt{0};
   size_t buffer_bytes = 1 << 20;                     // write(2) in chunks of about this size
   FileSystem* file_system = &FileSystem::Default();  // not owned; outlives the sink
+  FileAccess access = ProcessFileAccess();           // who may read the output (modes above)
 };
 
 // A pre-committed transaction: what goes into checkpoint c and what Commit needs.

@@ -9,8 +9,14 @@
 // Query parameters (for tests and the screenshot script): poll_ms=N (default 1000),
 // max_points=N (default 300).
 //
+// Tokens: a secure cluster's API answers 401 without `Authorization: Bearer <token>`. The page
+// then stops polling and asks for a token (a viewer's or an operator's), keeps it in
+// sessionStorage (this tab only, gone when it closes) and sends it with every fetch; a refused
+// token is forgotten and asked for again. A URL fragment #token=TOKEN (scripts, tests) is taken
+// the same way and removed from the address at once; a fragment never reaches the server.
+//
 // The DOM exposes what a headless test checks: body[data-connection] ("ok" | "unreachable" |
-// "connecting"), body[data-polls] (successful polls), body[data-renders] (polls that brought a
+// "connecting" | "token-needed"), body[data-polls] (successful polls), body[data-renders] (polls that brought a
 // new snapshot and were drawn), body[data-csp-violations], body[data-wide-sections] ("ID:content
 // width/section width" of each section whose content overflows it sideways, "" when all fit),
 // body[data-page-width]
@@ -41,6 +47,28 @@
 
   const $ = (id) => document.getElementById(id);
   const body = document.body;
+
+  // ---- the REST token ---------------------------------------------------------------------
+
+  const TOKEN_KEY = 'keyflow.rest-token';
+  function loadToken() {
+    try { return window.sessionStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
+  }
+  function storeToken(t) {
+    try {
+      if (t) window.sessionStorage.setItem(TOKEN_KEY, t); else window.sessionStorage.removeItem(TOKEN_KEY);
+    } catch (e) { /* storage disabled: the token lives as long as the page */ }
+  }
+  let token = loadToken();
+  {
+    const m = /(?:^#|&)token=([^&]*)/.exec(window.location.hash);
+    if (m) {
+      token = decodeURIComponent(m[1]).trim();
+      storeToken(token);
+      window.history.replaceState(null, '', window.location.pathname + window.location.search);
+    }
+  }
+  let waitingForToken = false;
 
   let cspViolations = 0;
   body.dataset.cspViolations = '0';
@@ -261,7 +289,8 @@
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), FETCH_TIMEOUT_MS);
     try {
-      const r = await fetch(url, { cache: 'no-store', signal: controller.signal });
+      const headers = token ? { Authorization: 'Bearer ' + token } : {};
+      const r = await fetch(url, { cache: 'no-store', signal: controller.signal, headers });
       let data = null;
       try { data = await r.json(); } catch (e) { data = null; }
       return { status: r.status, data, date: r.headers.get('Date') };
@@ -295,6 +324,11 @@
       const [workersRes, jobRes, subtasksRes, checkpointsRes] = await Promise.all(
         [getJson(API.workers), getJson(API.job), getJson(API.subtasks),
           getJson(API.checkpoints + '?since_id=' + newestCheckpoint)]);
+      const refused = [workersRes, jobRes, subtasksRes, checkpointsRes].find((r) => r.status === 401);
+      if (refused) {
+        askForToken(refused);
+        return;
+      }
       if (workersRes.status !== 200) throw new Error(errorText(workersRes, API.workers));
       if (jobRes.status !== 200 && jobRes.status !== 404) throw new Error(errorText(jobRes, API.job));
       const workers = unwrapList(workersRes.data, 'workers');
@@ -327,9 +361,49 @@
         ? 'no answer within ' + (FETCH_TIMEOUT_MS / 1000) + ' s'
         : (e && e.message) || String(e));
     } finally {
-      window.setTimeout(poll, POLL_MS);
+      if (!waitingForToken) window.setTimeout(poll, POLL_MS);
     }
   }
+
+  // The API answered 401: stop polling (each refused request is counted and logged by the
+  // coordinator) until a token is given.
+  function askForToken(res) {
+    const why = res.data && typeof res.data.error === 'string' ? res.data.error : '';
+    $('token-reason').textContent = token
+      ? 'The coordinator refused the token this tab had' + (why ? ': ' + why : '.')
+      : 'Its REST API answers only requests with a token.';
+    token = '';
+    storeToken('');
+    waitingForToken = true;
+    body.dataset.connection = 'token-needed';
+    $('cluster-summary').textContent = 'waiting for a token';
+    $('updated').textContent = '';
+    $('banner').hidden = true;
+    $('forget-token').hidden = true;
+    $('token-prompt').hidden = false;
+    $('token-input').focus();
+  }
+  function useToken() {
+    const t = $('token-input').value.trim();
+    if (!t) return;
+    $('token-input').value = '';
+    token = t;
+    storeToken(t);
+    $('token-prompt').hidden = true;
+    $('forget-token').hidden = false;
+    body.dataset.connection = 'connecting';
+    if (waitingForToken) {
+      waitingForToken = false;
+      poll();
+    }
+  }
+  $('token-submit').addEventListener('click', useToken);
+  $('token-input').addEventListener('keydown', (e) => { if (e.key === 'Enter') useToken(); });
+  $('forget-token').addEventListener('click', () => {
+    token = '';
+    storeToken('');
+    $('forget-token').hidden = true;
+  });
 
   // The publication sequence number of the snapshot a response shows ('?' if it has none).
   function snapshotSequence(doc) {
@@ -554,6 +628,7 @@
       : '';
   }
 
+  $('forget-token').hidden = !token;
   $('poll-interval').textContent = fmtMs(POLL_MS);
   $('max-points').textContent = String(MAX_POINTS);
   poll();

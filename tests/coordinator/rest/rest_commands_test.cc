@@ -48,6 +48,7 @@ class RestCommandsTest : public ::testing::Test {
     context_.auth = auth_.get();
     context_.secure = true;
     context_.command_timeout = 10s;
+    router_.SetAccessCheck(RestAccessCheck(context_));
     AddApiRoutes(router_, context_);
     token_ = ReadRestToken(RestTokenFile(keys_, "operator")).value();
   }

@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace keyflow {
 namespace {
@@ -96,6 +99,46 @@ TEST_F(RestRouterTest, AThrowingHandlerIs500Json) {
   HttpResponse r = router_.Handle(Request("GET", "/boom"));
   EXPECT_EQ(r.status, 500);
   EXPECT_THAT(Body(r)["error"].get<std::string>(), HasSubstr("kaput"));
+}
+
+// Routes are kRead unless added otherwise; the check runs before the handler of a kRead or
+// kCommand route (never for kPublic ones, nor for 404/405), may refuse with its own response
+// and names the caller the handler sees.
+TEST(RestRouterAccessTest, TheCheckGuardsEveryRouteButThePublicOnes) {
+  RestRouter router;
+  auto caller = [](const HttpRequest& r) {
+    return JsonResponse(200, {{"caller", r.caller ? r.caller->name : ""}});
+  };
+  router.Add("GET", "/read", caller);
+  router.Add("POST", "/command", caller, RestAccess::kCommand);
+  router.Add("GET", "/public", caller, RestAccess::kPublic);
+  std::vector<std::pair<std::string, RestAccess>> checked;
+  router.SetAccessCheck(
+      [&checked](HttpRequest& r, RestAccess access) -> std::optional<HttpResponse> {
+        checked.emplace_back(r.path, access);
+        if (r.headers.count("authorization") == 0) return JsonError(401, "who are you?");
+        r.caller = RestCaller{RestRole::kViewer, r.headers.at("authorization")};
+        return std::nullopt;
+      });
+  HttpRequest read = Request("GET", "/read");
+  read.caller = RestCaller{RestRole::kOperator, "forged"};  // only the check sets it
+  HttpResponse refused = router.Handle(read);
+  EXPECT_EQ(refused.status, 401);
+  EXPECT_EQ(refused.headers.at("Cache-Control"), "no-store");
+  read.headers["authorization"] = "v";
+  EXPECT_EQ(json::parse(router.Handle(read).body)["caller"], "v");
+  HttpRequest command = Request("POST", "/command");
+  command.headers["authorization"] = "op";
+  EXPECT_EQ(json::parse(router.Handle(command).body)["caller"], "op");
+  HttpRequest pub = Request("GET", "/public");
+  pub.caller = RestCaller{RestRole::kOperator, "forged"};
+  EXPECT_EQ(json::parse(router.Handle(pub).body)["caller"], "");
+  EXPECT_EQ(router.Handle(Request("GET", "/nope")).status, 404);
+  EXPECT_EQ(router.Handle(Request("DELETE", "/read")).status, 405);
+  EXPECT_EQ(checked,
+            (std::vector<std::pair<std::string, RestAccess>>{{"/read", RestAccess::kRead},
+                                                             {"/read", RestAccess::kRead},
+                                                             {"/command", RestAccess::kCommand}}));
 }
 
 TEST(JsonResponseTest, InvalidUtf8IsReplacedNotThrown) {

@@ -292,27 +292,55 @@ TEST(FileSink, CommittablesNamingFilesASinkDoesNotWriteAreRefusedWithoutSideEffe
   EXPECT_TRUE(FileSinkCommittable::DecodeFrom(&r).ok());
 }
 
-TEST(FileSink, OutputDirectoryIs0750AndItsFiles0640WhateverTheUmask) {
-  for (mode_t umask : {mode_t{0}, mode_t{022}, mode_t{077}}) {
-    TempDir dir;
-    const mode_t old = ::umask(umask);
-    const std::string out = dir.File("out");
-    FileSink sink = OpenSink(Options(out));
-    ASSERT_TRUE(sink.Write("a").ok());
-    FileSinkCommittable c = PreCommit(sink, 1);
-    ASSERT_TRUE(sink.Write("b").ok());  // an in-progress file
-    auto mode = [](const std::string& path) {
-      struct stat st;
-      EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-      return st.st_mode & 07777;
-    };
-    EXPECT_EQ(mode(out), 0750u) << "umask " << umask;
-    EXPECT_EQ(mode(out + "/" + c.pending_name), 0640u);
-    EXPECT_EQ(mode(out + "/.part-0-1-1.inprogress"), 0640u);
-    ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(1)).ok());
-    EXPECT_EQ(mode(out + "/" + c.final_name), 0640u) << "umask " << umask;
-    ::umask(old);
+// The output's modes follow the worker's FileAccess (--group-readable), whatever the umask:
+// private 0700 / 0600 by default, 0750 / 0640 for the group; never anything for others.
+TEST(FileSink, OutputIsPrivateOrGroupReadableWhateverTheUmask) {
+  struct Case {
+    FileAccess access;
+    uint32_t dir_mode;
+    uint32_t file_mode;
+  };
+  for (const Case& expected :
+       {Case{FileAccess::kPrivate, 0700, 0600}, Case{FileAccess::kGroupReadable, 0750, 0640}}) {
+    for (mode_t umask : {mode_t{0}, mode_t{022}, mode_t{077}}) {
+      TempDir dir;
+      const mode_t old = ::umask(umask);
+      const std::string out = dir.File("out");
+      FileSinkOptions options = Options(out);
+      options.access = expected.access;
+      FileSink sink = OpenSink(options);
+      ASSERT_TRUE(sink.Write("a").ok());
+      FileSinkCommittable c = PreCommit(sink, 1);
+      ASSERT_TRUE(sink.Write("b").ok());  // an in-progress file
+      auto mode = [](const std::string& path) {
+        struct stat st;
+        EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+        return st.st_mode & 07777;
+      };
+      EXPECT_EQ(mode(out), expected.dir_mode) << "umask " << umask;
+      EXPECT_EQ(mode(out + "/" + c.pending_name), expected.file_mode);
+      EXPECT_EQ(mode(out + "/.part-0-1-1.inprogress"), expected.file_mode);
+      ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(1)).ok());
+      EXPECT_EQ(mode(out + "/" + c.final_name), expected.file_mode) << "umask " << umask;
+      ::umask(old);
+    }
   }
+}
+
+// In a setgid directory (start-cluster.sh --group) the output directory keeps the setgid bit,
+// so its files get the directory's group.
+TEST(FileSink, AnOutputDirectoryInASetgidDirectoryStaysSetgid) {
+  TempDir dir;
+  const std::string parent = dir.File("run");
+  ASSERT_EQ(::mkdir(parent.c_str(), 0750), 0);
+  ASSERT_EQ(::chmod(parent.c_str(), 02750), 0);
+  FileSinkOptions options = Options(parent + "/out");
+  options.access = FileAccess::kGroupReadable;
+  FileSink sink = OpenSink(options);
+  ASSERT_TRUE(sink.Write("a").ok());
+  struct stat st;
+  ASSERT_EQ(::stat((parent + "/out").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 02750u);
 }
 
 // A crash of attempt 1 after checkpoint 2 completed (but before its commit) and after checkpoint 3
