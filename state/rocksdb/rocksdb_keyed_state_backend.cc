@@ -97,7 +97,11 @@ std::error_code ResetPrivateDirectory(const std::string& dir) {
   } else {
     fs::create_directories(dir, ec);
   }
-  if (!ec) fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+  // Owner only; a setgid bit the directory inherited (a group's run dir) is kept.
+  if (!ec) {
+    fs::permissions(dir, fs::perms::group_all | fs::perms::others_all, fs::perm_options::remove,
+                    ec);
+  }
   return ec;
 }
 

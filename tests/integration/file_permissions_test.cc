@@ -74,8 +74,14 @@ uint32_t ExpectedMode(const std::string& rel, bool is_dir, bool group) {
   const bool explicit_private =
       (top == "checkpoints" && rel != "checkpoints") || top == ".keyflow" || rel == "rest.port";
   if (explicit_private) return is_dir ? (group ? 02700 : 0700) : 0600;
+  // The RocksDB working state's directories are private (worker/task/state_directory.h); its
+  // files follow the umask (RocksDB creates them), unreachable through those directories.
+  if (top == "keyflow-state") {
+    if (is_dir) return group ? 02700 : 0700;
+    return ends_with(".lock") ? 0600 : (group ? 0640 : 0600);  // the owner's lock: explicit
+  }
   // The rest follows the umask, or the file sink's FileAccess: logs, .out, pid files, the
-  // RocksDB state, the output, the checkpoint root the script made.
+  // output, the checkpoint root the script made.
   if (is_dir) return group ? 02750 : 0700;
   return group ? 0640 : 0600;
 }

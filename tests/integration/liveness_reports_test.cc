@@ -310,7 +310,7 @@ TEST(LivenessReportsTest, WorkerEndedByTheOomKillerIsReportedOutOfMemoryWithTheL
   std::string rest_failure;
   Status rest_seen = WaitUntil(
       [&] {
-        auto r = rest.Get("/api/v1/job");
+        auto r = rest.Get("/api/v1/job", {{"Authorization", "Bearer " + c.ViewerToken()}});
         if (!r || r->status != 200) return false;
         auto j = nlohmann::json::parse(r->body, nullptr, false);
         rest_failure = j.is_object() ? j.value("failure", std::string()) : std::string();
