@@ -151,8 +151,8 @@ void KeyedProcessOperator::FireTimer(const TimerEntry& timer, TimeDomain domain)
   if (!failure_.ok()) return;  // the function failed: the task is going down
   context_.Set(timer.timestamp, domain, timer.ns);
   // Flink's KeyedProcessOperator.onProcessingTime calls collector.eraseTimestamp().
-  output_.timestamp = domain == TimeDomain::kEventTime ? std::optional(timer.timestamp)
-                                                       : std::nullopt;
+  output_.timestamp =
+      domain == TimeDomain::kEventTime ? std::optional(timer.timestamp) : std::nullopt;
   Fail(guard_.Call(UserCall::kOnTimer, [&] {
     function_->OnTimer(timer.timestamp, context_, output_);
   })).IgnoreError();
