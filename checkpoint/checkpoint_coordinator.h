@@ -1,5 +1,5 @@
 // CheckpointCoordinator: the coordinator side of checkpoints for one job attempt (Flink's
-// CheckpointCoordinator + PendingCheckpoint + CompletedCheckpointStore; FLINK-SEMANTICS §5.3).
+// CheckpointCoordinator + PendingCheckpoint + CompletedCheckpointStore).
 //
 // Trigger -> every subtask acknowledges (or declines) -> the metadata is written atomically
 // (the commit point) -> the subtasks are notified (not for savepoints) -> pending periodic

@@ -1,4 +1,4 @@
-// CheckpointMetadata: the `_metadata` file of a completed checkpoint or savepoint (DESIGN §10):
+// CheckpointMetadata: the `_metadata` file of a completed checkpoint or savepoint:
 // what a restore needs, written by the coordinator only after every subtask acknowledged.
 // A checkpoint whose metadata was not written (or does not verify) does not exist.
 //

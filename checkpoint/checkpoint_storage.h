@@ -1,4 +1,4 @@
-// CheckpointStorage: where checkpoints live on disk (DESIGN §10):
+// CheckpointStorage: where checkpoints live on disk:
 //   <root>/<job_id>/_job                      job record: spec, state, last attempt (atomic)
 //   <root>/<job_id>/chk-<n>/_metadata         completed checkpoint n (the commit point)
 //   <root>/<job_id>/chk-<n>/subtask-<i>.kgs   keyed-state snapshot of subtask i

@@ -1,5 +1,5 @@
-// StateAssignment: which state each new subtask restores (Flink's StateAssignmentOperation,
-// FLINK-SEMANTICS §2.3, §7). Pure planning over checkpoint metadata; reads no state files.
+// StateAssignment: which state each new subtask restores (Flink's StateAssignmentOperation). Pure
+// planning over checkpoint metadata; reads no state files.
 //
 // Keyed state: new subtask i of P' owns the Flink range of i; it receives, from every old
 // subtask whose range intersects its own, that subtask's whole snapshot handle (each new

@@ -1,5 +1,4 @@
-// Key → key group → subtask, exactly as Flink's KeyGroupRangeAssignment
-// (FLINK-SEMANTICS §1; DESIGN §3):
+// Key → key group → subtask, exactly as Flink's KeyGroupRangeAssignment:
 //   keyGroup(key)         = FlinkMurmurHash(javaHashCode(key)) % maxParallelism
 //   range(i of P)         = [ceil(i*M/P), floor(((i+1)*M - 1)/P)]
 //   operatorIndex(g)      = g * P / M

@@ -8,7 +8,7 @@
 // would not see the happens-before edges of its (uninstrumented) lock and would report false
 // races on everything it guards. std::mutex goes through pthread, which TSan intercepts.
 //
-// Who uses it: the few structures shared between threads (DESIGN: concurrency by confinement):
+// Who uses it: the few structures shared between threads (the rest is confined to one thread):
 // the task mailbox, the mailbox processor's error, the task executor's completion count, the
 // source task's final positions, the asynchronous keyed snapshot.
 #pragma once

@@ -1,4 +1,4 @@
-// Coordinator: the brain of a keyflow session cluster (DESIGN §2, §9). Accepts worker
+// Coordinator: the brain of a keyflow session cluster. Accepts worker
 // registrations, tracks heartbeats, runs one job at a time through a JobMaster, answers the
 // CLI. Transport-agnostic: messages come in through OnMessage and go out through the injected
 // ControlOutbox, time comes in as arguments — so the logic is tested without sockets or sleeps.
@@ -50,7 +50,7 @@ struct ControlPeer {
   std::string address;                   // its IP address ("" if unknown)
 };
 
-// Roles (DESIGN §17): on a secure cluster (options.security.enabled) worker messages (register,
+// Roles: on a secure cluster (options.security.enabled) worker messages (register,
 // heartbeat, task status, acks and declines, job library fetches, exiting, exit reports) are
 // accepted only from worker keys, operator requests (submit, cancel, stop, rescale, savepoint,
 // checkpoint, status, list checkpoints, key reload) only from operator keys, and nothing from a

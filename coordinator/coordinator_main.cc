@@ -1,4 +1,4 @@
-// keyflow-coordinator: the coordinator process of a keyflow cluster (DESIGN §2).
+// keyflow-coordinator: the coordinator process of a keyflow cluster.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>

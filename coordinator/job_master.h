@@ -1,6 +1,6 @@
 // JobMaster: one submitted job on the coordinator — deployment attempts, liveness of their
 // subtasks, checkpoints, failure recovery, completion (Flink's JobMaster + ExecutionGraph +
-// scheduler, for a single keyed pipeline; DESIGN §9–§12).
+// scheduler, for a single keyed pipeline).
 //
 // An attempt: DeployTask to P workers (with the state each subtask restores) -> all
 // TaskDeployed -> StartTask -> RUNNING: periodic checkpoints (CheckpointCoordinator) -> with
@@ -125,7 +125,7 @@ class JobMaster {
   Status RequestCheckpoint(bool savepoint, const std::string& directory, RequestCallback done,
                            int64_t now_ms);
 
-  // `keyflow rescale P'` (DESIGN §12): waits up to `wait_for_workers_ms` until P' workers are
+  // `keyflow rescale P'`: waits up to `wait_for_workers_ms` until P' workers are
   // registered, stops periodic checkpoints, takes a checkpoint or a savepoint (`via`; kAuto: a
   // checkpoint with --state-backend rocksdb, whose native incremental checkpoint restores
   // several times faster than its canonical savepoint, a savepoint with heap, whose checkpoint

@@ -1,5 +1,4 @@
-// RestartStrategy: whether and when a failed job restarts (Flink's restart strategies,
-// FLINK-SEMANTICS §6.1).
+// RestartStrategy: whether and when a failed job restarts (Flink's restart strategies).
 //   none              never restart
 //   fixed-delay       up to `attempts` restarts, each after `delay`
 //   exponential-delay up to `attempts` restarts; backoff starts at `delay`, doubles up to

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The checkpoint/recovery drill (DESIGN §10-§11): proves exactly-once recovery from the outside,
+# The checkpoint/recovery drill: proves exactly-once recovery from the outside,
 # with real processes and SIGKILL.
 #
 #   scripts/drill-kill.sh [--workers N] [--kills K] [--events E] [--keys K] [--seed S]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The rescale drill (issue 5, DESIGN §12): rescales running jobs through a list of
+# The rescale drill (issue 5): rescales running jobs through a list of
 # parallelisms mid-stream and proves that nothing was lost, duplicated or read twice.
 #
 #   scripts/drill-rescale.sh [--events E] [--steps 2,3,1,4] [--keys K] [--build-dir DIR] [--keep]

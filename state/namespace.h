@@ -1,4 +1,4 @@
-// Namespace: the second scope of keyed state and timers, after the key (DESIGN §4).
+// Namespace: the second scope of keyed state and timers, after the key.
 // kVoidNamespace for plain keyed functions; window operators use the window's start
 // timestamp (the window size is fixed per operator, so the start identifies the window).
 #pragma once

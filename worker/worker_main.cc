@@ -1,4 +1,4 @@
-// keyflow-worker: one worker process of a keyflow cluster (DESIGN §2). Runs the source, keyed
+// keyflow-worker: one worker process of a keyflow cluster. Runs the source, keyed
 // and sink subtask of one index of the job the coordinator deploys.
 #include <iostream>
 

@@ -1,4 +1,4 @@
-// WorkerProcess: the control side of a keyflow worker (DESIGN §2, §9). Registers with the
+// WorkerProcess: the control side of a keyflow worker. Registers with the
 // coordinator (retrying with backoff while it is unreachable), exchanges heartbeats, deploys /
 // starts / cancels the subtask the coordinator assigns (TaskExecutor), and reports its end.
 // If the coordinator stops answering for longer than its heartbeat timeout, the worker cancels

@@ -4,7 +4,7 @@
 // binary archive of ControlMessage (a std::variant). A peer with another version is refused
 // with a message that names both versions. Byte format: common/README.md "Control protocol".
 //
-// Lifecycle (DESIGN §9): RegisterWorker -> Registered; then per job attempt: DeployTask ->
+// Lifecycle: RegisterWorker -> Registered; then per job attempt: DeployTask ->
 // TaskDeployed (data endpoints bound) -> StartTask (all peers' endpoints) -> heartbeats both ways
 // (WorkerHeartbeat / CoordinatorHeartbeat) -> checkpoints (TriggerCheckpoint ->
 // AcknowledgeCheckpoint | DeclineCheckpoint -> NotifyCheckpointComplete | NotifyCheckpointAborted)

@@ -18,7 +18,7 @@ namespace keyflow {
 // checkpoint or a decline racing a failover does not end a long-running job.
 inline constexpr int32_t kDefaultTolerableCheckpointFailures = 5;
 
-// The job library a job's functions come from (DESIGN §14): stored by the coordinator's blob
+// The job library a job's functions come from: stored by the coordinator's blob
 // store under its content hash and shipped with every deployment; workers verify the hash
 // before they load it. Empty sha256 = the default (built-in) job library of the installation.
 struct JobLibraryRef {

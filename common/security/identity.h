@@ -1,4 +1,4 @@
-// Identities and roles (DESIGN.md §17, "identities and roles"): who is at the other end of an
+// Identities and roles: who is at the other end of an
 // authenticated connection.
 //
 // Every process of a secure cluster has a CURVE key (curve_keys.h). The coordinator admits only

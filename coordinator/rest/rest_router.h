@@ -1,4 +1,4 @@
-// The coordinator's REST API seam (Flink's RestServerEndpoint + handlers; DESIGN §17, issue 12).
+// The coordinator's REST API seam (Flink's RestServerEndpoint + handlers, issue 12).
 //
 // The HTTP server (rest_server.h, cpp-httplib, its own threads) turns each request into an
 // HttpRequest and asks the RestRouter for an HttpResponse. Handlers never touch the Coordinator:

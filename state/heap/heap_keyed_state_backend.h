@@ -1,5 +1,5 @@
 // HeapKeyedStateBackend: keyed state of one keyed subtask, in memory, organised per key group
-// (Flink's HeapKeyedStateBackend; DESIGN §4, FLINK-SEMANTICS §2). Implements KeyedStateBackend
+// (Flink's HeapKeyedStateBackend). Implements KeyedStateBackend
 // (state/keyed_state_backend.h), through which the operator and user code use it.
 //
 // Owns every registered state's tables (one hash table per key group of the local range, keyed

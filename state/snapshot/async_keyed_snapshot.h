@@ -1,5 +1,5 @@
 // AsyncKeyedSnapshot: a snapshot of all keyed state and timers of one subtask, written by a
-// helper thread while the task thread keeps processing (DESIGN §7, §10 step 3).
+// helper thread while the task thread keeps processing.
 //
 // The synchronous part is constructing it and installing it as the KeyGroupWriteGuard of the
 // backend and the timer service: O(number of key groups), no copying. Then WriteTo() runs on

@@ -1,5 +1,5 @@
 // InternalTimerService: event- and processing-time timers of one keyed operator (Flink's
-// InternalTimerServiceImpl, FLINK-SEMANTICS §3.5; DESIGN §5).
+// InternalTimerServiceImpl).
 //
 // Owns two KeyGroupPartitionedTimerQueues (processing time, event time) over the key context's
 // range. Timers are registered for the key context's current key. Firing order is the queues'

@@ -1,5 +1,5 @@
 // KeyGroupPartitionedTimerQueue: the timers of one time domain for every key group of a
-// subtask's range (Flink's KeyGroupPartitionedPriorityQueue, FLINK-SEMANTICS §3.4).
+// subtask's range (Flink's KeyGroupPartitionedPriorityQueue).
 //
 // One TimerPriorityQueueSet per local key group, plus a small heap over the sub-queues' heads
 // that yields the global earliest timer: a tournament tree (a min-heap whose leaves are the

@@ -1,4 +1,4 @@
-// A keyed subtask's checkpoint, as worker/task/keyed_task.cc takes it (DESIGN §10 step 3): the
+// A keyed subtask's checkpoint, as worker/task/keyed_task.cc takes it: the
 // synchronous part on the task thread, then the asynchronous write of the state file by a helper
 // thread while the task thread goes on. The subtask runs count-window (event time, count 500,
 // timeout 12 h) through KeyedProcessOperator over all M = 128 key groups and holds 1 M keys of

@@ -1,9 +1,9 @@
 // Input generation, reference results and output reading for the integration tests of the
 // built-in jobs (count-window, tumbling-count).
 //
-// The reference semantics are written here from the job specification (DESIGN §14,
-// worker/jobs/count_window_function.h, tumbling_count_function.h), independently of the job
-// code, so a test compares the runtime against the spec, not against itself.
+// The reference semantics are written here from the job specification (the function's
+// contract in worker/jobs/count_window_function.h, tumbling_count_function.h), independently of the
+// job code, so a test compares the runtime against the spec, not against itself.
 //
 // Threading: plain functions and values.
 #pragma once

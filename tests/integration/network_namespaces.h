@@ -1,5 +1,5 @@
 // NetworkNamespaces: N Linux network namespaces on one private LAN, standing in for N hosts in
-// multi-host tests (TOOLCHAIN.md "Network namespaces"). Namespace 0 holds a bridge with
+// multi-host tests (root and iproute2's `ip netns`; no netem). Namespace 0 holds a bridge with
 // address 10.77.0.1/24; namespace i (i > 0) is connected to it by a veth pair and has
 // 10.77.0.(i+1)/24. Every link is created inside the namespaces, so the host's own network is
 // never touched and concurrent runs do not collide (names are unique per process and call).

@@ -1,4 +1,4 @@
-// Process-level recovery (DESIGN §10-§11, issue 4): a real coordinator and workers run
+// Process-level recovery (issue 4): a real coordinator and workers run
 // count-window on rate-limited generated input while a test SIGKILLs a worker or the
 // coordinator, corrupts checkpoint files, takes checkpoints and savepoints from the CLI or
 // restores with another parallelism; the committed output must equal the reference computed

@@ -1,4 +1,4 @@
-// Process-level tests of rescaling (issue 5; DESIGN §12; FLINK-SEMANTICS §2.3, §7) with a real
+// Process-level tests of rescaling (issue 5) with a real
 // coordinator and workers: `keyflow rescale P' --plan --json`, the refusal paths, `keyflow run
 // --from-savepoint D --parallelism P'`, timers (event and processing time) moving with their
 // key groups, file splits redistributed mid-read, and the quick variant of

@@ -1,4 +1,4 @@
-// Job definitions and job libraries (DESIGN §14; Flink's job jar + its entry class).
+// Job definitions and job libraries (Flink's job jar + its entry class).
 //
 // A job library is a shared object built with keyflow_add_job (the installed CMake package) that
 // declares its jobs once, with KEYFLOW_JOB_LIBRARY:

@@ -1,4 +1,4 @@
-// The user API of keyed jobs, in the spirit of Flink's KeyedProcessFunction (DESIGN §14).
+// The user API of keyed jobs, in the spirit of Flink's KeyedProcessFunction.
 //
 //   class MyFunction : public KeyedFunction {     // KeyedProcessFunction<Record, OutputRecord>
 //     Status Open(RuntimeContext& ctx) override {           // register state
@@ -16,7 +16,7 @@
 //
 // The runtime sets the current key before every ProcessElement and OnTimer call; state handles
 // and timers act on it, so user code never passes a key. ProcessElement, OnTimer and EndInput
-// never run concurrently (one task thread, DESIGN §7). What a function emits: worker/api/output.h.
+// never run concurrently (one task thread). What a function emits: worker/api/output.h.
 // A call that throws (or Open's error) fails the subtask with a message naming the job, the
 // call and the error; the job then restarts or fails per its restart strategy.
 #pragma once

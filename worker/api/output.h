@@ -1,4 +1,4 @@
-// What a keyed function emits (DESIGN §14; Flink's Collector + TimestampedCollector).
+// What a keyed function emits (Flink's Collector + TimestampedCollector).
 //
 //   out.Collect(JsonObject().Add("user", ctx.current_key(), runtime.key_type())
 //                           .Add("sum", total).Add("cause", "timer"));   // a JSON object

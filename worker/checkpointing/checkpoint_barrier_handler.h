@@ -1,5 +1,5 @@
 // CheckpointBarrierHandler: exactly-once barrier alignment of one keyed subtask (Flink's
-// SingleCheckpointBarrierHandler with the aligned controller, FLINK-SEMANTICS §5.2).
+// SingleCheckpointBarrierHandler with the aligned controller).
 //
 // * Barrier n on channel c: that channel is blocked (its later data waits in the channel's
 //   bounded queue) until barrier n has arrived on every channel that has not finished.

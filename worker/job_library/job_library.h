@@ -1,4 +1,4 @@
-// Loading job libraries (DESIGN §14; Flink's user-code class loader): the shared objects built
+// Loading job libraries (Flink's user-code class loader): the shared objects built
 // with keyflow_add_job that declare jobs with KEYFLOW_JOB_LIBRARY (worker/api/job_definition.h).
 //
 //   ASSIGN_OR_RETURN(auto library, JobLibrary::Load("build/libsessions.so"));

@@ -1,5 +1,5 @@
 // count-window: per key, emit (key, count, start, time, cause) when `count` records have arrived
-// or `timeout` after the window's first record, whichever comes first (DESIGN §14; issue
+// or `timeout` after the window's first record, whichever comes first (issue
 // "Core"). Parameters: count (default 500), timeout (default 12h), time = processing | event.
 //
 // Output, one JSON line per window:

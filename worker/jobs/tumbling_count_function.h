@@ -1,4 +1,4 @@
-// tumbling-count: event-time tumbling windows with namespaces (DESIGN §4, §14). Per key and
+// tumbling-count: event-time tumbling windows with namespaces. Per key and
 // window [floor(ts/size)*size, +size) it counts records in the window's namespace and fires on
 // an event-time timer at window end - 1 (the window's max timestamp), emitting
 //   {"key":K,"window_start":S,"window_end":E,"count":N,"subtask":I}

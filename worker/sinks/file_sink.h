@@ -1,6 +1,5 @@
 // FileSink: exactly-once JSON Lines output into a directory by two-phase commit (Flink's
-// TwoPhaseCommitSinkFunction driving FileSink's in-progress -> pending -> committed part files,
-// FLINK-SEMANTICS §5.5; DESIGN §10 steps 4 and 6, §11).
+// TwoPhaseCommitSinkFunction driving FileSink's in-progress -> pending -> committed part files).
 //
 // Files in the output directory (subtask s, deployment attempt a, transaction t, checkpoint c):
 //   .<prefix>-<s>-<a>-<t>.inprogress     being written (buffered); not part of the result

@@ -1,7 +1,7 @@
 // JsonRecordParser: one JSON Lines line -> one Record (key, key group, timestamp, and, when the
 // job reads fields, the raw line and its field tape).
 //
-// Format (DESIGN §13): every line is a JSON object. The key is the top-level field `key_field`
+// Format: every line is a JSON object. The key is the top-level field `key_field`
 // (default "uid"), the event timestamp the top-level field `timestamp_field` (default "ts"),
 // epoch milliseconds. Other fields are allowed and ignored, but the whole line must be valid
 // JSON (a malformed value anywhere makes the line malformed).

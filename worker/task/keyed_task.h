@@ -1,4 +1,4 @@
-// KeyedTask: the keyed subtask of a deployed job (DESIGN §2, §6, §7, §8, §10): reads its input
+// KeyedTask: the keyed subtask of a deployed job: reads its input
 // channels (one per source subtask) through the InputGate, combines their watermarks with the
 // StatusWatermarkValve, runs the KeyedProcessOperator (the job's function with keyed state and
 // timers) and hands the results to the chained two-phase-commit sink. Everything runs in one

@@ -1,4 +1,4 @@
-// SourceTask: the source subtask of a deployed job (DESIGN §2, §6, §13). On its own thread it
+// SourceTask: the source subtask of a deployed job. On its own thread it
 // reads its splits (split ids with id % P == subtask: file splits of --input, or generator
 // splits) interleaved, round robin, assigns timestamps, generates watermarks per split (bounded
 // out-of-orderness, combined by the minimum over the splits still running, periodic, with

@@ -1,5 +1,5 @@
 // TaskExecutor: one deployed subtask on a worker — its source task, keyed task, their threads,
-// and the steps the coordinator drives (DESIGN §9, §10):
+// and the steps the coordinator drives:
 //   Deploy  (DeployTask)  validates the job, binds the input channels (their endpoints go back
 //                         to the coordinator), restores split positions and recovers the sink
 //                         when restoring, prepares operator and sink;

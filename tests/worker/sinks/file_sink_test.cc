@@ -572,7 +572,7 @@ TEST(FileSink, RecoverDetectsContentThatDoesNotMatchTheCheckpoint) {
   EXPECT_EQ(dir.List(), std::vector<std::string>{c.pending_name});  // nothing committed
 }
 
-// The end-to-end promise (DESIGN §11): after a crash and a restore, the committed output equals the
+// The end-to-end promise: after a crash and a restore, the committed output equals the
 // output of a run without crashes.
 TEST(FileSink, CommittedOutputAfterACrashAndRestoreEqualsACleanRun) {
   TempDir dir;

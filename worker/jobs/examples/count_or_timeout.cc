@@ -1,5 +1,5 @@
 // count-or-timeout: per uid, one output record when 500 records have arrived or 12 hours after
-// the first one, whichever comes first (the project's reference job, DESIGN §14), written line by
+// the first one, whichever comes first (the project's reference job), written line by
 // line like its Flink original — a KeyedProcessFunction with two ValueStates and a
 // processing-time timer:
 //
