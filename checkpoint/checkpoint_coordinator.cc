@@ -14,7 +14,7 @@ constexpr size_t kRecentlyFinishedIds = 64;
 
 std::vector<KeyGroupRange> RangesOf(const JobSpec& spec) {
   Status valid = ValidateParallelism(spec.parallelism, spec.max_parallelism);
-  CHECK(valid.ok()) << "CheckpointCoordinator needs a resolved job spec: " << valid.ToString();
+  KF_CHECK(valid.ok()) << "CheckpointCoordinator needs a resolved job spec: " << valid.ToString();
   return CreateKeyGroupPartitions(spec.max_parallelism, spec.parallelism);
 }
 
@@ -56,10 +56,10 @@ CheckpointCoordinator::CheckpointCoordinator(std::string job_id, JobSpec spec,
       ranges_(RangesOf(spec_)),
       next_id_(first_id),
       shared_(storage->SharedDirectory(job_id_), storage->fs()) {
-  CHECK_GE(first_id, 1);
-  CHECK_GE(config_.max_concurrent, 1);
-  CHECK_GE(config_.retained, 1);
-  CHECK(storage_ != nullptr && wall_clock_ != nullptr);
+  KF_CHECK_GE(first_id, 1);
+  KF_CHECK_GE(config_.max_concurrent, 1);
+  KF_CHECK_GE(config_.retained, 1);
+  KF_CHECK(storage_ != nullptr && wall_clock_ != nullptr);
 }
 
 void CheckpointCoordinator::RegisterRecovered(const CheckpointLocation& c) {
@@ -79,13 +79,13 @@ void CheckpointCoordinator::RegisterRecovered(const CheckpointLocation& c) {
 
 void CheckpointCoordinator::RecoverCompleted(std::vector<CheckpointLocation> completed,
                                              RecoverOptions options) {
-  CHECK(pending_.empty()) << "RecoverCompleted must run before the first trigger";
+  KF_CHECK(pending_.empty()) << "RecoverCompleted must run before the first trigger";
   for (CheckpointLocation& c : completed) {
-    CHECK_LT(c.id.value(), next_id_) << "recovered checkpoint id must be below first_id";
+    KF_CHECK_LT(c.id.value(), next_id_) << "recovered checkpoint id must be below first_id";
     const CheckpointId last = !completed_.empty()      ? completed_.back().id
                               : !unrestorable_.empty() ? unrestorable_.back().id
                                                        : CheckpointId(0);
-    CHECK_LT(last, c.id) << "not ascending";
+    KF_CHECK_LT(last, c.id) << "not ascending";
     if (options.unrestorable.count(c.directory) != 0) {
       unrestorable_.push_back(std::move(c));
     } else {
@@ -160,14 +160,14 @@ Result<std::vector<CheckpointCoordinator::Outgoing>> CheckpointCoordinator::Star
   } else {
     dir = AbsolutePath(savepoint_dir);
   }
-  RETURN_IF_ERROR_CTX(storage_->PrepareCheckpointDirectory(dir),
-                      std::string(savepoint ? "savepoint " : "checkpoint ") +
-                          std::to_string(id.value()) + " not triggered");
+  KF_RETURN_IF_ERROR_CTX(storage_->PrepareCheckpointDirectory(dir),
+                         std::string(savepoint ? "savepoint " : "checkpoint ") +
+                             std::to_string(id.value()) + " not triggered");
   // Savepoints are self-contained; final checkpoints may be incremental (they only commit).
   const bool incremental = spec_.incremental_checkpoints && !savepoint;
   if (incremental) {
-    RETURN_IF_ERROR_CTX(storage_->PrepareSharedDirectory(job_id_),
-                        "checkpoint " + std::to_string(id.value()) + " not triggered");
+    KF_RETURN_IF_ERROR_CTX(storage_->PrepareSharedDirectory(job_id_),
+                           "checkpoint " + std::to_string(id.value()) + " not triggered");
   }
 
   PendingCheckpoint p;
@@ -302,7 +302,7 @@ Status CheckpointCoordinator::CheckIncrementalAck(const PendingCheckpoint& p,
                            ", which must be self-contained (a full snapshot in " +
                            p.stats.directory + ")");
   }
-  RETURN_IF_ERROR(
+  KF_RETURN_IF_ERROR(
       ValidateSubtaskState(s, ranges_[static_cast<size_t>(s.subtask.value())], p.stats.savepoint));
   for (const SharedStateFile& f : s.SharedFiles()) {
     const SharedStateFile* known = shared_.Find(f.name);
@@ -534,7 +534,7 @@ void CheckpointCoordinator::Abort(int64_t id, CheckpointState state, AbortKind k
                                   const Status& why, bool notify, int64_t now_ms,
                                   std::vector<Outgoing>* out) {
   auto it = pending_.find(id);
-  CHECK(it != pending_.end());
+  KF_CHECK(it != pending_.end());
   PendingCheckpoint p = std::move(it->second);
   pending_.erase(it);
   RememberFinished(id);
@@ -577,7 +577,7 @@ void CheckpointCoordinator::ApplyRetention() {
     auto victim = completed_.begin();
     if (protected_ && victim->id == *protected_) ++victim;
     const CheckpointLocation oldest = *victim;
-    CHECK(!oldest.savepoint);
+    KF_CHECK(!oldest.savepoint);
     Status deleted = storage_->DeleteCheckpoint(oldest.directory);
     if (!deleted.ok()) {
       KF_LOG_WARN("cannot delete subsumed checkpoint dir={} reason={}", oldest.directory,

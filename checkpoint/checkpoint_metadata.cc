@@ -100,7 +100,7 @@ bool ReadNative(BinaryReader& r, IncrementalKeyedStateHandle* n) {
 
 Status ValidateSharedFiles(const std::vector<SharedStateFile>& files, const std::string& who) {
   for (const SharedStateFile& f : files) {
-    RETURN_IF_ERROR(CheckSharedFileName(f.name, who + "'s shared file"));
+    KF_RETURN_IF_ERROR(CheckSharedFileName(f.name, who + "'s shared file"));
   }
   return Status::Ok();
 }
@@ -118,12 +118,12 @@ Status ValidateHandle(const KeyGroupsStateHandle& h, const KeyGroupRange& expect
       return InvalidArgument(who + " names both a state file ('" + h.path.substr(0, 200) +
                              "') and shared files; a key-group-incremental handle has no path");
     }
-    RETURN_IF_ERROR(ValidateSharedFiles(h.shared_files, who));
+    KF_RETURN_IF_ERROR(ValidateSharedFiles(h.shared_files, who));
   } else {
     if (h.path.empty()) return InvalidArgument(who + " has no state file path");
     // Relative, without "..": a crafted `_metadata` must not make a restore read (or
     // `checkpoint inspect` stat) a file outside its checkpoint directory.
-    RETURN_IF_ERROR(CheckRelativePath(h.path, who + "'s state file"));
+    KF_RETURN_IF_ERROR(CheckRelativePath(h.path, who + "'s state file"));
     if (!h.block_file.empty()) {
       return InvalidArgument(who + " has block file indexes but no shared files");
     }
@@ -179,9 +179,9 @@ Status ValidateNative(const IncrementalKeyedStateHandle& n, const KeyGroupRange&
     return InvalidArgument(who + " covers " + n.range.ToString() + " but the subtask owns " +
                            expected.ToString());
   }
-  RETURN_IF_ERROR(ValidateSharedFiles(n.shared_files, who));
+  KF_RETURN_IF_ERROR(ValidateSharedFiles(n.shared_files, who));
   for (const PrivateStateFile& f : n.private_files) {
-    RETURN_IF_ERROR(CheckRelativePath(f.path, who + "'s private file"));
+    KF_RETURN_IF_ERROR(CheckRelativePath(f.path, who + "'s private file"));
   }
   return Status::Ok();
 }
@@ -256,14 +256,14 @@ std::string_view CheckpointMetadata::TypeName() const {
 Status ValidateSubtaskState(const SubtaskCheckpointState& s, const KeyGroupRange& range,
                             bool savepoint) {
   const int32_t i = s.subtask.value();
-  RETURN_IF_ERROR(ValidateHandle(s.keyed_state, range, i, savepoint));
+  KF_RETURN_IF_ERROR(ValidateHandle(s.keyed_state, range, i, savepoint));
   if (s.native_state) {
     if (savepoint) {
       return InvalidArgument("subtask " + std::to_string(i) +
                              " has native state, but a savepoint must be self-contained (the "
                              "canonical full format)");
     }
-    RETURN_IF_ERROR(ValidateNative(*s.native_state, range, i));
+    KF_RETURN_IF_ERROR(ValidateNative(*s.native_state, range, i));
   }
   return Status::Ok();
 }
@@ -271,7 +271,7 @@ Status ValidateSubtaskState(const SubtaskCheckpointState& s, const KeyGroupRange
 Status CheckpointMetadata::Validate() const {
   if (id.value() < 1)
     return InvalidArgument("checkpoint id " + std::to_string(id.value()) + " < 1");
-  RETURN_IF_ERROR(ValidateParallelism(spec.parallelism, spec.max_parallelism));
+  KF_RETURN_IF_ERROR(ValidateParallelism(spec.parallelism, spec.max_parallelism));
   if (subtasks.size() != static_cast<size_t>(spec.parallelism)) {
     return InvalidArgument("parallelism is " + std::to_string(spec.parallelism) +
                            " but there are " + std::to_string(subtasks.size()) + " subtask states");
@@ -284,7 +284,7 @@ Status CheckpointMetadata::Validate() const {
     }
     const KeyGroupRange range = ComputeKeyGroupRangeForOperatorIndex(
         spec.max_parallelism, spec.parallelism, SubtaskIndex(i));
-    RETURN_IF_ERROR(ValidateSubtaskState(s, range, savepoint));
+    KF_RETURN_IF_ERROR(ValidateSubtaskState(s, range, savepoint));
     if (s.native_state.has_value() != subtasks[0].native_state.has_value()) {
       return InvalidArgument("subtask " + std::to_string(i) +
                              (s.native_state ? " has" : " has no") + " native state but subtask 0" +
@@ -305,15 +305,15 @@ Status CheckpointMetadata::Validate() const {
     return Status::Ok();
   };
   for (const SubtaskCheckpointState& s : subtasks) {
-    RETURN_IF_ERROR(check(s.keyed_state.shared_files));
-    if (s.native_state) RETURN_IF_ERROR(check(s.native_state->shared_files));
+    KF_RETURN_IF_ERROR(check(s.keyed_state.shared_files));
+    if (s.native_state) KF_RETURN_IF_ERROR(check(s.native_state->shared_files));
   }
   return Status::Ok();
 }
 
 std::string CheckpointMetadata::Encode() const {
   Status valid = Validate();
-  CHECK(valid.ok()) << "encoding invalid checkpoint metadata: " << valid.ToString();
+  KF_CHECK(valid.ok()) << "encoding invalid checkpoint metadata: " << valid.ToString();
   std::string body;
   BinaryWriter w(&body);
   w.Bytes(job_id);
@@ -358,7 +358,7 @@ Result<CheckpointMetadata> CheckpointMetadata::Decode(std::string_view bytes,
                                                       std::string_view source) {
   const std::string what = "checkpoint metadata " + std::string(source);
   // Version 1 (full snapshots only) is still read; the envelope refuses any other version.
-  ASSIGN_OR_RETURN(
+  KF_ASSIGN_OR_RETURN(
       DecodedEnvelope envelope,
       DecodeChecksummedEnvelope(bytes, kCheckpointMetadataMagic, kOldestCheckpointMetadataVersion,
                                 kCheckpointMetadataVersion, what));
@@ -379,7 +379,7 @@ Result<CheckpointMetadata> CheckpointMetadata::Decode(std::string_view bytes,
   if ((flags & ~(kFlagSavepoint | kFlagFinal)) != 0) {
     return Corruption(what + " is malformed: unknown flags " + std::to_string(flags));
   }
-  ASSIGN_OR_RETURN(m.spec, DecodeJobSpecBlob(spec_blob, what));
+  KF_ASSIGN_OR_RETURN(m.spec, DecodeJobSpecBlob(spec_blob, what));
   // Smallest encoded subtask state: i32 + empty path + 2 u64 + 2 i32 + 4 empty vectors.
   constexpr size_t kMinSubtaskBytes = 4 + 1 + 16 + 8 + 4;
   uint64_t num_subtasks = r.Count(kMinSubtaskBytes);

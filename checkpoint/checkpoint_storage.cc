@@ -76,8 +76,8 @@ Result<JobRecord> JobRecord::Decode(std::string_view bytes, std::string_view sou
   const std::string what = "job record " + std::string(source);
   // Versions 1 (no commands) and 2 (no rescale savepoint) are still read; any other version is
   // refused by the envelope.
-  ASSIGN_OR_RETURN(DecodedEnvelope envelope,
-                   DecodeChecksummedEnvelope(bytes, kJobRecordMagic, 1, kJobRecordVersion, what));
+  KF_ASSIGN_OR_RETURN(DecodedEnvelope envelope, DecodeChecksummedEnvelope(bytes, kJobRecordMagic, 1,
+                                                                          kJobRecordVersion, what));
   const uint32_t version = envelope.version;
   const std::string_view body = envelope.body;
   BinaryReader r(body);
@@ -110,7 +110,7 @@ Result<JobRecord> JobRecord::Decode(std::string_view bytes, std::string_view sou
     return Corruption(what + " is malformed: " + std::to_string(r.remaining()) +
                       " unexpected bytes after the last field");
   }
-  ASSIGN_OR_RETURN(rec.spec, DecodeJobSpecBlob(spec_blob, what));
+  KF_ASSIGN_OR_RETURN(rec.spec, DecodeJobSpecBlob(spec_blob, what));
   return rec;
 }
 
@@ -162,8 +162,8 @@ std::string CheckpointStorage::SharedDirectoryOf(const std::string& checkpoint_d
 Status CheckpointStorage::PrepareSharedDirectory(const std::string& job_id) const {
   const std::string dir = SharedDirectory(job_id);
   if (fs_->IsDirectory(dir)) return Status::Ok();
-  RETURN_IF_ERROR_CTX(fs_->CreateDirectories(dir, kPrivateDirectoryMode),
-                      "cannot create the shared directory of incremental checkpoints");
+  KF_RETURN_IF_ERROR_CTX(fs_->CreateDirectories(dir, kPrivateDirectoryMode),
+                         "cannot create the shared directory of incremental checkpoints");
   return Status::Ok();
 }
 
@@ -173,7 +173,7 @@ Status CheckpointStorage::PrepareCheckpointDirectory(const std::string& dir) con
       return AlreadyExists("cannot use " + dir +
                            " as a checkpoint directory: it exists and is not a directory");
     }
-    ASSIGN_OR_RETURN(std::vector<std::string> entries, fs_->ListDirectory(dir));
+    KF_ASSIGN_OR_RETURN(std::vector<std::string> entries, fs_->ListDirectory(dir));
     if (!entries.empty()) {
       return AlreadyExists("checkpoint directory " + dir + " already exists and is not empty (" +
                            entries.front() + ", ...): choose a new or empty directory");
@@ -185,8 +185,8 @@ Status CheckpointStorage::PrepareCheckpointDirectory(const std::string& dir) con
 
 Status CheckpointStorage::WriteMetadata(const std::string& checkpoint_dir,
                                         const CheckpointMetadata& m) const {
-  RETURN_IF_ERROR_CTX(fs_->WriteFileAtomically(MetadataPath(checkpoint_dir), m.Encode()),
-                      "cannot write the metadata of checkpoint " + std::to_string(m.id.value()));
+  KF_RETURN_IF_ERROR_CTX(fs_->WriteFileAtomically(MetadataPath(checkpoint_dir), m.Encode()),
+                         "cannot write the metadata of checkpoint " + std::to_string(m.id.value()));
   return Status::Ok();
 }
 
@@ -202,7 +202,7 @@ Result<CheckpointMetadata> CheckpointStorage::ReadMetadata(
     }
     return NotFound("no checkpoint at " + checkpoint_dir_or_file + ": no such file or directory");
   }
-  ASSIGN_OR_RETURN(std::string bytes, fs.ReadFileToString(path));
+  KF_ASSIGN_OR_RETURN(std::string bytes, fs.ReadFileToString(path));
   return CheckpointMetadata::Decode(bytes, path);
 }
 
@@ -221,14 +221,15 @@ Status CheckpointStorage::VerifyStateFiles(const std::string& checkpoint_dir,
       return CheckFileSize(fs, *resolved, size, what, of);
     };
     if (!s.keyed_state.incremental()) {
-      RETURN_IF_ERROR(check(checkpoint_dir, s.keyed_state.path, s.keyed_state.size, "state file"));
+      KF_RETURN_IF_ERROR(
+          check(checkpoint_dir, s.keyed_state.path, s.keyed_state.size, "state file"));
     }
     for (const SharedStateFile& f : s.SharedFiles()) {
-      RETURN_IF_ERROR(check(shared_dir, f.name, f.size, "shared state file"));
+      KF_RETURN_IF_ERROR(check(shared_dir, f.name, f.size, "shared state file"));
     }
     if (s.native_state) {
       for (const PrivateStateFile& f : s.native_state->private_files) {
-        RETURN_IF_ERROR(check(checkpoint_dir, f.path, f.size, "private state file"));
+        KF_RETURN_IF_ERROR(check(checkpoint_dir, f.path, f.size, "private state file"));
       }
     }
   }
@@ -241,7 +242,7 @@ Result<std::vector<CheckpointLocation>> CheckpointStorage::List(const std::strin
   std::vector<CheckpointLocation> out;
   const std::string job_dir = JobDirectory(job_id);
   if (!fs_->Exists(job_dir)) return out;
-  ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDirectory(job_dir));
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDirectory(job_dir));
   for (const std::string& name : names) {
     std::optional<int64_t> id = ParseIdSuffix(name, prefix);
     if (!id) continue;
@@ -283,7 +284,7 @@ Result<std::vector<CheckpointLocation>> CheckpointStorage::ListSavepoints(
 Result<int64_t> CheckpointStorage::MaxUsedId(const std::string& job_id) const {
   const std::string job_dir = JobDirectory(job_id);
   if (!fs_->Exists(job_dir)) return int64_t{0};
-  ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDirectory(job_dir));
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDirectory(job_dir));
   int64_t max_id = 0;
   for (const std::string& name : names) {
     std::optional<int64_t> id = ParseIdSuffix(name, kCheckpointPrefix);
@@ -299,14 +300,14 @@ Status CheckpointStorage::DeleteCheckpoint(const std::string& checkpoint_dir) co
 
 Status CheckpointStorage::WriteJobRecord(const JobRecord& record) const {
   const std::string dir = JobDirectory(record.job_id);
-  RETURN_IF_ERROR(fs_->CreateDirectories(dir, kPrivateDirectoryMode));
+  KF_RETURN_IF_ERROR(fs_->CreateDirectories(dir, kPrivateDirectoryMode));
   return fs_->WriteFileAtomically(dir + "/" + std::string(kJobRecordFileName), record.Encode());
 }
 
 Result<std::vector<JobRecord>> CheckpointStorage::ListJobRecords() const {
   std::vector<JobRecord> out;
   if (!fs_->Exists(root_)) return out;
-  ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDirectory(root_));
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDirectory(root_));
   for (const std::string& name : names) {
     const std::string path = root_ + "/" + name + "/" + std::string(kJobRecordFileName);
     if (!fs_->Exists(path)) continue;

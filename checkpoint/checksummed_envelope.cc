@@ -15,7 +15,7 @@ namespace keyflow {
 
 std::string EncodeChecksummedEnvelope(std::string_view magic, uint32_t version,
                                       std::string_view body) {
-  CHECK_EQ(magic.size(), 8u);
+  KF_CHECK_EQ(magic.size(), 8u);
   std::string out;
   out.reserve(kEnvelopeOverhead + body.size());
   BinaryWriter w(&out);

@@ -65,7 +65,7 @@ bool SharedStateRegistry::Delete(const std::string& name) {
 Result<SharedStateRegistry::Swept> SharedStateRegistry::DeleteUnreferenced() {
   Swept swept;
   if (!fs_->IsDirectory(dir_)) return swept;
-  ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDirectory(dir_));
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDirectory(dir_));
   for (const std::string& name : names) {
     if (entries_.count(name) != 0) continue;
     Result<FileInfo> info = fs_->Stat(dir_ + "/" + name);

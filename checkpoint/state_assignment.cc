@@ -8,9 +8,9 @@ namespace {
 
 void CheckPreconditions(const CheckpointMetadata& m, int32_t new_parallelism) {
   Status valid = m.Validate();
-  CHECK(valid.ok()) << valid.ToString();
+  KF_CHECK(valid.ok()) << valid.ToString();
   Status restorable = ValidateRestore(m, new_parallelism, 0);
-  CHECK(restorable.ok()) << restorable.ToString();
+  KF_CHECK(restorable.ok()) << restorable.ToString();
 }
 
 std::string AbsoluteIn(const std::string& dir, const std::string& path) {

@@ -36,18 +36,19 @@ Status BlobDirectory::CheckName(std::string_view sha256) const {
 }
 
 Result<std::string> BlobDirectory::HashOfFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, fs_->NewRandomAccessFile(path));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, fs_->NewRandomAccessFile(path));
   Sha256 h;
   std::string chunk;
   for (uint64_t off = 0; off < f->size(); off += chunk.size()) {
-    RETURN_IF_ERROR(f->ReadAt(off, std::min<uint64_t>(kHashChunkBytes, f->size() - off), &chunk));
+    KF_RETURN_IF_ERROR(
+        f->ReadAt(off, std::min<uint64_t>(kHashChunkBytes, f->size() - off), &chunk));
     h.Update(chunk);
   }
   return h.FinishHex();
 }
 
 Result<std::string> BlobDirectory::Put(std::string_view sha256, std::string_view bytes) {
-  RETURN_IF_ERROR(CheckName(sha256));
+  KF_RETURN_IF_ERROR(CheckName(sha256));
   std::string actual = Sha256Hex(bytes);
   if (actual != sha256) {
     return Corruption("the " + std::to_string(bytes.size()) + " bytes received have SHA-256 " +
@@ -56,7 +57,7 @@ Result<std::string> BlobDirectory::Put(std::string_view sha256, std::string_view
                       "read");
   }
   bool removed = false;
-  ASSIGN_OR_RETURN(std::optional<std::string> existing, Find(sha256, &removed));
+  KF_ASSIGN_OR_RETURN(std::optional<std::string> existing, Find(sha256, &removed));
   if (existing) return *existing;
   std::string path = PathOf(sha256);
   std::string tmp = path + TempSuffix();
@@ -81,7 +82,7 @@ Result<std::string> BlobDirectory::Put(std::string_view sha256, std::string_view
 
 Result<std::optional<std::string>> BlobDirectory::Find(std::string_view sha256,
                                                        bool* removed_mismatch) {
-  RETURN_IF_ERROR(CheckName(sha256));
+  KF_RETURN_IF_ERROR(CheckName(sha256));
   if (removed_mismatch != nullptr) *removed_mismatch = false;
   std::string path = PathOf(sha256);
   if (!fs_->Exists(path)) return std::optional<std::string>();
@@ -89,19 +90,19 @@ Result<std::optional<std::string>> BlobDirectory::Find(std::string_view sha256,
   if (actual.ok() && *actual == sha256) return std::optional<std::string>(path);
   // Unreadable or not these bytes (a torn copy from another tool, bit rot, tampering): never
   // hand it out; remove it so that the next Put writes a good copy.
-  RETURN_IF_ERROR_CTX(fs_->RemoveFile(path),
-                      "cannot remove the mismatching file " + path + " from " + what_);
+  KF_RETURN_IF_ERROR_CTX(fs_->RemoveFile(path),
+                         "cannot remove the mismatching file " + path + " from " + what_);
   if (removed_mismatch != nullptr) *removed_mismatch = true;
   return std::optional<std::string>();
 }
 
 Result<std::string> BlobDirectory::Read(std::string_view sha256) {
-  RETURN_IF_ERROR(CheckName(sha256));
+  KF_RETURN_IF_ERROR(CheckName(sha256));
   std::string path = PathOf(sha256);
   if (!fs_->Exists(path)) {
     return NotFound(what_ + " " + dir_ + " has no " + std::string(sha256) + suffix_);
   }
-  ASSIGN_OR_RETURN(std::string bytes, fs_->ReadFileToString(path));
+  KF_ASSIGN_OR_RETURN(std::string bytes, fs_->ReadFileToString(path));
   if (Sha256Hex(bytes) != sha256) {
     fs_->RemoveFile(path).IgnoreError();
     return Corruption(path + " in " + what_ +

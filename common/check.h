@@ -1,7 +1,7 @@
-// CHECK: invariants that must hold; a violation is a bug and aborts with file:line.
+// KF_CHECK: invariants that must hold; a violation is a bug and aborts with file:line.
 //
-//   CHECK(range.contains(g)) << "key group " << g << " not in " << range;
-//   CHECK_EQ(a, b);  CHECK_LT(a, b);  ...   DCHECK(...) only in debug builds.
+//   KF_CHECK(range.contains(g)) << "key group " << g << " not in " << range;
+//   KF_CHECK_EQ(a, b);  KF_CHECK_LT(a, b);  ...   KF_DCHECK(...) only in debug builds.
 //
 // Errors a user can cause (bad input, unreachable peer) are Status values, never CHECKs.
 #pragma once
@@ -11,7 +11,7 @@
 
 namespace keyflow::internal {
 
-// Collects the message of a failed CHECK and aborts in its destructor.
+// Collects the message of a failed KF_CHECK and aborts in its destructor.
 class CheckFailure {
  public:
   CheckFailure(const char* file, int line, const char* condition);
@@ -22,29 +22,29 @@ class CheckFailure {
   std::ostringstream stream_;
 };
 
-// Lets `CHECK(x) << ...` be an expression of type void in both branches.
+// Lets `KF_CHECK(x) << ...` be an expression of type void in both branches.
 struct Voidify {
   void operator&(std::ostream&) {}
 };
 
 }  // namespace keyflow::internal
 
-#define CHECK(condition)                         \
+#define KF_CHECK(condition)                      \
   (condition) ? (void)0                          \
               : ::keyflow::internal::Voidify() & \
                     ::keyflow::internal::CheckFailure(__FILE__, __LINE__, #condition).stream()
 
-#define KF_CHECK_OP(a, b, op) CHECK((a)op(b)) << "(" << (a) << " " #op " " << (b) << ") "
-#define CHECK_EQ(a, b) KF_CHECK_OP(a, b, ==)
-#define CHECK_NE(a, b) KF_CHECK_OP(a, b, !=)
-#define CHECK_LT(a, b) KF_CHECK_OP(a, b, <)
-#define CHECK_LE(a, b) KF_CHECK_OP(a, b, <=)
-#define CHECK_GT(a, b) KF_CHECK_OP(a, b, >)
-#define CHECK_GE(a, b) KF_CHECK_OP(a, b, >=)
+#define KF_CHECK_OP(a, b, op) KF_CHECK((a)op(b)) << "(" << (a) << " " #op " " << (b) << ") "
+#define KF_CHECK_EQ(a, b) KF_CHECK_OP(a, b, ==)
+#define KF_CHECK_NE(a, b) KF_CHECK_OP(a, b, !=)
+#define KF_CHECK_LT(a, b) KF_CHECK_OP(a, b, <)
+#define KF_CHECK_LE(a, b) KF_CHECK_OP(a, b, <=)
+#define KF_CHECK_GT(a, b) KF_CHECK_OP(a, b, >)
+#define KF_CHECK_GE(a, b) KF_CHECK_OP(a, b, >=)
 
 #ifdef NDEBUG
-#define DCHECK(condition) \
-  while (false) CHECK(condition)
+#define KF_DCHECK(condition) \
+  while (false) KF_CHECK(condition)
 #else
-#define DCHECK(condition) CHECK(condition)
+#define KF_DCHECK(condition) KF_CHECK(condition)
 #endif

@@ -66,7 +66,7 @@ class FieldTapeWriter {
   void BeginObject() { Begin(field_tape::kObject); }
   // The next member's name. Precondition: directly inside an object.
   void Name(std::string_view name) {
-    DCHECK(!open_.empty() && open_.back().is_object);
+    KF_DCHECK(!open_.empty() && open_.back().is_object);
     ++open_.back().count;
     Text(name);
   }
@@ -90,20 +90,20 @@ class FieldTapeWriter {
   }
   void Raw(const void* p, size_t n) { out_->append(static_cast<const char*>(p), n); }
   void Text(std::string_view s) {
-    CHECK_LT(s.size(), size_t{1} << 32);
+    KF_CHECK_LT(s.size(), size_t{1} << 32);
     BinaryWriter(out_).Bytes(s);  // varint length, bytes
   }
   void Begin(uint8_t tag) {
-    DCHECK(open_.size() < static_cast<size_t>(kMaxFieldDepth));
+    KF_DCHECK(open_.size() < static_cast<size_t>(kMaxFieldDepth));
     Tag(tag);
     open_.push_back(Open{out_->size() - 1, 0, tag == field_tape::kObject});
     out_->append(8, '\0');  // size and count, patched by End()
   }
   void End() {
-    DCHECK(!open_.empty());
+    KF_DCHECK(!open_.empty());
     const Open& o = open_.back();
     const size_t size = out_->size() - (o.offset + 5);
-    CHECK_LT(size, size_t{1} << 32);
+    KF_CHECK_LT(size, size_t{1} << 32);
     const uint32_t size32 = static_cast<uint32_t>(size);
     std::memcpy(out_->data() + o.offset + 1, &size32, 4);
     std::memcpy(out_->data() + o.offset + 5, &o.count, 4);

@@ -260,21 +260,22 @@ bool FileSystem::IsDirectory(const std::string& path) {
 }
 
 Result<std::string> FileSystem::ReadFileToString(const std::string& path) {
-  ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, NewRandomAccessFile(path));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, NewRandomAccessFile(path));
   std::string out;
-  RETURN_IF_ERROR(f->ReadAt(0, f->size(), &out));
+  KF_RETURN_IF_ERROR(f->ReadAt(0, f->size(), &out));
   return out;
 }
 
 Status FileSystem::WriteFileAtomically(const std::string& path, std::string_view content) {
   std::string tmp = path + ".tmp";
   {
-    ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f, NewWritableFile(tmp, WriteMode::kTruncate));
-    RETURN_IF_ERROR(f->Append(content));
-    RETURN_IF_ERROR(f->Sync());
-    RETURN_IF_ERROR(f->Close());
+    KF_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f,
+                        NewWritableFile(tmp, WriteMode::kTruncate));
+    KF_RETURN_IF_ERROR(f->Append(content));
+    KF_RETURN_IF_ERROR(f->Sync());
+    KF_RETURN_IF_ERROR(f->Close());
   }
-  RETURN_IF_ERROR(Rename(tmp, path));
+  KF_RETURN_IF_ERROR(Rename(tmp, path));
   std::string dir = std::filesystem::path(path).parent_path().string();
   return SyncDirectory(dir.empty() ? "." : dir);
 }
@@ -378,13 +379,13 @@ bool IsPathUnder(std::string_view path, std::string_view root) {
 
 Result<std::string> ResolveInside(const std::string& base, std::string_view relative,
                                   std::string_view what) {
-  RETURN_IF_ERROR(CheckRelativePath(relative, what));
+  KF_RETURN_IF_ERROR(CheckRelativePath(relative, what));
   std::string joined =
       (std::filesystem::path(base) / std::filesystem::path(relative)).lexically_normal().string();
   while (joined.size() > 1 && joined.back() == '/') joined.pop_back();
   struct stat st;
   if (::stat(base.c_str(), &st) != 0) return joined;  // nothing exists yet to lead anywhere
-  ASSIGN_OR_RETURN(std::string real_base, CanonicalPath(base));
+  KF_ASSIGN_OR_RETURN(std::string real_base, CanonicalPath(base));
   Result<std::string> real = CanonicalPath(joined);
   if (!real.ok() || !IsPathUnder(*real, real_base)) {
     return InvalidArgument(std::string(what) + " path '" + std::string(relative.substr(0, 200)) +
@@ -399,7 +400,7 @@ TempDir::TempDir(std::string_view prefix) {
   std::string templ =
       std::string(base && *base ? base : "/tmp") + "/" + std::string(prefix) + "-XXXXXX";
   char* p = ::mkdtemp(templ.data());
-  CHECK(p != nullptr) << "mkdtemp failed for " << templ;
+  KF_CHECK(p != nullptr) << "mkdtemp failed for " << templ;
   path_ = p;
 }
 

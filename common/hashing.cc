@@ -110,7 +110,7 @@ uint64_t Checksum64(const void* data, size_t size) {
 }
 
 StreamingChecksum::StreamingChecksum() : state_(XXH3_createState()) {
-  CHECK(state_ != nullptr);
+  KF_CHECK(state_ != nullptr);
   XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
 }
 StreamingChecksum::~StreamingChecksum() {

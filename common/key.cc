@@ -40,7 +40,7 @@ Key Key::FromInt64(int64_t v) {
 }
 
 int64_t Key::AsInt64() const {
-  CHECK_EQ(size(), 8u) << "not an int/long key";
+  KF_CHECK_EQ(size(), 8u) << "not an int/long key";
   int64_t v;
   std::memcpy(&v, data(), 8);
   return v;
@@ -53,9 +53,9 @@ void Key::AssignBytes(std::string_view bytes) {
     buf_[15] = static_cast<char>(bytes.size());
     return;
   }
-  CHECK_LE(bytes.size(), std::numeric_limits<uint32_t>::max()) << "key too long";
+  KF_CHECK_LE(bytes.size(), std::numeric_limits<uint32_t>::max()) << "key too long";
   char* p = static_cast<char*>(std::malloc(bytes.size()));
-  CHECK(p != nullptr) << "out of memory allocating a key of " << bytes.size() << " bytes";
+  KF_CHECK(p != nullptr) << "out of memory allocating a key of " << bytes.size() << " bytes";
   std::memcpy(p, bytes.data(), bytes.size());
   uint32_t n = static_cast<uint32_t>(bytes.size());
   std::memcpy(buf_, &p, sizeof(p));
@@ -80,7 +80,7 @@ std::string KeyToString(const Key& key, KeyType type) {
 
 Result<Key> ParseKey(std::string_view text, KeyType type) {
   if (type == KeyType::kString) {
-    RETURN_IF_ERROR(ValidateUtf8(text));
+    KF_RETURN_IF_ERROR(ValidateUtf8(text));
     return Key::FromBytes(text);
   }
   int64_t v = 0;

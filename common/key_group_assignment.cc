@@ -22,7 +22,7 @@ Status ValidateParallelism(int64_t parallelism, int64_t max_parallelism) {
                            " is not within bounds: it must be between 1 and " +
                            std::to_string(kUpperBoundMaxParallelism));
   }
-  RETURN_IF_ERROR(ValidateMaxParallelism(max_parallelism));
+  KF_RETURN_IF_ERROR(ValidateMaxParallelism(max_parallelism));
   if (parallelism > max_parallelism) {
     return InvalidArgument("parallelism " + std::to_string(parallelism) +
                            " is larger than the max parallelism " +
@@ -44,7 +44,7 @@ int32_t RoundUpToPowerOfTwo(int32_t x) {
 }
 
 int32_t ComputeDefaultMaxParallelism(int32_t parallelism) {
-  CHECK(parallelism > 0 && parallelism <= kUpperBoundMaxParallelism) << parallelism;
+  KF_CHECK(parallelism > 0 && parallelism <= kUpperBoundMaxParallelism) << parallelism;
   return std::min(std::max(RoundUpToPowerOfTwo(parallelism + parallelism / 2),
                            kDefaultLowerBoundMaxParallelism),
                   kUpperBoundMaxParallelism);
@@ -65,7 +65,7 @@ bool JavaHashCode(const Key& key, KeyType type, int32_t* hash) {
 }
 
 Result<KeyGroupId> AssignToKeyGroup(const Key& key, KeyType type, int32_t max_parallelism) {
-  RETURN_IF_ERROR(ValidateMaxParallelism(max_parallelism));
+  KF_RETURN_IF_ERROR(ValidateMaxParallelism(max_parallelism));
   int32_t h;
   if (!JavaHashCode(key, type, &h)) {
     return ValidateUtf8(key.bytes()).WithContext("cannot assign a key group");
@@ -75,9 +75,9 @@ Result<KeyGroupId> AssignToKeyGroup(const Key& key, KeyType type, int32_t max_pa
 
 KeyGroupRange ComputeKeyGroupRangeForOperatorIndex(int32_t max_parallelism, int32_t parallelism,
                                                    SubtaskIndex index) {
-  CHECK(ValidateParallelism(parallelism, max_parallelism).ok())
+  KF_CHECK(ValidateParallelism(parallelism, max_parallelism).ok())
       << "P=" << parallelism << " M=" << max_parallelism;
-  CHECK(index.value() >= 0 && index.value() < parallelism) << index;
+  KF_CHECK(index.value() >= 0 && index.value() < parallelism) << index;
   int64_t i = index.value(), m = max_parallelism, p = parallelism;
   int32_t start = static_cast<int32_t>((i * m + p - 1) / p);
   int32_t end = static_cast<int32_t>(((i + 1) * m - 1) / p);
@@ -96,12 +96,12 @@ std::vector<KeyGroupRange> CreateKeyGroupPartitions(int32_t max_parallelism, int
 
 KeyGroupAssigner::KeyGroupAssigner(KeyType type, int32_t max_parallelism)
     : type_(type), max_parallelism_(max_parallelism) {
-  CHECK(ValidateMaxParallelism(max_parallelism).ok()) << max_parallelism;
+  KF_CHECK(ValidateMaxParallelism(max_parallelism).ok()) << max_parallelism;
 }
 
 KeyGroupId KeyGroupAssigner::Assign(const Key& key) const {
   int32_t h;
-  CHECK(JavaHashCode(key, type_, &h)) << "key is not valid UTF-8";
+  KF_CHECK(JavaHashCode(key, type_, &h)) << "key is not valid UTF-8";
   return ComputeKeyGroupForKeyHash(h, max_parallelism_);
 }
 

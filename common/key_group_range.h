@@ -18,7 +18,7 @@ class KeyGroupRange {
   // Precondition: 0 <= start, and start <= end + 1 (start == end + 1 gives the empty range).
   static KeyGroupRange Of(int32_t start, int32_t end) {
     if (start > end) return KeyGroupRange();
-    CHECK_GE(start, 0);
+    KF_CHECK_GE(start, 0);
     return KeyGroupRange(start, end);
   }
   static constexpr KeyGroupRange Empty() { return KeyGroupRange(); }

@@ -19,7 +19,7 @@ int64_t NearestRank(const std::vector<int64_t>& sorted, double q) {
 }  // namespace
 
 LatencyHistogram::LatencyHistogram(LatencyHistogramOptions options) : options_(options) {
-  CHECK_GT(options_.max_samples, 0u);
+  KF_CHECK_GT(options_.max_samples, 0u);
 }
 
 size_t LatencyHistogram::BucketIndex(int64_t latency_us) {

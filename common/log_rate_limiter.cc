@@ -8,8 +8,8 @@ namespace keyflow {
 
 LogRateLimiter::LogRateLimiter(LogRateLimiterOptions options)
     : options_(options), clock_(options.clock != nullptr ? options.clock : &system_clock_) {
-  CHECK_GE(options_.max_keys, 1u);
-  CHECK_GE(options_.max_lines_per_interval, 1u);
+  KF_CHECK_GE(options_.max_keys, 1u);
+  KF_CHECK_GE(options_.max_lines_per_interval, 1u);
 }
 
 LogDecision LogRateLimiter::ShouldLog(const std::string& key) {

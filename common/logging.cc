@@ -232,7 +232,7 @@ Result<uint64_t> ParseByteSize(std::string_view text, std::string_view what) {
 }
 
 Result<std::shared_ptr<spdlog::logger>> MakeLogger(const LoggingOptions& options) {
-  ASSIGN_OR_RETURN(spdlog::level::level_enum level, ParseLogLevel(options.level));
+  KF_ASSIGN_OR_RETURN(spdlog::level::level_enum level, ParseLogLevel(options.level));
   if (options.max_size_bytes == 0 || options.max_files < 1 || options.max_files > 1000) {
     return InvalidArgument("log rotation needs a maximum size > 0 and from 1 to 1000 files");
   }
@@ -261,7 +261,7 @@ Result<std::shared_ptr<spdlog::logger>> MakeLogger(const LoggingOptions& options
 }
 
 Status InitLogging(const LoggingOptions& options) {
-  ASSIGN_OR_RETURN(std::shared_ptr<spdlog::logger> logger, MakeLogger(options));
+  KF_ASSIGN_OR_RETURN(std::shared_ptr<spdlog::logger> logger, MakeLogger(options));
   spdlog::set_default_logger(std::move(logger));
   return Status::Ok();
 }
@@ -276,7 +276,7 @@ Status InitLogging(const std::string& process, const std::string& log_file,
 }
 
 Status ChangeLogLevel(std::string_view level, std::string_view reason) {
-  ASSIGN_OR_RETURN(spdlog::level::level_enum to, ParseLogLevel(level));
+  KF_ASSIGN_OR_RETURN(spdlog::level::level_enum to, ParseLogLevel(level));
   spdlog::logger& logger = *spdlog::default_logger_raw();
   const spdlog::level::level_enum from = logger.level();
   std::string line = "log level changed from " + std::string(LevelName(from)) + " to " +

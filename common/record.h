@@ -14,7 +14,7 @@
 // set, raw_json() returns it as is.
 //
 // Reading fields, e.g. in a KeyedProcessFunction:
-//   ASSIGN_OR_RETURN(int64_t amount, record.GetInt64("amount"));   // an error is a sentence
+//   KF_ASSIGN_OR_RETURN(int64_t amount, record.GetInt64("amount"));   // an error is a sentence
 //   FieldValue city = record.field("address")["city"];             // kMissing if absent
 //   if (auto name = city.AsString()) ...
 //

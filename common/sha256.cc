@@ -44,18 +44,18 @@ bool IsSha256Hex(std::string_view s) {
 Sha256::Sha256() {
   // The SHA-256 functions need no sodium_init() (no randomness, no CPU dispatch).
   std::memset(state_, 0, sizeof(state_));
-  CHECK(crypto_hash_sha256_init(State(state_)) == 0);
+  KF_CHECK(crypto_hash_sha256_init(State(state_)) == 0);
 }
 
 void Sha256::Update(std::string_view bytes) {
-  CHECK(crypto_hash_sha256_update(State(state_),
-                                  reinterpret_cast<const unsigned char*>(bytes.data()),
-                                  bytes.size()) == 0);
+  KF_CHECK(crypto_hash_sha256_update(State(state_),
+                                     reinterpret_cast<const unsigned char*>(bytes.data()),
+                                     bytes.size()) == 0);
 }
 
 std::string Sha256::FinishHex() {
   unsigned char digest[crypto_hash_sha256_BYTES];
-  CHECK(crypto_hash_sha256_final(State(state_), digest) == 0);
+  KF_CHECK(crypto_hash_sha256_final(State(state_), digest) == 0);
   return Hex(digest);
 }
 

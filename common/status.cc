@@ -67,7 +67,7 @@ Status ErrnoError(std::string_view what, int err) {
 namespace internal {
 
 CheckFailure::CheckFailure(const char* file, int line, const char* condition) {
-  stream_ << file << ":" << line << ": CHECK failed: " << condition << " ";
+  stream_ << file << ":" << line << ": KF_CHECK failed: " << condition << " ";
 }
 
 CheckFailure::~CheckFailure() {

@@ -6,7 +6,7 @@
 // way up with WithContext(). Exceptions from third-party code (cppzmq, std) are caught at the
 // edge of the module that calls them and turned into a Status.
 //
-// Broken invariants are not errors: they abort via CHECK (common/check.h).
+// Broken invariants are not errors: they abort via KF_CHECK (common/check.h).
 #pragma once
 
 #include <cstdint>
@@ -116,22 +116,22 @@ class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
-    CHECK(!std::get<Status>(v_).ok()) << "Result constructed from an OK status";
+    KF_CHECK(!std::get<Status>(v_).ok()) << "Result constructed from an OK status";
   }
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   Status status() const { return ok() ? Status::Ok() : std::get<Status>(v_); }
 
   const T& value() const& {
-    CHECK(ok()) << "Result::value() on error: " << std::get<Status>(v_).ToString();
+    KF_CHECK(ok()) << "Result::value() on error: " << std::get<Status>(v_).ToString();
     return std::get<T>(v_);
   }
   T& value() & {
-    CHECK(ok()) << "Result::value() on error: " << std::get<Status>(v_).ToString();
+    KF_CHECK(ok()) << "Result::value() on error: " << std::get<Status>(v_).ToString();
     return std::get<T>(v_);
   }
   T&& value() && {
-    CHECK(ok()) << "Result::value() on error: " << std::get<Status>(v_).ToString();
+    KF_CHECK(ok()) << "Result::value() on error: " << std::get<Status>(v_).ToString();
     return std::get<T>(std::move(v_));
   }
   const T& operator*() const& { return value(); }
@@ -149,23 +149,23 @@ class [[nodiscard]] Result {
 #define KF_CONCAT(a, b) KF_CONCAT_INNER(a, b)
 
 // Returns the status from the enclosing function if `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                \
+#define KF_RETURN_IF_ERROR(expr)             \
   do {                                       \
     ::keyflow::Status kf_status_ = (expr);   \
     if (!kf_status_.ok()) return kf_status_; \
   } while (0)
 
-// Like RETURN_IF_ERROR, adding context to the message.
-#define RETURN_IF_ERROR_CTX(expr, context)                        \
+// Like KF_RETURN_IF_ERROR, adding context to the message.
+#define KF_RETURN_IF_ERROR_CTX(expr, context)                     \
   do {                                                            \
     ::keyflow::Status kf_status_ = (expr);                        \
     if (!kf_status_.ok()) return kf_status_.WithContext(context); \
   } while (0)
 
-// ASSIGN_OR_RETURN(auto x, Compute()); — binds the value or returns the error.
-#define ASSIGN_OR_RETURN(lhs, expr) \
-  ASSIGN_OR_RETURN_IMPL(KF_CONCAT(kf_result_, __LINE__), lhs, expr)
-#define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                          \
-  if (!tmp.ok()) return tmp.status();         \
+// KF_ASSIGN_OR_RETURN(auto x, Compute()); — binds the value or returns the error.
+#define KF_ASSIGN_OR_RETURN(lhs, expr) \
+  KF_ASSIGN_OR_RETURN_IMPL(KF_CONCAT(kf_result_, __LINE__), lhs, expr)
+#define KF_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                             \
+  if (!tmp.ok()) return tmp.status();            \
   lhs = std::move(tmp).value()

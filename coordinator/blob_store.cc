@@ -28,7 +28,7 @@ Status BlobStore::Store(const JobLibraryRef& ref, std::string_view bytes) {
                            " bytes: strip its debug symbols or link less into it");
   }
   if (bytes.empty()) {
-    ASSIGN_OR_RETURN(std::optional<std::string> stored, blobs_.Find(ref.sha256));
+    KF_ASSIGN_OR_RETURN(std::optional<std::string> stored, blobs_.Find(ref.sha256));
     if (stored) return Status::Ok();
     return InvalidArgument(ref.Describe() +
                            " was sent without its bytes and the blob store does not hold it: "
@@ -43,7 +43,7 @@ Status BlobStore::Store(const JobLibraryRef& ref, std::string_view bytes) {
   if (put.code() == StatusCode::kCorruption) {
     return Corruption(ref.Describe() + ": " + put.message() + "; submit it again");
   }
-  RETURN_IF_ERROR_CTX(put, ref.Describe());
+  KF_RETURN_IF_ERROR_CTX(put, ref.Describe());
   return Status::Ok();
 }
 

@@ -39,13 +39,13 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Bind(ZmqContext& ctx,
   std::unique_ptr<ZapAuthenticator> zap;
   if (options.security.enabled) {
     if (options.trusted_keys == nullptr) {
-      ASSIGN_OR_RETURN(options.trusted_keys, TrustedKeyStore::Load(options.security.keys));
+      KF_ASSIGN_OR_RETURN(options.trusted_keys, TrustedKeyStore::Load(options.security.keys));
     }
-    ASSIGN_OR_RETURN(zap, ZapAuthenticator::Start(ctx, options.trusted_keys->Policy()));
+    KF_ASSIGN_OR_RETURN(zap, ZapAuthenticator::Start(ctx, options.trusted_keys->Policy()));
     so.curve = options.security.ControlServerCurve();
     so.track_connections = true;  // counts failed handshakes (a client without a key)
   }
-  ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(ctx, SocketType::kRouter, so));
+  KF_ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(ctx, SocketType::kRouter, so));
   if (Status bound = socket.Bind(endpoint); !bound.ok()) {
     if (bound.code() == StatusCode::kAlreadyExists) {
       return AlreadyExists("address " + endpoint +

@@ -344,7 +344,7 @@ void Coordinator::HandleExitReport(const ControlPeer& from, const WorkerExitRepo
   }
   if (ended != nullptr) {
     std::optional<WorkerInfo> gone = workers_.Remove(ended->id);
-    CHECK(gone.has_value());
+    KF_CHECK(gone.has_value());
     SendReply(from.connection, true, gone->Describe() + " is lost: its process ended: " + m.how);
     WorkerLost(*gone, "its process ended: " + m.how, now_ms);
     return;
@@ -485,7 +485,7 @@ Result<size_t> Coordinator::ReloadKeys(int64_t now_ms) {
     return FailedPrecondition(
         "this coordinator runs --insecure and has no keys to reload: restart it with --keys DIR");
   }
-  ASSIGN_OR_RETURN(size_t n, options_.trusted_keys->Reload());
+  KF_ASSIGN_OR_RETURN(size_t n, options_.trusted_keys->Reload());
   KF_LOG_INFO("reloaded the trusted keys of {}: {} keys", options_.trusted_keys->directory().dir,
               n);
   DropRevokedWorkers(now_ms);
@@ -711,7 +711,7 @@ void Coordinator::HandleRescale(const std::string& identity, const RescaleReques
 
 Status Coordinator::ResumeJobs(int64_t now_ms) {
   CheckpointStorage storage(options_.job.checkpoint_root);
-  ASSIGN_OR_RETURN(std::vector<JobRecord> records, storage.ListJobRecords());
+  KF_ASSIGN_OR_RETURN(std::vector<JobRecord> records, storage.ListJobRecords());
   const JobRecord* newest = nullptr;
   for (const JobRecord& r : records) {
     if (r.state != "RUNNING") continue;
@@ -741,7 +741,7 @@ Status Coordinator::ResumeJobs(int64_t now_ms) {
       KF_LOG_WARN("cannot write the job record: {}", s.message());
     }
   }
-  ASSIGN_OR_RETURN(
+  KF_ASSIGN_OR_RETURN(
       job_, JobMaster::Resume(record, &workers_, outbox_, wall_clock_, options_.job, now_ms));
   return Status::Ok();
 }

@@ -121,13 +121,14 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec
   if (!spec.from_savepoint.empty()) {
     auto m = CheckpointStorage::ReadMetadata(spec.from_savepoint);
     if (!m.ok()) return m.status().WithContext("cannot restore from " + spec.from_savepoint);
-    RETURN_IF_ERROR(ValidateRestore(*m, spec.parallelism, spec.max_parallelism));
+    KF_RETURN_IF_ERROR(ValidateRestore(*m, spec.parallelism, spec.max_parallelism));
     std::string dir = spec.from_savepoint;
     if (dir.size() > 10 && dir.substr(dir.size() - 10) == "/_metadata") dir.resize(dir.size() - 10);
-    RETURN_IF_ERROR(CheckpointStorage::VerifyStateFiles(dir, *m));
+    KF_RETURN_IF_ERROR(CheckpointStorage::VerifyStateFiles(dir, *m));
     // Its pending results are committed where the job that took it wrote them.
-    RETURN_IF_ERROR(CheckAllowedPath("the output directory of the savepoint " + spec.from_savepoint,
-                                     m->spec.output_dir, options.allowed_paths));
+    KF_RETURN_IF_ERROR(
+        CheckAllowedPath("the output directory of the savepoint " + spec.from_savepoint,
+                         m->spec.output_dir, options.allowed_paths));
     if (m->spec.job_name != spec.job_name) {
       return FailedPrecondition("the savepoint " + spec.from_savepoint + " belongs to job " +
                                 m->spec.job_name + ", not " + spec.job_name);
@@ -144,19 +145,19 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec
       spec.parallelism <= kUpperBoundMaxParallelism) {
     spec.max_parallelism = ComputeDefaultMaxParallelism(spec.parallelism);
   }
-  RETURN_IF_ERROR(ValidateParallelism(spec.parallelism, spec.max_parallelism));
+  KF_RETURN_IF_ERROR(ValidateParallelism(spec.parallelism, spec.max_parallelism));
   if (static_cast<size_t>(spec.parallelism) > available) {
     return FailedPrecondition("the job needs " + std::to_string(spec.parallelism) +
                               " workers (one per subtask) but only " + std::to_string(available) +
                               " are registered: start more workers or lower --parallelism");
   }
-  ASSIGN_OR_RETURN(RestartStrategy restart, RestartStrategy::FromSpec(spec));
+  KF_ASSIGN_OR_RETURN(RestartStrategy restart, RestartStrategy::FromSpec(spec));
   std::unique_ptr<JobMaster> jm(new JobMaster(std::move(job_id), std::move(spec), workers, outbox,
                                               wall_clock, std::move(options)));
   jm->restart_ = restart;
   jm->submitted_ms_ = now_ms;
   jm->initial_restore_ = restore;
-  RETURN_IF_ERROR(jm->DeployAttempt(jm->spec_.parallelism, restore, now_ms));
+  KF_RETURN_IF_ERROR(jm->DeployAttempt(jm->spec_.parallelism, restore, now_ms));
   return jm;
 }
 
@@ -164,7 +165,7 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Resume(const JobRecord& record,
                                                      WorkerRegistry* workers, ControlOutbox* outbox,
                                                      const Clock* wall_clock,
                                                      JobMasterOptions options, int64_t now_ms) {
-  ASSIGN_OR_RETURN(RestartStrategy restart, RestartStrategy::FromSpec(record.spec));
+  KF_ASSIGN_OR_RETURN(RestartStrategy restart, RestartStrategy::FromSpec(record.spec));
   std::unique_ptr<JobMaster> jm(
       new JobMaster(record.job_id, record.spec, workers, outbox, wall_clock, std::move(options)));
   jm->restart_ = restart;
@@ -292,7 +293,7 @@ Result<std::optional<JobMaster::RestorePoint>> JobMaster::ChooseRestorePoint() {
       }
     }
   }
-  RETURN_IF_ERROR(CheckFallbackKeepsCommittedOutput(skipped, chosen));
+  KF_RETURN_IF_ERROR(CheckFallbackKeepsCommittedOutput(skipped, chosen));
   return chosen;
 }
 
@@ -359,7 +360,7 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   }
   vertices_.clear();
   std::vector<const WorkerInfo*> by_slot = workers_->BySlot();
-  CHECK_GE(by_slot.size(), static_cast<size_t>(parallelism));
+  KF_CHECK_GE(by_slot.size(), static_cast<size_t>(parallelism));
   auto ranges = CreateKeyGroupPartitions(spec_.max_parallelism, parallelism);
   std::vector<RestoreAssignment> assignments;
   restored_from_.reset();
@@ -403,7 +404,7 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   // A fresh checkpoint coordinator per attempt; ids keep increasing across attempts: after the
   // highest id in storage and the highest this process triggered (an aborted checkpoint's
   // directory is deleted, but its id is never used again, as in Flink).
-  ASSIGN_OR_RETURN(int64_t max_used, storage_.MaxUsedId(job_id_));
+  KF_ASSIGN_OR_RETURN(int64_t max_used, storage_.MaxUsedId(job_id_));
   // A rescale savepoint in a --dir outside the job's directory still orders the ids.
   if (rescale_savepoint_) max_used = std::max(max_used, rescale_savepoint_->metadata.id.value());
   int32_t failures = 0;
@@ -810,7 +811,7 @@ void JobMaster::MaybeTriggerFinal(int64_t now_ms) {
 
 Status JobMaster::RequestCheckpoint(bool savepoint, const std::string& directory,
                                     RequestCallback done, int64_t now_ms) {
-  RETURN_IF_ERROR(CheckAllowedPath("--dir", directory, options_.allowed_paths));
+  KF_RETURN_IF_ERROR(CheckAllowedPath("--dir", directory, options_.allowed_paths));
   if ((state_ != JobState::kRunning && state_ != JobState::kFinishing) || !checkpoints_) {
     return FailedPrecondition("job " + job_id_ + " is " + std::string(JobStateName(state_)) +
                               ": checkpoints are taken only while it runs");
@@ -820,10 +821,10 @@ Status JobMaster::RequestCheckpoint(bool savepoint, const std::string& directory
                               " has completed its final checkpoint and is ending: there is "
                               "nothing left to checkpoint");
   }
-  ASSIGN_OR_RETURN(auto out,
-                   checkpoints_->Trigger(
-                       now_ms, savepoint ? CheckpointType::kSavepoint : CheckpointType::kCheckpoint,
-                       directory, std::move(done)));
+  KF_ASSIGN_OR_RETURN(
+      auto out, checkpoints_->Trigger(
+                    now_ms, savepoint ? CheckpointType::kSavepoint : CheckpointType::kCheckpoint,
+                    directory, std::move(done)));
   Send(out);
   return Status::Ok();
 }
@@ -985,7 +986,7 @@ void JobMaster::EndRescale(const Status& result, int64_t now_ms) {
 
 Status JobMaster::StopWithSavepoint(const std::string& directory, RequestCallback done,
                                     int64_t now_ms) {
-  RETURN_IF_ERROR(CheckAllowedPath("--dir", directory, options_.allowed_paths));
+  KF_RETURN_IF_ERROR(CheckAllowedPath("--dir", directory, options_.allowed_paths));
   if (state_ != JobState::kRunning || !checkpoints_) {
     return FailedPrecondition("job " + job_id_ + " is " + std::string(JobStateName(state_)) +
                               ": it can be stopped with a savepoint only while RUNNING");

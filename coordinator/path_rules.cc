@@ -35,7 +35,7 @@ Result<std::vector<std::string>> CanonicalAllowedRoots(const std::vector<std::st
     if (::access(f.c_str(), F_OK) != 0) {
       return InvalidArgument("--allowed-path " + f + " does not exist: create it first");
     }
-    ASSIGN_OR_RETURN(std::string root, CanonicalPath(f));
+    KF_ASSIGN_OR_RETURN(std::string root, CanonicalPath(f));
     roots.push_back(std::move(root));
   }
   return roots;
@@ -65,9 +65,9 @@ Status CheckAllowedPath(std::string_view flag, const std::string& path,
 }
 
 Status CheckAllowedJobPaths(const JobSpec& spec, const std::vector<std::string>& roots) {
-  if (!IsGenerator(spec.input)) RETURN_IF_ERROR(CheckAllowedPath("--input", spec.input, roots));
-  RETURN_IF_ERROR(CheckAllowedPath("--output", spec.output_dir, roots));
-  RETURN_IF_ERROR(CheckAllowedPath("--checkpoint-dir", spec.checkpoint_dir, roots));
+  if (!IsGenerator(spec.input)) KF_RETURN_IF_ERROR(CheckAllowedPath("--input", spec.input, roots));
+  KF_RETURN_IF_ERROR(CheckAllowedPath("--output", spec.output_dir, roots));
+  KF_RETURN_IF_ERROR(CheckAllowedPath("--checkpoint-dir", spec.checkpoint_dir, roots));
   return CheckAllowedPath("--from-savepoint", spec.from_savepoint, roots);
 }
 
@@ -114,15 +114,15 @@ Status CheckUserMayWriteDirectory(std::string_view flag, const std::string& path
 }
 
 Status CheckClientMayUsePaths(const JobSpec& spec) {
-  if (!IsGenerator(spec.input)) RETURN_IF_ERROR(CheckUserMayRead("--input", spec.input));
+  if (!IsGenerator(spec.input)) KF_RETURN_IF_ERROR(CheckUserMayRead("--input", spec.input));
   if (!spec.from_savepoint.empty()) {
-    RETURN_IF_ERROR(CheckUserMayRead("--from-savepoint", spec.from_savepoint));
+    KF_RETURN_IF_ERROR(CheckUserMayRead("--from-savepoint", spec.from_savepoint));
   }
   if (!spec.output_dir.empty()) {
-    RETURN_IF_ERROR(CheckUserMayWriteDirectory("--output", spec.output_dir));
+    KF_RETURN_IF_ERROR(CheckUserMayWriteDirectory("--output", spec.output_dir));
   }
   if (!spec.checkpoint_dir.empty()) {
-    RETURN_IF_ERROR(CheckUserMayWriteDirectory("--checkpoint-dir", spec.checkpoint_dir));
+    KF_RETURN_IF_ERROR(CheckUserMayWriteDirectory("--checkpoint-dir", spec.checkpoint_dir));
   }
   return Status::Ok();
 }

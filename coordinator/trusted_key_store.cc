@@ -11,8 +11,8 @@ constexpr size_t kMaxRefusalLogPeers = 4096;
 }  // namespace
 
 Result<std::unique_ptr<TrustedKeyStore>> TrustedKeyStore::Load(KeyDirectory dir) {
-  ASSIGN_OR_RETURN(TrustedKeys keys, LoadTrustedKeys(dir));
-  ASSIGN_OR_RETURN(RestTokenHashes tokens, LoadRestTokenHashes(dir, keys));
+  KF_ASSIGN_OR_RETURN(TrustedKeys keys, LoadTrustedKeys(dir));
+  KF_ASSIGN_OR_RETURN(RestTokenHashes tokens, LoadRestTokenHashes(dir, keys));
   return std::make_unique<TrustedKeyStore>(std::move(dir), std::move(keys), std::move(tokens));
 }
 

@@ -30,7 +30,7 @@ inline Status ApplyToCollectedKeys(KeyContext& context,
   auto restore_previous = [&] {
     if (!previous) return;
     Status s = context.SetCurrentKey(previous->first, previous->second);
-    CHECK(s.ok()) << s.ToString();
+    KF_CHECK(s.ok()) << s.ToString();
   };
   std::vector<Key> keys;
   for (KeyGroupId g : context.range().key_groups()) {
@@ -43,7 +43,7 @@ inline Status ApplyToCollectedKeys(KeyContext& context,
     std::sort(keys.begin(), keys.end());
     for (const Key& key : keys) {
       s = context.SetCurrentKey(key, g);
-      CHECK(s.ok()) << s.ToString();  // stored keys are in range by construction
+      KF_CHECK(s.ok()) << s.ToString();  // stored keys are in range by construction
       s = fn(key);
       if (!s.ok()) {
         restore_previous();

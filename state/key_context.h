@@ -23,14 +23,14 @@ class KeyContext {
   // Preconditions: max_parallelism valid; range non-empty and inside [0, max_parallelism).
   KeyContext(KeyType key_type, int32_t max_parallelism, KeyGroupRange range)
       : assigner_(key_type, max_parallelism), range_(range) {
-    CHECK(!range.empty() && range.end() < max_parallelism) << range << " M=" << max_parallelism;
+    KF_CHECK(!range.empty() && range.end() < max_parallelism) << range << " M=" << max_parallelism;
   }
 
   // Sets the current key, whose key group the caller already knows (the router computed it).
   // Precondition: key_group == assigner().Assign(key) (checked in debug builds).
   // Fails with OutOfRange when key_group is not in range(); the current key is then unchanged.
   [[nodiscard]] Status SetCurrentKey(const Key& key, KeyGroupId key_group) {
-    DCHECK(assigner_.Assign(key) == key_group);
+    KF_DCHECK(assigner_.Assign(key) == key_group);
     if (!range_.contains(key_group)) [[unlikely]] {
       return IllegalKeyGroup(key_group);
     }

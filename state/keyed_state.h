@@ -1,7 +1,7 @@
 // The keyed state handles user code sees (Flink's ValueState, ListState, MapState,
 // ReducingState, AggregatingState), independent of the backend that stores the state.
 //
-//   ASSIGN_OR_RETURN(ValueState<int64_t>* count,
+//   KF_ASSIGN_OR_RETURN(ValueState<int64_t>* count,
 //                    runtime.GetState(ValueStateDescriptor<int64_t>("count", 0)));
 //   count->Update(*count->Value() + 1);            // the current key's value
 //

@@ -3,8 +3,8 @@
 // backend implements the same interface.
 //
 //   KeyedStateBackend& backend = ...;                 // built on the operator's KeyContext
-//   ASSIGN_OR_RETURN(ValueState<int64_t>* count, backend.GetState(count_descriptor));
-//   RETURN_IF_ERROR(backend.SetCurrentKey(record.key, record.key_group));
+//   KF_ASSIGN_OR_RETURN(ValueState<int64_t>* count, backend.GetState(count_descriptor));
+//   KF_RETURN_IF_ERROR(backend.SetCurrentKey(record.key, record.key_group));
 //   count->Update(count->Value().value_or(0) + 1);
 //
 // Registration is type-erased: the templates below (compiled in the caller's translation unit,
@@ -139,9 +139,9 @@ class KeyedStateBackend {
     if (d.aggregate_function() == nullptr) {
       r.invalid_reason = "AggregatingState '" + d.name() + "' needs an aggregate function";
     }
-    ASSIGN_OR_RETURN(Handle * h, Typed<Handle>(r, [&](InternalKeyedState* s) {
-                       return std::make_unique<Handle>(s, d.aggregate_function());
-                     }));
+    KF_ASSIGN_OR_RETURN(Handle * h, Typed<Handle>(r, [&](InternalKeyedState* s) {
+                          return std::make_unique<Handle>(s, d.aggregate_function());
+                        }));
     return static_cast<AggregatingState<IN, OUT>*>(h);
   }
 
@@ -234,9 +234,9 @@ class KeyedStateBackend {
   // GetOrRegisterState with the handle type known: the signature check makes the cast safe.
   template <typename Handle, typename Make>
   Result<Handle*> Typed(const StateRegistration& r, Make&& make) {
-    ASSIGN_OR_RETURN(KeyedStateHandle * h, GetOrRegisterState(r, [&](InternalKeyedState* s) {
-                       return std::unique_ptr<KeyedStateHandle>(make(s));
-                     }));
+    KF_ASSIGN_OR_RETURN(KeyedStateHandle * h, GetOrRegisterState(r, [&](InternalKeyedState* s) {
+                          return std::unique_ptr<KeyedStateHandle>(make(s));
+                        }));
     return static_cast<Handle*>(h);
   }
 

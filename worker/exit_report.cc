@@ -21,8 +21,8 @@ Result<std::string> ReportWorkerExit(const WorkerOptions& options, const std::st
   SocketOptions so = ControlPlaneSocketOptions();
   so.immediate = true;  // queue nothing before the connection (and its handshake) exists
   so.curve = options.security.ControlClientCurve();
-  ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(*zmq, SocketType::kDealer, so));
-  RETURN_IF_ERROR(socket.Connect(options.coordinator));
+  KF_ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(*zmq, SocketType::kDealer, so));
+  KF_RETURN_IF_ERROR(socket.Connect(options.coordinator));
   const std::string unreachable = "the coordinator at " + options.coordinator +
                                   " did not take the exit report within " +
                                   std::to_string(timeout.millis()) +
@@ -35,7 +35,7 @@ Result<std::string> ReportWorkerExit(const WorkerOptions& options, const std::st
   if (Status got = socket.Receive(&reply, timeout); !got.ok()) {
     return Unavailable(unreachable + ": " + got.message());
   }
-  ASSIGN_OR_RETURN(
+  KF_ASSIGN_OR_RETURN(
       ControlMessage decoded,
       DecodeControlMessage(std::string_view(static_cast<const char*>(reply.data()), reply.size()),
                            "the coordinator"));

@@ -55,10 +55,10 @@ Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Create(WorkerOptions optio
   // the coordinator refuses, an --insecure coordinator) are watched to say why it cannot register.
   so.curve = w->options_.security.ControlClientCurve();
   so.track_connections = w->options_.security.enabled;
-  ASSIGN_OR_RETURN(ZmqSocket s, ZmqSocket::Create(*zmq, SocketType::kDealer, so));
-  RETURN_IF_ERROR(s.Connect(w->options_.coordinator));
+  KF_ASSIGN_OR_RETURN(ZmqSocket s, ZmqSocket::Create(*zmq, SocketType::kDealer, so));
+  KF_RETURN_IF_ERROR(s.Connect(w->options_.coordinator));
   w->socket_.emplace(std::move(s));
-  ASSIGN_OR_RETURN(w->mailbox_, TaskMailbox::Create());
+  KF_ASSIGN_OR_RETURN(w->mailbox_, TaskMailbox::Create());
   w->job_libraries_ = std::make_unique<JobLibraryCache>(w->options_.data.job_library_cache_dir);
   return w;
 }
@@ -112,7 +112,7 @@ Status WorkerProcess::RunLoop(int stop_fd) {
     zmq_pollitem_t items[3] = {{socket_->handle(), 0, ZMQ_POLLIN, 0},
                                {nullptr, mailbox_->fd(), ZMQ_POLLIN, 0},
                                {nullptr, stop_fd, ZMQ_POLLIN, 0}};
-    RETURN_IF_ERROR(
+    KF_RETURN_IF_ERROR(
         PollItems(std::span(items, stop_fd >= 0 ? 3 : 2), Duration::Millis(timeout)).status());
     if (stop_fd >= 0 && (items[2].revents & ZMQ_POLLIN)) {
       KF_LOG_INFO("worker stopping (signal)");

@@ -142,18 +142,18 @@ Result<GeneratorSpec> ParseGeneratorSpec(std::string_view params) {
     seen[index] = true;
     switch (index) {
       case kEvents: {
-        ASSIGN_OR_RETURN(spec.events, ParseInteger<int64_t>(name, value));
-        RETURN_IF_ERROR(MustBePositive(name, spec.events));
+        KF_ASSIGN_OR_RETURN(spec.events, ParseInteger<int64_t>(name, value));
+        KF_RETURN_IF_ERROR(MustBePositive(name, spec.events));
         break;
       }
       case kKeys: {
-        ASSIGN_OR_RETURN(spec.keys, ParseInteger<int64_t>(name, value));
-        RETURN_IF_ERROR(MustBePositive(name, spec.keys));
+        KF_ASSIGN_OR_RETURN(spec.keys, ParseInteger<int64_t>(name, value));
+        KF_RETURN_IF_ERROR(MustBePositive(name, spec.keys));
         break;
       }
       case kSplits: {
-        ASSIGN_OR_RETURN(spec.splits, ParseInteger<int32_t>(name, value));
-        RETURN_IF_ERROR(MustBePositive(name, spec.splits));
+        KF_ASSIGN_OR_RETURN(spec.splits, ParseInteger<int32_t>(name, value));
+        KF_RETURN_IF_ERROR(MustBePositive(name, spec.splits));
         if (spec.splits > GeneratorSpec::kMaxSplits) {
           return InvalidArgument("generator parameter 'splits' must be <= " +
                                  std::to_string(GeneratorSpec::kMaxSplits) + ", got " +
@@ -162,36 +162,36 @@ Result<GeneratorSpec> ParseGeneratorSpec(std::string_view params) {
         break;
       }
       case kSeed: {
-        ASSIGN_OR_RETURN(spec.seed, ParseInteger<uint64_t>(name, value));
+        KF_ASSIGN_OR_RETURN(spec.seed, ParseInteger<uint64_t>(name, value));
         break;
       }
       case kRate: {
-        ASSIGN_OR_RETURN(spec.rate, ParseNumber(name, value));
-        RETURN_IF_ERROR(MustBeNonNegative(name, spec.rate));
+        KF_ASSIGN_OR_RETURN(spec.rate, ParseNumber(name, value));
+        KF_RETURN_IF_ERROR(MustBeNonNegative(name, spec.rate));
         break;
       }
       case kDisorder: {
-        ASSIGN_OR_RETURN(spec.disorder_ms, ParseInteger<int64_t>(name, value));
-        RETURN_IF_ERROR(MustBeNonNegative(name, spec.disorder_ms));
+        KF_ASSIGN_OR_RETURN(spec.disorder_ms, ParseInteger<int64_t>(name, value));
+        KF_RETURN_IF_ERROR(MustBeNonNegative(name, spec.disorder_ms));
         break;
       }
       case kStart: {
-        ASSIGN_OR_RETURN(spec.start_ms, ParseInteger<int64_t>(name, value));
+        KF_ASSIGN_OR_RETURN(spec.start_ms, ParseInteger<int64_t>(name, value));
         break;
       }
       case kStep: {
-        ASSIGN_OR_RETURN(spec.step_ms, ParseInteger<int64_t>(name, value));
-        RETURN_IF_ERROR(MustBeNonNegative(name, spec.step_ms));
+        KF_ASSIGN_OR_RETURN(spec.step_ms, ParseInteger<int64_t>(name, value));
+        KF_RETURN_IF_ERROR(MustBeNonNegative(name, spec.step_ms));
         break;
       }
       case kSkew: {
-        ASSIGN_OR_RETURN(spec.skew, ParseNumber(name, value));
-        RETURN_IF_ERROR(MustBeNonNegative(name, spec.skew));
+        KF_ASSIGN_OR_RETURN(spec.skew, ParseNumber(name, value));
+        KF_RETURN_IF_ERROR(MustBeNonNegative(name, spec.skew));
         break;
       }
       case kPayload: {
-        ASSIGN_OR_RETURN(spec.payload_bytes, ParseInteger<int32_t>(name, value));
-        RETURN_IF_ERROR(MustBeNonNegative(name, spec.payload_bytes));
+        KF_ASSIGN_OR_RETURN(spec.payload_bytes, ParseInteger<int32_t>(name, value));
+        KF_RETURN_IF_ERROR(MustBeNonNegative(name, spec.payload_bytes));
         if (spec.payload_bytes > GeneratorSpec::kMaxPayloadBytes) {
           return InvalidArgument("generator parameter 'payload' must be <= " +
                                  std::to_string(GeneratorSpec::kMaxPayloadBytes) + " bytes, got " +
@@ -200,8 +200,8 @@ Result<GeneratorSpec> ParseGeneratorSpec(std::string_view params) {
         break;
       }
       case kNote: {
-        ASSIGN_OR_RETURN(spec.note_bytes, ParseInteger<int32_t>(name, value));
-        RETURN_IF_ERROR(MustBeNonNegative(name, spec.note_bytes));
+        KF_ASSIGN_OR_RETURN(spec.note_bytes, ParseInteger<int32_t>(name, value));
+        KF_RETURN_IF_ERROR(MustBeNonNegative(name, spec.note_bytes));
         if (spec.note_bytes > GeneratorSpec::kMaxPayloadBytes) {
           return InvalidArgument("generator parameter 'note' must be <= " +
                                  std::to_string(GeneratorSpec::kMaxPayloadBytes) + " bytes, got " +
@@ -212,7 +212,7 @@ Result<GeneratorSpec> ParseGeneratorSpec(std::string_view params) {
       case kHot:
       case kHotShare: {
         double& fraction = index == kHot ? spec.hot : spec.hot_share;
-        ASSIGN_OR_RETURN(fraction, ParseNumber(name, value));
+        KF_ASSIGN_OR_RETURN(fraction, ParseNumber(name, value));
         const bool zero_allowed = index == kHotShare;
         if (fraction > 1 || fraction < 0 || (fraction == 0 && !zero_allowed)) {
           return InvalidArgument("generator parameter " + Quote(name) + " is a fraction of " +

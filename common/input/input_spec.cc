@@ -51,7 +51,7 @@ Result<std::vector<std::string>> ListInputFiles(const std::string& dir) {
 }  // namespace
 
 const GeneratorSpec& InputSpec::generator() const {
-  CHECK(kind_ == Kind::kGenerator) << "generator() of a file input";
+  KF_CHECK(kind_ == Kind::kGenerator) << "generator() of a file input";
   return generator_;
 }
 
@@ -64,7 +64,7 @@ Result<InputSpec> InputSpec::Parse(std::string_view text) {
         "gen:events=N,keys=K,splits=S");
   }
   if (text.substr(0, kGeneratorPrefix.size()) == kGeneratorPrefix) {
-    ASSIGN_OR_RETURN(spec.generator_, ParseGeneratorSpec(text.substr(kGeneratorPrefix.size())));
+    KF_ASSIGN_OR_RETURN(spec.generator_, ParseGeneratorSpec(text.substr(kGeneratorPrefix.size())));
     spec.kind_ = Kind::kGenerator;
     spec.splits_.reserve(static_cast<size_t>(spec.generator_.splits));
     for (int32_t s = 0; s < spec.generator_.splits; ++s) {
@@ -91,7 +91,7 @@ Result<InputSpec> InputSpec::Parse(std::string_view text) {
   if (!S_ISDIR(st.st_mode)) {
     return InvalidArgument("input '" + spec.text_ + "' is neither a regular file nor a directory");
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> files, ListInputFiles(spec.text_));
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> files, ListInputFiles(spec.text_));
   if (files.empty()) {
     return InvalidArgument("input directory '" + spec.text_ +
                            "' contains no input files (only regular files whose names do not "

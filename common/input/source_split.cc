@@ -30,7 +30,7 @@ SourceSplit SourceSplit::File(SplitId id, std::string path) {
 }
 
 SourceSplit SourceSplit::Generator(SplitId id, int32_t generator_index) {
-  CHECK_GE(generator_index, 0);
+  KF_CHECK_GE(generator_index, 0);
   SourceSplit s;
   s.id_ = id;
   s.kind_ = SplitKind::kGenerator;
@@ -39,12 +39,12 @@ SourceSplit SourceSplit::Generator(SplitId id, int32_t generator_index) {
 }
 
 const std::string& SourceSplit::path() const {
-  CHECK(kind_ == SplitKind::kFile) << "path() of a " << SplitKindName(kind_) << " split";
+  KF_CHECK(kind_ == SplitKind::kFile) << "path() of a " << SplitKindName(kind_) << " split";
   return path_;
 }
 
 int32_t SourceSplit::generator_index() const {
-  CHECK(kind_ == SplitKind::kGenerator)
+  KF_CHECK(kind_ == SplitKind::kGenerator)
       << "generator_index() of a " << SplitKindName(kind_) << " split";
   return generator_index_;
 }
@@ -76,7 +76,7 @@ Result<SourceSplit> SourceSplit::DecodeFrom(BinaryReader* in) {
   uint8_t version = in->U8();
   uint8_t kind = in->U8();
   SplitId id(in->I32());
-  RETURN_IF_ERROR(in->status("source split"));
+  KF_RETURN_IF_ERROR(in->status("source split"));
   if (version != kSplitFormatVersion) {
     return Corruption("source split has format version " + std::to_string(version) +
                       ", this build reads version " + std::to_string(kSplitFormatVersion));
@@ -86,12 +86,12 @@ Result<SourceSplit> SourceSplit::DecodeFrom(BinaryReader* in) {
   }
   if (kind == static_cast<uint8_t>(SplitKind::kFile)) {
     std::string path(in->Bytes());
-    RETURN_IF_ERROR(in->status("source split"));
+    KF_RETURN_IF_ERROR(in->status("source split"));
     return File(id, std::move(path));
   }
   if (kind == static_cast<uint8_t>(SplitKind::kGenerator)) {
     int32_t index = in->I32();
-    RETURN_IF_ERROR(in->status("source split"));
+    KF_RETURN_IF_ERROR(in->status("source split"));
     if (index < 0) {
       return Corruption("generator split has a negative index " + std::to_string(index));
     }
@@ -101,8 +101,8 @@ Result<SourceSplit> SourceSplit::DecodeFrom(BinaryReader* in) {
 }
 
 SplitPosition SplitPosition::InFile(int64_t byte_offset, int64_t next_line_number) {
-  CHECK_GE(byte_offset, 0);
-  CHECK_GE(next_line_number, 1);
+  KF_CHECK_GE(byte_offset, 0);
+  KF_CHECK_GE(next_line_number, 1);
   SplitPosition p;
   p.offset_ = byte_offset;
   p.lines_ = next_line_number - 1;
@@ -110,7 +110,7 @@ SplitPosition SplitPosition::InFile(int64_t byte_offset, int64_t next_line_numbe
 }
 
 SplitPosition SplitPosition::InGenerator(int64_t next_index) {
-  CHECK_GE(next_index, 0);
+  KF_CHECK_GE(next_index, 0);
   SplitPosition p;
   p.offset_ = next_index;
   return p;
@@ -128,7 +128,7 @@ void SplitPosition::EncodeTo(BinaryWriter* out) const {
 Result<SplitPosition> SplitPosition::DecodeFrom(BinaryReader* in) {
   uint64_t offset = in->VarU64();
   uint64_t lines = in->VarU64();
-  RETURN_IF_ERROR(in->status("split position"));
+  KF_RETURN_IF_ERROR(in->status("split position"));
   constexpr uint64_t kMax = static_cast<uint64_t>(INT64_MAX);
   if (offset > kMax || lines > kMax - 1) {
     return Corruption("split position is out of range (offset " + std::to_string(offset) +
@@ -141,8 +141,8 @@ Result<SplitPosition> SplitPosition::DecodeFrom(BinaryReader* in) {
 }
 
 Result<SourceSplitState> SourceSplitState::DecodeFrom(BinaryReader* in) {
-  ASSIGN_OR_RETURN(SourceSplit split, SourceSplit::DecodeFrom(in));
-  ASSIGN_OR_RETURN(SplitPosition position, SplitPosition::DecodeFrom(in));
+  KF_ASSIGN_OR_RETURN(SourceSplit split, SourceSplit::DecodeFrom(in));
+  KF_ASSIGN_OR_RETURN(SplitPosition position, SplitPosition::DecodeFrom(in));
   return SourceSplitState{std::move(split), position};
 }
 

@@ -23,11 +23,11 @@ Result<LoggingOptions> LoggingOptionsFromFlags(const std::string& process,
   options.process = process;
   options.file = flags.file;
   options.level = flags.level;
-  RETURN_IF_ERROR_CTX(ParseLogLevel(flags.level).status(), "--log-level");
+  KF_RETURN_IF_ERROR_CTX(ParseLogLevel(flags.level).status(), "--log-level");
   Result<LogFormat> format = ParseLogFormat(flags.format);
   if (!format.ok()) return format.status().WithContext("--log-format");
   options.format = *format;
-  ASSIGN_OR_RETURN(options.max_size_bytes, ParseByteSize(flags.max_size, "--log-max-size"));
+  KF_ASSIGN_OR_RETURN(options.max_size_bytes, ParseByteSize(flags.max_size, "--log-max-size"));
   if (flags.max_files < 1 || flags.max_files > 1000) {
     return InvalidArgument("--log-max-files " + std::to_string(flags.max_files) +
                            " is out of range: give a number of rotated files from 1 to 1000");

@@ -60,8 +60,8 @@ Result<CpuTicks> ParseProcStatCpuTicks(std::string_view stat) {
                       " fields, expected at least 15");
   }
   CpuTicks t;
-  ASSIGN_OR_RETURN(t.user, ParseCount(f[kUtime], "utime"));
-  ASSIGN_OR_RETURN(t.system, ParseCount(f[kStime], "stime"));
+  KF_ASSIGN_OR_RETURN(t.user, ParseCount(f[kUtime], "utime"));
+  KF_ASSIGN_OR_RETURN(t.system, ParseCount(f[kStime], "stime"));
   return t;
 }
 
@@ -77,10 +77,10 @@ Result<int64_t> ParseStatmResidentPages(std::string_view statm) {
 Result<ProcessUsage> ParseProcessUsage(std::string_view stat, std::string_view statm,
                                        int64_t ticks_per_second, int64_t page_size,
                                        int64_t open_fds) {
-  CHECK(ticks_per_second > 0);
-  CHECK(page_size > 0);
-  ASSIGN_OR_RETURN(CpuTicks ticks, ParseProcStatCpuTicks(stat));
-  ASSIGN_OR_RETURN(int64_t pages, ParseStatmResidentPages(statm));
+  KF_CHECK(ticks_per_second > 0);
+  KF_CHECK(page_size > 0);
+  KF_ASSIGN_OR_RETURN(CpuTicks ticks, ParseProcStatCpuTicks(stat));
+  KF_ASSIGN_OR_RETURN(int64_t pages, ParseStatmResidentPages(statm));
   ProcessUsage u;
   u.rss_bytes = pages * page_size;
   u.cpu_user_ms = ticks.user * 1000 / ticks_per_second;
@@ -105,9 +105,9 @@ Result<int64_t> CountOpenFds(const std::string& fd_dir) {
 }
 
 Result<ProcessUsage> ReadProcessUsage() {
-  ASSIGN_OR_RETURN(std::string stat, ReadSmallFile("/proc/self/stat"));
-  ASSIGN_OR_RETURN(std::string statm, ReadSmallFile("/proc/self/statm"));
-  ASSIGN_OR_RETURN(int64_t fds, CountOpenFds("/proc/self/fd"));
+  KF_ASSIGN_OR_RETURN(std::string stat, ReadSmallFile("/proc/self/stat"));
+  KF_ASSIGN_OR_RETURN(std::string statm, ReadSmallFile("/proc/self/statm"));
+  KF_ASSIGN_OR_RETURN(int64_t fds, CountOpenFds("/proc/self/fd"));
   static const int64_t ticks = sysconf(_SC_CLK_TCK);
   static const int64_t page = sysconf(_SC_PAGESIZE);
   return ParseProcessUsage(stat, statm, ticks > 0 ? ticks : 100, page > 0 ? page : 4096, fds);

@@ -14,9 +14,9 @@ int BlockedSignalFd(std::initializer_list<int> signals) {
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : signals) sigaddset(&mask, s);
-  CHECK(pthread_sigmask(SIG_BLOCK, &mask, nullptr) == 0);
+  KF_CHECK(pthread_sigmask(SIG_BLOCK, &mask, nullptr) == 0);
   int fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  CHECK(fd >= 0) << "signalfd failed, errno " << errno;
+  KF_CHECK(fd >= 0) << "signalfd failed, errno " << errno;
   return fd;
 }
 

@@ -95,13 +95,13 @@ Result<KeyFile> ParseKeyFile(std::string_view text, std::string_view path, bool 
       file.identity.role = *role;
       saw_role = true;
     } else if (field == "name") {
-      RETURN_IF_ERROR_CTX(ValidateKeyName(value), where);
+      KF_RETURN_IF_ERROR_CTX(ValidateKeyName(value), where);
       file.identity.name = value;
     } else if (field == "public-key") {
-      RETURN_IF_ERROR_CTX(ValidateZ85Key(value), where + ": public-key");
+      KF_RETURN_IF_ERROR_CTX(ValidateZ85Key(value), where + ": public-key");
       file.keys.public_key = value;
     } else if (field == "secret-key") {
-      RETURN_IF_ERROR_CTX(ValidateZ85Key(value), where + ": secret-key");
+      KF_RETURN_IF_ERROR_CTX(ValidateZ85Key(value), where + ": secret-key");
       file.keys.secret_key = value;
     } else {
       return InvalidArgument(where + " has an unknown line '" + field + "'");

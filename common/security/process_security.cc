@@ -72,7 +72,8 @@ Result<ProcessSecurity> LoadProcessSecurity(const SecurityFlags& flags, Role rol
   s.enabled = true;
   s.keys = KeyDirectory{flags.keys_dir};
   if (role == Role::kCoordinator) {
-    ASSIGN_OR_RETURN(KeyFile mine, ReadKeyFile(s.keys.CoordinatorKey(), /*require_secret=*/true));
+    KF_ASSIGN_OR_RETURN(KeyFile mine,
+                        ReadKeyFile(s.keys.CoordinatorKey(), /*require_secret=*/true));
     if (mine.identity.role != Role::kCoordinator) {
       return InvalidArgument("key file " + s.keys.CoordinatorKey() + " is a " +
                              std::string(RoleName(mine.identity.role)) +
@@ -88,20 +89,20 @@ Result<ProcessSecurity> LoadProcessSecurity(const SecurityFlags& flags, Role rol
                            std::string(RoleName(role)) + "'s key (" +
                            KeyDirectory{flags.keys_dir}.RoleDir(role) + "/NAME.key)");
   }
-  RETURN_IF_ERROR_CTX(ValidateKeyName(flags.key_name), "--key-name");
+  KF_RETURN_IF_ERROR_CTX(ValidateKeyName(flags.key_name), "--key-name");
   const std::string secret = s.keys.SecretKeyFile(role, flags.key_name);
   if (!std::filesystem::exists(secret, ec)) {
     const std::string add = role == Role::kWorker ? "add-worker" : "add-client";
     return NotFound("no key file " + secret + ": add it with `keyflow keys " + add + " " +
                     flags.key_name + " --keys " + flags.keys_dir + "`");
   }
-  ASSIGN_OR_RETURN(KeyFile mine, ReadKeyFile(secret, /*require_secret=*/true));
+  KF_ASSIGN_OR_RETURN(KeyFile mine, ReadKeyFile(secret, /*require_secret=*/true));
   if (mine.identity.role != role || mine.identity.name != flags.key_name) {
     return InvalidArgument("key file " + secret + " holds the key of " + mine.identity.ToUserId() +
                            ", not of " + PeerIdentity{role, flags.key_name}.ToUserId());
   }
-  ASSIGN_OR_RETURN(KeyFile coordinator,
-                   ReadKeyFile(s.keys.CoordinatorPub(), /*require_secret=*/false));
+  KF_ASSIGN_OR_RETURN(KeyFile coordinator,
+                      ReadKeyFile(s.keys.CoordinatorPub(), /*require_secret=*/false));
   if (coordinator.identity.role != Role::kCoordinator) {
     return InvalidArgument("key file " + s.keys.CoordinatorPub() + " is not the coordinator's");
   }

@@ -123,27 +123,28 @@ Status WriteSelfSignedCertificate(const std::string& cert_path, const std::strin
   for (const std::string& h : hosts) {
     san += (san.empty() ? "" : ",") + std::string(IsIpLiteral(h) ? "IP:" : "DNS:") + h;
   }
-  RETURN_IF_ERROR(AddExtension(cert.get(), NID_basic_constraints, "critical,CA:TRUE"));
-  RETURN_IF_ERROR(AddExtension(cert.get(), NID_key_usage, "critical,digitalSignature,keyCertSign"));
-  RETURN_IF_ERROR(AddExtension(cert.get(), NID_ext_key_usage, "serverAuth"));
-  RETURN_IF_ERROR(AddExtension(cert.get(), NID_subject_key_identifier, "hash"));
-  RETURN_IF_ERROR(AddExtension(cert.get(), NID_subject_alt_name, san));
+  KF_RETURN_IF_ERROR(AddExtension(cert.get(), NID_basic_constraints, "critical,CA:TRUE"));
+  KF_RETURN_IF_ERROR(
+      AddExtension(cert.get(), NID_key_usage, "critical,digitalSignature,keyCertSign"));
+  KF_RETURN_IF_ERROR(AddExtension(cert.get(), NID_ext_key_usage, "serverAuth"));
+  KF_RETURN_IF_ERROR(AddExtension(cert.get(), NID_subject_key_identifier, "hash"));
+  KF_RETURN_IF_ERROR(AddExtension(cert.get(), NID_subject_alt_name, san));
   if (X509_sign(cert.get(), key.get(), EVP_sha256()) <= 0) {
     return Internal("cannot sign the TLS certificate (" + OpenSslError() + "): check OpenSSL");
   }
-  ASSIGN_OR_RETURN(std::string key_pem, ToPem([&key](BIO* b) {
-                     return PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr,
-                                                     nullptr);
-                   }));
-  ASSIGN_OR_RETURN(std::string cert_pem,
-                   ToPem([&cert](BIO* b) { return PEM_write_bio_X509(b, cert.get()); }));
+  KF_ASSIGN_OR_RETURN(std::string key_pem, ToPem([&key](BIO* b) {
+                        return PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr,
+                                                        nullptr);
+                      }));
+  KF_ASSIGN_OR_RETURN(std::string cert_pem,
+                      ToPem([&cert](BIO* b) { return PEM_write_bio_X509(b, cert.get()); }));
   struct stat st {};
   if (::stat(cert_path.c_str(), &st) == 0) {
     return AlreadyExists("TLS certificate " + cert_path +
                          " already exists: keys are never overwritten; remove it first if you "
                          "really mean to replace it");
   }
-  RETURN_IF_ERROR(WriteNewFile(key_path, key_pem, 0600, "TLS key"));
+  KF_RETURN_IF_ERROR(WriteNewFile(key_path, key_pem, 0600, "TLS key"));
   return WriteNewFile(cert_path, cert_pem, 0644, "TLS certificate");
 }
 

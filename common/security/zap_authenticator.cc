@@ -28,8 +28,8 @@ Result<std::unique_ptr<ZapAuthenticator>> ZapAuthenticator::Start(ZmqContext& co
   SocketOptions options;
   options.send_high_water_mark = 1000;
   options.receive_high_water_mark = 1000;
-  ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(context, SocketType::kRep, options));
-  RETURN_IF_ERROR_CTX(socket.Bind(kZapEndpoint), "cannot start the ZAP handler");
+  KF_ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(context, SocketType::kRep, options));
+  KF_RETURN_IF_ERROR_CTX(socket.Bind(kZapEndpoint), "cannot start the ZAP handler");
   const int stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_fd < 0) {
     return IoError(std::string("cannot create the ZAP handler's eventfd: ") + std::strerror(errno));

@@ -28,13 +28,13 @@ class FaultInjectionFileSystem::File final : public WritableFile {
     size_t allowed = data.size();
     Status fault = fs_->BeforeAppend(path(), epoch_, data.size(), &allowed);
     if (allowed > 0) {
-      RETURN_IF_ERROR(base_->Append(data.substr(0, allowed)));
+      KF_RETURN_IF_ERROR(base_->Append(data.substr(0, allowed)));
       fs_->AfterAppend(path(), allowed);
     }
     return fault;
   }
   Status Sync() override {
-    RETURN_IF_ERROR(fs_->OnSync(path(), epoch_));
+    KF_RETURN_IF_ERROR(fs_->OnSync(path(), epoch_));
     return base_->Sync();
   }
   Status Close() override { return base_->Close(); }
@@ -95,7 +95,7 @@ Status FaultInjectionFileSystem::CheckEpoch(const std::string& path, uint64_t ep
 Result<std::unique_ptr<WritableFile>> FaultInjectionFileSystem::NewWritableFile(
     const std::string& path, WriteMode mode) {
   const bool existed = base_->Exists(path);
-  ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f, base_->NewWritableFile(path, mode));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f, base_->NewWritableFile(path, mode));
   MutexLock lock(&mu_);
   FileState& st = files_[path];
   if (mode == WriteMode::kAppend && existed) {
@@ -114,7 +114,7 @@ Status FaultInjectionFileSystem::BeforeAppend(const std::string& path, uint64_t 
                                               size_t* allowed) {
   MutexLock lock(&mu_);
   *allowed = 0;
-  RETURN_IF_ERROR(CheckEpoch(path, epoch));
+  KF_RETURN_IF_ERROR(CheckEpoch(path, epoch));
   for (const auto& [pattern, err] : write_faults_) {
     if (Matches(path, pattern)) return ErrnoError("cannot write " + path, err);
   }
@@ -137,7 +137,7 @@ void FaultInjectionFileSystem::AfterAppend(const std::string& path, uint64_t n) 
 
 Status FaultInjectionFileSystem::OnSync(const std::string& path, uint64_t epoch) {
   MutexLock lock(&mu_);
-  RETURN_IF_ERROR(CheckEpoch(path, epoch));
+  KF_RETURN_IF_ERROR(CheckEpoch(path, epoch));
   ++file_syncs_;
   sync_threads_.push_back(std::this_thread::get_id());
   for (const auto& [pattern, err] : sync_faults_) {
@@ -157,7 +157,7 @@ Status FaultInjectionFileSystem::SyncDirectory(const std::string& dir) {
       if (Matches(dir, pattern)) return ErrnoError("cannot sync directory " + dir, err);
     }
   }
-  RETURN_IF_ERROR(base_->SyncDirectory(dir));
+  KF_RETURN_IF_ERROR(base_->SyncDirectory(dir));
   MutexLock lock(&mu_);
   const std::string d = std::filesystem::path(dir).lexically_normal().string();
   auto in_dir = [&](const std::string& p) {
@@ -172,7 +172,7 @@ Status FaultInjectionFileSystem::SyncDirectory(const std::string& dir) {
 }
 
 Status FaultInjectionFileSystem::Rename(const std::string& from, const std::string& to) {
-  RETURN_IF_ERROR(base_->Rename(from, to));
+  KF_RETURN_IF_ERROR(base_->Rename(from, to));
   MutexLock lock(&mu_);
   auto it = files_.find(from);
   if (it != files_.end()) {
@@ -189,7 +189,7 @@ Status FaultInjectionFileSystem::Rename(const std::string& from, const std::stri
 }
 
 Status FaultInjectionFileSystem::RemoveFile(const std::string& path) {
-  RETURN_IF_ERROR(base_->RemoveFile(path));
+  KF_RETURN_IF_ERROR(base_->RemoveFile(path));
   MutexLock lock(&mu_);
   files_.erase(path);
   return Status::Ok();
@@ -201,7 +201,7 @@ Status FaultInjectionFileSystem::SimulateCrash() {
   // Undo renames whose directory was never synced, newest first: the old name comes back.
   for (auto it = renames_.rbegin(); it != renames_.rend(); ++it) {
     if (!base_->Exists(it->to)) continue;
-    RETURN_IF_ERROR(base_->Rename(it->to, it->from));
+    KF_RETURN_IF_ERROR(base_->Rename(it->to, it->from));
     auto st = files_.find(it->to);
     if (st != files_.end()) {
       FileState moved = st->second;
@@ -214,7 +214,7 @@ Status FaultInjectionFileSystem::SimulateCrash() {
   for (const auto& [path, st] : files_) {
     if (!base_->Exists(path)) continue;
     if (!st.entry_durable) {
-      RETURN_IF_ERROR(base_->RemoveFile(path));
+      KF_RETURN_IF_ERROR(base_->RemoveFile(path));
       continue;
     }
     if (st.synced < st.size) {

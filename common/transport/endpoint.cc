@@ -48,7 +48,7 @@ Result<TcpEndpoint> ParseTcpEndpoint(std::string_view endpoint) {
 
 Result<std::string> AdvertisedEndpoint(std::string_view bound_endpoint,
                                        std::string_view advertised_host) {
-  ASSIGN_OR_RETURN(TcpEndpoint bound, ParseTcpEndpoint(bound_endpoint));
+  KF_ASSIGN_OR_RETURN(TcpEndpoint bound, ParseTcpEndpoint(bound_endpoint));
   if (bound.port == 0) {
     return InvalidArgument("cannot advertise '" + std::string(bound_endpoint) +
                            "': it has no concrete port yet (bind it first)");

@@ -17,8 +17,9 @@ Result<std::unique_ptr<ZmqContext>> ZmqContext::Create(int io_threads) {
 }
 
 ZmqContext::~ZmqContext() {
-  CHECK_EQ(open_sockets(), 0) << "ZmqContext destroyed while sockets are still open: destroy "
-                                 "every socket (RecordWriter, InputGate, ...) before the context";
+  KF_CHECK_EQ(open_sockets(), 0)
+      << "ZmqContext destroyed while sockets are still open: destroy "
+         "every socket (RecordWriter, InputGate, ...) before the context";
 }
 
 }  // namespace keyflow

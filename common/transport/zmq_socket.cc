@@ -63,10 +63,10 @@ Status ValidateCurve(const ZmqContext& context, const CurveOptions& curve) {
         "this libzmq was built without CURVE support, so the socket cannot be secured: install "
         "Debian's libzmq5 (scripts/install-deps.sh) or run with --insecure");
   }
-  RETURN_IF_ERROR_CTX(ValidateZ85Key(curve.own.public_key), "CURVE public key");
-  RETURN_IF_ERROR_CTX(ValidateZ85Key(curve.own.secret_key), "CURVE secret key");
+  KF_RETURN_IF_ERROR_CTX(ValidateZ85Key(curve.own.public_key), "CURVE public key");
+  KF_RETURN_IF_ERROR_CTX(ValidateZ85Key(curve.own.secret_key), "CURVE secret key");
   if (curve.mode == Mode::kClient) {
-    RETURN_IF_ERROR_CTX(ValidateZ85Key(curve.server_public_key), "CURVE server key");
+    KF_RETURN_IF_ERROR_CTX(ValidateZ85Key(curve.server_public_key), "CURVE server key");
     return Status::Ok();
   }
   if (curve.zap_domain.empty()) {
@@ -110,7 +110,7 @@ Result<ZmqSocket> ZmqSocket::Create(ZmqContext& context, SocketType type,
     return InvalidArgument("socket max_message_bytes must be >= 0 (0 = no limit), got " +
                            std::to_string(options.max_message_bytes));
   }
-  RETURN_IF_ERROR(ValidateCurve(context, options.curve));
+  KF_RETURN_IF_ERROR(ValidateCurve(context, options.curve));
   try {
     zmq::socket_t s(context.context(), ZmqType(type));
     s.set(zmq::sockopt::linger, 0);
@@ -142,7 +142,7 @@ Result<ZmqSocket> ZmqSocket::Create(ZmqContext& context, SocketType type,
     }
     context.open_sockets_.fetch_add(1, std::memory_order_acq_rel);
     ZmqSocket socket(&context, std::move(s));
-    if (options.track_connections) RETURN_IF_ERROR(socket.StartMonitor());
+    if (options.track_connections) KF_RETURN_IF_ERROR(socket.StartMonitor());
     return socket;
   } catch (const zmq::error_t& e) {
     return FromZmqError("cannot create a ZeroMQ socket", e);
@@ -240,20 +240,21 @@ void ZmqSocket::DrainMonitor() {
 }
 
 int ZmqSocket::connected_peers() {
-  CHECK(monitor_.handle() != nullptr) << "connected_peers() needs SocketOptions::track_connections";
+  KF_CHECK(monitor_.handle() != nullptr)
+      << "connected_peers() needs SocketOptions::track_connections";
   DrainMonitor();
   return connected_;
 }
 
 HandshakeFailures ZmqSocket::handshake_failures() {
-  CHECK(monitor_.handle() != nullptr)
+  KF_CHECK(monitor_.handle() != nullptr)
       << "handshake_failures() needs SocketOptions::track_connections";
   DrainMonitor();
   return handshake_failures_;
 }
 
 Status ZmqSocket::Bind(const std::string& endpoint) {
-  CHECK(is_open());
+  KF_CHECK(is_open());
   try {
     socket_.bind(endpoint);
   } catch (const zmq::error_t& e) {
@@ -282,12 +283,12 @@ Status ZmqSocket::Bind(const std::string& endpoint) {
 }
 
 Result<std::string> ZmqSocket::BindEphemeral(std::string_view host) {
-  RETURN_IF_ERROR(Bind("tcp://" + std::string(host) + ":*"));
+  KF_RETURN_IF_ERROR(Bind("tcp://" + std::string(host) + ":*"));
   return LastEndpoint();
 }
 
 Result<std::string> ZmqSocket::LastEndpoint() const {
-  CHECK(is_open());
+  KF_CHECK(is_open());
   try {
     return socket_.get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
@@ -296,7 +297,7 @@ Result<std::string> ZmqSocket::LastEndpoint() const {
 }
 
 Status ZmqSocket::Connect(const std::string& endpoint) {
-  CHECK(is_open());
+  KF_CHECK(is_open());
   try {
     socket_.connect(endpoint);
   } catch (const zmq::error_t& e) {
@@ -311,7 +312,7 @@ Status ZmqSocket::Connect(const std::string& endpoint) {
 }
 
 Status ZmqSocket::SetLinger(Duration linger) {
-  CHECK(is_open());
+  KF_CHECK(is_open());
   try {
     socket_.set(zmq::sockopt::linger, static_cast<int>(std::max<int64_t>(0, linger.millis())));
   } catch (const zmq::error_t& e) {
@@ -321,7 +322,7 @@ Status ZmqSocket::SetLinger(Duration linger) {
 }
 
 Result<bool> ZmqSocket::TrySend(std::string_view bytes) {
-  CHECK(is_open());
+  KF_CHECK(is_open());
   try {
     return socket_.send(zmq::const_buffer(bytes.data(), bytes.size()), zmq::send_flags::dontwait)
         .has_value();
@@ -348,8 +349,8 @@ Status ZmqSocket::WaitWritable(int64_t deadline_ms, const SendOptions& options, 
     }
     zmq_pollitem_t item{socket_.handle(), 0, ZMQ_POLLOUT, 0};
     int64_t slice = std::min(options.poll_slice.millis(), deadline_ms - now);
-    ASSIGN_OR_RETURN(int ready,
-                     PollItems({&item, 1}, Duration::Millis(std::max<int64_t>(slice, 0))));
+    KF_ASSIGN_OR_RETURN(int ready,
+                        PollItems({&item, 1}, Duration::Millis(std::max<int64_t>(slice, 0))));
     DrainMonitor();
     if (ready > 0 && (item.revents & ZMQ_POLLOUT) != 0) return Status::Ok();
   }
@@ -359,16 +360,16 @@ Status ZmqSocket::Send(std::string_view bytes, const SendOptions& options) {
   int64_t start = MonotonicMillis();
   int64_t deadline = start + std::max<int64_t>(0, options.timeout.millis());
   for (;;) {
-    ASSIGN_OR_RETURN(bool sent, TrySend(bytes));
+    KF_ASSIGN_OR_RETURN(bool sent, TrySend(bytes));
     if (sent) return Status::Ok();
-    RETURN_IF_ERROR(WaitWritable(deadline, options, start));
+    KF_RETURN_IF_ERROR(WaitWritable(deadline, options, start));
   }
 }
 
 Status ZmqSocket::SendMultipart(std::span<const std::string_view> parts,
                                 const SendOptions& options) {
-  CHECK(is_open());
-  CHECK(!parts.empty());
+  KF_CHECK(is_open());
+  KF_CHECK(!parts.empty());
   int64_t start = MonotonicMillis();
   int64_t deadline = start + std::max<int64_t>(0, options.timeout.millis());
   try {
@@ -376,7 +377,7 @@ Status ZmqSocket::SendMultipart(std::span<const std::string_view> parts,
       auto flags = parts.size() > 1 ? zmq::send_flags::dontwait | zmq::send_flags::sndmore
                                     : zmq::send_flags::dontwait;
       if (socket_.send(zmq::const_buffer(parts[0].data(), parts[0].size()), flags)) break;
-      RETURN_IF_ERROR(WaitWritable(deadline, options, start));
+      KF_RETURN_IF_ERROR(WaitWritable(deadline, options, start));
     }
     // Once the first part is queued ZeroMQ accepts the rest of the message (HWM counts whole
     // messages), so these never block.
@@ -394,7 +395,7 @@ Status ZmqSocket::SendMultipart(std::span<const std::string_view> parts,
 }
 
 Result<bool> ZmqSocket::TryReceive(zmq::message_t* msg) {
-  CHECK(is_open());
+  KF_CHECK(is_open());
   try {
     return socket_.recv(*msg, zmq::recv_flags::dontwait).has_value();
   } catch (const zmq::error_t& e) {
@@ -406,14 +407,14 @@ Status ZmqSocket::Receive(zmq::message_t* msg, Duration timeout) {
   int64_t start = MonotonicMillis();
   int64_t deadline = start + std::max<int64_t>(0, timeout.millis());
   for (;;) {
-    ASSIGN_OR_RETURN(bool got, TryReceive(msg));
+    KF_ASSIGN_OR_RETURN(bool got, TryReceive(msg));
     if (got) return Status::Ok();
     int64_t now = MonotonicMillis();
     if (now >= deadline) {
       return DeadlineExceeded("no message on " + endpoint_ + " within " + MillisText(now - start));
     }
     zmq_pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    ASSIGN_OR_RETURN(int ready, PollItems({&item, 1}, Duration::Millis(deadline - now)));
+    KF_ASSIGN_OR_RETURN(int ready, PollItems({&item, 1}, Duration::Millis(deadline - now)));
     (void)ready;
   }
 }
@@ -421,7 +422,7 @@ Status ZmqSocket::Receive(zmq::message_t* msg, Duration timeout) {
 Result<bool> ZmqSocket::TryReceiveMultipart(std::vector<zmq::message_t>* parts) {
   parts->clear();
   zmq::message_t first;
-  ASSIGN_OR_RETURN(bool got, TryReceive(&first));
+  KF_ASSIGN_OR_RETURN(bool got, TryReceive(&first));
   if (!got) return false;
   bool more = first.more();
   parts->push_back(std::move(first));
@@ -445,14 +446,14 @@ Status ZmqSocket::ReceiveMultipart(std::vector<zmq::message_t>* parts, Duration 
   int64_t start = MonotonicMillis();
   int64_t deadline = start + std::max<int64_t>(0, timeout.millis());
   for (;;) {
-    ASSIGN_OR_RETURN(bool got, TryReceiveMultipart(parts));
+    KF_ASSIGN_OR_RETURN(bool got, TryReceiveMultipart(parts));
     if (got) return Status::Ok();
     int64_t now = MonotonicMillis();
     if (now >= deadline) {
       return DeadlineExceeded("no message on " + endpoint_ + " within " + MillisText(now - start));
     }
     zmq_pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    ASSIGN_OR_RETURN(int ready, PollItems({&item, 1}, Duration::Millis(deadline - now)));
+    KF_ASSIGN_OR_RETURN(int ready, PollItems({&item, 1}, Duration::Millis(deadline - now)));
     (void)ready;
   }
 }

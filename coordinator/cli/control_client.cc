@@ -10,12 +10,12 @@ namespace keyflow::cli {
 Result<std::unique_ptr<ControlClient>> ControlClient::Connect(const std::string& endpoint,
                                                               int64_t timeout_ms,
                                                               const ProcessSecurity& security) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ZmqContext> context, ZmqContext::Create(1));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<ZmqContext> context, ZmqContext::Create(1));
   SocketOptions so = ControlPlaneSocketOptions();
   so.immediate = true;  // queue nothing until the connection exists
   so.curve = security.ControlClientCurve();
   so.track_connections = true;  // a failed handshake is a sentence, not a timeout
-  ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(*context, SocketType::kDealer, so));
+  KF_ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(*context, SocketType::kDealer, so));
   if (Status connected = socket.Connect(endpoint); !connected.ok()) {
     return InvalidArgument("cannot use coordinator address '" + endpoint +
                            "': " + connected.message() + " (expected tcp://HOST:PORT)");
@@ -56,7 +56,7 @@ Status ControlClient::AwaitHandshake() {
     int64_t left = deadline - MonotonicMillis();
     if (left <= 0) return Status::Ok();  // the request reports the timeout
     zmq_pollitem_t item = {socket_.monitor_handle(), 0, ZMQ_POLLIN, 0};
-    RETURN_IF_ERROR(PollItems(std::span(&item, 1), Duration::Millis(left)).status());
+    KF_RETURN_IF_ERROR(PollItems(std::span(&item, 1), Duration::Millis(left)).status());
   }
   handshake_checked_ = true;
   return Status::Ok();
@@ -74,7 +74,7 @@ Result<Reply> ControlClient::Request(const ControlMessage& msg, int64_t poll_ms,
                             " ms: is it running? (start a cluster with scripts/start-cluster.sh, "
                             "or pass --coordinator tcp://HOST:PORT)";
   const Duration timeout = Duration::Millis(timeout_ms_);
-  RETURN_IF_ERROR(AwaitHandshake());
+  KF_RETURN_IF_ERROR(AwaitHandshake());
   // Timeouts (no connection, no answer) are "unreachable"; other errors keep their reason.
   auto failed = [&](const Status& s) {
     return Unavailable(s.code() == StatusCode::kDeadlineExceeded ||
@@ -91,7 +91,7 @@ Result<Reply> ControlClient::Request(const ControlMessage& msg, int64_t poll_ms,
     Status got = socket_.Receive(&reply, Duration::Millis(std::min(poll_ms, timeout_ms_ - waited)));
     if (got.ok()) break;
     if (got.code() != StatusCode::kDeadlineExceeded) return failed(got);
-    if (while_waiting) RETURN_IF_ERROR(while_waiting());
+    if (while_waiting) KF_RETURN_IF_ERROR(while_waiting());
   }
   auto decoded = DecodeControlMessage(
       std::string_view(static_cast<const char*>(reply.data()), reply.size()), "the coordinator");

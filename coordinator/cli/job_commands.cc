@@ -51,7 +51,7 @@ Result<std::unique_ptr<ControlClient>> ConnectToCoordinator(const std::string& e
                                                             int64_t timeout_ms) {
   SecurityFlags flags = ClientSecurityFlags();
   if (flags.keys_dir.empty()) flags.insecure = true;
-  ASSIGN_OR_RETURN(ProcessSecurity security, LoadProcessSecurity(flags, Role::kOperator));
+  KF_ASSIGN_OR_RETURN(ProcessSecurity security, LoadProcessSecurity(flags, Role::kOperator));
   return ControlClient::Connect(endpoint, timeout_ms, security);
 }
 

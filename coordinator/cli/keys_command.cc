@@ -43,13 +43,13 @@ Status MakePrivateDir(const std::string& path) {
 // Writes NAME.key (0600) and NAME.pub (0644) of a fresh key pair; the .key first, so that a key
 // the coordinator admits always has its secret half somewhere.
 Status WriteKeyPair(const KeyDirectory& keys, Role role, const std::string& name) {
-  ASSIGN_OR_RETURN(CurveKeyPair pair, GenerateCurveKeyPair());
+  KF_ASSIGN_OR_RETURN(CurveKeyPair pair, GenerateCurveKeyPair());
   KeyFile file{PeerIdentity{role, name}, pair};
-  RETURN_IF_ERROR(WriteNewKeyFile(keys.SecretKeyFile(role, name), file, kSecretMode));
+  KF_RETURN_IF_ERROR(WriteNewKeyFile(keys.SecretKeyFile(role, name), file, kSecretMode));
   file.keys.secret_key.clear();
-  RETURN_IF_ERROR(WriteNewKeyFile(keys.PublicKeyFile(role, name), file, kPublicMode));
+  KF_RETURN_IF_ERROR(WriteNewKeyFile(keys.PublicKeyFile(role, name), file, kPublicMode));
   // An operator client also gets its REST API token (rest_token.h); a worker never does.
-  if (role == Role::kOperator) RETURN_IF_ERROR(WriteNewRestToken(keys, name));
+  if (role == Role::kOperator) KF_RETURN_IF_ERROR(WriteNewRestToken(keys, name));
   return Status::Ok();
 }
 
@@ -386,36 +386,36 @@ Status InitKeySet(const std::string& dir, int workers, const std::vector<std::st
                          " exists and is not an empty directory: give a new directory for the "
                          "key set");
   }
-  RETURN_IF_ERROR(MakePrivateDir(dir));
-  RETURN_IF_ERROR(MakePrivateDir(keys.RoleDir(Role::kWorker)));
-  RETURN_IF_ERROR(MakePrivateDir(keys.RoleDir(Role::kOperator)));
-  ASSIGN_OR_RETURN(CurveKeyPair pair, GenerateCurveKeyPair());
+  KF_RETURN_IF_ERROR(MakePrivateDir(dir));
+  KF_RETURN_IF_ERROR(MakePrivateDir(keys.RoleDir(Role::kWorker)));
+  KF_RETURN_IF_ERROR(MakePrivateDir(keys.RoleDir(Role::kOperator)));
+  KF_ASSIGN_OR_RETURN(CurveKeyPair pair, GenerateCurveKeyPair());
   KeyFile coordinator{PeerIdentity{Role::kCoordinator, "coordinator"}, pair};
-  RETURN_IF_ERROR(WriteNewKeyFile(keys.CoordinatorKey(), coordinator, kSecretMode));
+  KF_RETURN_IF_ERROR(WriteNewKeyFile(keys.CoordinatorKey(), coordinator, kSecretMode));
   coordinator.keys.secret_key.clear();
-  RETURN_IF_ERROR(WriteNewKeyFile(keys.CoordinatorPub(), coordinator, kPublicMode));
+  KF_RETURN_IF_ERROR(WriteNewKeyFile(keys.CoordinatorPub(), coordinator, kPublicMode));
   for (int i = 0; i < workers; ++i) {
-    RETURN_IF_ERROR(WriteKeyPair(keys, Role::kWorker, "worker-" + std::to_string(i)));
+    KF_RETURN_IF_ERROR(WriteKeyPair(keys, Role::kWorker, "worker-" + std::to_string(i)));
   }
   for (const std::string& name : clients) {
-    RETURN_IF_ERROR(ValidateKeyName(name));
-    RETURN_IF_ERROR(WriteKeyPair(keys, Role::kOperator, name));
+    KF_RETURN_IF_ERROR(ValidateKeyName(name));
+    KF_RETURN_IF_ERROR(WriteKeyPair(keys, Role::kOperator, name));
   }
   return AddRestTls(dir, rest_hosts);
 }
 
 Status AddRestTls(const std::string& dir, const std::vector<std::string>& hosts) {
-  RETURN_IF_ERROR(RequireKeySet(dir));
+  KF_RETURN_IF_ERROR(RequireKeySet(dir));
   const KeyDirectory keys{dir};
-  RETURN_IF_ERROR(MakePrivateDir(keys.RestDir()));
+  KF_RETURN_IF_ERROR(MakePrivateDir(keys.RestDir()));
   SelfSignedCertificateOptions options;
   options.hosts = hosts;
   return WriteSelfSignedCertificate(keys.RestTlsCert(), keys.RestTlsKey(), options);
 }
 
 Status AddKey(const std::string& dir, Role role, const std::string& name) {
-  RETURN_IF_ERROR(RequireKeySet(dir));
-  RETURN_IF_ERROR(ValidateKeyName(name));
+  KF_RETURN_IF_ERROR(RequireKeySet(dir));
+  KF_RETURN_IF_ERROR(ValidateKeyName(name));
   const KeyDirectory keys{dir};
   std::error_code ec;
   if (fs::exists(keys.SecretKeyFile(role, name), ec) ||
@@ -424,13 +424,13 @@ Status AddKey(const std::string& dir, Role role, const std::string& name) {
                          " key named " + name +
                          ": keys are never overwritten; choose another name");
   }
-  RETURN_IF_ERROR(MakePrivateDir(keys.RoleDir(role)));
+  KF_RETURN_IF_ERROR(MakePrivateDir(keys.RoleDir(role)));
   return WriteKeyPair(keys, role, name);
 }
 
 Status AddRestToken(const std::string& dir, const std::string& name) {
-  RETURN_IF_ERROR(RequireKeySet(dir));
-  RETURN_IF_ERROR(ValidateKeyName(name));
+  KF_RETURN_IF_ERROR(RequireKeySet(dir));
+  KF_RETURN_IF_ERROR(ValidateKeyName(name));
   const KeyDirectory keys{dir};
   std::error_code ec;
   if (!fs::exists(keys.SecretKeyFile(Role::kOperator, name), ec)) {
@@ -443,8 +443,8 @@ Status AddRestToken(const std::string& dir, const std::string& name) {
 }
 
 Status AddViewerToken(const std::string& dir, const std::string& name) {
-  RETURN_IF_ERROR(RequireKeySet(dir));
-  RETURN_IF_ERROR(ValidateKeyName(name));
+  KF_RETURN_IF_ERROR(RequireKeySet(dir));
+  KF_RETURN_IF_ERROR(ValidateKeyName(name));
   Status s = WriteNewViewerToken(KeyDirectory{dir}, name);
   if (s.code() == StatusCode::kAlreadyExists) {
     return AlreadyExists("the key set " + dir + " already has a viewer named " + name + " (" +
@@ -454,10 +454,10 @@ Status AddViewerToken(const std::string& dir, const std::string& name) {
 }
 
 Result<std::vector<ListedKey>> ListKeys(const std::string& dir) {
-  RETURN_IF_ERROR(RequireKeySet(dir));
+  KF_RETURN_IF_ERROR(RequireKeySet(dir));
   const KeyDirectory keys{dir};
   std::vector<ListedKey> listed;
-  ASSIGN_OR_RETURN(KeyFile coordinator, ReadKeyFile(keys.CoordinatorPub(), false));
+  KF_ASSIGN_OR_RETURN(KeyFile coordinator, ReadKeyFile(keys.CoordinatorPub(), false));
   listed.push_back({coordinator.identity, coordinator.keys.public_key, "coordinator"});
   for (Role role : {Role::kWorker, Role::kOperator}) {
     // name -> (has .pub, has .key)
@@ -471,9 +471,9 @@ Result<std::vector<ListedKey>> ListKeys(const std::string& dir) {
     if (ec) return IoError("cannot list " + keys.RoleDir(role) + ": " + ec.message());
     for (const auto& [name, present] : names) {
       const bool admitted = present.first;
-      ASSIGN_OR_RETURN(KeyFile file, ReadKeyFile(admitted ? keys.PublicKeyFile(role, name)
-                                                          : keys.SecretKeyFile(role, name),
-                                                 /*require_secret=*/!admitted));
+      KF_ASSIGN_OR_RETURN(KeyFile file, ReadKeyFile(admitted ? keys.PublicKeyFile(role, name)
+                                                             : keys.SecretKeyFile(role, name),
+                                                    /*require_secret=*/!admitted));
       listed.push_back({file.identity, file.keys.public_key, admitted ? "admitted" : "revoked"});
     }
   }

@@ -148,8 +148,8 @@ Result<HistoryFilter> ParseHistoryFilter(const HttpRequest& r) {
     }
   }
   HistoryFilter f;
-  ASSIGN_OR_RETURN(f.limit, IntQuery(r, "limit", 1, f.limit, "?limit=20"));
-  ASSIGN_OR_RETURN(f.since_id, IntQuery(r, "since_id", 0, 0, "?since_id=41"));
+  KF_ASSIGN_OR_RETURN(f.limit, IntQuery(r, "limit", 1, f.limit, "?limit=20"));
+  KF_ASSIGN_OR_RETURN(f.since_id, IntQuery(r, "since_id", 0, 0, "?since_id=41"));
   return f;
 }
 
@@ -278,19 +278,19 @@ RestRouter::Handler Command(const RestContext& c, MakeCommand make) {
 }
 
 Result<ControlMessage> CancelCommand(const json& body) {
-  RETURN_IF_ERROR(OnlyFields(body, {}));
+  KF_RETURN_IF_ERROR(OnlyFields(body, {}));
   return ControlMessage(CancelJob{});
 }
 
 Result<ControlMessage> StopCommand(const json& body) {
-  RETURN_IF_ERROR(OnlyFields(body, {"directory"}));
-  ASSIGN_OR_RETURN(std::string dir, OptionalString(body, "directory"));
+  KF_RETURN_IF_ERROR(OnlyFields(body, {"directory"}));
+  KF_ASSIGN_OR_RETURN(std::string dir, OptionalString(body, "directory"));
   return ControlMessage(StopJob{dir});
 }
 
 Result<ControlMessage> SavepointCommand(const json& body) {
-  RETURN_IF_ERROR(OnlyFields(body, {"directory"}));
-  ASSIGN_OR_RETURN(std::string dir, OptionalString(body, "directory"));
+  KF_RETURN_IF_ERROR(OnlyFields(body, {"directory"}));
+  KF_ASSIGN_OR_RETURN(std::string dir, OptionalString(body, "directory"));
   CheckpointRequest r;
   r.savepoint = true;
   r.directory = dir;
@@ -298,12 +298,12 @@ Result<ControlMessage> SavepointCommand(const json& body) {
 }
 
 Result<ControlMessage> CheckpointCommand(const json& body) {
-  RETURN_IF_ERROR(OnlyFields(body, {}));
+  KF_RETURN_IF_ERROR(OnlyFields(body, {}));
   return ControlMessage(CheckpointRequest{});
 }
 
 Result<ControlMessage> RescaleCommand(const json& body) {
-  RETURN_IF_ERROR(OnlyFields(body, {"parallelism", "plan_only", "wait_for_workers_ms", "via"}));
+  KF_RETURN_IF_ERROR(OnlyFields(body, {"parallelism", "plan_only", "wait_for_workers_ms", "via"}));
   RescaleRequest r;
   auto p = body.find("parallelism");
   if (p == body.end() || !p->is_number_integer() || p->get<int64_t>() < 1 ||
@@ -313,7 +313,7 @@ Result<ControlMessage> RescaleCommand(const json& body) {
         "{\"parallelism\": 3}");
   }
   r.new_parallelism = p->get<int32_t>();
-  ASSIGN_OR_RETURN(r.plan_only, OptionalBool(body, "plan_only", false));
+  KF_ASSIGN_OR_RETURN(r.plan_only, OptionalBool(body, "plan_only", false));
   if (auto v = body.find("via"); v != body.end()) {
     const std::string via = v->is_string() ? v->get<std::string>() : "";
     if (via == "checkpoint") {
@@ -334,8 +334,8 @@ Result<ControlMessage> RescaleCommand(const json& body) {
 }
 
 Result<ControlMessage> LoggingCommand(const json& body) {
-  RETURN_IF_ERROR(OnlyFields(body, {"level", "workers"}));
-  ASSIGN_OR_RETURN(std::string level, OptionalString(body, "level"));
+  KF_RETURN_IF_ERROR(OnlyFields(body, {"level", "workers"}));
+  KF_ASSIGN_OR_RETURN(std::string level, OptionalString(body, "level"));
   if (level.empty()) {
     return InvalidArgument(
         "\"level\" is required: one of trace, debug, info, warn, error, e.g. "
@@ -343,7 +343,7 @@ Result<ControlMessage> LoggingCommand(const json& body) {
   }
   SetLogLevelRequest r;
   r.level = level;  // the Coordinator validates it, exactly as for `keyflow log-level`
-  ASSIGN_OR_RETURN(r.workers, OptionalBool(body, "workers", true));
+  KF_ASSIGN_OR_RETURN(r.workers, OptionalBool(body, "workers", true));
   return ControlMessage(r);
 }
 

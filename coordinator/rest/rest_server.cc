@@ -454,7 +454,7 @@ Result<std::unique_ptr<RestServer>> RestServer::Start(const RestRouter* router,
           "--rest-tls-cert and --rest-tls-key go together: give both (e.g. KEYS/rest/tls.crt and "
           "KEYS/rest/tls.key from `keyflow keys init`) or neither");
     }
-    ASSIGN_OR_RETURN(tls, LoadTlsServerContext(options.tls_cert_file, options.tls_key_file));
+    KF_ASSIGN_OR_RETURN(tls, LoadTlsServerContext(options.tls_cert_file, options.tls_key_file));
     server->tls_ = true;
   }
   auto impl = std::make_unique<Impl>(router, options, std::move(tls));

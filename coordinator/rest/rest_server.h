@@ -18,7 +18,7 @@
 // without the 503 (answering needs a handshake the accept thread does not do).
 //
 //   RestRouter router;  AddApiRoutes(router, ...);
-//   ASSIGN_OR_RETURN(auto server, RestServer::Start(&router, {.bind_address = "127.0.0.1"}));
+//   KF_ASSIGN_OR_RETURN(auto server, RestServer::Start(&router, {.bind_address = "127.0.0.1"}));
 //   server->port();   // the bound port (useful with port 0)
 //
 // RAII: the destructor stops accepting, cuts open connections and joins every thread.

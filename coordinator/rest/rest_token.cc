@@ -104,15 +104,15 @@ Status WriteTokenPair(const std::string& token_file, const std::string& hash_fil
     if (fs::exists(p, ec))
       return AlreadyExists(p + " already exists: tokens are never overwritten");
   }
-  ASSIGN_OR_RETURN(std::string token, GenerateRestToken());
+  KF_ASSIGN_OR_RETURN(std::string token, GenerateRestToken());
   // The secret first, so that a token the coordinator admits always has a holder.
-  RETURN_IF_ERROR(WriteNewFile(token_file, token + "\n", 0600));
+  KF_RETURN_IF_ERROR(WriteNewFile(token_file, token + "\n", 0600));
   return WriteNewFile(hash_file, Sha256Hex(token) + "\n", 0644);
 }
 
 // The hash in a .token-sha256 file; Corruption naming it and what to do otherwise.
 Result<std::string> ReadTokenHash(const std::string& path, const std::string& add_token_command) {
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  KF_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   std::string_view hash = Trim(text);
   if (!IsHex64(hash)) {
     return Corruption(path +
@@ -133,12 +133,12 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 }  // namespace
 
 Status WriteNewRestToken(const KeyDirectory& keys, std::string_view client) {
-  RETURN_IF_ERROR(ValidateKeyName(client));
+  KF_RETURN_IF_ERROR(ValidateKeyName(client));
   return WriteTokenPair(RestTokenFile(keys, client), RestTokenHashFile(keys, client));
 }
 
 Status WriteNewViewerToken(const KeyDirectory& keys, std::string_view viewer) {
-  RETURN_IF_ERROR(ValidateKeyName(viewer));
+  KF_RETURN_IF_ERROR(ValidateKeyName(viewer));
   const std::string dir = ViewerDir(keys);
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return IoError("cannot create directory " + dir + ": " + std::strerror(errno) +
@@ -152,7 +152,7 @@ Status WriteNewViewerToken(const KeyDirectory& keys, std::string_view viewer) {
 }
 
 Result<std::string> ReadRestToken(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  KF_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   std::string_view token = Trim(text);
   if (!IsHex64(token)) {
     return InvalidArgument(path +
@@ -179,17 +179,17 @@ Result<RestTokenHashes> LoadRestTokenHashes(const KeyDirectory& keys, const Trus
     const std::string path = RestTokenHashFile(keys, identity.name);
     std::error_code ec;
     if (!fs::exists(path, ec)) continue;
-    ASSIGN_OR_RETURN(std::string hash,
-                     ReadTokenHash(path, "keyflow keys add-token " + identity.name));
-    RETURN_IF_ERROR(add(std::move(hash), RestCaller{RestRole::kOperator, identity.name}, path));
+    KF_ASSIGN_OR_RETURN(std::string hash,
+                        ReadTokenHash(path, "keyflow keys add-token " + identity.name));
+    KF_RETURN_IF_ERROR(add(std::move(hash), RestCaller{RestRole::kOperator, identity.name}, path));
   }
-  ASSIGN_OR_RETURN(auto viewers, ListViewers(keys));
+  KF_ASSIGN_OR_RETURN(auto viewers, ListViewers(keys));
   for (const auto& [name, admitted] : viewers) {
     if (!admitted) continue;
     const std::string path = ViewerTokenHashFile(keys, name);
-    ASSIGN_OR_RETURN(std::string hash,
-                     ReadTokenHash(path, "keyflow keys add-token " + name + " --role viewer"));
-    RETURN_IF_ERROR(add(std::move(hash), RestCaller{RestRole::kViewer, name}, path));
+    KF_ASSIGN_OR_RETURN(std::string hash,
+                        ReadTokenHash(path, "keyflow keys add-token " + name + " --role viewer"));
+    KF_RETURN_IF_ERROR(add(std::move(hash), RestCaller{RestRole::kViewer, name}, path));
   }
   return hashes;
 }

@@ -13,10 +13,10 @@
 namespace keyflow {
 
 void FailNoCurrentKey(const std::string& state_name) {
-  CHECK(false) << "keyed state '" << state_name
-               << "' was used without a current key: keyed state is only accessible while the "
-                  "runtime has set a key (in processElement, onTimer or ApplyToAllKeys)";
-  std::abort();  // not reached: CHECK(false) aborts
+  KF_CHECK(false) << "keyed state '" << state_name
+                  << "' was used without a current key: keyed state is only accessible while the "
+                     "runtime has set a key (in processElement, onTimer or ApplyToAllKeys)";
+  std::abort();  // not reached: KF_CHECK(false) aborts
 }
 
 HeapKeyedStateBackend::HeapKeyedStateBackend(KeyContext& key_context)
@@ -83,7 +83,7 @@ Status HeapKeyedStateBackend::ApplyToAllKeys(std::string_view state_name, Namesp
 }
 
 size_t HeapKeyedStateBackend::NumKeys(KeyGroupId g) const {
-  CHECK(range().contains(g)) << "key group " << g << " is not in " << range();
+  KF_CHECK(range().contains(g)) << "key group " << g << " is not in " << range();
   absl::flat_hash_set<Key> keys;
   for (const auto& [name, state] : states_) state.table->CollectKeys(range().IndexOf(g), &keys);
   return keys.size();
@@ -158,7 +158,7 @@ class StateKeyGroupCopy final : public KeyGroupCopy {
 }  // namespace
 
 void HeapKeyedStateBackend::SerializeKeyGroup(KeyGroupId g, BinaryWriter& out) const {
-  CHECK(range().contains(g)) << "SerializeKeyGroup: key group " << g << " is not in " << range();
+  KF_CHECK(range().contains(g)) << "SerializeKeyGroup: key group " << g << " is not in " << range();
   const int32_t index = range().IndexOf(g);
   std::vector<const StateTableBase*> present;
   for (const auto& [name, state] : states_) {
@@ -174,7 +174,7 @@ void HeapKeyedStateBackend::SerializeKeyGroup(KeyGroupId g, BinaryWriter& out) c
 }
 
 std::unique_ptr<KeyGroupCopy> HeapKeyedStateBackend::CopyKeyGroup(KeyGroupId g) const {
-  CHECK(range().contains(g)) << "CopyKeyGroup: key group " << g << " is not in " << range();
+  KF_CHECK(range().contains(g)) << "CopyKeyGroup: key group " << g << " is not in " << range();
   const int32_t index = range().IndexOf(g);
   std::vector<StateKeyGroupCopy::State> states;
   for (const auto& [name, state] : states_) {
@@ -252,7 +252,7 @@ Status HeapKeyedStateBackend::RestoreKeyGroup(KeyGroupId g, BinaryReader& in) {
           " again, or give the new type a new state name");
     }
     std::unique_ptr<StagedKeyGroup> entries;
-    RETURN_IF_ERROR_CTX(table->ReadKeyGroup(in, g, key_context().assigner(), &entries), context);
+    KF_RETURN_IF_ERROR_CTX(table->ReadKeyGroup(in, g, key_context().assigner(), &entries), context);
     staged.emplace_back(table, std::move(entries));
     previous_name.assign(name);
   }

@@ -10,8 +10,8 @@
 // restoring one key group touch only that key group's data (byte format in state/README.md).
 //
 //   HeapKeyedStateBackend backend(key_context);
-//   ASSIGN_OR_RETURN(ValueState<int64_t>* count, backend.GetState(count_descriptor));
-//   RETURN_IF_ERROR(key_context.SetCurrentKey(record.key, record.key_group));
+//   KF_ASSIGN_OR_RETURN(ValueState<int64_t>* count, backend.GetState(count_descriptor));
+//   KF_RETURN_IF_ERROR(key_context.SetCurrentKey(record.key, record.key_group));
 //   count->Update(count->Value().value_or(0) + 1);
 //
 // Writes: every change to a key group's data — by a handle, ClearAll or RestoreKeyGroup —
@@ -113,7 +113,7 @@ class HeapKeyedStateBackend final : public KeyedStateBackend {
   // key group - range().start().
   template <typename V>
   StateMap<V>& MutableTable(StateTable<V>& table, int32_t kg_index) {
-    DCHECK(kg_index >= 0 && kg_index < range().size());
+    KF_DCHECK(kg_index >= 0 && kg_index < range().size());
     // Copy-on-write for asynchronous snapshots: if a snapshot still has to write key group
     // kg_index, it is serialised now, before the caller changes it.
     if (write_guard_ != nullptr) write_guard_->BeforeWrite(kg_index);

@@ -160,7 +160,7 @@ class StateMap {
   // Inserts the entry of `l`, which must be absent (checked in debug builds).
   template <typename... Args>
   Entry* InsertAbsent(const StateEntryLookup& l, Args&&... args) {
-    DCHECK(Find(l) == nullptr);
+    KF_DCHECK(Find(l) == nullptr);
     GrowIfFull();
     size_t i = FreeSlot(l.hash);
     Entry* e = ::new (static_cast<void*>(slots_ + i))
@@ -177,7 +177,7 @@ class StateMap {
   // Inserts an entry whose key is absent (checked in debug builds); for restore.
   void InsertNew(StateEntryKey key, V value) {
     const uint64_t hash = StateEntryHashOf(key);
-    DCHECK(Find(StateEntryLookup{&key.key, key.ns, hash}) == nullptr);
+    KF_DCHECK(Find(StateEntryLookup{&key.key, key.ns, hash}) == nullptr);
     GrowIfFull();
     size_t i = FreeSlot(hash);
     ::new (static_cast<void*>(slots_ + i)) Entry{std::move(key), std::move(value)};
@@ -306,7 +306,7 @@ class StateMap {
   }
 
   void Allocate(size_t capacity) {
-    CHECK((capacity & (capacity - 1)) == 0) << capacity;
+    KF_CHECK((capacity & (capacity - 1)) == 0) << capacity;
     slots_ = static_cast<Entry*>(
         ::operator new(capacity * sizeof(Entry), std::align_val_t(alignof(Entry))));
     occupied_ = new uint64_t[(capacity + 63) / 64]();

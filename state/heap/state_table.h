@@ -226,7 +226,7 @@ Status StateTable<V>::ReadKeyGroup(BinaryReader& in, KeyGroupId g, const KeyGrou
       }
     }
     Key key = Key::FromBytes(key_bytes);
-    RETURN_IF_ERROR_CTX(CheckRestoredKey(key, g, assigner), what);
+    KF_RETURN_IF_ERROR_CTX(CheckRestoredKey(key, g, assigner), what);
     V value(ops_);
     if (!ops_.read(in, value.get())) return MalformedSnapshot(what);
     if (IsEmptyCollection(value)) {

@@ -83,7 +83,8 @@ const void* RocksDbKeyedState::Get() const {
     for (const auto& [k, v] : map_rows_) raw.append(k).append(v);
     scratch_.clear();
     BinaryWriter out(&scratch_);
-    CHECK(rocksdb_format::RowsToCanonicalMap(map_rows_.size(), raw, value_, *info_->value_ops, out))
+    KF_CHECK(
+        rocksdb_format::RowsToCanonicalMap(map_rows_.size(), raw, value_, *info_->value_ops, out))
         << "map state '" << name() << "' holds rows this backend did not write";
     Remember(true);
     return value_.get();
@@ -92,8 +93,8 @@ const void* RocksDbKeyedState::Get() const {
     const RocksDbCachedRow& row = backend_->CachedRow(*info_, Lookup(), KeyGroup());
     if (!row.present) return nullptr;
     BinaryReader in(row.value);
-    CHECK(value_.ReadFrom(in)) << "state '" << name()
-                               << "' holds a value this backend did not write";
+    KF_CHECK(value_.ReadFrom(in)) << "state '" << name()
+                                  << "' holds a value this backend did not write";
     return value_.get();
   }
   rocksdb::PinnableSlice v;
@@ -107,12 +108,13 @@ const void* RocksDbKeyedState::Get() const {
   if (info_->kind == StateKind::kList) {
     scratch_.clear();
     BinaryWriter out(&scratch_);
-    CHECK(rocksdb_format::StoredListToCanonical(bytes, out))
+    KF_CHECK(rocksdb_format::StoredListToCanonical(bytes, out))
         << "list state '" << name() << "' holds a value this backend did not write";
     bytes = scratch_;
   }
   BinaryReader in(bytes);
-  CHECK(value_.ReadFrom(in)) << "state '" << name() << "' holds a value this backend did not write";
+  KF_CHECK(value_.ReadFrom(in)) << "state '" << name()
+                                << "' holds a value this backend did not write";
   Remember(true);
   return value_.get();
 }
@@ -131,14 +133,14 @@ void RocksDbKeyedState::Write(const void* value, bool existed) {
   if (info_->kind == StateKind::kList) {
     std::string stored;
     BinaryReader in(encoded);
-    CHECK(rocksdb_format::CanonicalListToStored(in, *info_->element_ops, &stored));
+    KF_CHECK(rocksdb_format::CanonicalListToStored(in, *info_->element_ops, &stored));
     batch.Put(info_->column_family, prefix_, stored);
   } else if (info_->kind == StateKind::kMap) {
     // Rows that changed: Put; rows no longer present: Delete. Both sides ascending by UK bytes.
     if (!existed) map_rows_.clear();
     BinaryReader in(encoded);
     std::vector<std::pair<std::string_view, std::string_view>> rows;
-    CHECK(
+    KF_CHECK(
         rocksdb_format::CanonicalMapToRows(in, *info_->element_ops, *info_->map_value_ops, &rows));
     std::sort(rows.begin(), rows.end());
     size_t o = 0;
@@ -216,14 +218,14 @@ void RocksDbKeyedState::Modify(bool create_if_absent, ModifyFn fn) {
     value_.Reset();
     backend_->BeforeWrite(index);
     const bool keep = fn(value_.get(), !existed);
-    CHECK(keep) << "list state '" << name() << "': Modify may only append";
+    KF_CHECK(keep) << "list state '" << name() << "': Modify may only append";
     std::string encoded;
     BinaryWriter out(&encoded);
     info_->value_ops->write(out, value_.get());
     std::string operand;
     uint64_t added = 0;
     BinaryReader in(encoded);
-    CHECK(rocksdb_format::CanonicalListToStored(in, *info_->element_ops, &operand, &added));
+    KF_CHECK(rocksdb_format::CanonicalListToStored(in, *info_->element_ops, &operand, &added));
     if (added == 0) return;
     rocksdb::WriteBatch batch;
     batch.Merge(info_->column_family, prefix_, operand);

@@ -258,7 +258,7 @@ rocksdb::ColumnFamilyOptions RocksDbKeyedStateBackend::CfOptions() const {
 }
 
 Status RocksDbKeyedStateBackend::OpenDatabase(bool existing) {
-  CHECK(db_ == nullptr);
+  KF_CHECK(db_ == nullptr);
   rocksdb::DBOptions db_options = DbOptions();
   db_options.create_if_missing = !existing;
   db_options.error_if_exists = !existing;
@@ -540,11 +540,11 @@ Result<KeyedStateHandle*> RocksDbKeyedStateBackend::GetOrRegisterState(const Sta
     return it->second->handle.get();
   }
   if (!r.invalid_reason.empty()) return InvalidArgument(r.invalid_reason);
-  CHECK(r.kind != StateKind::kList || r.element_ops != nullptr);
-  CHECK(r.kind != StateKind::kMap || (r.element_ops != nullptr && r.map_value_ops != nullptr));
+  KF_CHECK(r.kind != StateKind::kList || r.element_ops != nullptr);
+  KF_CHECK(r.kind != StateKind::kMap || (r.element_ops != nullptr && r.map_value_ops != nullptr));
 
   // The staging backend validates restores: it knows every state.
-  RETURN_IF_ERROR(
+  KF_RETURN_IF_ERROR(
       staging_
           .GetOrRegisterState(
               r, [](InternalKeyedState* s) { return std::make_unique<StagingHandle>(s); })
@@ -590,7 +590,7 @@ Status RocksDbKeyedStateBackend::ApplyToAllKeys(std::string_view state_name, Nam
         // Rows come in ascending (key, namespace[, user key]) order: a key's rows are adjacent.
         KeyGroupRows rows(*this, g, nullptr, info.column_family);
         for (rows.SeekToFirst(); rows->Valid(); rows->Next()) {
-          CHECK(rocksdb_layout::DecodeKey(rows.key(), prefix_bytes_, &decoded));
+          KF_CHECK(rocksdb_layout::DecodeKey(rows.key(), prefix_bytes_, &decoded));
           if (decoded.ns != ns.value()) continue;
           if (!keys->empty() && keys->back().bytes() == decoded.key) continue;
           keys->push_back(Key::FromBytes(decoded.key));
@@ -607,17 +607,17 @@ size_t RocksDbKeyedStateBackend::CountKeys(KeyGroupId g, const rocksdb::Snapshot
   for (const auto& [name, state] : states_) {
     KeyGroupRows rows(*this, g, snapshot, state->info.column_family);
     for (rows.SeekToFirst(); rows->Valid(); rows->Next()) {
-      CHECK(rocksdb_layout::DecodeKey(rows.key(), prefix_bytes_, &decoded));
+      KF_CHECK(rocksdb_layout::DecodeKey(rows.key(), prefix_bytes_, &decoded));
       keys.insert(decoded.key);
     }
-    CHECK(rows->status().ok()) << "reading state '" << name << "' in " << dir_ << ": "
-                               << rows->status().ToString();
+    KF_CHECK(rows->status().ok()) << "reading state '" << name << "' in " << dir_ << ": "
+                                  << rows->status().ToString();
   }
   return keys.size();
 }
 
 size_t RocksDbKeyedStateBackend::NumKeys(KeyGroupId g) const {
-  CHECK(range().contains(g)) << "key group " << g << " is not in " << range();
+  KF_CHECK(range().contains(g)) << "key group " << g << " is not in " << range();
   SyncCache(CacheSync::kWrite, range().IndexOf(g));
   return CountKeys(g, nullptr);
 }
@@ -652,13 +652,13 @@ void RocksDbKeyedStateBackend::ClearAll() {
 }
 
 void RocksDbKeyedStateBackend::SerializeKeyGroup(KeyGroupId g, BinaryWriter& out) const {
-  CHECK(range().contains(g)) << "SerializeKeyGroup: key group " << g << " is not in " << range();
+  KF_CHECK(range().contains(g)) << "SerializeKeyGroup: key group " << g << " is not in " << range();
   SyncCache(CacheSync::kWrite, range().IndexOf(g));
   WriteKeyGroup(g, nullptr, out);
 }
 
 std::unique_ptr<KeyGroupCopy> RocksDbKeyedStateBackend::CopyKeyGroup(KeyGroupId g) const {
-  CHECK(range().contains(g)) << "CopyKeyGroup: key group " << g << " is not in " << range();
+  KF_CHECK(range().contains(g)) << "CopyKeyGroup: key group " << g << " is not in " << range();
   SyncCache(CacheSync::kWrite, range().IndexOf(g));
   return std::make_unique<KeyGroupSnapshotCopy>(this, g);
 }
@@ -686,7 +686,7 @@ void RocksDbKeyedStateBackend::WriteKeyGroup(KeyGroupId g, const rocksdb::Snapsh
     uint64_t map_size = 0;
     auto flush_map = [&] {
       if (map_size == 0) return;
-      CHECK(rocksdb_format::RowsToCanonicalMap(map_size, map_pairs, *map, *info.value_ops, w))
+      KF_CHECK(rocksdb_format::RowsToCanonicalMap(map_size, map_pairs, *map, *info.value_ops, w))
           << "map state '" << info.name << "' holds rows this backend did not write";
       map_size = 0;
       map_pairs.clear();
@@ -694,7 +694,7 @@ void RocksDbKeyedStateBackend::WriteKeyGroup(KeyGroupId g, const rocksdb::Snapsh
     for (rows.SeekToFirst(); rows->Valid(); rows->Next()) {
       std::string_view rocks_key = rows.key();
       std::string_view value(rows->value().data(), rows->value().size());
-      CHECK(rocksdb_layout::DecodeKey(rocks_key, prefix_bytes_, &decoded));
+      KF_CHECK(rocksdb_layout::DecodeKey(rocks_key, prefix_bytes_, &decoded));
       if (info.kind == StateKind::kMap) {
         std::string_view prefix = rocks_key.substr(0, decoded.prefix_length);
         if (map_size > 0 && prefix == map_prefix) {
@@ -711,15 +711,15 @@ void RocksDbKeyedStateBackend::WriteKeyGroup(KeyGroupId g, const rocksdb::Snapsh
       w.Bytes(decoded.key);
       w.I64(decoded.ns);
       if (info.kind == StateKind::kList) {
-        CHECK(rocksdb_format::StoredListToCanonical(value, w))
+        KF_CHECK(rocksdb_format::StoredListToCanonical(value, w))
             << "list state '" << info.name << "' holds a value this backend did not write";
       } else if (info.kind != StateKind::kMap) {
         w.Raw(value.data(), value.size());
       }
     }
     flush_map();
-    CHECK(rows->status().ok()) << "reading state '" << info.name << "' in " << dir_ << ": "
-                               << rows->status().ToString();
+    KF_CHECK(rows->status().ok()) << "reading state '" << info.name << "' in " << dir_ << ": "
+                                  << rows->status().ToString();
     if (part.entries > 0) parts.push_back(std::move(part));
   }
   // Format version 2 (state/README.md), the bytes the heap backend writes for the same state.
@@ -739,7 +739,7 @@ void RocksDbKeyedStateBackend::StageKeyGroup(
     std::string_view bytes, rocksdb::WriteBatch& batch,
     std::map<std::string, int64_t, std::less<>>* counts) const {
   BinaryReader in(bytes);
-  CHECK(in.I32() == -kKeyGroupStateFormatVersion);
+  KF_CHECK(in.I32() == -kKeyGroupStateFormatVersion);
   const int32_t g = in.I32();
   const uint64_t num_states = in.VarU64();
   std::string rocks_key;
@@ -760,10 +760,10 @@ void RocksDbKeyedStateBackend::StageKeyGroup(
       rocksdb_layout::AppendEntryPrefix(&rocks_key, g, prefix_bytes_, key, ns);
       if (info.kind == StateKind::kList) {
         stored.clear();
-        CHECK(rocksdb_format::CanonicalListToStored(in, *info.element_ops, &stored));
+        KF_CHECK(rocksdb_format::CanonicalListToStored(in, *info.element_ops, &stored));
         batch.Put(info.column_family, rocks_key, stored);
       } else if (info.kind == StateKind::kMap) {
-        CHECK(
+        KF_CHECK(
             rocksdb_format::CanonicalMapToRows(in, *info.element_ops, *info.map_value_ops, &rows));
         const size_t prefix_length = rocks_key.size();
         for (const auto& [uk, uv] : rows) {
@@ -773,20 +773,20 @@ void RocksDbKeyedStateBackend::StageKeyGroup(
         }
       } else {
         std::string_view value;
-        CHECK(rocksdb_format::ReadValueSlice(in, scratch, &value));
+        KF_CHECK(rocksdb_format::ReadValueSlice(in, scratch, &value));
         batch.Put(info.column_family, rocks_key, rocksdb::Slice(value.data(), value.size()));
       }
     }
   }
-  CHECK(in.ok() && in.at_end());
+  KF_CHECK(in.ok() && in.at_end());
 }
 
 Status RocksDbKeyedStateBackend::RestoreKeyGroup(KeyGroupId g, BinaryReader& in) {
   if (!range().contains(g)) return key_context().IllegalKeyGroup(g);
-  RETURN_IF_ERROR(failure_);
+  KF_RETURN_IF_ERROR(failure_);
   // Parsed and validated by the heap backend (same checks, same sentences); a failure leaves
   // both untouched. Its canonical bytes are then trusted.
-  RETURN_IF_ERROR(staging_.RestoreKeyGroup(g, in));
+  KF_RETURN_IF_ERROR(staging_.RestoreKeyGroup(g, in));
   std::string canonical;
   BinaryWriter w(&canonical);
   staging_.SerializeKeyGroup(g, w);
@@ -839,7 +839,7 @@ std::vector<rocksdb_native::SnapshotState> RocksDbKeyedStateBackend::SnapshotSta
 Result<std::unique_ptr<NativeSnapshotPart>> RocksDbKeyedStateBackend::SnapshotNative(
     const NativeSnapshotTarget& target) {
   AwaitNativeSync();  // an earlier part's, if it was neither written nor destroyed
-  RETURN_IF_ERROR(failure_);
+  KF_RETURN_IF_ERROR(failure_);
   if (target.shared_dir.empty() || target.checkpoint_dir.empty()) {
     return FailedPrecondition(
         "a native RocksDB snapshot needs a checkpoint and a shared directory; take a full "

@@ -4,8 +4,8 @@
 // bytes are the canonical ones of state/README.md, equal to the heap's for equal state, so
 // checkpoints, rescales and savepoints move between the two backends unchanged.
 //
-//   ASSIGN_OR_RETURN(auto backend, RocksDbKeyedStateBackend::Open(key_context, options));
-//   ASSIGN_OR_RETURN(ValueState<int64_t>* count, backend->GetState(count_descriptor));
+//   KF_ASSIGN_OR_RETURN(auto backend, RocksDbKeyedStateBackend::Open(key_context, options));
+//   KF_ASSIGN_OR_RETURN(ValueState<int64_t>* count, backend->GetState(count_descriptor));
 //
 // Layout (rocksdb_key_layout.h): one column family per state; rows keyed by key group (1 or 2
 // bytes big-endian), escaped key, namespace [, map user key], so a key group is a contiguous

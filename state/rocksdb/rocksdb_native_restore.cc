@@ -37,7 +37,7 @@ struct StagedSource {
 Status Stage(FileSystem& fs, const NativeRestoreSource& source, const std::string& dir,
              StagedSource* staged) {
   const IncrementalKeyedStateHandle& h = source.handle;
-  RETURN_IF_ERROR(fs.CreateDirectories(dir));
+  KF_RETURN_IF_ERROR(fs.CreateDirectories(dir));
   for (const SharedStateFile& f : h.shared_files) {
     const std::string path = source.shared_dir + "/" + f.name;
     uint64_t number = 0;
@@ -46,22 +46,23 @@ Status Stage(FileSystem& fs, const NativeRestoreSource& source, const std::strin
                         ", which is not an SST file of keyflow: restore from an earlier "
                         "checkpoint");
     }
-    RETURN_IF_ERROR(rocksdb_native::VerifyFile(fs, path, f.size, f.checksum));
+    KF_RETURN_IF_ERROR(rocksdb_native::VerifyFile(fs, path, f.size, f.checksum));
     const std::string to = dir + "/" + rocksdb_native::LocalSstName(number);
     std::error_code ec;
     fs::create_hard_link(path, to, ec);
-    if (ec) RETURN_IF_ERROR(rocksdb_native::CopyFile(fs, path, to).status());
+    if (ec) KF_RETURN_IF_ERROR(rocksdb_native::CopyFile(fs, path, to).status());
   }
   for (const PrivateStateFile& f : h.private_files) {
     const std::string path = source.checkpoint_dir + "/" + f.path;
-    RETURN_IF_ERROR(rocksdb_native::VerifyFile(fs, path, f.size, f.checksum));
+    KF_RETURN_IF_ERROR(rocksdb_native::VerifyFile(fs, path, f.size, f.checksum));
     const std::string name = fs::path(f.path).filename().string();
     if (name == rocksdb_native::kStatesFile) {
-      ASSIGN_OR_RETURN(std::string bytes, fs.ReadFileToString(path));
-      ASSIGN_OR_RETURN(staged->states, rocksdb_native::DecodeStates(bytes, h.range.size(), path));
+      KF_ASSIGN_OR_RETURN(std::string bytes, fs.ReadFileToString(path));
+      KF_ASSIGN_OR_RETURN(staged->states,
+                          rocksdb_native::DecodeStates(bytes, h.range.size(), path));
       continue;
     }
-    RETURN_IF_ERROR(rocksdb_native::CopyFile(fs, path, dir + "/" + name).status());
+    KF_RETURN_IF_ERROR(rocksdb_native::CopyFile(fs, path, dir + "/" + name).status());
   }
   if (!fs.Exists(dir + "/CURRENT")) {
     return Corruption("the RocksDB snapshot of key groups " + h.range.ToString() + " in " +
@@ -193,7 +194,7 @@ Status RocksDbKeyedStateBackend::CopyRows(const std::string& staged_dir,
 }
 
 Status RocksDbKeyedStateBackend::RestoreNative(const std::vector<NativeRestoreSource>& sources) {
-  RETURN_IF_ERROR(failure_);
+  KF_RETURN_IF_ERROR(failure_);
   last_restore_ = NativeRestoreStats{};
   // Only handles this backend can read; only those that hold some of range().
   std::vector<const NativeRestoreSource*> used;

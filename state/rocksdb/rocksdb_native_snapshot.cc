@@ -80,7 +80,7 @@ class RocksDbSnapshotPart final : public NativeSnapshotPart {
 
     const std::string private_dir = t.checkpoint_dir + "/" + t.private_prefix;
     if (Status s = fs_.CreateDirectories(private_dir); !s.ok()) return WriteError(private_dir, s);
-    ASSIGN_OR_RETURN(std::vector<std::string> names, fs_.ListDirectory(local_.local_dir));
+    KF_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_.ListDirectory(local_.local_dir));
     SstFiles uploaded;
     for (const std::string& name : names) {
       const std::string from = local_.local_dir + "/" + name;
@@ -112,7 +112,7 @@ class RocksDbSnapshotPart final : public NativeSnapshotPart {
       }
       const std::string to = private_dir + name;
       created->push_back(to);
-      ASSIGN_OR_RETURN(FileDigest digest, CopyFile(fs_, from, to));
+      KF_ASSIGN_OR_RETURN(FileDigest digest, CopyFile(fs_, from, to));
       *written_bytes += digest.size;
       handle.private_files.push_back(
           PrivateStateFile{t.private_prefix + name, digest.size, digest.checksum});

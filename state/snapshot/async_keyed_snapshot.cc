@@ -21,7 +21,7 @@ AsyncKeyedSnapshot::AsyncKeyedSnapshot(int32_t max_parallelism, KeyType key_type
       blocks_(static_cast<size_t>(range.size())),
       copies_(static_cast<size_t>(range.size())),
       counts_(static_cast<size_t>(range.size())) {
-  CHECK(include_.empty() || include_.size() == static_cast<size_t>(range.size()))
+  KF_CHECK(include_.empty() || include_.size() == static_cast<size_t>(range.size()))
       << include_.size() << " flags for " << range.ToString();
   // Key groups the snapshot does not hold are free to change from the start.
   for (size_t i = 0; i < include_.size(); ++i) {
@@ -68,7 +68,7 @@ void AsyncKeyedSnapshot::SerializeBeforeWrite(int32_t index) {
 
 Result<KeyedSnapshotInfo> AsyncKeyedSnapshot::WriteTo(KeyedSnapshotWriter::Sink sink) {
   KeyedSnapshotWriter writer(max_parallelism_, key_type_, range_, sections_, std::move(sink));
-  RETURN_IF_ERROR(writer.Begin());
+  KF_RETURN_IF_ERROR(writer.Begin());
   for (int32_t i = 0; i < range_.size(); ++i) {
     if (!include_.empty() && !include_[static_cast<size_t>(i)]) continue;
     if (!TryClaim(i, /*copy=*/false)) WaitSerialized(i);
@@ -79,8 +79,8 @@ Result<KeyedSnapshotInfo> AsyncKeyedSnapshot::WriteTo(KeyedSnapshotWriter::Sink 
       for (const auto& c : copies) counts_[static_cast<size_t>(i)].push_back(c->Count());
       copies.clear();
     }
-    RETURN_IF_ERROR(writer.AppendKeyGroup(KeyGroupId(range_.start() + i), block,
-                                          std::move(counts_[static_cast<size_t>(i)])));
+    KF_RETURN_IF_ERROR(writer.AppendKeyGroup(KeyGroupId(range_.start() + i), block,
+                                             std::move(counts_[static_cast<size_t>(i)])));
     std::string().swap(block);  // free the copy as soon as it is written
   }
   return writer.Finish();
@@ -89,21 +89,21 @@ Result<KeyedSnapshotInfo> AsyncKeyedSnapshot::WriteTo(KeyedSnapshotWriter::Sink 
 Result<KeyedSnapshotInfo> AsyncKeyedSnapshot::WriteToFile(FileSystem& fs, const std::string& path,
                                                           size_t buffer_bytes) {
   Result<KeyedSnapshotInfo> info = [&]() -> Result<KeyedSnapshotInfo> {
-    ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
-                     fs.NewWritableFile(path, WriteMode::kTruncate));
+    KF_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
+                        fs.NewWritableFile(path, WriteMode::kTruncate));
     std::string buffer;
     buffer.reserve(buffer_bytes);
-    ASSIGN_OR_RETURN(KeyedSnapshotInfo written, WriteTo([&](std::string_view bytes) -> Status {
-                       buffer.append(bytes);
-                       if (buffer.size() >= buffer_bytes) {
-                         RETURN_IF_ERROR(file->Append(buffer));
-                         buffer.clear();
-                       }
-                       return Status::Ok();
-                     }));
-    RETURN_IF_ERROR(file->Append(buffer));
-    RETURN_IF_ERROR(file->Sync());
-    RETURN_IF_ERROR(file->Close());
+    KF_ASSIGN_OR_RETURN(KeyedSnapshotInfo written, WriteTo([&](std::string_view bytes) -> Status {
+                          buffer.append(bytes);
+                          if (buffer.size() >= buffer_bytes) {
+                            KF_RETURN_IF_ERROR(file->Append(buffer));
+                            buffer.clear();
+                          }
+                          return Status::Ok();
+                        }));
+    KF_RETURN_IF_ERROR(file->Append(buffer));
+    KF_RETURN_IF_ERROR(file->Sync());
+    KF_RETURN_IF_ERROR(file->Close());
     return written;
   }();
   if (!info.ok()) {

@@ -48,7 +48,7 @@ void SerializeKeyGroupBlock(KeyGroupId g, const std::vector<const SnapshotSectio
 void SerializeKeyGroupBlock(KeyGroupId g, const std::vector<const SnapshotSection*>& sections,
                             const std::vector<std::unique_ptr<KeyGroupCopy>>& copies,
                             std::string* out) {
-  CHECK(copies.size() == sections.size()) << copies.size() << " copies of " << sections.size();
+  KF_CHECK(copies.size() == sections.size()) << copies.size() << " copies of " << sections.size();
   WriteBlock(
       g, sections, [&](size_t i, BinaryWriter& w) { copies[i]->Write(w); }, out);
 }
@@ -94,10 +94,10 @@ Status KeyedSnapshotWriter::Begin() {
 
 Status KeyedSnapshotWriter::AppendKeyGroup(KeyGroupId g, std::string_view block,
                                            std::vector<uint64_t> counts) {
-  CHECK(g.value() >= next_ && g.value() <= info_.range.end())
+  KF_CHECK(g.value() >= next_ && g.value() <= info_.range.end())
       << "key group " << g.value() << " appended out of order or outside "
       << info_.range.ToString();
-  CHECK_EQ(counts.size(), info_.section_ids.size());
+  KF_CHECK_EQ(counts.size(), info_.section_ids.size());
   info_.key_groups.push_back(KeyGroupEntry{g, position_, block.size(), std::move(counts)});
   next_ = g.value() + 1;
   return Emit(block);
@@ -116,14 +116,14 @@ Result<KeyedSnapshotInfo> KeyedSnapshotWriter::Finish() {
   }
   info_.index_checksum = Checksum64(idx);
   w.U64(info_.index_checksum);
-  RETURN_IF_ERROR(Emit(idx));
+  KF_RETURN_IF_ERROR(Emit(idx));
   std::string footer;
   BinaryWriter f(&footer);
   f.U64(index_offset);
   f.U64(idx.size());
   f.U64(Checksum64(footer));
   f.Raw(kKeyedSnapshotFooterMagic, 8);
-  RETURN_IF_ERROR(Emit(footer));
+  KF_RETURN_IF_ERROR(Emit(footer));
   info_.file_size = position_;
   info_.file_checksum = file_checksum_->Digest();
   return info_;
@@ -137,7 +137,7 @@ Result<KeyedSnapshotInfo> WriteKeyedSnapshot(int32_t max_parallelism, KeyType ke
     out->append(b);
     return Status::Ok();
   });
-  RETURN_IF_ERROR(writer.Begin());
+  KF_RETURN_IF_ERROR(writer.Begin());
   std::string block;
   for (KeyGroupId g : range.key_groups()) {
     block.clear();
@@ -145,7 +145,7 @@ Result<KeyedSnapshotInfo> WriteKeyedSnapshot(int32_t max_parallelism, KeyType ke
     std::vector<uint64_t> counts;
     counts.reserve(sections.size());
     for (const SnapshotSection* s : sections) counts.push_back(s->count(g));
-    RETURN_IF_ERROR(writer.AppendKeyGroup(g, block, std::move(counts)));
+    KF_RETURN_IF_ERROR(writer.AppendKeyGroup(g, block, std::move(counts)));
   }
   return writer.Finish();
 }
@@ -157,7 +157,7 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
     return Broken(name, "it has " + std::to_string(size) + " bytes, less than a footer");
   }
   std::string footer;
-  RETURN_IF_ERROR(
+  KF_RETURN_IF_ERROR(
       source.ReadAt(size - kKeyedSnapshotFooterSize, kKeyedSnapshotFooterSize, &footer));
   if (std::memcmp(footer.data() + 24, kKeyedSnapshotFooterMagic, 8) != 0) {
     return Broken(name, "no footer at the end (the file was truncated or is not a snapshot)");
@@ -174,7 +174,7 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
 
   // Header: read a generous prefix (headers are small), parse, verify.
   std::string head;
-  RETURN_IF_ERROR(
+  KF_RETURN_IF_ERROR(
       source.ReadAt(0, static_cast<size_t>(std::min<uint64_t>(index_offset, 4096)), &head));
   if (head.size() < 8 || std::memcmp(head.data(), kKeyedSnapshotMagic, 8) != 0) {
     return Broken(name, "bad magic: this is not a keyflow keyed-state snapshot");
@@ -212,7 +212,7 @@ Result<KeyedSnapshotReader> KeyedSnapshotReader::Open(const RandomAccessSource& 
   info.range = KeyGroupRange::Of(start, end);
 
   std::string idx;
-  RETURN_IF_ERROR(source.ReadAt(index_offset, index_length, &idx));
+  KF_RETURN_IF_ERROR(source.ReadAt(index_offset, index_length, &idx));
   if (idx.size() < 8) return Broken(name, "index is truncated");
   uint64_t idx_sum;
   std::memcpy(&idx_sum, idx.data() + idx.size() - 8, 8);
@@ -271,7 +271,7 @@ Status KeyedSnapshotReader::ReadKeyGroupBlock(KeyGroupId g, std::string* block) 
                     "key groups that changed)");
   }
   const KeyGroupEntry& e = *found;
-  RETURN_IF_ERROR(source_->ReadAt(e.offset, e.length, block));
+  KF_RETURN_IF_ERROR(source_->ReadAt(e.offset, e.length, block));
   bytes_read_ += e.length;
   if (block->size() < 12)
     return Broken(name, "block of key group " + std::to_string(g.value()) + " is too short");
@@ -305,18 +305,18 @@ Status KeyedSnapshotReader::CheckSections(
 
 Status KeyedSnapshotReader::Restore(KeyGroupRange target,
                                     const std::vector<const SnapshotSection*>& sections) {
-  CHECK(info_.full()) << "a sparse snapshot is restored key group by key group";
-  RETURN_IF_ERROR(CheckSections(sections));
+  KF_CHECK(info_.full()) << "a sparse snapshot is restored key group by key group";
+  KF_RETURN_IF_ERROR(CheckSections(sections));
   std::string block;
   for (KeyGroupId g : info_.range.Intersection(target).key_groups()) {
-    RETURN_IF_ERROR(RestoreBlock(g, sections, &block));
+    KF_RETURN_IF_ERROR(RestoreBlock(g, sections, &block));
   }
   return Status::Ok();
 }
 
 Status KeyedSnapshotReader::RestoreKeyGroup(KeyGroupId g,
                                             const std::vector<const SnapshotSection*>& sections) {
-  RETURN_IF_ERROR(CheckSections(sections));
+  KF_RETURN_IF_ERROR(CheckSections(sections));
   std::string block;
   return RestoreBlock(g, sections, &block);
 }
@@ -326,7 +326,7 @@ Status KeyedSnapshotReader::RestoreBlock(KeyGroupId g,
                                          std::string* scratch) {
   const std::string& name = source_->name();
   std::string& block = *scratch;
-  RETURN_IF_ERROR(ReadKeyGroupBlock(g, &block));
+  KF_RETURN_IF_ERROR(ReadKeyGroupBlock(g, &block));
   BinaryReader r(std::string_view(block).substr(4));
   uint64_t n = r.Count(2);
   for (uint64_t i = 0; i < n && r.ok(); ++i) {
@@ -367,7 +367,7 @@ const KeyGroupEntry* KeyedSnapshotInfo::find(KeyGroupId g) const {
 
 const KeyGroupEntry& KeyedSnapshotInfo::entry(KeyGroupId g) const {
   const KeyGroupEntry* e = find(g);
-  CHECK(e != nullptr) << "the snapshot holds no block of key group " << g.value();
+  KF_CHECK(e != nullptr) << "the snapshot holds no block of key group " << g.value();
   return *e;
 }
 

@@ -3,8 +3,8 @@
 // backend that checkpoints its own files (RocksDB). The heap backend has none: its incremental
 // checkpoints are key-group-incremental canonical snapshots (AsyncKeyedSnapshot).
 //
-//   task thread, barrier:    ASSIGN_OR_RETURN(auto part, backend.SnapshotNative(target));
-//   snapshot thread:         ASSIGN_OR_RETURN(IncrementalKeyedStateHandle h, part->Write());
+//   task thread, barrier:    KF_ASSIGN_OR_RETURN(auto part, backend.SnapshotNative(target));
+//   snapshot thread:         KF_ASSIGN_OR_RETURN(IncrementalKeyedStateHandle h, part->Write());
 //   task thread, later:      backend.NotifyNativeCheckpointComplete(id) / ...Aborted(id)
 //
 // The synchronous part captures the state as it is at the barrier and is short (RocksDB: flush

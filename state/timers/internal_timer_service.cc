@@ -135,7 +135,7 @@ Status ValidateRestoredKey(const Key& key, const KeyContext& key_context, KeyGro
 Status ReadDomain(BinaryReader& in, const KeyContext& key_context, KeyGroupId key_group,
                   std::vector<TimerEntry>* timers) {
   const uint64_t n = in.Count(kMinSerializedTimerBytes);
-  RETURN_IF_ERROR(in.status("timer count"));
+  KF_RETURN_IF_ERROR(in.status("timer count"));
   timers->reserve(n);
   for (uint64_t i = 0; i < n; ++i) {
     const Timestamp timestamp(in.I64());
@@ -145,8 +145,8 @@ Status ReadDomain(BinaryReader& in, const KeyContext& key_context, KeyGroupId ke
       return in.status("timer " + std::to_string(i) + " of " + std::to_string(n));
     }
     Key key = Key::FromBytes(key_bytes);
-    RETURN_IF_ERROR_CTX(ValidateRestoredKey(key, key_context, key_group),
-                        "timer " + std::to_string(i) + " of " + std::to_string(n));
+    KF_RETURN_IF_ERROR_CTX(ValidateRestoredKey(key, key_context, key_group),
+                           "timer " + std::to_string(i) + " of " + std::to_string(n));
     timers->push_back(TimerEntry{timestamp, std::move(key), ns});
   }
   return Status::Ok();
@@ -168,7 +168,7 @@ InternalTimerService::~InternalTimerService() {
 }
 
 TimerEntry InternalTimerService::CurrentKeyTimer(Namespace ns, Timestamp time) const {
-  CHECK(key_context_.has_current_key())
+  KF_CHECK(key_context_.has_current_key())
       << "timers belong to the current key: register or delete them only while a key is set "
          "(in processElement or a timer callback)";
   return TimerEntry{time, key_context_.current_key(), ns};
@@ -199,8 +199,8 @@ void InternalTimerService::DeleteEventTimeTimer(Namespace ns, Timestamp time) {
 }
 
 void InternalTimerService::AdvanceWatermark(Timestamp watermark) {
-  CHECK(!advancing_watermark_) << "AdvanceWatermark must not be called from a timer callback";
-  CHECK_GE(watermark, current_watermark_) << "watermarks never go back";
+  KF_CHECK(!advancing_watermark_) << "AdvanceWatermark must not be called from a timer callback";
+  KF_CHECK_GE(watermark, current_watermark_) << "watermarks never go back";
   current_watermark_ = watermark;  // first, so callbacks see the new watermark
   advancing_watermark_ = true;
   for (const TimerEntry* head = event_timers_.Peek();
@@ -249,7 +249,7 @@ void InternalTimerService::SchedulePhysicalTimer(Timestamp time) {
 
 void InternalTimerService::SetKeyContextTo(const TimerEntry& timer, KeyGroupId key_group) {
   const Status status = key_context_.SetCurrentKey(timer.key, key_group);
-  CHECK(status.ok()) << "a timer's key must be settable: " << status.ToString();
+  KF_CHECK(status.ok()) << "a timer's key must be settable: " << status.ToString();
 }
 
 void InternalTimerService::SerializeKeyGroup(KeyGroupId key_group, BinaryWriter& out) const {
@@ -272,17 +272,17 @@ Status InternalTimerService::RestoreKeyGroup(KeyGroupId key_group, BinaryReader&
   }
   const std::string what = "timers of key group " + std::to_string(key_group.value());
   const uint8_t version = in.U8();
-  RETURN_IF_ERROR(in.status(what));
+  KF_RETURN_IF_ERROR(in.status(what));
   if (version != kTimerFormatVersion) {
     return Corruption(what + ": unknown format version " + std::to_string(version) +
                       " (this build reads version " + std::to_string(kTimerFormatVersion) + ")");
   }
   std::vector<TimerEntry> event_timers;
   std::vector<TimerEntry> processing_timers;
-  RETURN_IF_ERROR_CTX(ReadDomain(in, key_context_, key_group, &event_timers),
-                      what + ", event time");
-  RETURN_IF_ERROR_CTX(ReadDomain(in, key_context_, key_group, &processing_timers),
-                      what + ", processing time");
+  KF_RETURN_IF_ERROR_CTX(ReadDomain(in, key_context_, key_group, &event_timers),
+                         what + ", event time");
+  KF_RETURN_IF_ERROR_CTX(ReadDomain(in, key_context_, key_group, &processing_timers),
+                         what + ", processing time");
   event_timers_.AddAll(key_group, std::move(event_timers));
   processing_timers_.AddAll(key_group, std::move(processing_timers));
   if (started_) ArmForProcessingHead();

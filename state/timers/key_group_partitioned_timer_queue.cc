@@ -7,7 +7,7 @@ namespace keyflow {
 
 KeyGroupPartitionedTimerQueue::KeyGroupPartitionedTimerQueue(KeyGroupRange range)
     : range_(range), leaves_(1) {
-  CHECK(!range.empty()) << "a timer queue needs at least one key group";
+  KF_CHECK(!range.empty()) << "a timer queue needs at least one key group";
   queues_.resize(static_cast<size_t>(range.size()));
   while (leaves_ < range.size()) leaves_ *= 2;
   // Every leaf empty (padding leaves too, with indexes past the range that never win against
@@ -56,7 +56,7 @@ void KeyGroupPartitionedTimerQueue::AddAll(KeyGroupId key_group, std::vector<Tim
 }
 
 TimerEntry KeyGroupPartitionedTimerQueue::Poll(KeyGroupId* key_group) {
-  CHECK(!empty()) << "Poll() on an empty timer queue";
+  KF_CHECK(!empty()) << "Poll() on an empty timer queue";
   const int32_t index = HeadIndex();
   TimerEntry timer = MutableKeyGroup(index).Poll();
   --size_;

@@ -63,7 +63,7 @@ class KeyGroupPartitionedTimerQueue {
   }
   // Key group of Peek(). Precondition: !empty().
   KeyGroupId PeekKeyGroup() const {
-    DCHECK(!empty());
+    KF_DCHECK(!empty());
     return KeyGroupId(range_.start() + HeadIndex());
   }
   // Removes and returns the global earliest timer; stores its key group in *key_group.
@@ -111,7 +111,7 @@ class KeyGroupPartitionedTimerQueue {
   int32_t HeadIndex() const { return static_cast<int32_t>(static_cast<uint32_t>(tree_[1])); }
 
   int32_t IndexOf(KeyGroupId key_group) const {
-    CHECK(range_.contains(key_group)) << "key group " << key_group << " is not in " << range_;
+    KF_CHECK(range_.contains(key_group)) << "key group " << key_group << " is not in " << range_;
     return range_.IndexOf(key_group);
   }
   // THE accessor for every mutation of a key group's timers (copy-on-write hook point).

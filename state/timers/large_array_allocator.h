@@ -37,11 +37,11 @@ class LargeArrayAllocator {
     void* p;
     if (bytes < kMapThreshold) {
       p = std::malloc(bytes);
-      CHECK(p != nullptr) << "out of memory allocating " << bytes << " bytes for timers";
+      KF_CHECK(p != nullptr) << "out of memory allocating " << bytes << " bytes for timers";
     } else {
       p = mmap(nullptr, MappedBytes(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
                0);
-      CHECK(p != MAP_FAILED) << "out of memory mapping " << bytes << " bytes for timers";
+      KF_CHECK(p != MAP_FAILED) << "out of memory mapping " << bytes << " bytes for timers";
     }
     return static_cast<T*>(p);
   }
@@ -51,7 +51,7 @@ class LargeArrayAllocator {
     if (bytes < kMapThreshold) {
       std::free(p);
     } else {
-      CHECK(munmap(p, MappedBytes(bytes)) == 0) << "munmap failed";
+      KF_CHECK(munmap(p, MappedBytes(bytes)) == 0) << "munmap failed";
     }
   }
 

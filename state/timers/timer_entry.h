@@ -33,7 +33,7 @@ struct TimerEntry {
 
 static_assert(sizeof(TimerEntry) == 32);
 
-// For test failures and CHECK messages: Timer{ts=5, key=0x0700000000000000, ns=0}.
+// For test failures and KF_CHECK messages: Timer{ts=5, key=0x0700000000000000, ns=0}.
 inline std::ostream& operator<<(std::ostream& os, const TimerEntry& t) {
   static constexpr char kHex[] = "0123456789abcdef";
   os << "Timer{ts=" << t.timestamp << ", key=0x";

@@ -50,7 +50,7 @@ bool TimerPriorityQueueSet::Contains(const TimerEntry& timer) const {
 }
 
 TimerEntry TimerPriorityQueueSet::Poll() {
-  CHECK(!empty()) << "Poll() on an empty timer queue";
+  KF_CHECK(!empty()) << "Poll() on an empty timer queue";
   if (run_live_ == 0 && heap_.size() >= kMinRunSize) ConvertHeapToRun();
   if (run_live_ > 0 && (heap_.empty() || TimerLess(run_[run_head_], heap_[0]))) {
     TimerEntry head = std::move(run_[run_head_]);
@@ -168,7 +168,7 @@ void TimerPriorityQueueSet::RemoveFromHeap(uint32_t pos) {
 // --- run part ----------------------------------------------------------------------------
 
 void TimerPriorityQueueSet::ConvertHeapToRun() {
-  DCHECK(run_live_ == 0 && run_.empty());
+  KF_DCHECK(run_live_ == 0 && run_.empty());
   const auto n = static_cast<uint32_t>(heap_.size());
   // Sort compact (timestamp, index) keys — timestamps decide almost every comparison — then
   // apply the permutation in place, so no entry is copied more than once and nothing is
@@ -236,7 +236,7 @@ void TimerPriorityQueueSet::AdvanceRunHead() {
 }
 
 void TimerPriorityQueueSet::RebuildTable(size_t capacity) {
-  CHECK_GE(TimerSlotTable::MaxLoad(capacity), size() + 1) << "table too small";
+  KF_CHECK_GE(TimerSlotTable::MaxLoad(capacity), size() + 1) << "table too small";
   table_.Reset(static_cast<uint32_t>(capacity));
   for (size_t i = 0; i < heap_.size(); ++i) {
     heap_slot_[i] = table_.Insert(TimerHash(heap_[i]), static_cast<uint32_t>(i));

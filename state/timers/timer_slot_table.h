@@ -37,7 +37,7 @@ class TimerSlotTable {
     uint64_t cap = (n * 8 + 6) / 7;
     cap = std::max<uint64_t>(kGroupWidth, (cap + kGroupWidth - 1) / kGroupWidth * kGroupWidth);
     while (MaxLoad(cap) < n) cap += kGroupWidth;
-    CHECK_LE(cap, uint64_t{1} << 31) << "too many timers in one key group: " << n;
+    KF_CHECK_LE(cap, uint64_t{1} << 31) << "too many timers in one key group: " << n;
     return static_cast<uint32_t>(cap);
   }
   // The capacity to grow to from `capacity` (1.5x).
@@ -53,7 +53,7 @@ class TimerSlotTable {
 
   // Drops every entry; afterwards capacity() == capacity (>= 16, or 0).
   void Reset(uint32_t capacity) {
-    CHECK(capacity == 0 || capacity >= kGroupWidth) << capacity;
+    KF_CHECK(capacity == 0 || capacity >= kGroupWidth) << capacity;
     capacity_ = capacity;
     growth_left_ = static_cast<uint32_t>(MaxLoad(capacity));
     // Fresh vectors: old contents are not copied and a smaller table releases memory.
@@ -80,7 +80,7 @@ class TimerSlotTable {
   // Stores `value` under `hash` and returns its slot.
   // Preconditions: growth_left() > 0; no equal element is stored (check with Find first).
   uint32_t Insert(uint64_t hash, uint32_t value) {
-    DCHECK(growth_left_ > 0);
+    KF_DCHECK(growth_left_ > 0);
     for (uint32_t pos = Home(hash);; pos = Next(pos)) {
       const uint32_t m = Group(&ctrl_[pos]).MatchEmptyOrDeleted();
       if (m == 0) continue;
@@ -95,7 +95,7 @@ class TimerSlotTable {
   // Frees `slot`. It becomes empty again if no probe sequence can have passed over it (a run
   // of fewer than 16 full slots around it — SwissTable's rule), otherwise a tombstone.
   void Erase(uint32_t slot) {
-    DCHECK(slot < capacity_ && ctrl_[slot] >= 0);
+    KF_DCHECK(slot < capacity_ && ctrl_[slot] >= 0);
     const uint32_t before =
         slot >= kGroupWidth ? slot - kGroupWidth : slot + capacity_ - kGroupWidth;
     const uint32_t empty_after = Group(&ctrl_[slot]).MatchEmpty();

@@ -12,9 +12,10 @@ namespace keyflow {
 namespace {
 
 Status WriteFile(FileSystem& fs, const std::string& path, std::string_view data, bool sync) {
-  ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f, fs.NewWritableFile(path, WriteMode::kTruncate));
-  RETURN_IF_ERROR(f->Append(data));
-  if (sync) RETURN_IF_ERROR(f->Sync());
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f,
+                      fs.NewWritableFile(path, WriteMode::kTruncate));
+  KF_RETURN_IF_ERROR(f->Append(data));
+  if (sync) KF_RETURN_IF_ERROR(f->Sync());
   return f->Close();
 }
 

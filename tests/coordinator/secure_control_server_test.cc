@@ -56,9 +56,10 @@ class SecureControlServerTest : public ::testing::Test {
   Result<Reply> Ask(const SecurityFlags& flags, Role role, const ControlMessage& msg) {
     ProcessSecurity security = ProcessSecurity::Insecure(role);
     if (!flags.insecure) {
-      ASSIGN_OR_RETURN(security, LoadProcessSecurity(flags, role));
+      KF_ASSIGN_OR_RETURN(security, LoadProcessSecurity(flags, role));
     }
-    ASSIGN_OR_RETURN(auto client, cli::ControlClient::Connect(server_->endpoint(), 3000, security));
+    KF_ASSIGN_OR_RETURN(auto client,
+                        cli::ControlClient::Connect(server_->endpoint(), 3000, security));
     return client->Request(msg);
   }
 

@@ -26,17 +26,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Result<CheckpointMetadata> m = CheckpointMetadata::Decode(bytes, "fuzz/_metadata");
   if (!m.ok()) {
     StatusCode code = m.status().code();
-    CHECK(code == StatusCode::kCorruption || code == StatusCode::kFailedPrecondition)
+    KF_CHECK(code == StatusCode::kCorruption || code == StatusCode::kFailedPrecondition)
         << m.status().ToString();
     return 0;
   }
   Status valid = m->Validate();
-  CHECK(valid.ok()) << "Decode returned invalid metadata: " << valid.ToString();
+  KF_CHECK(valid.ok()) << "Decode returned invalid metadata: " << valid.ToString();
   (void)m->TotalStateBytes();
   (void)m->TypeName();
   std::string encoded = m->Encode();
   Result<CheckpointMetadata> again = CheckpointMetadata::Decode(encoded, "fuzz/_metadata");
-  CHECK(again.ok()) << again.status().ToString();
-  CHECK(again->Encode() == encoded) << "encoding is not stable";
+  KF_CHECK(again.ok()) << again.status().ToString();
+  KF_CHECK(again->Encode() == encoded) << "encoding is not stable";
   return 0;
 }

@@ -27,15 +27,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Result<ControlMessage> msg = DecodeControlMessage(bytes, "fuzz peer");
   if (!msg.ok()) {
     StatusCode code = msg.status().code();
-    CHECK(code == StatusCode::kCorruption || code == StatusCode::kFailedPrecondition)
+    KF_CHECK(code == StatusCode::kCorruption || code == StatusCode::kFailedPrecondition)
         << msg.status().ToString();
     return 0;
   }
   (void)ControlMessageName(*msg);
   std::string encoded = EncodeControlMessage(*msg);
   Result<ControlMessage> again = DecodeControlMessage(encoded, "fuzz peer");
-  CHECK(again.ok()) << "a re-encoded message does not decode: " << again.status().ToString();
-  CHECK_EQ(again->index(), msg->index());
-  CHECK(EncodeControlMessage(*again) == encoded) << "encoding is not stable";
+  KF_CHECK(again.ok()) << "a re-encoded message does not decode: " << again.status().ToString();
+  KF_CHECK_EQ(again->index(), msg->index());
+  KF_CHECK(EncodeControlMessage(*again) == encoded) << "encoding is not stable";
   return 0;
 }

@@ -26,10 +26,10 @@ void CheckDecodedFrame(const DecodedFrame& frame) {
     std::vector<RecordView> records;
     Status s = DecodeRecordBatch(frame.payload, kChannel, &records);
     if (!s.ok()) {
-      CHECK(records.empty()) << "a failed decode leaves no records";
+      KF_CHECK(records.empty()) << "a failed decode leaves no records";
       return;
     }
-    for (const RecordView& r : records) CHECK_GE(r.key_group.value(), 0);
+    for (const RecordView& r : records) KF_CHECK_GE(r.key_group.value(), 0);
     return;
   }
   Result<ChannelEvent> event = DecodeChannelEvent(frame, kChannel);
@@ -38,12 +38,12 @@ void CheckDecodedFrame(const DecodedFrame& frame) {
   EncodeEventFrame(frame.header.sender, frame.header.attempt, frame.header.sequence, *event,
                    &again);
   Result<DecodedFrame> redecoded = DecodeFrame(again, kChannel);
-  CHECK(redecoded.ok()) << redecoded.status().ToString();
-  CHECK(redecoded->header.kind == frame.header.kind);
-  CHECK_EQ(redecoded->header.sequence, frame.header.sequence);
+  KF_CHECK(redecoded.ok()) << redecoded.status().ToString();
+  KF_CHECK(redecoded->header.kind == frame.header.kind);
+  KF_CHECK_EQ(redecoded->header.sequence, frame.header.sequence);
   Result<ChannelEvent> event_again = DecodeChannelEvent(*redecoded, kChannel);
-  CHECK(event_again.ok()) << event_again.status().ToString();
-  CHECK(*event_again == *event) << "event changed in an encode/decode round trip";
+  KF_CHECK(event_again.ok()) << event_again.status().ToString();
+  KF_CHECK(*event_again == *event) << "event changed in an encode/decode round trip";
 }
 
 }  // namespace

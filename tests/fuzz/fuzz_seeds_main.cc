@@ -31,12 +31,12 @@ class SeedWriter {
   void Add(const std::string& target, uint8_t mode, std::string_view bytes) {
     const std::string dir = dir_ + "/" + target;
     Status s = CreateDirectories(dir);
-    CHECK(s.ok()) << s.ToString();
+    KF_CHECK(s.ok()) << s.ToString();
     std::string content(1, static_cast<char>(mode));
     content.append(bytes);
     const std::string path = dir + "/seed-" + std::to_string(++count_[target]);
     s = WriteFileAtomically(path, content);
-    CHECK(s.ok()) << s.ToString();
+    KF_CHECK(s.ok()) << s.ToString();
   }
   int total() const {
     int n = 0;
@@ -193,10 +193,10 @@ void SnapshotSeeds(SeedWriter& w) {
         const std::string key = key_type == KeyType::kString
                                     ? "user-" + std::to_string(i % 5) + std::string(i % 3, 'x')
                                     : std::to_string(i * 7919 - 20);
-        CHECK(h->ProcessElement(key, 1000 + 10 * i).ok());
+        KF_CHECK(h->ProcessElement(key, 1000 + 10 * i).ok());
       }
       Result<std::string> snapshot = h->Snapshot();
-      CHECK(snapshot.ok()) << snapshot.status().ToString();
+      KF_CHECK(snapshot.ok()) << snapshot.status().ToString();
       const uint8_t mode = static_cast<uint8_t>((kt << 1) | (event_time ? 8 : 0));
       w.Add("keyed_snapshot_fuzzer", mode, *snapshot);
       w.Add("keyed_snapshot_fuzzer", mode | 1, *snapshot);

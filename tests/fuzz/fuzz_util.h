@@ -4,7 +4,7 @@
 // reaches the parsing behind them instead of stopping at the first checksum mismatch.
 //
 // Every target reads a one-byte mode first (documented in the target); the rest is the input.
-// Properties are asserted with CHECK, which aborts: libFuzzer then reports a crash.
+// Properties are asserted with KF_CHECK, which aborts: libFuzzer then reports a crash.
 #pragma once
 
 #include <cstdint>
@@ -55,13 +55,13 @@ inline std::unique_ptr<KeyedOperatorTestHarness> MakeCountWindowHarness(KeyType 
   // object pointing at unmapped memory (a SEGV in TracePC, not in our code).
   static const std::shared_ptr<const JobLibrary> kKeepLoaded = [] {
     auto library = LoadDefaultJobLibrary();
-    CHECK(library.ok()) << library.status().ToString();
+    KF_CHECK(library.ok()) << library.status().ToString();
     return *library;
   }();
   std::map<std::string, std::string> params = {
       {"count", "3"}, {"timeout", "1h"}, {"time", event_time ? "event" : "processing"}};
   auto function = CreateBuiltInJobFunction("count-window", params);
-  CHECK(function.ok()) << function.status().ToString();
+  KF_CHECK(function.ok()) << function.status().ToString();
   KeyedOperatorTestHarness::Options options;
   options.key_type = key_type;
   options.max_parallelism = kMaxParallelism;
@@ -70,7 +70,7 @@ inline std::unique_ptr<KeyedOperatorTestHarness> MakeCountWindowHarness(KeyType 
   options.params = params;
   auto harness = std::make_unique<KeyedOperatorTestHarness>(std::move(function).value(), options);
   Status opened = harness->Open();
-  CHECK(opened.ok()) << opened.ToString();
+  KF_CHECK(opened.ok()) << opened.ToString();
   return harness;
 }
 

@@ -23,13 +23,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Result<JobRecord> record = JobRecord::Decode(bytes, "fuzz/_job");
   if (!record.ok()) {
     StatusCode code = record.status().code();
-    CHECK(code == StatusCode::kCorruption || code == StatusCode::kFailedPrecondition)
+    KF_CHECK(code == StatusCode::kCorruption || code == StatusCode::kFailedPrecondition)
         << record.status().ToString();
     return 0;
   }
   std::string encoded = record->Encode();
   Result<JobRecord> again = JobRecord::Decode(encoded, "fuzz/_job");
-  CHECK(again.ok()) << again.status().ToString();
-  CHECK(again->Encode() == encoded) << "encoding is not stable";
+  KF_CHECK(again.ok()) << again.status().ToString();
+  KF_CHECK(again->Encode() == encoded) << "encoding is not stable";
   return 0;
 }

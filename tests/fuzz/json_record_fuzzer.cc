@@ -48,40 +48,40 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Status s2 =
       parser.Parse(std::string_view(buffer.data(), in.bytes.size()), buffer.size(), &zero_copy);
 
-  CHECK(s1.ok() == s2.ok()) << "copying parse: " << s1.ToString()
-                            << "; zero-copy parse: " << s2.ToString();
+  KF_CHECK(s1.ok() == s2.ok()) << "copying parse: " << s1.ToString()
+                               << "; zero-copy parse: " << s2.ToString();
   if (!s1.ok()) {
-    CHECK(s1.code() == StatusCode::kInvalidArgument) << s1.ToString();
+    KF_CHECK(s1.code() == StatusCode::kInvalidArgument) << s1.ToString();
     return 0;
   }
-  CHECK(copied.key == zero_copy.key);
-  CHECK(copied.key_group == zero_copy.key_group);
-  CHECK(copied.timestamp == zero_copy.timestamp);
-  CHECK(copied.payload == zero_copy.payload);
-  CHECK(copied.fields == zero_copy.fields);
-  CHECK(copied.payload == (format.keep_payload ? in.bytes : std::string_view()));
-  CHECK(copied.fields.empty() == !format.keep_fields);
+  KF_CHECK(copied.key == zero_copy.key);
+  KF_CHECK(copied.key_group == zero_copy.key_group);
+  KF_CHECK(copied.timestamp == zero_copy.timestamp);
+  KF_CHECK(copied.payload == zero_copy.payload);
+  KF_CHECK(copied.fields == zero_copy.fields);
+  KF_CHECK(copied.payload == (format.keep_payload ? in.bytes : std::string_view()));
+  KF_CHECK(copied.fields.empty() == !format.keep_fields);
   if (format.keep_fields) {
     Status valid = ValidateFieldTape(copied.fields);
-    CHECK(valid.ok()) << valid.ToString();
-    CHECK(!copied.field(format.key_field).is_missing());
-    CHECK(copied.field(format.timestamp_field).AsInt64() == copied.timestamp.millis());
+    KF_CHECK(valid.ok()) << valid.ToString();
+    KF_CHECK(!copied.field(format.key_field).is_missing());
+    KF_CHECK(copied.field(format.timestamp_field).AsInt64() == copied.timestamp.millis());
     Record again;
     const std::string json = copied.object().ToJson();
     Status reparsed = parser.Parse(json, &again);
-    CHECK(reparsed.ok()) << json << ": " << reparsed.ToString();
-    CHECK(again.fields == copied.fields) << json << " from " << in.bytes;
-    CHECK(again.key == copied.key);
+    KF_CHECK(reparsed.ok()) << json << ": " << reparsed.ToString();
+    KF_CHECK(again.fields == copied.fields) << json << " from " << in.bytes;
+    KF_CHECK(again.key == copied.key);
     if ((in.mode >> 4) & 1) {
       JsonRecordFormat projected_format = format;
       projected_format.fields = {"a", "amount", format.key_field};
       JsonRecordParser projecting(projected_format, fuzz::kMaxParallelism);
       Record projected;
       Status sp = projecting.Parse(in.bytes, &projected);
-      CHECK(sp.ok()) << sp.ToString();
-      CHECK(projected.key == copied.key);
-      CHECK(projected.timestamp == copied.timestamp);
-      CHECK(ValidateFieldTape(projected.fields).ok());
+      KF_CHECK(sp.ok()) << sp.ToString();
+      KF_CHECK(projected.key == copied.key);
+      KF_CHECK(projected.timestamp == copied.timestamp);
+      KF_CHECK(ValidateFieldTape(projected.fields).ok());
       std::string expected = "{";
       copied.object().ForEachMember([&](std::string_view name, FieldValue value) {
         if (name != "a" && name != "amount" && name != format.key_field) return;
@@ -90,7 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         expected += ':' + value.ToJson();
       });
       expected += '}';
-      CHECK(projected.object().ToJson() == expected) << expected << " from " << in.bytes;
+      KF_CHECK(projected.object().ToJson() == expected) << expected << " from " << in.bytes;
     }
   } else if ((in.mode >> 4) & 1) {
     // A projection changes nothing without fields.
@@ -98,24 +98,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     projected_format.fields = {"a"};
     JsonRecordParser projecting(projected_format, fuzz::kMaxParallelism);
     Record projected;
-    CHECK(projecting.Parse(in.bytes, &projected).ok());
-    CHECK(projected == copied);
+    KF_CHECK(projecting.Parse(in.bytes, &projected).ok());
+    KF_CHECK(projected == copied);
   }
   const std::string_view line = in.bytes;
-  CHECK(!IsIncompleteJsonObject(line)) << line;
+  KF_CHECK(!IsIncompleteJsonObject(line)) << line;
   const size_t start = line.find_first_not_of(" \t\r\n");
   const size_t end = line.find_last_not_of(" \t\r\n");
-  CHECK(start != std::string_view::npos && line[end] == '}') << line;
+  KF_CHECK(start != std::string_view::npos && line[end] == '}') << line;
   for (size_t cut : {end, start + 1 + (end - start) / 2, start + 1 + in.mode % (end - start)}) {
     if (cut > start && cut <= end) {
-      CHECK(IsIncompleteJsonObject(line.substr(0, cut))) << "cut at " << cut << ": " << line;
+      KF_CHECK(IsIncompleteJsonObject(line.substr(0, cut))) << "cut at " << cut << ": " << line;
     }
   }
-  if (format.key_type != KeyType::kString) CHECK_EQ(copied.key.size(), 8u);
+  if (format.key_type != KeyType::kString) KF_CHECK_EQ(copied.key.size(), 8u);
   Result<KeyGroupId> g = AssignToKeyGroup(copied.key, format.key_type, fuzz::kMaxParallelism);
-  CHECK(g.ok()) << g.status().ToString();
-  CHECK(*g == copied.key_group);
-  CHECK_GE(copied.key_group.value(), 0);
-  CHECK_LT(copied.key_group.value(), fuzz::kMaxParallelism);
+  KF_CHECK(g.ok()) << g.status().ToString();
+  KF_CHECK(*g == copied.key_group);
+  KF_CHECK_GE(copied.key_group.value(), 0);
+  KF_CHECK_LT(copied.key_group.value(), fuzz::kMaxParallelism);
   return 0;
 }

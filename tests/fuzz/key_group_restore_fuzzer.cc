@@ -32,8 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Status restored = s.restore(g, reader);
   if (!restored.ok()) {
     StatusCode code = restored.code();
-    CHECK(code == StatusCode::kCorruption || code == StatusCode::kFailedPrecondition ||
-          code == StatusCode::kOutOfRange)
+    KF_CHECK(code == StatusCode::kCorruption || code == StatusCode::kFailedPrecondition ||
+             code == StatusCode::kOutOfRange)
         << restored.ToString();
     return 0;
   }
@@ -44,14 +44,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const SnapshotSection& fresh_section = *fresh->op().snapshot_sections()[section];
   BinaryReader again(written);
   Status restored_again = fresh_section.restore(g, again);
-  CHECK(restored_again.ok()) << "written-back key group does not restore: "
-                             << restored_again.ToString();
-  CHECK(again.at_end()) << "restore left " << again.remaining() << " written bytes unread";
+  KF_CHECK(restored_again.ok()) << "written-back key group does not restore: "
+                                << restored_again.ToString();
+  KF_CHECK(again.at_end()) << "restore left " << again.remaining() << " written bytes unread";
   std::string rewritten;
   BinaryWriter rewriter(&rewritten);
   fresh_section.write(g, rewriter);
-  CHECK(rewritten == written) << "write -> restore -> write changed the bytes";
-  CHECK_EQ(fresh_section.count(g), s.count(g));
+  KF_CHECK(rewritten == written) << "write -> restore -> write changed the bytes";
+  KF_CHECK_EQ(fresh_section.count(g), s.count(g));
   harness->SetProcessingTime(kMaxWatermark.millis());
   harness->EndInput();
   (void)harness->ExtractOutput();

@@ -31,14 +31,15 @@ struct Setup {
 
 void CheckRestored(const Setup& setup, KeyedOperatorTestHarness& harness) {
   Result<std::string> snapshot = harness.Snapshot();
-  CHECK(snapshot.ok()) << snapshot.status().ToString();
+  KF_CHECK(snapshot.ok()) << snapshot.status().ToString();
   auto fresh = fuzz::MakeCountWindowHarness(setup.key_type, setup.event_time, setup.parallelism,
                                             setup.subtask);
   Status restored = fresh->Restore({*snapshot});
-  CHECK(restored.ok()) << "a snapshot of restored state does not restore: " << restored.ToString();
+  KF_CHECK(restored.ok()) << "a snapshot of restored state does not restore: "
+                          << restored.ToString();
   Result<std::string> again = fresh->Snapshot();
-  CHECK(again.ok()) << again.status().ToString();
-  CHECK(*again == *snapshot) << "snapshot -> restore -> snapshot changed the bytes";
+  KF_CHECK(again.ok()) << again.status().ToString();
+  KF_CHECK(*again == *snapshot) << "snapshot -> restore -> snapshot changed the bytes";
   // Fire everything that was restored: event-time timers by the final watermark, processing-time
   // ones by moving the clock to the end of time.
   harness.SetProcessingTime(kMaxWatermark.millis());
@@ -64,8 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Status s = harness->Restore({file});
   if (!s.ok()) {
     StatusCode code = s.code();
-    CHECK(code == StatusCode::kCorruption || code == StatusCode::kFailedPrecondition ||
-          code == StatusCode::kOutOfRange)
+    KF_CHECK(code == StatusCode::kCorruption || code == StatusCode::kFailedPrecondition ||
+             code == StatusCode::kOutOfRange)
         << s.ToString();
     return 0;
   }

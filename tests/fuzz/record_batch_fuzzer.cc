@@ -19,35 +19,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<RecordView> records;
   Status s = DecodeRecordBatch(in.bytes, "fuzz channel", &records);
   if (!s.ok()) {
-    CHECK(records.empty());
-    CHECK(s.code() == StatusCode::kCorruption) << s.ToString();
+    KF_CHECK(records.empty());
+    KF_CHECK(s.code() == StatusCode::kCorruption) << s.ToString();
     return 0;
   }
   RecordBatchBuilder builder;
   for (const RecordView& r : records) {
-    CHECK_GE(r.key_group.value(), 0);
+    KF_CHECK_GE(r.key_group.value(), 0);
     builder.Append(r.key, r.key_group, r.timestamp, r.payload, r.fields);
     const FieldValue root = FieldValue::Root(r.fields);
-    CHECK(root.is_missing() == r.fields.empty());
+    KF_CHECK(root.is_missing() == r.fields.empty());
     (void)root.ToJson();
   }
   std::string frame;
   builder.FinishInto(SubtaskIndex(0), AttemptNumber(0), 0, &frame);
   Result<DecodedFrame> decoded = DecodeFrame(frame, "fuzz channel");
-  CHECK(decoded.ok()) << decoded.status().ToString();
+  KF_CHECK(decoded.ok()) << decoded.status().ToString();
   std::vector<RecordView> again;
   s = DecodeRecordBatch(decoded->payload, "fuzz channel", &again);
-  CHECK(s.ok()) << s.ToString();
-  CHECK_EQ(again.size(), records.size());
+  KF_CHECK(s.ok()) << s.ToString();
+  KF_CHECK_EQ(again.size(), records.size());
   for (size_t i = 0; i < records.size(); ++i) {
-    CHECK(again[i].key == records[i].key);
-    CHECK(again[i].key_group == records[i].key_group);
-    CHECK(again[i].timestamp == records[i].timestamp);
-    CHECK(again[i].payload == records[i].payload);
-    CHECK(again[i].fields == records[i].fields);
+    KF_CHECK(again[i].key == records[i].key);
+    KF_CHECK(again[i].key_group == records[i].key_group);
+    KF_CHECK(again[i].timestamp == records[i].timestamp);
+    KF_CHECK(again[i].payload == records[i].payload);
+    KF_CHECK(again[i].fields == records[i].fields);
     // The record as the keyed task materialises it.
     Record r = records[i].ToRecord();
-    CHECK(r.key.bytes() == records[i].key);
+    KF_CHECK(r.key.bytes() == records[i].key);
   }
   return 0;
 }

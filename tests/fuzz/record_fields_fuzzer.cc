@@ -24,12 +24,12 @@ void Walk(keyflow::FieldValue v, int depth) {
   if (depth > 64) return;  // deeper values are still checked by ToJson below
   if (v.type() == FieldType::kObject) {
     v.ForEachMember([&](std::string_view name, keyflow::FieldValue m) {
-      CHECK(!v[name].is_missing());
+      KF_CHECK(!v[name].is_missing());
       Walk(m, depth + 1);
     });
   } else if (v.type() == FieldType::kArray) {
     for (size_t i = 0; i < v.size() && i < 64; ++i) Walk(v[i], depth + 1);
-    CHECK(v[v.size()].is_missing());
+    KF_CHECK(v[v.size()].is_missing());
   }
 }
 
@@ -40,11 +40,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::FuzzInput in = fuzz::FuzzInput::From(data, size);
   Status s = ValidateFieldTape(in.bytes);
   if (!s.ok()) {
-    CHECK(s.code() == StatusCode::kCorruption) << s.ToString();
+    KF_CHECK(s.code() == StatusCode::kCorruption) << s.ToString();
     return 0;
   }
   FieldValue root = FieldValue::Root(in.bytes);
   Walk(root, 0);
-  CHECK(root.ToJson() == root.ToJson());
+  KF_CHECK(root.ToJson() == root.ToJson());
   return 0;
 }

@@ -18,22 +18,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (!reader.at_end()) {
     Result<FileSinkCommittable> c = FileSinkCommittable::DecodeFrom(&reader);
     if (!c.ok()) {
-      CHECK(c.status().code() == StatusCode::kCorruption) << c.status().ToString();
+      KF_CHECK(c.status().code() == StatusCode::kCorruption) << c.status().ToString();
       return 0;
     }
     for (const std::string* name : {&c->pending_name, &c->final_name}) {
-      CHECK(!name->empty());
-      CHECK(name->find('/') == std::string::npos) << *name;
-      CHECK(*name != "." && *name != "..") << *name;
+      KF_CHECK(!name->empty());
+      KF_CHECK(name->find('/') == std::string::npos) << *name;
+      KF_CHECK(*name != "." && *name != "..") << *name;
     }
     std::string encoded;
     BinaryWriter writer(&encoded);
     c->EncodeTo(&writer);
     BinaryReader again(encoded);
     Result<FileSinkCommittable> decoded = FileSinkCommittable::DecodeFrom(&again);
-    CHECK(decoded.ok()) << decoded.status().ToString();
-    CHECK(again.at_end());
-    CHECK(*decoded == *c) << "committable changed in an encode/decode round trip";
+    KF_CHECK(decoded.ok()) << decoded.status().ToString();
+    KF_CHECK(again.at_end());
+    KF_CHECK(*decoded == *c) << "committable changed in an encode/decode round trip";
   }
   return 0;
 }

@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (!reader.at_end()) {
     Result<SourceSplitState> state = SourceSplitState::DecodeFrom(&reader);
     if (!state.ok()) {
-      CHECK(state.status().code() == StatusCode::kCorruption) << state.status().ToString();
+      KF_CHECK(state.status().code() == StatusCode::kCorruption) << state.status().ToString();
       return 0;
     }
     (void)state->split.ToString();
@@ -29,9 +29,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     state->EncodeTo(&writer);
     BinaryReader again(encoded);
     Result<SourceSplitState> decoded = SourceSplitState::DecodeFrom(&again);
-    CHECK(decoded.ok()) << decoded.status().ToString();
-    CHECK(again.at_end());
-    CHECK(*decoded == *state) << "split state changed in an encode/decode round trip";
+    KF_CHECK(decoded.ok()) << decoded.status().ToString();
+    KF_CHECK(again.at_end());
+    KF_CHECK(*decoded == *state) << "split state changed in an encode/decode round trip";
   }
   return 0;
 }

@@ -234,7 +234,7 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, Duration 
     }
   } cleanup{out_path, err_path};
 
-  ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Start(argv, out_path, err_path));
+  KF_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Start(argv, out_path, err_path));
   Result<int> code = child.Wait(timeout);
   CommandResult result;
   if (!code.ok()) child.Kill();

@@ -39,9 +39,9 @@ std::string KeyflowBinary(const std::string& name) {
 Result<std::unique_ptr<Cluster>> Cluster::Start(const std::string& dir, ClusterOptions options) {
   std::unique_ptr<Cluster> c(new Cluster(dir, std::move(options)));
   c->workers_.resize(static_cast<size_t>(c->options_.workers));
-  RETURN_IF_ERROR(c->CreateKeys());
-  RETURN_IF_ERROR(c->StartCoordinator());
-  for (int i = 0; i < c->options_.workers; ++i) RETURN_IF_ERROR(c->StartWorker(i));
+  KF_RETURN_IF_ERROR(c->CreateKeys());
+  KF_RETURN_IF_ERROR(c->StartCoordinator());
+  for (int i = 0; i < c->options_.workers; ++i) KF_RETURN_IF_ERROR(c->StartWorker(i));
   Status s = c->WaitForWorkers(c->options_.workers, c->options_.start_timeout);
   if (!s.ok()) return s.WithContext("starting the cluster\n" + c->LogExcerpts());
   return c;
@@ -56,17 +56,18 @@ Cluster::~Cluster() {
 
 Status Cluster::CreateKeys() const {
   if (options_.insecure) return Status::Ok();
-  ASSIGN_OR_RETURN(CommandResult r, RunCommand({KeyflowBinary("keyflow"), "keys", "init", KeysDir(),
-                                                "--workers", std::to_string(options_.workers)},
-                                               Duration::Seconds(20)));
+  KF_ASSIGN_OR_RETURN(CommandResult r,
+                      RunCommand({KeyflowBinary("keyflow"), "keys", "init", KeysDir(), "--workers",
+                                  std::to_string(options_.workers)},
+                                 Duration::Seconds(20)));
   if (r.exit_code != 0) {
     return FailedPrecondition("keyflow keys init " + KeysDir() + " exited with " +
                               std::to_string(r.exit_code) + ": " + r.err);
   }
   // A read-only REST token, as scripts/start-cluster.sh makes one (ViewerToken()).
-  ASSIGN_OR_RETURN(r, RunCommand({KeyflowBinary("keyflow"), "keys", "add-token", "viewer", "--role",
-                                  "viewer", "--keys", KeysDir()},
-                                 Duration::Seconds(20)));
+  KF_ASSIGN_OR_RETURN(r, RunCommand({KeyflowBinary("keyflow"), "keys", "add-token", "viewer",
+                                     "--role", "viewer", "--keys", KeysDir()},
+                                    Duration::Seconds(20)));
   if (r.exit_code != 0) {
     return FailedPrecondition("keyflow keys add-token viewer --role viewer exited with " +
                               std::to_string(r.exit_code) + ": " + r.err);
@@ -102,7 +103,7 @@ std::vector<std::string> Cluster::SecurityArgs(const std::string& key_name) cons
     auto r =
         RunCommand({KeyflowBinary("keyflow"), "keys", "add-worker", key_name, "--keys", KeysDir()},
                    Duration::Seconds(20));
-    CHECK(r.ok() && r->exit_code == 0)
+    KF_CHECK(r.ok() && r->exit_code == 0)
         << "keyflow keys add-worker " << key_name << " failed: " << (r.ok() ? r->err : "");
     // A running coordinator admits the new key only after it re-read its trusted keys.
     // (If it is not running, it reads them when it starts again.)
@@ -138,7 +139,7 @@ Status Cluster::StartCoordinator(int port) {
   argv = Concat(argv, options_.coordinator_args);
   // Only this process's "listening on" line counts (the log keeps earlier coordinators').
   const size_t log_offset = ReadFileOrEmpty(CoordinatorLog()).size();
-  ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Start(argv, CoordinatorLog()));
+  KF_ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Start(argv, CoordinatorLog()));
   coordinator_.emplace(std::move(p));
   Status s = WaitUntil(
       [&] {
@@ -157,7 +158,7 @@ Status Cluster::StartCoordinator(int port) {
 }
 
 Result<int> Cluster::RestPort() const {
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(RestPortFile()));
+  KF_ASSIGN_OR_RETURN(std::string text, ReadFileToString(RestPortFile()));
   const int port = std::atoi(text.c_str());
   if (port <= 0) return Corruption(RestPortFile() + " holds no port: '" + text + "'");
   return port;
@@ -172,14 +173,14 @@ Result<pid_t> Cluster::KillCoordinator() {
 
 Status Cluster::RestartCoordinator() {
   size_t colon = endpoint_.rfind(':');
-  CHECK(colon != std::string::npos) << "endpoint without a port: " << endpoint_;
+  KF_CHECK(colon != std::string::npos) << "endpoint without a port: " << endpoint_;
   const int port = std::atoi(endpoint_.c_str() + colon + 1);
   if (coordinator_) coordinator_->Kill();
   return StartCoordinator(port);
 }
 
 Status Cluster::StartWorker(int slot) {
-  CHECK(slot >= 0 && slot < static_cast<int>(workers_.size())) << "no slot " << slot;
+  KF_CHECK(slot >= 0 && slot < static_cast<int>(workers_.size())) << "no slot " << slot;
   WorkerPlacement placement;
   if (slot < static_cast<int>(options_.placement.size())) {
     placement = options_.placement[static_cast<size_t>(slot)];
@@ -205,7 +206,7 @@ Status Cluster::StartWorker(int slot) {
     argv.insert(argv.end(),
                 {"--previous-pid", std::to_string(previous), "--previous-exit", std::move(how)});
   }
-  ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Start(argv, WorkerLog(slot)));
+  KF_ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::Start(argv, WorkerLog(slot)));
   w.emplace(std::move(p));
   return Status::Ok();
 }
@@ -253,7 +254,7 @@ Result<ChildProcess> Cluster::StartCli(std::vector<std::string> args,
 }
 
 Result<nlohmann::json> Cluster::StatusJson() const {
-  ASSIGN_OR_RETURN(CommandResult r, Cli({"status", "--json"}, Duration::Seconds(15)));
+  KF_ASSIGN_OR_RETURN(CommandResult r, Cli({"status", "--json"}, Duration::Seconds(15)));
   if (r.exit_code != 0) {
     return Unavailable("keyflow status --json exited with " + std::to_string(r.exit_code) + ": " +
                        r.err);
@@ -339,13 +340,13 @@ Result<JobRun> RunJob(Cluster& cluster, const std::vector<std::string>& run_args
   auto r = cluster.Cli(args, timeout);
   if (!r.ok()) return r.status().WithContext("keyflow run\n" + cluster.LogExcerpts());
   run.cli = *r;
-  ASSIGN_OR_RETURN(nlohmann::json st, cluster.StatusJson());
+  KF_ASSIGN_OR_RETURN(nlohmann::json st, cluster.StatusJson());
   run.job = st["job"];
   return run;
 }
 
 Result<std::string> SubmitJob(Cluster& cluster, const std::vector<std::string>& args) {
-  ASSIGN_OR_RETURN(CommandResult r, cluster.Cli(args));
+  KF_ASSIGN_OR_RETURN(CommandResult r, cluster.Cli(args));
   if (r.exit_code != 0) {
     return FailedPrecondition("keyflow run exited with " + std::to_string(r.exit_code) + ": " +
                               r.err + "\n" + cluster.LogExcerpts());

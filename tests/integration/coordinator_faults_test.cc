@@ -54,12 +54,12 @@ class CoordinatorFaultsTest : public ::testing::Test {
 
   Result<nlohmann::json> WaitForJob(const std::function<bool(const nlohmann::json&)>& pred,
                                     Duration timeout, const std::string& what) {
-    ASSIGN_OR_RETURN(nlohmann::json st, cluster_->WaitForStatus(
-                                            [&](const nlohmann::json& s) {
-                                              return s["job"].is_object() &&
-                                                     (pred(s["job"]) || Ended(s["job"]));
-                                            },
-                                            timeout, what));
+    KF_ASSIGN_OR_RETURN(nlohmann::json st, cluster_->WaitForStatus(
+                                               [&](const nlohmann::json& s) {
+                                                 return s["job"].is_object() &&
+                                                        (pred(s["job"]) || Ended(s["job"]));
+                                               },
+                                               timeout, what));
     if (!pred(st["job"])) {
       return FailedPrecondition("the job ended while waiting for " + what + ": " +
                                 st["job"].dump() + "\n" + cluster_->LogExcerpts());

@@ -13,15 +13,15 @@ Result<KeyedTimestamps> GeneratedKeyedTimestamps(const std::string& input) {
   if (input.rfind(kPrefix, 0) != 0) {
     return InvalidArgument("not a generator input (gen:...): " + input);
   }
-  ASSIGN_OR_RETURN(GeneratorSpec spec, ParseGeneratorSpec(input.substr(kPrefix.size())));
+  KF_ASSIGN_OR_RETURN(GeneratorSpec spec, ParseGeneratorSpec(input.substr(kPrefix.size())));
   spec.rate = 0;  // pacing only; EventAt() needs no clock
   // The key group of an event does not matter here; any max parallelism will do.
   const KeyGroupAssigner assigner(KeyType::kString, 128);
   KeyedTimestamps out;
   Record event;
   for (int32_t split = 0; split < spec.splits; ++split) {
-    ASSIGN_OR_RETURN(GeneratorSplitReader reader,
-                     GeneratorSplitReader::Create(spec, split, assigner));
+    KF_ASSIGN_OR_RETURN(GeneratorSplitReader reader,
+                        GeneratorSplitReader::Create(spec, split, assigner));
     for (int64_t i = 0; i < reader.size(); ++i) {
       reader.EventAt(i, &event);
       out[std::string(event.key.bytes())].push_back(event.timestamp.millis());

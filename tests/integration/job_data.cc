@@ -120,19 +120,19 @@ std::vector<std::string> ReferenceTumblingCount(const KeyedTimestamps& input, in
 }
 
 Result<std::string> CanonicalCountWindow(const nlohmann::json& line) {
-  ASSIGN_OR_RETURN(std::string key, StringField(line, "key"));
-  ASSIGN_OR_RETURN(int64_t count, IntField(line, "count"));
-  ASSIGN_OR_RETURN(int64_t start, IntField(line, "start"));
-  ASSIGN_OR_RETURN(int64_t time, IntField(line, "time"));
-  ASSIGN_OR_RETURN(std::string cause, StringField(line, "cause"));
+  KF_ASSIGN_OR_RETURN(std::string key, StringField(line, "key"));
+  KF_ASSIGN_OR_RETURN(int64_t count, IntField(line, "count"));
+  KF_ASSIGN_OR_RETURN(int64_t start, IntField(line, "start"));
+  KF_ASSIGN_OR_RETURN(int64_t time, IntField(line, "time"));
+  KF_ASSIGN_OR_RETURN(std::string cause, StringField(line, "cause"));
   return CountWindowLine(key, count, start, time, cause.c_str());
 }
 
 Result<std::string> CanonicalTumblingCount(const nlohmann::json& line) {
-  ASSIGN_OR_RETURN(std::string key, StringField(line, "key"));
-  ASSIGN_OR_RETURN(int64_t start, IntField(line, "window_start"));
-  ASSIGN_OR_RETURN(int64_t end, IntField(line, "window_end"));
-  ASSIGN_OR_RETURN(int64_t count, IntField(line, "count"));
+  KF_ASSIGN_OR_RETURN(std::string key, StringField(line, "key"));
+  KF_ASSIGN_OR_RETURN(int64_t start, IntField(line, "window_start"));
+  KF_ASSIGN_OR_RETURN(int64_t end, IntField(line, "window_end"));
+  KF_ASSIGN_OR_RETURN(int64_t count, IntField(line, "count"));
   return key + "|" + std::to_string(start) + "|" + std::to_string(end) + "|" +
          std::to_string(count);
 }
@@ -259,10 +259,10 @@ void ExpectCommittedFilesKept(const std::map<std::string, std::string>& committe
 }
 
 Result<std::vector<std::string>> CanonicalCountWindowOutput(const std::string& dir) {
-  ASSIGN_OR_RETURN(JobOutput out, ReadJobOutput(dir));
+  KF_ASSIGN_OR_RETURN(JobOutput out, ReadJobOutput(dir));
   std::vector<std::string> lines;
   for (const nlohmann::json& line : out.lines) {
-    ASSIGN_OR_RETURN(std::string c, CanonicalCountWindow(line));
+    KF_ASSIGN_OR_RETURN(std::string c, CanonicalCountWindow(line));
     lines.push_back(std::move(c));
   }
   std::sort(lines.begin(), lines.end());

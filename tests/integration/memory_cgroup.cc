@@ -60,14 +60,14 @@ Result<std::unique_ptr<MemoryCgroup>> MemoryCgroup::Create(const std::string& na
   std::unique_ptr<MemoryCgroup> cgroup(new MemoryCgroup(version, dir, "/" + name));
   const std::string limit = std::to_string(limit_bytes);
   if (version == 1) {
-    RETURN_IF_ERROR(WriteControl(dir + "/memory.limit_in_bytes", limit));
+    KF_RETURN_IF_ERROR(WriteControl(dir + "/memory.limit_in_bytes", limit));
     // No swap: the limit is what the process gets (ignored where there is no swap accounting).
     (void)WriteControl(dir + "/memory.swappiness", "0");
     if (Exists(dir + "/memory.memsw.limit_in_bytes")) {
       (void)WriteControl(dir + "/memory.memsw.limit_in_bytes", limit);
     }
   } else {
-    RETURN_IF_ERROR(WriteControl(dir + "/memory.max", limit));
+    KF_RETURN_IF_ERROR(WriteControl(dir + "/memory.max", limit));
     if (Exists(dir + "/memory.swap.max")) (void)WriteControl(dir + "/memory.swap.max", "0");
   }
   return cgroup;

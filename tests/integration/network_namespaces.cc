@@ -47,22 +47,22 @@ Result<std::unique_ptr<NetworkNamespaces>> NetworkNamespaces::Create(int count) 
       return added;
     }
     ns->names_.push_back(name);
-    RETURN_IF_ERROR(ns->Run({"ip", "-n", name, "link", "set", "lo", "up"}));
+    KF_RETURN_IF_ERROR(ns->Run({"ip", "-n", name, "link", "set", "lo", "up"}));
   }
   const std::string& hub = ns->name(0);
-  RETURN_IF_ERROR(ns->Run({"ip", "-n", hub, "link", "add", "kfbr0", "type", "bridge"}));
-  RETURN_IF_ERROR(
+  KF_RETURN_IF_ERROR(ns->Run({"ip", "-n", hub, "link", "add", "kfbr0", "type", "bridge"}));
+  KF_RETURN_IF_ERROR(
       ns->Run({"ip", "-n", hub, "addr", "add", ns->address(0) + "/24", "dev", "kfbr0"}));
-  RETURN_IF_ERROR(ns->Run({"ip", "-n", hub, "link", "set", "kfbr0", "up"}));
+  KF_RETURN_IF_ERROR(ns->Run({"ip", "-n", hub, "link", "set", "kfbr0", "up"}));
   for (int i = 1; i < count; ++i) {
     std::string port = "kfp" + std::to_string(i);
-    RETURN_IF_ERROR(ns->Run({"ip", "-n", hub, "link", "add", port, "type", "veth", "peer", "name",
-                             "eth0", "netns", ns->name(i)}));
-    RETURN_IF_ERROR(ns->Run({"ip", "-n", hub, "link", "set", port, "master", "kfbr0"}));
-    RETURN_IF_ERROR(ns->Run({"ip", "-n", hub, "link", "set", port, "up"}));
-    RETURN_IF_ERROR(
+    KF_RETURN_IF_ERROR(ns->Run({"ip", "-n", hub, "link", "add", port, "type", "veth", "peer",
+                                "name", "eth0", "netns", ns->name(i)}));
+    KF_RETURN_IF_ERROR(ns->Run({"ip", "-n", hub, "link", "set", port, "master", "kfbr0"}));
+    KF_RETURN_IF_ERROR(ns->Run({"ip", "-n", hub, "link", "set", port, "up"}));
+    KF_RETURN_IF_ERROR(
         ns->Run({"ip", "-n", ns->name(i), "addr", "add", ns->address(i) + "/24", "dev", "eth0"}));
-    RETURN_IF_ERROR(ns->Run({"ip", "-n", ns->name(i), "link", "set", "eth0", "up"}));
+    KF_RETURN_IF_ERROR(ns->Run({"ip", "-n", ns->name(i), "link", "set", "eth0", "up"}));
   }
   return ns;
 }

@@ -18,7 +18,7 @@
 namespace keyflow::test {
 
 Result<RawTcpConnection> RawTcpConnection::Connect(const std::string& endpoint) {
-  ASSIGN_OR_RETURN(TcpEndpoint e, ParseTcpEndpoint(endpoint));
+  KF_ASSIGN_OR_RETURN(TcpEndpoint e, ParseTcpEndpoint(endpoint));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(e.port);

@@ -125,14 +125,14 @@ class RecoveryTest : public ::testing::Test {
   Result<nlohmann::json> WaitForJob(const std::string& job_id,
                                     const std::function<bool(const nlohmann::json&)>& predicate,
                                     Duration timeout, const std::string& what) {
-    ASSIGN_OR_RETURN(nlohmann::json st, cluster_->WaitForStatus(
-                                            [&](const nlohmann::json& s) {
-                                              const nlohmann::json& job = s["job"];
-                                              return job.is_object() &&
-                                                     job.value("job_id", "") == job_id &&
-                                                     (predicate(job) || IsTerminal(job));
-                                            },
-                                            timeout, what));
+    KF_ASSIGN_OR_RETURN(nlohmann::json st, cluster_->WaitForStatus(
+                                               [&](const nlohmann::json& s) {
+                                                 const nlohmann::json& job = s["job"];
+                                                 return job.is_object() &&
+                                                        job.value("job_id", "") == job_id &&
+                                                        (predicate(job) || IsTerminal(job));
+                                               },
+                                               timeout, what));
     nlohmann::json job = st["job"];
     if (!predicate(job)) {
       return FailedPrecondition("the job ended (" + job.dump() + ") while waiting for " + what +

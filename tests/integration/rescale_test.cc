@@ -162,11 +162,11 @@ std::vector<uint64_t> RestoreBytes(const nlohmann::json& job) {
 
 // Lines consumed per file split, from a checkpoint's source positions.
 Result<std::map<std::string, int64_t>> LinesConsumed(const std::string& checkpoint_dir) {
-  ASSIGN_OR_RETURN(CheckpointMetadata m, CheckpointStorage::ReadMetadata(checkpoint_dir));
+  KF_ASSIGN_OR_RETURN(CheckpointMetadata m, CheckpointStorage::ReadMetadata(checkpoint_dir));
   std::map<std::string, int64_t> out;
   for (const auto& [id, bytes] : m.split_positions) {
     BinaryReader r(bytes);
-    ASSIGN_OR_RETURN(SourceSplitState st, SourceSplitState::DecodeFrom(&r));
+    KF_ASSIGN_OR_RETURN(SourceSplitState st, SourceSplitState::DecodeFrom(&r));
     out[st.split.path()] = st.position.next_line_number() - 1;
   }
   return out;

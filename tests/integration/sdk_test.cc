@@ -42,7 +42,7 @@ const std::string kJobLibrary = kJobBuild + "/libwindow-stats.so";
 
 // Runs a command of the SDK set-up; the error carries its output.
 Status Step(const std::vector<std::string>& argv, Duration timeout) {
-  ASSIGN_OR_RETURN(CommandResult r, RunCommand(argv, timeout));
+  KF_ASSIGN_OR_RETURN(CommandResult r, RunCommand(argv, timeout));
   if (r.exit_code == 0) return Status::Ok();
   std::string cmd;
   for (const std::string& a : argv) cmd += a + " ";
@@ -60,8 +60,8 @@ Status InstallSdkAndBuildJob() {
     int fd;
     ~Unlock() { ::close(fd); }
   } unlock{lock};
-  RETURN_IF_ERROR(Step({"cmake", "--install", KEYFLOW_BINARY_DIR, "--prefix", kPrefix},
-                       Duration::Seconds(300)));
+  KF_RETURN_IF_ERROR(Step({"cmake", "--install", KEYFLOW_BINARY_DIR, "--prefix", kPrefix},
+                          Duration::Seconds(300)));
   std::vector<std::string> configure = {"cmake",
                                         "-S",
                                         std::string(KEYFLOW_SOURCE_DIR) + "/tests/sdk",
@@ -74,7 +74,7 @@ Status InstallSdkAndBuildJob() {
   if (::access("/usr/bin/ccache", X_OK) == 0) {
     configure.push_back("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache");
   }
-  RETURN_IF_ERROR(Step(configure, Duration::Seconds(300)));
+  KF_RETURN_IF_ERROR(Step(configure, Duration::Seconds(300)));
   return Step({"cmake", "--build", kJobBuild}, Duration::Seconds(600));
 }
 
@@ -289,7 +289,7 @@ std::string CanonicalValue(const nlohmann::json& v) {
 // The committed output of `dir`, each line as its `fields` joined with '|', sorted.
 Result<std::vector<std::string>> CanonicalOutput(const std::string& dir,
                                                  const std::vector<std::string>& fields) {
-  ASSIGN_OR_RETURN(JobOutput out, ReadJobOutput(dir));
+  KF_ASSIGN_OR_RETURN(JobOutput out, ReadJobOutput(dir));
   std::vector<std::string> lines;
   for (const nlohmann::json& line : out.lines) {
     std::vector<std::string> parts;

@@ -21,25 +21,25 @@ namespace {
 // answer, or an error if none came.
 Result<ControlMessage> AskWithKey(const std::string& endpoint, const KeyDirectory& keys,
                                   const std::string& key_file, const ControlMessage& msg) {
-  ASSIGN_OR_RETURN(KeyFile mine, ReadKeyFile(key_file, /*require_secret=*/true));
-  ASSIGN_OR_RETURN(KeyFile coordinator, ReadKeyFile(keys.CoordinatorPub(), false));
-  ASSIGN_OR_RETURN(std::unique_ptr<ZmqContext> ctx, ZmqContext::Create(1));
+  KF_ASSIGN_OR_RETURN(KeyFile mine, ReadKeyFile(key_file, /*require_secret=*/true));
+  KF_ASSIGN_OR_RETURN(KeyFile coordinator, ReadKeyFile(keys.CoordinatorPub(), false));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<ZmqContext> ctx, ZmqContext::Create(1));
   SocketOptions so = ControlPlaneSocketOptions();
   so.curve = CurveOptions::Client(mine.keys, coordinator.keys.public_key);
   ControlMessage answer;
   {
-    ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(*ctx, SocketType::kDealer, so));
-    RETURN_IF_ERROR(socket.Connect(endpoint));
-    RETURN_IF_ERROR(
+    KF_ASSIGN_OR_RETURN(ZmqSocket socket, ZmqSocket::Create(*ctx, SocketType::kDealer, so));
+    KF_RETURN_IF_ERROR(socket.Connect(endpoint));
+    KF_RETURN_IF_ERROR(
         socket.Send(EncodeControlMessage(msg), SendOptions{.timeout = Duration::Seconds(5)}));
     zmq::message_t reply;
     // Coordinator heartbeats may come first (a worker key that registered): skip them.
     while (true) {
-      RETURN_IF_ERROR(socket.Receive(&reply, Duration::Seconds(5)));
-      ASSIGN_OR_RETURN(answer,
-                       DecodeControlMessage(
-                           std::string_view(static_cast<const char*>(reply.data()), reply.size()),
-                           "the coordinator"));
+      KF_RETURN_IF_ERROR(socket.Receive(&reply, Duration::Seconds(5)));
+      KF_ASSIGN_OR_RETURN(
+          answer, DecodeControlMessage(
+                      std::string_view(static_cast<const char*>(reply.data()), reply.size()),
+                      "the coordinator"));
       if (!std::holds_alternative<CoordinatorHeartbeat>(answer)) break;
     }
   }

@@ -130,14 +130,15 @@ class StateFaultsTest : public ::testing::Test {
   // Polls until the job satisfies `pred` (or ends); returns the job's status.
   Result<nlohmann::json> WaitForJob(const std::function<bool(const nlohmann::json&)>& pred,
                                     const std::string& what) {
-    ASSIGN_OR_RETURN(nlohmann::json st, cluster_->WaitForStatus(
-                                            [&](const nlohmann::json& s) {
-                                              if (!s["job"].is_object()) return false;
-                                              const std::string state = s["job"].value("state", "");
-                                              return pred(s["job"]) || state == "FAILED" ||
-                                                     state == "CANCELED" || state == "FINISHED";
-                                            },
-                                            kWait, what));
+    KF_ASSIGN_OR_RETURN(nlohmann::json st, cluster_->WaitForStatus(
+                                               [&](const nlohmann::json& s) {
+                                                 if (!s["job"].is_object()) return false;
+                                                 const std::string state =
+                                                     s["job"].value("state", "");
+                                                 return pred(s["job"]) || state == "FAILED" ||
+                                                        state == "CANCELED" || state == "FINISHED";
+                                               },
+                                               kWait, what));
     if (!pred(st["job"])) {
       return FailedPrecondition("the job ended (" + st["job"].dump() + ") while waiting for " +
                                 what + "\n" + cluster_->LogExcerpts());

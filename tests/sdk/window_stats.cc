@@ -3,7 +3,16 @@
 // N = records, A = sum of the integer field `field`, U = records whose `field` is null,
 // M = records without it, T = meta.tag of the window's first record (null if it has none).
 // Built against the installed SDK only (tests/sdk/README.md).
+//
+// A user's code that also uses glog or Abseil has their CHECK-style macros: the SDK's headers
+// must define only KF_-prefixed ones.
 #include <keyflow/keyflow.h>
+#if defined(CHECK) || defined(DCHECK) || defined(RETURN_IF_ERROR) || defined(ASSIGN_OR_RETURN)
+#error "an SDK header defines an unprefixed macro that collides with glog or Abseil"
+#endif
+#if !defined(KF_CHECK) || !defined(KF_RETURN_IF_ERROR) || !defined(KF_ASSIGN_OR_RETURN)
+#error "the SDK's macros are KF_CHECK, KF_RETURN_IF_ERROR and KF_ASSIGN_OR_RETURN"
+#endif
 
 #include <chrono>
 #include <filesystem>
@@ -35,10 +44,10 @@ class WindowStats final : public keyflow::KeyedFunction {
 
   Status Open(RuntimeContext& runtime) override {
     runtime_ = &runtime;
-    ASSIGN_OR_RETURN(
+    KF_ASSIGN_OR_RETURN(
         stats_, runtime.GetMapState(MapStateDescriptor<int64_t, std::vector<int64_t>>("stats")));
-    ASSIGN_OR_RETURN(first_tag_,
-                     runtime.GetMapState(MapStateDescriptor<int64_t, std::string>("first-tag")));
+    KF_ASSIGN_OR_RETURN(first_tag_,
+                        runtime.GetMapState(MapStateDescriptor<int64_t, std::string>("first-tag")));
     return Status::Ok();
   }
 

@@ -54,21 +54,21 @@ bool Window::Read(BinaryReader& in) {
 }
 
 Status RegisterStates(RuntimeContext& runtime, SessionStates* s) {
-  ASSIGN_OR_RETURN(s->count, runtime.GetState(ValueStateDescriptor<int64_t>("count", 0)));
-  ASSIGN_OR_RETURN(s->last, runtime.GetState(ValueStateDescriptor<Visit>("last")));
-  ASSIGN_OR_RETURN(s->window, runtime.GetState(ValueStateDescriptor<Window>("window")));
+  KF_ASSIGN_OR_RETURN(s->count, runtime.GetState(ValueStateDescriptor<int64_t>("count", 0)));
+  KF_ASSIGN_OR_RETURN(s->last, runtime.GetState(ValueStateDescriptor<Visit>("last")));
+  KF_ASSIGN_OR_RETURN(s->window, runtime.GetState(ValueStateDescriptor<Window>("window")));
   s->window->SetCurrentNamespace(Namespace(7));
-  ASSIGN_OR_RETURN(s->pages, runtime.GetListState(ListStateDescriptor<std::string>("pages")));
-  ASSIGN_OR_RETURN(s->per_page,
-                   runtime.GetMapState(MapStateDescriptor<std::string, int64_t>("per-page")));
-  ASSIGN_OR_RETURN(
+  KF_ASSIGN_OR_RETURN(s->pages, runtime.GetListState(ListStateDescriptor<std::string>("pages")));
+  KF_ASSIGN_OR_RETURN(s->per_page,
+                      runtime.GetMapState(MapStateDescriptor<std::string, int64_t>("per-page")));
+  KF_ASSIGN_OR_RETURN(
       s->max_time,
       runtime.GetReducingState(ReducingStateDescriptor<int64_t>(
           "max-time", [](const int64_t& a, const int64_t& b) { return std::max(a, b); })));
-  ASSIGN_OR_RETURN(s->avg_time,
-                   runtime.GetAggregatingState(
-                       AggregatingStateDescriptor<int64_t, std::pair<int64_t, int64_t>, double>(
-                           "avg-time", std::make_shared<Average>())));
+  KF_ASSIGN_OR_RETURN(s->avg_time,
+                      runtime.GetAggregatingState(
+                          AggregatingStateDescriptor<int64_t, std::pair<int64_t, int64_t>, double>(
+                              "avg-time", std::make_shared<Average>())));
   return Status::Ok();
 }
 

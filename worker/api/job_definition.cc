@@ -34,8 +34,8 @@ std::string Join(const std::vector<std::string>& items) {
 const std::string& ValueOf(const std::map<std::string, std::string>& values,
                            const std::string& name) {
   auto it = values.find(name);
-  CHECK(it != values.end()) << "job parameter '" << name
-                            << "' is not declared (or the params were not resolved)";
+  KF_CHECK(it != values.end()) << "job parameter '" << name
+                               << "' is not declared (or the params were not resolved)";
   return it->second;
 }
 
@@ -100,19 +100,19 @@ Status ValidateParamValue(const ParamSpec& p, const std::string& value) {
 
 int64_t JobParams::GetInt(const std::string& name) const {
   auto v = ParseInt64(ValueOf(values_, name));
-  CHECK(v.has_value()) << "job parameter '" << name << "' is not a whole number";
+  KF_CHECK(v.has_value()) << "job parameter '" << name << "' is not a whole number";
   return *v;
 }
 
 double JobParams::GetDouble(const std::string& name) const {
   auto v = ParseDouble(ValueOf(values_, name));
-  CHECK(v.has_value()) << "job parameter '" << name << "' is not a number";
+  KF_CHECK(v.has_value()) << "job parameter '" << name << "' is not a number";
   return *v;
 }
 
 bool JobParams::GetBool(const std::string& name) const {
   const std::string& v = ValueOf(values_, name);
-  CHECK(v == "true" || v == "false") << "job parameter '" << name << "' is not a bool";
+  KF_CHECK(v == "true" || v == "false") << "job parameter '" << name << "' is not a bool";
   return v == "true";
 }
 
@@ -122,7 +122,7 @@ const std::string& JobParams::GetString(const std::string& name) const {
 
 Duration JobParams::GetDuration(const std::string& name) const {
   auto d = ParseDuration(ValueOf(values_, name));
-  CHECK(d.ok()) << d.status().ToString();
+  KF_CHECK(d.ok()) << d.status().ToString();
   return *d;
 }
 
@@ -144,7 +144,7 @@ Result<JobParams> ResolveJobParams(const JobDefinition& job,
       return InvalidArgument("job " + job.name + " has no parameter '" + name +
                              "'; its parameters are: " + Join(known));
     }
-    RETURN_IF_ERROR(ValidateParamValue(*spec, value));
+    KF_RETURN_IF_ERROR(ValidateParamValue(*spec, value));
     out[name] = value;
   }
   for (const ParamSpec& p : job.params) out.emplace(p.name, p.default_value);

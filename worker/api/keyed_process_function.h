@@ -2,7 +2,7 @@
 //
 //   class MyFunction : public KeyedFunction {     // KeyedProcessFunction<Record, OutputRecord>
 //     Status Open(RuntimeContext& ctx) override {           // register state
-//       ASSIGN_OR_RETURN(count_, ctx.GetState(ValueStateDescriptor<int64_t>("count", 0)));
+//       KF_ASSIGN_OR_RETURN(count_, ctx.GetState(ValueStateDescriptor<int64_t>("count", 0)));
 //       return Status::Ok();
 //     }
 //     void ProcessElement(const Record& r, Context& ctx, Collector<OutputRecord>& out) override {

@@ -147,7 +147,7 @@ Result<std::shared_ptr<const JobLibrary>> JobLibrary::Load(const std::string& pa
                                                            const std::string& display_name) {
   // Messages name the library as the user knows it; a cached copy also by its path.
   const std::string name = display_name.empty() ? path : display_name + " (" + path + ")";
-  RETURN_IF_ERROR(CheckSharedObjectFile(path));
+  KF_RETURN_IF_ERROR(CheckSharedObjectFile(path));
   // dlopen searches the library path for a name without '/': a job library is always a file.
   std::string file = path.find('/') == std::string::npos ? "./" + path : path;
   void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -199,7 +199,7 @@ Result<std::shared_ptr<const JobLibrary>> JobLibrary::Load(const std::string& pa
                               " in its manifest but " + std::to_string(version) +
                               " in its entry point: rebuild it with keyflow_add_job");
   }
-  RETURN_IF_ERROR(ValidateJobLibraryManifest(*manifest, name));
+  KF_RETURN_IF_ERROR(ValidateJobLibraryManifest(*manifest, name));
   closer.h = nullptr;
   return std::shared_ptr<const JobLibrary>(new JobLibrary(path, display_name, handle, manifest));
 }
@@ -226,7 +226,7 @@ Result<std::unique_ptr<KeyedFunction>> JobLibrary::CreateFunction(const JobDefin
   std::unique_ptr<KeyedFunction> inner;
   // Like every call into user code (a crash in create is named by the crash handler too).
   UserFunctionGuard guard(job.name, file_name());
-  RETURN_IF_ERROR(guard.Call(UserCall::kCreate, [&] { inner = job.create(params); }));
+  KF_RETURN_IF_ERROR(guard.Call(UserCall::kCreate, [&] { inner = job.create(params); }));
   if (inner == nullptr) {
     return Internal(guard.function_description() +
                     " returned no function from create: return a new function");
@@ -249,7 +249,7 @@ Result<std::string> DefaultJobLibraryPath() {
 }
 
 Result<std::shared_ptr<const JobLibrary>> LoadDefaultJobLibrary() {
-  ASSIGN_OR_RETURN(std::string path, DefaultJobLibraryPath());
+  KF_ASSIGN_OR_RETURN(std::string path, DefaultJobLibraryPath());
   auto library = JobLibrary::Load(path);
   if (!library.ok()) {
     return library.status().WithContext("the built-in job library of this installation");
@@ -259,9 +259,9 @@ Result<std::shared_ptr<const JobLibrary>> LoadDefaultJobLibrary() {
 
 Result<std::unique_ptr<KeyedFunction>> CreateBuiltInJobFunction(
     const std::string& job, const std::map<std::string, std::string>& params) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const JobLibrary> library, LoadDefaultJobLibrary());
-  ASSIGN_OR_RETURN(const JobDefinition* def, library->FindJob(job));
-  ASSIGN_OR_RETURN(JobParams resolved, ResolveJobParams(*def, params));
+  KF_ASSIGN_OR_RETURN(std::shared_ptr<const JobLibrary> library, LoadDefaultJobLibrary());
+  KF_ASSIGN_OR_RETURN(const JobDefinition* def, library->FindJob(job));
+  KF_ASSIGN_OR_RETURN(JobParams resolved, ResolveJobParams(*def, params));
   return library->CreateFunction(*def, resolved);
 }
 

@@ -1,10 +1,10 @@
 // Loading job libraries (Flink's user-code class loader): the shared objects built
 // with keyflow_add_job that declare jobs with KEYFLOW_JOB_LIBRARY (worker/api/job_definition.h).
 //
-//   ASSIGN_OR_RETURN(auto library, JobLibrary::Load("build/libsessions.so"));
-//   ASSIGN_OR_RETURN(const JobDefinition* job, library->FindJob("sessions"));
-//   ASSIGN_OR_RETURN(JobParams params, ResolveJobParams(*job, given));
-//   ASSIGN_OR_RETURN(auto function, library->CreateFunction(*job, params));
+//   KF_ASSIGN_OR_RETURN(auto library, JobLibrary::Load("build/libsessions.so"));
+//   KF_ASSIGN_OR_RETURN(const JobDefinition* job, library->FindJob("sessions"));
+//   KF_ASSIGN_OR_RETURN(JobParams params, ResolveJobParams(*job, given));
+//   KF_ASSIGN_OR_RETURN(auto function, library->CreateFunction(*job, params));
 //
 // A library stays loaded (dlopen RTLD_NOW | RTLD_LOCAL) while the JobLibrary or any function it
 // created lives: functions hold a shared_ptr to it, so dlclose runs after the last is gone.

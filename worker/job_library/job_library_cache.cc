@@ -10,7 +10,7 @@ JobLibraryCache::JobLibraryCache(std::string dir, FileSystem& fs)
 
 Result<std::optional<std::string>> JobLibraryCache::Find(const JobLibraryRef& ref) {
   bool removed = false;
-  ASSIGN_OR_RETURN(std::optional<std::string> path, blobs_.Find(ref.sha256, &removed));
+  KF_ASSIGN_OR_RETURN(std::optional<std::string> path, blobs_.Find(ref.sha256, &removed));
   if (removed) {
     KF_LOG_WARN(
         "{}: the cached file in {} did not match its SHA-256 and was removed; fetching it "
@@ -33,7 +33,7 @@ Result<std::string> JobLibraryCache::Store(const JobLibraryRef& ref, std::string
 Result<std::string> ResolveJobLibraryPath(const JobLibraryRef& ref, const std::string& cache_dir) {
   if (ref.is_default()) return DefaultJobLibraryPath();
   JobLibraryCache cache(cache_dir);
-  ASSIGN_OR_RETURN(std::optional<std::string> path, cache.Find(ref));
+  KF_ASSIGN_OR_RETURN(std::optional<std::string> path, cache.Find(ref));
   if (!path) {
     return FailedPrecondition(ref.Describe() + " is not in the job library cache " + cache.dir() +
                               " (or its copy there was damaged and removed): the worker fetches "

@@ -30,7 +30,7 @@ class CountWindowFunction final : public KeyedFunction {
 
   Status Open(RuntimeContext& runtime) override {
     runtime_ = &runtime;
-    ASSIGN_OR_RETURN(window_, runtime.GetState(ValueStateDescriptor<CountWindow>("window")));
+    KF_ASSIGN_OR_RETURN(window_, runtime.GetState(ValueStateDescriptor<CountWindow>("window")));
     return Status::Ok();
   }
 
@@ -74,7 +74,7 @@ class CountWindowFunction final : public KeyedFunction {
       window_->Clear();
       return Status::Ok();
     });
-    CHECK(s.ok()) << s.ToString();
+    KF_CHECK(s.ok()) << s.ToString();
   }
 
  private:

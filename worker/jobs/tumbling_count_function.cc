@@ -18,7 +18,7 @@ class TumblingCountFunction final : public KeyedFunction {
 
   Status Open(RuntimeContext& runtime) override {
     runtime_ = &runtime;
-    ASSIGN_OR_RETURN(count_, runtime.GetState(ValueStateDescriptor<int64_t>("count", 0)));
+    KF_ASSIGN_OR_RETURN(count_, runtime.GetState(ValueStateDescriptor<int64_t>("count", 0)));
     return Status::Ok();
   }
 

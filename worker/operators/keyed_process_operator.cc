@@ -69,8 +69,8 @@ Status KeyedProcessOperator::Fail(Status s) {
 }
 
 Status KeyedProcessOperator::Open() {
-  RETURN_IF_ERROR(Fail(backend_error_));
-  RETURN_IF_ERROR(failure_);
+  KF_RETURN_IF_ERROR(Fail(backend_error_));
+  KF_RETURN_IF_ERROR(failure_);
   return Fail(
       guard_.CallReturningStatus(UserCall::kOpen, [this] { return function_->Open(runtime_); }));
 }
@@ -82,12 +82,12 @@ Status KeyedProcessOperator::Close() {
 }
 
 Status KeyedProcessOperator::Restore(KeyedSnapshotReader& reader) {
-  RETURN_IF_ERROR(CheckCompatible(reader.info()));
+  KF_RETURN_IF_ERROR(CheckCompatible(reader.info()));
   return reader.Restore(config_.key_groups, section_ptrs_);
 }
 
 Status KeyedProcessOperator::RestoreKeyGroup(KeyedSnapshotReader& reader, KeyGroupId g) {
-  RETURN_IF_ERROR(CheckCompatible(reader.info()));
+  KF_RETURN_IF_ERROR(CheckCompatible(reader.info()));
   return reader.RestoreKeyGroup(g, section_ptrs_);
 }
 
@@ -114,13 +114,13 @@ void KeyedProcessOperator::Start() {
 }
 
 Status KeyedProcessOperator::ProcessElement(const Record& record) {
-  RETURN_IF_ERROR(failure_);
-  RETURN_IF_ERROR(key_context_.SetCurrentKey(record.key, record.key_group));
+  KF_RETURN_IF_ERROR(failure_);
+  KF_RETURN_IF_ERROR(key_context_.SetCurrentKey(record.key, record.key_group));
   records_processed_.Inc();
   context_.Set(record.timestamp);
   output_.timestamp = record.timestamp;
-  RETURN_IF_ERROR(Fail(guard_.Call(UserCall::kProcessElement,
-                                   [&] { function_->ProcessElement(record, context_, output_); })));
+  KF_RETURN_IF_ERROR(Fail(guard_.Call(
+      UserCall::kProcessElement, [&] { function_->ProcessElement(record, context_, output_); })));
   if (!backend_->failure().ok()) [[unlikely]] {
     return Fail(backend_->failure());  // a storage failure of the RocksDB backend
   }
@@ -136,7 +136,7 @@ Status KeyedProcessOperator::EndInput() {
   if (ended_) return failure_;
   ended_ = true;
   ProcessWatermark(kMaxWatermark);
-  RETURN_IF_ERROR(failure_);
+  KF_RETURN_IF_ERROR(failure_);
   context_.Set(timers_.CurrentProcessingTime(), TimeDomain::kProcessingTime);
   output_.timestamp = kMaxWatermark;
   return Fail(guard_.Call(UserCall::kEndInput, [this] { function_->EndInput(context_, output_); }));

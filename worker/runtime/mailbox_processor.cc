@@ -70,7 +70,7 @@ void MailboxProcessor::Stop() {
 }
 
 void MailboxProcessor::ReportError(Status error) {
-  CHECK(!error.ok()) << "ReportError needs an error";
+  KF_CHECK(!error.ok()) << "ReportError needs an error";
   {
     MutexLock lock(&error_mu_);
     if (error_.ok()) error_ = std::move(error);
@@ -93,14 +93,14 @@ Status MailboxProcessor::RunMailboxLoop() {
 
 Status MailboxProcessor::RunLoop() {
   while (!ExitRequested()) {
-    RETURN_IF_ERROR(RunMailStep());
+    KF_RETURN_IF_ERROR(RunMailStep());
     if (ExitRequested()) break;
-    RETURN_IF_ERROR(RunDueCallbacks());
+    KF_RETURN_IF_ERROR(RunDueCallbacks());
     if (ExitRequested()) break;
     bool more_available = false;
-    RETURN_IF_ERROR(RunDefaultAction(more_available));
+    KF_RETURN_IF_ERROR(RunDefaultAction(more_available));
     if (more_available || ExitRequested()) continue;
-    RETURN_IF_ERROR(WaitForWork());
+    KF_RETURN_IF_ERROR(WaitForWork());
   }
   return Status::Ok();
 }
@@ -111,7 +111,8 @@ Status MailboxProcessor::RunMailStep() {
   for (size_t n = mailbox_.size(); n > 0 && !ExitRequested(); --n) {
     std::optional<Mail> mail = mailbox_.TryTake();
     if (!mail.has_value()) break;
-    RETURN_IF_ERROR(RunGuarded(mail->action, [&] { return "mail '" + mail->description + "'"; }));
+    KF_RETURN_IF_ERROR(
+        RunGuarded(mail->action, [&] { return "mail '" + mail->description + "'"; }));
   }
   return Status::Ok();
 }
@@ -120,8 +121,8 @@ Status MailboxProcessor::RunDueCallbacks() {
   const Timestamp now = time_service_.CurrentProcessingTime();
   while (!ExitRequested()) {
     bool ran = false;
-    RETURN_IF_ERROR(RunGuarded([&] { ran = time_service_.RunNextDueCallback(now); },
-                               [] { return std::string("a processing-time callback"); }));
+    KF_RETURN_IF_ERROR(RunGuarded([&] { ran = time_service_.RunNextDueCallback(now); },
+                                  [] { return std::string("a processing-time callback"); }));
     if (!ran) break;
   }
   return Status::Ok();
@@ -131,8 +132,9 @@ Status MailboxProcessor::RunDefaultAction(bool& more_available) {
   more_available = false;
   if (!default_action_ || default_action_suspended_) return Status::Ok();
   std::optional<Result<InputStatus>> result;
-  RETURN_IF_ERROR(RunGuarded([&] { result.emplace(default_action_()); },
-                             [] { return std::string("the default action (input processing)"); }));
+  KF_RETURN_IF_ERROR(
+      RunGuarded([&] { result.emplace(default_action_()); },
+                 [] { return std::string("the default action (input processing)"); }));
   if (!result->ok()) return result->status();
   switch (**result) {
     case InputStatus::kMoreAvailable:

@@ -6,7 +6,7 @@ namespace keyflow {
 
 ProcessingTimeService::TimerId SystemProcessingTimeService::Schedule(
     Timestamp ts, ProcessingTimeCallback callback) {
-  CHECK(callback) << "processing-time callback for " << ts << " is empty";
+  KF_CHECK(callback) << "processing-time callback for " << ts << " is empty";
   const TimerId id = next_id_++;
   callbacks_.emplace(std::make_pair(ts, id), std::move(callback));
   ts_of_id_.emplace(id, ts);

@@ -34,7 +34,7 @@ Status TaskMailbox::Closed(const Mail& mail) const {
 }
 
 Status TaskMailbox::Put(Mail mail) {
-  CHECK(mail.action) << "mail '" << mail.description << "' has no action";
+  KF_CHECK(mail.action) << "mail '" << mail.description << "' has no action";
   MutexLock lock(&mu_);
   if (closed_.load(std::memory_order_relaxed)) return Closed(mail);
   queue_.push_back(std::move(mail));
@@ -44,7 +44,7 @@ Status TaskMailbox::Put(Mail mail) {
 }
 
 Status TaskMailbox::PutFirst(Mail mail) {
-  CHECK(mail.action) << "mail '" << mail.description << "' has no action";
+  KF_CHECK(mail.action) << "mail '" << mail.description << "' has no action";
   MutexLock lock(&mu_);
   if (closed_.load(std::memory_order_relaxed)) return Closed(mail);
   queue_.push_front(std::move(mail));
@@ -87,7 +87,7 @@ void TaskMailbox::SignalLocked() {
   do {
     n = ::write(event_fd_, &one, sizeof(one));
   } while (n < 0 && errno == EINTR);
-  CHECK_EQ(n, static_cast<ssize_t>(sizeof(one)))
+  KF_CHECK_EQ(n, static_cast<ssize_t>(sizeof(one)))
       << "write to the mailbox eventfd failed, errno " << errno;
 }
 
@@ -97,7 +97,7 @@ void TaskMailbox::ClearSignalLocked() {
   do {
     n = ::read(event_fd_, &value, sizeof(value));
   } while (n < 0 && errno == EINTR);
-  CHECK_EQ(n, static_cast<ssize_t>(sizeof(value)))
+  KF_CHECK_EQ(n, static_cast<ssize_t>(sizeof(value)))
       << "read from the mailbox eventfd failed, errno " << errno;
 }
 

@@ -53,9 +53,9 @@ std::string_view FrameKindName(FrameKind kind) {
 }
 
 void SealFrame(const FrameHeader& header, std::string* frame) {
-  CHECK_GE(frame->size(), kFrameHeaderSize);
+  KF_CHECK_GE(frame->size(), kFrameHeaderSize);
   size_t payload = frame->size() - kFrameHeaderSize;
-  CHECK_LE(payload, std::numeric_limits<uint32_t>::max());
+  KF_CHECK_LE(payload, std::numeric_limits<uint32_t>::max());
   Put<uint32_t>(frame, 0, kFrameMagic);
   Put<uint16_t>(frame, 4, kDataPlaneVersion);
   Put<uint16_t>(frame, 6, 0);
@@ -73,7 +73,7 @@ void SealFrame(const FrameHeader& header, std::string* frame) {
 
 void EncodeEventFrame(SubtaskIndex sender, AttemptNumber attempt, uint64_t sequence,
                       const ChannelEvent& event, std::string* out) {
-  CHECK(event.kind != FrameKind::kRecords) << "records travel in record batches";
+  KF_CHECK(event.kind != FrameKind::kRecords) << "records travel in record batches";
   out->assign(kFrameHeaderSize, '\0');
   BinaryWriter w(out);
   switch (event.kind) {
@@ -146,7 +146,7 @@ Result<DecodedFrame> DecodeFrame(std::string_view frame, std::string_view channe
 
 Result<ChannelEvent> DecodeChannelEvent(const DecodedFrame& frame, std::string_view channel) {
   const FrameKind kind = frame.header.kind;
-  CHECK(kind != FrameKind::kRecords);
+  KF_CHECK(kind != FrameKind::kRecords);
   size_t expected = 0;
   switch (kind) {
     case FrameKind::kWatermark:

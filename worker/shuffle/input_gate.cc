@@ -36,8 +36,8 @@ Result<std::unique_ptr<InputGate>> InputGate::Create(ZmqContext& context,
       gate->zap_domains_.push_back(DataZapDomain(options.subtask, SubtaskIndex(i)));
       socket_options.curve = CurveOptions::Server(options.curve_keys, gate->zap_domains_.back());
     }
-    ASSIGN_OR_RETURN(ZmqSocket socket,
-                     ZmqSocket::Create(context, SocketType::kPull, socket_options));
+    KF_ASSIGN_OR_RETURN(ZmqSocket socket,
+                        ZmqSocket::Create(context, SocketType::kPull, socket_options));
     auto bound = socket.BindEphemeral(options.bind_host);
     if (!bound.ok()) return bound.status().WithContext(what);
     auto advertised = AdvertisedEndpoint(*bound, options.advertised_host);
@@ -50,12 +50,12 @@ Result<std::unique_ptr<InputGate>> InputGate::Create(ZmqContext& context,
 }
 
 InputChannel& InputGate::channel(SubtaskIndex c) {
-  CHECK(c.value() >= 0 && c.value() < num_channels()) << "no input channel " << c;
+  KF_CHECK(c.value() >= 0 && c.value() < num_channels()) << "no input channel " << c;
   return channels_[static_cast<size_t>(c.value())];
 }
 
 const InputChannel& InputGate::channel(SubtaskIndex c) const {
-  CHECK(c.value() >= 0 && c.value() < num_channels()) << "no input channel " << c;
+  KF_CHECK(c.value() >= 0 && c.value() < num_channels()) << "no input channel " << c;
   return channels_[static_cast<size_t>(c.value())];
 }
 
@@ -77,7 +77,7 @@ Result<std::optional<InputEvent>> InputGate::PollNext() {
     size_t i = (next_channel_ + k) % n;
     InputChannel& c = channels_[i];
     if (c.blocked() || c.finished()) continue;
-    ASSIGN_OR_RETURN(bool got, c.ReceiveNext(&event_));
+    KF_ASSIGN_OR_RETURN(bool got, c.ReceiveNext(&event_));
     if (got) {
       next_channel_ = (i + 1) % n;
       return std::optional<InputEvent>(event_);
@@ -100,7 +100,7 @@ Result<InputAvailability> InputGate::WaitForInput(Duration timeout, int extra_fd
       poll_items_.push_back(zmq_pollitem_t{c.socket().monitor_handle(), 0, ZMQ_POLLIN, 0});
     }
   }
-  ASSIGN_OR_RETURN(int ready, PollItems(poll_items_, timeout));
+  KF_ASSIGN_OR_RETURN(int ready, PollItems(poll_items_, timeout));
   InputAvailability out;
   if (ready == 0) return out;
   for (size_t k = 0; k < poll_items_.size(); ++k) {
@@ -122,11 +122,11 @@ Result<InputAvailability> InputGate::WaitForInput(Duration timeout, int extra_fd
 Result<std::optional<InputEvent>> InputGate::Next(Duration timeout) {
   const int64_t deadline = MonotonicMillis() + std::max<int64_t>(0, timeout.millis());
   for (;;) {
-    ASSIGN_OR_RETURN(std::optional<InputEvent> event, PollNext());
+    KF_ASSIGN_OR_RETURN(std::optional<InputEvent> event, PollNext());
     if (event.has_value()) return event;
     int64_t left = deadline - MonotonicMillis();
     if (left <= 0) return std::optional<InputEvent>();
-    ASSIGN_OR_RETURN(InputAvailability ready, WaitForInput(Duration::Millis(left)));
+    KF_ASSIGN_OR_RETURN(InputAvailability ready, WaitForInput(Duration::Millis(left)));
     (void)ready;
   }
 }

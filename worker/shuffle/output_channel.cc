@@ -20,7 +20,7 @@ OutputChannel::OutputChannel(ZmqSocket socket, SubtaskIndex sender, SubtaskIndex
 }
 
 Status OutputChannel::Append(const Record& record, Timestamp now) {
-  DCHECK(queued_ == 0);
+  KF_DCHECK(queued_ == 0);
   if (builder_.empty() && !pending_marker_) batch_started_ = now;
   builder_.Append(record);
   if (builder_.frame_size() >= options_.batch_size_bytes) {
@@ -31,7 +31,7 @@ Status OutputChannel::Append(const Record& record, Timestamp now) {
 }
 
 OutputChannel::QueuedFrame& OutputChannel::EnqueueSlot() {
-  CHECK_LT(queued_, queue_.size()) << description_ << ": send queue overflow";
+  KF_CHECK_LT(queued_, queue_.size()) << description_ << ": send queue overflow";
   QueuedFrame& slot = queue_[(head_ + queued_) % queue_.size()];
   ++queued_;
   return slot;
@@ -61,7 +61,7 @@ void OutputChannel::SealBatch() {
 }
 
 void OutputChannel::QueueEvent(const ChannelEvent& event) {
-  CHECK_EQ(queued_, 0u) << description_ << ": push queued frames before queueing an event";
+  KF_CHECK_EQ(queued_, 0u) << description_ << ": push queued frames before queueing an event";
   SealBatch();
   QueuedFrame& slot = EnqueueSlot();
   slot.records = 0;
@@ -110,7 +110,7 @@ Status OutputChannel::SendFront(bool wait, int64_t deadline_ms, bool* sent) {
 Status OutputChannel::TryPush() {
   while (queued_ > 0) {
     bool sent = false;
-    RETURN_IF_ERROR(SendFront(/*wait=*/false, 0, &sent));
+    KF_RETURN_IF_ERROR(SendFront(/*wait=*/false, 0, &sent));
     if (!sent) break;
   }
   return Status::Ok();
@@ -119,7 +119,7 @@ Status OutputChannel::TryPush() {
 Status OutputChannel::Push(int64_t deadline_ms) {
   while (queued_ > 0) {
     bool sent = false;
-    RETURN_IF_ERROR(SendFront(/*wait=*/true, deadline_ms, &sent));
+    KF_RETURN_IF_ERROR(SendFront(/*wait=*/true, deadline_ms, &sent));
   }
   return Status::Ok();
 }

@@ -31,8 +31,8 @@ void RecordBatchBuilder::Append(const Record& record) {
 
 void RecordBatchBuilder::Append(std::string_view key, KeyGroupId key_group, Timestamp timestamp,
                                 std::string_view payload, std::string_view fields) {
-  DCHECK(key_group.value() >= 0);
-  CHECK_LT(count_, std::numeric_limits<uint32_t>::max());
+  KF_DCHECK(key_group.value() >= 0);
+  KF_CHECK_LT(count_, std::numeric_limits<uint32_t>::max());
   BinaryWriter w(&buffer_);
   w.Bytes(key);
   w.VarU64(static_cast<uint32_t>(key_group.value()));

@@ -11,8 +11,9 @@ namespace keyflow {
 Result<std::unique_ptr<RecordWriter>> RecordWriter::Create(ZmqContext& context,
                                                            RecordWriterOptions options) {
   const auto parallelism = static_cast<int64_t>(options.receiver_endpoints.size());
-  RETURN_IF_ERROR_CTX(ValidateParallelism(parallelism, options.max_parallelism),
-                      "record writer of source subtask " + std::to_string(options.subtask.value()));
+  KF_RETURN_IF_ERROR_CTX(
+      ValidateParallelism(parallelism, options.max_parallelism),
+      "record writer of source subtask " + std::to_string(options.subtask.value()));
   if (options.batch_size_bytes < kFrameHeaderSize + kMinEncodedRecordBytes) {
     return InvalidArgument("batch size " + std::to_string(options.batch_size_bytes) +
                            " bytes is too small for even one record");
@@ -51,10 +52,10 @@ Result<std::unique_ptr<RecordWriter>> RecordWriter::Create(ZmqContext& context,
       socket_options.curve =
           CurveOptions::Client(options.curve_keys, options.receiver_public_keys[j]);
     }
-    ASSIGN_OR_RETURN(ZmqSocket socket,
-                     ZmqSocket::Create(context, SocketType::kPush, socket_options));
-    RETURN_IF_ERROR_CTX(socket.Connect(options.receiver_endpoints[j]),
-                        "keyed subtask " + std::to_string(j));
+    KF_ASSIGN_OR_RETURN(ZmqSocket socket,
+                        ZmqSocket::Create(context, SocketType::kPush, socket_options));
+    KF_RETURN_IF_ERROR_CTX(socket.Connect(options.receiver_endpoints[j]),
+                           "keyed subtask " + std::to_string(j));
     writer->channels_.emplace_back(std::move(socket), options.subtask,
                                    SubtaskIndex(static_cast<int32_t>(j)), options.attempt,
                                    channel_options);
@@ -63,7 +64,7 @@ Result<std::unique_ptr<RecordWriter>> RecordWriter::Create(ZmqContext& context,
 }
 
 Status RecordWriter::AwaitConnections(Duration timeout) {
-  RETURN_IF_ERROR(failure_);
+  KF_RETURN_IF_ERROR(failure_);
   const int64_t deadline = MonotonicMillis() + std::max<int64_t>(0, timeout.millis());
   std::vector<zmq_pollitem_t> items;
   for (;;) {
@@ -84,7 +85,7 @@ Status RecordWriter::AwaitConnections(Duration timeout) {
                          missing + " (is the keyed subtask up and its address reachable?)");
     }
     // Wake on a connection event, or every 50 ms to look at the cancellation flag.
-    ASSIGN_OR_RETURN(int ready, PollItems(items, Duration::Millis(std::min<int64_t>(left, 50))));
+    KF_ASSIGN_OR_RETURN(int ready, PollItems(items, Duration::Millis(std::min<int64_t>(left, 50))));
     (void)ready;
   }
 }
@@ -99,9 +100,9 @@ Status RecordWriter::Track(Status s) {
 }
 
 Status RecordWriter::Emit(const Record& record, Timestamp now) {
-  RETURN_IF_ERROR(failure_);
-  CHECK(!closed_) << "Emit after Close";
-  CHECK(record.key_group.value() >= 0 && record.key_group.value() < options_.max_parallelism)
+  KF_RETURN_IF_ERROR(failure_);
+  KF_CHECK(!closed_) << "Emit after Close";
+  KF_CHECK(record.key_group.value() >= 0 && record.key_group.value() < options_.max_parallelism)
       << "key group " << record.key_group << " outside [0, " << options_.max_parallelism << ")";
   SubtaskIndex target =
       ComputeOperatorIndexForKeyGroup(options_.max_parallelism, num_channels(), record.key_group);
@@ -115,54 +116,54 @@ Status RecordWriter::Emit(const Record& record, Timestamp now) {
                            std::to_string(kMaxRecordBytes) +
                            " bytes per record: split such input records");
   }
-  if (channel.queued_frames() > 0) RETURN_IF_ERROR(Track(channel.Push(Deadline())));
+  if (channel.queued_frames() > 0) KF_RETURN_IF_ERROR(Track(channel.Push(Deadline())));
   return Track(channel.Append(record, now));
 }
 
 Status RecordWriter::BroadcastEvent(const ChannelEvent& event) {
-  RETURN_IF_ERROR(failure_);
-  CHECK(!closed_) << "BroadcastEvent after Close";
+  KF_RETURN_IF_ERROR(failure_);
+  KF_CHECK(!closed_) << "BroadcastEvent after Close";
   int64_t deadline = Deadline();
   for (OutputChannel& channel : channels_) {
-    if (channel.queued_frames() > 0) RETURN_IF_ERROR(Track(channel.Push(deadline)));
+    if (channel.queued_frames() > 0) KF_RETURN_IF_ERROR(Track(channel.Push(deadline)));
   }
   // Every queue is empty now: the event is accepted on all channels or on none.
   for (OutputChannel& channel : channels_) channel.QueueEvent(event);
-  for (OutputChannel& channel : channels_) RETURN_IF_ERROR(Track(channel.TryPush()));
+  for (OutputChannel& channel : channels_) KF_RETURN_IF_ERROR(Track(channel.TryPush()));
   return Status::Ok();
 }
 
 Status RecordWriter::AddLatencyMarker(int64_t marked_time_us, Timestamp now) {
-  RETURN_IF_ERROR(failure_);
-  CHECK(!closed_) << "AddLatencyMarker after Close";
+  KF_RETURN_IF_ERROR(failure_);
+  KF_CHECK(!closed_) << "AddLatencyMarker after Close";
   for (OutputChannel& channel : channels_) channel.AddLatencyMarker(marked_time_us, now);
   return Status::Ok();
 }
 
 Status RecordWriter::FlushIfDue(Timestamp now) {
-  RETURN_IF_ERROR(failure_);
-  CHECK(!closed_) << "FlushIfDue after Close";
+  KF_RETURN_IF_ERROR(failure_);
+  KF_CHECK(!closed_) << "FlushIfDue after Close";
   int64_t deadline = Deadline();
   for (OutputChannel& channel : channels_) {
-    if (channel.queued_frames() > 0) RETURN_IF_ERROR(Track(channel.Push(deadline)));
+    if (channel.queued_frames() > 0) KF_RETURN_IF_ERROR(Track(channel.Push(deadline)));
   }
   for (OutputChannel& channel : channels_) {
     if (channel.BatchDue(now)) {
       channel.SealBatch();
-      RETURN_IF_ERROR(Track(channel.TryPush()));
+      KF_RETURN_IF_ERROR(Track(channel.TryPush()));
     }
   }
   return Status::Ok();
 }
 
 Status RecordWriter::Flush() {
-  RETURN_IF_ERROR(failure_);
-  CHECK(!closed_) << "Flush after Close";
+  KF_RETURN_IF_ERROR(failure_);
+  KF_CHECK(!closed_) << "Flush after Close";
   int64_t deadline = Deadline();
   for (OutputChannel& channel : channels_) {
-    RETURN_IF_ERROR(Track(channel.Push(deadline)));
+    KF_RETURN_IF_ERROR(Track(channel.Push(deadline)));
     channel.SealBatch();
-    RETURN_IF_ERROR(Track(channel.Push(deadline)));
+    KF_RETURN_IF_ERROR(Track(channel.Push(deadline)));
   }
   return Status::Ok();
 }
@@ -191,7 +192,7 @@ bool RecordWriter::backpressured() const {
 }
 
 const OutputChannelMetrics& RecordWriter::metrics(SubtaskIndex receiver) const {
-  CHECK(receiver.value() >= 0 && receiver.value() < num_channels());
+  KF_CHECK(receiver.value() >= 0 && receiver.value() < num_channels());
   return channels_[static_cast<size_t>(receiver.value())].metrics();
 }
 

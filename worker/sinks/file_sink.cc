@@ -24,12 +24,12 @@ std::string JoinPath(const std::string& dir, std::string_view name) {
 
 // Size and Checksum64 of a file's content.
 Status ChecksumFile(FileSystem& fs, const std::string& path, uint64_t* size, uint64_t* checksum) {
-  ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, fs.NewRandomAccessFile(path));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, fs.NewRandomAccessFile(path));
   StreamingChecksum sum;
   constexpr uint64_t kChunk = 1 << 20;
   std::string buf;
   for (uint64_t offset = 0; offset < f->size(); offset += kChunk) {
-    RETURN_IF_ERROR(
+    KF_RETURN_IF_ERROR(
         f->ReadAt(offset, static_cast<size_t>(std::min(kChunk, f->size() - offset)), &buf));
     sum.Update(buf.data(), buf.size());
   }
@@ -199,7 +199,7 @@ Result<FileSinkCommittable> FileSinkCommittable::DecodeFrom(BinaryReader* in) {
   c.final_name = std::string(in->Bytes());
   c.size = in->U64();
   c.checksum = in->U64();
-  RETURN_IF_ERROR(in->status("file sink committable"));
+  KF_RETURN_IF_ERROR(in->status("file sink committable"));
   if (version != kCommittableVersion) {
     return Corruption("file sink committable has format version " + std::to_string(version) +
                       ", this build reads version " + std::to_string(kCommittableVersion));
@@ -224,15 +224,15 @@ Result<FileSink> FileSink::Open(FileSinkOptions options) {
                            "': it must be non-empty, without '/', and not start with '.' or "
                            "'_' (those mark files that are not part of the result)");
   }
-  CHECK_GE(options.subtask.value(), 0);
-  CHECK_GE(options.attempt.value(), 0);
-  CHECK_GT(options.buffer_bytes, 0u);
-  CHECK(options.file_system != nullptr);
+  KF_CHECK_GE(options.subtask.value(), 0);
+  KF_CHECK_GE(options.attempt.value(), 0);
+  KF_CHECK_GT(options.buffer_bytes, 0u);
+  KF_CHECK(options.file_system != nullptr);
   if (options.file_system->Exists(options.directory) &&
       !options.file_system->IsDirectory(options.directory)) {
     return InvalidArgument("output path '" + options.directory + "' exists and is not a directory");
   }
-  RETURN_IF_ERROR_CTX(
+  KF_RETURN_IF_ERROR_CTX(
       options.file_system->CreateDirectories(options.directory, DirectoryModeFor(options.access)),
       "cannot use the output directory '" + options.directory + "'");
   FileSink sink;
@@ -257,10 +257,10 @@ std::string FileSink::BaseName() const {
 
 Status FileSink::OpenTransaction() {
   std::string name = "." + BaseName() + std::string(kInProgressSuffix);
-  ASSIGN_OR_RETURN(file_, fs_->NewWritableFile(Path(name), WriteMode::kCreateNew));
+  KF_ASSIGN_OR_RETURN(file_, fs_->NewWritableFile(Path(name), WriteMode::kCreateNew));
   // Its final mode from the start (created 0600): the committed file is this file renamed.
-  RETURN_IF_ERROR_CTX(fs_->SetPermissions(Path(name), FileModeFor(options_.access)),
-                      "cannot open an output transaction");
+  KF_RETURN_IF_ERROR_CTX(fs_->SetPermissions(Path(name), FileModeFor(options_.access)),
+                         "cannot open an output transaction");
   inprogress_name_ = std::move(name);
   checksum_ = std::make_unique<StreamingChecksum>();
   txn_bytes_ = 0;
@@ -270,36 +270,36 @@ Status FileSink::OpenTransaction() {
 
 Status FileSink::FlushBuffer() {
   if (buffer_.empty()) return Status::Ok();
-  RETURN_IF_ERROR_CTX(file_->Append(buffer_), "cannot write an output file");
+  KF_RETURN_IF_ERROR_CTX(file_->Append(buffer_), "cannot write an output file");
   checksum_->Update(buffer_.data(), buffer_.size());
   buffer_.clear();
   return Status::Ok();
 }
 
 Status FileSink::Write(std::string_view line) {
-  CHECK(!finished_) << "FileSink::Write after FinishAndCommit";
+  KF_CHECK(!finished_) << "FileSink::Write after FinishAndCommit";
   if (std::memchr(line.data(), '\n', line.size()) != nullptr) {
     return InvalidArgument("an output line must not contain a newline (JSON Lines): " +
                            std::string(line.substr(0, 80)));
   }
-  if (!file_) RETURN_IF_ERROR(OpenTransaction());
+  if (!file_) KF_RETURN_IF_ERROR(OpenTransaction());
   buffer_.append(line.data(), line.size());
   buffer_.push_back('\n');
   txn_bytes_ += line.size() + 1;
-  if (buffer_.size() >= options_.buffer_bytes) RETURN_IF_ERROR(FlushBuffer());
+  if (buffer_.size() >= options_.buffer_bytes) KF_RETURN_IF_ERROR(FlushBuffer());
   return Status::Ok();
 }
 
 Status FileSinkPreCommitSync::Run() {
-  CHECK(file_ != nullptr) << "FileSinkPreCommitSync::Run called twice";
+  KF_CHECK(file_ != nullptr) << "FileSinkPreCommitSync::Run called twice";
   std::unique_ptr<WritableFile> file = std::move(file_);
-  RETURN_IF_ERROR_CTX(file->Append(tail_), "cannot write output file '" + from_ + "'");
+  KF_RETURN_IF_ERROR_CTX(file->Append(tail_), "cannot write output file '" + from_ + "'");
   std::string().swap(tail_);
-  RETURN_IF_ERROR_CTX(file->Sync(), "cannot fsync output file '" + from_ + "'");
-  RETURN_IF_ERROR_CTX(file->Close(), "cannot close output file '" + from_ + "'");
-  RETURN_IF_ERROR_CTX(fs_->Rename(from_, to_), "cannot pre-commit output file '" + from_ + "'");
-  RETURN_IF_ERROR_CTX(fs_->SyncDirectory(directory_),
-                      "cannot fsync output directory '" + directory_ + "'");
+  KF_RETURN_IF_ERROR_CTX(file->Sync(), "cannot fsync output file '" + from_ + "'");
+  KF_RETURN_IF_ERROR_CTX(file->Close(), "cannot close output file '" + from_ + "'");
+  KF_RETURN_IF_ERROR_CTX(fs_->Rename(from_, to_), "cannot pre-commit output file '" + from_ + "'");
+  KF_RETURN_IF_ERROR_CTX(fs_->SyncDirectory(directory_),
+                         "cannot fsync output directory '" + directory_ + "'");
   return Status::Ok();
 }
 
@@ -320,8 +320,8 @@ Result<std::unique_ptr<FileSinkPreCommitSync>> FileSink::HandOver(const std::str
 }
 
 Result<std::optional<FileSinkPreCommit>> FileSink::StartPreCommit(CheckpointId id) {
-  CHECK(!finished_) << "FileSink::PreCommit after FinishAndCommit";
-  CHECK(!last_precommit_ || id > *last_precommit_)
+  KF_CHECK(!finished_) << "FileSink::PreCommit after FinishAndCommit";
+  KF_CHECK(!last_precommit_ || id > *last_precommit_)
       << "pre-commit for checkpoint " << id << " after checkpoint " << *last_precommit_;
   last_precommit_ = id;
   if (!file_) return std::optional<FileSinkPreCommit>();
@@ -334,14 +334,14 @@ Result<std::optional<FileSinkPreCommit>> FileSink::StartPreCommit(CheckpointId i
                  std::to_string(options_.attempt.value()) + "-" + std::to_string(id.value()) +
                  std::string(kCommittedSuffix);
   c.size = txn_bytes_;
-  ASSIGN_OR_RETURN(pre.sync, HandOver(c.pending_name));
+  KF_ASSIGN_OR_RETURN(pre.sync, HandOver(c.pending_name));
   c.checksum = checksum_->Digest();
   pending_.push_back(c);
   return std::optional<FileSinkPreCommit>(std::move(pre));
 }
 
 Result<std::optional<FileSinkCommittable>> FileSink::PreCommit(CheckpointId id) {
-  ASSIGN_OR_RETURN(std::optional<FileSinkPreCommit> pre, StartPreCommit(id));
+  KF_ASSIGN_OR_RETURN(std::optional<FileSinkPreCommit> pre, StartPreCommit(id));
   if (!pre) return std::optional<FileSinkCommittable>();
   Status synced = pre->sync->Run();
   if (!synced.ok()) {
@@ -354,7 +354,7 @@ Result<std::optional<FileSinkCommittable>> FileSink::PreCommit(CheckpointId id) 
 Status FileSink::Commit(const std::string& directory, const FileSinkCommittable& committable,
                         FileSystem& fs) {
   bool already = false;
-  RETURN_IF_ERROR(CommitImpl(fs, directory, committable, &already));
+  KF_RETURN_IF_ERROR(CommitImpl(fs, directory, committable, &already));
   if (already) return Status::Ok();
   return fs.SyncDirectory(directory);
 }
@@ -386,11 +386,11 @@ Status FileSink::NotifyCheckpointComplete(CheckpointId id) {
 }
 
 Result<std::vector<std::string>> FileSink::FinishAndCommit() {
-  CHECK(!finished_) << "FileSink::FinishAndCommit called twice";
+  KF_CHECK(!finished_) << "FileSink::FinishAndCommit called twice";
   std::vector<std::string> names;
   for (const FileSinkCommittable& c : pending_) {
     bool already = false;
-    RETURN_IF_ERROR(CommitImpl(*fs_, options_.directory, c, &already));
+    KF_RETURN_IF_ERROR(CommitImpl(*fs_, options_.directory, c, &already));
     names.push_back(c.final_name);
   }
   pending_.clear();
@@ -398,11 +398,11 @@ Result<std::vector<std::string>> FileSink::FinishAndCommit() {
     std::string name = options_.prefix + "-" + std::to_string(options_.subtask.value()) + "-" +
                        std::to_string(options_.attempt.value()) + std::string(kFinalTag) +
                        std::string(kCommittedSuffix);
-    ASSIGN_OR_RETURN(std::unique_ptr<FileSinkPreCommitSync> sync, HandOver(name));
-    RETURN_IF_ERROR(sync->Run());
+    KF_ASSIGN_OR_RETURN(std::unique_ptr<FileSinkPreCommitSync> sync, HandOver(name));
+    KF_RETURN_IF_ERROR(sync->Run());
     names.push_back(std::move(name));
   } else if (!names.empty()) {
-    RETURN_IF_ERROR(fs_->SyncDirectory(options_.directory));
+    KF_RETURN_IF_ERROR(fs_->SyncDirectory(options_.directory));
   }
   finished_ = true;
   return names;
@@ -415,7 +415,7 @@ Status FileSink::Abort() {
   buffer_.clear();
   inprogress_name_.clear();
   ++next_txn_;
-  RETURN_IF_ERROR_CTX(fs_->RemoveFile(path), "cannot delete aborted output file '" + path + "'");
+  KF_RETURN_IF_ERROR_CTX(fs_->RemoveFile(path), "cannot delete aborted output file '" + path + "'");
   return Status::Ok();
 }
 
@@ -426,7 +426,7 @@ Result<FileSinkRecoveryStats> FileSink::Recover(const std::string& directory,
                                                 AttemptNumber current_attempt, FileSystem& fs) {
   FileSinkRecoveryStats stats;
   for (const FileSinkCommittable& c : committables) {
-    CHECK(restored && c.checkpoint <= *restored)
+    KF_CHECK(restored && c.checkpoint <= *restored)
         << "committable of checkpoint " << c.checkpoint << " is newer than the restored one";
   }
   if (committables.empty() && !fs.Exists(directory)) return stats;  // nothing was ever written
@@ -445,7 +445,7 @@ Result<FileSinkRecoveryStats> FileSink::Recover(const std::string& directory,
                         " bytes; it was modified outside keyflow");
     }
     bool already = false;
-    RETURN_IF_ERROR(CommitImpl(fs, directory, c, &already));  // also reports missing files
+    KF_RETURN_IF_ERROR(CommitImpl(fs, directory, c, &already));  // also reports missing files
     ++(already ? stats.already_committed : stats.committed);
   }
 
@@ -455,7 +455,7 @@ Result<FileSinkRecoveryStats> FileSink::Recover(const std::string& directory,
   const int64_t restored_id = restored ? restored->value() : 0;
   std::vector<std::string> doomed;
   std::vector<std::string> uncovered;
-  ASSIGN_OR_RETURN(std::vector<std::string> names, fs.ListDirectory(directory));
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> names, fs.ListDirectory(directory));
   for (const std::string& name : names) {
     std::optional<SinkFileName> f = ParseSinkFileName(name, prefix);
     if (!f || f->attempt >= current_attempt.value()) continue;
@@ -485,11 +485,11 @@ Result<FileSinkRecoveryStats> FileSink::Recover(const std::string& directory,
         "corrupt\")");
   }
   for (const std::string& name : doomed) {
-    RETURN_IF_ERROR_CTX(fs.RemoveFile(JoinPath(directory, name)),
-                        "cannot delete leftover output file");
+    KF_RETURN_IF_ERROR_CTX(fs.RemoveFile(JoinPath(directory, name)),
+                           "cannot delete leftover output file");
     ++stats.deleted;
   }
-  RETURN_IF_ERROR(fs.SyncDirectory(directory));
+  KF_RETURN_IF_ERROR(fs.SyncDirectory(directory));
   return stats;
 }
 

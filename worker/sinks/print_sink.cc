@@ -10,7 +10,7 @@
 namespace keyflow {
 
 PrintSink::PrintSink(std::FILE* out, std::string prefix) : out_(out), prefix_(std::move(prefix)) {
-  CHECK(out_ != nullptr);
+  KF_CHECK(out_ != nullptr);
 }
 
 PrintSink::~PrintSink() {

@@ -74,9 +74,9 @@ Status InputFileError(const std::string& path, int err) {
 Result<FileSplitReader> FileSplitReader::Open(const SourceSplit& split, SplitPosition from,
                                               JsonRecordParser* parser,
                                               FileSplitReaderOptions options) {
-  CHECK(split.kind() == SplitKind::kFile) << split.ToString();
-  CHECK(parser != nullptr);
-  CHECK(options.read_buffer_bytes > 0 && options.max_line_bytes > 0);
+  KF_CHECK(split.kind() == SplitKind::kFile) << split.ToString();
+  KF_CHECK(parser != nullptr);
+  KF_CHECK(options.read_buffer_bytes > 0 && options.max_line_bytes > 0);
   FileSplitReader r;
   r.path_ = split.path();
   r.parser_ = parser;
@@ -129,7 +129,7 @@ Status FileSplitReader::Fill() {
     // The buffer grows to max_line_bytes + 1 at most, so a full one holds a too-long line.
     if (capacity_ > options_.max_line_bytes || discarding_) {
       if (!discarding_) {
-        RETURN_IF_ERROR(
+        KF_RETURN_IF_ERROR(
             BadLine(position_.next_line_number(), position_.byte_offset(),
                     InvalidArgument("line is longer than the limit of " +
                                     std::to_string(options_.max_line_bytes) + " bytes")));
@@ -224,13 +224,13 @@ Result<SplitReadResult> FileSplitReader::Next(Record* out) {
         end_ = begin_;
       }
       if (begin_ == end_ && !discarding_) {
-        RETURN_IF_ERROR(ReportChange());
+        KF_RETURN_IF_ERROR(ReportChange());
         return SplitReadResult::kEndOfSplit;
       }
       line_size = consumed = end_ - begin_;  // the last line, without terminator
       unterminated = true;
     } else {
-      RETURN_IF_ERROR(Fill());
+      KF_RETURN_IF_ERROR(Fill());
       continue;
     }
 
@@ -271,7 +271,7 @@ Result<SplitReadResult> FileSplitReader::Next(Record* out) {
       }
     }
     if (!status.ok()) {
-      RETURN_IF_ERROR(BadLine(line_number, byte_offset, std::move(status)));
+      KF_RETURN_IF_ERROR(BadLine(line_number, byte_offset, std::move(status)));
       position_.AdvanceLine(static_cast<int64_t>(consumed));
       begin_ += consumed;
       continue;

@@ -74,12 +74,12 @@ Result<GeneratorSplitReader> GeneratorSplitReader::Create(const GeneratorSpec& s
                            spec.ToString() + " has " + std::to_string(spec.splits) +
                            " splits; was --input changed since the checkpoint?");
   }
-  CHECK(spec.events > 0 && spec.keys >= spec.splits && spec.disorder_ms >= 0 && spec.step_ms >= 0 &&
-        spec.payload_bytes >= 0 && spec.rate >= 0 && spec.skew >= 0 && spec.hot >= 0 &&
-        spec.hot <= 1 && spec.hot_share >= 0 && spec.hot_share <= 1 &&
-        !(spec.hot > 0 && spec.skew > 0))
+  KF_CHECK(spec.events > 0 && spec.keys >= spec.splits && spec.disorder_ms >= 0 &&
+           spec.step_ms >= 0 && spec.payload_bytes >= 0 && spec.rate >= 0 && spec.skew >= 0 &&
+           spec.hot >= 0 && spec.hot <= 1 && spec.hot_share >= 0 && spec.hot_share <= 1 &&
+           !(spec.hot > 0 && spec.skew > 0))
       << "unvalidated generator spec " << spec.ToString();
-  CHECK(spec.rate == 0 || clock != nullptr) << "a rate-limited generator needs a clock";
+  KF_CHECK(spec.rate == 0 || clock != nullptr) << "a rate-limited generator needs a clock";
   GeneratorSplitReader r(spec, split_index, assigner);
   if (format.with_fields) {
     r.with_fields_ = true;
@@ -162,7 +162,7 @@ int64_t GeneratorSplitReader::HotSetRank(int64_t index, uint64_t hash) const {
 }
 
 void GeneratorSplitReader::EventAt(int64_t index, Record* out) const {
-  DCHECK(index >= 0 && index < size_);
+  KF_DCHECK(index >= 0 && index < size_);
   const uint64_t h = Mix(split_base_ + static_cast<uint64_t>(index + 1) * kGamma);
 
   const int64_t rank = skewed_                  ? ZipfRank(h)
@@ -173,7 +173,7 @@ void GeneratorSplitReader::EventAt(int64_t index, Record* out) const {
   char* end = std::to_chars(text + 4, text + sizeof(text), k).ptr;
   std::string_view key(text, static_cast<size_t>(end - text));
   KeyGroupId group;
-  CHECK(assigner_.AssignString(key, &group));
+  KF_CHECK(assigner_.AssignString(key, &group));
   out->key = Key::FromBytes(key);
   out->key_group = group;
 

@@ -326,11 +326,11 @@ struct JsonRecordParser::Impl {
       if (name == f.key_field) {
         if (have_key) return InvalidArgument("duplicate field " + Quote(f.key_field));
         have_key = true;
-        RETURN_IF_ERROR(ReadKey<kFields>(f, assigner, field.value(), out, member_tape));
+        KF_RETURN_IF_ERROR(ReadKey<kFields>(f, assigner, field.value(), out, member_tape));
       } else if (name == f.timestamp_field) {
         if (have_ts) return InvalidArgument("duplicate field " + Quote(f.timestamp_field));
         have_ts = true;
-        RETURN_IF_ERROR(ReadTimestamp<kFields>(f, field.value(), out, member_tape));
+        KF_RETURN_IF_ERROR(ReadTimestamp<kFields>(f, field.value(), out, member_tape));
       } else if (error_code e = member_tape != nullptr
                                     ? WalkValue<kFields>(field.value(), member_tape, 1)
                                     : WalkValue<false>(field.value(), nullptr, 1)) {
@@ -356,8 +356,8 @@ JsonRecordParser::JsonRecordParser(JsonRecordFormat format, int32_t max_parallel
     : format_(std::move(format)),
       assigner_(format_.key_type, max_parallelism),
       impl_(std::make_unique<Impl>()) {
-  CHECK(!format_.key_field.empty() && !format_.timestamp_field.empty());
-  CHECK(format_.key_field != format_.timestamp_field)
+  KF_CHECK(!format_.key_field.empty() && !format_.timestamp_field.empty());
+  KF_CHECK(format_.key_field != format_.timestamp_field)
       << "key and timestamp field are both '" << format_.key_field << "'";
 }
 
@@ -370,7 +370,7 @@ Status JsonRecordParser::Parse(std::string_view line, Record* out) {
 }
 
 Status JsonRecordParser::Parse(std::string_view line, size_t padded_size, Record* out) {
-  DCHECK(padded_size >= line.size() + kJsonPadding);
+  KF_DCHECK(padded_size >= line.size() + kJsonPadding);
   ondemand::document doc;
   if (error_code e = impl_->parser.iterate(line.data(), line.size(), padded_size).get(doc)) {
     return JsonError(e);
@@ -380,9 +380,9 @@ Status JsonRecordParser::Parse(std::string_view line, size_t padded_size, Record
     if (e == simdjson::INCORRECT_TYPE) return InvalidArgument("line is not a JSON object");
     return JsonError(e);
   }
-  RETURN_IF_ERROR(format_.keep_fields
-                      ? impl_->ReadObject<true>(format_, assigner_, doc, object, out)
-                      : impl_->ReadObject<false>(format_, assigner_, doc, object, out));
+  KF_RETURN_IF_ERROR(format_.keep_fields
+                         ? impl_->ReadObject<true>(format_, assigner_, doc, object, out)
+                         : impl_->ReadObject<false>(format_, assigner_, doc, object, out));
   if (format_.keep_payload) {
     out->payload.assign(line.data(), line.size());
   } else {
@@ -396,7 +396,7 @@ Result<Record> ParseRecordWithFields(std::string_view line, JsonRecordFormat for
   format.keep_fields = true;
   JsonRecordParser parser(std::move(format), max_parallelism);
   Record record;
-  RETURN_IF_ERROR(parser.Parse(line, &record));
+  KF_RETURN_IF_ERROR(parser.Parse(line, &record));
   return record;
 }
 

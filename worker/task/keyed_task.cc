@@ -71,7 +71,7 @@ KeyGroupsStateHandle IncrementalStateHandle(KeyGroupRange range, const KeyedSnap
       h.timers.push_back(CountOf(*e, timers_section));
       continue;
     }
-    CHECK(base != nullptr && base->range == range && base->incremental())
+    KF_CHECK(base != nullptr && base->range == range && base->incremental())
         << "key group " << g.value() << " is neither written nor in the base";
     size_t i = static_cast<size_t>(range.IndexOf(g));
     h.block_file.push_back(file(base->shared_files[base->block_file[i]]));
@@ -101,7 +101,7 @@ Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(
     t->collector_.print.emplace(
         PrintSink::ForSubtask(deployment.subtask, spec.parallelism, print_stream));
   }
-  ASSIGN_OR_RETURN(t->mailbox_, TaskMailbox::Create());
+  KF_ASSIGN_OR_RETURN(t->mailbox_, TaskMailbox::Create());
   t->time_ = std::make_unique<SystemProcessingTimeService>(*clock);
   t->waiter_ = std::make_unique<GateWaiter>(t->gate_.get());
   KeyedTask* self = t.get();
@@ -231,7 +231,7 @@ Result<uint64_t> WholeFileChecksum(const RandomAccessFile& file) {
   std::string chunk;
   constexpr uint64_t kChunk = uint64_t{1} << 20;
   for (uint64_t at = 0; at < file.size(); at += kChunk) {
-    RETURN_IF_ERROR(
+    KF_RETURN_IF_ERROR(
         file.ReadAt(at, static_cast<size_t>(std::min(kChunk, file.size() - at)), &chunk));
     sum.Update(chunk.data(), chunk.size());
   }
@@ -352,7 +352,7 @@ Status KeyedTask::RestoreIncremental(const RestoreAssignment& r, const KeyGroups
                           " bytes but the checkpoint recorded " + std::to_string(f.size) +
                           " (truncated or replaced)");
       }
-      ASSIGN_OR_RETURN(uint64_t sum, WholeFileChecksum(**file));
+      KF_ASSIGN_OR_RETURN(uint64_t sum, WholeFileChecksum(**file));
       if (sum != f.checksum) {
         return Corruption("shared state file " + path +
                           " does not match the checkpoint metadata (checksum): it was changed "
@@ -372,7 +372,7 @@ Status KeyedTask::RestoreIncremental(const RestoreAssignment& r, const KeyGroups
                         std::to_string(g.value()) +
                         " where the checkpoint metadata says (it was replaced)");
     }
-    RETURN_IF_ERROR(operator_->RestoreKeyGroup(reader, g));
+    KF_RETURN_IF_ERROR(operator_->RestoreKeyGroup(reader, g));
   }
   return Status::Ok();
 }
@@ -392,9 +392,9 @@ Status KeyedTask::Run() {
 }
 
 Status KeyedTask::RunOperator() {
-  RETURN_IF_ERROR(operator_->Open());
+  KF_RETURN_IF_ERROR(operator_->Open());
   int64_t restore_start = clock_->MonotonicMillis();
-  if (deployment_.restore) RETURN_IF_ERROR(Restore(*deployment_.restore));
+  if (deployment_.restore) KF_RETURN_IF_ERROR(Restore(*deployment_.restore));
   operator_->Start();
   if (callbacks_.running) {
     callbacks_.running(clock_->MonotonicMillis() - restore_start, metrics_->restore_bytes.value());
@@ -427,13 +427,13 @@ void KeyedTask::UpdateGauges(Timestamp ts) {
 
 Result<InputStatus> KeyedTask::ProcessInput() {
   if (ended_) return InputStatus::kEndOfInput;
-  ASSIGN_OR_RETURN(std::optional<InputEvent> event, gate_->PollNext());
+  KF_ASSIGN_OR_RETURN(std::optional<InputEvent> event, gate_->PollNext());
   if (!event) return InputStatus::kNothingAvailable;
-  RETURN_IF_ERROR(HandleEvent(*event));
-  RETURN_IF_ERROR(operator_->failure());  // e.g. in a timer the watermark fired
+  KF_RETURN_IF_ERROR(HandleEvent(*event));
+  KF_RETURN_IF_ERROR(operator_->failure());  // e.g. in a timer the watermark fired
   if (!collector_.error.ok()) return collector_.error;
   if (gate_->AllFinished()) {
-    RETURN_IF_ERROR(EndOfInput());
+    KF_RETURN_IF_ERROR(EndOfInput());
     return InputStatus::kEndOfInput;
   }
   return InputStatus::kMoreAvailable;
@@ -499,13 +499,13 @@ Status KeyedTask::HandleEvent(const InputEvent& event) {
 
 Status KeyedTask::EndOfInput() {
   ended_ = true;
-  RETURN_IF_ERROR(operator_->EndInput());
+  KF_RETURN_IF_ERROR(operator_->EndInput());
   metrics_->records_out.Set(operator_->records_out());
   if (collector_.print && collector_.error.ok()) {
     Status flushed = collector_.print->Flush();
     if (!flushed.ok()) collector_.error = flushed.WithContext("printing results");
   }
-  RETURN_IF_ERROR(collector_.error);
+  KF_RETURN_IF_ERROR(collector_.error);
   KF_LOG_INFO("keyed subtask input ended subtask={} processed={} emitted={}",
               deployment_.subtask.value(), metrics_->records_processed.value(),
               operator_->records_out());
@@ -515,7 +515,7 @@ Status KeyedTask::EndOfInput() {
     return Status::Ok();
   }
   if (collector_.sink) {
-    ASSIGN_OR_RETURN(std::vector<std::string> files, collector_.sink->FinishAndCommit());
+    KF_ASSIGN_OR_RETURN(std::vector<std::string> files, collector_.sink->FinishAndCommit());
     KF_LOG_INFO("sink committed subtask={} files={}", deployment_.subtask.value(), files.size());
   }
   processor_->AllActionsCompleted();
@@ -541,7 +541,7 @@ void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
   int64_t t0 = NowMicros();
   WaitForSnapshotThread();  // one snapshot file at a time
   auto announced = announced_.find(id.value());
-  CHECK(announced != announced_.end()) << "snapshot of an unannounced checkpoint " << id;
+  KF_CHECK(announced != announced_.end()) << "snapshot of an unannounced checkpoint " << id;
   const Announced a = announced->second;
   announced_.erase(announced_.begin(), std::next(announced));
   const bool incremental =
@@ -634,14 +634,15 @@ void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
       }
       if (native_part) {
         uint64_t written = 0;
-        ASSIGN_OR_RETURN(IncrementalKeyedStateHandle native_handle, native_part->Write(&written));
+        KF_ASSIGN_OR_RETURN(IncrementalKeyedStateHandle native_handle,
+                            native_part->Write(&written));
         part.native_state = std::move(native_handle);
         part.written_bytes += written;
       }
       std::optional<KeyedSnapshotInfo> info;
       if (write_file) {
-        ASSIGN_OR_RETURN(info,
-                         snapshot->WriteToFile(FileSystem::Default(), path, kSnapshotWriteBuffer));
+        KF_ASSIGN_OR_RETURN(
+            info, snapshot->WriteToFile(FileSystem::Default(), path, kSnapshotWriteBuffer));
         part.written_bytes += info->file_size;
       }
       if (incremental) {
@@ -651,7 +652,7 @@ void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
         // snapshot's entries (state/rocksdb/README.md).
         if (native_part) {
           const std::vector<uint64_t>& entries = native_part->EntriesPerKeyGroup();
-          CHECK_EQ(entries.size(), part.keyed_state.keys.size());
+          KF_CHECK_EQ(entries.size(), part.keyed_state.keys.size());
           part.keyed_state.keys = entries;
         }
       } else {
@@ -710,7 +711,7 @@ void KeyedTask::SinkCollector::Collect(OutputRecord record) {
 
 Status KeyedTask::GateWaiter::Wait(std::optional<Duration> timeout, int mailbox_fd) {
   Duration t = timeout.value_or(Duration::Millis(1000));
-  ASSIGN_OR_RETURN(InputAvailability a, gate_->WaitForInput(t, mailbox_fd));
+  KF_ASSIGN_OR_RETURN(InputAvailability a, gate_->WaitForInput(t, mailbox_fd));
   (void)a;
   return Status::Ok();
 }

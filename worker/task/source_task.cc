@@ -42,17 +42,17 @@ Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deploym
                                                          Duration::Millis(spec.watermark_bound_ms));
   t->split_watermarks_ = mux.get();
   if (spec.idle_timeout_ms > 0) {
-    ASSIGN_OR_RETURN(WatermarksWithIdleness idle,
-                     WatermarksWithIdleness::Create(
-                         std::move(mux), Duration::Millis(spec.idle_timeout_ms), *clock));
+    KF_ASSIGN_OR_RETURN(WatermarksWithIdleness idle,
+                        WatermarksWithIdleness::Create(
+                            std::move(mux), Duration::Millis(spec.idle_timeout_ms), *clock));
     t->watermarks_ = std::make_unique<WatermarksWithIdleness>(std::move(idle));
   } else {
     t->watermarks_ = std::move(mux);
   }
-  RETURN_IF_ERROR(t->OpenSplits());
+  KF_RETURN_IF_ERROR(t->OpenSplits());
   t->channel_output_ = std::make_unique<ChannelWatermarkOutput>(t.get());
   t->watermark_output_ = std::make_unique<WatermarkToDataOutput>(*t->channel_output_);
-  ASSIGN_OR_RETURN(t->mailbox_, TaskMailbox::Create());
+  KF_ASSIGN_OR_RETURN(t->mailbox_, TaskMailbox::Create());
   t->time_ = std::make_unique<SystemProcessingTimeService>(*clock);
   SourceTask* self = t.get();
   t->processor_ = std::make_unique<MailboxProcessor>(*t->mailbox_, *t->time_,
@@ -166,11 +166,11 @@ Status SourceTask::OpenSplits() {
       options.input_change_callback = [](const InputChange& change) {
         KF_LOG_WARN("{}", change.ToString());
       };
-      ASSIGN_OR_RETURN(FileSplitReader reader,
-                       FileSplitReader::Open(st.split, st.position, parser_.get(), options));
+      KF_ASSIGN_OR_RETURN(FileSplitReader reader,
+                          FileSplitReader::Open(st.split, st.position, parser_.get(), options));
       slot.file.emplace(std::move(reader));
     } else {
-      ASSIGN_OR_RETURN(
+      KF_ASSIGN_OR_RETURN(
           GeneratorSplitReader reader,
           GeneratorSplitReader::Create(
               input_.generator(), st.split.generator_index(), assigner_, st.position, clock_,
@@ -200,7 +200,7 @@ Result<InputStatus> SourceTask::ReadBatch() {
     for (int i = 0; i < kRecordsPerSplitTurn; ++i) {
       SplitReadResult r;
       if (slot.file) {
-        ASSIGN_OR_RETURN(r, slot.file->Next(&record));
+        KF_ASSIGN_OR_RETURN(r, slot.file->Next(&record));
         slot.state.position = slot.file->position();
       } else {
         r = slot.generator->Next(&record);
@@ -208,7 +208,7 @@ Result<InputStatus> SourceTask::ReadBatch() {
       }
       if (r == SplitReadResult::kRecord) {
         split_watermarks_->OnSplitEvent(index, record.timestamp);
-        RETURN_IF_ERROR(Emit(record, now));
+        KF_RETURN_IF_ERROR(Emit(record, now));
         ++emitted;
         continue;
       }
@@ -224,7 +224,7 @@ Result<InputStatus> SourceTask::ReadBatch() {
   }
   metrics_->records_in.Inc(emitted);  // one atomic add per batch, not per record
   if (unfinished_ == 0) {
-    RETURN_IF_ERROR(Finish());
+    KF_RETURN_IF_ERROR(Finish());
     return InputStatus::kEndOfInput;
   }
   if (emitted == 0 && throttled_until != kMaxWatermark) {
@@ -306,10 +306,10 @@ void SourceTask::ChannelWatermarkOutput::EmitWatermarkStatus(WatermarkStatus sta
 Status SourceTask::Finish() {
   finished_ = true;
   watermark_output_->EmitWatermark(kMaxWatermark);
-  RETURN_IF_ERROR(deferred_error_);
-  RETURN_IF_ERROR(
+  KF_RETURN_IF_ERROR(deferred_error_);
+  KF_RETURN_IF_ERROR(
       SendWithBackpressure([this] { return writer_->BroadcastEvent(ChannelEvent::EndOfInput()); }));
-  RETURN_IF_ERROR(writer_->Close());
+  KF_RETURN_IF_ERROR(writer_->Close());
   metrics_->source_watermark.Set(kMaxWatermark.millis());
   metrics_->source_finished.store(true, std::memory_order_relaxed);
   {

@@ -79,7 +79,7 @@ Result<std::unique_ptr<StateDirectory>> StateDirectory::Create(const std::string
                                                                std::string_view job_id,
                                                                AttemptNumber attempt,
                                                                SubtaskIndex subtask) {
-  CHECK(!root.empty() && root.front() == '/') << "state root must be absolute: " << root;
+  KF_CHECK(!root.empty() && root.front() == '/') << "state root must be absolute: " << root;
   const fs::path attempt_dir = fs::path(root) / std::string(cluster.empty() ? "local" : cluster) /
                                std::string(job_id) / ("attempt-" + std::to_string(attempt.value()));
   const std::string name = "subtask-" + std::to_string(subtask.value());
@@ -89,7 +89,7 @@ Result<std::unique_ptr<StateDirectory>> StateDirectory::Create(const std::string
   // the lock file's: create it again then.
   Result<ScopedFd> locked = ScopedFd();
   for (int tries = 0; tries < 3; ++tries) {
-    RETURN_IF_ERROR(CreatePrivateDirectories(attempt_dir));
+    KF_RETURN_IF_ERROR(CreatePrivateDirectories(attempt_dir));
     locked = TryLock(lock_path);
     if (locked.ok()) break;
   }

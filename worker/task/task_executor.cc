@@ -10,7 +10,7 @@ namespace {
 // A new job (first attempt, nothing restored) must not mix its results with another run's.
 Status CheckOutputDirectoryIsFresh(const std::string& dir) {
   if (!PathExists(dir)) return Status::Ok();
-  ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(dir));
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(dir));
   for (const std::string& n : names) {
     if (!n.empty() && n[0] != '.' && n[0] != '_') {
       return FailedPrecondition("output directory " + dir + " already holds results (" + n +
@@ -29,7 +29,7 @@ Result<SplitPosition> RestoredPosition(const SourceSplit& split,
                               ": the --input changed since the checkpoint was taken");
   }
   BinaryReader r(it->second);
-  ASSIGN_OR_RETURN(SourceSplitState st, SourceSplitState::DecodeFrom(&r));
+  KF_ASSIGN_OR_RETURN(SourceSplitState st, SourceSplitState::DecodeFrom(&r));
   if (!(st.split == split)) {
     return FailedPrecondition("split " + std::to_string(split.id().value()) +
                               " of the checkpoint is " + st.split.ToString() +
@@ -45,16 +45,16 @@ Result<std::unique_ptr<RecordFunction>> CreateJobFunction(const JobSpec& spec,
                                                           const std::string& cache_dir) {
   std::shared_ptr<const JobLibrary> library;
   if (spec.job_library.is_default()) {
-    ASSIGN_OR_RETURN(library, LoadDefaultJobLibrary());
+    KF_ASSIGN_OR_RETURN(library, LoadDefaultJobLibrary());
   } else {
     // The cached copy WorkerProcess fetched, its SHA-256 verified right before the load: bytes
     // that do not match spec.job_library are never loaded.
-    ASSIGN_OR_RETURN(std::string path, ResolveJobLibraryPath(spec.job_library, cache_dir));
-    ASSIGN_OR_RETURN(library, JobLibrary::Load(path, spec.job_library.file_name));
+    KF_ASSIGN_OR_RETURN(std::string path, ResolveJobLibraryPath(spec.job_library, cache_dir));
+    KF_ASSIGN_OR_RETURN(library, JobLibrary::Load(path, spec.job_library.file_name));
     KF_LOG_INFO("job library loaded path={} sha256={}", path, spec.job_library.sha256);
   }
-  ASSIGN_OR_RETURN(const JobDefinition* job, library->FindJob(spec.job_name));
-  ASSIGN_OR_RETURN(JobParams params, ResolveJobParams(*job, spec.params));
+  KF_ASSIGN_OR_RETURN(const JobDefinition* job, library->FindJob(spec.job_name));
+  KF_ASSIGN_OR_RETURN(JobParams params, ResolveJobParams(*job, spec.params));
   return library->CreateFunction(*job, params);
 }
 
@@ -84,8 +84,8 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
         "process with --insecure)");
   }
 
-  ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function,
-                   CreateJobFunction(spec, options.job_library_cache_dir));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function,
+                      CreateJobFunction(spec, options.job_library_cache_dir));
   auto input = InputSpec::Parse(spec.input);
   if (!input.ok()) {
     // The coordinator validated --input on submit: it has changed since (deleted, emptied,
@@ -98,7 +98,7 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
     if (split.id().value() % p != d.subtask.value()) continue;
     SplitPosition position;
     if (d.restore) {
-      ASSIGN_OR_RETURN(position, RestoredPosition(split, d.restore->split_positions));
+      KF_ASSIGN_OR_RETURN(position, RestoredPosition(split, d.restore->split_positions));
     }
     t->splits_.push_back(SourceSplitState{split, position});
   }
@@ -106,7 +106,7 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
   std::optional<FileSink> sink;
   if (!spec.output_dir.empty()) {
     if (d.attempt.value() == 1 && !d.restore) {
-      RETURN_IF_ERROR(CheckOutputDirectoryIsFresh(spec.output_dir));
+      KF_RETURN_IF_ERROR(CheckOutputDirectoryIsFresh(spec.output_dir));
     }
     // File names carry the job id: jobs sharing an output directory (e.g. one restored from
     // another's savepoint) never touch each other's files.
@@ -117,7 +117,7 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
       restored = d.restore->checkpoint;
       for (const std::string& bytes : d.restore->sink_committables) {
         BinaryReader r(bytes);
-        ASSIGN_OR_RETURN(FileSinkCommittable c, FileSinkCommittable::DecodeFrom(&r));
+        KF_ASSIGN_OR_RETURN(FileSinkCommittable c, FileSinkCommittable::DecodeFrom(&r));
         committables.push_back(std::move(c));
       }
       // A checkpoint of a job writing elsewhere: its pending results are committed where that
@@ -125,14 +125,15 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
       const std::string& old_dir = d.restore->sink_directory;
       if (!old_dir.empty() && old_dir != spec.output_dir) {
         for (const FileSinkCommittable& c : committables) {
-          RETURN_IF_ERROR_CTX(FileSink::Commit(old_dir, c),
-                              "committing the restored checkpoint's results in " + old_dir);
+          KF_RETURN_IF_ERROR_CTX(FileSink::Commit(old_dir, c),
+                                 "committing the restored checkpoint's results in " + old_dir);
         }
         committables.clear();
       }
     }
-    ASSIGN_OR_RETURN(FileSinkRecoveryStats stats,
-                     FileSink::Recover(spec.output_dir, prefix, restored, committables, d.attempt));
+    KF_ASSIGN_OR_RETURN(
+        FileSinkRecoveryStats stats,
+        FileSink::Recover(spec.output_dir, prefix, restored, committables, d.attempt));
     if (stats.committed + stats.deleted > 0) {
       KF_LOG_INFO("sink recovery committed={} already_committed={} deleted={}", stats.committed,
                   stats.already_committed, stats.deleted);
@@ -142,7 +143,7 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
     so.directory = spec.output_dir;
     so.subtask = d.subtask;
     so.attempt = d.attempt;
-    ASSIGN_OR_RETURN(FileSink s, FileSink::Open(so));
+    KF_ASSIGN_OR_RETURN(FileSink s, FileSink::Open(so));
     sink.emplace(std::move(s));
   }
 
@@ -156,7 +157,7 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
   gate_options.clock = clock;
   gate_options.curve_keys = options.curve_keys;
   gate_options.authorizer = options.data_authorizer;
-  ASSIGN_OR_RETURN(std::unique_ptr<InputGate> gate, InputGate::Create(*zmq, gate_options));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<InputGate> gate, InputGate::Create(*zmq, gate_options));
   t->gate_endpoints_ = gate->endpoints();
 
   KeyedTask::Callbacks callbacks;
@@ -188,11 +189,11 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
     for (const std::string& dead : RemoveDeadStateDirectories(root)) {
       KF_LOG_INFO("removed the RocksDB working state of a dead attempt: {}", dead);
     }
-    ASSIGN_OR_RETURN(t->state_dir_,
-                     StateDirectory::Create(root, d.cluster_id, d.job_id, d.attempt, d.subtask));
+    KF_ASSIGN_OR_RETURN(t->state_dir_,
+                        StateDirectory::Create(root, d.cluster_id, d.job_id, d.attempt, d.subtask));
     state_dir = t->state_dir_->path();
   }
-  ASSIGN_OR_RETURN(
+  KF_ASSIGN_OR_RETURN(
       t->keyed_, KeyedTask::Create(d, std::move(gate), std::move(function), std::move(sink), clock,
                                    &t->metrics_, std::move(callbacks), state_dir));
   return t;
@@ -233,9 +234,9 @@ Status TaskExecutor::Start(const StartTask& start) {
     wo.curve_keys = curve_keys_;
     wo.receiver_public_keys = deployment_.peer_public_keys;
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<RecordWriter> writer, RecordWriter::Create(*zmq_, wo));
-  ASSIGN_OR_RETURN(source_, SourceTask::Create(deployment_, input_, splits_, std::move(writer),
-                                               clock_, &metrics_));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<RecordWriter> writer, RecordWriter::Create(*zmq_, wo));
+  KF_ASSIGN_OR_RETURN(source_, SourceTask::Create(deployment_, input_, splits_, std::move(writer),
+                                                  clock_, &metrics_));
   {
     MutexLock lock(&mu_);
     running_ = 2;

@@ -26,18 +26,19 @@ Status KeyedOperatorTestHarness::Open() {
 }
 
 Status KeyedOperatorTestHarness::Restore(const std::vector<std::string>& snapshots) {
-  CHECK(!started_) << "restore before the first element";
+  KF_CHECK(!started_) << "restore before the first element";
   for (size_t i = 0; i < snapshots.size(); ++i) {
     StringSource source(snapshots[i], "snapshot #" + std::to_string(i));
-    ASSIGN_OR_RETURN(KeyedSnapshotReader reader, KeyedSnapshotReader::Open(source));
-    RETURN_IF_ERROR(operator_->Restore(reader));
+    KF_ASSIGN_OR_RETURN(KeyedSnapshotReader reader, KeyedSnapshotReader::Open(source));
+    KF_RETURN_IF_ERROR(operator_->Restore(reader));
   }
   return Status::Ok();
 }
 
 Status KeyedOperatorTestHarness::ProcessElement(std::string_view key, int64_t timestamp) {
-  ASSIGN_OR_RETURN(Key k, ParseKey(key, options_.key_type));
-  ASSIGN_OR_RETURN(KeyGroupId g, AssignToKeyGroup(k, options_.key_type, options_.max_parallelism));
+  KF_ASSIGN_OR_RETURN(Key k, ParseKey(key, options_.key_type));
+  KF_ASSIGN_OR_RETURN(KeyGroupId g,
+                      AssignToKeyGroup(k, options_.key_type, options_.max_parallelism));
   Record r;
   r.key = std::move(k);
   r.key_group = g;
@@ -79,7 +80,7 @@ void KeyedOperatorTestHarness::EndInput() {
 
 Result<std::string> KeyedOperatorTestHarness::Snapshot() const {
   std::string out;
-  RETURN_IF_ERROR(operator_->SnapshotTo(&out).status());
+  KF_RETURN_IF_ERROR(operator_->SnapshotTo(&out).status());
   return out;
 }
 

@@ -10,7 +10,7 @@ SplitWatermarkMultiplexer::SplitWatermarkMultiplexer(size_t num_splits, Duration
       // As BoundedOutOfOrdernessWatermarks: before any event the watermark is exactly kMin.
       max_timestamp_(num_splits, kMinWatermark + bound + Duration::Millis(1)),
       finished_(num_splits, false) {
-  CHECK_GE(bound.millis(), 0);
+  KF_CHECK_GE(bound.millis(), 0);
 }
 
 Timestamp SplitWatermarkMultiplexer::CurrentWatermark() const {

@@ -8,7 +8,7 @@ namespace keyflow {
 
 StatusWatermarkValve::StatusWatermarkValve(int32_t num_channels)
     : num_active_channels_(num_channels) {
-  CHECK_GE(num_channels, 1) << "a StatusWatermarkValve needs at least one input channel";
+  KF_CHECK_GE(num_channels, 1) << "a StatusWatermarkValve needs at least one input channel";
   channels_.resize(static_cast<size_t>(num_channels));
   heap_.reserve(static_cast<size_t>(num_channels));
   // All channels start aligned at kMinWatermark: any order is a valid heap.
@@ -19,7 +19,7 @@ StatusWatermarkValve::StatusWatermarkValve(int32_t num_channels)
 }
 
 int32_t StatusWatermarkValve::CheckedIndex(SubtaskIndex channel) const {
-  CHECK(channel.value() >= 0 && channel.value() < num_channels())
+  KF_CHECK(channel.value() >= 0 && channel.value() < num_channels())
       << "input channel " << channel << " out of range [0, " << num_channels() << ")";
   return channel.value();
 }

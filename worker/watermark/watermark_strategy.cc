@@ -32,14 +32,14 @@ Status WatermarkStrategy::Validate() const {
 
 Result<std::unique_ptr<WatermarkGenerator>> WatermarkStrategy::CreateGenerator(
     const Clock& clock) const {
-  RETURN_IF_ERROR(Validate());
-  ASSIGN_OR_RETURN(BoundedOutOfOrdernessWatermarks bounded,
-                   BoundedOutOfOrdernessWatermarks::Create(max_out_of_orderness));
+  KF_RETURN_IF_ERROR(Validate());
+  KF_ASSIGN_OR_RETURN(BoundedOutOfOrdernessWatermarks bounded,
+                      BoundedOutOfOrdernessWatermarks::Create(max_out_of_orderness));
   std::unique_ptr<WatermarkGenerator> generator =
       std::make_unique<BoundedOutOfOrdernessWatermarks>(std::move(bounded));
   if (!idle_timeout.has_value()) return generator;
-  ASSIGN_OR_RETURN(WatermarksWithIdleness with_idleness,
-                   WatermarksWithIdleness::Create(std::move(generator), *idle_timeout, clock));
+  KF_ASSIGN_OR_RETURN(WatermarksWithIdleness with_idleness,
+                      WatermarksWithIdleness::Create(std::move(generator), *idle_timeout, clock));
   return std::unique_ptr<WatermarkGenerator>(
       std::make_unique<WatermarksWithIdleness>(std::move(with_idleness)));
 }

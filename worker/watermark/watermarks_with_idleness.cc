@@ -7,7 +7,7 @@ namespace keyflow {
 
 Result<WatermarksWithIdleness> WatermarksWithIdleness::Create(
     std::unique_ptr<WatermarkGenerator> watermarks, Duration idle_timeout, const Clock& clock) {
-  CHECK(watermarks != nullptr) << "WatermarksWithIdleness needs a generator to wrap";
+  KF_CHECK(watermarks != nullptr) << "WatermarksWithIdleness needs a generator to wrap";
   if (idle_timeout <= Duration::Millis(0)) {
     std::ostringstream m;
     m << "the idleness timeout must be greater than 0, got " << idle_timeout

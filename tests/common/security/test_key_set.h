@@ -24,19 +24,19 @@ inline Status MakeTestKeySet(const std::string& dir, const std::vector<std::stri
   }
   auto write = [](const std::string& secret_path, const std::string& public_path,
                   const PeerIdentity& id) -> Status {
-    ASSIGN_OR_RETURN(CurveKeyPair pair, GenerateCurveKeyPair());
-    RETURN_IF_ERROR(WriteNewKeyFile(secret_path, KeyFile{id, pair}, 0600));
+    KF_ASSIGN_OR_RETURN(CurveKeyPair pair, GenerateCurveKeyPair());
+    KF_RETURN_IF_ERROR(WriteNewKeyFile(secret_path, KeyFile{id, pair}, 0600));
     return WriteNewKeyFile(public_path, KeyFile{id, CurveKeyPair{pair.public_key, ""}}, 0644);
   };
-  RETURN_IF_ERROR(
+  KF_RETURN_IF_ERROR(
       write(keys.CoordinatorKey(), keys.CoordinatorPub(), {Role::kCoordinator, "coordinator"}));
   for (const auto& w : workers) {
-    RETURN_IF_ERROR(write(keys.SecretKeyFile(Role::kWorker, w),
-                          keys.PublicKeyFile(Role::kWorker, w), {Role::kWorker, w}));
+    KF_RETURN_IF_ERROR(write(keys.SecretKeyFile(Role::kWorker, w),
+                             keys.PublicKeyFile(Role::kWorker, w), {Role::kWorker, w}));
   }
   for (const auto& c : clients) {
-    RETURN_IF_ERROR(write(keys.SecretKeyFile(Role::kOperator, c),
-                          keys.PublicKeyFile(Role::kOperator, c), {Role::kOperator, c}));
+    KF_RETURN_IF_ERROR(write(keys.SecretKeyFile(Role::kOperator, c),
+                             keys.PublicKeyFile(Role::kOperator, c), {Role::kOperator, c}));
   }
   return Status::Ok();
 }

@@ -9,8 +9,8 @@ namespace {
 class ChangedStateCountWindow final : public keyflow::KeyedFunction {
  public:
   keyflow::Status Open(keyflow::RuntimeContext& runtime) override {
-    ASSIGN_OR_RETURN(window_,
-                     runtime.GetState(keyflow::ValueStateDescriptor<int64_t>("window", 0)));
+    KF_ASSIGN_OR_RETURN(window_,
+                        runtime.GetState(keyflow::ValueStateDescriptor<int64_t>("window", 0)));
     return keyflow::Status::Ok();
   }
   void ProcessElement(const keyflow::Record&, keyflow::Context&,

@@ -128,7 +128,7 @@ TEST(RocksDbWriteCacheTest, ApplyToAllKeysSeesWritesOfItsOwnCallback) {
     Status s = b.ApplyToAllKeys("v", kVoidNamespace, [&](const Key& k) {
       seen.emplace_back(k.bytes());
       for (int i = 0; i < 20 && next <= 200; ++i, ++next) {
-        RETURN_IF_ERROR(b.SetCurrentKey(K("k-" + std::to_string(next))));
+        KF_RETURN_IF_ERROR(b.SetCurrentKey(K("k-" + std::to_string(next))));
         v->Update(next);
       }
       return Status::Ok();

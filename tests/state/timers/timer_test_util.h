@@ -116,7 +116,7 @@ struct TimerHarness {
 
   void SetKey(int64_t key) {
     const Status s = key_context.SetCurrentKey(Key::FromInt64(key));
-    CHECK(s.ok()) << s.ToString();
+    KF_CHECK(s.ok()) << s.ToString();
   }
 
   KeyContext key_context;

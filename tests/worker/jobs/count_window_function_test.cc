@@ -13,11 +13,11 @@ using Lines = std::vector<std::string>;
 std::unique_ptr<KeyedOperatorTestHarness> Harness(std::map<std::string, std::string> params,
                                                   KeyType key_type = KeyType::kString) {
   auto fn = CreateBuiltInJobFunction("count-window", params);
-  CHECK(fn.ok()) << fn.status().ToString();
+  KF_CHECK(fn.ok()) << fn.status().ToString();
   KeyedOperatorTestHarness::Options o;
   o.key_type = key_type;
   auto h = std::make_unique<KeyedOperatorTestHarness>(std::move(fn).value(), o);
-  CHECK(h->Open().ok());
+  KF_CHECK(h->Open().ok());
   return h;
 }
 

@@ -12,10 +12,10 @@ using Lines = std::vector<std::string>;
 
 std::unique_ptr<KeyedOperatorTestHarness> Harness(const std::string& size) {
   auto fn = CreateBuiltInJobFunction("tumbling-count", {{"size", size}});
-  CHECK(fn.ok());
+  KF_CHECK(fn.ok());
   auto h = std::make_unique<KeyedOperatorTestHarness>(std::move(fn).value(),
                                                       KeyedOperatorTestHarness::Options{});
-  CHECK(h->Open().ok());
+  KF_CHECK(h->Open().ok());
   return h;
 }
 

@@ -32,10 +32,10 @@ const std::map<std::string, std::string> kParams = {
 // bytes, to cover heap keys), one closed window, watermark 4000.
 std::unique_ptr<KeyedOperatorTestHarness> HarnessWithGoldenState() {
   auto fn = CreateBuiltInJobFunction("count-window", kParams);
-  CHECK(fn.ok());
+  KF_CHECK(fn.ok());
   auto h = std::make_unique<KeyedOperatorTestHarness>(std::move(fn).value(),
                                                       KeyedOperatorTestHarness::Options{});
-  CHECK(h->Open().ok());
+  KF_CHECK(h->Open().ok());
   for (auto [key, ts] :
        std::vector<std::pair<std::string, int64_t>>{{"uid-1", 1000},
                                                     {"uid-2", 1500},
@@ -44,7 +44,7 @@ std::unique_ptr<KeyedOperatorTestHarness> HarnessWithGoldenState() {
                                                     {"uid-3", 3000},
                                                     {"uid-3", 3100},
                                                     {"uid-3", 3200}}) {
-    CHECK(h->ProcessElement(key, ts).ok());
+    KF_CHECK(h->ProcessElement(key, ts).ok());
   }
   h->ProcessWatermark(4000);
   h->ExtractOutput();  // uid-3 closed by count

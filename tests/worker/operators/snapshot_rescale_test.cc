@@ -43,14 +43,14 @@ std::unique_ptr<KeyedOperatorTestHarness> MakeHarness(const std::string& job,
                                                       int32_t parallelism, int32_t subtask,
                                                       int64_t processing_time) {
   auto fn = CreateBuiltInJobFunction(job, p);
-  CHECK(fn.ok()) << fn.status().ToString();
+  KF_CHECK(fn.ok()) << fn.status().ToString();
   KeyedOperatorTestHarness::Options o;
   o.parallelism = parallelism;
   o.subtask = subtask;
   o.params = p;
   o.processing_time = processing_time;
   auto h = std::make_unique<KeyedOperatorTestHarness>(std::move(fn).value(), o);
-  CHECK(h->Open().ok());
+  KF_CHECK(h->Open().ok());
   return h;
 }
 

@@ -21,7 +21,7 @@ using ::testing::ElementsAre;
 
 std::unique_ptr<TaskMailbox> NewMailbox() {
   auto mailbox = TaskMailbox::Create();
-  CHECK(mailbox.ok()) << mailbox.status().ToString();
+  KF_CHECK(mailbox.ok()) << mailbox.status().ToString();
   return std::move(mailbox).value();
 }
 

@@ -22,7 +22,7 @@ bool Readable(int fd) {
 
 std::unique_ptr<TaskMailbox> NewMailbox() {
   auto mailbox = TaskMailbox::Create();
-  CHECK(mailbox.ok()) << mailbox.status().ToString();
+  KF_CHECK(mailbox.ok()) << mailbox.status().ToString();
   return std::move(mailbox).value();
 }
 

@@ -69,8 +69,8 @@ class CountOrTimeout final : public keyflow::KeyedFunction {
 
   Status Open(RuntimeContext& runtime) override {
     runtime_ = &runtime;
-    ASSIGN_OR_RETURN(count_, runtime.GetState(ValueStateDescriptor<int64_t>("count")));
-    ASSIGN_OR_RETURN(timer_, runtime.GetState(ValueStateDescriptor<int64_t>("timer")));
+    KF_ASSIGN_OR_RETURN(count_, runtime.GetState(ValueStateDescriptor<int64_t>("count")));
+    KF_ASSIGN_OR_RETURN(timer_, runtime.GetState(ValueStateDescriptor<int64_t>("timer")));
     return Status::Ok();
   }
 

@@ -67,9 +67,9 @@ class RunningSum final : public keyflow::KeyedFunction {
 
   Status Open(RuntimeContext& runtime) override {
     runtime_ = &runtime;
-    ASSIGN_OR_RETURN(open_, runtime.GetState(ValueStateDescriptor<OpenInterval>("open")));
-    ASSIGN_OR_RETURN(total_, runtime.GetState(ValueStateDescriptor<int64_t>("total", 0)));
-    ASSIGN_OR_RETURN(other_, runtime.GetState(ValueStateDescriptor<int64_t>("other")));
+    KF_ASSIGN_OR_RETURN(open_, runtime.GetState(ValueStateDescriptor<OpenInterval>("open")));
+    KF_ASSIGN_OR_RETURN(total_, runtime.GetState(ValueStateDescriptor<int64_t>("total", 0)));
+    KF_ASSIGN_OR_RETURN(other_, runtime.GetState(ValueStateDescriptor<int64_t>("other")));
     return Status::Ok();
   }
 

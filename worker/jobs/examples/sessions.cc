@@ -39,10 +39,10 @@ class Sessions final : public keyflow::KeyedFunction {
 
   Status Open(RuntimeContext& runtime) override {
     runtime_ = &runtime;
-    ASSIGN_OR_RETURN(start_, runtime.GetState(ValueStateDescriptor<int64_t>("start")));
-    ASSIGN_OR_RETURN(end_, runtime.GetState(ValueStateDescriptor<int64_t>("end")));
-    ASSIGN_OR_RETURN(values_, runtime.GetListState(ListStateDescriptor<int64_t>("values")));
-    ASSIGN_OR_RETURN(events_, runtime.GetState(ValueStateDescriptor<int64_t>("events", 0)));
+    KF_ASSIGN_OR_RETURN(start_, runtime.GetState(ValueStateDescriptor<int64_t>("start")));
+    KF_ASSIGN_OR_RETURN(end_, runtime.GetState(ValueStateDescriptor<int64_t>("end")));
+    KF_ASSIGN_OR_RETURN(values_, runtime.GetListState(ListStateDescriptor<int64_t>("values")));
+    KF_ASSIGN_OR_RETURN(events_, runtime.GetState(ValueStateDescriptor<int64_t>("events", 0)));
     return Status::Ok();
   }
 
