@@ -10,6 +10,7 @@
 #include "common/file_io.h"
 #include "tests/checkpoint/checkpoint_coordinator_fixture.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -52,7 +53,7 @@ class CheckpointCoordinatorTest : public ckpt_test::CheckpointCoordinatorFixture
     auto r =
         cc().Trigger(now_ms, savepoint ? CheckpointType::kSavepoint : CheckpointType::kCheckpoint,
                      dir, std::move(cb));
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     if (!r.ok() || r->empty()) return -1;
     return std::get<TriggerCheckpoint>(r->front().message).checkpoint.value();
   }
@@ -84,7 +85,7 @@ class CheckpointCoordinatorTest : public ckpt_test::CheckpointCoordinatorFixture
 
 TEST_F(CheckpointCoordinatorTest, TriggerCreatesTheDirectoryAndOneTriggerPerSubtask) {
   auto out = cc().Trigger(/*now_ms=*/50, CheckpointType::kCheckpoint, "");
-  ASSERT_TRUE(out.ok());
+  ASSERT_OK(out);
   ASSERT_EQ(out->size(), static_cast<size_t>(kP));
   for (int32_t i = 0; i < kP; ++i) {
     const Outgoing& o = (*out)[static_cast<size_t>(i)];
@@ -132,7 +133,7 @@ TEST_F(CheckpointCoordinatorTest, AllAcksWriteMetadataThenNotifyEverySubtask) {
     EXPECT_EQ(n.checkpoint, CheckpointId(id));
   }
   auto m = CheckpointStorage::ReadMetadata(Dir(id));
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_OK(m);
   EXPECT_EQ(m->job_id, kJob);
   EXPECT_EQ(m->id, CheckpointId(1));
   EXPECT_EQ(m->timestamp_ms, 1000);
@@ -381,7 +382,7 @@ TEST_F(CheckpointCoordinatorTest, RetentionKeepsTheNewestCheckpointsAndNeverDele
   EXPECT_EQ(cc().retained_checkpoints()[0].id, CheckpointId(5));
   EXPECT_EQ(cc().retained_checkpoints()[1].id, CheckpointId(6));
   auto listed = storage_.ListCompletedCheckpoints(kJob);
-  ASSERT_TRUE(listed.ok());
+  ASSERT_OK(listed);
   ASSERT_EQ(listed->size(), 2u);
   EXPECT_EQ(listed->back().id, CheckpointId(6));
 }
@@ -392,7 +393,7 @@ TEST_F(CheckpointCoordinatorTest, RecoveredCheckpointsCountForRetentionAndLatest
     CheckpointCoordinator earlier(kJob, ckpt_test::TestSpec(kM, kP), kAttempt, {}, &storage_,
                                   &clock_, id);
     auto t = earlier.Trigger(0, CheckpointType::kCheckpoint, "");
-    ASSERT_TRUE(t.ok());
+    ASSERT_OK(t);
     for (int32_t i = 0; i < kP; ++i) earlier.OnAcknowledge(Ack(id, i), 1);
   }
   MakeCoordinator(CheckpointConfig{.retained = 2}, *storage_.MaxUsedId(kJob) + 1);
@@ -419,7 +420,7 @@ TEST_F(CheckpointCoordinatorTest, SavepointsGetNoCompletionNotificationButTheirC
   EXPECT_EQ((*done)->id, CheckpointId(id));
   EXPECT_EQ((*done)->directory, SavepointDir(id));
   auto m = CheckpointStorage::ReadMetadata(SavepointDir(id));
-  ASSERT_TRUE(m.ok());
+  ASSERT_OK(m);
   EXPECT_TRUE(m->savepoint);
   EXPECT_EQ(cc().latest_completed()->id, CheckpointId(before)) << "savepoints are not stored";
   EXPECT_TRUE(cc().history().front().savepoint);
@@ -431,7 +432,7 @@ TEST_F(CheckpointCoordinatorTest, SavepointGoesToTheGivenDirectory) {
   std::optional<Result<CheckpointLocation>> done;
   auto t = cc().Trigger(0, CheckpointType::kSavepoint, target,
                         [&](const Result<CheckpointLocation>& r, int64_t) { done = r; });
-  ASSERT_TRUE(t.ok());
+  ASSERT_OK(t);
   EXPECT_EQ(std::get<TriggerCheckpoint>(t->front().message).directory, target);
   EXPECT_EQ(std::get<TriggerCheckpoint>(t->front().message).type, CheckpointType::kSavepoint);
   AckAll(1, 1);
@@ -510,7 +511,7 @@ TEST_F(CheckpointCoordinatorTest, AckWithAHandleForAnotherRangeAbortsTheCheckpoi
 TEST_F(CheckpointCoordinatorTest, AcksWhoseStateFileLeadsOutOfTheDirectoryAbortTheCheckpoint) {
   TempDir outside{"ckpt-outside"};
   const std::string target = outside.File("victim");
-  ASSERT_TRUE(WriteFileAtomically(target, "root-owned bytes").ok());
+  ASSERT_OK(WriteFileAtomically(target, "root-owned bytes"));
   ASSERT_EQ(::chmod(target.c_str(), 0600), 0);
   int64_t now = 0;
   for (const std::string& bad : {std::string("../../../victim"), std::string("sub/../../x"), target,
@@ -558,7 +559,7 @@ TEST_F(CheckpointCoordinatorTest, MetadataWriteFailureAbortsTheCheckpoint) {
       0, false, [&](const Result<CheckpointLocation>& r, int64_t) { failure = r.status(); });
   cc().OnAcknowledge(Ack(id, 0), 1);
   cc().OnAcknowledge(Ack(id, 1), 1);
-  ASSERT_TRUE(RemoveAll(Dir(id)).ok());  // the storage lost the directory
+  ASSERT_OK(RemoveAll(Dir(id)));  // the storage lost the directory
   auto out = cc().OnAcknowledge(Ack(id, 2), 2);
   EXPECT_EQ(Count<NotifyCheckpointAborted>(out), 3u);
   EXPECT_EQ(Count<NotifyCheckpointComplete>(out), 0u);
@@ -598,7 +599,7 @@ TEST_F(CheckpointCoordinatorTest, ADeclineNamingNoSubtaskAbortsThePendingCheckpo
 TEST_F(CheckpointCoordinatorTest, TheFinalCheckpointIsTypedAndBypassesMaxConcurrent) {
   int64_t periodic = TriggerOk(0);
   auto final_out = cc().Trigger(1, CheckpointType::kFinal, "");
-  ASSERT_TRUE(final_out.ok()) << final_out.status().ToString();
+  ASSERT_OK(final_out);
   EXPECT_EQ(std::get<TriggerCheckpoint>(final_out->front().message).type, CheckpointType::kFinal);
   EXPECT_EQ(cc().num_pending(), 2u);
   AckAll(periodic + 1, 2);

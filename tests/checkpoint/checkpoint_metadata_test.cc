@@ -8,6 +8,7 @@
 #include "common/file_io.h"
 #include "common/hashing.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -175,7 +176,7 @@ TEST(CheckpointMetadata, RoundTripsEveryField) {
   m.spec.key_type = KeyType::kInt;
   m.spec.from_savepoint = "/old/savepoint-3";
   auto decoded = CheckpointMetadata::Decode(m.Encode(), "test");
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   ExpectMetadataEq(*decoded, m);
   EXPECT_EQ(decoded->spec.from_savepoint, "/old/savepoint-3");
   EXPECT_EQ(decoded->TypeName(), "final");
@@ -203,9 +204,9 @@ TEST(CheckpointMetadata, StartsWithMagicAndVersionAndEndsWithChecksumOfEverythin
 
 TEST(CheckpointMetadataGolden, Version1FileStillDecodesToTheExactValues) {
   auto bytes = ReadFileToString(kGoldenPath);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   auto decoded = CheckpointMetadata::Decode(*bytes, kGoldenPath);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   const CheckpointMetadata& m = *decoded;
   // Spelled out (not only compared with GoldenMetadata()) so that a change of the builders
   // cannot silently change what is asserted.
@@ -239,9 +240,9 @@ TEST(CheckpointMetadataGolden, Version1FileStillDecodesToTheExactValues) {
 
 TEST(CheckpointMetadataGolden, JobSpecVersion2FileDecodesWithTheNewFieldAtItsDefault) {
   auto bytes = ReadFileToString(kJobSpecV2GoldenPath);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV2GoldenPath);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   EXPECT_EQ(decoded->spec.tolerable_checkpoint_failures, 3);
   EXPECT_FALSE(decoded->spec.fail_on_input_change);
   ExpectMetadataEq(*decoded, GoldenMetadata());
@@ -249,9 +250,9 @@ TEST(CheckpointMetadataGolden, JobSpecVersion2FileDecodesWithTheNewFieldAtItsDef
 
 TEST(CheckpointMetadataGolden, JobSpecVersion3FileDecodesWithTheDefaultJobLibrary) {
   auto bytes = ReadFileToString(kJobSpecV3GoldenPath);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV3GoldenPath);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   EXPECT_EQ(decoded->spec.tolerable_checkpoint_failures, 3);
   EXPECT_TRUE(decoded->spec.fail_on_input_change);
   EXPECT_TRUE(decoded->spec.job_library.is_default()) << "an older checkpoint: the built-in jobs";
@@ -261,9 +262,9 @@ TEST(CheckpointMetadataGolden, JobSpecVersion3FileDecodesWithTheDefaultJobLibrar
 
 TEST(CheckpointMetadataGolden, JobSpecVersion4FileDecodesWithoutAProjection) {
   auto bytes = ReadFileToString(kJobSpecV4GoldenPath);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV4GoldenPath);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   EXPECT_TRUE(decoded->spec.reads_fields);
   EXPECT_EQ(decoded->spec.job_library.file_name, "libsessions.so");
   EXPECT_TRUE(decoded->spec.fields.empty()) << "an older checkpoint: every field";
@@ -272,9 +273,9 @@ TEST(CheckpointMetadataGolden, JobSpecVersion4FileDecodesWithoutAProjection) {
 
 TEST(CheckpointMetadataGolden, JobSpecVersion5FileDecodesWithTheHeapBackendAndDefaultMarkers) {
   auto bytes = ReadFileToString(kJobSpecV5GoldenPath);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV5GoldenPath);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   EXPECT_EQ(decoded->spec.fields, (std::vector<std::string>{"amount", "note"}));
   EXPECT_EQ(decoded->spec.state_backend, "heap") << "an older checkpoint: the heap backend";
   EXPECT_EQ(decoded->spec.state_dir, "");
@@ -284,9 +285,9 @@ TEST(CheckpointMetadataGolden, JobSpecVersion5FileDecodesWithTheHeapBackendAndDe
 
 TEST(CheckpointMetadataGolden, JobSpecVersion6FileDecodesAsFullCheckpointsWithoutIncremental) {
   auto bytes = ReadFileToString(kJobSpecV6GoldenPath);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV6GoldenPath);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   EXPECT_EQ(decoded->spec.tolerable_checkpoint_failures, 3);
   EXPECT_TRUE(decoded->spec.fail_on_input_change);
   EXPECT_EQ(decoded->spec.job_library.sha256,
@@ -307,9 +308,9 @@ TEST(CheckpointMetadataGolden, JobSpecVersion6FileDecodesAsFullCheckpointsWithou
 
 TEST(CheckpointMetadataGolden, Version2FileDecodesToTheExactValues) {
   auto bytes = ReadFileToString(kCurrentGoldenPath);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   auto decoded = CheckpointMetadata::Decode(*bytes, kCurrentGoldenPath);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   const CheckpointMetadata& m = *decoded;
   EXPECT_FALSE(m.savepoint);
   EXPECT_TRUE(m.spec.incremental_checkpoints);
@@ -346,7 +347,7 @@ TEST(CheckpointMetadataGolden, Version2FileDecodesToTheExactValues) {
 
 TEST(CheckpointMetadataGolden, EncoderStillWritesTheCurrentBytes) {
   auto bytes = ReadFileToString(kCurrentGoldenPath);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   // When this fails after an intended format change: bump kCheckpointMetadataVersion, keep a
   // decoder for version 1 and keep metadata_v1.golden; add metadata_v2.golden. After a new
   // JobSpec field: keep the old golden files decoding and add one for the new spec version.
@@ -357,7 +358,7 @@ TEST(CheckpointMetadataGolden, EncoderStillWritesTheCurrentBytes) {
 //   checkpoint_tests --gtest_also_run_disabled_tests
 //       --gtest_filter=CheckpointMetadataGolden.DISABLED_WriteGoldenFile
 TEST(CheckpointMetadataGolden, DISABLED_WriteGoldenFile) {
-  ASSERT_TRUE(WriteFileAtomically(kCurrentGoldenPath, GoldenMetadataV2().Encode()).ok());
+  ASSERT_OK(WriteFileAtomically(kCurrentGoldenPath, GoldenMetadataV2().Encode()));
 }
 
 TEST(CheckpointMetadata, EveryTruncationIsCorruption) {
@@ -497,7 +498,7 @@ TEST(CheckpointMetadata, UnknownFlagsAreCorruption) {
 
 TEST(CheckpointMetadata, ValidateNamesTheBrokenInvariant) {
   CheckpointMetadata m = TestMetadata(8, 2);
-  EXPECT_TRUE(m.Validate().ok());
+  EXPECT_OK(m.Validate());
 
   CheckpointMetadata bad = m;
   bad.id = CheckpointId(0);
@@ -533,12 +534,12 @@ TEST(CheckpointMetadata, ValidateNamesTheBrokenInvariant) {
 TEST(CheckpointMetadata, Version2RoundTripsIncrementalAndNativeHandles) {
   CheckpointMetadata m = GoldenMetadataV2();
   auto decoded = CheckpointMetadata::Decode(m.Encode(), "test");
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   ExpectMetadataEq(*decoded, m);
   // A metadata without native state (the heap with key-group-incremental snapshots).
   for (SubtaskCheckpointState& s : m.subtasks) s.native_state.reset();
   decoded = CheckpointMetadata::Decode(m.Encode(), "test");
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   ExpectMetadataEq(*decoded, m);
   EXPECT_EQ(decoded->TotalStateBytes(), 120u + 90 + 154);
   ASSERT_EQ(decoded->SharedFiles().size(), 2u);
@@ -558,7 +559,7 @@ TEST(CheckpointMetadata, SharedFileNamesArePlainNames) {
 // Validate of version-2 fields: each broken invariant is named.
 TEST(CheckpointMetadata, ValidateRefusesBrokenIncrementalAndNativeHandles) {
   const CheckpointMetadata m = GoldenMetadataV2();
-  ASSERT_TRUE(m.Validate().ok()) << m.Validate().ToString();
+  ASSERT_OK(m.Validate());
   auto refused = [](const CheckpointMetadata& bad, const std::string& needle) {
     Status s = bad.Validate();
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();

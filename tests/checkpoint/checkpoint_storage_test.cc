@@ -12,6 +12,7 @@
 #include "common/testing/captured_log.h"
 #include "common/testing/fault_injection_file_system.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -26,7 +27,7 @@ class CheckpointStorageTest : public ::testing::Test {
   std::string WriteCompleted(int64_t id, bool savepoint = false) {
     std::string dir = savepoint ? storage_.SavepointDirectory(kJob, CheckpointId(id))
                                 : storage_.CheckpointDirectory(kJob, CheckpointId(id));
-    EXPECT_TRUE(storage_.PrepareCheckpointDirectory(dir).ok());
+    EXPECT_OK(storage_.PrepareCheckpointDirectory(dir));
     CheckpointMetadata m = TestMetadata(8, 2, id);
     m.job_id = kJob;
     m.savepoint = savepoint;
@@ -35,11 +36,11 @@ class CheckpointStorageTest : public ::testing::Test {
           WriteFileAtomically(dir + "/" + s.keyed_state.path, std::string(s.keyed_state.size, 's'))
               .ok());
     }
-    EXPECT_TRUE(storage_.WriteMetadata(dir, m).ok());
+    EXPECT_OK(storage_.WriteMetadata(dir, m));
     return dir;
   }
   std::vector<int64_t> Ids(const Result<std::vector<CheckpointLocation>>& r) {
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     std::vector<int64_t> ids;
     if (r.ok()) {
       for (const auto& l : *r) ids.push_back(l.id.value());
@@ -73,13 +74,13 @@ TEST_F(CheckpointStorageTest, WritesMetadataAtomicallyAndReadsItFromDirectoryOrF
   std::string dir = WriteCompleted(4);
   EXPECT_FALSE(PathExists(dir + "/_metadata.tmp"));
   auto from_dir = CheckpointStorage::ReadMetadata(dir);
-  ASSERT_TRUE(from_dir.ok()) << from_dir.status().ToString();
+  ASSERT_OK(from_dir);
   EXPECT_EQ(from_dir->id, CheckpointId(4));
   EXPECT_EQ(from_dir->job_id, kJob);
   auto from_file = CheckpointStorage::ReadMetadata(dir + "/_metadata");
-  ASSERT_TRUE(from_file.ok());
+  ASSERT_OK(from_file);
   EXPECT_EQ(from_file->subtasks[1].keyed_state.path, "subtask-1.kgs");
-  EXPECT_TRUE(CheckpointStorage::VerifyStateFiles(dir, *from_dir).ok());
+  EXPECT_OK(CheckpointStorage::VerifyStateFiles(dir, *from_dir));
 }
 
 TEST_F(CheckpointStorageTest, ReadMetadataSaysWhyThereIsNoCheckpoint) {
@@ -88,12 +89,12 @@ TEST_F(CheckpointStorageTest, ReadMetadataSaysWhyThereIsNoCheckpoint) {
   EXPECT_NE(missing.status().message().find("no such file or directory"), std::string::npos);
 
   std::string dir = storage_.CheckpointDirectory(kJob, CheckpointId(1));
-  ASSERT_TRUE(storage_.PrepareCheckpointDirectory(dir).ok());
+  ASSERT_OK(storage_.PrepareCheckpointDirectory(dir));
   auto incomplete = CheckpointStorage::ReadMetadata(dir);
   EXPECT_EQ(incomplete.status().code(), StatusCode::kNotFound);
   EXPECT_NE(incomplete.status().message().find("never completed"), std::string::npos);
 
-  ASSERT_TRUE(WriteFileAtomically(dir + "/_metadata", "KFCKPT01 garbage").ok());
+  ASSERT_OK(WriteFileAtomically(dir + "/_metadata", "KFCKPT01 garbage"));
   auto corrupted = CheckpointStorage::ReadMetadata(dir);
   EXPECT_EQ(corrupted.status().code(), StatusCode::kCorruption);
   EXPECT_NE(corrupted.status().message().find(dir + "/_metadata"), std::string::npos);
@@ -105,23 +106,23 @@ TEST_F(CheckpointStorageTest, ListsOnlyCheckpointsWhoseMetadataVerifiesInIdOrder
   WriteCompleted(4);
   // Killed between the data files and the metadata: only a state file.
   std::string half = storage_.CheckpointDirectory(kJob, CheckpointId(11));
-  ASSERT_TRUE(storage_.PrepareCheckpointDirectory(half).ok());
-  ASSERT_TRUE(WriteFileAtomically(half + "/subtask-0.kgs", "partial").ok());
+  ASSERT_OK(storage_.PrepareCheckpointDirectory(half));
+  ASSERT_OK(WriteFileAtomically(half + "/subtask-0.kgs", "partial"));
   // Corrupted metadata: one flipped byte.
   std::string bad = WriteCompleted(7);
   auto bytes = ReadFileToString(bad + "/_metadata");
-  ASSERT_TRUE(bytes.ok());
+  ASSERT_OK(bytes);
   std::string flipped = *bytes;
   flipped[40] = static_cast<char>(flipped[40] ^ 1);
-  ASSERT_TRUE(WriteFileAtomically(bad + "/_metadata", flipped).ok());
+  ASSERT_OK(WriteFileAtomically(bad + "/_metadata", flipped));
   WriteCompleted(5, /*savepoint=*/true);
-  ASSERT_TRUE(CreateDirectories(storage_.JobDirectory(kJob) + "/chk-x").ok());    // not ours
-  ASSERT_TRUE(CreateDirectories(storage_.JobDirectory(kJob) + "/chk-012").ok());  // not ours
+  ASSERT_OK(CreateDirectories(storage_.JobDirectory(kJob) + "/chk-x"));    // not ours
+  ASSERT_OK(CreateDirectories(storage_.JobDirectory(kJob) + "/chk-012"));  // not ours
 
   CapturedLog log;
   auto completed = storage_.ListCompletedCheckpoints(kJob);
   EXPECT_EQ(Ids(completed), (std::vector<int64_t>{1, 4, 10}));
-  ASSERT_TRUE(completed.ok());
+  ASSERT_OK(completed);
   EXPECT_EQ((*completed)[2].directory, storage_.CheckpointDirectory(kJob, CheckpointId(10)));
   EXPECT_FALSE((*completed)[2].savepoint);
   EXPECT_NE(log.Text().find("skipping checkpoint directory dir=" + bad), std::string::npos)
@@ -131,11 +132,11 @@ TEST_F(CheckpointStorageTest, ListsOnlyCheckpointsWhoseMetadataVerifiesInIdOrder
 
   auto savepoints = storage_.ListSavepoints(kJob);
   EXPECT_EQ(Ids(savepoints), (std::vector<int64_t>{5}));
-  ASSERT_TRUE(savepoints.ok());
+  ASSERT_OK(savepoints);
   EXPECT_TRUE((*savepoints)[0].savepoint);
 
   auto max_id = storage_.MaxUsedId(kJob);
-  ASSERT_TRUE(max_id.ok());
+  ASSERT_OK(max_id);
   EXPECT_EQ(*max_id, 11) << "the half-written checkpoint's id counts";
 }
 
@@ -147,10 +148,10 @@ TEST_F(CheckpointStorageTest, AFlippedVersionByteIsSkippedButAnIntactNewerVersio
   WriteCompleted(1);
   const std::string flipped_dir = WriteCompleted(2);
   auto bytes = ReadFileToString(flipped_dir + "/_metadata");
-  ASSERT_TRUE(bytes.ok());
+  ASSERT_OK(bytes);
   std::string flipped = *bytes;
   flipped[8] = static_cast<char>(flipped[8] ^ 0x01);  // version 2 -> 3, checksum unchanged
-  ASSERT_TRUE(WriteFileAtomically(flipped_dir + "/_metadata", flipped).ok());
+  ASSERT_OK(WriteFileAtomically(flipped_dir + "/_metadata", flipped));
   {
     CapturedLog log;
     auto completed = storage_.ListCompletedCheckpoints(kJob);
@@ -179,11 +180,11 @@ TEST_F(CheckpointStorageTest, AFlippedVersionByteIsSkippedButAnIntactNewerVersio
 
 TEST_F(CheckpointStorageTest, MaxUsedIdCountsCheckpointsAndSavepointsWithOrWithoutMetadata) {
   auto none = storage_.MaxUsedId(kJob);
-  ASSERT_TRUE(none.ok());
+  ASSERT_OK(none);
   EXPECT_EQ(*none, 0);
-  ASSERT_TRUE(CreateDirectories(storage_.CheckpointDirectory(kJob, CheckpointId(3))).ok());
+  ASSERT_OK(CreateDirectories(storage_.CheckpointDirectory(kJob, CheckpointId(3))));
   EXPECT_EQ(*storage_.MaxUsedId(kJob), 3);
-  ASSERT_TRUE(CreateDirectories(storage_.SavepointDirectory(kJob, CheckpointId(9))).ok());
+  ASSERT_OK(CreateDirectories(storage_.SavepointDirectory(kJob, CheckpointId(9))));
   EXPECT_EQ(*storage_.MaxUsedId(kJob), 9);
   WriteCompleted(6);
   EXPECT_EQ(*storage_.MaxUsedId(kJob), 9);
@@ -194,16 +195,16 @@ TEST_F(CheckpointStorageTest, TempFileLeftByACrashBeforeTheRenameIsIgnored) {
   // Crash between write and rename: `_metadata.tmp` holds complete, valid bytes, but the
   // rename (the commit point) never happened.
   std::string dir = storage_.CheckpointDirectory(kJob, CheckpointId(2));
-  ASSERT_TRUE(storage_.PrepareCheckpointDirectory(dir).ok());
+  ASSERT_OK(storage_.PrepareCheckpointDirectory(dir));
   CheckpointMetadata m = TestMetadata(8, 2, 2);
-  ASSERT_TRUE(WriteFileAtomically(dir + "/_metadata.tmp", m.Encode()).ok());
+  ASSERT_OK(WriteFileAtomically(dir + "/_metadata.tmp", m.Encode()));
   EXPECT_EQ(Ids(storage_.ListCompletedCheckpoints(kJob)), std::vector<int64_t>{});
   EXPECT_EQ(CheckpointStorage::ReadMetadata(dir).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(*storage_.MaxUsedId(kJob), 2);
 
   // A stale temp file next to a committed `_metadata` does not hide it either.
   std::string done = WriteCompleted(3);
-  ASSERT_TRUE(WriteFileAtomically(done + "/_metadata.tmp", "torn").ok());
+  ASSERT_OK(WriteFileAtomically(done + "/_metadata.tmp", "torn"));
   EXPECT_EQ(Ids(storage_.ListCompletedCheckpoints(kJob)), std::vector<int64_t>{3});
 }
 
@@ -211,7 +212,7 @@ TEST_F(CheckpointStorageTest, NoJobDirectoryListsNothing) {
   EXPECT_EQ(Ids(storage_.ListCompletedCheckpoints("absent")), std::vector<int64_t>{});
   EXPECT_EQ(Ids(storage_.ListSavepoints("absent")), std::vector<int64_t>{});
   auto records = CheckpointStorage(tmp_.path() + "/no-root").ListJobRecords();
-  ASSERT_TRUE(records.ok());
+  ASSERT_OK(records);
   EXPECT_TRUE(records->empty());
 }
 
@@ -219,7 +220,7 @@ TEST_F(CheckpointStorageTest, VerifyStateFilesNamesAMissingOrTruncatedFile) {
   std::string dir = WriteCompleted(1);
   CheckpointMetadata m = *CheckpointStorage::ReadMetadata(dir);
   const uint64_t size1 = m.subtasks[1].keyed_state.size;
-  ASSERT_TRUE(WriteFileAtomically(dir + "/subtask-1.kgs", std::string(size1 - 1, 's')).ok());
+  ASSERT_OK(WriteFileAtomically(dir + "/subtask-1.kgs", std::string(size1 - 1, 's')));
   Status truncated = CheckpointStorage::VerifyStateFiles(dir, m);
   EXPECT_EQ(truncated.code(), StatusCode::kCorruption);
   EXPECT_NE(truncated.message().find(dir + "/subtask-1.kgs"), std::string::npos);
@@ -228,7 +229,7 @@ TEST_F(CheckpointStorageTest, VerifyStateFilesNamesAMissingOrTruncatedFile) {
             std::string::npos)
       << truncated.ToString();
 
-  ASSERT_TRUE(RemoveFile(dir + "/subtask-0.kgs").ok());
+  ASSERT_OK(RemoveFile(dir + "/subtask-0.kgs"));
   Status missing = CheckpointStorage::VerifyStateFiles(dir, m);
   EXPECT_EQ(missing.code(), StatusCode::kCorruption);
   EXPECT_NE(missing.message().find("subtask-0.kgs"), std::string::npos);
@@ -237,8 +238,8 @@ TEST_F(CheckpointStorageTest, VerifyStateFilesNamesAMissingOrTruncatedFile) {
 
 TEST_F(CheckpointStorageTest, VerifyStateFilesChecksSharedAndPrivateFilesOfIncrementalHandles) {
   const std::string dir = storage_.CheckpointDirectory(kJob, CheckpointId(5));
-  ASSERT_TRUE(storage_.PrepareCheckpointDirectory(dir).ok());
-  ASSERT_TRUE(storage_.PrepareSharedDirectory(kJob).ok());
+  ASSERT_OK(storage_.PrepareCheckpointDirectory(dir));
+  ASSERT_OK(storage_.PrepareSharedDirectory(kJob));
   const std::string shared = storage_.SharedDirectory(kJob);
   EXPECT_EQ(shared, tmp_.path() + "/" + kJob + "/shared");
   EXPECT_EQ(CheckpointStorage::SharedDirectoryOf(dir + "/"), shared);
@@ -253,7 +254,7 @@ TEST_F(CheckpointStorageTest, VerifyStateFilesChecksSharedAndPrivateFilesOfIncre
     auto& s = m.subtasks[static_cast<size_t>(i)];
     s.native_state = ckpt_test::TestNativeHandle(i, s.keyed_state.range,
                                                  {{"sst-" + std::to_string(i) + ".sst", 100, 3}});
-    ASSERT_TRUE(CreateDirectories(dir + "/subtask-" + std::to_string(i) + "-db").ok());
+    ASSERT_OK(CreateDirectories(dir + "/subtask-" + std::to_string(i) + "-db"));
     ASSERT_TRUE(
         WriteFileAtomically(dir + "/" + s.native_state->private_files[0].path, std::string(64, 'm'))
             .ok());
@@ -264,20 +265,19 @@ TEST_F(CheckpointStorageTest, VerifyStateFilesChecksSharedAndPrivateFilesOfIncre
   ASSERT_TRUE(
       WriteFileAtomically(dir + "/subtask-1.kgs", std::string(m.subtasks[1].keyed_state.size, 'k'))
           .ok());
-  ASSERT_TRUE(WriteFileAtomically(shared + "/a-1-0.kgs", std::string(30, 'a')).ok());
-  ASSERT_TRUE(WriteFileAtomically(shared + "/a-5-0.kgs", std::string(20, 'a')).ok());
-  ASSERT_TRUE(storage_.WriteMetadata(dir, m).ok());
-  EXPECT_TRUE(CheckpointStorage::VerifyStateFiles(dir, m).ok())
-      << CheckpointStorage::VerifyStateFiles(dir, m).ToString();
+  ASSERT_OK(WriteFileAtomically(shared + "/a-1-0.kgs", std::string(30, 'a')));
+  ASSERT_OK(WriteFileAtomically(shared + "/a-5-0.kgs", std::string(20, 'a')));
+  ASSERT_OK(storage_.WriteMetadata(dir, m));
+  EXPECT_OK(CheckpointStorage::VerifyStateFiles(dir, m));
 
-  ASSERT_TRUE(WriteFileAtomically(shared + "/a-5-0.kgs", std::string(19, 'a')).ok());
+  ASSERT_OK(WriteFileAtomically(shared + "/a-5-0.kgs", std::string(19, 'a')));
   EXPECT_EQ(CheckpointStorage::VerifyStateFiles(dir, m),
             Corruption("shared state file " + shared +
                        "/a-5-0.kgs of subtask 0 of checkpoint 5 is truncated: expected 20 bytes, "
                        "found 19"));
-  ASSERT_TRUE(WriteFileAtomically(shared + "/a-5-0.kgs", std::string(20, 'a')).ok());
+  ASSERT_OK(WriteFileAtomically(shared + "/a-5-0.kgs", std::string(20, 'a')));
 
-  ASSERT_TRUE(RemoveFile(shared + "/sst-1.sst").ok());
+  ASSERT_OK(RemoveFile(shared + "/sst-1.sst"));
   Status missing = CheckpointStorage::VerifyStateFiles(dir, m);
   EXPECT_EQ(missing.code(), StatusCode::kCorruption);
   EXPECT_NE(missing.message().find("shared state file " + shared +
@@ -285,15 +285,15 @@ TEST_F(CheckpointStorageTest, VerifyStateFilesChecksSharedAndPrivateFilesOfIncre
             std::string::npos)
       << missing.ToString();
   // A shared file that is a symbolic link out of the shared directory.
-  ASSERT_TRUE(WriteFileAtomically(tmp_.path() + "/outside", std::string(100, 'o')).ok());
+  ASSERT_OK(WriteFileAtomically(tmp_.path() + "/outside", std::string(100, 'o')));
   ASSERT_EQ(::symlink((tmp_.path() + "/outside").c_str(), (shared + "/sst-1.sst").c_str()), 0);
   Status link = CheckpointStorage::VerifyStateFiles(dir, m);
   EXPECT_EQ(link.code(), StatusCode::kCorruption);
   EXPECT_NE(link.message().find("leads outside " + shared), std::string::npos) << link.ToString();
-  ASSERT_TRUE(RemoveFile(shared + "/sst-1.sst").ok());
-  ASSERT_TRUE(WriteFileAtomically(shared + "/sst-1.sst", std::string(100, 's')).ok());
+  ASSERT_OK(RemoveFile(shared + "/sst-1.sst"));
+  ASSERT_OK(WriteFileAtomically(shared + "/sst-1.sst", std::string(100, 's')));
 
-  ASSERT_TRUE(RemoveFile(dir + "/subtask-0-db/MANIFEST-000001").ok());
+  ASSERT_OK(RemoveFile(dir + "/subtask-0-db/MANIFEST-000001"));
   EXPECT_NE(CheckpointStorage::VerifyStateFiles(dir, m).message().find(
                 "private state file " + dir +
                 "/subtask-0-db/MANIFEST-000001 of subtask 0 of checkpoint 5 is missing"),
@@ -308,7 +308,7 @@ TEST_F(CheckpointStorageTest, CraftedMetadataWithAPathOutOfTheDirectoryIsCorrupt
   auto envelope =
       DecodeChecksummedEnvelope(bytes, kCheckpointMetadataMagic, kCheckpointMetadataVersion,
                                 kCheckpointMetadataVersion, "test");
-  ASSERT_TRUE(envelope.ok());
+  ASSERT_OK(envelope);
   std::string crafted(envelope->body);
   // "subtask-0.kgs" (13 bytes) -> "../../../etc" + 1 byte: same length, the rest stays valid.
   const size_t at = crafted.find("subtask-0.kgs");
@@ -333,9 +333,9 @@ TEST_F(CheckpointStorageTest, VerifyStateFilesRefusesAStateFileThatLinksOutOfThe
   CheckpointMetadata m = *CheckpointStorage::ReadMetadata(dir);
   const uint64_t size0 = m.subtasks[0].keyed_state.size;
   const std::string victim = outside.File("victim");
-  ASSERT_TRUE(WriteFileAtomically(victim, std::string(size0, 'v')).ok());  // the recorded size
+  ASSERT_OK(WriteFileAtomically(victim, std::string(size0, 'v')));  // the recorded size
   ASSERT_EQ(::chmod(victim.c_str(), 0600), 0);
-  ASSERT_TRUE(RemoveFile(dir + "/subtask-0.kgs").ok());
+  ASSERT_OK(RemoveFile(dir + "/subtask-0.kgs"));
   ASSERT_EQ(::symlink(victim.c_str(), (dir + "/subtask-0.kgs").c_str()), 0);
   Status s = CheckpointStorage::VerifyStateFiles(dir, m);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
@@ -355,7 +355,7 @@ TEST_F(CheckpointStorageTest, JobRecordAndItsDirectoryArePrivate) {
   r.job_id = kJob;
   r.spec = ckpt_test::TestSpec(8, 2);
   r.state = "RUNNING";
-  ASSERT_TRUE(storage_.WriteJobRecord(r).ok());
+  ASSERT_OK(storage_.WriteJobRecord(r));
   struct stat st;
   ASSERT_EQ(::stat(storage_.JobDirectory(kJob).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
@@ -372,36 +372,36 @@ TEST_F(CheckpointStorageTest, CompletedCheckpointSurvivesACrashAndAFullDiskKeeps
   CheckpointMetadata m = TestMetadata(8, 2, 1);
   m.job_id = kJob;
   const std::string dir1 = storage.CheckpointDirectory(kJob, CheckpointId(1));
-  ASSERT_TRUE(storage.PrepareCheckpointDirectory(dir1).ok());
-  ASSERT_TRUE(storage.WriteMetadata(dir1, m).ok());
-  ASSERT_TRUE(fs.SimulateCrash().ok());
+  ASSERT_OK(storage.PrepareCheckpointDirectory(dir1));
+  ASSERT_OK(storage.WriteMetadata(dir1, m));
+  ASSERT_OK(fs.SimulateCrash());
   EXPECT_EQ(Ids(storage.ListCompletedCheckpoints(kJob)), (std::vector<int64_t>{1}));
 
   CheckpointMetadata m2 = TestMetadata(8, 2, 2);
   m2.job_id = kJob;
   const std::string dir2 = storage.CheckpointDirectory(kJob, CheckpointId(2));
-  ASSERT_TRUE(storage.PrepareCheckpointDirectory(dir2).ok());
+  ASSERT_OK(storage.PrepareCheckpointDirectory(dir2));
   fs.FailWritesAfter(10);
   Status full = storage.WriteMetadata(dir2, m2);
   EXPECT_EQ(full.code(), StatusCode::kIoError);
   EXPECT_EQ(full.message(), "cannot write the metadata of checkpoint 2: cannot write " + dir2 +
                                 "/_metadata.tmp: No space left on device");
   fs.ClearFaults();
-  ASSERT_TRUE(fs.SimulateCrash().ok());
+  ASSERT_OK(fs.SimulateCrash());
   EXPECT_EQ(Ids(storage.ListCompletedCheckpoints(kJob)), (std::vector<int64_t>{1}));
   auto back = CheckpointStorage::ReadMetadata(dir1, fs);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_EQ(back->id, CheckpointId(1));
 }
 
 TEST_F(CheckpointStorageTest, PrepareRefusesANonEmptyDirectoryButTakesAnEmptyOne) {
   std::string empty = tmp_.File("empty");
-  ASSERT_TRUE(CreateDirectories(empty).ok());
-  EXPECT_TRUE(storage_.PrepareCheckpointDirectory(empty).ok());
+  ASSERT_OK(CreateDirectories(empty));
+  EXPECT_OK(storage_.PrepareCheckpointDirectory(empty));
   std::string nested = tmp_.File("a/b/c");
-  EXPECT_TRUE(storage_.PrepareCheckpointDirectory(nested).ok());
+  EXPECT_OK(storage_.PrepareCheckpointDirectory(nested));
   EXPECT_TRUE(std::filesystem::is_directory(nested));
-  ASSERT_TRUE(WriteFileAtomically(nested + "/x", "x").ok());
+  ASSERT_OK(WriteFileAtomically(nested + "/x", "x"));
   Status s = storage_.PrepareCheckpointDirectory(nested);
   EXPECT_EQ(s.code(), StatusCode::kAlreadyExists);
   EXPECT_NE(s.message().find("not empty"), std::string::npos);
@@ -409,9 +409,9 @@ TEST_F(CheckpointStorageTest, PrepareRefusesANonEmptyDirectoryButTakesAnEmptyOne
 
 TEST_F(CheckpointStorageTest, DeleteCheckpointRemovesTheDirectory) {
   std::string dir = WriteCompleted(1);
-  EXPECT_TRUE(storage_.DeleteCheckpoint(dir).ok());
+  EXPECT_OK(storage_.DeleteCheckpoint(dir));
   EXPECT_FALSE(PathExists(dir));
-  EXPECT_TRUE(storage_.DeleteCheckpoint(dir).ok()) << "absent is fine";
+  EXPECT_OK(storage_.DeleteCheckpoint(dir)) << "absent is fine";
 }
 
 JobRecord TestRecord(const std::string& id, const std::string& state) {
@@ -424,17 +424,17 @@ JobRecord TestRecord(const std::string& id, const std::string& state) {
 }
 
 TEST_F(CheckpointStorageTest, JobRecordsRoundTripAndCorruptedOnesAreSkipped) {
-  ASSERT_TRUE(storage_.WriteJobRecord(TestRecord("b-job", "RUNNING")).ok());
-  ASSERT_TRUE(storage_.WriteJobRecord(TestRecord("a-job", "FINISHED")).ok());
-  ASSERT_TRUE(storage_.WriteJobRecord(TestRecord("c-job", "RUNNING")).ok());
-  ASSERT_TRUE(storage_.WriteJobRecord(TestRecord("b-job", "CANCELED")).ok());  // overwrite
-  ASSERT_TRUE(CreateDirectories(storage_.JobDirectory("no-record")).ok());
-  ASSERT_TRUE(WriteFileAtomically(storage_.JobDirectory("c-job") + "/_job", "KFJOBR01xx").ok());
+  ASSERT_OK(storage_.WriteJobRecord(TestRecord("b-job", "RUNNING")));
+  ASSERT_OK(storage_.WriteJobRecord(TestRecord("a-job", "FINISHED")));
+  ASSERT_OK(storage_.WriteJobRecord(TestRecord("c-job", "RUNNING")));
+  ASSERT_OK(storage_.WriteJobRecord(TestRecord("b-job", "CANCELED")));  // overwrite
+  ASSERT_OK(CreateDirectories(storage_.JobDirectory("no-record")));
+  ASSERT_OK(WriteFileAtomically(storage_.JobDirectory("c-job") + "/_job", "KFJOBR01xx"));
   EXPECT_FALSE(PathExists(storage_.JobDirectory("a-job") + "/_job.tmp"));
 
   CapturedLog log;
   auto records = storage_.ListJobRecords();
-  ASSERT_TRUE(records.ok());
+  ASSERT_OK(records);
   ASSERT_EQ(records->size(), 2u);
   EXPECT_EQ((*records)[0].job_id, "a-job");
   EXPECT_EQ((*records)[0].state, "FINISHED");
@@ -460,7 +460,7 @@ TEST(JobRecord, EveryTruncationAndFlippedByteIsCorruption) {
     bad[i] = static_cast<char>(bad[i] ^ 0x10);
     EXPECT_EQ(JobRecord::Decode(bad, "t").status().code(), StatusCode::kCorruption) << i;
   }
-  EXPECT_TRUE(JobRecord::Decode(bytes, "t").ok());
+  EXPECT_OK(JobRecord::Decode(bytes, "t"));
 }
 
 }  // namespace

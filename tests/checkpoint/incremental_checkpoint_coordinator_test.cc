@@ -11,6 +11,7 @@
 #include "common/file_io.h"
 #include "tests/checkpoint/checkpoint_coordinator_fixture.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -45,14 +46,14 @@ class IncrementalCheckpointCoordinatorTest : public ckpt_test::CheckpointCoordin
       Checkpoint(at, {x}, {x});
     }
     auto completed = storage_.ListCompletedCheckpoints(kJob);
-    EXPECT_TRUE(completed.ok());
+    EXPECT_OK(completed);
     EXPECT_EQ(completed.ok() ? completed->size() : 0u, 2u);
     Make(/*retained=*/1, /*first_id=*/3);
     return completed.ok() ? *completed : std::vector<CheckpointLocation>{};
   }
   SharedStateFile Shared(const std::string& name, uint64_t size) {
-    EXPECT_TRUE(CreateDirectories(SharedDir()).ok());
-    EXPECT_TRUE(WriteFileAtomically(SharedDir() + "/" + name, std::string(size, 's')).ok());
+    EXPECT_OK(CreateDirectories(SharedDir()));
+    EXPECT_OK(WriteFileAtomically(SharedDir() + "/" + name, std::string(size, 's')));
     return SharedStateFile{name, size, 0xC000 + size};
   }
   bool SharedExists(const std::string& name) { return PathExists(SharedDir() + "/" + name); }
@@ -68,7 +69,7 @@ class IncrementalCheckpointCoordinatorTest : public ckpt_test::CheckpointCoordin
   }
   int64_t Trigger(int64_t now_ms, CheckpointType type = CheckpointType::kCheckpoint) {
     auto r = cc().Trigger(now_ms, type, "");
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     if (!r.ok()) return -1;
     const auto& t = std::get<TriggerCheckpoint>(r->front().message);
     last_trigger_ = t;
@@ -149,11 +150,11 @@ TEST_F(IncrementalCheckpointCoordinatorTest, RetentionNeverDeletesAFileARetained
   EXPECT_TRUE(SharedExists("b-1.kgs"));
   EXPECT_EQ(cc().shared_state().ReferencesOf("a-1.kgs"), (std::vector<int64_t>{id2}));
   auto m2 = CheckpointStorage::ReadMetadata(Dir(id2));
-  ASSERT_TRUE(m2.ok()) << m2.status().ToString();
+  ASSERT_OK(m2);
   EXPECT_EQ(m2->TotalWrittenBytes(), 10u);
   EXPECT_EQ(m2->TotalStateBytes(), 310u);
   EXPECT_EQ(m2->subtasks[0].keyed_state.shared_files.size(), 2u);
-  EXPECT_TRUE(CheckpointStorage::VerifyStateFiles(Dir(id2), *m2).ok());
+  EXPECT_OK(CheckpointStorage::VerifyStateFiles(Dir(id2), *m2));
 
   SharedStateFile a3 = Shared("a-3.kgs", 50), b3 = Shared("b-3.kgs", 60);
   int64_t id3 = Trigger(20);
@@ -229,7 +230,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, AMissingOrResizedSharedFileFailsThe
   SharedStateFile a1 = Shared("a-1.kgs", 100), b1 = Shared("b-1.kgs", 200);
   int64_t id1 = Trigger(0);
   cc().OnAcknowledge(Ack(id1, 0, {a1}, 100), 1);
-  ASSERT_TRUE(RemoveFile(SharedDir() + "/b-1.kgs").ok());
+  ASSERT_OK(RemoveFile(SharedDir() + "/b-1.kgs"));
   auto out = cc().OnAcknowledge(Ack(id1, 1, {b1}, 200), 2);
   EXPECT_EQ(Count<NotifyCheckpointAborted>(out), 2u);
   EXPECT_EQ(Count<NotifyCheckpointComplete>(out), 0u);
@@ -247,7 +248,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, AMissingOrResizedSharedFileFailsThe
   SharedStateFile b2 = Shared("b-2.kgs", 200);
   int64_t id2 = Trigger(10);
   cc().OnAcknowledge(Ack(id2, 0, {a2}, 100), 11);
-  ASSERT_TRUE(WriteFileAtomically(SharedDir() + "/b-2.kgs", std::string(199, 's')).ok());
+  ASSERT_OK(WriteFileAtomically(SharedDir() + "/b-2.kgs", std::string(199, 's')));
   cc().OnAcknowledge(Ack(id2, 1, {b2}, 200), 12);
   EXPECT_NE(cc().history().front().failure.find("b-2.kgs has 199 bytes, the acknowledgement says "
                                                 "200"),
@@ -286,7 +287,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, InvalidIncrementalAcksAbortTheCheck
   int64_t mixed = Trigger(0);
   AcknowledgeCheckpoint native = Ack(mixed, 0, {a1}, 1000);
   native.native_state = ckpt_test::TestNativeHandle(0, ranges_[0], {sst});
-  ASSERT_TRUE(CreateDirectories(Dir(mixed) + "/subtask-0-db").ok());
+  ASSERT_OK(CreateDirectories(Dir(mixed) + "/subtask-0-db"));
   EXPECT_TRUE(cc().OnAcknowledge(native, 1).empty());
   aborted_with(Ack(mixed, 1, {Shared("b-1.kgs", 5)}, 5),
                "checkpoint " + std::to_string(mixed) +
@@ -315,7 +316,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, NativeHandlesReachTheMetadataAndThe
   ASSERT_EQ(cc().history().front().state, CheckpointState::kCompleted)
       << cc().history().front().failure;
   auto m = CheckpointStorage::ReadMetadata(Dir(id));
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_OK(m);
   ASSERT_TRUE(m->subtasks[1].native_state.has_value());
   EXPECT_EQ(m->subtasks[1].native_state->shared_files[0].name, "s-1-7.sst");
   EXPECT_EQ(m->TotalWrittenBytes(), 6000u);
@@ -338,7 +339,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, NativeHandlesReachTheMetadataAndThe
 TEST_F(IncrementalCheckpointCoordinatorTest, AssignStateKeepsTheEmptyPathOfIncrementalHandles) {
   auto [id, a1, b1] = CompleteFirstCheckpoint();
   auto m = CheckpointStorage::ReadMetadata(Dir(id));
-  ASSERT_TRUE(m.ok());
+  ASSERT_OK(m);
   auto same = AssignState(*m, Dir(id), kP);
   EXPECT_EQ(same[0].keyed_state[0].path, "");
   EXPECT_EQ(same[0].keyed_state[0].shared_files[0].name, "a-1.kgs");
@@ -365,7 +366,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, RecoveryRebuildsTheRegistryAndDelet
 
   Make(/*retained=*/1, /*first_id=*/4);
   auto completed = storage_.ListCompletedCheckpoints(kJob);
-  ASSERT_TRUE(completed.ok());
+  ASSERT_OK(completed);
   ASSERT_EQ(completed->size(), 2u);
   cc().RecoverCompleted(*completed);
   EXPECT_FALSE(PathExists(Dir(id1))) << "retention 1";
@@ -402,7 +403,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, ARestoredCheckpointSurvivesRetentio
   ASSERT_FALSE(PathExists(Dir(id1)));
   ASSERT_FALSE(SharedExists("y-1.kgs"));
   auto completed = storage_.ListCompletedCheckpoints(kJob);
-  ASSERT_TRUE(completed.ok());
+  ASSERT_OK(completed);
   ASSERT_EQ(completed->size(), 2u);
   Shared("orphan-3.kgs", 5);  // an upload of a checkpoint that never completed
 
@@ -477,7 +478,7 @@ TEST_F(IncrementalCheckpointCoordinatorTest, AnAckOfAnEarlierAttemptDeletesOnlyI
   Trigger(10);  // chk2 of attempt 1, aborted by the failover
   cc().AbortAll("the attempt failed", 11);
   auto completed = storage_.ListCompletedCheckpoints(kJob);
-  ASSERT_TRUE(completed.ok());
+  ASSERT_OK(completed);
   CheckpointConfig config;
   config.retained = 1;
   config.max_concurrent = 3;

@@ -5,6 +5,7 @@
 #include "checkpoint/checkpoint_storage.h"
 #include "checkpoint/checksummed_envelope.h"
 #include "common/binary_io.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -29,7 +30,7 @@ TEST(JobRecordTest, CommandsRoundTrip) {
   r.last_command = {"checkpoint", "keyflow checkpoint", "", 0};
   r.last_command_outcome = "completed: /c/chk-4";
   auto d = JobRecord::Decode(r.Encode(), "test");
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_OK(d);
   ASSERT_EQ(d->pending_commands.size(), 2u);
   EXPECT_EQ(d->pending_commands[0].what, "rescale to 3");
   EXPECT_EQ(d->pending_commands[0].retry, "keyflow rescale 3");
@@ -48,7 +49,7 @@ TEST(JobRecordTest, Version1RecordWithoutCommandsIsStillRead) {
   w.Bytes("RUNNING");
   w.I64(7);
   auto d = JobRecord::Decode(EncodeChecksummedEnvelope(kJobRecordMagic, 1, body), "v1");
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_OK(d);
   EXPECT_EQ(d->job_id, "old-job");
   EXPECT_EQ(d->state, "RUNNING");
   EXPECT_EQ(d->last_attempt.value(), 7);
@@ -66,7 +67,7 @@ TEST(JobRecordTest, RescaleSavepointRoundTrips) {
   r.rescale_savepoint = "/c/j/savepoint-7";
   r.rescale_savepoint_id = CheckpointId(7);
   auto d = JobRecord::Decode(r.Encode(), "test");
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_OK(d);
   EXPECT_EQ(d->rescale_savepoint, "/c/j/savepoint-7");
   EXPECT_EQ(d->rescale_savepoint_id.value(), 7);
 }
@@ -83,7 +84,7 @@ TEST(JobRecordTest, Version2RecordWithoutRescaleSavepointIsStillRead) {
   w.I64(0);
   w.Bytes("completed: /c/chk-3");
   auto d = JobRecord::Decode(EncodeChecksummedEnvelope(kJobRecordMagic, 2, body), "v2");
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_OK(d);
   EXPECT_EQ(d->job_id, "v2-job");
   EXPECT_EQ(d->last_attempt.value(), 4);
   EXPECT_EQ(d->last_command.what, "checkpoint");

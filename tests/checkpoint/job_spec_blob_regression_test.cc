@@ -13,6 +13,7 @@
 #include "checkpoint/checkpoint_storage.h"
 #include "checkpoint/checksummed_envelope.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -88,7 +89,7 @@ TEST(JobSpecBlobRegressionTest, RejectsTrailingBytesAndDecodesTheIntactBlob) {
   const JobSpec spec = ckpt_test::TestSpec(128, 2);
   const std::string blob = EncodeJobSpecBlob(spec);
   Result<JobSpec> decoded = DecodeJobSpecBlob(blob, "blob");
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   EXPECT_EQ(decoded->job_name, spec.job_name);
   EXPECT_EQ(decoded->params, spec.params);
   EXPECT_EQ(decoded->max_parallelism, 128);

@@ -3,15 +3,16 @@
 #include <gtest/gtest.h>
 
 #include "common/file_io.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
 
 class SharedStateRegistryTest : public ::testing::Test {
  protected:
-  SharedStateRegistryTest() { EXPECT_TRUE(CreateDirectories(dir_).ok()); }
+  SharedStateRegistryTest() { EXPECT_OK(CreateDirectories(dir_)); }
   SharedStateFile Write(const std::string& name, uint64_t size) {
-    EXPECT_TRUE(WriteFileAtomically(dir_ + "/" + name, std::string(size, 'x')).ok());
+    EXPECT_OK(WriteFileAtomically(dir_ + "/" + name, std::string(size, 'x')));
     return SharedStateFile{name, size, 0x100 + size};
   }
   bool Exists(const std::string& name) { return PathExists(dir_ + "/" + name); }
@@ -24,10 +25,10 @@ class SharedStateRegistryTest : public ::testing::Test {
 TEST_F(SharedStateRegistryTest, AFileIsDeletedOnlyWhenItsLastCheckpointIsUnregistered) {
   SharedStateFile a = Write("a.kgs", 10), b = Write("b.kgs", 20), c = Write("c.kgs", 30);
   std::vector<std::string> fresh;
-  ASSERT_TRUE(registry_.Register(CheckpointId(1), {a, b}, &fresh).ok());
+  ASSERT_OK(registry_.Register(CheckpointId(1), {a, b}, &fresh));
   EXPECT_EQ(fresh, (std::vector<std::string>{"a.kgs", "b.kgs"}));
   fresh.clear();
-  ASSERT_TRUE(registry_.Register(CheckpointId(2), {b, c, b}, &fresh).ok());
+  ASSERT_OK(registry_.Register(CheckpointId(2), {b, c, b}, &fresh));
   EXPECT_EQ(fresh, (std::vector<std::string>{"c.kgs"})) << "b was registered by checkpoint 1";
   EXPECT_EQ(registry_.ReferencesOf("b.kgs"), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(registry_.size(), 3u);
@@ -49,7 +50,7 @@ TEST_F(SharedStateRegistryTest, AFileIsDeletedOnlyWhenItsLastCheckpointIsUnregis
 TEST_F(SharedStateRegistryTest, ANameWithAnotherSizeOrChecksumIsRefusedAndNothingIsRegistered) {
   SharedStateFile a = Write("a.kgs", 10);
   SharedStateFile b = Write("b.kgs", 20);
-  ASSERT_TRUE(registry_.Register(CheckpointId(1), {a}).ok());
+  ASSERT_OK(registry_.Register(CheckpointId(1), {a}));
   SharedStateFile other = a;
   other.checksum = 7;
   Status s = registry_.Register(CheckpointId(2), {b, other});
@@ -68,10 +69,10 @@ TEST_F(SharedStateRegistryTest, DeleteUnreferencedSweepsOnlyFilesNobodyHolds) {
   SharedStateFile a = Write("a.kgs", 10);
   Write("orphan-1.sst", 5);
   Write("orphan-2.kgs", 7);
-  ASSERT_TRUE(CreateDirectories(dir_ + "/not-ours").ok());
-  ASSERT_TRUE(registry_.Register(CheckpointId(4), {a}).ok());
+  ASSERT_OK(CreateDirectories(dir_ + "/not-ours"));
+  ASSERT_OK(registry_.Register(CheckpointId(4), {a}));
   auto swept = registry_.DeleteUnreferenced();
-  ASSERT_TRUE(swept.ok()) << swept.status().ToString();
+  ASSERT_OK(swept);
   EXPECT_EQ(swept->files, 2u);
   EXPECT_EQ(swept->bytes, 12u);
   EXPECT_TRUE(Exists("a.kgs"));
@@ -81,14 +82,14 @@ TEST_F(SharedStateRegistryTest, DeleteUnreferencedSweepsOnlyFilesNobodyHolds) {
 
   SharedStateRegistry none(tmp_.path() + "/no-such-dir", FileSystem::Default());
   auto nothing = none.DeleteUnreferenced();
-  ASSERT_TRUE(nothing.ok());
+  ASSERT_OK(nothing);
   EXPECT_EQ(nothing->files, 0u);
 }
 
 TEST_F(SharedStateRegistryTest, DeleteIfUnregisteredKeepsRegisteredFiles) {
   SharedStateFile a = Write("a.kgs", 10);
   Write("late.kgs", 3);
-  ASSERT_TRUE(registry_.Register(CheckpointId(1), {a}).ok());
+  ASSERT_OK(registry_.Register(CheckpointId(1), {a}));
   EXPECT_FALSE(registry_.DeleteIfUnregistered("a.kgs"));
   EXPECT_TRUE(Exists("a.kgs"));
   EXPECT_TRUE(registry_.DeleteIfUnregistered("late.kgs"));

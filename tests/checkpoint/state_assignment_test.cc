@@ -5,6 +5,7 @@
 #include <set>
 
 #include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -22,9 +23,9 @@ std::vector<std::string> Paths(const RestoreAssignment& a) {
 
 TEST(ValidateRestore, AcceptsAnyParallelismUpToMaxParallelism) {
   CheckpointMetadata m = TestMetadata(128, 2);
-  EXPECT_TRUE(ValidateRestore(m, 1, 0).ok());
-  EXPECT_TRUE(ValidateRestore(m, 128, 0).ok());
-  EXPECT_TRUE(ValidateRestore(m, 5, 128).ok()) << "the same max parallelism, explicitly";
+  EXPECT_OK(ValidateRestore(m, 1, 0));
+  EXPECT_OK(ValidateRestore(m, 128, 0));
+  EXPECT_OK(ValidateRestore(m, 5, 128)) << "the same max parallelism, explicitly";
 }
 
 TEST(ValidateRestore, RefusesParallelismBelowOne) {

@@ -1,6 +1,7 @@
 #include "common/binary_io.h"
 
 #include <gtest/gtest.h>
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -25,7 +26,7 @@ TEST(BinaryIo, RoundTripsEveryType) {
   EXPECT_EQ(r.VarU64(), UINT64_MAX);
   EXPECT_EQ(r.Bytes(), "hello");
   EXPECT_EQ(r.KeyBytes(), Key::FromBytes(std::string(40, 'k')));
-  EXPECT_TRUE(r.ok());
+  EXPECT_OK(r);
   EXPECT_TRUE(r.at_end());
 }
 

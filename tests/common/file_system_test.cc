@@ -7,6 +7,7 @@
 
 #include "common/file_io.h"
 #include "common/testing/fault_injection_file_system.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -22,12 +23,12 @@ Status WriteFile(FileSystem& fs, const std::string& path, std::string_view data,
 TEST(PosixFileSystem, WritesReadsListsRenamesAndRemoves) {
   TempDir dir;
   FileSystem& fs = FileSystem::Default();
-  ASSERT_TRUE(fs.CreateDirectories(dir.File("a/b"), 0750).ok());
+  ASSERT_OK(fs.CreateDirectories(dir.File("a/b"), 0750));
   EXPECT_TRUE(fs.IsDirectory(dir.File("a/b")));
-  ASSERT_TRUE(WriteFile(fs, dir.File("a/x"), "hello", true).ok());
+  ASSERT_OK(WriteFile(fs, dir.File("a/x"), "hello", true));
   {
     auto f = fs.NewWritableFile(dir.File("a/x"), WriteMode::kAppend);
-    ASSERT_TRUE(f.ok());
+    ASSERT_OK(f);
     EXPECT_EQ((*f)->size(), 5u);
     ASSERT_TRUE((*f)->Append(" world").ok());
     EXPECT_EQ((*f)->size(), 11u);
@@ -36,32 +37,32 @@ TEST(PosixFileSystem, WritesReadsListsRenamesAndRemoves) {
   EXPECT_FALSE(exclusive.ok());
   EXPECT_EQ(exclusive.status().code(), StatusCode::kIoError);
   auto info = fs.Stat(dir.File("a/x"));
-  ASSERT_TRUE(info.ok());
+  ASSERT_OK(info);
   EXPECT_EQ(info->size, 11u);
   EXPECT_FALSE(info->is_directory);
   auto missing = fs.Stat(dir.File("nope"));
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   auto r = fs.NewRandomAccessFile(dir.File("a/x"));
-  ASSERT_TRUE(r.ok());
+  ASSERT_OK(r);
   std::string out;
   ASSERT_TRUE((*r)->ReadAt(6, 5, &out).ok());
   EXPECT_EQ(out, "world");
   EXPECT_EQ((*r)->ReadAt(8, 5, &out).code(), StatusCode::kCorruption);
-  ASSERT_TRUE(fs.Rename(dir.File("a/x"), dir.File("a/y")).ok());
-  ASSERT_TRUE(fs.SyncDirectory(dir.File("a")).ok());
+  ASSERT_OK(fs.Rename(dir.File("a/x"), dir.File("a/y")));
+  ASSERT_OK(fs.SyncDirectory(dir.File("a")));
   EXPECT_EQ(*fs.ListDirectory(dir.File("a")), (std::vector<std::string>{"b", "y"}));
-  ASSERT_TRUE(fs.WriteFileAtomically(dir.File("a/m"), "meta").ok());
+  ASSERT_OK(fs.WriteFileAtomically(dir.File("a/m"), "meta"));
   EXPECT_EQ(*fs.ReadFileToString(dir.File("a/m")), "meta");
   EXPECT_FALSE(fs.Exists(dir.File("a/m.tmp")));
-  ASSERT_TRUE(fs.RemoveFile(dir.File("a/y")).ok());
-  ASSERT_TRUE(fs.RemoveFile(dir.File("a/y")).ok());  // absent: OK
-  ASSERT_TRUE(fs.RemoveAll(dir.File("a")).ok());
+  ASSERT_OK(fs.RemoveFile(dir.File("a/y")));
+  ASSERT_OK(fs.RemoveFile(dir.File("a/y")));  // absent: OK
+  ASSERT_OK(fs.RemoveAll(dir.File("a")));
   EXPECT_FALSE(fs.Exists(dir.File("a")));
 }
 
 TEST(PosixFileSystem, CreateDirectoriesRejectsAFileInTheWay) {
   TempDir dir;
-  ASSERT_TRUE(WriteFile(FileSystem::Default(), dir.File("f"), "", false).ok());
+  ASSERT_OK(WriteFile(FileSystem::Default(), dir.File("f"), "", false));
   Status s = FileSystem::Default().CreateDirectories(dir.File("f"), 0755);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "'" + dir.File("f") + "' exists and is not a directory");
@@ -73,21 +74,21 @@ TEST(FaultInjectionFileSystem, CrashKeepsSyncedBytesAndDurableEntriesOnly) {
   // Synced, entry durable: survives, minus what was appended after the sync.
   {
     auto f = fs.NewWritableFile(dir.File("kept"), WriteMode::kTruncate);
-    ASSERT_TRUE(f.ok());
+    ASSERT_OK(f);
     ASSERT_TRUE((*f)->Append("synced").ok());
     ASSERT_TRUE((*f)->Sync().ok());
     ASSERT_TRUE((*f)->Append(" lost").ok());
   }
-  ASSERT_TRUE(WriteFile(fs, dir.File("renamed"), "r", true).ok());
-  ASSERT_TRUE(fs.SyncDirectory(dir.path()).ok());
+  ASSERT_OK(WriteFile(fs, dir.File("renamed"), "r", true));
+  ASSERT_OK(fs.SyncDirectory(dir.path()));
   // After the directory sync: a new file whose entry is never synced, and a rename of a
   // durable file that is not made durable.
-  ASSERT_TRUE(WriteFile(fs, dir.File("new"), "n", true).ok());
-  ASSERT_TRUE(fs.Rename(dir.File("renamed"), dir.File("renamed.to")).ok());
+  ASSERT_OK(WriteFile(fs, dir.File("new"), "n", true));
+  ASSERT_OK(fs.Rename(dir.File("renamed"), dir.File("renamed.to")));
   auto open = fs.NewWritableFile(dir.File("open"), WriteMode::kTruncate);
-  ASSERT_TRUE(open.ok());
+  ASSERT_OK(open);
 
-  ASSERT_TRUE(fs.SimulateCrash().ok());
+  ASSERT_OK(fs.SimulateCrash());
   EXPECT_EQ(*fs.ListDirectory(dir.path()), (std::vector<std::string>{"kept", "renamed"}));
   EXPECT_EQ(*fs.ReadFileToString(dir.File("kept")), "synced");
   EXPECT_EQ((*open)->Append("x").message(),
@@ -99,7 +100,7 @@ TEST(FaultInjectionFileSystem, FullDiskWritesWhatFitsThenFailsWithEnospc) {
   FaultInjectionFileSystem fs;
   fs.FailWritesAfter(4);
   auto f = fs.NewWritableFile(dir.File("f"), WriteMode::kTruncate);
-  ASSERT_TRUE(f.ok());
+  ASSERT_OK(f);
   ASSERT_TRUE((*f)->Append("ab").ok());
   Status s = (*f)->Append("cdef");
   EXPECT_EQ(s.code(), StatusCode::kIoError);
@@ -121,8 +122,8 @@ TEST(FaultInjectionFileSystem, FailsSyncsAndWritesOnAPathPatternAndCountsSyncs) 
             "cannot sync " + dir.File("bad-file") + ": Input/output error");
   EXPECT_EQ(WriteFile(fs, dir.File("worse"), "x", false).message(),
             "cannot write " + dir.File("worse") + ": Input/output error");
-  ASSERT_TRUE(WriteFile(fs, dir.File("good"), "x", true).ok());
-  ASSERT_TRUE(fs.SyncDirectory(dir.path()).ok());
+  ASSERT_OK(WriteFile(fs, dir.File("good"), "x", true));
+  ASSERT_OK(fs.SyncDirectory(dir.path()));
   EXPECT_EQ(fs.file_syncs(), 2);  // the failed one counts too
   EXPECT_EQ(fs.directory_syncs(), 1);
   EXPECT_EQ(fs.sync_threads().size(), 3u);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/hashing.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -98,7 +99,7 @@ TEST(AssignToKeyGroup, IntKeysMatchFlinkForMaxParallelism128) {
   const std::vector<int32_t> expected = {94, 86, 127, 113, 7, 126, 18, 113, 15, 51};
   for (int k = 0; k < 10; ++k) {
     auto g = AssignToKeyGroup(Key::FromInt64(k), KeyType::kInt, 128);
-    ASSERT_TRUE(g.ok());
+    ASSERT_OK(g);
     EXPECT_EQ(g->value(), expected[static_cast<size_t>(k)]) << "key " << k;
   }
 }
@@ -198,7 +199,7 @@ TEST(DefaultMaxParallelism, MatchesFlink) {
 }
 
 TEST(Validation, ExplainsEachBoundViolation) {
-  EXPECT_TRUE(ValidateParallelism(3, 128).ok());
+  EXPECT_OK(ValidateParallelism(3, 128));
   EXPECT_EQ(ValidateParallelism(0, 128).message(),
             "parallelism 0 is not within bounds: it must be between 1 and 32768");
   EXPECT_EQ(ValidateParallelism(200, 128).message(),

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -40,11 +41,11 @@ TEST(Key, FifteenBytesStayInlineSixteenGoToHeap) {
 
 TEST(Key, IntKeysParseAndPrint) {
   auto k = ParseKey("-42", KeyType::kInt);
-  ASSERT_TRUE(k.ok());
+  ASSERT_OK(k);
   EXPECT_EQ(k->AsInt64(), -42);
   EXPECT_EQ(KeyToString(*k, KeyType::kInt), "-42");
   EXPECT_EQ(ParseKey("2147483648", KeyType::kInt).status().code(), StatusCode::kOutOfRange);
-  EXPECT_TRUE(ParseKey("2147483648", KeyType::kLong).ok());
+  EXPECT_OK(ParseKey("2147483648", KeyType::kLong));
   EXPECT_EQ(ParseKey("12x", KeyType::kLong).status().message(),
             "key '12x' is not a valid long (expected a decimal integer)");
   EXPECT_EQ(ParseKey("", KeyType::kInt).status().code(), StatusCode::kInvalidArgument);

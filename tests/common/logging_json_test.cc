@@ -10,6 +10,7 @@
 
 #include "common/file_io.h"
 #include "common/logging.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -31,7 +32,7 @@ class LoggingJsonTest : public ::testing::Test {
     o.format = LogFormat::kJson;
     o.level = "debug";
     auto logger = MakeLogger(o);
-    EXPECT_TRUE(logger.ok()) << logger.status().message();
+    EXPECT_OK(logger);
     if (!logger.ok()) return {};
     for (const std::string& m : messages) (*logger)->debug("{}", m);
     (*logger)->flush();

@@ -4,6 +4,7 @@
 
 #include "common/logging.h"
 #include "common/testing/captured_log.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -15,17 +16,17 @@ TEST(LoggingLevelTest, ChangeLogLevelChangesWhatIsLoggedAndSaysSo) {
   testing::CapturedLog log;
   spdlog::default_logger_raw()->set_level(spdlog::level::info);
   KF_LOG_DEBUG("hidden before");
-  ASSERT_TRUE(ChangeLogLevel("debug", "set by operator:alice").ok());
+  ASSERT_OK(ChangeLogLevel("debug", "set by operator:alice"));
   EXPECT_EQ(LogLevel(), "debug");
   KF_LOG_DEBUG("shown after");
-  ASSERT_TRUE(ChangeLogLevel("warn").ok());
+  ASSERT_OK(ChangeLogLevel("warn"));
   EXPECT_EQ(LogLevel(), "warn");
   KF_LOG_INFO("hidden at warn");
-  ASSERT_TRUE(ChangeLogLevel("trace").ok());
+  ASSERT_OK(ChangeLogLevel("trace"));
   EXPECT_EQ(LogLevel(), "trace");
-  ASSERT_TRUE(ChangeLogLevel("warning").ok());
+  ASSERT_OK(ChangeLogLevel("warning"));
   EXPECT_EQ(LogLevel(), "warn");
-  ASSERT_TRUE(ChangeLogLevel("error").ok());
+  ASSERT_OK(ChangeLogLevel("error"));
   EXPECT_EQ(LogLevel(), "error");
   const std::string text = log.Text();
   EXPECT_THAT(text, Not(HasSubstr("hidden")));

@@ -10,6 +10,7 @@
 
 #include "common/file_io.h"
 #include "common/logging.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -40,7 +41,7 @@ TEST(LoggingRotationTest, KeepsMaxFilesPlusTheCurrentOneWithTheNewestLineInTheCu
   o.max_size_bytes = 1024;
   o.max_files = 3;
   auto logger = MakeLogger(o);
-  ASSERT_TRUE(logger.ok()) << logger.status().message();
+  ASSERT_OK(logger);
   // Each line is ~90 bytes: 200 lines are ~18 KiB, far more than (3 + 1) x 1 KiB.
   for (int i = 0; i < 200; ++i) {
     (*logger)->info("record line {:04d} padding={}", i, std::string(40, 'p'));
@@ -71,7 +72,7 @@ TEST(LoggingRotationTest, AppendsToAnExistingFileAndCreatesItsDirectory) {
   o.file = dir.File("logs/sub/coordinator.log");
   for (int run = 0; run < 2; ++run) {
     auto logger = MakeLogger(o);
-    ASSERT_TRUE(logger.ok()) << logger.status().message();
+    ASSERT_OK(logger);
     (*logger)->info("run={}", run);
     (*logger)->flush();
   }
@@ -83,7 +84,7 @@ TEST(LoggingRotationTest, AppendsToAnExistingFileAndCreatesItsDirectory) {
 // A directory that cannot be created (a file is in the way: root could write anywhere else).
 TEST(LoggingRotationTest, AnUnwritableDirectoryIsASentence) {
   TempDir dir("logging-rotation");
-  ASSERT_TRUE(WriteFileAtomically(dir.File("not-a-dir"), "x").ok());
+  ASSERT_OK(WriteFileAtomically(dir.File("not-a-dir"), "x"));
   LoggingOptions o;
   o.process = "coordinator";
   o.file = dir.File("not-a-dir/coordinator.log");

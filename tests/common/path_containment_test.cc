@@ -8,6 +8,7 @@
 
 #include "common/file_io.h"
 #include "common/file_system.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -29,8 +30,8 @@ class ScopedUmask {
 };
 
 TEST(CheckRelativePath, RefusesEmptyAbsoluteDotDotAndNul) {
-  EXPECT_TRUE(CheckRelativePath("subtask-0.kgs", "x").ok());
-  EXPECT_TRUE(CheckRelativePath("a/./b..c/..d", "x").ok());
+  EXPECT_OK(CheckRelativePath("subtask-0.kgs", "x"));
+  EXPECT_OK(CheckRelativePath("a/./b..c/..d", "x"));
   for (std::string bad :
        {std::string(""), std::string("/etc/passwd"), std::string("../x"), std::string("a/../../x"),
         std::string("a/.."), std::string(".."), std::string("a\0b", 3)}) {
@@ -45,7 +46,7 @@ TEST(CheckRelativePath, RefusesEmptyAbsoluteDotDotAndNul) {
 TEST(ResolveInside, JoinsARelativePathInsideTheBase) {
   TempDir dir;
   auto p = ResolveInside(dir.path(), "./chk-1//subtask-0.kgs", "f");
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_OK(p);
   EXPECT_EQ(*p, dir.path() + "/chk-1/subtask-0.kgs");
   // A base that does not exist yet: nothing can lead out of it, the lexical check decides.
   EXPECT_EQ(*ResolveInside(dir.File("none"), "a", "f"), dir.File("none") + "/a");
@@ -55,7 +56,7 @@ TEST(ResolveInside, JoinsARelativePathInsideTheBase) {
 TEST(ResolveInside, RefusesASymbolicLinkThatLeadsOut) {
   TempDir outside;
   TempDir dir;
-  ASSERT_TRUE(WriteFileAtomically(outside.File("secret"), "root only").ok());
+  ASSERT_OK(WriteFileAtomically(outside.File("secret"), "root only"));
   ASSERT_EQ(::symlink(outside.File("secret").c_str(), dir.File("subtask-0.kgs").c_str()), 0);
   ASSERT_EQ(::symlink(outside.path().c_str(), dir.File("up").c_str()), 0);
   ASSERT_EQ(::symlink(outside.File("missing").c_str(), dir.File("dangling").c_str()), 0);
@@ -67,17 +68,17 @@ TEST(ResolveInside, RefusesASymbolicLinkThatLeadsOut) {
         << p.status().message();
   }
   // A link that stays inside is fine.
-  ASSERT_TRUE(CreateDirectories(dir.File("real")).ok());
+  ASSERT_OK(CreateDirectories(dir.File("real")));
   ASSERT_EQ(::symlink("real", dir.File("alias").c_str()), 0);
-  EXPECT_TRUE(ResolveInside(dir.path(), "alias/x", "f").ok());
+  EXPECT_OK(ResolveInside(dir.path(), "alias/x", "f"));
 }
 
 TEST(CanonicalPath, ResolvesTheExistingPrefixAndKeepsTheRest) {
   TempDir dir;
-  ASSERT_TRUE(CreateDirectories(dir.File("real")).ok());
+  ASSERT_OK(CreateDirectories(dir.File("real")));
   ASSERT_EQ(::symlink(dir.File("real").c_str(), dir.File("link").c_str()), 0);
   auto real_dir = CanonicalPath(dir.path());
-  ASSERT_TRUE(real_dir.ok());
+  ASSERT_OK(real_dir);
   EXPECT_EQ(*CanonicalPath(dir.File("link/a/../b/c")), *real_dir + "/real/b/c");
   EXPECT_TRUE(IsPathUnder(*real_dir + "/real/b", *real_dir + "/real"));
   EXPECT_TRUE(IsPathUnder(*real_dir + "/real", *real_dir + "/real/"));
@@ -93,18 +94,18 @@ TEST(PosixFileSystemModes, NewFilesArePrivateWhateverTheUmask) {
     const std::string f = dir.File("f" + std::to_string(umask));
     {
       auto w = fs.NewWritableFile(f, WriteMode::kCreateNew);
-      ASSERT_TRUE(w.ok());
+      ASSERT_OK(w);
     }
     EXPECT_EQ(ModeOf(f), 0600u) << "umask " << umask;
-    ASSERT_TRUE(fs.WriteFileAtomically(f + ".meta", "x").ok());
+    ASSERT_OK(fs.WriteFileAtomically(f + ".meta", "x"));
     EXPECT_EQ(ModeOf(f + ".meta"), 0600u);
     const std::string d = dir.File("d" + std::to_string(umask));
-    ASSERT_TRUE(fs.CreateDirectories(d + "/a/b").ok());
+    ASSERT_OK(fs.CreateDirectories(d + "/a/b"));
     EXPECT_EQ(ModeOf(d), 0700u);
     EXPECT_EQ(ModeOf(d + "/a/b"), 0700u);
-    ASSERT_TRUE(fs.CreateDirectories(d + "/out", 0750).ok());
+    ASSERT_OK(fs.CreateDirectories(d + "/out", 0750));
     EXPECT_EQ(ModeOf(d + "/out"), 0750u) << "umask " << umask;
-    ASSERT_TRUE(fs.SetPermissions(f, 0640).ok());
+    ASSERT_OK(fs.SetPermissions(f, 0640));
     EXPECT_EQ(ModeOf(f), 0640u);
   }
 }
@@ -112,16 +113,16 @@ TEST(PosixFileSystemModes, NewFilesArePrivateWhateverTheUmask) {
 TEST(PosixFileSystemModes, ExistingFilesAndDirectoriesKeepTheirMode) {
   TempDir dir;
   FileSystem& fs = FileSystem::Default();
-  ASSERT_TRUE(fs.CreateDirectories(dir.File("shared"), 0755).ok());
+  ASSERT_OK(fs.CreateDirectories(dir.File("shared"), 0755));
   ASSERT_EQ(::chmod(dir.File("shared").c_str(), 0755), 0);
-  ASSERT_TRUE(fs.CreateDirectories(dir.File("shared/sub")).ok());
+  ASSERT_OK(fs.CreateDirectories(dir.File("shared/sub")));
   EXPECT_EQ(ModeOf(dir.File("shared")), 0755u);  // not narrowed: it was the user's
   EXPECT_EQ(ModeOf(dir.File("shared/sub")), 0700u);
-  ASSERT_TRUE(WriteFileAtomically(dir.File("kept"), "a").ok());
+  ASSERT_OK(WriteFileAtomically(dir.File("kept"), "a"));
   ASSERT_EQ(::chmod(dir.File("kept").c_str(), 0644), 0);
   {
     auto w = fs.NewWritableFile(dir.File("kept"), WriteMode::kAppend);
-    ASSERT_TRUE(w.ok());
+    ASSERT_OK(w);
   }
   EXPECT_EQ(ModeOf(dir.File("kept")), 0644u);
   EXPECT_EQ(fs.SetPermissions(dir.File("absent"), 0600).code(), StatusCode::kIoError);
@@ -135,13 +136,13 @@ TEST(PosixFileSystemModes, CreateDirectoriesKeepsTheSetgidBitANewDirectoryInheri
   const std::string run = dir.File("run");
   ASSERT_EQ(::mkdir(run.c_str(), 0700), 0);
   ASSERT_EQ(::chmod(run.c_str(), 02750), 0);
-  ASSERT_TRUE(fs.CreateDirectories(run + "/a/b", 0700).ok());
-  ASSERT_TRUE(fs.CreateDirectories(run + "/out", 0750).ok());
+  ASSERT_OK(fs.CreateDirectories(run + "/a/b", 0700));
+  ASSERT_OK(fs.CreateDirectories(run + "/out", 0750));
   EXPECT_EQ(ModeOf(run + "/a"), 02700u);
   EXPECT_EQ(ModeOf(run + "/a/b"), 02700u);
   EXPECT_EQ(ModeOf(run + "/out"), 02750u);
   // Outside a setgid directory nothing changes.
-  ASSERT_TRUE(fs.CreateDirectories(dir.File("plain"), 0750).ok());
+  ASSERT_OK(fs.CreateDirectories(dir.File("plain"), 0750));
   EXPECT_EQ(ModeOf(dir.File("plain")), 0750u);
 }
 

@@ -8,6 +8,7 @@
 
 #include "common/field_tape_writer.h"
 #include "common/record.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -62,7 +63,7 @@ Record WithFields(std::string tape) {
 
 TEST(RecordFields, EveryTypeReadsBack) {
   const std::string tape = EveryTypeTape();
-  ASSERT_TRUE(ValidateFieldTape(tape).ok()) << ValidateFieldTape(tape).ToString();
+  ASSERT_OK(ValidateFieldTape(tape));
   FieldValue root = FieldValue::Root(tape);
   EXPECT_EQ(root.type(), FieldType::kObject);
   EXPECT_EQ(root.size(), 10u);
@@ -142,7 +143,7 @@ TEST(RecordFields, ToJsonEscapesStringsAndKeepsDoublesDoubles) {
   w.Double(-1e300);
   w.Double(123456789.0);
   w.EndArray();
-  ASSERT_TRUE(ValidateFieldTape(tape).ok());
+  ASSERT_OK(ValidateFieldTape(tape));
   EXPECT_EQ(FieldValue::Root(tape).ToJson(),
             "[\"q\\\"b\\\\n\\nt\\tc\\u0001\\u001f\xc3\xa9\",1.0,0.1,-1e+300,123456789.0]");
 }
@@ -156,7 +157,7 @@ TEST(RecordFields, BigIntegersKeepTheirText) {
   w.Name("huge");
   w.NumberText("1e400");
   w.EndObject();
-  ASSERT_TRUE(ValidateFieldTape(tape).ok());
+  ASSERT_OK(ValidateFieldTape(tape));
   FieldValue root = FieldValue::Root(tape);
   EXPECT_EQ(root["big"].type(), FieldType::kInt);
   EXPECT_EQ(root["big"].AsInt64(), std::nullopt);
@@ -202,7 +203,7 @@ TEST(RecordFields, LongStringsUseMultiByteLengths) {
   w.Name("after");
   w.Int(3);
   w.EndObject();
-  ASSERT_TRUE(ValidateFieldTape(tape).ok());
+  ASSERT_OK(ValidateFieldTape(tape));
   FieldValue root = FieldValue::Root(tape);
   EXPECT_EQ(root[long_text].AsString(), long_text);
   EXPECT_EQ(root["after"].AsInt64(), 3);
@@ -218,7 +219,7 @@ TEST(RecordFields, EveryTruncationIsCorruption) {
     Status s = Validate(tape.substr(0, n));
     EXPECT_EQ(s.code(), StatusCode::kCorruption) << "prefix of " << n << " bytes";
   }
-  EXPECT_TRUE(Validate("").ok());  // no fields
+  EXPECT_OK(Validate(""));  // no fields
 }
 
 TEST(RecordFields, HostileTapesAreCorruptionWithAReason) {
@@ -259,7 +260,7 @@ std::string Nested(int depth) {
 }
 
 TEST(RecordFields, NestingIsBounded) {
-  EXPECT_TRUE(Validate(Nested(kMaxFieldDepth)).ok());
+  EXPECT_OK(Validate(Nested(kMaxFieldDepth)));
   // One more level, written by hand (the writer refuses it in debug builds).
   std::string deeper = "\x01";
   const std::string inner = Nested(kMaxFieldDepth).substr(1);

@@ -9,6 +9,7 @@
 #include "common/protocol/control_messages.h"
 #include "common/sha256.h"
 #include "common/testing/fault_injection_file_system.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -35,7 +36,7 @@ class BlobStoreTest : public ::testing::Test {
 TEST_F(BlobStoreTest, StoresByContentHashBesideTheCheckpointsInAPrivateDirectory) {
   BlobStore store(dir_.path());
   EXPECT_EQ(store.directory(), dir_.path() + "/blobs");
-  ASSERT_TRUE(store.Store(RefOf(bytes_), bytes_).ok());
+  ASSERT_OK(store.Store(RefOf(bytes_), bytes_));
   EXPECT_EQ(*ReadFileToString(BlobPath(RefOf(bytes_))), bytes_);
   struct stat st;
   ASSERT_EQ(::stat(store.directory().c_str(), &st), 0);
@@ -76,10 +77,10 @@ TEST_F(BlobStoreTest, RefusesASizeThatDiffersFromTheRefOrExceedsTheLimit) {
 TEST_F(BlobStoreTest, StoringTheSameLibraryAgainWritesNothing) {
   FaultInjectionFileSystem fs;
   BlobStore store(dir_.path(), fs);
-  ASSERT_TRUE(store.Store(RefOf(bytes_), bytes_).ok());
+  ASSERT_OK(store.Store(RefOf(bytes_), bytes_));
   fs.FailWritesTo(dir_.path(), EIO);  // any write now would fail
-  EXPECT_TRUE(store.Store(RefOf(bytes_), bytes_).ok());
-  EXPECT_TRUE(store.Store(RefOf(bytes_), "").ok()) << "a resubmission may omit the bytes";
+  EXPECT_OK(store.Store(RefOf(bytes_), bytes_));
+  EXPECT_OK(store.Store(RefOf(bytes_), "")) << "a resubmission may omit the bytes";
   EXPECT_THAT(store.Store(RefOf("other"), "").message(),
               HasSubstr("was sent without its bytes and the blob store does not hold it"));
 }
@@ -97,15 +98,15 @@ TEST_F(BlobStoreTest, AFailedWriteLeavesNoFileAndALaterStoreSucceeds) {
   EXPECT_FALSE(PathExists(BlobPath(RefOf(bytes_)))) << "never a torn file under the final name";
   EXPECT_TRUE(ListDirectory(dir_.path() + "/blobs")->empty()) << "the temp file is removed";
   fs.ClearFaults();
-  ASSERT_TRUE(store.Store(RefOf(bytes_), bytes_).ok());
+  ASSERT_OK(store.Store(RefOf(bytes_), bytes_));
   EXPECT_EQ(*store.Read(RefOf(bytes_)), bytes_);
 }
 
 TEST_F(BlobStoreTest, AStoredLibrarySurvivesACrashRightAfterTheStore) {
   FaultInjectionFileSystem fs;
   BlobStore store(dir_.path(), fs);
-  ASSERT_TRUE(store.Store(RefOf(bytes_), bytes_).ok());
-  ASSERT_TRUE(fs.SimulateCrash().ok());
+  ASSERT_OK(store.Store(RefOf(bytes_), bytes_));
+  ASSERT_OK(fs.SimulateCrash());
   EXPECT_EQ(*BlobStore(dir_.path()).Read(RefOf(bytes_)), bytes_) << "synced before the reply";
 }
 
@@ -132,16 +133,16 @@ TEST_F(BlobStoreTest, ADirectoryWithoutWritePermissionIsAClearError) {
 TEST_F(BlobStoreTest, ADamagedStoredFileIsNeverReadAndIsRemoved) {
   BlobStore store(dir_.path());
   JobLibraryRef ref = RefOf(bytes_);
-  ASSERT_TRUE(store.Store(ref, bytes_).ok());
+  ASSERT_OK(store.Store(ref, bytes_));
   std::string damaged = bytes_;
   damaged.back() ^= 1;
-  ASSERT_TRUE(WriteFileAtomically(BlobPath(ref), damaged).ok());
+  ASSERT_OK(WriteFileAtomically(BlobPath(ref), damaged));
   auto read = store.Read(ref);
   EXPECT_EQ(read.status().code(), StatusCode::kCorruption);
   EXPECT_FALSE(PathExists(BlobPath(ref)));
   EXPECT_THAT(store.Read(ref).status().message(),
               HasSubstr("is not in the coordinator's blob store"));
-  ASSERT_TRUE(store.Store(ref, bytes_).ok()) << "a resubmission repairs it";
+  ASSERT_OK(store.Store(ref, bytes_)) << "a resubmission repairs it";
   EXPECT_EQ(*store.Read(ref), bytes_);
 }
 

@@ -8,6 +8,7 @@
 #include "checkpoint/checkpoint_storage.h"
 #include "common/file_io.h"
 #include "common/key_group_assignment.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::cli {
 namespace {
@@ -40,13 +41,13 @@ class CheckpointInspectTest : public ::testing::Test {
     m_.split_positions = {{"gen-0", "10"}, {"gen-1", "20"}};
     m_.sink_committables = {"a"};
     dir_ = tmp_.File("job/chk-3");
-    EXPECT_TRUE(CreateDirectories(dir_).ok());
+    EXPECT_OK(CreateDirectories(dir_));
     for (const auto& s : m_.subtasks) {
       EXPECT_TRUE(
           WriteFileAtomically(dir_ + "/" + s.keyed_state.path, std::string(s.keyed_state.size, 'x'))
               .ok());
     }
-    EXPECT_TRUE(CheckpointStorage(tmp_.path()).WriteMetadata(dir_, m_).ok());
+    EXPECT_OK(CheckpointStorage(tmp_.path()).WriteMetadata(dir_, m_));
   }
 
   int Run(std::vector<std::string> args) {
@@ -107,13 +108,13 @@ TEST_F(CheckpointInspectTest, AcceptsTheMetadataFileAndADirectoryWithTrailingSla
 
   m_.savepoint = true;
   const std::string sp = tmp_.File("job/savepoint-3");
-  ASSERT_TRUE(CreateDirectories(sp).ok());
+  ASSERT_OK(CreateDirectories(sp));
   for (const auto& s : m_.subtasks) {
     ASSERT_TRUE(
         WriteFileAtomically(sp + "/" + s.keyed_state.path, std::string(s.keyed_state.size, 'x'))
             .ok());
   }
-  ASSERT_TRUE(CheckpointStorage(tmp_.path()).WriteMetadata(sp, m_).ok());
+  ASSERT_OK(CheckpointStorage(tmp_.path()).WriteMetadata(sp, m_));
   ASSERT_EQ(Run({sp + "/"}), 0) << err_;
   EXPECT_NE(out_.str().find("type:              savepoint\n"), std::string::npos) << out_.str();
 }
@@ -163,7 +164,7 @@ TEST_F(CheckpointInspectTest, MissingCheckpointExitsWith1AndSaysWhy) {
   EXPECT_NE(err_.find("no checkpoint at " + tmp_.File("job/chk-99")), std::string::npos) << err_;
 
   const std::string incomplete = tmp_.File("job/chk-4");
-  ASSERT_TRUE(CreateDirectories(incomplete).ok());
+  ASSERT_OK(CreateDirectories(incomplete));
   EXPECT_EQ(Run({incomplete}), 1);
   EXPECT_NE(err_.find("_metadata is missing (the checkpoint was never completed)"),
             std::string::npos)
@@ -172,10 +173,10 @@ TEST_F(CheckpointInspectTest, MissingCheckpointExitsWith1AndSaysWhy) {
 
 TEST_F(CheckpointInspectTest, CorruptedMetadataExitsWith1) {
   auto bytes = ReadFileToString(dir_ + "/_metadata");
-  ASSERT_TRUE(bytes.ok());
+  ASSERT_OK(bytes);
   std::string bad = *bytes;
   bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x20);
-  ASSERT_TRUE(WriteFileAtomically(dir_ + "/_metadata", bad).ok());
+  ASSERT_OK(WriteFileAtomically(dir_ + "/_metadata", bad));
   EXPECT_EQ(Run({dir_}), 1);
   EXPECT_EQ(out_.str(), "");
   EXPECT_NE(err_.find("checksum mismatch"), std::string::npos) << err_;
@@ -183,7 +184,7 @@ TEST_F(CheckpointInspectTest, CorruptedMetadataExitsWith1) {
 }
 
 TEST_F(CheckpointInspectTest, TruncatedStateFileExitsWith1ButStillPrintsTheMetadata) {
-  ASSERT_TRUE(WriteFileAtomically(dir_ + "/subtask-1.kgs", std::string(100, 'x')).ok());
+  ASSERT_OK(WriteFileAtomically(dir_ + "/subtask-1.kgs", std::string(100, 'x')));
   EXPECT_EQ(Run({dir_}), 1);
   EXPECT_NE(out_.str().find("state files:       BROKEN: state file " + dir_ +
                             "/subtask-1.kgs of subtask 1 of checkpoint 3 is truncated: "

@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "common/security/curve_keys.h"
 #include "tests/coordinator/coordinator_harness.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -34,7 +35,7 @@ class ControlRolesTest : public CoordinatorHarness {
       AddKey(id);
     }
     auto store = TrustedKeyStore::Load(keys_);
-    ASSERT_TRUE(store.ok()) << store.status().message();
+    ASSERT_OK(store);
     CoordinatorOptions o;
     o.heartbeat_interval_ms = 100;
     o.heartbeat_timeout_ms = 1000;
@@ -49,10 +50,10 @@ class ControlRolesTest : public CoordinatorHarness {
 
   void AddKey(const PeerIdentity& id) {
     auto pair = GenerateCurveKeyPair();
-    ASSERT_TRUE(pair.ok()) << pair.status().message();
+    ASSERT_OK(pair);
     KeyFile pub{id, CurveKeyPair{pair->public_key, ""}};
     public_keys_[id.name] = pair->public_key;
-    ASSERT_TRUE(WriteNewKeyFile(keys_.PublicKeyFile(id.role, id.name), pub, 0644).ok());
+    ASSERT_OK(WriteNewKeyFile(keys_.PublicKeyFile(id.role, id.name), pub, 0644));
   }
 
   // Two workers (keys worker-0, worker-1; pids 1000, 1001) run a 2-subtask job.
@@ -279,7 +280,7 @@ TEST_F(ControlRolesTest, EveryMessageOfARevokedWorkersOpenConnectionIsRefusedAnd
 
 TEST_F(ControlRolesTest, AReloadThatFailsKeepsTheOldKeys) {
   RunJob();
-  ASSERT_TRUE(WriteFileAtomically(keys_.PublicKeyFile(Role::kWorker, "broken"), "junk\n").ok());
+  ASSERT_OK(WriteFileAtomically(keys_.PublicKeyFile(Role::kWorker, "broken"), "junk\n"));
   std::filesystem::remove(keys_.PublicKeyFile(Role::kWorker, "worker-1"));
   auto reloaded = coord_->ReloadKeys(now_);
   ASSERT_FALSE(reloaded.ok());

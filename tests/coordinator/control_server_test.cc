@@ -17,6 +17,7 @@
 #include "common/transport/endpoint.h"
 #include "coordinator/cli/control_client.h"
 #include "tests/common/transport/unused_tcp_endpoint.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -47,7 +48,7 @@ class ControlServerTest : public ::testing::Test {
     if (loop_.joinable()) {
       EXPECT_EQ(::write(stop_[1], "x", 1), 1);
       loop_.join();
-      EXPECT_TRUE(loop_status_.ok()) << loop_status_.message();
+      EXPECT_OK(loop_status_);
     }
     server_.reset();
     ::close(stop_[0]);
@@ -66,20 +67,20 @@ class ControlServerTest : public ::testing::Test {
 TEST_F(ControlServerTest, AnswersTheCliClientsStatusRequest) {
   auto client = cli::ControlClient::Connect(server_->endpoint(), 5000).value();
   Result<Reply> reply = client->Request(StatusRequest{});
-  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  ASSERT_OK(reply);
   EXPECT_TRUE(reply->ok) << reply->message;
   EXPECT_FALSE(reply->json.empty());
 }
 
 TEST_F(ControlServerTest, RepliesToAnUndecodableMessageWithTheReason) {
   ZmqSocket dealer = ZmqSocket::Create(*ctx_, SocketType::kDealer).value();
-  ASSERT_TRUE(dealer.Connect(server_->endpoint()).ok());
-  ASSERT_TRUE(dealer.Send("not a control message", SendOptions{}).ok());
+  ASSERT_OK(dealer.Connect(server_->endpoint()));
+  ASSERT_OK(dealer.Send("not a control message", SendOptions{}));
   zmq::message_t got;
-  ASSERT_TRUE(dealer.Receive(&got, Duration::Seconds(5)).ok());
+  ASSERT_OK(dealer.Receive(&got, Duration::Seconds(5)));
   auto decoded = DecodeControlMessage(
       std::string_view(static_cast<const char*>(got.data()), got.size()), "the test");
-  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  ASSERT_OK(decoded);
   ASSERT_TRUE(std::holds_alternative<Reply>(*decoded));
   EXPECT_FALSE(std::get<Reply>(*decoded).ok);
   EXPECT_THAT(std::get<Reply>(*decoded).message, HasSubstr("a control peer"));
@@ -88,7 +89,7 @@ TEST_F(ControlServerTest, RepliesToAnUndecodableMessageWithTheReason) {
 ControlMessage DecodeOrDie(const zmq::message_t& m) {
   auto decoded = DecodeControlMessage(
       std::string_view(static_cast<const char*>(m.data()), m.size()), "the coordinator");
-  EXPECT_TRUE(decoded.ok()) << decoded.status().message();
+  EXPECT_OK(decoded);
   return decoded.ok() ? *decoded : ControlMessage(Reply{});
 }
 
@@ -99,13 +100,13 @@ ControlMessage DecodeOrDie(const zmq::message_t& m) {
 // CLI's status request is answered.
 void ExpectWorkerServedDuringAFlood(ZmqContext& ctx, const std::string& endpoint, bool junk) {
   ZmqSocket worker = ZmqSocket::Create(ctx, SocketType::kDealer).value();
-  ASSERT_TRUE(worker.Connect(endpoint).ok());
+  ASSERT_OK(worker.Connect(endpoint));
   RegisterWorker reg;
   reg.hostname = "h";
   reg.pid = 4242;
-  ASSERT_TRUE(worker.Send(EncodeControlMessage(reg), SendOptions{}).ok());
+  ASSERT_OK(worker.Send(EncodeControlMessage(reg), SendOptions{}));
   zmq::message_t got;
-  ASSERT_TRUE(worker.Receive(&got, Duration::Seconds(5)).ok());
+  ASSERT_OK(worker.Receive(&got, Duration::Seconds(5)));
   ControlMessage registered = DecodeOrDie(got);
   ASSERT_TRUE(std::holds_alternative<Registered>(registered));
   const WorkerId id = std::get<Registered>(registered).worker;
@@ -149,7 +150,7 @@ void ExpectWorkerServedDuringAFlood(ZmqContext& ctx, const std::string& endpoint
   flooding.store(false);
   flood.join();
 
-  ASSERT_TRUE(status.ok()) << status.status().message();
+  ASSERT_OK(status);
   EXPECT_FALSE(told_to_register_again) << "the worker was declared lost during the flood";
   EXPECT_GE(coordinator_heartbeats, 5) << "the loop did not tick during the 2 s flood";
   auto json = nlohmann::json::parse(status->json);

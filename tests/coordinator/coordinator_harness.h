@@ -16,6 +16,7 @@
 #include "checkpoint/checkpoint_storage.h"
 #include "common/file_io.h"
 #include "coordinator/coordinator.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 
@@ -152,7 +153,7 @@ class CoordinatorHarness : public ::testing::Test {
         h.timers.push_back(1);
         h.size += 10;
       }
-      ASSERT_TRUE(WriteFileAtomically(t->directory + "/" + h.path, std::string(h.size, 'x')).ok());
+      ASSERT_OK(WriteFileAtomically(t->directory + "/" + h.path, std::string(h.size, 'x')));
       a.split_positions["0"] = "pos-" + std::to_string(t->checkpoint.value());
       Deliver(identity, a);
     }

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "tests/coordinator/coordinator_harness.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -25,7 +26,7 @@ class CoordinatorRestartTest : public CoordinatorHarness {
   // The coordinator process dies and a new one starts on the same checkpoint directory.
   nlohmann::json Restart() {
     Reset("second");
-    EXPECT_TRUE(coord_->ResumeJobs(now_).ok());
+    EXPECT_OK(coord_->ResumeJobs(now_));
     EXPECT_NE(coord_->job(), nullptr);
     return coord_->job() != nullptr ? JobStatus() : nlohmann::json();
   }

@@ -6,6 +6,7 @@
 #include "common/sha256.h"
 #include "coordinator/blob_store.h"
 #include "tests/coordinator/coordinator_harness.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -103,12 +104,12 @@ TEST_F(JobLibraryShippingTest,
        ABlobDeletedBeforeACoordinatorRestartIsAnErrorThatSaysToSubmitAgain) {
   Register("w0", 0);
   coord_->OnMessage("cli", SubmitJob{LibrarySpec(1), bytes_}, now_);
-  ASSERT_TRUE(RemoveFile(BlobPath()).ok());
+  ASSERT_OK(RemoveFile(BlobPath()));
   EXPECT_EQ(Fetch("w0").bytes, bytes_) << "this coordinator keeps the verified bytes in memory";
   DeployAll({"w0"});
 
   Reset("second");
-  ASSERT_TRUE(coord_->ResumeJobs(now_).ok());
+  ASSERT_OK(coord_->ResumeJobs(now_));
   Register("w0b", 0);
   Advance(500);
   ASSERT_TRUE(outbox_.Last<DeployTask>("w0b").has_value());
@@ -124,7 +125,7 @@ TEST_F(JobLibraryShippingTest, ARestartedCoordinatorDeploysAndServesTheSameLibra
   DeployAll({"w0"});
 
   Reset("second");
-  ASSERT_TRUE(coord_->ResumeJobs(now_).ok());
+  ASSERT_OK(coord_->ResumeJobs(now_));
   ASSERT_NE(coord_->job(), nullptr);
   EXPECT_EQ(coord_->job()->spec().job_library, ref_) << "read back from the _job record";
   size_t deploys = outbox_.To<DeployTask>("w0b").size();

@@ -7,6 +7,7 @@
 #include "common/file_io.h"
 #include "common/protocol/control_messages.h"
 #include "common/sha256.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::cli {
 namespace {
@@ -15,9 +16,9 @@ using ::testing::HasSubstr;
 
 TEST(JobLibraryUploadTest, ReadsTheFileAndRecordsItsHashNameAndSize) {
   TempDir dir("upload");
-  ASSERT_TRUE(WriteFileAtomically(dir.File("libsum.so"), "library bytes").ok());
+  ASSERT_OK(WriteFileAtomically(dir.File("libsum.so"), "library bytes"));
   auto up = ReadJobLibraryForUpload(dir.File("libsum.so"));
-  ASSERT_TRUE(up.ok()) << up.status().message();
+  ASSERT_OK(up);
   EXPECT_EQ(up->bytes, "library bytes");
   EXPECT_EQ(up->ref.sha256, Sha256Hex("library bytes"));
   EXPECT_EQ(up->ref.file_name, "libsum.so");
@@ -29,11 +30,11 @@ TEST(JobLibraryUploadTest, RefusesMissingEmptyDirectoryAndOversizedFiles) {
   EXPECT_THAT(ReadJobLibraryForUpload(dir.File("nope.so")).status().message(),
               HasSubstr("--job-library " + dir.File("nope.so") + " does not exist"));
   EXPECT_THAT(ReadJobLibraryForUpload(dir.path()).status().message(), HasSubstr("is a directory"));
-  ASSERT_TRUE(WriteFileAtomically(dir.File("empty.so"), "").ok());
+  ASSERT_OK(WriteFileAtomically(dir.File("empty.so"), ""));
   EXPECT_THAT(ReadJobLibraryForUpload(dir.File("empty.so")).status().message(),
               HasSubstr("is empty"));
   // A sparse file one byte over the limit: refused from its size, before it is read.
-  ASSERT_TRUE(WriteFileAtomically(dir.File("huge.so"), "x").ok());
+  ASSERT_OK(WriteFileAtomically(dir.File("huge.so"), "x"));
   ASSERT_EQ(::truncate(dir.File("huge.so").c_str(), static_cast<off_t>(kMaxJobLibraryBytes + 1)),
             0);
   auto huge = ReadJobLibraryForUpload(dir.File("huge.so"));

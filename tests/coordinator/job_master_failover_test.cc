@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/coordinator/coordinator_harness.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -188,7 +189,7 @@ class JobMasterRescaleCrashTest : public CoordinatorHarness {
     crash_point_ = nullptr;
     const std::string job_id = job_id_;
     Reset();
-    EXPECT_TRUE(coord_->ResumeJobs(now_).ok());
+    EXPECT_OK(coord_->ResumeJobs(now_));
     EXPECT_NE(coord_->job(), nullptr);
     if (coord_->job() == nullptr) return {};
     EXPECT_EQ(coord_->job()->job_id(), job_id);
@@ -310,7 +311,7 @@ TEST_F(JobMasterRescaleCrashTest, ALostRescaleSavepointWithoutANewerCheckpointFa
   std::filesystem::remove_all(SavepointDir());
   crash_point_ = nullptr;
   Reset();
-  ASSERT_TRUE(coord_->ResumeJobs(now_).ok());
+  ASSERT_OK(coord_->ResumeJobs(now_));
   for (int slot = 0; slot < 3; ++slot) Register("w" + std::to_string(slot) + "-new", slot);
   Advance(100);
   ASSERT_EQ(coord_->job()->state(), JobState::kFailed);

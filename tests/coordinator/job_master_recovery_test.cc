@@ -14,6 +14,7 @@
 #include "coordinator/coordinator.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 #include "tests/coordinator/coordinator_harness.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -128,7 +129,7 @@ class RecoveryTest : public ::testing::Test {
         offset += bytes_per_key_group;
       }
       h.size = offset;
-      ASSERT_TRUE(WriteFileAtomically(t->directory + "/" + h.path, std::string(h.size, 'x')).ok());
+      ASSERT_OK(WriteFileAtomically(t->directory + "/" + h.path, std::string(h.size, 'x')));
       a.split_positions["0"] = "pos-" + std::to_string(t->checkpoint.value());
       a.sink_committables = sink_committables;
       coord_->OnMessage(identity, a, now_);
@@ -157,7 +158,7 @@ class RecoveryTest : public ::testing::Test {
     for (const std::string& name : names) {
       const std::string path = t->shared_directory + "/" + name;
       if (!PathExists(path)) {
-        ASSERT_TRUE(WriteFileAtomically(path, std::string(10, 's')).ok());
+        ASSERT_OK(WriteFileAtomically(path, std::string(10, 's')));
       }
       files.push_back(SharedStateFile{name, 10, 0x5000});
     }
@@ -391,7 +392,7 @@ TEST_F(RecoveryTest, RetentionNeverDeletesTheCheckpointAnAttemptRestoresFrom) {
   EXPECT_EQ(coord_->StatusJson(now_)["job"]["checkpoints"]["latest_completed"], 1);
   // A late upload of attempt 1 (checkpoint 2's, after the sweep): its new file goes, the shared
   // one the restore point references stays.
-  ASSERT_TRUE(WriteFileAtomically(shared + "/late-2.kgs", std::string(10, 's')).ok());
+  ASSERT_OK(WriteFileAtomically(shared + "/late-2.kgs", std::string(10, 's')));
   AcknowledgeCheckpoint late;
   late.worker = ids_["w0"];
   late.attempt = AttemptNumber(1);
@@ -468,7 +469,7 @@ TEST_F(RecoveryTest, TruncatedStateFileIsSkippedWhenPlanningTheRestore) {
   CheckpointStorage storage(dir_.path());
   std::string newest = storage.CheckpointDirectory(coord_->job()->job_id(), CheckpointId(2)) + "/" +
                        CheckpointStorage::SubtaskStateFileName(SubtaskIndex(0));
-  ASSERT_TRUE(WriteFileAtomically(newest, "short").ok());
+  ASSERT_OK(WriteFileAtomically(newest, "short"));
   coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"}, now_);
   Advance(300);
   auto d = outbox_.Last<DeployTask>("w0");
@@ -494,7 +495,7 @@ TEST_F(RecoveryTest, FallbackThatWouldReplayCommittedOutputFailsTheJobInsteadOfR
   const std::string job = coord_->job()->job_id();
   const std::string chk1 = storage.CheckpointDirectory(job, CheckpointId(1));
   const std::string chk2 = storage.CheckpointDirectory(job, CheckpointId(2));
-  ASSERT_TRUE(WriteFileAtomically(chk2 + "/subtask-0.kgs", "short").ok());
+  ASSERT_OK(WriteFileAtomically(chk2 + "/subtask-0.kgs", "short"));
   coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"}, now_);
   Advance(300);
   EXPECT_EQ(outbox_.To<DeployTask>("w0").size(), 1u);  // no second attempt
@@ -611,7 +612,7 @@ TEST_F(RecoveryTest, FinalCheckpointCommitsBeforeTheJobFinishes) {
   AckAll({"w0", "w1"});
   EXPECT_EQ(outbox_.Last<NotifyCheckpointComplete>("w1")->checkpoint, t->checkpoint);
   auto m = CheckpointStorage::ReadMetadata(t->directory);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_OK(m);
   EXPECT_TRUE(m->final);
   for (const char* w : {"w0", "w1"}) {
     coord_->OnMessage(
@@ -697,7 +698,7 @@ TEST_F(RecoveryTest, RescaleOfARocksDbJobTakesAForcedCheckpointNobodyCommitsAndR
   EXPECT_EQ(d2->restore->keyed_state[0].range, KeyGroupRange::Of(4, 7));
   EXPECT_EQ(outbox_.Last<DeployTask>("w1")->restore->keyed_state.size(), 2u);  // 3..5
   auto completed = CheckpointStorage(dir_.path()).ListCompletedCheckpoints(coord_->job()->job_id());
-  ASSERT_TRUE(completed.ok()) << completed.status().ToString();
+  ASSERT_OK(completed);
   ASSERT_FALSE(completed->empty());
   EXPECT_EQ(completed->back().id, t->checkpoint);
   EXPECT_FALSE(completed->back().savepoint);
@@ -728,7 +729,7 @@ TEST_F(RecoveryTest, StopWithSavepointCancelsTheJobAfterTheSavepoint) {
   auto r = outbox_.Last<Reply>("cli");
   ASSERT_TRUE(r->ok) << r->message;
   EXPECT_NE(r->message.find("job stopped with savepoint 1: " + t->directory), std::string::npos);
-  EXPECT_TRUE(CheckpointStorage::ReadMetadata(t->directory).ok());
+  EXPECT_OK(CheckpointStorage::ReadMetadata(t->directory));
 }
 
 TEST_F(RecoveryTest, SubmissionsInTheSameSecondGetDistinctJobIds) {
@@ -794,7 +795,7 @@ TEST_F(RecoveryTest, RestartedCoordinatorResumesTheRunningJobFromItsLatestCheckp
   // The coordinator dies (no clean cancel) and a new one starts on the same directory.
   Reset();
   ids_.clear();
-  ASSERT_TRUE(coord_->ResumeJobs(now_).ok());
+  ASSERT_OK(coord_->ResumeJobs(now_));
   ASSERT_NE(coord_->job(), nullptr);
   EXPECT_EQ(coord_->job()->job_id(), job_id);
   EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);

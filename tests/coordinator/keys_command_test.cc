@@ -12,6 +12,7 @@
 
 #include "common/security/curve_keys.h"
 #include "common/security/tls_certificate.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::cli {
 namespace {
@@ -63,14 +64,14 @@ TEST_F(KeysCommandTest, InitCreatesTheKeySetWithPrivateModes) {
   }
   // The files are what the processes read: a valid pair, role and name per place.
   auto worker = ReadKeyFile(dir_ + "/workers/worker-1.key", /*require_secret=*/true);
-  ASSERT_TRUE(worker.ok()) << worker.status().message();
+  ASSERT_OK(worker);
   EXPECT_EQ(worker->identity, (PeerIdentity{Role::kWorker, "worker-1"}));
   auto trusted = LoadTrustedKeys(KeyDirectory{dir_});
-  ASSERT_TRUE(trusted.ok()) << trusted.status().message();
+  ASSERT_OK(trusted);
   EXPECT_EQ(trusted->size(), 5u);
   EXPECT_EQ(trusted->at(worker->keys.public_key), (PeerIdentity{Role::kWorker, "worker-1"}));
   auto coordinator = ReadKeyFile(dir_ + "/coordinator.key", true);
-  ASSERT_TRUE(coordinator.ok());
+  ASSERT_OK(coordinator);
   EXPECT_EQ(coordinator->identity.role, Role::kCoordinator);
   EXPECT_EQ(trusted->count(coordinator->keys.public_key), 0u);
 }
@@ -84,12 +85,12 @@ TEST_F(KeysCommandTest, InitWritesTheRestServersTlsCertificate) {
   EXPECT_EQ(Mode(dir_ + "/rest"), 0700u);
   EXPECT_EQ(Mode(keys.RestTlsKey()), 0600u);
   EXPECT_EQ(Mode(keys.RestTlsCert()), 0644u);
-  EXPECT_TRUE(CheckTlsCertificateFiles(keys.RestTlsCert(), keys.RestTlsKey()).ok());
+  EXPECT_OK(CheckTlsCertificateFiles(keys.RestTlsCert(), keys.RestTlsKey()));
   EXPECT_NE(out_.str().find("--rest-tls-cert " + keys.RestTlsCert()), std::string::npos)
       << out_.str();
   // The key set's trusted CURVE keys are unchanged by it.
   auto trusted = LoadTrustedKeys(keys);
-  ASSERT_TRUE(trusted.ok()) << trusted.status().message();
+  ASSERT_OK(trusted);
   EXPECT_EQ(trusted->size(), 3u);
 }
 
@@ -98,7 +99,7 @@ TEST_F(KeysCommandTest, RestTlsAddsTheCertificateToAnOlderKeySetOnce) {
   fs::remove_all(dir_ + "/rest");  // a key set made before init wrote it
   ASSERT_EQ(Run({"rest-tls", "--keys", dir_}), 0) << err_.str();
   const KeyDirectory keys{dir_};
-  EXPECT_TRUE(CheckTlsCertificateFiles(keys.RestTlsCert(), keys.RestTlsKey()).ok());
+  EXPECT_OK(CheckTlsCertificateFiles(keys.RestTlsCert(), keys.RestTlsKey()));
   EXPECT_EQ(Mode(keys.RestTlsKey()), 0600u);
   EXPECT_EQ(Run({"rest-tls", "--keys", dir_}), 1);
   EXPECT_EQ(err_.str(), "keyflow: TLS certificate " + keys.RestTlsCert() +
@@ -119,12 +120,12 @@ TEST_F(KeysCommandTest, InitDefaultsToTwoWorkersAndTheOperatorClient) {
 TEST_F(KeysCommandTest, InitRefusesAnExistingKeySetAndKeepsItsKeys) {
   ASSERT_EQ(Run({"init", dir_}), 0);
   auto before = ReadKeyFile(dir_ + "/coordinator.key", true);
-  ASSERT_TRUE(before.ok());
+  ASSERT_OK(before);
   EXPECT_EQ(Run({"init", dir_}), 1);
   EXPECT_EQ(err_.str(),
             "keyflow: " + dir_ + " already holds a key set; keys are never overwritten\n");
   auto after = ReadKeyFile(dir_ + "/coordinator.key", true);
-  ASSERT_TRUE(after.ok());
+  ASSERT_OK(after);
   EXPECT_EQ(after->keys, before->keys);
 }
 
@@ -161,7 +162,7 @@ TEST_F(KeysCommandTest, AddWorkerAndClientAddOneKeyAndRefuseAnExistingName) {
   EXPECT_EQ(Mode(dir_ + "/clients/alice.key"), 0600u);
   EXPECT_EQ(Mode(dir_ + "/clients/alice.pub"), 0644u);
   auto alice = ReadKeyFile(dir_ + "/clients/alice.key", true);
-  ASSERT_TRUE(alice.ok());
+  ASSERT_OK(alice);
   EXPECT_EQ(alice->identity, (PeerIdentity{Role::kOperator, "alice"}));
 
   EXPECT_EQ(Run({"add-worker", "worker-0", "--keys", dir_}), 1);

@@ -12,6 +12,7 @@
 #include "common/file_io.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 #include "tests/coordinator/coordinator_harness.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -49,7 +50,7 @@ class PathRulesTest : public ::testing::Test {
   PathRulesTest() {
     // A world-searchable tree, so that `nobody` meets exactly the modes each test sets.
     EXPECT_EQ(::chmod(tmp_.path().c_str(), 0755), 0);
-    EXPECT_TRUE(CreateDirectories(tmp_.File("allowed")).ok());
+    EXPECT_OK(CreateDirectories(tmp_.File("allowed")));
     EXPECT_EQ(::chmod(tmp_.File("allowed").c_str(), 0755), 0);
     root_ = *CanonicalPath(tmp_.File("allowed"));
   }
@@ -65,16 +66,16 @@ TEST_F(PathRulesTest, AllowedRootsMustBeAbsoluteExistingDirectories) {
       CanonicalAllowedRoots({tmp_.File("none")}).status(),
       InvalidArgument("--allowed-path " + tmp_.File("none") + " does not exist: create it first"));
   auto roots = CanonicalAllowedRoots({tmp_.File("allowed/./"), "/"});
-  ASSERT_TRUE(roots.ok());
+  ASSERT_OK(roots);
   EXPECT_EQ(*roots, (std::vector<std::string>{root_, "/"}));
 }
 
 TEST_F(PathRulesTest, OnlyPathsUnderARootAreAccepted) {
   const std::vector<std::string> roots = {root_};
-  EXPECT_TRUE(CheckAllowedPath("--output", "/anywhere", {}).ok());  // no roots: any path
-  EXPECT_TRUE(CheckAllowedPath("--output", root_, roots).ok());
-  EXPECT_TRUE(CheckAllowedPath("--output", root_ + "/new/out", roots).ok());
-  EXPECT_TRUE(CheckAllowedPath("--output", "", roots).ok());  // not given
+  EXPECT_OK(CheckAllowedPath("--output", "/anywhere", {}));  // no roots: any path
+  EXPECT_OK(CheckAllowedPath("--output", root_, roots));
+  EXPECT_OK(CheckAllowedPath("--output", root_ + "/new/out", roots));
+  EXPECT_OK(CheckAllowedPath("--output", "", roots));  // not given
   Status outside = CheckAllowedPath("--input", "/etc/shadow", roots);
   EXPECT_EQ(outside,
             InvalidArgument("--input /etc/shadow is outside the paths this coordinator may use "
@@ -103,7 +104,7 @@ TEST_F(PathRulesTest, EveryPathOfAJobIsChecked) {
   spec.output_dir = root_ + "/out";
   spec.checkpoint_dir = root_ + "/ckpt";
   spec.from_savepoint = root_ + "/sp";
-  EXPECT_TRUE(CheckAllowedJobPaths(spec, roots).ok());
+  EXPECT_OK(CheckAllowedJobPaths(spec, roots));
   for (auto [flag, field] : std::vector<std::pair<std::string, std::string JobSpec::*>>{
            {"--input", &JobSpec::input},
            {"--output", &JobSpec::output_dir},
@@ -118,14 +119,14 @@ TEST_F(PathRulesTest, EveryPathOfAJobIsChecked) {
 
 TEST_F(PathRulesTest, TheClientMayNotNameWhatItsUserCannotReadOrWrite) {
   const std::string secret = root_ + "/secret.jsonl";
-  ASSERT_TRUE(WriteFileAtomically(secret, "{}\n").ok());  // 0600, owned by root
+  ASSERT_OK(WriteFileAtomically(secret, "{}\n"));  // 0600, owned by root
   const std::string open_file = root_ + "/open.jsonl";
-  ASSERT_TRUE(WriteFileAtomically(open_file, "{}\n").ok());
+  ASSERT_OK(WriteFileAtomically(open_file, "{}\n"));
   ASSERT_EQ(::chmod(open_file.c_str(), 0644), 0);
-  ASSERT_TRUE(CreateDirectories(root_ + "/inputs").ok());
+  ASSERT_OK(CreateDirectories(root_ + "/inputs"));
   ASSERT_EQ(::chmod((root_ + "/inputs").c_str(), 0755), 0);
-  ASSERT_TRUE(WriteFileAtomically(root_ + "/inputs/a.jsonl", "{}\n").ok());  // 0600
-  ASSERT_TRUE(CreateDirectories(root_ + "/private").ok());                   // 0700
+  ASSERT_OK(WriteFileAtomically(root_ + "/inputs/a.jsonl", "{}\n"));  // 0600
+  ASSERT_OK(CreateDirectories(root_ + "/private"));                   // 0700
 
   EXPECT_EQ(AsNobody([&] { return CheckUserMayRead("--input", secret); }),
             "--input " + secret +
@@ -204,7 +205,7 @@ TEST_F(AllowedPathCoordinatorTest, ASavepointWhoseOutputDirectoryIsOutsideTheRoo
   Register("w0", 0);
   CheckpointStorage storage(dir_.path());
   const std::string sp = storage.SavepointDirectory("old-job", CheckpointId(3));
-  ASSERT_TRUE(storage.PrepareCheckpointDirectory(sp).ok());
+  ASSERT_OK(storage.PrepareCheckpointDirectory(sp));
   CheckpointMetadata m = ckpt_test::TestMetadata(8, 1, 3);
   m.savepoint = true;
   m.spec.output_dir = "/etc";
@@ -213,7 +214,7 @@ TEST_F(AllowedPathCoordinatorTest, ASavepointWhoseOutputDirectoryIsOutsideTheRoo
         WriteFileAtomically(sp + "/" + s.keyed_state.path, std::string(s.keyed_state.size, 's'))
             .ok());
   }
-  ASSERT_TRUE(storage.WriteMetadata(sp, m).ok());
+  ASSERT_OK(storage.WriteMetadata(sp, m));
   JobSpec spec = Spec(1, 0);
   spec.from_savepoint = sp;
   coord_->OnMessage("cli", SubmitJob{spec}, now_);

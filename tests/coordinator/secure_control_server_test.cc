@@ -14,6 +14,7 @@
 #include "coordinator/cli/control_client.h"
 #include "coordinator/control_server.h"
 #include "tests/common/security/test_key_set.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -22,9 +23,9 @@ class SecureControlServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     keys_ = dir_.path() + "/keys";
-    ASSERT_TRUE(test::MakeTestKeySet(keys_, {"worker-0"}, {"operator"}).ok());
+    ASSERT_OK(test::MakeTestKeySet(keys_, {"worker-0"}, {"operator"}));
     rogue_ = dir_.path() + "/rogue";
-    ASSERT_TRUE(test::MakeTestKeySet(rogue_, {}, {"mallory"}).ok());
+    ASSERT_OK(test::MakeTestKeySet(rogue_, {}, {"mallory"}));
     // The rogue client pins the real coordinator's key: only its own key is unknown.
     std::filesystem::copy_file(KeyDirectory{keys_}.CoordinatorPub(),
                                KeyDirectory{rogue_}.CoordinatorPub(),
@@ -34,12 +35,12 @@ class SecureControlServerTest : public ::testing::Test {
     o.heartbeat_interval_ms = 100;
     o.heartbeat_timeout_ms = 1000;
     auto security = LoadProcessSecurity({keys_, "", false}, Role::kCoordinator);
-    ASSERT_TRUE(security.ok()) << security.status().message();
+    ASSERT_OK(security);
     o.security = *security;
     ctx_ = ZmqContext::Create().value();
     ASSERT_EQ(::pipe(stop_), 0);
     auto server = ControlServer::Bind(*ctx_, "tcp://127.0.0.1:*", o, &clock_);
-    ASSERT_TRUE(server.ok()) << server.status().message();
+    ASSERT_OK(server);
     server_ = std::move(server).value();
     loop_ = std::thread([this] { loop_status_ = server_->Run(stop_[0]); });
   }
@@ -47,7 +48,7 @@ class SecureControlServerTest : public ::testing::Test {
     if (loop_.joinable()) {
       EXPECT_EQ(::write(stop_[1], "x", 1), 1);
       loop_.join();
-      EXPECT_TRUE(loop_status_.ok()) << loop_status_.message();
+      EXPECT_OK(loop_status_);
     }
     server_.reset();
     ::close(stop_[0]);
@@ -96,7 +97,7 @@ TEST_F(SecureControlServerTest, TheOperatorKeyIsServedAndSeesTheRefusalsCounted)
   ASSERT_FALSE(Ask({"", "", true}, Role::kOperator, StatusRequest{}).ok());
   ASSERT_FALSE(Ask({rogue_, "mallory", false}, Role::kOperator, StatusRequest{}).ok());
   Result<Reply> r = Ask({keys_, "operator", false}, Role::kOperator, StatusRequest{});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_OK(r);
   ASSERT_TRUE(r->ok) << r->message;
   nlohmann::json sec = nlohmann::json::parse(r->json)["coordinator"]["security"];
   EXPECT_EQ(sec["mode"], "curve");
@@ -107,7 +108,7 @@ TEST_F(SecureControlServerTest, TheOperatorKeyIsServedAndSeesTheRefusalsCounted)
 
 TEST_F(SecureControlServerTest, AWorkerKeyIsRefusedOperatorRequests) {
   Result<Reply> r = Ask({keys_, "worker-0", false}, Role::kWorker, CancelJob{});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_OK(r);
   EXPECT_FALSE(r->ok);
   EXPECT_EQ(r->message,
             "a worker key cannot cancel the job: use an operator client key (`keyflow keys "

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/security/curve_keys.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -35,7 +36,7 @@ class WorkerKeyCheckTest : public ::testing::Test {
 };
 
 TEST_F(WorkerKeyCheckTest, AcceptsTheWorkersOwnTrustedKey) {
-  EXPECT_TRUE(Check(PeerIdentity{Role::kWorker, "worker-0"}, w0_).ok());
+  EXPECT_OK(Check(PeerIdentity{Role::kWorker, "worker-0"}, w0_));
 }
 
 TEST_F(WorkerKeyCheckTest, RefusesAnotherWorkersKey) {

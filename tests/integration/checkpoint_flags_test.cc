@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/integration/cluster.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -16,7 +17,7 @@ TEST(CheckpointFlagsTest, ANegativeTolerableCheckpointFailuresIsRefused) {
                        "gen:events=10,keys=2,splits=1,seed=1", "--coordinator", "tcp://127.0.0.1:1",
                        "--tolerable-checkpoint-failures", "-1"},
                       Duration::Seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 2) << r->err;
   EXPECT_THAT(r->err, HasSubstr("--tolerable-checkpoint-failures must be 0 or more, not -1"));
 }
@@ -26,14 +27,14 @@ TEST(CheckpointFlagsTest, ANonNumericTolerableCheckpointFailuresIsRefused) {
                        "gen:events=10,keys=2,splits=1,seed=1", "--coordinator", "tcp://127.0.0.1:1",
                        "--tolerable-checkpoint-failures", "many"},
                       Duration::Seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 2) << r->err;
   EXPECT_THAT(r->err, HasSubstr("tolerable-checkpoint-failures"));
 }
 
 TEST(CheckpointFlagsTest, HelpDocumentsTheDefault) {
   auto r = RunCommand({KeyflowBinary("keyflow"), "run", "--help"}, Duration::Seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_THAT(r->out + r->err, HasSubstr("--tolerable-checkpoint-failures arg (=5)"));
 }
 

@@ -14,6 +14,7 @@
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -108,7 +109,7 @@ class ClusterScriptsTest : public ::testing::Test {
 
 TEST_F(ClusterScriptsTest, StartRegistersEveryWorkerRefusesASecondClusterAndStopIsIdempotent) {
   auto started = StartCluster({"--workers", "2", "--port", "0"});
-  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_OK(started);
   ASSERT_EQ(started->exit_code, 0) << started->err;
   std::string endpoint = started->out.substr(0, started->out.find('\n'));
   EXPECT_THAT(endpoint, ::testing::StartsWith("tcp://127.0.0.1:"));
@@ -120,7 +121,7 @@ TEST_F(ClusterScriptsTest, StartRegistersEveryWorkerRefusesASecondClusterAndStop
   pid_t w1 = PidFromFile(PidFile("worker-1"));
   for (pid_t p : {coordinator, w0, w1}) EXPECT_TRUE(ProcessAlive(p)) << p;
   auto st = StatusOf(endpoint);
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_OK(st);
   nlohmann::json status = nlohmann::json::parse(st->out);
   std::map<int, int64_t> pid_by_slot;
   for (const auto& w : status["workers"]) pid_by_slot[w.value("slot", -1)] = w.value("pid", 0);
@@ -128,14 +129,14 @@ TEST_F(ClusterScriptsTest, StartRegistersEveryWorkerRefusesASecondClusterAndStop
   EXPECT_TRUE(std::filesystem::exists(run_dir_ + "/worker-1.log"));
 
   auto second = StartCluster({"--workers", "1", "--port", "0"});
-  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_OK(second);
   EXPECT_EQ(second->exit_code, 1);
   EXPECT_THAT(second->err, HasSubstr("a cluster is already running from " + run_dir_));
   EXPECT_THAT(second->err, HasSubstr("scripts/stop-cluster.sh --run-dir " + run_dir_));
   EXPECT_TRUE(ProcessAlive(coordinator)) << "the refused start must not touch the running cluster";
 
   auto stopped = StopCluster();
-  ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
+  ASSERT_OK(stopped);
   EXPECT_EQ(stopped->exit_code, 0) << stopped->err;
   for (pid_t p : {coordinator, w0, w1}) EXPECT_FALSE(ProcessAlive(p)) << p;
   for (const char* name : {"coordinator", "worker-0", "worker-1"}) {
@@ -144,7 +145,7 @@ TEST_F(ClusterScriptsTest, StartRegistersEveryWorkerRefusesASecondClusterAndStop
   EXPECT_TRUE(std::filesystem::exists(run_dir_ + "/coordinator.log")) << "logs are kept";
 
   auto again = StopCluster();
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_OK(again);
   EXPECT_EQ(again->exit_code, 0);
   EXPECT_THAT(again->err, HasSubstr("no cluster running from " + run_dir_));
 }
@@ -152,7 +153,7 @@ TEST_F(ClusterScriptsTest, StartRegistersEveryWorkerRefusesASecondClusterAndStop
 TEST_F(ClusterScriptsTest, EachProcessWritesItsOwnRotatingLogAndItsOutputBesideIt) {
   auto started = StartCluster({"--workers", "1", "--port", "0", "--rest-port", "-1",
                                "--log-max-size", "2KiB", "--log-max-files", "2"});
-  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_OK(started);
   ASSERT_EQ(started->exit_code, 0) << started->err;
   std::string endpoint = started->out.substr(0, started->out.find('\n'));
   // The process's own lines go to its log file; what it prints to stdout/stderr to .out.
@@ -168,7 +169,7 @@ TEST_F(ClusterScriptsTest, EachProcessWritesItsOwnRotatingLogAndItsOutputBesideI
     auto r = RunCommand({"env", "KEYFLOW_KEYS=" + run_dir_ + "/keys", KeyflowBinary("keyflow"),
                          "log-level", i % 2 == 0 ? "debug" : "info", "--coordinator", endpoint},
                         Duration::Seconds(15));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_OK(r);
     ASSERT_EQ(r->exit_code, 0) << r->err;
   }
   for (const char* name : {"coordinator", "worker-0"}) {
@@ -179,7 +180,7 @@ TEST_F(ClusterScriptsTest, EachProcessWritesItsOwnRotatingLogAndItsOutputBesideI
                  std::filesystem::exists(base + ".2.log");
         },
         Duration::Seconds(20), std::string(name) + "'s log to rotate twice", Duration::Millis(50));
-    EXPECT_TRUE(rotated.ok()) << rotated.message() << "\n" << Tail(base + ".log");
+    EXPECT_OK(rotated) << rotated.message() << "\n" << Tail(base + ".log");
     EXPECT_FALSE(std::filesystem::exists(base + ".3.log")) << name;
     EXPECT_LE(std::filesystem::file_size(base + ".log"), 2048u) << name;
     EXPECT_LE(std::filesystem::file_size(base + ".1.log"), 2048u) << name;
@@ -189,11 +190,11 @@ TEST_F(ClusterScriptsTest, EachProcessWritesItsOwnRotatingLogAndItsOutputBesideI
 
 TEST_F(ClusterScriptsTest, PortInUseFailsWithTheCoordinatorsErrorAndLeavesNothingRunning) {
   auto other = Cluster::Start(dir_.Subdir("other"), ClusterOptions{.workers = 0});
-  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  ASSERT_OK(other);
   std::string port = (*other)->endpoint().substr((*other)->endpoint().rfind(':') + 1);
 
   auto started = StartCluster({"--workers", "1", "--port", port, "--rest-port", "0"});
-  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_OK(started);
   EXPECT_EQ(started->exit_code, 1);
   EXPECT_THAT(started->err, HasSubstr("the coordinator exited (status 1) instead of starting"));
   EXPECT_THAT(started->err, HasSubstr("address tcp://127.0.0.1:" + port + " is already in use"));
@@ -203,7 +204,7 @@ TEST_F(ClusterScriptsTest, PortInUseFailsWithTheCoordinatorsErrorAndLeavesNothin
 
 TEST_F(ClusterScriptsTest, RespawnRestartsAKilledWorkerUnderItsSlot) {
   auto started = StartCluster({"--workers", "1", "--port", "0", "--respawn"});
-  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_OK(started);
   ASSERT_EQ(started->exit_code, 0) << started->err;
   std::string endpoint = started->out.substr(0, started->out.find('\n'));
   pid_t supervisor = PidFromFile(PidFile("worker-0.supervisor"));
@@ -227,14 +228,14 @@ TEST_F(ClusterScriptsTest, RespawnRestartsAKilledWorkerUnderItsSlot) {
       },
       Duration::Seconds(20), "the respawned worker to register under slot 0",
       Duration::Millis(100));
-  ASSERT_TRUE(s.ok()) << s.message() << "\n" << Tail(run_dir_ + "/worker-0.out");
+  ASSERT_OK(s) << s.message() << "\n" << Tail(run_dir_ + "/worker-0.out");
   // The supervisor writes beside the worker's stdout+stderr, not into the log the worker rotates.
   EXPECT_THAT(ReadFileOrEmpty(run_dir_ + "/worker-0.out"),
               HasSubstr("supervisor: worker pid=" + std::to_string(first) +
                         " exited with status 137 (killed by signal 9 (SIGKILL"));
 
   auto stopped = StopCluster();
-  ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
+  ASSERT_OK(stopped);
   EXPECT_EQ(stopped->exit_code, 0) << stopped->err;
   EXPECT_FALSE(ProcessAlive(supervisor));
   EXPECT_FALSE(ProcessAlive(second)) << "stopping the supervisor first: no respawn on stop";
@@ -246,7 +247,7 @@ TEST_F(ClusterScriptsTest, RespawnRestartsAKilledWorkerUnderItsSlot) {
 // and keeps the others.
 TEST_F(ClusterScriptsTest, StartCreatesAKeySetOnFirstUseAndAddsWorkerKeysLater) {
   auto started = StartCluster({"--workers", "1", "--port", "0"});
-  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_OK(started);
   ASSERT_EQ(started->exit_code, 0) << started->err;
   const std::string keys = run_dir_ + "/keys";
   EXPECT_EQ(Mode(keys), 0700u);
@@ -272,7 +273,7 @@ TEST_F(ClusterScriptsTest, StartCreatesAKeySetOnFirstUseAndAddsWorkerKeysLater) 
   ASSERT_EQ(StopCluster()->exit_code, 0);
 
   auto again = StartCluster({"--workers", "3", "--port", "0"});
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_OK(again);
   ASSERT_EQ(again->exit_code, 0) << again->err;
   EXPECT_THAT(again->err, HasSubstr("adding the key of worker-1 to " + keys));
   EXPECT_THAT(again->err, HasSubstr("adding the key of worker-2 to " + keys));
@@ -283,7 +284,7 @@ TEST_F(ClusterScriptsTest, StartCreatesAKeySetOnFirstUseAndAddsWorkerKeysLater) 
 
 TEST_F(ClusterScriptsTest, InsecureIsExplicitAndWarnsAtEveryStart) {
   auto started = StartCluster({"--workers", "1", "--port", "0", "--insecure"});
-  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_OK(started);
   ASSERT_EQ(started->exit_code, 0) << started->err;
   EXPECT_THAT(started->err, HasSubstr("WARNING: --insecure: no encryption and no authentication"));
   EXPECT_FALSE(std::filesystem::exists(run_dir_ + "/keys"));
@@ -300,12 +301,12 @@ TEST_F(ClusterScriptsTest, InsecureIsExplicitAndWarnsAtEveryStart) {
                std::string::npos;
       },
       Duration::Seconds(10), "the worker's warning");
-  EXPECT_TRUE(s.ok()) << Tail(run_dir_ + "/worker-0.log");
+  EXPECT_OK(s) << Tail(run_dir_ + "/worker-0.log");
   EXPECT_THAT(ReadFileOrEmpty(run_dir_ + "/coordinator.log"),
               HasSubstr("keyflow-coordinator runs with --insecure"));
 
   auto both = StartCluster({"--workers", "1", "--insecure", "--keys", dir_.path() + "/k"});
-  ASSERT_TRUE(both.ok());
+  ASSERT_OK(both);
   EXPECT_EQ(both->exit_code, 1);
   EXPECT_THAT(both->err, HasSubstr("--keys and --insecure exclude each other"));
 }
@@ -348,7 +349,7 @@ TEST_F(ClusterScriptsTest, HostsGetOnlyTheirOwnWorkerKeyOverSsh) {
                                    "--data-host",
                                    "127.0.0.1"};
   auto started = RunCommand(argv, Duration::Seconds(60));
-  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_OK(started);
   ASSERT_EQ(started->exit_code, 0) << started->err;
   EXPECT_THAT(started->err, HasSubstr("2 worker(s) registered"));
   EXPECT_THAT(ReadFileOrEmpty(dir_.path() + "/ssh-hosts.log"), HasSubstr("host-b"));
@@ -371,7 +372,7 @@ TEST_F(ClusterScriptsTest, HostsGetOnlyTheirOwnWorkerKeyOverSsh) {
   auto stopped = RunCommand({"env", "PATH=" + bin + ":" + std::string(std::getenv("PATH")),
                              Script("stop-cluster.sh"), "--run-dir", run_dir_},
                             Duration::Seconds(60));
-  ASSERT_TRUE(stopped.ok());
+  ASSERT_OK(stopped);
   EXPECT_EQ(stopped->exit_code, 0) << stopped->err;
 }
 

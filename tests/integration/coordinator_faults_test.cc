@@ -16,8 +16,8 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
-#include "tests/integration/status_assertions.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -41,7 +41,7 @@ class CoordinatorFaultsTest : public ::testing::Test {
       o.coordinator_prefix.insert(o.coordinator_prefix.end(), env.begin(), env.end());
     }
     auto c = Cluster::Start(dir_.Subdir("cluster"), o);
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_OK(c);
     cluster_ = std::move(c).value();
   }
 
@@ -81,7 +81,7 @@ class CoordinatorFaultsTest : public ::testing::Test {
   // The job FINISHED with exactly the output of a failure-free run; returns its status.
   nlohmann::json ExpectExactEnd() {
     auto end = WaitForJob(Ended, kJobTimeout, "the end of the job");
-    EXPECT_TRUE(end.ok()) << end.status().ToString();
+    EXPECT_OK(end);
     if (!end.ok()) return {};
     EXPECT_EQ(end->value("state", ""), "FINISHED") << end->dump() << cluster_->LogExcerpts();
     ExpectCountWindowOutput(Output(), ReferenceCountWindowRun(kInput, kCount, kTimeoutMs),
@@ -100,8 +100,8 @@ class CoordinatorFaultsTest : public ::testing::Test {
 TEST_F(CoordinatorFaultsTest, ACoordinatorStoppedForLongerThanTheHeartbeatTimeoutRestartsTheJob) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(3));
   auto job_id = SubmitJob(*cluster_, RunArgs(3));
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
-  ASSERT_TRUE(Ok(WaitForCheckpoints(2)));
+  ASSERT_OK(job_id);
+  ASSERT_OK(WaitForCheckpoints(2));
 
   const pid_t coordinator = cluster_->coordinator().pid();
   ASSERT_EQ(::kill(coordinator, SIGSTOP), 0);
@@ -118,7 +118,7 @@ TEST_F(CoordinatorFaultsTest, ACoordinatorStoppedForLongerThanTheHeartbeatTimeou
       },
       Duration::Seconds(20), "every worker giving up on the stopped coordinator");
   ASSERT_EQ(::kill(coordinator, SIGCONT), 0);
-  ASSERT_TRUE(Ok(gave_up));
+  ASSERT_OK(gave_up);
 
   nlohmann::json end = ExpectExactEnd();
   EXPECT_GE(end.value("restarts", 0), 1) << end.dump();
@@ -137,22 +137,22 @@ TEST_P(RescaleCrashTest, CoordinatorKilledAtThisStepOfARescaleResumesExactly) {
   const std::string step = GetParam();
   ASSERT_NO_FATAL_FAILURE(StartCluster(3, {"KEYFLOW_CRASH_AT=" + step}));
   auto job_id = SubmitJob(*cluster_, RunArgs(2));
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
-  ASSERT_TRUE(Ok(WaitForCheckpoints(2)));
+  ASSERT_OK(job_id);
+  ASSERT_OK(WaitForCheckpoints(2));
 
   auto rescale = cluster_->StartCli({"rescale", "3", "--via", "savepoint", "--timeout", "30s"},
                                     dir_.path() + "/rescale.out");
-  ASSERT_TRUE(rescale.ok()) << rescale.status().ToString();
+  ASSERT_OK(rescale);
   Status died = WaitUntil([&] { return !cluster_->coordinator().Running(); }, Duration::Seconds(30),
                           "the coordinator to die at " + step);
-  ASSERT_TRUE(Ok(died)) << cluster_->LogExcerpts();
+  ASSERT_OK(died) << cluster_->LogExcerpts();
   EXPECT_THAT(ReadFileOrEmpty(cluster_->CoordinatorLog()),
               HasSubstr("crash point " + step + " reached"));
-  ASSERT_TRUE(Ok(cluster_->RestartCoordinator()));
+  ASSERT_OK(cluster_->RestartCoordinator());
 
   // The waiting CLI learns that the coordinator restarted and exits.
   auto cli = rescale->Wait(Duration::Seconds(30));
-  EXPECT_TRUE(cli.ok()) << cli.status().ToString();
+  EXPECT_OK(cli);
   nlohmann::json end = ExpectExactEnd();
   EXPECT_EQ(end.value("job_id", ""), *job_id) << "the same job resumes";
   EXPECT_LE(end.value("restarts", 0), 3) << "no restart loop: " << end.dump();

@@ -18,6 +18,7 @@
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 
@@ -39,7 +40,7 @@ class CountWindowClusterTest : public ::testing::Test {
     // worker as lost and aborts the checkpoint a test waits for: 5 s, not 2.
     o.coordinator_args = {"--heartbeat-interval", "100ms", "--heartbeat-timeout", "5s"};
     auto c = Cluster::Start(dir_.Subdir("cluster"), o);
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_OK(c);
     cluster_ = std::move(c).value();
   }
 
@@ -58,7 +59,7 @@ class CountWindowClusterTest : public ::testing::Test {
   // Runs the CLI; expects exit code 0.
   CommandResult MustRun(const std::vector<std::string>& args) {
     auto r = cluster_->Cli(args, Duration::Seconds(60));
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     if (!r.ok()) return CommandResult{};
     EXPECT_EQ(r->exit_code, 0) << ::testing::PrintToString(args) << "\n"
                                << r->out << r->err << cluster_->LogExcerpts();
@@ -75,7 +76,7 @@ class CountWindowClusterTest : public ::testing::Test {
           return pred(s["job"]) || state == "FAILED" || state == "CANCELED" || state == "FINISHED";
         },
         kJobWait, what);
-    EXPECT_TRUE(st.ok()) << st.status().ToString() << cluster_->LogExcerpts();
+    EXPECT_OK(st) << st.status().ToString() << cluster_->LogExcerpts();
     nlohmann::json job = st.ok() ? (*st)["job"] : nlohmann::json::object();
     EXPECT_TRUE(pred(job)) << "while waiting for " << what << ": " << job.dump() << "\n"
                            << cluster_->LogExcerpts();
@@ -86,8 +87,8 @@ class CountWindowClusterTest : public ::testing::Test {
   // from a checkpoint; `job`: the job's status then.
   void KillAndRestartWorker(int slot, nlohmann::json* job) {
     auto killed = cluster_->KillWorker(slot);
-    ASSERT_TRUE(killed.ok()) << killed.status().ToString();
-    ASSERT_TRUE(cluster_->StartWorker(slot).ok());
+    ASSERT_OK(killed);
+    ASSERT_OK(cluster_->StartWorker(slot));
     *job = WaitForJob(
         [](const nlohmann::json& j) {
           return j.value("attempt", 0) >= 2 && j.value("state", "") == "RUNNING" &&

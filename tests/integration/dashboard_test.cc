@@ -20,6 +20,7 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/headless_chromium.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -233,10 +234,10 @@ TEST(DashboardTest, ShowsTheRunningJobItsSubtasksAndALiveChartOnARealCluster) {
   REQUIRE_CHROMIUM();
   TestDir dir;
   auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 2});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
   auto port = c.RestPort();
-  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  ASSERT_OK(port);
   // Long enough to outlive the test; rate-limited so the subtasks' counters move all along.
   auto run = c.Cli({"run", "--job", "count-window", "--param", "time=event", "--input",
                     "gen:events=5000000,keys=2000,splits=2,seed=3,rate=20000", "--parallelism", "2",
@@ -252,7 +253,7 @@ TEST(DashboardTest, ShowsTheRunningJobItsSubtasksAndALiveChartOnARealCluster) {
         return true;
       },
       kWait, "both subtasks to process records");
-  ASSERT_TRUE(status.ok()) << status.status().ToString() << "\n" << c.LogExcerpts();
+  ASSERT_OK(status) << status.status().ToString() << "\n" << c.LogExcerpts();
   std::map<int, std::string> expected_rows;
   for (const json& st : (*status)["job"]["subtasks"]) {
     expected_rows[st["subtask"].get<int>()] = std::to_string(st["key_groups"][0].get<int>()) + "-" +
@@ -274,7 +275,7 @@ TEST(DashboardTest, ShowsTheRunningJobItsSubtasksAndALiveChartOnARealCluster) {
         dir.path(), chromium);
     if (!dom.ok() || IntAttr(StartTag(*dom, "figure", "chart-records"), "data-points") > 0) break;
   }
-  ASSERT_TRUE(dom.ok()) << dom.status().ToString();
+  ASSERT_OK(dom);
   std::string body = StartTag(*dom, "body", "");
   EXPECT_EQ(Attr(body, "data-connection"), "ok") << body;
   EXPECT_EQ(Attr(body, "data-csp-violations"), "0") << body;
@@ -319,15 +320,15 @@ TEST(DashboardTest, ACoordinatorWithoutAJobShowsItsWorkersAndSaysSo) {
   REQUIRE_CHROMIUM();
   TestDir dir;
   auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 1});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   auto port = (*cluster)->RestPort();
-  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  ASSERT_OK(port);
   ChromiumRun chromium;
   chromium.virtual_time_budget = Duration::Seconds(1);
   auto dom = RunHeadlessChromium("http://127.0.0.1:" + std::to_string(*port) +
                                      "/?poll_ms=100#token=" + (*cluster)->ViewerToken(),
                                  dir.path(), chromium);
-  ASSERT_TRUE(dom.ok()) << dom.status().ToString();
+  ASSERT_OK(dom);
   std::string body = StartTag(*dom, "body", "");
   EXPECT_EQ(Attr(body, "data-connection"), "ok") << body;  // a 404 for the job is no outage
   EXPECT_EQ(Attr(body, "data-csp-violations"), "0") << body;
@@ -346,15 +347,15 @@ TEST(DashboardTest, OnASecureClusterThePageAsksForATokenAndShowsNothingWithoutOn
   REQUIRE_CHROMIUM();
   TestDir dir;
   auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 1});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   auto port = (*cluster)->RestPort();
-  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  ASSERT_OK(port);
   const std::string page = "http://127.0.0.1:" + std::to_string(*port) + "/?poll_ms=100";
   ChromiumRun chromium;
   chromium.virtual_time_budget = Duration::Seconds(1);
 
   auto none = RunHeadlessChromium(page, dir.path(), chromium);
-  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  ASSERT_OK(none);
   std::string body = StartTag(*none, "body", "");
   EXPECT_EQ(Attr(body, "data-connection"), "token-needed") << body;
   EXPECT_EQ(Attr(body, "data-polls"), "0") << body;
@@ -368,7 +369,7 @@ TEST(DashboardTest, OnASecureClusterThePageAsksForATokenAndShowsNothingWithoutOn
   EXPECT_EQ(none->find("<tr data-worker="), std::string::npos) << "no data without a token";
 
   auto wrong = RunHeadlessChromium(page + "#token=" + std::string(64, 'a'), dir.path(), chromium);
-  ASSERT_TRUE(wrong.ok()) << wrong.status().ToString();
+  ASSERT_OK(wrong);
   EXPECT_EQ(Attr(StartTag(*wrong, "body", ""), "data-connection"), "token-needed");
   EXPECT_NE(wrong->find("The coordinator refused the token this tab had: the coordinator does "
                         "not know this token"),
@@ -377,7 +378,7 @@ TEST(DashboardTest, OnASecureClusterThePageAsksForATokenAndShowsNothingWithoutOn
 
   auto viewer =
       RunHeadlessChromium(page + "#token=" + (*cluster)->ViewerToken(), dir.path(), chromium);
-  ASSERT_TRUE(viewer.ok()) << viewer.status().ToString();
+  ASSERT_OK(viewer);
   body = StartTag(*viewer, "body", "");
   EXPECT_EQ(Attr(body, "data-connection"), "ok") << body;
   EXPECT_GT(IntAttr(body, "data-polls"), 0) << body;
@@ -396,7 +397,7 @@ TEST(DashboardTest, OnASecureClusterThePageAsksForATokenAndShowsNothingWithoutOn
         return o && o->status == 200 && json::parse(o->body)["rest"]["failed_auth"] == 8;
       },
       Duration::Seconds(10), "8 failed REST authentications");
-  EXPECT_TRUE(counted.ok()) << counted.ToString();
+  EXPECT_OK(counted);
 }
 
 TEST(DashboardTest, ScreenshotScriptRefusesBadArgumentsWithASentence) {
@@ -417,12 +418,12 @@ TEST(DashboardTest, ScreenshotScriptRefusesBadArgumentsWithASentence) {
     std::vector<std::string> argv = {script};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     auto r = RunCommand(argv, Duration::Seconds(20));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_OK(r);
     EXPECT_EQ(r->exit_code, 1) << c.args[0];
     EXPECT_EQ(r->err, "dashboard-screenshot: " + c.sentence + "\n") << c.args[0];
   }
   auto help = RunCommand({script, "--help"}, Duration::Seconds(20));
-  ASSERT_TRUE(help.ok());
+  ASSERT_OK(help);
   EXPECT_EQ(help->exit_code, 0);
   EXPECT_NE(help->out.find("--samples N"), std::string::npos) << help->out;
 }
@@ -436,7 +437,7 @@ TEST(DashboardTest, HistoryStaysAtTheCapAfterMorePollsThanTheCap) {
   // takes real time on a loaded machine, so not more.
   run.virtual_time_budget = Duration::Seconds(1);
   auto dom = RunHeadlessChromium(server.Url("?poll_ms=50&max_points=5"), dir.path(), run);
-  ASSERT_TRUE(dom.ok()) << dom.status().ToString();
+  ASSERT_OK(dom);
   std::string body = StartTag(*dom, "body", "");
   EXPECT_EQ(Attr(body, "data-connection"), "ok") << body;
   EXPECT_EQ(Attr(body, "data-csp-violations"), "0") << body;
@@ -476,7 +477,7 @@ TEST(DashboardTest, TheSubtaskTableFitsA1280PixelWindow) {
   run.height = 800;
   run.virtual_time_budget = Duration::Millis(500);
   auto dom = RunHeadlessChromium(server.Url("?poll_ms=100"), dir.path(), run);
-  ASSERT_TRUE(dom.ok()) << dom.status().ToString();
+  ASSERT_OK(dom);
   std::string body = StartTag(*dom, "body", "");
   ASSERT_EQ(Attr(body, "data-connection"), "ok") << body;
   ASSERT_EQ(SubtaskRows(*dom).size(), 2u) << body;
@@ -499,7 +500,7 @@ TEST(DashboardTest, ShowsCoordinatorUnreachableAndKeepsTheLastDataWhenTheServerG
   ChromiumRun run;
   run.virtual_time_budget = Duration::Seconds(3);
   auto dom = RunHeadlessChromium(server.Url("?poll_ms=100"), dir.path(), run);
-  ASSERT_TRUE(dom.ok()) << dom.status().ToString();
+  ASSERT_OK(dom);
   std::string body = StartTag(*dom, "body", "");
   EXPECT_EQ(Attr(body, "data-connection"), "unreachable") << body;
   EXPECT_GE(IntAttr(body, "data-polls"), 4) << body;

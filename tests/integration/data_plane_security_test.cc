@@ -23,6 +23,7 @@
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 #include "worker/shuffle/record_batch_builder.h"
 
 namespace keyflow::test {
@@ -76,19 +77,19 @@ class DataPlaneSecurityTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto cluster = Cluster::Start(dir_.path(), ClusterOptions{.workers = kParallelism});
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    ASSERT_OK(cluster);
     cluster_ = std::move(cluster).value();
     auto run = cluster_->StartCli(
         CountWindowRunArgs(kInput, Output(), kCount, kTimeoutMs,
                            {"--parallelism", std::to_string(kParallelism), "--wait"}),
         RunLog());
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_OK(run);
     run_.emplace(std::move(run).value());
     auto running = cluster_->WaitForJobProcessingRecords();
-    ASSERT_TRUE(running.ok()) << running.status().ToString();
+    ASSERT_OK(running);
     running_ = *running;
     auto endpoint = DataEndpoint(running_);
-    ASSERT_TRUE(endpoint.ok()) << endpoint.status().ToString();
+    ASSERT_OK(endpoint);
     endpoint_ = *endpoint;
   }
 
@@ -100,10 +101,10 @@ class DataPlaneSecurityTest : public ::testing::Test {
   void ExpectFinishedInTheFirstAttempt(nlohmann::json* status) {
     Cluster& c = *cluster_;
     auto code = run_->Wait(Duration::Seconds(60));
-    ASSERT_TRUE(code.ok()) << code.status().ToString() << "\n" << c.LogExcerpts();
+    ASSERT_OK(code) << code.status().ToString() << "\n" << c.LogExcerpts();
     EXPECT_EQ(*code, 0) << ReadFileOrEmpty(RunLog()) << c.LogExcerpts();
     auto st = c.StatusJson();
-    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    ASSERT_OK(st);
     EXPECT_EQ((*st)["job"].value("state", ""), "FINISHED");
     EXPECT_EQ((*st)["job"].value("attempt", 0), 1) << "the attempt must not have failed";
     *status = *st;
@@ -111,7 +112,7 @@ class DataPlaneSecurityTest : public ::testing::Test {
   // The committed output is exactly the reference: nothing the rogue clients sent reached it.
   void ExpectReferenceOutput() {
     auto actual = CanonicalCountWindowOutput(Output());
-    ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+    ASSERT_OK(actual);
     EXPECT_TRUE(SameLines(*actual, ReferenceCountWindowRun(kInput, kCount, kTimeoutMs)));
   }
 
@@ -133,25 +134,25 @@ TEST_F(DataPlaneSecurityTest, RecordsFromAPlainOrUnknownKeyClientNeverReachTheJo
   // succeeds).
   SocketOptions plain_options;
   auto plain = ZmqSocket::Create(*ctx, SocketType::kPush, plain_options).value();
-  ASSERT_TRUE(plain.Connect(endpoint_).ok());
+  ASSERT_OK(plain.Connect(endpoint_));
   // 2. A valid-looking key the cluster does not know, pinning the worker's real public key.
   auto worker_key = ReadKeyFile(c.KeysDir() + "/workers/worker-0.pub", false);
-  ASSERT_TRUE(worker_key.ok()) << worker_key.status().ToString();
+  ASSERT_OK(worker_key);
   SocketOptions rogue_options;
   rogue_options.curve =
       CurveOptions::Client(GenerateCurveKeyPair().value(), worker_key->keys.public_key);
   auto rogue = ZmqSocket::Create(*ctx, SocketType::kPush, rogue_options).value();
-  ASSERT_TRUE(rogue.Connect(endpoint_).ok());
+  ASSERT_OK(rogue.Connect(endpoint_));
   for (uint64_t seq = 0; seq < 20; ++seq) {
     std::string frame = InjectedFrame(1'000 + seq);
-    ASSERT_TRUE(plain.TrySend(frame).ok());
-    ASSERT_TRUE(rogue.TrySend(frame).ok());
+    ASSERT_OK(plain.TrySend(frame));
+    ASSERT_OK(rogue.TrySend(frame));
   }
 
   auto refused =
       c.WaitForStatus([](const nlohmann::json& st) { return RefusedDataConnections(st) > 0; },
                       Duration::Seconds(20), "worker 0 to count the refused data connection");
-  ASSERT_TRUE(refused.ok()) << refused.status().ToString() << "\n" << c.LogExcerpts();
+  ASSERT_OK(refused) << refused.status().ToString() << "\n" << c.LogExcerpts();
   EXPECT_THAT(ReadFileOrEmpty(c.WorkerLog(0)), ::testing::HasSubstr("data connection refused"));
 
   nlohmann::json st;
@@ -181,7 +182,7 @@ TEST_F(DataPlaneSecurityTest, EachPlainTextDataConnectionIsCountedOnceAndLogged)
     auto counted = c.WaitForStatus(
         [n](const nlohmann::json& st) { return RefusedDataConnections(st) >= n; },
         Duration::Seconds(20), "worker 0 to count refused data connection " + std::to_string(n));
-    ASSERT_TRUE(counted.ok()) << counted.status().ToString() << "\n" << c.LogExcerpts();
+    ASSERT_OK(counted) << counted.status().ToString() << "\n" << c.LogExcerpts();
     EXPECT_EQ(RefusedDataConnections(*counted), n);
   }
   EXPECT_THAT(ReadFileOrEmpty(c.WorkerLog(0)),

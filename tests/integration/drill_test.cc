@@ -11,6 +11,7 @@
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -58,7 +59,7 @@ TEST(DrillTest, QuickDrillKillingAWorkerAndTheCoordinatorPasses) {
                        run_dir, "--workers", "3", "--kills", "2", "--coordinator-kills", "1",
                        "--events", "20000", "--keys", "2000", "--rate", "1500", "--seed", "7"},
                       Duration::Seconds(120));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
   EXPECT_THAT(r->out, HasSubstr("\nPASS\n")) << r->err;
   EXPECT_THAT(r->out, HasSubstr(": FINISHED after "));
@@ -77,7 +78,7 @@ TEST(DrillTest, BadUsageExitsTwoWithTheReason) {
   auto r =
       RunCommand({Script("drill-kill.sh"), "--build-dir", KEYFLOW_BINARY_DIR, "--workers", "0"},
                  Duration::Seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 2);
   EXPECT_THAT(r->err, HasSubstr("--workers must be >= 1, got '0'"));
 }

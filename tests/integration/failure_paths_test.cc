@@ -12,6 +12,7 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -25,21 +26,21 @@ bool Contains(const std::string& haystack, const std::string& needle) {
 TEST(FailurePathsTest, CliAgainstUnreachableCoordinatorExitsOneWithMessage) {
   TestDir dir;
   auto port = PickUnusedPort();
-  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  ASSERT_OK(port);
   std::string endpoint = "tcp://127.0.0.1:" + std::to_string(*port);
   // Both at once: each waits for the CLI's request timeout (5 s).
   auto status = ChildProcess::Start({KeyflowBinary("keyflow"), "status", "--coordinator", endpoint},
                                     dir.path() + "/status.out", dir.path() + "/status.err");
-  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_OK(status);
   auto run =
       ChildProcess::Start({KeyflowBinary("keyflow"), "run", "--job", "count-window", "--input",
                            "gen:events=10,keys=2,splits=1", "--coordinator", endpoint, "--wait"},
                           dir.path() + "/run.out", dir.path() + "/run.err");
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
 
   for (auto* p : {&*status, &*run}) {
     auto code = p->Wait(Duration::Seconds(30));
-    ASSERT_TRUE(code.ok()) << code.status().ToString();
+    ASSERT_OK(code);
     EXPECT_EQ(*code, 1) << p->Describe();
   }
   for (const char* name : {"/status.err", "/run.err"}) {
@@ -53,17 +54,17 @@ TEST(FailurePathsTest, CliAgainstUnreachableCoordinatorExitsOneWithMessage) {
 TEST(FailurePathsTest, WorkerAgainstUnreachableCoordinatorKeepsRetryingAndSaysSo) {
   TestDir dir;
   auto port = PickUnusedPort();
-  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  ASSERT_OK(port);
   std::string endpoint = "tcp://127.0.0.1:" + std::to_string(*port);
   std::string log = dir.path() + "/worker.log";
   auto worker = ChildProcess::Start(
       {KeyflowBinary("keyflow-worker"), "--coordinator", endpoint, "--slot", "0", "--insecure"},
       log);
-  ASSERT_TRUE(worker.ok()) << worker.status().ToString();
+  ASSERT_OK(worker);
   std::string expected = "coordinator " + endpoint + " unreachable for ";
   Status s = WaitUntil([&] { return Contains(ReadFileOrEmpty(log), expected); },
                        Duration::Seconds(20), "the worker's retry message");
-  ASSERT_TRUE(s.ok()) << s.message() << "\n" << Tail(log);
+  ASSERT_OK(s) << s.message() << "\n" << Tail(log);
   EXPECT_THAT(ReadFileOrEmpty(log), HasSubstr("; retrying (is it running?)"));
   EXPECT_TRUE(worker->Running()) << "a worker waits for its coordinator, it does not exit";
 }
@@ -71,16 +72,16 @@ TEST(FailurePathsTest, WorkerAgainstUnreachableCoordinatorKeepsRetryingAndSaysSo
 TEST(FailurePathsTest, CoordinatorOnPortInUseExitsOneWithClearError) {
   TestDir dir;
   auto first = Cluster::Start(dir.path(), ClusterOptions{.workers = 0});
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_OK(first);
   std::string port = (*first)->endpoint().substr((*first)->endpoint().rfind(':') + 1);
   std::string log = dir.path() + "/second-coordinator.log";
   std::vector<std::string> argv = {KeyflowBinary("keyflow-coordinator"), "--port", port,
                                    "--checkpoint-dir", dir.path() + "/checkpoints"};
   for (const std::string& arg : (*first)->SecurityArgs("")) argv.push_back(arg);
   auto second = ChildProcess::Start(argv, log);
-  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_OK(second);
   auto code = second->Wait(Duration::Seconds(20));
-  ASSERT_TRUE(code.ok()) << code.status().ToString();
+  ASSERT_OK(code);
   EXPECT_EQ(*code, 1);
   std::string text = ReadFileOrEmpty(log);
   EXPECT_THAT(text, HasSubstr("address tcp://127.0.0.1:" + port + " is already in use"));
@@ -91,7 +92,7 @@ TEST(FailurePathsTest, CoordinatorOnPortInUseExitsOneWithClearError) {
 TEST(FailurePathsTest, WorkerKilledMidJobFailsTheJobNamingItAndRunWaitExitsPromptly) {
   TestDir dir;
   auto cluster = Cluster::Start(dir.path(), ClusterOptions{});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
   // Rate-limited: ~60 s of input, so the job is certainly still running when the worker dies.
   std::string log = dir.path() + "/run.out";
@@ -99,16 +100,16 @@ TEST(FailurePathsTest, WorkerKilledMidJobFailsTheJobNamingItAndRunWaitExitsPromp
       {"run", "--job", "count-window", "--input",
        "gen:events=1200000,keys=3000,splits=3,seed=1,rate=20000", "--parallelism", "3", "--wait"},
       log);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   auto running = c.WaitForJobProcessingRecords();
-  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  ASSERT_OK(running);
 
   auto killed = c.KillWorker(1);
-  ASSERT_TRUE(killed.ok()) << killed.status().ToString();
+  ASSERT_OK(killed);
   int64_t killed_at = MonotonicMillis();
   auto code = run->Wait(Duration::Seconds(20));
   int64_t exit_ms = MonotonicMillis() - killed_at;
-  ASSERT_TRUE(code.ok()) << code.status().ToString() << "\n" << c.LogExcerpts();
+  ASSERT_OK(code) << code.status().ToString() << "\n" << c.LogExcerpts();
   EXPECT_EQ(*code, 1) << ReadFileOrEmpty(log) << ReadFileOrEmpty(log + ".err");
   EXPECT_LT(exit_ms, 8000) << "keyflow run --wait must notice the failure within seconds";
 
@@ -119,7 +120,7 @@ TEST(FailurePathsTest, WorkerKilledMidJobFailsTheJobNamingItAndRunWaitExitsPromp
   EXPECT_THAT(summary, HasSubstr("slot 1"));
   EXPECT_THAT(summary, HasSubstr(pid));
   auto st = c.StatusJson();
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_OK(st);
   const nlohmann::json& job = (*st)["job"];
   EXPECT_EQ(job.value("state", ""), "FAILED");
   EXPECT_THAT(job.value("failure", ""), HasSubstr(pid));
@@ -137,7 +138,7 @@ class BadRecordsTest : public ::testing::Test {
               {{10, "{\"ts\":1700000000000}"},                  // missing key
                {20, "{\"uid\":\"k\",\"ts\":\"yesterday\"}"}});  // ts not a number
     auto cluster = Cluster::Start(dir_.Subdir("cluster"), ClusterOptions{});
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    ASSERT_OK(cluster);
     cluster_ = std::move(cluster).value();
   }
 
@@ -170,14 +171,14 @@ TEST_F(BadRecordsTest, SkipPolicyFinishesAndCountsMalformedLines) {
                     {"--job", "tumbling-count", "--param", "size=1h", "--input", input_, "--output",
                      output, "--parallelism", "3", "--on-bad-record", "skip"},
                     Duration::Seconds(60));
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   EXPECT_EQ(run->cli.exit_code, 0) << run->cli.out << run->cli.err;
   EXPECT_EQ(run->job.value("state", ""), "FINISHED") << run->job.dump();
   EXPECT_EQ(run->job.value("bad_records", int64_t{-1}), 3);
   EXPECT_EQ(run->job.value("records_in", int64_t{-1}), 900);
   EXPECT_THAT(run->cli.out, HasSubstr("malformed records: 3"));
   auto out = ReadJobOutput(output);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_OK(out);
   EXPECT_EQ(CountsPerKey(out->lines), good_);
   // Each skipped line is reported with file and line in the worker logs.
   std::string logs;
@@ -194,7 +195,7 @@ TEST_F(BadRecordsTest, FailPolicyFailsTheJobNamingFileAndLine) {
                     {"--job", "tumbling-count", "--input", input_, "--output",
                      dir_.path() + "/out-fail", "--parallelism", "1", "--on-bad-record", "fail"},
                     Duration::Seconds(60));
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   EXPECT_EQ(run->cli.exit_code, 1) << run->cli.out << run->cli.err;
   EXPECT_EQ(run->job.value("state", ""), "FAILED") << run->job.dump();
   EXPECT_THAT(run->job.value("failure", ""), HasSubstr(input_ + "/b.jsonl:5: "));
@@ -205,7 +206,7 @@ TEST(FailurePathsTest, PeerWithAnotherProtocolVersionGetsAnErrorReply) {
   TestDir dir;
   // A plain (keyless) peer: only an --insecure coordinator lets it speak at all.
   auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 0, .insecure = true});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   zmq::context_t ctx(1);
   zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
   dealer.set(zmq::sockopt::linger, 0);
@@ -221,7 +222,7 @@ TEST(FailurePathsTest, PeerWithAnotherProtocolVersionGetsAnErrorReply) {
 
   auto decoded = DecodeControlMessage(
       std::string_view(static_cast<const char*>(reply.data()), reply.size()), "the coordinator");
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   ASSERT_TRUE(std::holds_alternative<Reply>(*decoded)) << ControlMessageName(*decoded);
   const Reply& r = std::get<Reply>(*decoded);
   EXPECT_FALSE(r.ok);
@@ -233,7 +234,7 @@ TEST(FailurePathsTest, PeerWithAnotherProtocolVersionGetsAnErrorReply) {
               HasSubstr("undecodable control message"));
   // The coordinator keeps serving well-behaved peers.
   auto st = (*cluster)->StatusJson();
-  EXPECT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_OK(st);
 }
 
 }  // namespace

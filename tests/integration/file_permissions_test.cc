@@ -22,6 +22,7 @@
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -166,7 +167,7 @@ class FilePermissionsTest : public ::testing::Test {
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto started = RunCommand(argv, Duration::Seconds(90));
     ::umask(old);
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    ASSERT_OK(started);
     ASSERT_EQ(started->exit_code, 0) << started->err;
     endpoint_ = started->out.substr(0, started->out.find('\n'));
   }
@@ -203,7 +204,7 @@ class FilePermissionsTest : public ::testing::Test {
                  });
         },
         Duration::Seconds(30), "RocksDB's working state in RUN_DIR/keyflow-state");
-    ASSERT_TRUE(state.ok()) << state.ToString() << "\n" << Describe(running);
+    ASSERT_OK(state) << state.ToString() << "\n" << Describe(running);
     EXPECT_THAT(running.wrong, ::testing::IsEmpty()) << Describe(running);
     Status finished = WaitUntil(
         [&] {
@@ -211,8 +212,8 @@ class FilePermissionsTest : public ::testing::Test {
           return s.is_object() && s["job"].is_object() && s["job"]["state"] == "FINISHED";
         },
         Duration::Seconds(60), "job A to finish");
-    ASSERT_TRUE(finished.ok()) << finished.ToString() << "\n"
-                               << ReadFileOrEmpty(run_dir_ + "/coordinator.log");
+    ASSERT_OK(finished) << finished.ToString() << "\n"
+                        << ReadFileOrEmpty(run_dir_ + "/coordinator.log");
 
     auto b = Cli(
         {"run", "--job", "count-window", "--param", "time=event", "--param", "count=2", "--param",
@@ -275,7 +276,7 @@ TEST_F(FilePermissionsTest, AnUnknownGroupIsRefusedWithASentence) {
   auto r = RunCommand({Script("start-cluster.sh"), "--run-dir", run_dir_, "--build-dir",
                        KEYFLOW_BINARY_DIR, "--workers", "1", "--group", "no-such-group-kf"},
                       Duration::Seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 1);
   EXPECT_EQ(r->err,
             "start-cluster: --group no-such-group-kf is not a group of this host (getent group "

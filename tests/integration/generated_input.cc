@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "common/key_group_assignment.h"
+#include "tests/testutil/status_matchers.h"
 #include "worker/sources/generator_spec.h"
 #include "worker/sources/generator_split_reader.h"
 
@@ -33,7 +34,7 @@ Result<KeyedTimestamps> GeneratedKeyedTimestamps(const std::string& input) {
 std::vector<std::string> ReferenceCountWindowRun(const std::string& input, int64_t count,
                                                  int64_t timeout_ms) {
   auto records = GeneratedKeyedTimestamps(input);
-  EXPECT_TRUE(records.ok()) << records.status().ToString();
+  EXPECT_OK(records);
   if (!records.ok()) return {};
   return ReferenceCountWindow(*records, count, timeout_ms);
 }

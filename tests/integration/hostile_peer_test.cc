@@ -21,6 +21,7 @@
 #include "tests/integration/job_data.h"
 #include "tests/integration/raw_peer.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 #include "worker/shuffle/data_frame.h"
 #include "worker/shuffle/record_batch_builder.h"
 
@@ -42,7 +43,7 @@ class HostilePeerTest : public ::testing::Test {
     // key never gets past the handshake; the security tests cover those refusals).
     auto cluster =
         Cluster::Start(dir_.Subdir("cluster"), ClusterOptions{.workers = 2, .insecure = true});
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    ASSERT_OK(cluster);
     cluster_ = std::move(cluster).value();
     output_ = dir_.path() + "/out";
   }
@@ -53,10 +54,10 @@ class HostilePeerTest : public ::testing::Test {
                             "count=" + std::to_string(kCount), "--param",
                             "timeout=" + std::to_string(kTimeoutMs) + "ms", "--input", kInput,
                             "--output", output_, "--parallelism", "2"});
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_OK(r);
     ASSERT_EQ(r->exit_code, 0) << r->out << r->err;
     auto st = cluster_->WaitForJobProcessingRecords();
-    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    ASSERT_OK(st);
     for (const nlohmann::json& s : (*st)["job"]["subtasks"]) {
       for (const nlohmann::json& e : s["input_endpoints"]) data_endpoints_.push_back(e);
     }
@@ -66,7 +67,7 @@ class HostilePeerTest : public ::testing::Test {
   // The job is still running: the attack happened during the job, not after it.
   void ExpectStillRunning() {
     auto st = cluster_->StatusJson();
-    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    ASSERT_OK(st);
     EXPECT_EQ((*st)["job"].value("state", ""), "RUNNING")
         << "the job ended before the attack was over; make the input last longer";
   }
@@ -78,7 +79,7 @@ class HostilePeerTest : public ::testing::Test {
       ASSERT_TRUE(w->Running()) << "worker " << slot << " died " << when << "\n"
                                 << cluster_->LogExcerpts();
       auto rss = ResidentBytes(w->pid());
-      ASSERT_TRUE(rss.ok()) << rss.status().ToString();
+      ASSERT_OK(rss);
       EXPECT_LT(*rss, kMaxWorkerRss) << "worker " << slot << " " << when;
     }
   }
@@ -91,22 +92,22 @@ class HostilePeerTest : public ::testing::Test {
           return state == "FINISHED" || state == "FAILED" || state == "CANCELED";
         },
         Duration::Seconds(60), "the job to end");
-    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    ASSERT_OK(st);
     const nlohmann::json& job = (*st)["job"];
     ASSERT_EQ(job.value("state", ""), "FINISHED") << job.dump() << "\n" << cluster_->LogExcerpts();
     EXPECT_EQ(job.value("restarts", -1), 0) << job.dump();
     EXPECT_EQ(job.value("last_failure", "x"), "") << job.dump();
     auto out = ReadJobOutput(output_);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_OK(out);
     std::vector<std::string> lines;
     for (const nlohmann::json& line : out->lines) {
       auto c = CanonicalCountWindow(line);
-      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      ASSERT_OK(c);
       lines.push_back(*c);
     }
     std::sort(lines.begin(), lines.end());
     auto records = GeneratedKeyedTimestamps(kInput);
-    ASSERT_TRUE(records.ok()) << records.status().ToString();
+    ASSERT_OK(records);
     ExpectSameLines(lines, ReferenceCountWindow(*records, kCount, kTimeoutMs),
                     "count-window output after the attack");
   }
@@ -116,7 +117,7 @@ class HostilePeerTest : public ::testing::Test {
     std::vector<RawTcpConnection> held;
     for (int i = 0; i < n; ++i) {
       auto c = RawTcpConnection::Connect(endpoint);
-      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      ASSERT_OK(c);
       if (hold) held.push_back(std::move(c).value());
     }
     if (hold) ExpectWorkersSmall("while " + std::to_string(n) + " connections were held");
@@ -132,7 +133,7 @@ class HostilePeerTest : public ::testing::Test {
 // peer drops the connection (ZeroMQ refused what it read), else closes it at once.
 void WriteRaw(const std::string& endpoint, const std::string& bytes, bool expect_close = false) {
   auto c = RawTcpConnection::Connect(endpoint);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_OK(c);
   (void)c->Write(bytes);  // the peer may close before everything is written
   if (expect_close) {
     EXPECT_TRUE(c->WaitForPeerClose(Duration::Seconds(10)))
@@ -161,7 +162,7 @@ TEST_F(HostilePeerTest, DataPortsDropJunkAndOversizedFramesWithoutTouchingTheJob
     SCOPED_TRACE(endpoint);
     // Well-formed frames first (counted exactly below), then raw bytes.
     auto before = cluster_->StatusJson();
-    ASSERT_TRUE(before.ok()) << before.status().ToString();
+    ASSERT_OK(before);
     const int64_t dropped_before =
         (*before)["job"]["subtasks"][i / 2].value("dropped_frames", int64_t{0});
     // Well-formed ZeroMQ messages that are not keyflow frames, a frame of another data-plane
@@ -190,7 +191,7 @@ TEST_F(HostilePeerTest, DataPortsDropJunkAndOversizedFramesWithoutTouchingTheJob
                  dropped_before + 52;
         },
         Duration::Seconds(30), "the 52 foreign frames to be dropped");
-    ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+    ASSERT_OK(dropped);
     push.close();
     // 1 KiB of random bytes on a raw connection, three times (a byte other than 0xff first is
     // a ZMTP 1.0 peer to ZeroMQ: the bytes after it become messages).
@@ -210,7 +211,7 @@ TEST_F(HostilePeerTest, DataPortsDropJunkAndOversizedFramesWithoutTouchingTheJob
   // Counted per subtask in status: at least the 50 junk messages, the other version's frame and
   // the bad-checksum frame sent to each of its two channels.
   auto st = cluster_->StatusJson();
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_OK(st);
   for (const nlohmann::json& s : (*st)["job"]["subtasks"]) {
     EXPECT_GE(s.value("dropped_frames", int64_t{0}), 2 * 52) << s.dump();
   }
@@ -245,7 +246,7 @@ TEST_F(HostilePeerTest, ControlPortSurvivesJunkAnotherVersionAndAFloodFromOneSoc
     ASSERT_TRUE(dealer.recv(reply, zmq::recv_flags::none)) << "no reply within 10 s";
     auto decoded = DecodeControlMessage(
         std::string_view(static_cast<const char*>(reply.data()), reply.size()), "the test");
-    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    ASSERT_OK(decoded);
     ASSERT_TRUE(std::holds_alternative<Reply>(*decoded));
     EXPECT_THAT(std::get<Reply>(*decoded).message,
                 HasSubstr("speaks control protocol version " +
@@ -270,7 +271,7 @@ TEST_F(HostilePeerTest, ControlPortSurvivesJunkAnotherVersionAndAFloodFromOneSoc
   ConnectionFlood(endpoint, 200, /*hold=*/false);
   ExpectStillRunning();
   auto st = cluster_->StatusJson();
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_OK(st);
   EXPECT_GT((*st)["coordinator"].value("malformed_control_messages", int64_t{0}), 1000)
       << "flooded " << flooded;
   ExpectWorkersSmall("after the attacks");

@@ -21,6 +21,7 @@
 #include "tests/integration/count_window_fixture.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -63,7 +64,7 @@ class IncrementalCheckpointTest : public CountWindowClusterTest {
     const std::string output = dir_.path() + "/output";
     auto job_id =
         SubmitJob(*cluster_, CountWindowArgs(kSixSecondsOfInput, output, std::move(extra)));
-    ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
+    ASSERT_OK(job_id);
 
     WaitForJob(
         [](const nlohmann::json& j) {
@@ -141,7 +142,7 @@ TEST_F(IncrementalCheckpointTest, WithFewKeysChangingLaterCheckpointsWriteLessTh
 TEST_F(IncrementalCheckpointTest, IncrementalFalseWritesFullCheckpointsAndBadValuesAreRefused) {
   auto r = cluster_->Cli(
       CountWindowArgs(kSixSecondsOfInput, dir_.path() + "/o", {"--incremental", "maybe"}));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 2);
   EXPECT_THAT(r->err, HasSubstr("--incremental must be true or false, not 'maybe'"));
 

@@ -18,6 +18,7 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -38,7 +39,7 @@ TEST(InputErrorsTest, DeletedInputDirectoryFailsTheJobAtOnceInsteadOfRestarting)
   options.coordinator_args = {"--heartbeat-interval", "100ms", "--heartbeat-timeout", "5s",
                               "--deploy-timeout",     "1s"};
   auto cluster = Cluster::Start(dir.Subdir("cluster"), options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
 
   const std::string input = dir.Subdir("input");
@@ -48,12 +49,12 @@ TEST(InputErrorsTest, DeletedInputDirectoryFailsTheJobAtOnceInsteadOfRestarting)
       out << "{\"uid\":\"k" << i % 7 << "\",\"ts\":" << 1'700'000'000'000 + i << "}\n";
     }
   }
-  ASSERT_TRUE(c.worker(1)->Signal(SIGSTOP).ok());
+  ASSERT_OK(c.worker(1)->Signal(SIGSTOP));
   auto submitted =
       c.Cli({"run", "--job", "tumbling-count", "--input", input, "--output", dir.path() + "/out",
              "--parallelism", "2", "--checkpoint-interval", "200ms", "--restart-strategy",
              "fixed-delay", "--restart-attempts", "1000", "--restart-delay", "100ms"});
-  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  ASSERT_OK(submitted);
   ASSERT_EQ(submitted->exit_code, 0) << submitted->err;
   const std::string job_id = submitted->out.substr(0, submitted->out.find('\n'));
 
@@ -63,9 +64,9 @@ TEST(InputErrorsTest, DeletedInputDirectoryFailsTheJobAtOnceInsteadOfRestarting)
         return s["job"].is_object() && s["job"].value("restarts", 0) >= 1;
       },
       Duration::Seconds(30), "a restart after the deploy timeout");
-  ASSERT_TRUE(restarting.ok()) << restarting.status().ToString();
+  ASSERT_OK(restarting);
   std::filesystem::remove_all(input);
-  ASSERT_TRUE(c.worker(1)->Signal(SIGCONT).ok());
+  ASSERT_OK(c.worker(1)->Signal(SIGCONT));
 
   auto end = c.WaitForStatus(
       [&](const nlohmann::json& s) {
@@ -73,7 +74,7 @@ TEST(InputErrorsTest, DeletedInputDirectoryFailsTheJobAtOnceInsteadOfRestarting)
                IsTerminal(s["job"]);
       },
       Duration::Seconds(30), "the end of the job");
-  ASSERT_TRUE(end.ok()) << end.status().ToString() << "\n" << c.LogExcerpts();
+  ASSERT_OK(end) << end.status().ToString() << "\n" << c.LogExcerpts();
   const nlohmann::json& job = (*end)["job"];
   EXPECT_EQ(job.value("state", ""), "FAILED") << job.dump();
   const std::string failure = job.value("failure", "");
@@ -88,7 +89,7 @@ TEST(InputErrorsTest, AHalfWrittenLastLineIsReportedNotCountedAsMalformed) {
   // The file is still being written when the job starts: its last line has no newline yet.
   TestDir dir;
   auto cluster = Cluster::Start(dir.Subdir("cluster"), ClusterOptions{.workers = 1});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
   const std::string input = dir.Subdir("input") + "/events.jsonl";
   const std::string half = R"({"uid":"late","ts":1700000000)";
@@ -106,14 +107,14 @@ TEST(InputErrorsTest, AHalfWrittenLastLineIsReportedNotCountedAsMalformed) {
                     {"--job", "count-window", "--param", "time=event", "--input", input, "--output",
                      dir.path() + "/out", "--parallelism", "1"},
                     Duration::Seconds(60));
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   EXPECT_EQ(run->cli.exit_code, 0) << run->cli.out << run->cli.err << c.LogExcerpts();
   EXPECT_EQ(run->job.value("state", ""), "FINISHED") << run->job.dump();
   EXPECT_EQ(run->job.value("bad_records", -1), 0) << run->job.dump();
   EXPECT_EQ(run->job.value("records_in", -1), 50) << run->job.dump();
   EXPECT_THAT(run->cli.out, HasSubstr("malformed records: 0 (skipped)"));
   auto output = ReadJobOutput(dir.path() + "/out");
-  ASSERT_TRUE(output.ok()) << output.status().ToString();
+  ASSERT_OK(output);
   EXPECT_EQ(
       CountsPerKey(output->lines),
       (std::map<std::string, int64_t>{{"k0", 10}, {"k1", 10}, {"k2", 10}, {"k3", 10}, {"k4", 10}}));
@@ -126,7 +127,7 @@ TEST(InputErrorsTest, AHalfWrittenLastLineIsReportedNotCountedAsMalformed) {
                         "--on-input-change", "fail", "--restart-strategy", "fixed-delay",
                         "--restart-attempts", "100", "--restart-delay", "100ms"},
                        Duration::Seconds(60));
-  ASSERT_TRUE(failed.ok()) << failed.status().ToString();
+  ASSERT_OK(failed);
   EXPECT_NE(failed->cli.exit_code, 0);
   EXPECT_EQ(failed->job.value("state", ""), "FAILED") << failed->job.dump();
   EXPECT_THAT(failed->job.value("failure", ""), HasSubstr(warning));
@@ -141,14 +142,14 @@ TEST(InputErrorsTest, OnInputChangeTakesWarnOrFailOnly) {
                        "gen:events=10,keys=2,splits=1,seed=1", "--coordinator", "tcp://127.0.0.1:1",
                        "--on-input-change", "sometimes"},
                       Duration::Seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 2) << r->err;
   EXPECT_THAT(r->err, HasSubstr("--on-input-change must be warn or fail, not 'sometimes'"));
 }
 
 TEST(InputErrorsTest, HelpDocumentsOnInputChangeAndItsDefault) {
   auto r = RunCommand({KeyflowBinary("keyflow"), "run", "--help"}, Duration::Seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_THAT(r->out + r->err, HasSubstr("--on-input-change arg (=warn)"));
 }
 

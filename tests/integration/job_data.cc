@@ -8,6 +8,7 @@
 #include <random>
 
 #include "tests/integration/child_process.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -209,7 +210,7 @@ void ExpectSameLines(const std::vector<std::string>& actual,
 void ExpectCountWindowOutput(const std::string& dir, const std::vector<std::string>& expected,
                              const std::string& what) {
   auto actual = CanonicalCountWindowOutput(dir);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ASSERT_OK(actual);
   ExpectSameLines(*actual, expected, what);
 }
 

@@ -18,6 +18,7 @@
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -43,7 +44,7 @@ class JobLibraryShippingTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto started = Cluster::Start(dir_.Subdir("cluster"), ClusterOptions{.workers = 2});
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    ASSERT_OK(started);
     cluster_ = std::move(started).value();
     bytes_ = ReadFileOrEmpty(kBuiltInLibrary);
     ASSERT_FALSE(bytes_.empty()) << kBuiltInLibrary << " is missing: build keyflow-builtin-jobs";
@@ -54,15 +55,15 @@ class JobLibraryShippingTest : public ::testing::Test {
   // waits for two completed checkpoints; returns the job id.
   std::string SubmitAndDeleteTheLibrary() {
     const std::string submitted = dir_.Subdir("submitted") + "/libuser-jobs.so";
-    EXPECT_TRUE(WriteFileAtomically(submitted, bytes_).ok());
+    EXPECT_OK(WriteFileAtomically(submitted, bytes_));
     auto run =
         cluster_->Cli({"run", "--job-library", submitted, "--job", "tumbling-count", "--param",
                        "size=" + std::to_string(kSizeMs) + "ms", "--input", kInput, "--output",
                        Output(), "--parallelism", "2", "--checkpoint-interval", "300ms"});
-    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_OK(run);
     if (!run.ok()) return "";
     EXPECT_EQ(run->exit_code, 0) << run->err << cluster_->LogExcerpts();
-    EXPECT_TRUE(RemoveFile(submitted).ok());  // nothing on any host refers to this path any more
+    EXPECT_OK(RemoveFile(submitted));  // nothing on any host refers to this path any more
     auto running = cluster_->WaitForStatus(
         [&](const nlohmann::json& s) {
           const nlohmann::json& job = s["job"];
@@ -70,7 +71,7 @@ class JobLibraryShippingTest : public ::testing::Test {
                                 job["checkpoints"].value("latest_completed", int64_t{0}) >= 2);
         },
         Duration::Seconds(30), "two completed checkpoints");
-    EXPECT_TRUE(running.ok()) << running.status().ToString();
+    EXPECT_OK(running);
     if (running.ok()) {
       EXPECT_EQ((*running)["job"].value("state", ""), "RUNNING") << running->dump();
     }
@@ -81,18 +82,18 @@ class JobLibraryShippingTest : public ::testing::Test {
   void ExpectFinishedWithTheReferenceOutput() {
     auto end = cluster_->WaitForStatus([](const nlohmann::json& s) { return Ended(s["job"]); },
                                        Duration::Seconds(90), "the end of the job");
-    ASSERT_TRUE(end.ok()) << end.status().ToString();
+    ASSERT_OK(end);
     const nlohmann::json& job = (*end)["job"];
     ASSERT_EQ(job.value("state", ""), "FINISHED") << job.dump() << cluster_->LogExcerpts();
     EXPECT_GE(job.value("attempt", 0), 2);
     auto input = GeneratedKeyedTimestamps(kInput);
-    ASSERT_TRUE(input.ok()) << input.status().ToString();
+    ASSERT_OK(input);
     auto out = ReadJobOutput(Output());
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_OK(out);
     std::vector<std::string> actual;
     for (const nlohmann::json& line : out->lines) {
       auto c = CanonicalTumblingCount(line);
-      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      ASSERT_OK(c);
       actual.push_back(*c);
     }
     std::sort(actual.begin(), actual.end());
@@ -133,9 +134,9 @@ TEST_F(JobLibraryShippingTest, ADeletedSubmittedLibraryRunsOnEveryWorkerAndSurvi
   // Worker 1's cached copy is damaged (same size, other bytes) and the worker is SIGKILLed.
   std::string damaged = bytes_;
   damaged[damaged.size() / 2] ^= 0x55;
-  ASSERT_TRUE(WriteFileAtomically(Cached(1), damaged).ok());
-  ASSERT_TRUE(cluster_->KillWorker(1).ok());
-  ASSERT_TRUE(cluster_->StartWorker(1).ok());
+  ASSERT_OK(WriteFileAtomically(Cached(1), damaged));
+  ASSERT_OK(cluster_->KillWorker(1));
+  ASSERT_OK(cluster_->StartWorker(1));
   ASSERT_NO_FATAL_FAILURE(ExpectFinishedWithTheReferenceOutput());
 
   EXPECT_THAT(ReadFileOrEmpty(cluster_->WorkerLog(0)),
@@ -150,7 +151,7 @@ TEST_F(JobLibraryShippingTest, ADeletedSubmittedLibraryRunsOnEveryWorkerAndSurvi
   for (const auto& entry : fs::directory_iterator(cluster_->CheckpointDir() + "/" + job_id)) {
     if (entry.path().filename().string().rfind("chk-", 0) != 0) continue;
     auto metadata = CheckpointStorage::ReadMetadata(entry.path().string());
-    ASSERT_TRUE(metadata.ok()) << metadata.status().ToString();
+    ASSERT_OK(metadata);
     EXPECT_EQ(metadata->spec.job_library.sha256, sha_);
     EXPECT_EQ(metadata->spec.job_library.file_name, "libuser-jobs.so");
     ++checked;
@@ -162,11 +163,11 @@ TEST_F(JobLibraryShippingTest, ADeletedSubmittedLibraryRunsOnEveryWorkerAndSurvi
 // fetches it from the new coordinator process.
 TEST_F(JobLibraryShippingTest, ARestartedCoordinatorServesTheLibraryFromItsBlobStore) {
   ASSERT_FALSE(SubmitAndDeleteTheLibrary().empty());
-  ASSERT_TRUE(cluster_->KillCoordinator().ok());
-  ASSERT_TRUE(cluster_->KillWorker(1).ok());
-  ASSERT_TRUE(RemoveAll(cluster_->WorkerCacheDir(1)).ok());
-  ASSERT_TRUE(cluster_->RestartCoordinator().ok());
-  ASSERT_TRUE(cluster_->StartWorker(1).ok());
+  ASSERT_OK(cluster_->KillCoordinator());
+  ASSERT_OK(cluster_->KillWorker(1));
+  ASSERT_OK(RemoveAll(cluster_->WorkerCacheDir(1)));
+  ASSERT_OK(cluster_->RestartCoordinator());
+  ASSERT_OK(cluster_->StartWorker(1));
   ASSERT_NO_FATAL_FAILURE(ExpectFinishedWithTheReferenceOutput());
 
   const std::string log1 = ReadFileOrEmpty(cluster_->WorkerLog(1));
@@ -180,11 +181,11 @@ TEST_F(JobLibraryShippingTest, ARestartedCoordinatorServesTheLibraryFromItsBlobS
 
 TEST(WorkerCacheDirFlagTest, AnUnusableCacheDirIsAUsageErrorAtWorkerStart) {
   TestDir dir;
-  ASSERT_TRUE(WriteFileAtomically(dir.path() + "/file", "x").ok());
+  ASSERT_OK(WriteFileAtomically(dir.path() + "/file", "x"));
   auto r = RunCommand({KeyflowBinary("keyflow-worker"), "--cache-dir", dir.path() + "/file/cache",
                        "--coordinator", "tcp://127.0.0.1:1"},
                       Duration::Seconds(20));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 2) << r->err;
   EXPECT_THAT(r->err, HasSubstr("cannot use --cache-dir " + dir.path() + "/file/cache"));
 }

@@ -11,6 +11,7 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -23,7 +24,7 @@ const std::string kTestData =
 CommandResult Keyflow(std::vector<std::string> args) {
   args.insert(args.begin(), KeyflowBinary("keyflow"));
   auto r = RunCommand(args, Duration::Seconds(20));
-  EXPECT_TRUE(r.ok()) << r.status().message();
+  EXPECT_OK(r);
   return r.ok() ? *r : CommandResult{};
 }
 
@@ -121,17 +122,17 @@ TEST(JobsCommandTest, RunUsesTheJobsInputDefaultsAndShipsItsFields) {
   ClusterOptions options;
   options.workers = 1;
   auto cluster = Cluster::Start(dir.Subdir("cluster"), options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   const std::string output = dir.path() + "/output";
   auto run = RunJob(**cluster,
                     {"--job-library", kTestData + "/libkf-test-jobs.so", "--job", "echo", "--input",
                      input, "--output", output, "--parallelism", "1"},
                     Duration::Seconds(60));
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   ASSERT_EQ(run->job.value("state", ""), "FINISHED")
       << run->job.dump() << (*cluster)->LogExcerpts();
   auto out = ReadJobOutput(output);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_OK(out);
   std::vector<std::string> lines;
   for (const nlohmann::json& l : out->lines) lines.push_back(l.dump());
   EXPECT_TRUE(

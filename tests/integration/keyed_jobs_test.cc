@@ -12,6 +12,7 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -24,10 +25,10 @@ class KeyedJobsTest : public ::testing::Test {
     ASSERT_FALSE(dir_.path().empty());
     input_dir_ = dir_.Subdir("input");
     auto input = WriteJsonLinesInput(input_dir_, JsonLinesInputOptions{});
-    ASSERT_TRUE(input.ok()) << input.status().ToString();
+    ASSERT_OK(input);
     input_ = std::move(input).value();
     auto cluster = Cluster::Start(dir_.Subdir("cluster"), ClusterOptions{});
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    ASSERT_OK(cluster);
     cluster_ = std::move(cluster).value();
   }
 
@@ -46,7 +47,7 @@ class KeyedJobsTest : public ::testing::Test {
                                      "--output", output, "--parallelism", std::to_string(p)};
     for (const std::string& param : params) args.insert(args.end(), {"--param", param});
     auto run = RunJob(*cluster_, args, kJobTimeout);
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_OK(run);
     ASSERT_EQ(run->cli.exit_code, 0) << run->cli.out << run->cli.err << cluster_->LogExcerpts();
     const nlohmann::json& st = run->job;
     ASSERT_EQ(st.value("state", ""), "FINISHED") << st.dump();
@@ -58,7 +59,7 @@ class KeyedJobsTest : public ::testing::Test {
     EXPECT_NE(run->cli.out.find("FINISHED"), std::string::npos) << run->cli.out;
 
     auto out = ReadJobOutput(output);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_OK(out);
     EXPECT_EQ(static_cast<int>(out->files.size()), p) << "one final part file per subtask";
     EXPECT_EQ(st.value("records_out", int64_t{-1}), static_cast<int64_t>(out->lines.size()));
 
@@ -67,11 +68,11 @@ class KeyedJobsTest : public ::testing::Test {
     int wrong_owner = 0;
     for (const nlohmann::json& line : out->lines) {
       auto c = canonical(line);
-      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      ASSERT_OK(c);
       result->canonical.push_back(*c);
       std::string key = line.value("key", "");
       auto kg = AssignToKeyGroup(Key::FromBytes(key), KeyType::kString, max_parallelism);
-      ASSERT_TRUE(kg.ok()) << kg.status().ToString();
+      ASSERT_OK(kg);
       SubtaskIndex owner = ComputeOperatorIndexForKeyGroup(max_parallelism, p, *kg);
       if (line.value("subtask", -1) != owner.value() && ++wrong_owner <= 5) {
         ADD_FAILURE() << "key " << key << " (key group " << kg->value() << " of " << max_parallelism

@@ -13,6 +13,7 @@
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -39,14 +40,14 @@ class LatencyTest : public ::testing::Test {
     ClusterOptions options;
     options.workers = workers;
     auto cluster = Cluster::Start(dir_.Subdir("cluster"), options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    ASSERT_OK(cluster);
     cluster_ = std::move(cluster).value();
   }
   void Submit(const std::vector<std::string>& args) {
     std::vector<std::string> run = {"run"};
     run.insert(run.end(), args.begin(), args.end());
     auto r = cluster_->Cli(run);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_OK(r);
     ASSERT_EQ(r->exit_code, 0) << r->out << r->err;
   }
   void Cancel() {
@@ -68,7 +69,7 @@ TEST_F(LatencyTest, ARateLimitedJobShowsItsLatencyPerSubtask) {
   auto st =
       cluster_->WaitForStatus([](const nlohmann::json& s) { return EverySubtaskHasLatency(s, 20); },
                               Duration::Seconds(30), "latency samples of every subtask");
-  ASSERT_TRUE(st.ok()) << st.status().ToString() << cluster_->LogExcerpts();
+  ASSERT_OK(st) << st.status().ToString() << cluster_->LogExcerpts();
   for (const nlohmann::json& s : (*st)["job"]["subtasks"]) {
     const nlohmann::json& l = s["latency"];
     const double p50 = l["p50_ms"].get<double>();
@@ -82,7 +83,7 @@ TEST_F(LatencyTest, ARateLimitedJobShowsItsLatencyPerSubtask) {
     EXPECT_GE(l["mean_ms"].get<double>(), 0.0) << l.dump();
   }
   auto text = cluster_->Cli({"status"});
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  ASSERT_OK(text);
   ASSERT_EQ(text->exit_code, 0) << text->err;
   EXPECT_THAT(text->out, HasSubstr("latency p50/p99/p99.9 ms"));
   EXPECT_TRUE(std::regex_search(text->out, std::regex(R"(\d+\.\d\d/\d+\.\d\d/\d+\.\d\d\n)")))
@@ -113,7 +114,7 @@ TEST_F(LatencyTest, ASlowFunctionMakesTheLatencyGrowPastWhatTheRatesImply) {
         return s["job"]["subtasks"][0]["latency"]["p50_ms"].get<double>() > 1000.0;
       },
       Duration::Seconds(40), "the slow job's p50 latency to pass 1000 ms");
-  ASSERT_TRUE(st.ok()) << st.status().ToString() << cluster_->LogExcerpts();
+  ASSERT_OK(st) << st.status().ToString() << cluster_->LogExcerpts();
   const nlohmann::json& l = (*st)["job"]["subtasks"][0]["latency"];
   EXPECT_GE(l["p99_ms"].get<double>(), l["p50_ms"].get<double>()) << l.dump();
   Cancel();
@@ -127,7 +128,7 @@ TEST_F(LatencyTest, ZeroIntervalSendsNoMarkers) {
       {"--job", "count-window", "--input", "gen:events=3000,keys=100,splits=2,seed=1,rate=3000",
        "--parallelism", "2", "--latency-interval", "0"},
       Duration::Seconds(60));
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   ASSERT_EQ(run->job.value("state", ""), "FINISHED") << run->job.dump() << cluster_->LogExcerpts();
   for (const nlohmann::json& s : run->job["subtasks"]) {
     EXPECT_EQ(s["latency"].value("count", uint64_t{99}), 0u) << s.dump();
@@ -150,7 +151,7 @@ TEST(LatencyFlagsTest, BadLatencyIntervalsAreRefused) {
                          "gen:events=10,keys=2,splits=1,seed=1", "--coordinator",
                          "tcp://127.0.0.1:1", "--latency-interval", c.value},
                         Duration::Seconds(30));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_OK(r);
     EXPECT_EQ(r->exit_code, 2) << c.value << ": " << r->err;
     EXPECT_THAT(r->err, HasSubstr(c.message)) << c.value;
   }
@@ -158,7 +159,7 @@ TEST(LatencyFlagsTest, BadLatencyIntervalsAreRefused) {
 
 TEST(LatencyFlagsTest, HelpDocumentsTheFlagAndItsDefault) {
   auto r = RunCommand({KeyflowBinary("keyflow"), "run", "--help"}, Duration::Seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_THAT(r->out + r->err, HasSubstr("--latency-interval arg (=200ms)"));
 }
 

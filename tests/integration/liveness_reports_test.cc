@@ -18,6 +18,7 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/memory_cgroup.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -81,7 +82,7 @@ class SupervisedWorker {
     for (const std::string& arg : WorkerCommand(c, slot)) argv.push_back(arg);
     argv.insert(argv.end(), {"--cache-dir", dir + "/worker-" + std::to_string(slot) + "-cache"});
     auto started = ChildProcess::Start(argv, dir + "/supervisor-" + std::to_string(slot) + ".log");
-    EXPECT_TRUE(started.ok()) << started.status().ToString();
+    EXPECT_OK(started);
     if (started.ok()) supervisor_.emplace(std::move(started).value());
   }
   ~SupervisedWorker() {
@@ -101,20 +102,20 @@ class SupervisedWorker {
 TEST(LivenessReportsTest, SecondWorkerForATakenSlotIsRefusedAndExitsWhileTheFirstKeepsIt) {
   TestDir dir;
   auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 2});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
   pid_t holder = c.worker(1)->pid();
   // Worker ids follow the order of registration, which is not the order of the slots.
   auto before = c.StatusJson();
-  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  ASSERT_OK(before);
   ASSERT_EQ((*before)["workers"].size(), 2u);
   ASSERT_EQ((*before)["workers"][1]["pid"], holder);
   const int holder_id = (*before)["workers"][1]["worker"].get<int>();
   std::vector<std::string> argv = WorkerCommand(c, 1);
   auto dup = ChildProcess::Start(argv, dir.path() + "/duplicate.log");
-  ASSERT_TRUE(dup.ok()) << dup.status().ToString();
+  ASSERT_OK(dup);
   auto rc = dup->Wait(Duration::Seconds(15));
-  ASSERT_TRUE(rc.ok()) << "the refused worker must give up\n" << c.LogExcerpts();
+  ASSERT_OK(rc) << "the refused worker must give up\n" << c.LogExcerpts();
   EXPECT_EQ(*rc, 1);
   std::string log = ReadFileOrEmpty(dir.path() + "/duplicate.log");
   EXPECT_THAT(log, HasSubstr("the coordinator refused this worker: slot 1 is already held by "
@@ -122,7 +123,7 @@ TEST(LivenessReportsTest, SecondWorkerForATakenSlotIsRefusedAndExitsWhileTheFirs
                              std::to_string(holder_id) + " (slot 1, host "));
   EXPECT_THAT(log, HasSubstr("stop that worker first, or start this one with another --slot"));
   auto st = c.StatusJson();
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_OK(st);
   ASSERT_EQ((*st)["workers"].size(), 2u);
   EXPECT_EQ((*st)["workers"][1]["pid"], holder);
   EXPECT_EQ((*st)["workers"][1]["worker"], holder_id) << "the holder was never replaced";
@@ -133,7 +134,7 @@ TEST(LivenessReportsTest, SecondWorkerForATakenSlotIsRefusedAndExitsWhileTheFirs
 TEST(LivenessReportsTest, SigkilledWorkerUnderTheSupervisorIsReportedKilledBySignal9) {
   TestDir dir;
   auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 1});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
   const std::string pid_file = dir.path() + "/worker-1.pid";
   std::vector<std::string> argv = {
@@ -143,7 +144,7 @@ TEST(LivenessReportsTest, SigkilledWorkerUnderTheSupervisorIsReportedKilledBySig
       "--"};
   for (const std::string& arg : WorkerCommand(c, 1)) argv.push_back(arg);
   auto supervisor = ChildProcess::Start(argv, dir.path() + "/supervisor.log");
-  ASSERT_TRUE(supervisor.ok()) << supervisor.status().ToString();
+  ASSERT_OK(supervisor);
   struct Guard {  // the supervised worker is not our child: kill it by its pid file
     std::string pid_file;
     ChildProcess* supervisor;
@@ -152,7 +153,7 @@ TEST(LivenessReportsTest, SigkilledWorkerUnderTheSupervisorIsReportedKilledBySig
       ::kill(PidFromFile(pid_file), SIGKILL);
     }
   } guard{pid_file, &*supervisor};
-  ASSERT_TRUE(c.WaitForWorkers(2, kWait).ok()) << c.LogExcerpts();
+  ASSERT_OK(c.WaitForWorkers(2, kWait)) << c.LogExcerpts();
   auto run = c.Cli({"run", "--job", "count-window", "--input", kSlowInput, "--parallelism", "2",
                     "--checkpoint-interval", "300ms"});
   ASSERT_TRUE(run.ok() && run->exit_code == 0) << (run.ok() ? run->err : run.status().ToString());
@@ -172,7 +173,7 @@ TEST(LivenessReportsTest, SigkilledWorkerUnderTheSupervisorIsReportedKilledBySig
                        "signal 9 (SIGKILL") != std::string::npos;
       },
       kWait, "last_failure to say how the worker ended");
-  ASSERT_TRUE(st.ok()) << st.status().ToString() << "\n" << c.LogExcerpts();
+  ASSERT_OK(st) << st.status().ToString() << "\n" << c.LogExcerpts();
   EXPECT_THAT((*st)["job"].value("last_failure", std::string()),
               HasSubstr("pid " + std::to_string(first) + ") was lost"));
   EXPECT_THAT((*st)["job"].value("last_failure", std::string()),
@@ -184,7 +185,7 @@ TEST(LivenessReportsTest, SigkilledWorkerUnderTheSupervisorIsReportedKilledBySig
 TEST(LivenessReportsTest, CoordinatorKilledDuringARescaleTellsTheWaitingCliWithinSeconds) {
   TestDir dir;
   auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 2});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
   auto run = c.Cli({"run", "--job", "count-window", "--input", kSlowInput, "--parallelism", "2",
                     "--checkpoint-interval", "300ms"});
@@ -195,17 +196,17 @@ TEST(LivenessReportsTest, CoordinatorKilledDuringARescaleTellsTheWaitingCliWithi
                   .ok());
   // Only 2 workers: the rescale to 3 waits for a third one while the coordinator dies.
   auto cli = c.StartCli({"rescale", "3", "--wait-for-workers", "5min"}, dir.path() + "/rescale");
-  ASSERT_TRUE(cli.ok()) << cli.status().ToString();
+  ASSERT_OK(cli);
   ASSERT_TRUE(
       c.WaitForStatus(
            [](const nlohmann::json& s) { return s["job"].contains("commands_in_progress"); }, kWait,
            "the rescale to be accepted")
           .ok());
-  ASSERT_TRUE(c.KillCoordinator().ok());
-  ASSERT_TRUE(c.RestartCoordinator().ok()) << c.LogExcerpts();
+  ASSERT_OK(c.KillCoordinator());
+  ASSERT_OK(c.RestartCoordinator()) << c.LogExcerpts();
   int64_t restarted_ms = MonotonicMillis();
   auto rc = cli->Wait(Duration::Seconds(15));
-  ASSERT_TRUE(rc.ok()) << "the CLI still waits\n" << c.LogExcerpts();
+  ASSERT_OK(rc) << "the CLI still waits\n" << c.LogExcerpts();
   int64_t told_after_ms = MonotonicMillis() - restarted_ms;
   EXPECT_EQ(*rc, 1);
   EXPECT_LT(told_after_ms, 5000);
@@ -214,7 +215,7 @@ TEST(LivenessReportsTest, CoordinatorKilledDuringARescaleTellsTheWaitingCliWithi
                         "rescale to 3 was aborted by a coordinator restart — the job runs at "
                         "parallelism 2; run `keyflow rescale 3` again"));
   auto status = c.Cli({"status"});
-  ASSERT_TRUE(status.ok());
+  ASSERT_OK(status);
   EXPECT_THAT(status->out, HasSubstr("last command: rescale to 3 — aborted by a coordinator "
                                      "restart"));
   std::cerr << "[ keyflow ] the CLI learned of the restart " << told_after_ms
@@ -227,11 +228,11 @@ TEST(LivenessReportsTest, CrashUnderASupervisorThatRestartsLaterThanWaitWaitsIsI
   // the job FAILED for how the process ended. The supervisor's immediate report must make it.
   TestDir dir;
   auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 0});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
   SupervisedWorker worker(c, 0, dir.path(), {"--restart-delay", "8"});
   ASSERT_TRUE(worker.started());
-  ASSERT_TRUE(c.WaitForWorkers(1, kWait).ok()) << ReadFileOrEmpty(worker.log());
+  ASSERT_OK(c.WaitForWorkers(1, kWait)) << ReadFileOrEmpty(worker.log());
   const pid_t crashed = worker.worker_pid();
   const std::string input = dir.path() + "/events.jsonl";
   {
@@ -243,9 +244,9 @@ TEST(LivenessReportsTest, CrashUnderASupervisorThatRestartsLaterThanWaitWaitsIsI
       {"run", "--job-library", KEYFLOW_FAULTY_JOBS_LIBRARY, "--job", "crashes-after-n", "--param",
        "n=2", "--input", input, "--parallelism", "1", "--restart-strategy", "none", "--wait"},
       cli_log);
-  ASSERT_TRUE(cli.ok()) << cli.status().ToString();
+  ASSERT_OK(cli);
   auto code = cli->Wait(Duration::Seconds(60));
-  ASSERT_TRUE(code.ok()) << code.status().ToString() << c.LogExcerpts();
+  ASSERT_OK(code) << code.status().ToString() << c.LogExcerpts();
   const std::string summary = ReadFileOrEmpty(cli_log);
   EXPECT_EQ(*code, 1) << summary << ReadFileOrEmpty(cli_log + ".err");
   // The report usually declares the worker lost ("was lost: its process ended: ..."); on a
@@ -270,12 +271,12 @@ TEST(LivenessReportsTest, WorkerEndedByTheOomKillerIsReportedOutOfMemoryWithTheL
   if (!cgroup.ok()) GTEST_SKIP() << cgroup.status().message();
   TestDir dir;
   auto cluster = Cluster::Start(dir.path(), ClusterOptions{.workers = 0});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
   // A long restart delay: one OOM kill, not a loop of them, while the test looks.
   SupervisedWorker worker(c, 0, dir.path(), {"--restart-delay", "60"}, (*cgroup)->procs_file());
   ASSERT_TRUE(worker.started());
-  ASSERT_TRUE(c.WaitForWorkers(1, kWait).ok()) << ReadFileOrEmpty(worker.log());
+  ASSERT_OK(c.WaitForWorkers(1, kWait)) << ReadFileOrEmpty(worker.log());
   const pid_t victim = worker.worker_pid();
   // One key per event, each with its window state and timer on the heap: far beyond 96 MiB.
   const std::string cli_log = dir.path() + "/run-wait.out";
@@ -283,7 +284,7 @@ TEST(LivenessReportsTest, WorkerEndedByTheOomKillerIsReportedOutOfMemoryWithTheL
                          "gen:events=20000000,keys=20000000,splits=1,seed=7", "--parallelism", "1",
                          "--restart-strategy", "none", "--wait"},
                         cli_log);
-  ASSERT_TRUE(cli.ok()) << cli.status().ToString();
+  ASSERT_OK(cli);
   // cgroup v1 always knows the peak (memory.max_usage_in_bytes), v2 since Linux 5.19.
   const std::string phrase =
       "its process ended: out of memory: the kernel's OOM killer ended it "
@@ -294,16 +295,16 @@ TEST(LivenessReportsTest, WorkerEndedByTheOomKillerIsReportedOutOfMemoryWithTheL
         return s["job"].is_object() && s["job"].value("state", "") == "FAILED";
       },
       Duration::Seconds(45), "the job to fail");
-  ASSERT_TRUE(st.ok()) << st.status().ToString() << ReadFileOrEmpty(worker.log());
+  ASSERT_OK(st) << st.status().ToString() << ReadFileOrEmpty(worker.log());
   const std::string failure = (*st)["job"].value("failure", std::string());
   EXPECT_THAT(failure, HasSubstr("pid " + std::to_string(victim) + ") was lost: "));
   EXPECT_THAT(failure, HasSubstr(phrase)) << ReadFileOrEmpty(worker.log());
   EXPECT_THAT((*st)["job"].value("last_failure", std::string()), HasSubstr(phrase));
   auto text = c.Cli({"status"});
-  ASSERT_TRUE(text.ok());
+  ASSERT_OK(text);
   EXPECT_THAT(text->out, HasSubstr(phrase));
   auto port = c.RestPort();
-  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  ASSERT_OK(port);
   httplib::Client rest("127.0.0.1", *port);
   rest.set_connection_timeout(5, 0);
   rest.set_read_timeout(10, 0);
@@ -317,9 +318,9 @@ TEST(LivenessReportsTest, WorkerEndedByTheOomKillerIsReportedOutOfMemoryWithTheL
         return rest_failure.find(phrase) != std::string::npos;
       },
       Duration::Seconds(10), "GET /api/v1/job to name the OOM kill");
-  EXPECT_TRUE(rest_seen.ok()) << rest_seen.message() << "; last failure: " << rest_failure;
+  EXPECT_OK(rest_seen) << rest_seen.message() << "; last failure: " << rest_failure;
   auto code = cli->Wait(Duration::Seconds(20));
-  ASSERT_TRUE(code.ok()) << code.status().ToString();
+  ASSERT_OK(code);
   EXPECT_EQ(*code, 1);
   EXPECT_THAT(ReadFileOrEmpty(cli_log), HasSubstr(phrase)) << ReadFileOrEmpty(cli_log + ".err");
   EXPECT_THAT(ReadFileOrEmpty(worker.log()),
@@ -331,7 +332,7 @@ TEST(LivenessReportsTest, WorkerEndedByTheOomKillerIsReportedOutOfMemoryWithTheL
 TEST(LivenessReportsTest, BadPreviousPidIsAUsageError) {
   auto r =
       RunCommand({KeyflowBinary("keyflow-worker"), "--previous-pid", "-5"}, Duration::Seconds(10));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 2);
   EXPECT_THAT(r->err, HasSubstr("--previous-pid must be a process id (> 0), not -5"));
 }
@@ -339,7 +340,7 @@ TEST(LivenessReportsTest, BadPreviousPidIsAUsageError) {
 TEST(LivenessReportsTest, ReportExitNeedsAPidAndSaysWhenTheCoordinatorDoesNotTakeIt) {
   auto usage = RunCommand({KeyflowBinary("keyflow-worker"), "--report-exit", "exit code 3"},
                           Duration::Seconds(10));
-  ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+  ASSERT_OK(usage);
   EXPECT_EQ(usage->exit_code, 2);
   EXPECT_THAT(usage->err, HasSubstr("--report-exit needs how the process ended (a phrase) and "
                                     "--previous-pid, its pid"));
@@ -348,7 +349,7 @@ TEST(LivenessReportsTest, ReportExitNeedsAPidAndSaysWhenTheCoordinatorDoesNotTak
       RunCommand({KeyflowBinary("keyflow-worker"), "--report-exit", "exit code 3", "--previous-pid",
                   "42", "--coordinator", "tcp://127.0.0.1:1", "--insecure"},
                  Duration::Seconds(20));
-  ASSERT_TRUE(unreachable.ok()) << unreachable.status().ToString();
+  ASSERT_OK(unreachable);
   EXPECT_EQ(unreachable->exit_code, 1);
   EXPECT_THAT(unreachable->err,
               HasSubstr("keyflow-worker --report-exit: the coordinator at tcp://127.0.0.1:1 did "

@@ -11,6 +11,7 @@
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -34,7 +35,7 @@ TEST(LogLevelTest, RunTimeLevelReachesTheWorkersAndGoesBack) {
   ClusterOptions o;
   o.workers = 2;
   auto cluster = Cluster::Start(dir.path(), o);
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
   // A job that runs for a minute and checkpoints every 200 ms: each checkpoint is a few control
   // messages to every worker, which a worker logs at debug ("control message type=...").
@@ -42,78 +43,78 @@ TEST(LogLevelTest, RunTimeLevelReachesTheWorkersAndGoesBack) {
                          "gen:events=1200000,keys=100,splits=2,seed=1,rate=20000", "--parallelism",
                          "2", "--checkpoint-interval", "200ms"},
                         dir.path() + "/run.out");
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   auto first = c.WaitForStatus([](const nlohmann::json& st) { return LatestCheckpoint(st) >= 1; },
                                Duration::Seconds(30), "a first checkpoint");
-  ASSERT_TRUE(first.ok()) << first.status().ToString() << c.LogExcerpts();
+  ASSERT_OK(first) << first.status().ToString() << c.LogExcerpts();
   EXPECT_EQ((*first)["coordinator"]["log_level"], "info");
   const std::string worker_log = c.WorkerLog(0);
   EXPECT_EQ(ReadFileOrEmpty(worker_log).find(" debug worker-0 "), std::string::npos);
 
   size_t offset = ReadFileOrEmpty(worker_log).size();
   auto debug = c.Cli({"log-level", "debug"});
-  ASSERT_TRUE(debug.ok()) << debug.status().ToString();
+  ASSERT_OK(debug);
   EXPECT_EQ(debug->exit_code, 0) << debug->err;
   EXPECT_EQ(debug->out, "log level is now debug on the coordinator and 2 workers\n");
   Status shown = WaitUntil(
       [&] { return LogAfter(worker_log, offset).find(" debug worker-0 ") != std::string::npos; },
       Duration::Seconds(10), "a debug line in worker-0's log");
-  ASSERT_TRUE(shown.ok()) << shown.ToString() << "\n" << Tail(worker_log);
+  ASSERT_OK(shown) << shown.ToString() << "\n" << Tail(worker_log);
   EXPECT_THAT(LogAfter(worker_log, offset),
               HasSubstr(" info worker-0 log level changed from info to debug (set by the "
                         "coordinator)"));
   auto st = c.StatusJson();
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_OK(st);
   EXPECT_EQ((*st)["coordinator"]["log_level"], "debug");
   EXPECT_THAT(ReadFileOrEmpty(c.CoordinatorLog()),
               HasSubstr("log level changed from info to debug (set by operator:operator)"));
 
   auto info = c.Cli({"log-level", "info"});
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_OK(info);
   EXPECT_EQ(info->out, "log level is now info on the coordinator and 2 workers\n");
   const std::string changed = " info worker-0 log level changed from debug to info";
   Status back =
       WaitUntil([&] { return LogAfter(worker_log, offset).find(changed) != std::string::npos; },
                 Duration::Seconds(10), "worker-0's level to change back");
-  ASSERT_TRUE(back.ok()) << back.ToString() << "\n" << Tail(worker_log);
+  ASSERT_OK(back) << back.ToString() << "\n" << Tail(worker_log);
   // Two more checkpoints (control messages to every worker), none logged at debug.
   std::string log = ReadFileOrEmpty(worker_log);
   const size_t after_change = log.find('\n', log.find(changed, offset)) + 1;
   auto now = c.StatusJson();
-  ASSERT_TRUE(now.ok());
+  ASSERT_OK(now);
   const int64_t at = LatestCheckpoint(*now);
   auto later =
       c.WaitForStatus([at](const nlohmann::json& s) { return LatestCheckpoint(s) >= at + 2; },
                       Duration::Seconds(30), "two more checkpoints");
-  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  ASSERT_OK(later);
   EXPECT_EQ(LogAfter(worker_log, after_change).find(" debug "), std::string::npos)
       << LogAfter(worker_log, after_change);
   EXPECT_EQ((*later)["coordinator"]["log_level"], "info");
 
   // An unknown level: the sentence, exit 2, nothing changes.
   auto bad = c.Cli({"log-level", "loud"});
-  ASSERT_TRUE(bad.ok());
+  ASSERT_OK(bad);
   EXPECT_EQ(bad->exit_code, 2);
   EXPECT_EQ(bad->err,
             "keyflow: unknown log level 'loud': use one of: trace, debug, info, warn, "
             "error\n");
   auto unchanged = c.StatusJson();
-  ASSERT_TRUE(unchanged.ok());
+  ASSERT_OK(unchanged);
   EXPECT_EQ((*unchanged)["coordinator"]["log_level"], "info");
 
   // --coordinator-only, and the level without an argument.
   auto only = c.Cli({"log-level", "warn", "--coordinator-only"});
-  ASSERT_TRUE(only.ok());
+  ASSERT_OK(only);
   EXPECT_EQ(only->out, "log level is now warn on the coordinator only\n");
   auto current = c.Cli({"log-level"});
-  ASSERT_TRUE(current.ok());
+  ASSERT_OK(current);
   EXPECT_EQ(current->out, "the coordinator logs at warn\n");
   c.Cli({"cancel"}).status().IgnoreError();
 }
 
 CommandResult RunBinary(const std::vector<std::string>& argv) {
   auto r = RunCommand(argv, Duration::Seconds(20));
-  EXPECT_TRUE(r.ok()) << r.status().message();
+  EXPECT_OK(r);
   return r.ok() ? *r : CommandResult{};
 }
 
@@ -187,14 +188,14 @@ TEST(LogLevelTest, JsonFormatWritesOneJsonObjectPerLine) {
       {KeyflowBinary("keyflow-coordinator"), "--port", "0", "--insecure", "--checkpoint-dir",
        dir.path() + "/checkpoints", "--log-format", "json", "--log-file", log},
       dir.path() + "/coordinator.out");
-  ASSERT_TRUE(coordinator.ok()) << coordinator.status().ToString();
+  ASSERT_OK(coordinator);
   // The insecure warning is the first line; SIGTERM adds the shutdown lines.
   ASSERT_TRUE(WaitUntil([&] { return !ReadFileOrEmpty(log).empty(); }, Duration::Seconds(10),
                         "the first log line")
                   .ok());
-  ASSERT_TRUE(coordinator->Signal(SIGTERM).ok());
+  ASSERT_OK(coordinator->Signal(SIGTERM));
   auto code = coordinator->Wait(Duration::Seconds(10));
-  ASSERT_TRUE(code.ok()) << code.status().ToString();
+  ASSERT_OK(code);
   std::istringstream lines(ReadFileOrEmpty(log));
   int n = 0;
   for (std::string line; std::getline(lines, line); ++n) {

@@ -8,6 +8,7 @@
 #include "tests/integration/job_data.h"
 #include "tests/integration/network_namespaces.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -17,7 +18,7 @@ TEST(MultiHostTest, CountWindowAcrossThreeNetworkNamespacesHasExactTotals) {
   if (!ns.ok() && ns.status().code() == StatusCode::kFailedPrecondition) {
     GTEST_SKIP() << "network namespaces unavailable: " << ns.status().message();
   }
-  ASSERT_TRUE(ns.ok()) << ns.status().ToString();
+  ASSERT_OK(ns);
   const NetworkNamespaces& hosts = **ns;
 
   TestDir dir;
@@ -26,7 +27,7 @@ TEST(MultiHostTest, CountWindowAcrossThreeNetworkNamespacesHasExactTotals) {
   input_options.records_per_file = 20'000;
   input_options.cold_keys_per_file = 500;
   auto input = WriteJsonLinesInput(dir.Subdir("input"), input_options);
-  ASSERT_TRUE(input.ok()) << input.status().ToString();
+  ASSERT_OK(input);
 
   // Namespace 0 holds the coordinator and worker 0; namespaces 1 and 2 one worker each. The
   // file system is shared (like a shared mount on real hosts); the network is not.
@@ -42,11 +43,11 @@ TEST(MultiHostTest, CountWindowAcrossThreeNetworkNamespacesHasExactTotals) {
   {
     // The cluster is destroyed (its processes killed) before the namespaces are deleted.
     auto cluster = Cluster::Start(dir.Subdir("cluster"), options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    ASSERT_OK(cluster);
     Cluster& c = **cluster;
 
     auto st = c.StatusJson();
-    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    ASSERT_OK(st);
     for (const nlohmann::json& w : (*st)["workers"]) {
       int slot = w.value("slot", -1);
       ASSERT_GE(slot, 0);
@@ -59,18 +60,18 @@ TEST(MultiHostTest, CountWindowAcrossThreeNetworkNamespacesHasExactTotals) {
         {"--job", "count-window", "--param", "time=event", "--param", "count=50", "--param",
          "timeout=10s", "--input", dir.path() + "/input", "--output", output, "--parallelism", "3"},
         Duration::Seconds(90));
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_OK(run);
     ASSERT_EQ(run->cli.exit_code, 0) << run->cli.out << run->cli.err << c.LogExcerpts();
     EXPECT_EQ(run->job.value("state", ""), "FINISHED");
     EXPECT_EQ(run->job.value("records_in", int64_t{-1}), input->total_records);
 
     auto out = ReadJobOutput(output);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_OK(out);
     EXPECT_EQ(CountsPerKey(out->lines), RecordsPerKey(input->records));
     std::vector<std::string> canonical;
     for (const nlohmann::json& line : out->lines) {
       auto c = CanonicalCountWindow(line);
-      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      ASSERT_OK(c);
       canonical.push_back(*c);
     }
     std::sort(canonical.begin(), canonical.end());

@@ -15,6 +15,7 @@
 #include "common/file_io.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -32,7 +33,7 @@ uint32_t ModeOf(const std::string& path) {
 
 CommandResult RunTool(const std::vector<std::string>& argv) {
   auto r = RunCommand(argv, Duration::Seconds(30));
-  EXPECT_TRUE(r.ok()) << r.status().message();
+  EXPECT_OK(r);
   return r.ok() ? *r : CommandResult{};
 }
 
@@ -57,7 +58,7 @@ TEST(PathRulesTest, RunAsAnotherUserRefusesPathsThatUserCannotUse) {
   TestDir dir;
   ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);  // searchable, like a home directory
   const std::string secret = dir.path() + "/secret.jsonl";
-  ASSERT_TRUE(WriteFileAtomically(secret, "{\"uid\":\"a\",\"ts\":1}\n").ok());  // 0600, root's
+  ASSERT_OK(WriteFileAtomically(secret, "{\"uid\":\"a\",\"ts\":1}\n"));  // 0600, root's
   const std::vector<std::string> base = {
       KeyflowBinary("keyflow"), "run",           "--job",
       "count-window",           "--coordinator", "tcp://127.0.0.1:1"};
@@ -70,7 +71,7 @@ TEST(PathRulesTest, RunAsAnotherUserRefusesPathsThatUserCannotUse) {
                        " cannot be read by you (Permission denied): the cluster reads only what "
                        "the user who submits may read\n");
 
-  ASSERT_TRUE(CreateDirectories(dir.path() + "/private").ok());  // 0700, root's
+  ASSERT_OK(CreateDirectories(dir.path() + "/private"));  // 0700, root's
   std::vector<std::string> write = kAsNobody;
   for (const std::string& a : base) write.push_back(a);
   write.insert(write.end(), {"--input", "gen:events=10,keys=2,splits=1,seed=1", "--output",
@@ -92,7 +93,7 @@ TEST(PathRulesTest, CoordinatorWithAllowedPathRefusesOutsidePathsAndTheJobWrites
   options.workers = 1;
   options.coordinator_args.insert(options.coordinator_args.end(), {"--allowed-path", allowed});
   auto cluster = Cluster::Start(dir.path(), options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   const std::vector<std::string> job = {"run",
                                         "--job",
                                         "count-window",
@@ -104,7 +105,7 @@ TEST(PathRulesTest, CoordinatorWithAllowedPathRefusesOutsidePathsAndTheJobWrites
   std::vector<std::string> refused = job;
   refused.insert(refused.end(), {"--output", outside.path() + "/out"});
   auto r = (*cluster)->Cli(refused);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 1) << r->err;
   EXPECT_THAT(r->err, HasSubstr("job rejected: --output " + outside.path() +
                                 "/out is outside the paths this coordinator may use "
@@ -115,7 +116,7 @@ TEST(PathRulesTest, CoordinatorWithAllowedPathRefusesOutsidePathsAndTheJobWrites
   accepted.insert(accepted.end(),
                   {"--output", allowed + "/out", "--checkpoint-interval", "50ms", "--wait"});
   r = (*cluster)->Cli(accepted, Duration::Seconds(60));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   ASSERT_EQ(r->exit_code, 0) << r->err << (*cluster)->LogExcerpts();
   EXPECT_EQ(ModeOf(allowed + "/out"), 0700u);
   int part_files = 0;

@@ -9,6 +9,7 @@
 #include "common/key_group_assignment.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -44,14 +45,14 @@ TEST(PrintSinkIntegration, AJobWithoutOutputPrintsItsResultsIntoTheWorkerLogs) {
   ClusterOptions options;
   options.workers = 2;
   auto cluster = Cluster::Start(dir.Subdir("cluster"), options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
 
   auto run = RunJob(c,
                     {"--job", "count-window", "--param", "count=2", "--param", "timeout=10s",
                      "--param", "time=event", "--input", input, "--parallelism", "2"},
                     Duration::Seconds(60));
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   ASSERT_EQ(run->cli.exit_code, 0) << run->cli.out << run->cli.err << c.LogExcerpts();
   ASSERT_EQ(run->job.value("state", ""), "FINISHED") << run->job.dump();
   EXPECT_EQ(run->job.value("records_out", int64_t{-1}), 3) << run->job.dump();

@@ -10,6 +10,7 @@
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -18,7 +19,7 @@ using ::testing::HasSubstr;
 
 CommandResult RunBinary(const std::vector<std::string>& argv) {
   auto r = RunCommand(argv, Duration::Seconds(20));
-  EXPECT_TRUE(r.ok()) << r.status().message();
+  EXPECT_OK(r);
   return r.ok() ? *r : CommandResult{};
 }
 
@@ -79,14 +80,14 @@ TEST(ProcessErrorsTest, CoordinatorBindsLoopbackByDefaultAndRefusesAnUnknownHost
       ChildProcess::Start({KeyflowBinary("keyflow-coordinator"), "--port", "0", "--insecure",
                            "--rest-port", "0", "--checkpoint-dir", dir.path() + "/checkpoints"},
                           dir.path() + "/coordinator.log");
-  ASSERT_TRUE(coordinator.ok()) << coordinator.status().ToString();
+  ASSERT_OK(coordinator);
   Status s = WaitUntil(
       [&] {
         return ReadFileOrEmpty(dir.path() + "/coordinator.log").find("listening on") !=
                std::string::npos;
       },
       Duration::Seconds(15), "the \"listening on\" line");
-  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_OK(s);
   const std::string log = ReadFileOrEmpty(dir.path() + "/coordinator.log");
   EXPECT_THAT(log, HasSubstr("keyflow-coordinator: listening on tcp://127.0.0.1:"));
   EXPECT_THAT(log, HasSubstr("keyflow-coordinator runs with --insecure: connections are neither "
@@ -155,7 +156,7 @@ TEST(ProcessErrorsTest, PeerHostNameIsEscapedInTheCoordinatorLog) {
   ClusterOptions options;
   options.workers = 0;
   auto cluster = Cluster::Start(dir.path(), options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  ASSERT_OK(cluster);
   const std::string host = "evil\n2026-12-01T00:00:00.000Z info coordinator forged \x1b[31mred";
   std::vector<std::string> argv = {KeyflowBinary("keyflow-worker"),
                                    "--coordinator",
@@ -166,7 +167,7 @@ TEST(ProcessErrorsTest, PeerHostNameIsEscapedInTheCoordinatorLog) {
                                    host};
   for (const std::string& arg : (*cluster)->SecurityArgs("worker-0")) argv.push_back(arg);
   auto worker = ChildProcess::Start(argv, dir.path() + "/worker.log");
-  ASSERT_TRUE(worker.ok()) << worker.status().message();
+  ASSERT_OK(worker);
   ASSERT_TRUE((*cluster)->WaitForWorkers(1, Duration::Seconds(20)).ok())
       << (*cluster)->LogExcerpts();
   std::string log = ReadFileOrEmpty((*cluster)->CoordinatorLog());

@@ -15,6 +15,7 @@
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -65,10 +66,10 @@ TEST(PrometheusIntegration, ARealPrometheusScrapesTheExactRecordCountOfAJob) {
   ClusterOptions options;
   options.workers = 2;
   auto cluster = Cluster::Start(dir.Subdir("cluster"), options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
   auto rest_port = c.RestPort();
-  ASSERT_TRUE(rest_port.ok()) << rest_port.status().ToString();
+  ASSERT_OK(rest_port);
 
   // /metrics itself: the exposition content type, and promtool's format and naming lint.
   // (The snapshot it renders is published every 250 ms: wait for one with both workers.)
@@ -87,19 +88,19 @@ TEST(PrometheusIntegration, ARealPrometheusScrapesTheExactRecordCountOfAJob) {
         return body.find("\nkeyflow_coordinator_workers 2\n") != std::string::npos;
       },
       Duration::Seconds(10), "/metrics to show both workers");
-  ASSERT_TRUE(both.ok()) << both.ToString() << "\n" << body;
+  ASSERT_OK(both) << both.ToString() << "\n" << body;
   EXPECT_EQ(content_type, "text/plain; version=0.0.4; charset=utf-8");
   {
     const std::string file = dir.path() + "/metrics.txt";
     std::ofstream(file) << body;
     auto lint = RunCommand({"sh", "-c", "'" + promtool + "' check metrics < '" + file + "'"},
                            Duration::Seconds(20));
-    ASSERT_TRUE(lint.ok()) << lint.status().ToString();
+    ASSERT_OK(lint);
     EXPECT_EQ(lint->exit_code, 0) << lint->out << lint->err;
   }
 
   auto prom_port = PickUnusedPort();
-  ASSERT_TRUE(prom_port.ok()) << prom_port.status().ToString();
+  ASSERT_OK(prom_port);
   // The scrape config README "Security" documents: the viewer's token file as credentials.
   const std::string config = dir.path() + "/prometheus.yml";
   const std::string target = "127.0.0.1:" + std::to_string(*rest_port);
@@ -127,14 +128,14 @@ TEST(PrometheusIntegration, ARealPrometheusScrapesTheExactRecordCountOfAJob) {
       {prometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir.Subdir("tsdb"),
        "--web.listen-address=127.0.0.1:" + std::to_string(*prom_port), "--log.level=warn"},
       dir.path() + "/prometheus.log");
-  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  ASSERT_OK(server);
   Status ready = WaitUntil([&] { return QueryValue(*prom_port, "vector(1)") == "1"; },
                            Duration::Seconds(60), "Prometheus to answer queries");
-  ASSERT_TRUE(ready.ok()) << ready.ToString() << "\n" << Tail(dir.path() + "/prometheus.log");
+  ASSERT_OK(ready) << ready.ToString() << "\n" << Tail(dir.path() + "/prometheus.log");
 
   auto run = RunJob(c, {"--job", "count-window", "--input", kInput, "--parallelism", "2"},
                     Duration::Seconds(120));
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   ASSERT_EQ(run->job.value("state", ""), "FINISHED") << run->job.dump() << c.LogExcerpts();
   ASSERT_EQ(run->job.value("records_processed", int64_t{-1}), kEvents) << run->job.dump();
 
@@ -147,8 +148,8 @@ TEST(PrometheusIntegration, ARealPrometheusScrapesTheExactRecordCountOfAJob) {
       },
       Duration::Seconds(60), "Prometheus to have scraped " + expected + " processed records",
       Duration::Millis(250));
-  ASSERT_TRUE(scraped.ok()) << scraped.ToString() << " (last answer '" << last << "')\n"
-                            << Tail(dir.path() + "/prometheus.log");
+  ASSERT_OK(scraped) << scraped.ToString() << " (last answer '" << last << "')\n"
+                     << Tail(dir.path() + "/prometheus.log");
   EXPECT_EQ(QueryValue(*prom_port, "keyflow_job_records_in_total"), expected);
   EXPECT_EQ(QueryValue(*prom_port, "up{job=\"keyflow\"}"), "1");
   // Without the token the scrape is refused (401): that target is down (its first scrape may
@@ -160,7 +161,7 @@ TEST(PrometheusIntegration, ARealPrometheusScrapesTheExactRecordCountOfAJob) {
         return !anonymous_up.empty();
       },
       Duration::Seconds(30), "Prometheus to have scraped the target without a token");
-  EXPECT_TRUE(refused.ok()) << refused.ToString() << "\n" << Tail(dir.path() + "/prometheus.log");
+  EXPECT_OK(refused) << refused.ToString() << "\n" << Tail(dir.path() + "/prometheus.log");
   EXPECT_EQ(anonymous_up, "0") << "without the token the scrape is refused (401)";
   EXPECT_EQ(QueryValue(*prom_port, "count(keyflow_coordinator_up{job=\"keyflow-anonymous\"})"), "")
       << "and brings no keyflow metric";

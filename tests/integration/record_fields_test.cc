@@ -15,6 +15,7 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -30,7 +31,7 @@ class RecordFieldsTest : public ::testing::Test {
     ClusterOptions options;
     options.workers = 2;
     auto cluster = Cluster::Start(dir_.Subdir("cluster"), options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    ASSERT_OK(cluster);
     cluster_ = std::move(cluster).value();
   }
 
@@ -45,7 +46,7 @@ class RecordFieldsTest : public ::testing::Test {
                                      "--output",      output};
     args.insert(args.end(), extra.begin(), extra.end());
     auto run = RunJob(*cluster_, args, kJobTimeout);
-    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_OK(run);
     if (!run.ok()) return {};
     if (!run->job.is_object()) {
       ADD_FAILURE() << "no job: " << run->cli.out << run->cli.err;
@@ -54,7 +55,7 @@ class RecordFieldsTest : public ::testing::Test {
     EXPECT_EQ(run->job.value("state", ""), "FINISHED")
         << run->job.dump() << cluster_->LogExcerpts();
     auto out = ReadJobOutput(output);
-    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_OK(out);
     return out.ok() ? out->lines : std::vector<nlohmann::json>{};
   }
 
@@ -175,7 +176,7 @@ TEST(RecordFieldsSubmitTest, AnEmptyDeclaredFieldIsRefusedAtSubmit) {
        "gen:events=10,keys=2,splits=1,seed=1", "--job-library", KEYFLOW_FIELD_JOBS_LIBRARY, "--job",
        "projected-echo", "--param", "fields=amount,,note"},
       Duration::Seconds(20));
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 2);
   EXPECT_EQ(r->err,
             "keyflow: job 'projected-echo' declares an empty field name in its definition's "
@@ -188,7 +189,7 @@ TEST(RecordFieldsSubmitTest, JobsListsTheDeclaredFields) {
   auto json = RunCommand(
       {KeyflowBinary("keyflow"), "jobs", "--job-library", KEYFLOW_FIELD_JOBS_LIBRARY, "--json"},
       Duration::Seconds(20));
-  ASSERT_TRUE(json.ok()) << json.status().message();
+  ASSERT_OK(json);
   ASSERT_EQ(json->exit_code, 0) << json->err;
   std::map<std::string, nlohmann::json> jobs;
   const nlohmann::json listed = nlohmann::json::parse(json->out);
@@ -198,7 +199,7 @@ TEST(RecordFieldsSubmitTest, JobsListsTheDeclaredFields) {
   auto text =
       RunCommand({KeyflowBinary("keyflow"), "jobs", "--job-library", KEYFLOW_FIELD_JOBS_LIBRARY},
                  Duration::Seconds(20));
-  ASSERT_TRUE(text.ok()) << text.status().message();
+  ASSERT_OK(text);
   EXPECT_NE(text->out.find("; reads fields: yes, only amount, address (its declared fields with "
                            "the default parameters)\n"),
             std::string::npos)

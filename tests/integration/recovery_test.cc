@@ -22,11 +22,11 @@
 #include "common/key.h"
 #include "common/key_group_assignment.h"
 #include "tests/integration/cluster.h"
-#include "tests/integration/file_faults.h"
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
-#include "tests/integration/status_assertions.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/file_faults.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -83,7 +83,7 @@ class RecoveryTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_FALSE(dir_.path().empty());
     auto cluster = Cluster::Start(dir_.Subdir("cluster"), ClusterOptions{});
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    ASSERT_OK(cluster);
     cluster_ = std::move(cluster).value();
   }
 
@@ -112,7 +112,7 @@ class RecoveryTest : public ::testing::Test {
   static void ExpectExactOutput(const std::string& output,
                                 const std::vector<std::string>& reference) {
     auto actual = CanonicalOutput(output);
-    ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+    ASSERT_OK(actual);
     EXPECT_TRUE(SameLines(*actual, reference));
   }
 
@@ -185,15 +185,15 @@ TEST_F(RecoveryTest, WorkerKilledMidJobRestartsFromTheLatestCheckpointWithExactO
 
   const std::string output = dir_.path() + "/output";
   auto job_id = Submit(CountWindowArgs(kInput, output, 3, {"--checkpoint-interval", "300ms"}));
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
-  ASSERT_TRUE(Ok(WaitForCheckpoints(*job_id, 2)));
+  ASSERT_OK(job_id);
+  ASSERT_OK(WaitForCheckpoints(*job_id, 2));
 
   auto killed = cluster_->KillWorker(1);
-  ASSERT_TRUE(killed.ok()) << killed.status().ToString();
-  ASSERT_TRUE(Ok(cluster_->StartWorker(1)));  // the replacement registers under slot 1
+  ASSERT_OK(killed);
+  ASSERT_OK(cluster_->StartWorker(1));  // the replacement registers under slot 1
 
   auto end = WaitForEnd(*job_id);
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   const nlohmann::json& job = *end;
   ASSERT_EQ(job.value("state", ""), "FINISHED") << job.dump();
   EXPECT_GE(job.value("attempt", 0), 2);
@@ -219,30 +219,30 @@ TEST_F(RecoveryTest, CoordinatorKilledMidJobResumesTheSameJobWithExactOutput) {
   std::vector<std::string> args =
       CountWindowArgs(kInput, output, 3, {"--checkpoint-interval", "300ms", "--wait"});
   auto run = cluster_->StartCli(args, dir_.path() + "/run.out");
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   std::string job_id;
-  ASSERT_TRUE(Ok(WaitUntil(
+  ASSERT_OK(WaitUntil(
       [&] {
         std::string out = ReadFileOrEmpty(dir_.path() + "/run.out");
         job_id = out.substr(0, out.find('\n'));
         return out.find('\n') != std::string::npos;
       },
-      Duration::Seconds(20), "the job id from keyflow run")));
-  ASSERT_TRUE(Ok(WaitForCheckpoints(job_id, 2)));
+      Duration::Seconds(20), "the job id from keyflow run"));
+  ASSERT_OK(WaitForCheckpoints(job_id, 2));
 
   auto killed = cluster_->KillCoordinator();
-  ASSERT_TRUE(killed.ok()) << killed.status().ToString();
+  ASSERT_OK(killed);
   Status restarted = cluster_->RestartCoordinator();
-  ASSERT_TRUE(restarted.ok()) << restarted.ToString();
+  ASSERT_OK(restarted);
 
   auto code = run->Wait(kJobTimeout);
-  ASSERT_TRUE(code.ok()) << code.status().ToString() << "\n" << cluster_->LogExcerpts();
+  ASSERT_OK(code) << code.status().ToString() << "\n" << cluster_->LogExcerpts();
   EXPECT_EQ(*code, 0) << ReadFileOrEmpty(dir_.path() + "/run.out")
                       << ReadFileOrEmpty(dir_.path() + "/run.out.err");
   EXPECT_THAT(ReadFileOrEmpty(dir_.path() + "/run.out"), HasSubstr("job " + job_id + " FINISHED"));
 
   auto st = cluster_->StatusJson();
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_OK(st);
   const nlohmann::json& job = (*st)["job"];
   EXPECT_EQ(job.value("job_id", ""), job_id) << "the same job resumes, no new submission";
   EXPECT_EQ(job.value("state", ""), "FINISHED") << job.dump();
@@ -271,7 +271,7 @@ TEST_F(RecoveryTest, CorruptCheckpointsWithCommittedOutputFailTheJobAndNeverRetr
   const std::vector<std::string> args =
       CountWindowArgs(kInput, output, 3, {"--checkpoint-interval", "1h", "--incremental", "false"});
   auto job_id = Submit(args);
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
+  ASSERT_OK(job_id);
   std::vector<Completed> checkpoints;
   int64_t seen_out = 0;
   for (int i = 0; i < 3; ++i) {
@@ -282,12 +282,12 @@ TEST_F(RecoveryTest, CorruptCheckpointsWithCommittedOutputFailTheJobAndNeverRetr
           return j.value("state", "") == "RUNNING" && j.value("records_out", int64_t{0}) > seen_out;
         },
         Duration::Seconds(30), "new results");
-    ASSERT_TRUE(Ok(running));
+    ASSERT_OK(running);
     seen_out = running->value("records_out", int64_t{0});
     auto r = cluster_->Cli({"checkpoint"}, Duration::Seconds(30));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_OK(r);
     auto c = ParseCompleted(*r, "checkpoint");
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_OK(c);
     checkpoints.push_back(*c);
   }
   const Completed &first = checkpoints[0], &second = checkpoints[1], &newest = checkpoints[2];
@@ -297,10 +297,10 @@ TEST_F(RecoveryTest, CorruptCheckpointsWithCommittedOutputFailTheJobAndNeverRetr
   const std::map<std::string, std::string> committed = CommittedFiles(output);
   ASSERT_FALSE(committed.empty());
 
-  ASSERT_TRUE(Ok(cluster_->KillWorker(1)));
-  ASSERT_TRUE(Ok(cluster_->StartWorker(1)));
+  ASSERT_OK(cluster_->KillWorker(1));
+  ASSERT_OK(cluster_->StartWorker(1));
   auto end = WaitForEnd(*job_id);
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   ASSERT_EQ(end->value("state", ""), "FAILED") << end->dump();
   const std::string why = end->value("failure", "");
   const std::string newest_id = std::to_string(newest.id), second_id = std::to_string(second.id);
@@ -326,14 +326,14 @@ TEST_F(RecoveryTest, CorruptCheckpointsWithCommittedOutputFailTheJobAndNeverRetr
   std::vector<std::string> replay = args;
   replay.insert(replay.end(), {"--from-savepoint", first.directory});
   auto second_job = Submit(replay);
-  ASSERT_TRUE(second_job.ok()) << second_job.status().ToString();
+  ASSERT_OK(second_job);
   auto replayed = WaitForEnd(*second_job);
-  ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
+  ASSERT_OK(replayed);
   ASSERT_EQ(replayed->value("state", ""), "FINISHED") << replayed->dump();
   ExpectCommittedFilesKept(committed, output);
   // Every result is there; those committed after checkpoint 1 twice (the accepted replay).
   auto actual = CanonicalOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ASSERT_OK(actual);
   const std::vector<std::string> reference = Reference(kInput, kCount, kTimeoutMs);
   std::vector<std::string> unique = *actual;
   unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
@@ -352,22 +352,22 @@ TEST_F(RecoveryTest, CorruptCheckpointWithoutCommittedOutputFallsBackAutomatical
                         "timeout=" + std::to_string(kTimeoutMs) + "ms", "--input", kInput,
                         "--parallelism", "3", "--checkpoint-interval", "1h", "--incremental",
                         "false"});  // full checkpoints: chk-<n>/subtask-<i>.kgs (see above)
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
-  ASSERT_TRUE(Ok(WaitForProcessing(*job_id)));
+  ASSERT_OK(job_id);
+  ASSERT_OK(WaitForProcessing(*job_id));
   std::vector<Completed> checkpoints;
   for (int i = 0; i < 2; ++i) {
     auto r = cluster_->Cli({"checkpoint"}, Duration::Seconds(30));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_OK(r);
     auto c = ParseCompleted(*r, "checkpoint");
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_OK(c);
     checkpoints.push_back(*c);
   }
   const std::string truncated = checkpoints[1].directory + "/subtask-0.kgs";
   fs::resize_file(truncated, fs::file_size(truncated) / 2);
-  ASSERT_TRUE(Ok(cluster_->KillWorker(1)));
-  ASSERT_TRUE(Ok(cluster_->StartWorker(1)));
+  ASSERT_OK(cluster_->KillWorker(1));
+  ASSERT_OK(cluster_->StartWorker(1));
   auto end = WaitForEnd(*job_id);
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
   EXPECT_EQ(end->value("restored_from", int64_t{0}), checkpoints[0].id);
   const std::string log = CoordinatorLog();
@@ -381,9 +381,9 @@ TEST_F(RecoveryTest, CheckpointDirectoryWithoutMetadataIsNeverListedNorRestored)
   const std::string output = dir_.path() + "/output";
   auto job_id = Submit(CountWindowArgs(
       kInput, output, 3, {"--checkpoint-interval", "300ms", "--retained-checkpoints", "10"}));
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
+  ASSERT_OK(job_id);
   auto running = WaitForCheckpoints(*job_id, 2);
-  ASSERT_TRUE(running.ok()) << running.status().ToString();
+  ASSERT_OK(running);
 
   // What a coordinator killed between the subtasks' files and the rename of `_metadata` leaves:
   // state files and the temporary metadata, under an id larger than any completed one.
@@ -398,7 +398,7 @@ TEST_F(RecoveryTest, CheckpointDirectoryWithoutMetadataIsNeverListedNorRestored)
   ASSERT_TRUE(fs::exists(orphan + "/_metadata.tmp"));
 
   auto listed = cluster_->Cli({"checkpoints", "--json"});
-  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_OK(listed);
   ASSERT_EQ(listed->exit_code, 0) << listed->err;
   nlohmann::json list = nlohmann::json::parse(listed->out, nullptr, false);
   ASSERT_TRUE(list.is_object()) << listed->out;
@@ -408,10 +408,10 @@ TEST_F(RecoveryTest, CheckpointDirectoryWithoutMetadataIsNeverListedNorRestored)
     EXPECT_NE(c.value("directory", ""), orphan);
   }
 
-  ASSERT_TRUE(Ok(cluster_->KillWorker(2)));
-  ASSERT_TRUE(Ok(cluster_->StartWorker(2)));
+  ASSERT_OK(cluster_->KillWorker(2));
+  ASSERT_OK(cluster_->StartWorker(2));
   auto end = WaitForEnd(*job_id);
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
   const int64_t restored = end->value("restored_from", int64_t{0});
   EXPECT_GE(restored, latest);
@@ -429,15 +429,15 @@ TEST_F(RecoveryTest, CheckpointAndSavepointCommandsListInspectAndRetention) {
   // Only the checkpoints taken here (and the final one), two of them retained.
   auto job_id = Submit(CountWindowArgs(
       kSmallInput, output, 3, {"--checkpoint-interval", "1h", "--retained-checkpoints", "2"}));
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
-  ASSERT_TRUE(Ok(WaitForProcessing(*job_id)));
+  ASSERT_OK(job_id);
+  ASSERT_OK(WaitForProcessing(*job_id));
 
   auto take = [&](std::vector<std::string> args, const std::string& what) {
     auto r = cluster_->Cli(args, Duration::Seconds(30));
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     if (!r.ok()) return Completed{};
     auto c = ParseCompleted(*r, what);
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_OK(c);
     return c.ok() ? *c : Completed{};
   };
   const std::string savepoint_dir = dir_.path() + "/my-savepoint";
@@ -460,7 +460,7 @@ TEST_F(RecoveryTest, CheckpointAndSavepointCommandsListInspectAndRetention) {
   EXPECT_FALSE(fs::exists(c1.directory)) << "retention deletes checkpoints beyond 2";
 
   auto listed = cluster_->Cli({"checkpoints", "--json"});
-  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_OK(listed);
   ASSERT_EQ(listed->exit_code, 0) << listed->err;
   nlohmann::json list = nlohmann::json::parse(listed->out, nullptr, false);
   ASSERT_TRUE(list.is_object()) << listed->out;
@@ -488,7 +488,7 @@ TEST_F(RecoveryTest, CheckpointAndSavepointCommandsListInspectAndRetention) {
   // inspect: the savepoint's max parallelism, parallelism and one row per key group, each in
   // the section of the subtask whose Flink range holds it.
   auto inspected = Inspect({savepoint_dir});
-  ASSERT_TRUE(inspected.ok()) << inspected.status().ToString();
+  ASSERT_OK(inspected);
   ASSERT_EQ(inspected->exit_code, 0) << inspected->err;
   const std::string& text = inspected->out;
   EXPECT_THAT(text, HasSubstr("\nid:                3\n"));
@@ -502,11 +502,11 @@ TEST_F(RecoveryTest, CheckpointAndSavepointCommandsListInspectAndRetention) {
   // Key groups that hold none of the 60 generated keys have no state and no timers; every open
   // window is one state entry with one timer.
   auto records = GeneratedKeyedTimestamps(kSmallInput);
-  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_OK(records);
   std::map<int32_t, int64_t> keys_per_group;
   for (const auto& [key, ts] : *records) {
     auto kg = AssignToKeyGroup(Key::FromBytes(key), KeyType::kString, 128);
-    ASSERT_TRUE(kg.ok()) << kg.status().ToString();
+    ASSERT_OK(kg);
     keys_per_group[kg->value()]++;
   }
   std::regex row(R"(^  +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)$)");
@@ -532,7 +532,7 @@ TEST_F(RecoveryTest, CheckpointAndSavepointCommandsListInspectAndRetention) {
   EXPECT_GT(total_keys, 0) << "the savepoint holds the open windows";
 
   auto end = WaitForEnd(*job_id);
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
   // The final checkpoint (6) completed: retention keeps 5 and 6; the savepoints stay.
   std::set<std::string> on_disk;
@@ -578,13 +578,13 @@ TEST_F(RecoveryTest, RestoreRefusesAnotherMaxParallelismAndRescalesExactly) {
 
   const std::string first_output = dir_.path() + "/output-p3";
   auto first = Submit(args(first_output, 3, {"--checkpoint-interval", "1h"}));
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
-  ASSERT_TRUE(Ok(WaitForProcessing(*first)));
+  ASSERT_OK(first);
+  ASSERT_OK(WaitForProcessing(*first));
   const std::string savepoint_dir = dir_.path() + "/savepoint";
   auto taken = cluster_->Cli({"savepoint", "--dir", savepoint_dir}, Duration::Seconds(30));
-  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  ASSERT_OK(taken);
   auto savepoint = ParseCompleted(*taken, "savepoint");
-  ASSERT_TRUE(savepoint.ok()) << savepoint.status().ToString();
+  ASSERT_OK(savepoint);
   auto cancel = cluster_->Cli({"cancel"});
   ASSERT_TRUE(cancel.ok() && cancel->exit_code == 0) << cancel->out << cancel->err;
   auto inspected = Inspect({"--json", savepoint_dir});
@@ -594,14 +594,14 @@ TEST_F(RecoveryTest, RestoreRefusesAnotherMaxParallelismAndRescalesExactly) {
   ASSERT_EQ(meta.value("sink_committables", -1), 0)
       << "precondition: the savepoint was taken before the first result (machine too slow?)";
   auto first_output_files = ReadJobOutput(first_output);
-  ASSERT_TRUE(first_output_files.ok()) << first_output_files.status().ToString();
+  ASSERT_OK(first_output_files);
   EXPECT_TRUE(first_output_files->files.empty()) << "nothing was committed by the first job";
 
   // Another max parallelism: refused at submission, with the fix in the message.
   auto refused = cluster_->Cli(args(dir_.path() + "/output-m256", 3,
                                     {"--from-savepoint", savepoint_dir, "--max-parallelism", "256",
                                      "--checkpoint-interval", "300ms"}));
-  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  ASSERT_OK(refused);
   EXPECT_EQ(refused->exit_code, 1);
   EXPECT_THAT(refused->err,
               HasSubstr("job rejected: the checkpoint was taken with max parallelism 128; the "
@@ -613,10 +613,10 @@ TEST_F(RecoveryTest, RestoreRefusesAnotherMaxParallelismAndRescalesExactly) {
   const std::string output = dir_.path() + "/output-p2";
   auto second = Submit(
       args(output, 2, {"--from-savepoint", savepoint_dir, "--checkpoint-interval", "300ms"}));
-  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_OK(second);
   EXPECT_NE(*second, *first) << "a new job, even when submitted in the same second";
   auto end = WaitForEnd(*second);
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
   EXPECT_EQ(end->value("parallelism", 0), 2);
   EXPECT_EQ(end->value("max_parallelism", 0), 128);
@@ -633,25 +633,25 @@ TEST_F(RecoveryTest, RestoreRefusesAnotherMaxParallelismAndRescalesExactly) {
 TEST_F(RecoveryTest, SavepointRestoredIntoTheSameOutputDirectoryKeepsItsResults) {
   const std::string output = dir_.path() + "/output";
   auto first = Submit(CountWindowArgs(kInput, output, 3, {"--checkpoint-interval", "1h"}));
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
-  ASSERT_TRUE(Ok(WaitForJob(
+  ASSERT_OK(first);
+  ASSERT_OK(WaitForJob(
       *first,
       [](const nlohmann::json& j) {
         return j.value("state", "") == "RUNNING" && j.value("records_out", int64_t{0}) > 0;
       },
-      Duration::Seconds(30), "results")));
+      Duration::Seconds(30), "results"));
   const std::string savepoint_dir = dir_.path() + "/savepoint";
   auto taken = cluster_->Cli({"savepoint", "--dir", savepoint_dir}, Duration::Seconds(30));
-  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
-  ASSERT_TRUE(ParseCompleted(*taken, "savepoint").ok()) << taken->out << taken->err;
+  ASSERT_OK(taken);
+  ASSERT_OK(ParseCompleted(*taken, "savepoint")) << taken->out << taken->err;
   auto cancel = cluster_->Cli({"cancel"});
   ASSERT_TRUE(cancel.ok() && cancel->exit_code == 0) << cancel->out << cancel->err;
 
   auto second = Submit(CountWindowArgs(
       kInput, output, 2, {"--from-savepoint", savepoint_dir, "--checkpoint-interval", "300ms"}));
-  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_OK(second);
   auto end = WaitForEnd(*second);
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
   ExpectExactOutput(output, Reference(kInput, kCount, kTimeoutMs));
 }
@@ -666,13 +666,13 @@ TEST_F(RecoveryTest, ProcessingTimeTimersPendingAtTheCheckpointAreReArmedAfterRe
                         "count=1000000", "--param", "timeout=1500ms", "--input", kTimedInput,
                         "--output", output, "--parallelism", "3", "--checkpoint-interval", "300ms",
                         "--retained-checkpoints", "1000"});
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
-  ASSERT_TRUE(Ok(WaitForCheckpoints(*job_id, 2)));
-  ASSERT_TRUE(Ok(cluster_->KillWorker(0)));
-  ASSERT_TRUE(Ok(cluster_->StartWorker(0)));
+  ASSERT_OK(job_id);
+  ASSERT_OK(WaitForCheckpoints(*job_id, 2));
+  ASSERT_OK(cluster_->KillWorker(0));
+  ASSERT_OK(cluster_->StartWorker(0));
 
   auto end = WaitForEnd(*job_id);
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
   const int64_t restored = end->value("restored_from", int64_t{0});
   ASSERT_GT(restored, 0);
@@ -691,9 +691,9 @@ TEST_F(RecoveryTest, ProcessingTimeTimersPendingAtTheCheckpointAreReArmedAfterRe
 
   // Exactly once: every record is in exactly one committed window.
   auto records = GeneratedKeyedTimestamps(kTimedInput);
-  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_OK(records);
   auto out = ReadJobOutput(output);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_OK(out);
   EXPECT_EQ(CountsPerKey(out->lines), RecordsPerKey(*records));
   for (const nlohmann::json& line : out->lines) {
     const std::string cause = line.value("cause", "");
@@ -737,9 +737,9 @@ TEST_F(RecoveryTest, LostWorkerWithoutReplacementRestartsTheJobOnTheRemainingWor
   const std::string output = dir_.path() + "/output";
   auto job_id = Submit(CountWindowArgs(
       kInput, output, 3, {"--checkpoint-interval", "300ms", "--replacement-timeout", "2s"}));
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
-  ASSERT_TRUE(Ok(WaitForCheckpoints(*job_id, 2)));
-  ASSERT_TRUE(Ok(cluster_->KillWorker(2)));  // and no replacement
+  ASSERT_OK(job_id);
+  ASSERT_OK(WaitForCheckpoints(*job_id, 2));
+  ASSERT_OK(cluster_->KillWorker(2));  // and no replacement
 
   auto scaled = WaitForJob(
       *job_id,
@@ -747,12 +747,12 @@ TEST_F(RecoveryTest, LostWorkerWithoutReplacementRestartsTheJobOnTheRemainingWor
         return j.value("state", "") == "RUNNING" && j.value("parallelism", 0) == 2;
       },
       Duration::Seconds(30), "the job to run on the 2 remaining workers");
-  ASSERT_TRUE(scaled.ok()) << scaled.status().ToString();
+  ASSERT_OK(scaled);
   EXPECT_EQ((*scaled)["subtasks"].size(), 2u);
   EXPECT_EQ((*scaled)["subtasks"][1]["key_groups"], nlohmann::json::array({64, 127}));
 
   auto end = WaitForEnd(*job_id);
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
   EXPECT_EQ(end->value("parallelism", 0), 2);
   EXPECT_GE(end->value("attempt", 0), 2);
@@ -773,12 +773,12 @@ TEST_F(RecoveryTest, AJobUpgradeRestoresIntoANewerBuildAndRefusesAChangedStateTy
     return CountWindowArgs(kSlowInput, output, 2, kLateCount, kLongTimeoutMs, std::move(extra));
   };
   auto first = Submit(args(dir_.path() + "/output-v1", {"--checkpoint-interval", "1h"}));
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
-  ASSERT_TRUE(Ok(WaitForProcessing(*first)));
+  ASSERT_OK(first);
+  ASSERT_OK(WaitForProcessing(*first));
   const std::string savepoint_dir = dir_.path() + "/savepoint";
   auto taken = cluster_->Cli({"savepoint", "--dir", savepoint_dir}, Duration::Seconds(30));
-  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
-  ASSERT_TRUE(ParseCompleted(*taken, "savepoint").ok()) << taken->out << taken->err;
+  ASSERT_OK(taken);
+  ASSERT_OK(ParseCompleted(*taken, "savepoint")) << taken->out << taken->err;
   auto cancel = cluster_->Cli({"cancel"});
   ASSERT_TRUE(cancel.ok() && cancel->exit_code == 0) << cancel->out << cancel->err;
   auto inspected = Inspect({"--json", savepoint_dir});
@@ -790,9 +790,9 @@ TEST_F(RecoveryTest, AJobUpgradeRestoresIntoANewerBuildAndRefusesAChangedStateTy
   auto bad = Submit(args(dir_.path() + "/output-bad",
                          {"--job-library", KEYFLOW_CHANGED_STATE_JOBS_LIBRARY, "--from-savepoint",
                           savepoint_dir, "--restart-strategy", "none"}));
-  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+  ASSERT_OK(bad);
   auto bad_end = WaitForEnd(*bad);
-  ASSERT_TRUE(bad_end.ok()) << bad_end.status().ToString();
+  ASSERT_OK(bad_end);
   EXPECT_EQ(bad_end->value("state", ""), "FAILED") << bad_end->dump();
   EXPECT_THAT(bad_end->value("failure", ""),
               HasSubstr("state 'window' was checkpointed as ValueState<CountWindow> but the job "
@@ -804,9 +804,9 @@ TEST_F(RecoveryTest, AJobUpgradeRestoresIntoANewerBuildAndRefusesAChangedStateTy
   auto second =
       Submit(args(output, {"--job-library", KEYFLOW_BUILTIN_JOBS_V2_LIBRARY, "--from-savepoint",
                            savepoint_dir, "--checkpoint-interval", "300ms"}));
-  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_OK(second);
   auto end = WaitForEnd(*second);
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump();
   ExpectExactOutput(output, Reference(kSlowInput, kLateCount, kLongTimeoutMs));
 }

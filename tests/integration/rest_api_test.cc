@@ -22,6 +22,7 @@
 #include "tests/coordinator/rest/raw_tcp.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -40,10 +41,10 @@ class RestApiTest : public ::testing::Test {
     o.workers = 2;
     o.insecure = insecure;
     auto c = Cluster::Start(dir_.path(), o);
-    ASSERT_TRUE(c.ok()) << c.status().message();
+    ASSERT_OK(c);
     cluster_ = std::move(c).value();
     auto port = cluster_->RestPort();
-    ASSERT_TRUE(port.ok()) << port.status().message();
+    ASSERT_OK(port);
     port_ = *port;
   }
   // A job that runs for a while (~20 s) with parallelism 2; returns once both subtasks run.
@@ -51,7 +52,7 @@ class RestApiTest : public ::testing::Test {
     auto run = cluster_->Cli({"run", "--job", "count-window", "--input",
                               "gen:events=100000,keys=100,splits=2,seed=1,rate=5000",
                               "--parallelism", "2", "--output", dir_.path() + "/out"});
-    ASSERT_TRUE(run.ok()) << run.status().message();
+    ASSERT_OK(run);
     ASSERT_EQ(run->exit_code, 0) << run->err;
     auto st = cluster_->WaitForStatus(
         [](const json& s) {
@@ -62,15 +63,15 @@ class RestApiTest : public ::testing::Test {
           return true;
         },
         kWait, "the job running");
-    ASSERT_TRUE(st.ok()) << st.status().message() << cluster_->LogExcerpts();
+    ASSERT_OK(st) << st.status().message() << cluster_->LogExcerpts();
     // The REST snapshot follows within a publish interval.
-    ASSERT_TRUE(GetUntil("/api/v1/job/subtasks", [](const json& j) {
-                  if (!j.contains("subtasks") || j["subtasks"].size() != 2) return false;
-                  for (const json& t : j["subtasks"]) {
-                    if (t["state"] != "RUNNING") return false;
-                  }
-                  return true;
-                }).ok());
+    ASSERT_OK(GetUntil("/api/v1/job/subtasks", [](const json& j) {
+      if (!j.contains("subtasks") || j["subtasks"].size() != 2) return false;
+      for (const json& t : j["subtasks"]) {
+        if (t["state"] != "RUNNING") return false;
+      }
+      return true;
+    }));
   }
   // The token every read sends: the viewer's ("" on an insecure cluster).
   httplib::Headers ReadHeaders() const { return Bearer(cluster_->ViewerToken()); }
@@ -90,7 +91,7 @@ class RestApiTest : public ::testing::Test {
           return pred(last);
         },
         kWait, "GET " + path);
-    EXPECT_TRUE(s.ok()) << s.message() << "; last answer: " << last.dump();
+    EXPECT_OK(s) << s.message() << "; last answer: " << last.dump();
     return s;
   }
   std::unique_ptr<httplib::Client> Client() const {
@@ -115,7 +116,7 @@ class RestApiTest : public ::testing::Test {
   }
   std::string OperatorToken() const {
     auto t = ReadRestToken(RestTokenFile(KeyDirectory{cluster_->KeysDir()}, "operator"));
-    EXPECT_TRUE(t.ok()) << t.status().message();
+    EXPECT_OK(t);
     return t.ok() ? *t : std::string();
   }
 
@@ -231,12 +232,12 @@ TEST_F(RestApiTest, ReadsNeedATokenAndAViewersTokenOnlyReads) {
             "(the token of an operator client key, KEYS/clients/NAME.token; `keyflow keys "
             "add-client NAME` creates one)");
   auto st = cluster_->StatusJson();
-  ASSERT_TRUE(st.ok());
+  ASSERT_OK(st);
   EXPECT_EQ((*st)["job"]["state"], "RUNNING") << "a viewer's command changes nothing";
   // 7 reads without a token; the viewer's command is a refusal, not a failed authentication.
-  EXPECT_TRUE(GetUntil("/api/v1/overview", [](const json& o) {
-                return o["rest"].is_object() && o["rest"]["failed_auth"] == 7;
-              }).ok());
+  EXPECT_OK(GetUntil("/api/v1/overview", [](const json& o) {
+    return o["rest"].is_object() && o["rest"]["failed_auth"] == 7;
+  }));
 }
 
 TEST_F(RestApiTest, ANewViewerReadsAfterTheReloadAndARevokedOneNoLonger) {
@@ -247,7 +248,7 @@ TEST_F(RestApiTest, ANewViewerReadsAfterTheReloadAndARevokedOneNoLonger) {
   ASSERT_TRUE(add.ok() && add->exit_code == 0) << (add.ok() ? add->err : add.status().message());
   const KeyDirectory keys{cluster_->KeysDir()};
   auto token = ReadRestToken(ViewerTokenFile(keys, "grafana"));
-  ASSERT_TRUE(token.ok()) << token.status().message();
+  ASSERT_OK(token);
   EXPECT_EQ(GetWith("/metrics", Bearer(*token)).first, 401) << "not admitted before the reload";
   auto reload = cluster_->Cli({"keys", "reload"});
   ASSERT_TRUE(reload.ok() && reload->exit_code == 0);
@@ -261,13 +262,13 @@ TEST_F(RestApiTest, ANewViewerReadsAfterTheReloadAndARevokedOneNoLonger) {
   EXPECT_EQ(Get("/api/v1/workers").first, 200) << "the other viewer stays";
   auto list = RunCommand({KeyflowBinary("keyflow"), "keys", "list", "--keys", cluster_->KeysDir()},
                          Duration::Seconds(15));
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   EXPECT_THAT(list->out, HasSubstr("viewer       grafana             revoked      "));
 }
 
 TEST_F(RestApiTest, HungAndIdleHttpClientsDelayNeitherTheCliNorOtherRequests) {
   ASSERT_NO_FATAL_FAILURE(Start(false));
-  ASSERT_TRUE(GetUntil("/api/v1/overview", [](const json& o) { return o["workers"] == 2; }).ok());
+  ASSERT_OK(GetUntil("/api/v1/overview", [](const json& o) { return o["workers"] == 2; }));
   RawTcp half(port_);
   ASSERT_TRUE(half.connected());
   ASSERT_TRUE(half.Send("GET /api/v1/overview HTTP/1.1\r\nHost: x\r\nX-Slow: "));
@@ -278,7 +279,7 @@ TEST_F(RestApiTest, HungAndIdleHttpClientsDelayNeitherTheCliNorOtherRequests) {
   }
   auto start = SteadyClock::now();
   auto status = cluster_->Cli({"status"}, Duration::Seconds(5));
-  ASSERT_TRUE(status.ok()) << status.status().message();
+  ASSERT_OK(status);
   EXPECT_EQ(status->exit_code, 0) << status->err;
   auto [code, overview] = Get("/api/v1/overview");
   EXPECT_EQ(code, 200);
@@ -286,7 +287,7 @@ TEST_F(RestApiTest, HungAndIdleHttpClientsDelayNeitherTheCliNorOtherRequests) {
   EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(3));
   // The control loop kept serving the workers meanwhile.
   auto st = cluster_->StatusJson();
-  ASSERT_TRUE(st.ok());
+  ASSERT_OK(st);
   EXPECT_EQ((*st)["workers"].size(), 2u);
 }
 
@@ -306,11 +307,11 @@ TEST_F(RestApiTest, CommandsNeedAnOperatorsToken) {
   EXPECT_THAT(json::parse(wrong->body)["error"].get<std::string>(),
               HasSubstr("does not know this token"));
   auto st = cluster_->StatusJson();
-  ASSERT_TRUE(st.ok());
+  ASSERT_OK(st);
   EXPECT_EQ((*st)["job"]["state"], "RUNNING") << "refused commands change nothing";
-  EXPECT_TRUE(GetUntil("/api/v1/overview", [](const json& o) {
-                return o["rest"].is_object() && o["rest"]["failed_auth"] == 2;
-              }).ok());
+  EXPECT_OK(GetUntil("/api/v1/overview", [](const json& o) {
+    return o["rest"].is_object() && o["rest"]["failed_auth"] == 2;
+  }));
 
   auto bad = Post("/api/v1/job/rescale", OperatorToken(), "{\"parallelism\": \"three\"}");
   ASSERT_TRUE(bad);
@@ -327,8 +328,8 @@ TEST_F(RestApiTest, CommandsNeedAnOperatorsToken) {
     return Post("/api/v1/job/rescale", OperatorToken(),
                 R"({"parallelism": 3, "wait_for_workers_ms": 3000})");
   });
-  ASSERT_TRUE(
-      GetUntil("/api/v1/job/rescale", [](const json& r) { return r["in_progress"] == true; }).ok());
+  ASSERT_OK(
+      GetUntil("/api/v1/job/rescale", [](const json& r) { return r["in_progress"] == true; }));
   auto second = Post("/api/v1/job/rescale", OperatorToken(), R"({"parallelism": 4})");
   ASSERT_TRUE(second);
   EXPECT_EQ(second->status, 409) << second->body;
@@ -349,7 +350,7 @@ TEST_F(RestApiTest, CommandsNeedAnOperatorsToken) {
   auto canceled = cluster_->WaitForStatus(
       [](const json& s) { return s["job"].is_object() && s["job"]["state"] == "CANCELED"; }, kWait,
       "the job canceled");
-  ASSERT_TRUE(canceled.ok()) << canceled.status().message();
+  ASSERT_OK(canceled);
 
   auto again = Post("/api/v1/job/cancel", OperatorToken());
   ASSERT_TRUE(again);
@@ -365,7 +366,7 @@ TEST_F(RestApiTest, ARevokedClientKeysTokenIsRefused) {
   ASSERT_TRUE(add.ok() && add->exit_code == 0) << (add.ok() ? add->err : add.status().message());
   const KeyDirectory keys{cluster_->KeysDir()};
   auto token = ReadRestToken(RestTokenFile(keys, "bob"));
-  ASSERT_TRUE(token.ok()) << token.status().message();
+  ASSERT_OK(token);
   auto before = Post("/api/v1/job/checkpoints", *token);
   ASSERT_TRUE(before);
   EXPECT_EQ(before->status, 401) << "not trusted before the reload";
@@ -417,7 +418,7 @@ TEST(RestPortTest, APortInUseStopsTheCoordinatorWithASentence) {
                        "--rest-port", port, "--checkpoint-dir", dir.path() + "/checkpoints"},
                       Duration::Seconds(20));
   close(fd);
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 1);
   EXPECT_THAT(r->err, HasSubstr("the REST port " + port + " (127.0.0.1:" + port +
                                 ") is already in use: stop the other process or choose another "
@@ -428,14 +429,14 @@ TEST(RestPortTest, APortInUseStopsTheCoordinatorWithASentence) {
 TEST(RestPortTest, BadRestFlagsAreUsageErrors) {
   auto r = RunCommand({KeyflowBinary("keyflow-coordinator"), "--insecure", "--rest-port", "70000"},
                       Duration::Seconds(20));
-  ASSERT_TRUE(r.ok());
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 2);
   EXPECT_THAT(r->err, HasSubstr("--rest-port"));
   EXPECT_THAT(r->err, HasSubstr("-1 for no REST server"));
   auto f = RunCommand({KeyflowBinary("keyflow-coordinator"), "--insecure", "--rest-port", "-1",
                        "--rest-port-file", "/tmp/x"},
                       Duration::Seconds(20));
-  ASSERT_TRUE(f.ok());
+  ASSERT_OK(f);
   EXPECT_EQ(f->exit_code, 2);
   EXPECT_THAT(f->err, HasSubstr("--rest-port-file needs a REST server"));
 }

@@ -20,6 +20,7 @@
 #include "tests/integration/count_window_fixture.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -42,7 +43,7 @@ TEST_F(RocksDbBackendTest, KilledWorkerAndRescaleGiveTheOutputOfAFailureFreeRun)
   auto job_id = SubmitJob(
       *cluster_, RunArgs(output, {"--parallelism", "2", "--checkpoint-interval", "300ms",
                                   "--state-backend", "rocksdb", "--state-dir", state_dir}));
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
+  ASSERT_OK(job_id);
 
   // Running on RocksDB, with state, and checkpoints completing.
   nlohmann::json job = WaitForJob(
@@ -84,7 +85,7 @@ TEST_F(RocksDbBackendTest, KilledWorkerAndRescaleGiveTheOutputOfAFailureFreeRun)
   std::vector<std::string> left = SubtaskStateDirectories(state_dir);
   EXPECT_TRUE(left.empty()) << ::testing::PrintToString(left);
   auto st = cluster_->StatusJson();
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_OK(st);
   const std::string cluster_id = (*st)["coordinator"].value("incarnation", "");
   ASSERT_FALSE(cluster_id.empty());
   EXPECT_THAT(ReadFileOrEmpty(cluster_->WorkerLog(0)) + ReadFileOrEmpty(cluster_->WorkerLog(1)),
@@ -122,11 +123,11 @@ TEST_F(RocksDbBackendTest, ASavepointOfARocksDbJobRestoresIntoTheHeapBackend) {
 
 TEST_F(RocksDbBackendTest, BadStateBackendFlagsAreRefusedWithASentence) {
   auto r = cluster_->Cli(RunArgs(dir_.path() + "/o", {"--state-backend", "leveldb"}));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 2);
   EXPECT_THAT(r->err, HasSubstr("--state-backend must be heap or rocksdb, not 'leveldb'"));
   r = cluster_->Cli(RunArgs(dir_.path() + "/o", {"--state-dir", "/tmp/x"}));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 2);
   EXPECT_THAT(r->err, HasSubstr("--state-dir is the working directory of --state-backend rocksdb"));
 }

@@ -28,6 +28,7 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -113,12 +114,12 @@ TEST_F(SdkTest, InstallsHeadersLibraryAndCMakePackage) {
 TEST(InstallScriptTest, RefusesAMissingOrSecondPrefix) {
   const std::string script = std::string(KEYFLOW_SOURCE_DIR) + "/scripts/install.sh";
   auto r = RunCommand({script}, Duration::Seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 1);
   EXPECT_THAT(r->err, HasSubstr("give the installation prefix, e.g. scripts/install.sh "
                                 "/opt/keyflow (try --help)"));
   r = RunCommand({script, "--no-deps", "/tmp/a", "/tmp/b"}, Duration::Seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 1);
   EXPECT_THAT(r->err, HasSubstr("one PREFIX only, got '/tmp/a' and '/tmp/b'"));
 }
@@ -127,7 +128,7 @@ TEST(InstallScriptTest, RefusesAMissingOrSecondPrefix) {
 TEST_F(SdkTest, JobsListsTheOutOfTreeLibrary) {
   auto r = RunCommand({KeyflowBinary("keyflow"), "jobs", "--job-library", kJobLibrary},
                       Duration::Seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 0) << r->err;
   EXPECT_THAT(r->out, HasSubstr("window-stats"));
   EXPECT_THAT(r->out, HasSubstr("per key and event-time tumbling window"));
@@ -310,12 +311,12 @@ Result<std::vector<std::string>> CanonicalOutput(const std::string& dir,
 TEST_F(SdkTest, OutOfTreeJobSurvivesAWorkerKillWithExactOutput) {
   TestDir dir;
   auto input = WriteInput(dir.Subdir("input"), 40'000);
-  ASSERT_TRUE(input.ok()) << input.status().ToString();
+  ASSERT_OK(input);
   const std::vector<std::string> reference = ReferenceWindowStats(*input, 1'000);
   ASSERT_GT(reference.size(), 30'000u);
 
   auto cluster = Cluster::Start(dir.Subdir("cluster"), ClusterOptions{});
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  ASSERT_OK(cluster);
   Cluster& c = **cluster;
   const std::string output = dir.path() + "/output";
   // The first attempt is slow (1 ms every 2 records: ~25 s per subtask) until the file `fast`
@@ -343,7 +344,7 @@ TEST_F(SdkTest, OutOfTreeJobSurvivesAWorkerKillWithExactOutput) {
                          "300ms",
                          "--wait"},
                         dir.path() + "/run.log");
-  ASSERT_TRUE(cli.ok()) << cli.status().ToString();
+  ASSERT_OK(cli);
 
   auto running = c.WaitForStatus(
       [](const nlohmann::json& s) {
@@ -354,21 +355,21 @@ TEST_F(SdkTest, OutOfTreeJobSurvivesAWorkerKillWithExactOutput) {
                 job.value("state", "") == "FINISHED" || job.value("state", "") == "FAILED");
       },
       Duration::Seconds(60), "a completed checkpoint");
-  ASSERT_TRUE(running.ok()) << running.status().ToString() << "\n" << c.LogExcerpts();
+  ASSERT_OK(running) << running.status().ToString() << "\n" << c.LogExcerpts();
   ASSERT_EQ((*running)["job"].value("state", ""), "RUNNING") << "the job ended before the kill\n"
                                                              << running->dump();
 
   auto killed = c.KillWorker(1);
-  ASSERT_TRUE(killed.ok()) << killed.status().ToString();
+  ASSERT_OK(killed);
   std::ofstream(fast).put('\n');
-  ASSERT_TRUE(c.StartWorker(1).ok()) << c.LogExcerpts();
+  ASSERT_OK(c.StartWorker(1)) << c.LogExcerpts();
 
   auto exit_code = cli->Wait(Duration::Seconds(300));
-  ASSERT_TRUE(exit_code.ok()) << exit_code.status().ToString() << "\n" << c.LogExcerpts();
+  ASSERT_OK(exit_code) << exit_code.status().ToString() << "\n" << c.LogExcerpts();
   EXPECT_EQ(*exit_code, 0) << ReadFileOrEmpty(dir.path() + "/run.log")
                            << ReadFileOrEmpty(dir.path() + "/run.log.err") << c.LogExcerpts();
   auto status = c.StatusJson();
-  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_OK(status);
   const nlohmann::json& job = (*status)["job"];
   EXPECT_EQ(job.value("state", ""), "FINISHED") << job.dump();
   EXPECT_GE(job.value("restarts", 0), 1) << job.dump();
@@ -377,7 +378,7 @@ TEST_F(SdkTest, OutOfTreeJobSurvivesAWorkerKillWithExactOutput) {
 
   auto actual = CanonicalOutput(
       output, {"key", "window_start", "count", "sum", "nulls", "missing", "first_tag"});
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ASSERT_OK(actual);
   EXPECT_TRUE(SameLines(*actual, reference));
 }
 
@@ -395,7 +396,7 @@ TEST(ExampleLibrariesTest, JobsDescribesEachExample) {
   for (const auto& [job, expected] : params) {
     auto r = RunCommand({KeyflowBinary("keyflow"), "jobs", "--job-library", ExampleLibrary(job)},
                         Duration::Seconds(30));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_OK(r);
     EXPECT_EQ(r->exit_code, 0) << job << ": " << r->err;
     EXPECT_THAT(r->out, HasSubstr(job));
     for (const std::string& text : expected) EXPECT_THAT(r->out, HasSubstr(text)) << job;
@@ -406,12 +407,12 @@ class ExamplesTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto input = WriteInput(dir_.Subdir("input"), 10'000);
-    ASSERT_TRUE(input.ok()) << input.status().ToString();
+    ASSERT_OK(input);
     input_ = std::move(*input);
     ClusterOptions options;
     options.workers = 2;
     auto cluster = Cluster::Start(dir_.Subdir("cluster"), options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    ASSERT_OK(cluster);
     cluster_ = std::move(cluster).value();
   }
 
@@ -425,7 +426,7 @@ class ExamplesTest : public ::testing::Test {
                                      "--parallelism", "2"};
     for (const std::string& p : params) args.insert(args.end(), {"--param", p});
     auto run = RunJob(*cluster_, args, Duration::Seconds(120));
-    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_OK(run);
     if (run.ok()) {
       EXPECT_EQ(run->cli.exit_code, 0) << run->cli.out << run->cli.err << cluster_->LogExcerpts();
       EXPECT_EQ(run->job.value("state", ""), "FINISHED") << run->job.dump();
@@ -445,7 +446,7 @@ TEST_F(ExamplesTest, SessionsEmitsOneRecordPerSession) {
   ASSERT_EQ(reference.size(), 200u * 10u) << "every key pauses ten times";
   std::string output = Run("sessions", {"gap=1s"});
   auto actual = CanonicalOutput(output, {"key", "start", "end", "events", "sum", "max"});
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ASSERT_OK(actual);
   EXPECT_TRUE(SameLines(*actual, reference));
 }
 
@@ -453,7 +454,7 @@ TEST_F(ExamplesTest, SessionsEmitsOneRecordPerSession) {
 TEST_F(ExamplesTest, RunningSumEmitsTheSumAtEveryIntervalEnd) {
   std::string output = Run("running-sum", {"interval=5s"});
   auto actual = CanonicalOutput(output, {"key", "time", "sum"});
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ASSERT_OK(actual);
   EXPECT_TRUE(SameLines(*actual, ReferenceRunningSum(input_, 5'000)));
 }
 
@@ -486,11 +487,11 @@ TEST_F(ExamplesTest, RunningSumIsExactWithOutOfOrderRecordsWithinTheBound) {
                      "--param", "interval=5s", "--input", in_dir, "--output", output,
                      "--parallelism", "2", "--watermark-bound", "2s"},
                     Duration::Seconds(120));
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   EXPECT_EQ(run->cli.exit_code, 0) << run->cli.out << run->cli.err;
   EXPECT_EQ(run->job.value("late_records", int64_t{-1}), 0) << run->job.dump();
   auto actual = CanonicalOutput(output, {"key", "time", "sum"});
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ASSERT_OK(actual);
   EXPECT_TRUE(SameLines(*actual, ReferenceRunningSum(input, 5'000)));
 }
 
@@ -500,7 +501,7 @@ TEST_F(ExamplesTest, RunningSumIsExactWithOutOfOrderRecordsWithinTheBound) {
 TEST_F(ExamplesTest, CountOrTimeoutClosesWindowsByCountAndAtTheEnd) {
   std::string output = Run("count-or-timeout", {"count=30", "timeout=12h"});
   auto out = ReadJobOutput(output);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_OK(out);
   std::map<std::string, int64_t> counted, ends;
   for (const nlohmann::json& line : out->lines) {
     const std::string key = line.value("uid", "");

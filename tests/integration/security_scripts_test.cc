@@ -15,6 +15,7 @@
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -28,7 +29,7 @@ std::string Script(const std::string& name) {
 
 CommandResult RunToEnd(const std::vector<std::string>& argv) {
   auto r = RunCommand(argv, Duration::Seconds(60));
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_OK(r);
   return r.ok() ? *r : CommandResult{};
 }
 

@@ -13,6 +13,7 @@
 #include "tests/common/security/test_key_set.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -52,13 +53,13 @@ class SecurityTest : public ::testing::Test {
     ClusterOptions o;
     o.workers = 2;
     auto c = Cluster::Start(dir_.path(), o);  // secure: the harness's key set in DIR/keys
-    ASSERT_TRUE(c.ok()) << c.status().message();
+    ASSERT_OK(c);
     cluster_ = std::move(c).value();
     keys_dir_ = cluster_->KeysDir();
     ASSERT_FALSE(keys_dir_.empty());
     // Keys the cluster does not know (a rogue worker and client), with the right coordinator.pub.
     rogue_dir_ = dir_.path() + "/rogue-keys";
-    ASSERT_TRUE(MakeTestKeySet(rogue_dir_, {"worker-0"}, {"mallory"}).ok());
+    ASSERT_OK(MakeTestKeySet(rogue_dir_, {"worker-0"}, {"mallory"}));
     std::filesystem::copy_file(KeyDirectory{keys_dir_}.CoordinatorPub(),
                                KeyDirectory{rogue_dir_}.CoordinatorPub(),
                                std::filesystem::copy_options::overwrite_existing);
@@ -72,13 +73,13 @@ class SecurityTest : public ::testing::Test {
     argv.insert(argv.end(), {"--coordinator", cluster_->endpoint()});
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto r = RunCommand(argv, Duration::Seconds(15));
-    EXPECT_TRUE(r.ok()) << r.status().message();
+    EXPECT_OK(r);
     return r.ok() ? *r : CommandResult{};
   }
 
   nlohmann::json Security() {
     auto st = cluster_->StatusJson();
-    EXPECT_TRUE(st.ok()) << st.status().message();
+    EXPECT_OK(st);
     return st.ok() ? (*st)["coordinator"]["security"] : nlohmann::json();
   }
 
@@ -111,7 +112,7 @@ TEST_F(SecurityTest, AWorkerKeyCannotCancelAndAnOperatorKeyCannotRegister) {
   KeyDirectory keys{keys_dir_};
   auto cancel = AskWithKey(cluster_->endpoint(), keys,
                            keys.SecretKeyFile(Role::kWorker, "worker-1"), CancelJob{});
-  ASSERT_TRUE(cancel.ok()) << cancel.status().message();
+  ASSERT_OK(cancel);
   ASSERT_TRUE(std::holds_alternative<Reply>(*cancel));
   EXPECT_FALSE(std::get<Reply>(*cancel).ok);
   EXPECT_EQ(std::get<Reply>(*cancel).message,
@@ -123,14 +124,14 @@ TEST_F(SecurityTest, AWorkerKeyCannotCancelAndAnOperatorKeyCannotRegister) {
   r.slot = 0;
   auto reg =
       AskWithKey(cluster_->endpoint(), keys, keys.SecretKeyFile(Role::kOperator, "operator"), r);
-  ASSERT_TRUE(reg.ok()) << reg.status().message();
+  ASSERT_OK(reg);
   ASSERT_TRUE(std::holds_alternative<Registered>(*reg));
   EXPECT_EQ(std::get<Registered>(*reg).refused,
             "the coordinator refused this worker: an operator client key cannot register as a "
             "worker: start the worker with a worker key (`keyflow keys add-worker NAME`, then "
             "--key-name NAME)");
   auto st = cluster_->StatusJson();
-  ASSERT_TRUE(st.ok());
+  ASSERT_OK(st);
   EXPECT_EQ((*st)["workers"].size(), 2u);
   EXPECT_EQ((*st)["coordinator"]["security"]["refused_requests"], 2);
 }
@@ -141,16 +142,16 @@ TEST_F(SecurityTest, ARogueWorkerWithAnUnknownKeyCannotRegister) {
       {KeyflowBinary("keyflow-worker"), "--coordinator", cluster_->endpoint(), "--keys", rogue_dir_,
        "--key-name", "worker-0", "--data-host", "127.0.0.1", "--bind-host", "127.0.0.1"},
       dir_.path() + "/rogue-worker.log");
-  ASSERT_TRUE(rogue.ok()) << rogue.status().message();
+  ASSERT_OK(rogue);
   Status logged = WaitUntil(
       [&] {
         return ReadFileOrEmpty(dir_.path() + "/rogue-worker.log")
                    .find("refused worker key worker-0") != std::string::npos;
       },
       Duration::Seconds(15), "the rogue worker's log names the refusal");
-  EXPECT_TRUE(logged.ok()) << logged.message() << "\n" << Tail(dir_.path() + "/rogue-worker.log");
+  EXPECT_OK(logged) << logged.message() << "\n" << Tail(dir_.path() + "/rogue-worker.log");
   auto st = cluster_->StatusJson();
-  ASSERT_TRUE(st.ok());
+  ASSERT_OK(st);
   EXPECT_EQ((*st)["workers"].size(), 2u);
   EXPECT_GE((*st)["coordinator"]["security"]["refused_connections"].get<int>(), 1);
   rogue->Kill();
@@ -171,23 +172,23 @@ TEST_F(SecurityTest, ARevokedWorkerKeyIsDroppedAndRefusedAfterReload) {
   for (const std::string& a : cluster_->SecurityArgs("worker-2")) argv.push_back(a);
   // The new key (keyflow keys add-worker) is admitted after `keyflow keys reload`.
   auto cli = cluster_->Cli({"keys", "reload"});
-  ASSERT_TRUE(cli.ok()) << cli.status().message();
+  ASSERT_OK(cli);
   EXPECT_EQ(cli->exit_code, 0) << cli->err;
   EXPECT_EQ(cli->out,
             "the coordinator reloaded its keys: 4 worker and client keys are trusted now\n");
   auto third = ChildProcess::Start(argv, log);
-  ASSERT_TRUE(third.ok()) << third.status().message();
-  ASSERT_TRUE(cluster_->WaitForWorkers(3, Duration::Seconds(15)).ok()) << cluster_->LogExcerpts();
+  ASSERT_OK(third);
+  ASSERT_OK(cluster_->WaitForWorkers(3, Duration::Seconds(15))) << cluster_->LogExcerpts();
   KeyDirectory keys{keys_dir_};
   std::filesystem::remove(keys.PublicKeyFile(Role::kWorker, "worker-2"));
-  ASSERT_TRUE(cluster_->coordinator().Signal(SIGHUP).ok());
+  ASSERT_OK(cluster_->coordinator().Signal(SIGHUP));
   auto two =
       cluster_->WaitForStatus([](const nlohmann::json& s) { return s["workers"].size() == 2; },
                               Duration::Seconds(10), "the revoked worker is dropped");
-  ASSERT_TRUE(two.ok()) << two.status().message() << cluster_->LogExcerpts();
+  ASSERT_OK(two) << two.status().message() << cluster_->LogExcerpts();
   // It is refused when it registers again, and stops.
   auto exited = third->Wait(Duration::Seconds(15));
-  ASSERT_TRUE(exited.ok()) << exited.status().message() << "\n" << Tail(log);
+  ASSERT_OK(exited) << exited.status().message() << "\n" << Tail(log);
   EXPECT_NE(*exited, 0);
   EXPECT_NE(ReadFileOrEmpty(log).find("the coordinator revoked worker key worker-2"),
             std::string::npos)
@@ -195,11 +196,11 @@ TEST_F(SecurityTest, ARevokedWorkerKeyIsDroppedAndRefusedAfterReload) {
   // The operator's reload request: the same, answered with the count.
   auto reload = AskWithKey(cluster_->endpoint(), keys,
                            keys.SecretKeyFile(Role::kOperator, "operator"), ReloadKeys{});
-  ASSERT_TRUE(reload.ok()) << reload.status().message();
+  ASSERT_OK(reload);
   EXPECT_EQ(std::get<Reply>(*reload).message,
             "the coordinator reloaded its keys: 3 worker and client keys are trusted now");
   auto st = cluster_->StatusJson();
-  ASSERT_TRUE(st.ok());
+  ASSERT_OK(st);
   EXPECT_EQ((*st)["workers"].size(), 2u);
 }
 

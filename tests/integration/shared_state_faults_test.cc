@@ -34,10 +34,11 @@
 #include "common/hashing.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/count_window_fixture.h"
-#include "tests/integration/file_faults.h"
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/file_faults.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -88,7 +89,7 @@ class SharedStateFaultsTest : public CountWindowClusterTest {
         },
         "more than " + std::to_string(records) + " records");
     auto r = cluster_->Cli({"checkpoint"}, Duration::Seconds(30));
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     if (!r.ok()) return {};
     std::smatch m;
     const std::regex rx("checkpoint ([0-9]+) completed: (\\S+)");
@@ -100,7 +101,7 @@ class SharedStateFaultsTest : public CountWindowClusterTest {
 
   static std::set<std::string> SharedNames(const Completed& c) {
     auto m = CheckpointStorage::ReadMetadata(c.directory);
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_OK(m);
     std::set<std::string> names;
     if (m.ok()) {
       for (const SharedStateFile& f : m->SharedFiles()) names.insert(f.name);
@@ -230,12 +231,12 @@ TEST_F(SharedStateFaultsTest, RocksDbSnapshotOfAnotherFormatVersionFailsTheJobAn
   ASSERT_FALSE(job_id.empty());
   const Completed c = CheckpointAfter(2000);
   auto m = CheckpointStorage::ReadMetadata(c.directory);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_OK(m);
   for (SubtaskCheckpointState& s : m->subtasks) {
     ASSERT_TRUE(s.native_state.has_value()) << "subtask " << s.subtask.value();
     s.native_state->format_version = 99;
   }
-  ASSERT_TRUE(CheckpointStorage(cluster_->CheckpointDir()).WriteMetadata(c.directory, *m).ok());
+  ASSERT_OK(CheckpointStorage(cluster_->CheckpointDir()).WriteMetadata(c.directory, *m));
   const std::map<std::string, std::string> shared_before = Contents(SharedDir(job_id));
   KillAndExpectTheJobFailsAtOnce(
       c, {"the RocksDB snapshot of key groups KeyGroupRange{start=",
@@ -255,7 +256,7 @@ TEST_F(SharedStateFaultsTest, RocksDbSnapshotOfAnotherFormatVersionFailsTheJobAn
 // would: the same header layout, the header checksum over the new version.
 void RewriteSnapshotVersion(const std::string& path, uint32_t version) {
   auto read = ReadFileToString(path);
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_OK(read);
   std::string bytes = *read;
   BinaryReader r(std::string_view(bytes).substr(8));
   r.U32();
@@ -268,12 +269,12 @@ void RewriteSnapshotVersion(const std::string& path, uint32_t version) {
     r.U8();
     r.Bytes();
   }
-  ASSERT_TRUE(r.ok()) << path;
+  ASSERT_OK(r) << path;
   const size_t header_len = bytes.size() - r.remaining();
   std::memcpy(bytes.data() + 8, &version, 4);
   const uint64_t sum = Checksum64(bytes.data(), header_len);
   std::memcpy(bytes.data() + header_len, &sum, 8);
-  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok()) << path;
+  ASSERT_OK(WriteFileAtomically(path, bytes)) << path;
 }
 
 const std::vector<std::string> kHeapFull = {"--state-backend", "heap", "--incremental", "false"};
@@ -336,7 +337,7 @@ TEST_F(SharedStateFaultsTest, RocksDbNativeVersionByteFlippedFallsBackToThePrevi
   ASSERT_LT(at, changed.size() - 8) << "the version field differs before the checksum";
   std::string flipped = *bytes;
   flipped[at] = changed[at];  // format_version 1 -> 99, the checksum of version 1 kept
-  ASSERT_TRUE(WriteFileAtomically(path, flipped).ok());
+  ASSERT_OK(WriteFileAtomically(path, flipped));
 
   nlohmann::json job = KillWorkerAndWaitFor("FINISHED");
   EXPECT_EQ(job.value("restored_from", int64_t{0}), first.id) << job.dump();
@@ -356,13 +357,13 @@ TEST_F(SharedStateFaultsTest, MetadataOfANewerFormatVersionFailsTheJobAndStaysIn
   const Completed newest = CheckpointAfter(6000);
   const std::string path = CheckpointStorage::MetadataPath(newest.directory);
   auto read = ReadFileToString(path);
-  ASSERT_TRUE(read.ok());
+  ASSERT_OK(read);
   std::string bytes = *read;
   const uint32_t version = 3;
   std::memcpy(bytes.data() + 8, &version, 4);
   const uint64_t sum = Checksum64(bytes.data(), bytes.size() - 8);
   std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
-  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+  ASSERT_OK(WriteFileAtomically(path, bytes));
   const std::map<std::string, std::string> job_before =
       Contents(cluster_->CheckpointDir() + "/" + job_id);
 
@@ -393,7 +394,7 @@ TEST_F(SharedStateFaultsTest, ACorruptedSavepointFailsTheJobAfterOneAttemptAndSt
       "more than 2000 records");
   const std::string target = dir_.path() + "/savepoint";
   auto taken = cluster_->Cli({"savepoint", "--dir", target}, Duration::Seconds(30));
-  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  ASSERT_OK(taken);
   std::smatch m;
   const std::regex rx("savepoint ([0-9]+) completed: (\\S+)");
   ASSERT_TRUE(taken->exit_code == 0 && std::regex_search(taken->out, m, rx))

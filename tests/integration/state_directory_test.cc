@@ -19,8 +19,8 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
-#include "tests/integration/status_assertions.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -46,9 +46,9 @@ Result<std::unique_ptr<Cluster>> OneWorkerCluster(const std::string& dir) {
 TEST(StateDirectoryTest, TwoClustersFromOneDirectoryKeepTheirRocksDbStateApart) {
   TestDir dir;
   auto a = OneWorkerCluster(dir.Subdir("cluster-a"));
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_OK(a);
   auto b = OneWorkerCluster(dir.Subdir("cluster-b"));
-  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_OK(b);
   const std::string state = dir.Subdir("state");  // the directory both clusters use
   auto args = [&](const std::string& output) {
     return CountWindowRunArgs(kInput, output, kCount, kTimeoutMs,
@@ -60,8 +60,8 @@ TEST(StateDirectoryTest, TwoClustersFromOneDirectoryKeepTheirRocksDbStateApart) 
   std::string id_a, id_b;
   for (int tries = 0; tries < 3 && (id_a.empty() || id_a != id_b); ++tries) {
     if (!id_a.empty()) {
-      ASSERT_TRUE(Ok((*a)->Cli({"cancel"})));
-      ASSERT_TRUE(Ok((*b)->Cli({"cancel"})));
+      ASSERT_OK((*a)->Cli({"cancel"}));
+      ASSERT_OK((*b)->Cli({"cancel"}));
     }
     // Start right after a second begins, so both submissions fall into it.
     const auto now = std::chrono::system_clock::now().time_since_epoch();
@@ -69,8 +69,8 @@ TEST(StateDirectoryTest, TwoClustersFromOneDirectoryKeepTheirRocksDbStateApart) 
     std::this_thread::sleep_for(std::chrono::milliseconds(1000) - into_second);
     auto ja = SubmitJob(**a, args(dir.path() + "/out-a-" + std::to_string(tries)));
     auto jb = SubmitJob(**b, args(dir.path() + "/out-b-" + std::to_string(tries)));
-    ASSERT_TRUE(ja.ok()) << ja.status().ToString();
-    ASSERT_TRUE(jb.ok()) << jb.status().ToString();
+    ASSERT_OK(ja);
+    ASSERT_OK(jb);
     id_a = *ja;
     id_b = *jb;
   }
@@ -83,8 +83,8 @@ TEST(StateDirectoryTest, TwoClustersFromOneDirectoryKeepTheirRocksDbStateApart) 
   };
   auto sa = (*a)->WaitForStatus(running, Duration::Seconds(30), "cluster a running");
   auto sb = (*b)->WaitForStatus(running, Duration::Seconds(30), "cluster b running");
-  ASSERT_TRUE(sa.ok()) << sa.status().ToString();
-  ASSERT_TRUE(sb.ok()) << sb.status().ToString();
+  ASSERT_OK(sa);
+  ASSERT_OK(sb);
   const std::string cluster_a = (*sa)["coordinator"].value("incarnation", "");
   const std::string cluster_b = (*sb)["coordinator"].value("incarnation", "");
   ASSERT_NE(cluster_a, cluster_b);
@@ -106,7 +106,7 @@ TEST(StateDirectoryTest, TwoClustersFromOneDirectoryKeepTheirRocksDbStateApart) 
           return st == "FINISHED" || st == "FAILED" || st == "CANCELED";
         },
         Duration::Seconds(90), "the end of the job");
-    ASSERT_TRUE(end.ok()) << end.status().ToString() << c->LogExcerpts();
+    ASSERT_OK(end) << end.status().ToString() << c->LogExcerpts();
     EXPECT_EQ((*end)["job"].value("state", ""), "FINISHED") << (*end)["job"].dump();
     EXPECT_EQ((*end)["job"].value("restarts", -1), 0) << (*end)["job"].dump();
   }

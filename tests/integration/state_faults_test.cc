@@ -28,8 +28,8 @@
 #include "tests/integration/cluster.h"
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
-#include "tests/integration/status_assertions.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -109,7 +109,7 @@ class StateFaultsTest : public ::testing::Test {
     o.workers = workers;
     o.coordinator_args = {"--heartbeat-interval", "100ms", "--heartbeat-timeout", "2s"};
     auto c = Cluster::Start(cluster_dir(), o);
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_OK(c);
     cluster_ = std::move(c).value();
   }
   std::string cluster_dir() const { return dir_.Subdir("cluster"); }
@@ -189,7 +189,7 @@ TEST_F(StateFaultsTest, AStateDirThatIsNotWritableFailsTheJobWithASentenceNaming
                "--restart-strategy", "none"});
   args.erase(args.begin());  // RunJob adds "run"
   auto run = RunJob(*cluster_, args, Duration::Seconds(60));
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   EXPECT_NE(run->cli.exit_code, 0) << run->cli.out << run->cli.err;
   EXPECT_EQ(run->job.value("state", ""), "FAILED") << run->job.dump();
   const std::string why = run->job.value("failure", "");
@@ -219,18 +219,18 @@ TEST_F(StateFaultsTest, FullStateDiskDuringProcessingRestartsFromTheLastCheckpoi
   auto job_id = Submit(RunArgs(input, output,
                                {"--parallelism", "1", "--state-backend", "rocksdb", "--state-dir",
                                 state_dir, "--checkpoint-interval", "300ms"}));
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
-  ASSERT_TRUE(Ok(WaitForCheckpoints(1)));
+  ASSERT_OK(job_id);
+  ASSERT_OK(WaitForCheckpoints(1));
 
   const std::string filler = state_dir + "/filler";
   auto filled = FillDisk(filler);
-  ASSERT_TRUE(filled.ok()) << filled.status().ToString();
+  ASSERT_OK(filled);
   auto failed = WaitForJob(
       [](const nlohmann::json& j) {
         return j.value("last_failure", "").find("free disk space") != std::string::npos;
       },
       "the attempt's failure on the full disk");
-  ASSERT_TRUE(Ok(failed));
+  ASSERT_OK(failed);
   const std::string why = failed->value("last_failure", "");
   EXPECT_THAT(why, HasSubstr("the RocksDB state backend failed "));
   EXPECT_THAT(why, HasSubstr(" in " + state_dir + "/"));
@@ -241,14 +241,14 @@ TEST_F(StateFaultsTest, FullStateDiskDuringProcessingRestartsFromTheLastCheckpoi
 
   ASSERT_EQ(::unlink(filler.c_str()), 0) << std::strerror(errno);
   auto end = WaitForEnd();
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump() << cluster_->LogExcerpts();
   EXPECT_GE(end->value("restarts", 0), 1);
   EXPECT_GT(end->value("restored_from", int64_t{0}), 0)
       << "the restart restores the last completed checkpoint, it does not start over";
   ExpectCommittedFilesKept(committed, output);
   auto actual = CanonicalCountWindowOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ASSERT_OK(actual);
   ExpectSameLines(*actual, Reference(input), "full state disk, then freed, vs reference");
 }
 
@@ -268,19 +268,19 @@ TEST_F(StateFaultsTest, FullCheckpointDiskFailsCheckpointsUntilSpaceIsFreedAndTh
       input, output,
       {"--parallelism", "2", "--state-backend", "rocksdb", "--state-dir", dir_.Subdir("state"),
        "--checkpoint-interval", "300ms", "--tolerable-checkpoint-failures", "1000"}));
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
-  ASSERT_TRUE(Ok(WaitForCheckpoints(2)));
+  ASSERT_OK(job_id);
+  ASSERT_OK(WaitForCheckpoints(2));
 
   const std::string filler = disk.dir() + "/filler";
   auto filled = FillDisk(filler);
-  ASSERT_TRUE(filled.ok()) << filled.status().ToString();
+  ASSERT_OK(filled);
   // A checkpoint triggered after the disk is full fails.
   auto full = WaitForJob(
       [](const nlohmann::json& j) {
         return j["checkpoints"].value("consecutive_failures", 0) >= 2;
       },
       "checkpoints failing on the full disk");
-  ASSERT_TRUE(Ok(full));
+  ASSERT_OK(full);
   const int64_t last_good = LatestCompleted(*full);
   const std::string why = (*full)["checkpoints"].value("last_failure", "");
   EXPECT_THAT(why, HasSubstr("No space left on device")) << full->dump();
@@ -291,7 +291,7 @@ TEST_F(StateFaultsTest, FullCheckpointDiskFailsCheckpointsUntilSpaceIsFreedAndTh
   const std::string last_dir = disk.dir() + "/" + *job_id + "/chk-" + std::to_string(last_good);
   auto inspected = RunCommand({KeyflowBinary("keyflow"), "checkpoint", "inspect", last_dir},
                               Duration::Seconds(20));
-  ASSERT_TRUE(inspected.ok()) << inspected.status().ToString();
+  ASSERT_OK(inspected);
   EXPECT_EQ(inspected->exit_code, 0) << inspected->out << inspected->err;
 
   ASSERT_EQ(::unlink(filler.c_str()), 0) << std::strerror(errno);
@@ -301,14 +301,14 @@ TEST_F(StateFaultsTest, FullCheckpointDiskFailsCheckpointsUntilSpaceIsFreedAndTh
                j["checkpoints"].value("consecutive_failures", 1) == 0;
       },
       "a completed checkpoint after the space was freed");
-  ASSERT_TRUE(Ok(again));
+  ASSERT_OK(again);
   auto end = WaitForEnd();
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump() << cluster_->LogExcerpts();
   EXPECT_EQ(end->value("restarts", -1), 0);
   EXPECT_GE((*end)["checkpoints"].value("failed_total", 0), 2);
   auto actual = CanonicalCountWindowOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ASSERT_OK(actual);
   ExpectSameLines(*actual, Reference(input), "full checkpoint disk, then freed, vs reference");
 }
 
@@ -324,17 +324,17 @@ TEST_F(StateFaultsTest, FullCheckpointDiskUnderTheDefaultToleranceRestartsTheJob
   const std::string output = dir_.path() + "/out";
   auto job_id =
       Submit(RunArgs(input, output, {"--parallelism", "2", "--checkpoint-interval", "300ms"}));
-  ASSERT_TRUE(job_id.ok()) << job_id.status().ToString();
-  ASSERT_TRUE(Ok(WaitForCheckpoints(2)));
+  ASSERT_OK(job_id);
+  ASSERT_OK(WaitForCheckpoints(2));
 
   const std::string filler = disk.dir() + "/filler";
-  ASSERT_TRUE(Ok(FillDisk(filler)));
+  ASSERT_OK(FillDisk(filler));
   auto failed_over = WaitForJob(
       [](const nlohmann::json& j) {
         return j["checkpoints"].value("failovers", 0) >= 1 && j.value("restarts", 0) >= 1;
       },
       "a failover after more than 5 failed checkpoints");
-  ASSERT_TRUE(Ok(failed_over));
+  ASSERT_OK(failed_over);
   EXPECT_THAT(failed_over->value("last_failure", ""),
               HasSubstr("checkpoints failed in a row, more than --tolerable-checkpoint-failures 5 "
                         "allows; the last failure: "))
@@ -343,11 +343,11 @@ TEST_F(StateFaultsTest, FullCheckpointDiskUnderTheDefaultToleranceRestartsTheJob
 
   ASSERT_EQ(::unlink(filler.c_str()), 0) << std::strerror(errno);
   auto end = WaitForEnd();
-  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  ASSERT_OK(end);
   ASSERT_EQ(end->value("state", ""), "FINISHED") << end->dump() << cluster_->LogExcerpts();
   EXPECT_GT(end->value("restored_from", int64_t{0}), 0) << "restarts restore a checkpoint";
   auto actual = CanonicalCountWindowOutput(output);
-  ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+  ASSERT_OK(actual);
   ExpectSameLines(*actual, Reference(input),
                   "full checkpoint disk, default tolerance, vs reference");
 }

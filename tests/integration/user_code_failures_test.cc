@@ -11,6 +11,7 @@
 
 #include "tests/integration/cluster.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
 namespace {
@@ -49,7 +50,7 @@ TEST(WorkerSupervisor, ACrashLineInTheLogBecomesThePreviousExitOfTheRestartedWor
   auto supervisor = ChildProcess::Start({Script("lib/worker-supervisor.sh"), "--pid-file", pid_file,
                                          "--log", dir.path() + "/worker.log", "--", fake},
                                         dir.path() + "/supervisor.log");
-  ASSERT_TRUE(supervisor.ok()) << supervisor.status().ToString();
+  ASSERT_OK(supervisor);
   Status s = WaitUntil([&] { return !ReadFileOrEmpty(args).empty(); }, Duration::Seconds(20),
                        "the restarted stand-in worker");
   const std::string got = ReadFileOrEmpty(args);
@@ -58,7 +59,7 @@ TEST(WorkerSupervisor, ACrashLineInTheLogBecomesThePreviousExitOfTheRestartedWor
   supervisor->Signal(SIGTERM).IgnoreError();
   (void)supervisor->Wait(Duration::Seconds(10));
   if (!pid.empty()) ::kill(std::stoi(pid), SIGKILL);
-  ASSERT_TRUE(s.ok()) << s.message() << "\n" << ReadFileOrEmpty(dir.path() + "/worker.log");
+  ASSERT_OK(s) << s.message() << "\n" << ReadFileOrEmpty(dir.path() + "/worker.log");
   EXPECT_EQ(got.substr(0, got.rfind("--previous-pid")),
             "--previous-exit\ndied of SIGSEGV while running ProcessElement of job 'crashy' "
             "(libcrashy.so)\n");
@@ -72,7 +73,7 @@ TEST(WorkerSupervisor, ACrashLineInTheLogBecomesThePreviousExitOfTheRestartedWor
 
 TEST(WorkerSupervisor, TakesAnInitialRestartDelayInWholeSecondsOnly) {
   auto help = RunCommand({Script("lib/worker-supervisor.sh"), "--help"}, Duration::Seconds(10));
-  ASSERT_TRUE(help.ok()) << help.status().ToString();
+  ASSERT_OK(help);
   EXPECT_EQ(help->exit_code, 0);
   EXPECT_NE(help->out.find("--restart-delay SECONDS  wait before the first restart"),
             std::string::npos)
@@ -80,7 +81,7 @@ TEST(WorkerSupervisor, TakesAnInitialRestartDelayInWholeSecondsOnly) {
   auto bad = RunCommand({Script("lib/worker-supervisor.sh"), "--restart-delay", "1.5", "--pid-file",
                          "/nonexistent/pid", "--log", "/nonexistent/log", "--", "true"},
                         Duration::Seconds(10));
-  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+  ASSERT_OK(bad);
   EXPECT_EQ(bad->exit_code, 2);
   EXPECT_EQ(bad->err,
             "worker-supervisor: --restart-delay must be whole seconds (0 or more), not '1.5'\n");
@@ -104,7 +105,7 @@ class UserCodeFailuresTest : public ::testing::Test {
     ClusterOptions options;
     options.workers = 2;
     auto cluster = Cluster::Start(dir_.Subdir("cluster"), options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    ASSERT_OK(cluster);
     cluster_ = std::move(cluster).value();
   }
 
@@ -123,7 +124,7 @@ class UserCodeFailuresTest : public ::testing::Test {
                       {"--job", "count-window", "--input", input_, "--parallelism", "2", "--output",
                        dir_.path() + "/good-output"},
                       kJobTimeout);
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_OK(run);
     EXPECT_EQ(run->job.value("state", ""), "FINISHED")
         << run->job.dump() << cluster_->LogExcerpts();
     EXPECT_EQ(run->job.value("records_processed", int64_t{-1}), 40);
@@ -139,7 +140,7 @@ TEST_F(UserCodeFailuresTest, OpenFailingFailsTheJobWithTheFunctionsErrorInStatus
       *cluster_,
       Faulty("open-fails", {"--param", "message=no table t.csv", "--restart-strategy", "none"}),
       kJobTimeout);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   ASSERT_TRUE(run->job.is_object()) << run->cli.out << run->cli.err;
   const std::string expected =
       "failed: function of job 'open-fails' (libfaulty-jobs.so) failed in Open: no table t.csv";
@@ -150,7 +151,7 @@ TEST_F(UserCodeFailuresTest, OpenFailingFailsTheJobWithTheFunctionsErrorInStatus
   EXPECT_NE((run->cli.out + run->cli.err).find(expected), std::string::npos)
       << run->cli.out << run->cli.err;
   auto text = cluster_->Cli({"status"});
-  ASSERT_TRUE(text.ok());
+  ASSERT_OK(text);
   EXPECT_NE(text->out.find(expected), std::string::npos) << text->out;
   ExpectTheNextJobFinishes();
 }
@@ -161,7 +162,7 @@ TEST_F(UserCodeFailuresTest, AThrowingFunctionRestartsPerItsStrategyThenFailsWit
              Faulty("throws-after-n", {"--param", "n=2", "--restart-strategy", "fixed-delay",
                                        "--restart-attempts", "1", "--restart-delay", "100ms"}),
              kJobTimeout);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   ASSERT_TRUE(run->job.is_object()) << run->cli.out << run->cli.err;
   EXPECT_EQ(run->job.value("state", ""), "FAILED") << run->job.dump();
   EXPECT_EQ(run->job.value("attempt", 0), 2) << "one restart, then failed: " << run->job.dump();
@@ -184,7 +185,7 @@ TEST_F(UserCodeFailuresTest, ACrashingFunctionNamesTheSignalAndTheCallOnceTheWor
   args.push_back("--wait");
   const std::string cli_log = dir_.path() + "/run-wait.out";
   auto cli = cluster_->StartCli(args, cli_log);
-  ASSERT_TRUE(cli.ok()) << cli.status().ToString();
+  ASSERT_OK(cli);
   // The worker running the keyed subtask dies of SIGSEGV at its second record. Restart it as
   // the supervisor does (cluster.h reads the crash line from the log, as worker-supervisor.sh).
   int crashed = -1;
@@ -196,16 +197,16 @@ TEST_F(UserCodeFailuresTest, ACrashingFunctionNamesTheSignalAndTheCallOnceTheWor
         return crashed >= 0;
       },
       Duration::Seconds(30), "a worker to crash");
-  ASSERT_TRUE(died.ok()) << died.message() << cluster_->LogExcerpts();
+  ASSERT_OK(died) << died.message() << cluster_->LogExcerpts();
   auto code = cluster_->worker(crashed)->Wait(Duration::Seconds(5));
-  ASSERT_TRUE(code.ok()) << code.status().ToString();
+  ASSERT_OK(code);
   EXPECT_EQ(*code, 128 + SIGSEGV);
   EXPECT_NE(ReadFileOrEmpty(cluster_->WorkerLog(crashed))
                 .find("crashed: SIGSEGV while running ProcessElement of job 'crashes-after-n' "
                       "(libfaulty-jobs.so)"),
             std::string::npos)
       << ReadFileOrEmpty(cluster_->WorkerLog(crashed));
-  ASSERT_TRUE(cluster_->StartWorker(crashed).ok());
+  ASSERT_OK(cluster_->StartWorker(crashed));
   const std::string expected =
       "its process ended: died of SIGSEGV while running ProcessElement of job 'crashes-after-n' "
       "(libfaulty-jobs.so)";
@@ -215,14 +216,14 @@ TEST_F(UserCodeFailuresTest, ACrashingFunctionNamesTheSignalAndTheCallOnceTheWor
                j["job"].value("failure", std::string()).find(expected) != std::string::npos;
       },
       Duration::Seconds(30), "the job FAILED naming the crash");
-  ASSERT_TRUE(st.ok()) << st.status().ToString() << cluster_->LogExcerpts();
+  ASSERT_OK(st) << st.status().ToString() << cluster_->LogExcerpts();
   // The --wait summary names the crash too (it waits for the restarted worker's report).
   auto cli_code = cli->Wait(Duration::Seconds(20));
-  ASSERT_TRUE(cli_code.ok()) << cli_code.status().ToString();
+  ASSERT_OK(cli_code);
   EXPECT_EQ(*cli_code, 1);
   EXPECT_NE(ReadFileOrEmpty(cli_log).find(expected), std::string::npos)
       << ReadFileOrEmpty(cli_log) << ReadFileOrEmpty(cli_log + ".err");
-  ASSERT_TRUE(cluster_->WaitForWorkers(2, Duration::Seconds(20)).ok());
+  ASSERT_OK(cluster_->WaitForWorkers(2, Duration::Seconds(20)));
   ExpectTheNextJobFinishes();
 }
 

@@ -18,6 +18,7 @@
 
 #include "state/heap/heap_keyed_state_backend.h"
 #include "state/rocksdb/rocksdb_keyed_state_backend.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::testing_util {
 
@@ -64,7 +65,7 @@ inline std::unique_ptr<KeyedStateBackend> MakeBackend(BackendKind kind, KeyConte
                               : kind == BackendKind::kRocksDbNoCache ? 0
                                                                      : int64_t{8} << 20;
   auto backend = RocksDbKeyedStateBackend::Open(context, options);
-  EXPECT_TRUE(backend.ok()) << backend.status().ToString();
+  EXPECT_OK(backend);
   return backend.ok() ? std::move(*backend) : nullptr;
 }
 

@@ -11,6 +11,7 @@
 #include "state/heap/heap_keyed_state_backend.h"
 #include "tests/state/backend_factory.h"
 #include "tests/state/state_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -108,13 +109,13 @@ TEST_P(KeyGroupSnapshotTest, RoundTripsEveryStateKind) {
   writer.Fill(0, 299);
   Subtask reader(GetParam(), kAll);
   for (const auto& [g, bytes] : writer.SerializeAll()) {
-    ASSERT_TRUE(reader.Restore(KeyGroupId(g), bytes).ok()) << g;
+    ASSERT_OK(reader.Restore(KeyGroupId(g), bytes)) << g;
   }
   EXPECT_EQ(reader.backend.NumEntries(), writer.backend.NumEntries());
   EXPECT_EQ(reader.backend.NumEntries(), 300u * 6);
   EXPECT_EQ(reader.SerializeAll(), writer.SerializeAll());
 
-  ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-17")).ok());
+  ASSERT_OK(reader.backend.SetCurrentKey(K("uid-17")));
   EXPECT_EQ(reader.value->Value(), 17);
   reader.value->SetCurrentNamespace(Namespace(1000 + 17 % 3));
   EXPECT_EQ(reader.value->Value(), -17);
@@ -132,7 +133,7 @@ TEST_P(KeyGroupSnapshotTest, WritesTheDocumentedBytes) {
   auto backend_owned = testing_util::MakeBackend(GetParam(), context);
   KeyedStateBackend& backend = *backend_owned;
   ValueState<int64_t>* v = *backend.GetState(ValueStateDescriptor<int64_t>("v"));
-  ASSERT_TRUE(backend.SetCurrentKey(K("uid-0")).ok());  // key group 32
+  ASSERT_OK(backend.SetCurrentKey(K("uid-0")));  // key group 32
   v->Update(5);
   std::string out;
   BinaryWriter w(&out);
@@ -176,7 +177,7 @@ TEST_P(KeyGroupSnapshotTest, RestoresTheVersionOneBytes) {
   BinaryReader r(v1);
   ASSERT_EQ(backend.RestoreKeyGroup(KeyGroupId(32), r), Status::Ok());
   EXPECT_EQ(r.remaining(), 0u);
-  ASSERT_TRUE(backend.SetCurrentKey(K("uid-0")).ok());
+  ASSERT_OK(backend.SetCurrentKey(K("uid-0")));
   EXPECT_EQ(v->Value(), 5);
   BinaryReader empty(std::string_view("\x00\x00\x00\x00\x00", 5));
   EXPECT_EQ(backend.RestoreKeyGroup(KeyGroupId(0), empty), Status::Ok());
@@ -187,7 +188,7 @@ TEST_P(KeyGroupSnapshotTest, RefusesAStateWhoseDeclaredTypeChanged) {
   auto writer_owned = testing_util::MakeBackend(GetParam(), wc);
   KeyedStateBackend& writer = *writer_owned;
   auto* window = *writer.GetState(ValueStateDescriptor<AvgAcc>("window"));
-  ASSERT_TRUE(writer.SetCurrentKey(K("uid-0")).ok());
+  ASSERT_OK(writer.SetCurrentKey(K("uid-0")));
   window->Update(AvgAcc{3, 1});
   std::string bytes;
   BinaryWriter w(&bytes);
@@ -196,7 +197,7 @@ TEST_P(KeyGroupSnapshotTest, RefusesAStateWhoseDeclaredTypeChanged) {
   KeyContext rc(KeyType::kString, kMaxP, kAll);
   auto reader_owned = testing_util::MakeBackend(GetParam(), rc);
   KeyedStateBackend& reader = *reader_owned;
-  ASSERT_TRUE(reader.GetState(ValueStateDescriptor<int64_t>("window")).ok());
+  ASSERT_OK(reader.GetState(ValueStateDescriptor<int64_t>("window")));
   BinaryReader r(bytes);
   EXPECT_EQ(reader.RestoreKeyGroup(KeyGroupId(32), r),
             FailedPrecondition(
@@ -242,7 +243,7 @@ TEST_P(KeyGroupSnapshotTest, EqualStateGivesEqualBytesWhateverTheHistory) {
   descending.Fill(200, 260);  // later removed again
   descending.Fill(0, 199, /*descending=*/true);
   for (int i = 200; i <= 260; ++i) {
-    ASSERT_TRUE(descending.backend.SetCurrentKey(K("uid-" + std::to_string(i))).ok());
+    ASSERT_OK(descending.backend.SetCurrentKey(K("uid-" + std::to_string(i))));
     descending.value->Clear();
     descending.value->SetCurrentNamespace(Namespace(1000 + i % 3));
     descending.value->Clear();
@@ -264,13 +265,13 @@ TEST_P(KeyGroupSnapshotTest, RestoresItsKeyGroupsIntoASmallerRange) {
   std::map<int32_t, std::string> snapshot = writer.SerializeAll();
   Subtask reader(GetParam(), kLowerHalf);
   for (KeyGroupId g : kLowerHalf.key_groups()) {
-    ASSERT_TRUE(reader.Restore(g, snapshot[g.value()]).ok());
+    ASSERT_OK(reader.Restore(g, snapshot[g.value()]));
   }
   for (KeyGroupId g : kLowerHalf.key_groups()) {
     EXPECT_EQ(reader.Serialize(g), snapshot[g.value()]) << g;
     EXPECT_EQ(reader.backend.NumKeys(g), writer.backend.NumKeys(g)) << g;
   }
-  ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-0")).ok());  // key group 32
+  ASSERT_OK(reader.backend.SetCurrentKey(K("uid-0")));  // key group 32
   EXPECT_EQ(reader.value->Value(), 0);
   EXPECT_EQ(reader.backend.SetCurrentKey(K("uid-1")).code(), StatusCode::kOutOfRange);  // 121
 }
@@ -296,7 +297,7 @@ TEST_P(KeyGroupSnapshotTest, RestoresTwoSubtasksIntoOneWithTheUnionRange) {
   Subtask merged(GetParam(), kAll);
   for (KeyGroupId g : kAll.key_groups()) {
     const Subtask& from = kLowerHalf.contains(g) ? lower : upper;
-    ASSERT_TRUE(merged.Restore(g, from.Serialize(g)).ok()) << g;
+    ASSERT_OK(merged.Restore(g, from.Serialize(g))) << g;
   }
   Subtask single(GetParam(), kAll);
   single.Fill(0, 299);
@@ -306,26 +307,26 @@ TEST_P(KeyGroupSnapshotTest, RestoresTwoSubtasksIntoOneWithTheUnionRange) {
 
 TEST_P(KeyGroupSnapshotTest, RestoreReplacesOnlyThatKeyGroup) {
   Subtask writer(GetParam(), kAll);
-  ASSERT_TRUE(writer.backend.SetCurrentKey(K("uid-0")).ok());  // key group 32
+  ASSERT_OK(writer.backend.SetCurrentKey(K("uid-0")));  // key group 32
   writer.value->Update(1);
   Subtask reader(GetParam(), kAll);
-  ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-0")).ok());
+  ASSERT_OK(reader.backend.SetCurrentKey(K("uid-0")));
   reader.list->Add("stale");  // a state the snapshot of key group 32 does not have
   reader.value->Update(99);
-  ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-9")).ok());  // key group 16
+  ASSERT_OK(reader.backend.SetCurrentKey(K("uid-9")));  // key group 16
   reader.value->Update(16);
 
-  ASSERT_TRUE(reader.Restore(KeyGroupId(32), writer.Serialize(KeyGroupId(32))).ok());
-  ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-0")).ok());
+  ASSERT_OK(reader.Restore(KeyGroupId(32), writer.Serialize(KeyGroupId(32))));
+  ASSERT_OK(reader.backend.SetCurrentKey(K("uid-0")));
   EXPECT_EQ(reader.value->Value(), 1);
   EXPECT_TRUE(reader.list->Get().empty());
-  ASSERT_TRUE(reader.backend.SetCurrentKey(K("uid-9")).ok());
+  ASSERT_OK(reader.backend.SetCurrentKey(K("uid-9")));
   EXPECT_EQ(reader.value->Value(), 16);
   // Restoring twice gives the same state (lists are replaced, not appended to).
-  ASSERT_TRUE(reader.Restore(KeyGroupId(32), writer.Serialize(KeyGroupId(32))).ok());
+  ASSERT_OK(reader.Restore(KeyGroupId(32), writer.Serialize(KeyGroupId(32))));
   EXPECT_EQ(reader.Serialize(KeyGroupId(32)), writer.Serialize(KeyGroupId(32)));
   // An empty key group's snapshot empties it.
-  ASSERT_TRUE(reader.Restore(KeyGroupId(16), writer.Serialize(KeyGroupId(16))).ok());
+  ASSERT_OK(reader.Restore(KeyGroupId(16), writer.Serialize(KeyGroupId(16))));
   EXPECT_EQ(reader.backend.NumKeys(KeyGroupId(16)), 0u);
 }
 
@@ -334,7 +335,7 @@ TEST_P(KeyGroupSnapshotTest, RestoreReplacesOnlyThatKeyGroup) {
 TEST_P(KeyGroupSnapshotTest, RefusesAStateThatIsNotRegistered) {
   Subtask writer(GetParam(), kAll);
   ValueState<int64_t>* extra = *writer.backend.GetState(ValueStateDescriptor<int64_t>("extra"));
-  ASSERT_TRUE(writer.backend.SetCurrentKey(K("uid-0")).ok());
+  ASSERT_OK(writer.backend.SetCurrentKey(K("uid-0")));
   extra->Update(1);
   writer.value->Update(2);
   Subtask reader(GetParam(), kAll);
@@ -350,7 +351,7 @@ TEST_P(KeyGroupSnapshotTest, RefusesAStateRegisteredAsAnotherKind) {
   auto writer_owned = testing_util::MakeBackend(GetParam(), wc);
   KeyedStateBackend& writer = *writer_owned;
   ValueState<int64_t>* x = *writer.GetState(ValueStateDescriptor<int64_t>("x"));
-  ASSERT_TRUE(writer.SetCurrentKey(K("uid-0")).ok());
+  ASSERT_OK(writer.SetCurrentKey(K("uid-0")));
   x->Update(1);
   std::string bytes;
   BinaryWriter w(&bytes);
@@ -359,7 +360,7 @@ TEST_P(KeyGroupSnapshotTest, RefusesAStateRegisteredAsAnotherKind) {
   KeyContext rc(KeyType::kString, kMaxP, kAll);
   auto reader_owned = testing_util::MakeBackend(GetParam(), rc);
   KeyedStateBackend& reader = *reader_owned;
-  ASSERT_TRUE(reader.GetListState(ListStateDescriptor<int64_t>("x")).ok());
+  ASSERT_OK(reader.GetListState(ListStateDescriptor<int64_t>("x")));
   BinaryReader r(bytes);
   EXPECT_EQ(reader.RestoreKeyGroup(KeyGroupId(32), r),
             FailedPrecondition("cannot restore key group 32: keyed state 'x' was written as "
@@ -372,7 +373,7 @@ TEST_P(KeyGroupSnapshotTest, EveryTruncationIsCorruptionAndChangesNothing) {
   Subtask writer(GetParam(), kAll);
   std::vector<Key> keys = KeysInGroup(5, 2);
   for (const Key& k : keys) {
-    ASSERT_TRUE(writer.backend.SetCurrentKey(k).ok());
+    ASSERT_OK(writer.backend.SetCurrentKey(k));
     writer.value->Update(1);
     writer.list->Add("l");
     writer.map->Put("m", 2);
@@ -381,7 +382,7 @@ TEST_P(KeyGroupSnapshotTest, EveryTruncationIsCorruptionAndChangesNothing) {
   }
   const std::string bytes = writer.Serialize(KeyGroupId(5));
   Subtask reader(GetParam(), kAll);
-  ASSERT_TRUE(reader.backend.SetCurrentKey(keys[0]).ok());
+  ASSERT_OK(reader.backend.SetCurrentKey(keys[0]));
   reader.value->Update(42);  // must survive every failed restore
   const std::string before = reader.Serialize(KeyGroupId(5));
   for (size_t n = 0; n < bytes.size(); ++n) {
@@ -390,7 +391,7 @@ TEST_P(KeyGroupSnapshotTest, EveryTruncationIsCorruptionAndChangesNothing) {
     EXPECT_THAT(s.message(), StartsWith("cannot restore key group 5"));
   }
   EXPECT_EQ(reader.Serialize(KeyGroupId(5)), before);
-  ASSERT_TRUE(reader.Restore(KeyGroupId(5), bytes).ok());
+  ASSERT_OK(reader.Restore(KeyGroupId(5), bytes));
   EXPECT_EQ(reader.Serialize(KeyGroupId(5)), bytes);
 }
 
@@ -513,7 +514,7 @@ TEST_P(KeyGroupSnapshotTest, MalformedValuesOfUserTypesAreCorruption) {
   KeyContext context(KeyType::kString, kMaxP, kAll);
   auto backend_owned = testing_util::MakeBackend(GetParam(), context);
   KeyedStateBackend& backend = *backend_owned;
-  ASSERT_TRUE(backend.GetState(ValueStateDescriptor<bool>("flag")).ok());
+  ASSERT_OK(backend.GetState(ValueStateDescriptor<bool>("flag")));
   std::string bytes;
   BinaryWriter w(&bytes);
   w.I32(32);
@@ -533,14 +534,14 @@ TEST_P(KeyGroupSnapshotTest, MalformedValuesOfUserTypesAreCorruption) {
 TEST_P(KeyGroupSnapshotTest, IntKeysRoundTripAndMalformedIntKeysAreRefused) {
   Subtask writer(GetParam(), kAll, KeyType::kInt);
   for (int64_t k = 0; k < 10; ++k) {
-    ASSERT_TRUE(writer.backend.SetCurrentKey(Key::FromInt64(k)).ok());
+    ASSERT_OK(writer.backend.SetCurrentKey(Key::FromInt64(k)));
     writer.value->Update(k * 2);
   }
   // int keys 0..9 go to key groups 94, 86, 127, 113, 7, 126, 18, 113, 15, 51.
   Subtask reader(GetParam(), kAll, KeyType::kInt);
-  ASSERT_TRUE(reader.Restore(KeyGroupId(113), writer.Serialize(KeyGroupId(113))).ok());
+  ASSERT_OK(reader.Restore(KeyGroupId(113), writer.Serialize(KeyGroupId(113))));
   EXPECT_EQ(reader.backend.NumKeys(KeyGroupId(113)), 2u);
-  ASSERT_TRUE(reader.backend.SetCurrentKey(Key::FromInt64(7)).ok());
+  ASSERT_OK(reader.backend.SetCurrentKey(Key::FromInt64(7)));
   EXPECT_EQ(reader.value->Value(), 14);
 
   EXPECT_EQ(reader.Restore(KeyGroupId(94), ValueStateKeyGroup(94, {{"abcd", 0, 1}})),

@@ -15,6 +15,7 @@
 
 #include "tests/state/backend_factory.h"
 #include "tests/state/state_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -37,11 +38,11 @@ class KeyedStateBackendTest : public ::testing::TestWithParam<BackendKind> {
         owned_(testing_util::MakeBackend(GetParam(), context_)),
         backend_(*owned_) {}
 
-  void SetKey(std::string_view key) { ASSERT_TRUE(backend_.SetCurrentKey(K(key)).ok()); }
+  void SetKey(std::string_view key) { ASSERT_OK(backend_.SetCurrentKey(K(key))); }
 
   template <typename T>
   T* Must(Result<T*> r) {
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     return r.ok() ? *r : nullptr;
   }
 
@@ -187,7 +188,7 @@ TEST_P(KeyedStateBackendTest, InterleavedReadsAndWritesMatchAReferenceMap) {
   std::vector<Key> keys = KeysInGroup(3, 40);
   for (int step = 0; step < 20000; ++step) {
     const Key& key = keys[rng() % keys.size()];
-    ASSERT_TRUE(backend_.SetCurrentKey(key).ok());
+    ASSERT_OK(backend_.SetCurrentKey(key));
     Namespace ns(static_cast<int64_t>(rng() % 2));
     v->SetCurrentNamespace(ns);
     l->SetCurrentNamespace(ns);
@@ -218,7 +219,7 @@ TEST_P(KeyedStateBackendTest, InterleavedReadsAndWritesMatchAReferenceMap) {
       case 5: {  // read, then write another key
         (void)v->Value();
         const Key& other = keys[rng() % keys.size()];
-        ASSERT_TRUE(backend_.SetCurrentKey(other).ok());
+        ASSERT_OK(backend_.SetCurrentKey(other));
         v->Update(-step);
         values[std::make_pair(std::string(other.bytes()), ns.value())] = -step;
         break;
@@ -226,7 +227,7 @@ TEST_P(KeyedStateBackendTest, InterleavedReadsAndWritesMatchAReferenceMap) {
     }
   }
   for (const Key& key : keys) {
-    ASSERT_TRUE(backend_.SetCurrentKey(key).ok());
+    ASSERT_OK(backend_.SetCurrentKey(key));
     for (int64_t ns = 0; ns < 2; ++ns) {
       v->SetCurrentNamespace(Namespace(ns));
       l->SetCurrentNamespace(Namespace(ns));
@@ -347,7 +348,7 @@ TEST_P(KeyedStateBackendTest, RegisteringTheSameDescriptorTwiceReturnsTheSameSta
 }
 
 TEST_P(KeyedStateBackendTest, RegisteringANameAsAnotherKindIsAnError) {
-  ASSERT_TRUE(backend_.GetState(ValueStateDescriptor<int64_t>("count")).ok());
+  ASSERT_OK(backend_.GetState(ValueStateDescriptor<int64_t>("count")));
   auto r = backend_.GetListState(ListStateDescriptor<int64_t>("count"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kAlreadyExists);
@@ -358,7 +359,7 @@ TEST_P(KeyedStateBackendTest, RegisteringANameAsAnotherKindIsAnError) {
 }
 
 TEST_P(KeyedStateBackendTest, RegisteringANameWithAnotherValueTypeIsAnError) {
-  ASSERT_TRUE(backend_.GetState(ValueStateDescriptor<int64_t>("count")).ok());
+  ASSERT_OK(backend_.GetState(ValueStateDescriptor<int64_t>("count")));
   auto r = backend_.GetState(ValueStateDescriptor<std::string>("count"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kAlreadyExists);
@@ -368,7 +369,7 @@ TEST_P(KeyedStateBackendTest, RegisteringANameWithAnotherValueTypeIsAnError) {
             "another name");
   auto m1 = backend_.GetMapState(MapStateDescriptor<std::string, int64_t>("m"));
   auto m2 = backend_.GetMapState(MapStateDescriptor<std::string, int32_t>("m"));
-  ASSERT_TRUE(m1.ok());
+  ASSERT_OK(m1);
   EXPECT_EQ(m2.status().code(), StatusCode::kAlreadyExists);
 }
 
@@ -382,7 +383,7 @@ TEST_P(KeyedStateBackendTest, RefusesEmptyNamesAndMissingFunctions) {
       AggregatingStateDescriptor<int64_t, AvgAcc, double>("a", nullptr));
   EXPECT_EQ(no_agg.status(), InvalidArgument("AggregatingState 'a' needs an aggregate function"));
   // Failed registrations register nothing.
-  EXPECT_TRUE(backend_.GetState(ValueStateDescriptor<std::string>("r")).ok());
+  EXPECT_OK(backend_.GetState(ValueStateDescriptor<std::string>("r")));
 }
 
 // ---- ApplyToAllKeys, inspection, ClearAll ----
@@ -411,7 +412,7 @@ TEST_P(KeyedStateBackendTest, ApplyToAllKeysVisitsKeyGroupsAscendingThenKeyBytes
     v->Update(v->Value().value() + 100);  // state of the current key is usable
     return Status::Ok();
   });
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_OK(s);
   std::vector<std::string> in_32 = {std::string(g32[0].bytes()), std::string(g32[1].bytes()),
                                     "uid-0"};
   std::sort(in_32.begin(), in_32.end());
@@ -445,7 +446,7 @@ TEST_P(KeyedStateBackendTest, NumKeysCountsDistinctKeysOverStatesAndNamespaces) 
   ListState<int64_t>* l = Must(backend_.GetListState(ListStateDescriptor<int64_t>("l")));
   std::vector<Key> keys = KeysInGroup(7, 3);
   for (const Key& k : keys) {
-    ASSERT_TRUE(backend_.SetCurrentKey(k).ok());
+    ASSERT_OK(backend_.SetCurrentKey(k));
     v->Update(1);
     l->Add(1);
     v->SetCurrentNamespace(Namespace(1));

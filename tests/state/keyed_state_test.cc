@@ -11,6 +11,7 @@
 #include "state/heap/heap_keyed_state_backend.h"
 #include "state/keyed_state_backend.h"
 #include "tests/state/sdk_only_job.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -86,7 +87,7 @@ TEST(KeyedState, NamespacesSeparateValues) {
 TEST(KeyedState, RegisteringAgainReturnsTheSameHandleAndAnotherTypeIsRefused) {
   Subtask t;
   auto again = t.runtime.GetState(ValueStateDescriptor<int64_t>("count", 0));
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_EQ(*again, t.states.count);
   auto other = t.runtime.GetListState(ListStateDescriptor<int64_t>("count"));
   EXPECT_EQ(other.status(),

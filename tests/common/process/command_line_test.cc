@@ -1,6 +1,7 @@
 #include "common/process/command_line.h"
 
 #include <gtest/gtest.h>
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::cli {
 namespace {
@@ -23,9 +24,9 @@ TEST(PortFlagTest, ZeroOnlyWhereAnyFreePortMakesSense) {
 }
 
 TEST(EndpointFlagTest, ChecksThePortOfTcpEndpoints) {
-  EXPECT_TRUE(EndpointFlag("coordinator", "tcp://127.0.0.1:6123").ok());
-  EXPECT_TRUE(EndpointFlag("coordinator", "tcp://[::1]:6123").ok());
-  EXPECT_TRUE(EndpointFlag("coordinator", "ipc:///tmp/x").ok());
+  EXPECT_OK(EndpointFlag("coordinator", "tcp://127.0.0.1:6123"));
+  EXPECT_OK(EndpointFlag("coordinator", "tcp://[::1]:6123"));
+  EXPECT_OK(EndpointFlag("coordinator", "ipc:///tmp/x"));
   EXPECT_EQ(EndpointFlag("coordinator", "tcp://h:70000"),
             InvalidArgument("--coordinator tcp://h:70000 has no valid TCP port: write "
                             "tcp://HOST:PORT with PORT from 1 to 65535"));
@@ -37,8 +38,8 @@ TEST(EndpointFlagTest, ChecksThePortOfTcpEndpoints) {
 }
 
 TEST(EndpointFlagTest, BindEndpointsMayAskForAnyFreePort) {
-  EXPECT_TRUE(EndpointFlag("bind", "tcp://0.0.0.0:*", true).ok());
-  EXPECT_TRUE(EndpointFlag("bind", "tcp://0.0.0.0:0", true).ok());
+  EXPECT_OK(EndpointFlag("bind", "tcp://0.0.0.0:*", true));
+  EXPECT_OK(EndpointFlag("bind", "tcp://0.0.0.0:0", true));
   EXPECT_FALSE(EndpointFlag("bind", "tcp://0.0.0.0:65536", true).ok());
 }
 

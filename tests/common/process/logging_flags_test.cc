@@ -3,6 +3,7 @@
 #include "common/process/logging_flags.h"
 
 #include <gtest/gtest.h>
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::cli {
 namespace {
@@ -21,7 +22,7 @@ Result<LoggingOptions> Parse(const std::vector<std::string>& args) {
 
 TEST(LoggingFlagsTest, DefaultsAndValues) {
   auto d = Parse({});
-  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_OK(d);
   EXPECT_EQ(d->process, "worker-1");
   EXPECT_EQ(d->file, "");
   EXPECT_EQ(d->level, "info");
@@ -30,7 +31,7 @@ TEST(LoggingFlagsTest, DefaultsAndValues) {
   EXPECT_EQ(d->max_files, 5);
   auto o = Parse({"--log-file", "/tmp/w.log", "--log-level", "debug", "--log-format", "json",
                   "--log-max-size", "1MiB", "--log-max-files", "9"});
-  ASSERT_TRUE(o.ok()) << o.status().message();
+  ASSERT_OK(o);
   EXPECT_EQ(o->file, "/tmp/w.log");
   EXPECT_EQ(o->level, "debug");
   EXPECT_EQ(o->format, LogFormat::kJson);
@@ -57,12 +58,12 @@ TEST(LoggingFlagsTest, BadValuesNameTheFlag) {
 TEST(ExtractCliLoggingFlagsTest, TakesTheFlagsWhereverTheyAre) {
   std::vector<std::string> args = {"--log-level", "debug", "status", "--json", "--log-format=json"};
   LoggingFlags flags;
-  ASSERT_TRUE(ExtractCliLoggingFlags(&args, &flags).ok());
+  ASSERT_OK(ExtractCliLoggingFlags(&args, &flags));
   EXPECT_EQ(args, (std::vector<std::string>{"status", "--json"}));
   EXPECT_EQ(flags.level, "debug");
   EXPECT_EQ(flags.format, "json");
   args = {"log-level", "trace", "--log-level=error", "--coordinator", "tcp://h:1"};
-  ASSERT_TRUE(ExtractCliLoggingFlags(&args, &flags).ok());
+  ASSERT_OK(ExtractCliLoggingFlags(&args, &flags));
   EXPECT_EQ(args, (std::vector<std::string>{"log-level", "trace", "--coordinator", "tcp://h:1"}));
   EXPECT_EQ(flags.level, "error");
 }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -17,21 +18,21 @@ constexpr std::string_view kStatm = "76500 2500 412 5 0 12300 0\n";
 
 TEST(ProcessUsageTest, ParsesUserAndSystemTicksAfterTheLastParenthesis) {
   auto t = ParseProcStatCpuTicks(kStat);
-  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_OK(t);
   EXPECT_EQ(t->user, 1234);
   EXPECT_EQ(t->system, 567);
 }
 
 TEST(ProcessUsageTest, ParsesResidentPagesOfStatm) {
   auto pages = ParseStatmResidentPages(kStatm);
-  ASSERT_TRUE(pages.ok()) << pages.status().ToString();
+  ASSERT_OK(pages);
   EXPECT_EQ(*pages, 2500);
 }
 
 TEST(ProcessUsageTest, CombinesIntoBytesAndMilliseconds) {
   auto u = ParseProcessUsage(kStat, kStatm, /*ticks_per_second=*/100, /*page_size=*/4096,
                              /*open_fds=*/17);
-  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  ASSERT_OK(u);
   EXPECT_EQ(u->rss_bytes, 2500 * 4096);
   EXPECT_EQ(u->cpu_user_ms, 12340);
   EXPECT_EQ(u->cpu_system_ms, 5670);
@@ -51,19 +52,19 @@ TEST(ProcessUsageTest, RefusesTruncatedOrGarbledText) {
 
 TEST(ProcessUsageTest, CountsADescriptorThisProcessOpens) {
   auto before = CountOpenFds("/proc/self/fd");
-  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  ASSERT_OK(before);
   int fd = ::open("/proc/self/stat", O_RDONLY);
   ASSERT_GE(fd, 0);
   auto during = CountOpenFds("/proc/self/fd");
   ::close(fd);
-  ASSERT_TRUE(during.ok());
+  ASSERT_OK(during);
   EXPECT_EQ(*during, *before + 1);
   EXPECT_EQ(CountOpenFds("/nonexistent/fd").status().code(), StatusCode::kIoError);
 }
 
 TEST(ProcessUsageTest, ReadsThisProcessFromProc) {
   auto u = ReadProcessUsage();
-  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  ASSERT_OK(u);
   EXPECT_GT(u->rss_bytes, 1 << 20);  // a gtest binary is larger than 1 MiB resident
   EXPECT_GE(u->open_fds, 3);         // stdin, stdout, stderr
   EXPECT_GE(u->cpu_user_ms + u->cpu_system_ms, 0);

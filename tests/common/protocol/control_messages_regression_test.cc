@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/protocol/control_messages.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -97,7 +98,7 @@ TEST(ControlMessagesRegressionTest, RoundTripsEveryCheckpointType) {
     auto decoded = DecodeControlMessage(
         EncodeControlMessage(TriggerCheckpoint{AttemptNumber(2), CheckpointId(9), 5, t, "/d"}),
         "peer");
-    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    ASSERT_OK(decoded);
     EXPECT_EQ(std::get<TriggerCheckpoint>(*decoded).type, t) << CheckpointTypeName(t);
   }
 }
@@ -118,7 +119,7 @@ TEST(ControlMessagesRegressionTest, RejectsAJobSpecWithAnUnknownKeyType) {
 
 TEST(ControlMessagesRegressionTest, RejectsTrailingBytes) {
   std::string bytes = EncodeControlMessage(CoordinatorHeartbeat{AttemptNumber(4)});
-  ASSERT_TRUE(DecodeControlMessage(bytes, "peer").ok());
+  ASSERT_OK(DecodeControlMessage(bytes, "peer"));
   bytes += "xy";
   Status s = DecodeStatus(bytes);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
@@ -152,7 +153,7 @@ TEST(ControlMessagesRegressionTest, RoundTripsEmptyAndFilledContainers) {
   for (const AcknowledgeCheckpoint& ack : {empty, full}) {
     const std::string bytes = EncodeControlMessage(ack);
     Result<ControlMessage> decoded = DecodeControlMessage(bytes, "peer");
-    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    ASSERT_OK(decoded);
     ASSERT_TRUE(std::holds_alternative<AcknowledgeCheckpoint>(*decoded));
     const auto& got = std::get<AcknowledgeCheckpoint>(*decoded);
     EXPECT_EQ(got.worker, ack.worker);
@@ -184,7 +185,7 @@ TEST(ControlMessagesRegressionTest, RoundTripsADeploymentWithARestoreAssignment)
   deploy.cluster_id = "1764442799000-00000000deadbeef";
   const std::string bytes = EncodeControlMessage(deploy);
   Result<ControlMessage> decoded = DecodeControlMessage(bytes, "peer");
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   const auto& got = std::get<DeployTask>(*decoded);
   EXPECT_EQ(got.spec.params, deploy.spec.params);
   EXPECT_TRUE(got.spec.fail_on_bad_record);
@@ -205,13 +206,13 @@ TEST(ControlMessagesRegressionTest, RoundTripsTheDataPlaneKeysOfVersion5) {
   WorkerHeartbeat hb;
   hb.metrics.refused_data_connections = 17;
   auto reg_back = DecodeControlMessage(EncodeControlMessage(reg), "peer");
-  ASSERT_TRUE(reg_back.ok()) << reg_back.status().ToString();
+  ASSERT_OK(reg_back);
   EXPECT_EQ(std::get<RegisterWorker>(*reg_back).public_key, reg.public_key);
   auto deploy_back = DecodeControlMessage(EncodeControlMessage(deploy), "peer");
-  ASSERT_TRUE(deploy_back.ok()) << deploy_back.status().ToString();
+  ASSERT_OK(deploy_back);
   EXPECT_EQ(std::get<DeployTask>(*deploy_back).peer_public_keys, deploy.peer_public_keys);
   auto hb_back = DecodeControlMessage(EncodeControlMessage(hb), "peer");
-  ASSERT_TRUE(hb_back.ok()) << hb_back.status().ToString();
+  ASSERT_OK(hb_back);
   EXPECT_EQ(std::get<WorkerHeartbeat>(*hb_back).metrics.refused_data_connections, 17);
 }
 
@@ -221,7 +222,7 @@ TEST(ControlMessagesRegressionTest, RoundTripsTheWorkerExitReportOfVersion10) {
                                 "64 MiB of cgroup /kf, peak 63.9 MiB)"};
   const std::string bytes = EncodeControlMessage(report);
   auto back = DecodeControlMessage(bytes, "peer");
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_EQ(ControlMessageName(*back), "WorkerExitReport");
   const auto& got = std::get<WorkerExitReport>(*back);
   EXPECT_EQ(got.hostname, "host-a");

@@ -5,6 +5,7 @@
 
 #include "common/protocol/control_messages.h"
 #include "common/sha256.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -17,7 +18,7 @@ TEST(JobLibraryMessagesTest, SubmitJobCarriesTheLibraryRefAndItsBytes) {
   submit.spec.job_library = JobLibraryRef{Sha256Hex(library), "libsessions.so", library.size()};
   submit.job_library_bytes = library;
   auto decoded = DecodeControlMessage(EncodeControlMessage(submit), "test");
-  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  ASSERT_OK(decoded);
   const auto& got = std::get<SubmitJob>(*decoded);
   EXPECT_EQ(got.spec.job_library, submit.spec.job_library);
   EXPECT_EQ(got.job_library_bytes, library);
@@ -26,7 +27,7 @@ TEST(JobLibraryMessagesTest, SubmitJobCarriesTheLibraryRefAndItsBytes) {
 TEST(JobLibraryMessagesTest, FetchAndBlobRoundTrip) {
   FetchJobLibrary fetch{WorkerId(3), AttemptNumber(2), Sha256Hex("x")};
   auto f = DecodeControlMessage(EncodeControlMessage(fetch), "test");
-  ASSERT_TRUE(f.ok());
+  ASSERT_OK(f);
   EXPECT_EQ(ControlMessageName(*f), "FetchJobLibrary");
   EXPECT_EQ(std::get<FetchJobLibrary>(*f).worker, WorkerId(3));
   EXPECT_EQ(std::get<FetchJobLibrary>(*f).attempt, AttemptNumber(2));
@@ -34,7 +35,7 @@ TEST(JobLibraryMessagesTest, FetchAndBlobRoundTrip) {
 
   JobLibraryBlob blob{AttemptNumber(2), Sha256Hex("x"), "x", "no such blob"};
   auto b = DecodeControlMessage(EncodeControlMessage(blob), "test");
-  ASSERT_TRUE(b.ok());
+  ASSERT_OK(b);
   EXPECT_EQ(ControlMessageName(*b), "JobLibraryBlob");
   const auto& got = std::get<JobLibraryBlob>(*b);
   EXPECT_EQ(got.attempt, AttemptNumber(2));

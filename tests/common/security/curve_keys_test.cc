@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/file_io.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -21,7 +22,7 @@ TEST(CurveKeysTest, CurveIsAvailableAndGeneratesDistinctZ85Pairs) {
   EXPECT_EQ(a.public_key.size(), 40u);
   EXPECT_EQ(a.secret_key.size(), 40u);
   EXPECT_NE(a.public_key, b.public_key);
-  EXPECT_TRUE(ValidateZ85Key(a.public_key).ok());
+  EXPECT_OK(ValidateZ85Key(a.public_key));
 }
 
 TEST(CurveKeysTest, Z85ValidationNamesWhatIsWrong) {
@@ -33,7 +34,7 @@ TEST(CurveKeysTest, Z85ValidationNamesWhatIsWrong) {
 TEST(CurveKeysTest, AKeyFileRoundTripsAndItsPublicPartHasNoSecret) {
   KeyFile k = WorkerKey("worker-0");
   Result<KeyFile> back = ParseKeyFile(RenderKeyFile(k), "w.key", /*require_secret=*/true);
-  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_OK(back);
   EXPECT_EQ(back->identity, k.identity);
   EXPECT_EQ(back->keys, k.keys);
 
@@ -42,7 +43,7 @@ TEST(CurveKeysTest, AKeyFileRoundTripsAndItsPublicPartHasNoSecret) {
   const std::string text = RenderKeyFile(pub);
   EXPECT_EQ(text.find("secret-key"), std::string::npos);
   Result<KeyFile> pub_back = ParseKeyFile(text, "w.pub", /*require_secret=*/false);
-  ASSERT_TRUE(pub_back.ok());
+  ASSERT_OK(pub_back);
   EXPECT_EQ(pub_back->keys.public_key, k.keys.public_key);
   // A .pub where a .key is required, and the other way round.
   EXPECT_EQ(ParseKeyFile(text, "w.pub", true).status().message(),
@@ -78,7 +79,7 @@ TEST(CurveKeysTest, WriteNewKeyFileSetsTheModeAndNeverOverwrites) {
   TempDir dir;
   const std::string path = dir.path() + "/w.key";
   KeyFile k = WorkerKey("w");
-  ASSERT_TRUE(WriteNewKeyFile(path, k, 0600).ok());
+  ASSERT_OK(WriteNewKeyFile(path, k, 0600));
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
@@ -96,12 +97,12 @@ TEST(CurveKeysTest, TrustedKeysComeFromWorkersAndClientsPublicFiles) {
   KeyFile w = WorkerKey("w0");
   KeyFile op{PeerIdentity{Role::kOperator, "alice"}, GenerateCurveKeyPair().value()};
   for (KeyFile f : {w, op}) {
-    ASSERT_TRUE(WriteNewKeyFile(kd.SecretKeyFile(f.identity.role, f.identity.name), f, 0600).ok());
+    ASSERT_OK(WriteNewKeyFile(kd.SecretKeyFile(f.identity.role, f.identity.name), f, 0600));
     f.keys.secret_key.clear();
-    ASSERT_TRUE(WriteNewKeyFile(kd.PublicKeyFile(f.identity.role, f.identity.name), f, 0644).ok());
+    ASSERT_OK(WriteNewKeyFile(kd.PublicKeyFile(f.identity.role, f.identity.name), f, 0644));
   }
   Result<TrustedKeys> keys = LoadTrustedKeys(kd);
-  ASSERT_TRUE(keys.ok()) << keys.status().message();
+  ASSERT_OK(keys);
   ASSERT_EQ(keys->size(), 2u);
   EXPECT_EQ(keys->at(w.keys.public_key), w.identity);
   EXPECT_EQ(keys->at(op.keys.public_key), op.identity);
@@ -110,7 +111,7 @@ TEST(CurveKeysTest, TrustedKeysComeFromWorkersAndClientsPublicFiles) {
   KeyFile moved = w;
   moved.keys.secret_key.clear();
   moved.identity.name = "bob";
-  ASSERT_TRUE(WriteNewKeyFile(kd.PublicKeyFile(Role::kOperator, "bob"), moved, 0644).ok());
+  ASSERT_OK(WriteNewKeyFile(kd.PublicKeyFile(Role::kOperator, "bob"), moved, 0644));
   EXPECT_EQ(LoadTrustedKeys(kd).status().message(),
             "key file " + kd.PublicKeyFile(Role::kOperator, "bob") +
                 " says it is worker:bob, but its place in the key directory makes it "

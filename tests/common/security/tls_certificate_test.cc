@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -64,11 +65,11 @@ TEST_F(TlsCertificateTest, WritesAPinnableSelfSignedPairWithPrivateModes) {
   const std::string cert = dir_ + "/tls.crt", key = dir_ + "/tls.key";
   SelfSignedCertificateOptions o;
   o.hosts = {"localhost", "127.0.0.1", "::1", "coordinator.example"};
-  ASSERT_TRUE(WriteSelfSignedCertificate(cert, key, o).ok());
+  ASSERT_OK(WriteSelfSignedCertificate(cert, key, o));
   ::umask(022);
   EXPECT_EQ(Mode(key), 0600u);
   EXPECT_EQ(Mode(cert), 0644u);
-  EXPECT_TRUE(CheckTlsCertificateFiles(cert, key).ok());
+  EXPECT_OK(CheckTlsCertificateFiles(cert, key));
   EXPECT_EQ(AltNames(cert), (std::vector<std::string>{"DNS:localhost", "IP:4bytes", "IP:16bytes",
                                                       "DNS:coordinator.example"}));
 }
@@ -86,7 +87,7 @@ TEST_F(TlsCertificateTest, DefaultHostsAreLoopbackAndThisHost) {
 
 TEST_F(TlsCertificateTest, NeverOverwrites) {
   const std::string cert = dir_ + "/tls.crt", key = dir_ + "/tls.key";
-  ASSERT_TRUE(WriteSelfSignedCertificate(cert, key).ok());
+  ASSERT_OK(WriteSelfSignedCertificate(cert, key));
   std::ifstream in(key);
   const std::string before((std::istreambuf_iterator<char>(in)), {});
   Status again = WriteSelfSignedCertificate(cert, key);
@@ -98,9 +99,9 @@ TEST_F(TlsCertificateTest, NeverOverwrites) {
 
 TEST_F(TlsCertificateTest, UnusableFilesAreOneSentenceNamingTheFlag) {
   const std::string cert = dir_ + "/tls.crt", key = dir_ + "/tls.key";
-  ASSERT_TRUE(WriteSelfSignedCertificate(cert, key).ok());
+  ASSERT_OK(WriteSelfSignedCertificate(cert, key));
   const std::string other_cert = dir_ + "/other.crt", other_key = dir_ + "/other.key";
-  ASSERT_TRUE(WriteSelfSignedCertificate(other_cert, other_key).ok());
+  ASSERT_OK(WriteSelfSignedCertificate(other_cert, other_key));
 
   Status missing = CheckTlsCertificateFiles(dir_ + "/nope.crt", key);
   EXPECT_EQ(missing.code(), StatusCode::kInvalidArgument);
@@ -125,7 +126,7 @@ TEST_F(TlsCertificateTest, AnExpiredCertificateIsRefused) {
   const std::string cert = dir_ + "/tls.crt", key = dir_ + "/tls.key";
   SelfSignedCertificateOptions o;
   o.valid_days = -1;  // notAfter yesterday
-  ASSERT_TRUE(WriteSelfSignedCertificate(cert, key, o).ok());
+  ASSERT_OK(WriteSelfSignedCertificate(cert, key, o));
   Status expired = CheckTlsCertificateFiles(cert, key);
   EXPECT_EQ(expired.code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(expired.message(), HasSubstr("has expired"));

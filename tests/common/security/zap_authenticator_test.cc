@@ -7,6 +7,7 @@
 
 #include "common/transport/zmq_context.h"
 #include "common/transport/zmq_socket.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -43,7 +44,7 @@ class ZapAuthenticatorTest : public ::testing::Test {
     SocketOptions so;
     so.curve = curve;
     ZmqSocket s = ZmqSocket::Create(*ctx_, SocketType::kDealer, so).value();
-    EXPECT_TRUE(s.Connect(endpoint_).ok());
+    EXPECT_OK(s.Connect(endpoint_));
     return s;
   }
 
@@ -58,9 +59,9 @@ class ZapAuthenticatorTest : public ::testing::Test {
 
 TEST_F(ZapAuthenticatorTest, AKnownKeyIsAdmittedAndItsMessagesCarryItsUserId) {
   ZmqSocket client = Client(CurveOptions::Client(known_, server_keys_.public_key));
-  ASSERT_TRUE(client.Send("hello", SendOptions{}).ok());
+  ASSERT_OK(client.Send("hello", SendOptions{}));
   std::vector<zmq::message_t> parts;
-  ASSERT_TRUE(router_->ReceiveMultipart(&parts, Duration::Seconds(10)).ok());
+  ASSERT_OK(router_->ReceiveMultipart(&parts, Duration::Seconds(10)));
   ASSERT_EQ(parts.size(), 2u);  // routing id, payload
   EXPECT_EQ(Text(parts[1]), "hello");
   EXPECT_EQ(PeerUserId(parts[1]), "worker:w0");
@@ -73,7 +74,7 @@ TEST_F(ZapAuthenticatorTest, AKnownKeyIsAdmittedAndItsMessagesCarryItsUserId) {
 TEST_F(ZapAuthenticatorTest, AnUnknownKeyIsRefusedAndNothingItSendsArrives) {
   ZmqSocket stranger =
       Client(CurveOptions::Client(GenerateCurveKeyPair().value(), server_keys_.public_key));
-  ASSERT_TRUE(stranger.TrySend("inject").ok());  // queued locally; never delivered
+  ASSERT_OK(stranger.TrySend("inject"));  // queued locally; never delivered
   // Wait for the refusal (the handshake is retried on reconnect: at least one is counted).
   for (int i = 0; i < 200 && auth_->counts("control").refused == 0; ++i) {
     zmq::message_t m;
@@ -89,7 +90,7 @@ TEST_F(ZapAuthenticatorTest, AnUnknownKeyIsRefusedAndNothingItSendsArrives) {
 
 TEST_F(ZapAuthenticatorTest, APlainTextClientGetsNothingThrough) {
   ZmqSocket plain = Client(CurveOptions{});
-  ASSERT_TRUE(plain.TrySend("inject").ok());
+  ASSERT_OK(plain.TrySend("inject"));
   std::vector<zmq::message_t> parts;
   EXPECT_EQ(router_->ReceiveMultipart(&parts, Duration::Millis(500)).code(),
             StatusCode::kDeadlineExceeded);
@@ -98,7 +99,7 @@ TEST_F(ZapAuthenticatorTest, APlainTextClientGetsNothingThrough) {
 
 TEST_F(ZapAuthenticatorTest, AClientPinningAnotherServerKeyNeverConnects) {
   ZmqSocket client = Client(CurveOptions::Client(known_, GenerateCurveKeyPair()->public_key));
-  ASSERT_TRUE(client.TrySend("hello").ok());
+  ASSERT_OK(client.TrySend("hello"));
   std::vector<zmq::message_t> parts;
   EXPECT_EQ(router_->ReceiveMultipart(&parts, Duration::Millis(500)).code(),
             StatusCode::kDeadlineExceeded);
@@ -114,11 +115,11 @@ TEST(ZapAuthenticatorStartTest, ACurveServerSocketNeedsARunningAuthenticator) {
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
   auto auth =
       ZapAuthenticator::Start(*ctx, [](const ZapRequest&) { return ZapDecision::Refuse("x"); });
-  ASSERT_TRUE(auth.ok());
+  ASSERT_OK(auth);
   auto second =
       ZapAuthenticator::Start(*ctx, [](const ZapRequest&) { return ZapDecision::Refuse("x"); });
   EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(ZmqSocket::Create(*ctx, SocketType::kRouter, so).ok());
+  EXPECT_OK(ZmqSocket::Create(*ctx, SocketType::kRouter, so));
 }
 
 }  // namespace

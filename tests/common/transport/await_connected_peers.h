@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/transport/zmq_socket.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow::testing {
 
@@ -16,7 +17,7 @@ inline bool AwaitConnectedPeers(ZmqSocket& socket, int n) {
   while (socket.connected_peers() != n) {
     if (MonotonicMillis() >= deadline) return false;
     zmq_pollitem_t item{socket.monitor_handle(), 0, ZMQ_POLLIN, 0};
-    EXPECT_TRUE(PollItems({&item, 1}, Duration::Millis(100)).ok());
+    EXPECT_OK(PollItems({&item, 1}, Duration::Millis(100)));
   }
   return true;
 }

@@ -8,6 +8,7 @@
 #include "common/transport/zmq_context.h"
 #include "common/transport/zmq_socket.h"
 #include "tests/common/transport/await_connected_peers.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -46,16 +47,16 @@ TEST(ControlPlaneSocketOptionsTest, OversizedMessageDropsTheSendersConnection) {
   SocketOptions tracked;
   tracked.track_connections = true;
   ZmqSocket push = ZmqSocket::Create(*ctx, SocketType::kPush, tracked).value();
-  ASSERT_TRUE(push.Connect(endpoint).ok());
+  ASSERT_OK(push.Connect(endpoint));
   ASSERT_TRUE(AwaitConnectedPeers(push, 1));
 
-  ASSERT_TRUE(push.Send(std::string(1001, 'x'), SendOptions{}).ok());
+  ASSERT_OK(push.Send(std::string(1001, 'x'), SendOptions{}));
   ASSERT_TRUE(AwaitConnectedPeers(push, 0)) << "the receiver kept an oversized sender";
   ASSERT_TRUE(AwaitConnectedPeers(push, 1)) << "the sender did not reconnect";
   const std::string small(1000, 's');
-  ASSERT_TRUE(push.Send(small, SendOptions{}).ok());
+  ASSERT_OK(push.Send(small, SendOptions{}));
   zmq::message_t got;
-  ASSERT_TRUE(pull.Receive(&got, Duration::Seconds(5)).ok());
+  ASSERT_OK(pull.Receive(&got, Duration::Seconds(5)));
   EXPECT_EQ(ToString(got), small);
 }
 

@@ -12,6 +12,7 @@
 #include "common/transport/zmq_context.h"
 #include "tests/common/transport/await_connected_peers.h"
 #include "tests/common/transport/unused_tcp_endpoint.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -79,10 +80,10 @@ TEST_F(ZmqSocketTest, SendsAndReceivesOverTcpLoopback) {
   ZmqSocket pull = NewSocket(SocketType::kPull);
   std::string endpoint = pull.BindEphemeral("127.0.0.1").value();
   ZmqSocket push = NewSocket(SocketType::kPush);
-  ASSERT_TRUE(push.Connect(endpoint).ok());
-  ASSERT_TRUE(push.Send("hello", SendOptions{}).ok());
+  ASSERT_OK(push.Connect(endpoint));
+  ASSERT_OK(push.Send("hello", SendOptions{}));
   zmq::message_t msg;
-  ASSERT_TRUE(pull.Receive(&msg, Duration::Seconds(5)).ok());
+  ASSERT_OK(pull.Receive(&msg, Duration::Seconds(5)));
   EXPECT_EQ(ToString(msg), "hello");
   // Nothing else is pending.
   EXPECT_FALSE(pull.TryReceive(&msg).value());
@@ -90,7 +91,7 @@ TEST_F(ZmqSocketTest, SendsAndReceivesOverTcpLoopback) {
 
 TEST_F(ZmqSocketTest, ReceiveWithNothingPendingIsDeadlineExceededAfterTheTimeout) {
   ZmqSocket pull = NewSocket(SocketType::kPull);
-  ASSERT_TRUE(pull.BindEphemeral("127.0.0.1").ok());
+  ASSERT_OK(pull.BindEphemeral("127.0.0.1"));
   zmq::message_t msg;
   int64_t start = MonotonicMillis();
   Status s = pull.Receive(&msg, Duration::Millis(100));
@@ -106,7 +107,7 @@ TEST_F(ZmqSocketTest, SendWithoutAConnectedReceiverIsUnavailableAfterTheTimeout)
   options.track_connections = true;
   ZmqSocket push = NewSocket(SocketType::kPush, options);
   std::string endpoint = UnusedTcpEndpoint();
-  ASSERT_TRUE(push.Connect(endpoint).ok());
+  ASSERT_OK(push.Connect(endpoint));
   SendOptions send;
   send.timeout = Duration::Millis(200);
   int64_t start = MonotonicMillis();
@@ -130,7 +131,7 @@ TEST_F(ZmqSocketTest, SendToAReceiverThatDoesNotReadIsDeadlineExceeded) {
   push_options.immediate = true;
   push_options.track_connections = true;
   ZmqSocket push = NewSocket(SocketType::kPush, push_options);
-  ASSERT_TRUE(push.Connect(endpoint).ok());
+  ASSERT_OK(push.Connect(endpoint));
   ASSERT_TRUE(AwaitConnectedPeers(push, 1));
   SendOptions send;
   send.timeout = Duration::Millis(100);
@@ -148,7 +149,7 @@ TEST_F(ZmqSocketTest, CancelledSendReturnsAbortedLongBeforeItsTimeout) {
   SocketOptions options;
   options.immediate = true;
   ZmqSocket push = NewSocket(SocketType::kPush, options);
-  ASSERT_TRUE(push.Connect(UnusedTcpEndpoint()).ok());
+  ASSERT_OK(push.Connect(UnusedTcpEndpoint()));
   std::atomic<bool> cancelled{true};
   SendOptions send;
   send.timeout = Duration::Seconds(60);
@@ -166,7 +167,7 @@ TEST_F(ZmqSocketTest, ConnectedPeersFollowsConnectAndDisconnect) {
   EXPECT_EQ(push.connected_peers(), 0);
   ZmqSocket pull = NewSocket(SocketType::kPull);
   std::string endpoint = pull.BindEphemeral("127.0.0.1").value();
-  ASSERT_TRUE(push.Connect(endpoint).ok());
+  ASSERT_OK(push.Connect(endpoint));
   EXPECT_TRUE(AwaitConnectedPeers(push, 1));
   pull.Close();
   EXPECT_TRUE(AwaitConnectedPeers(push, 0));
@@ -176,18 +177,18 @@ TEST_F(ZmqSocketTest, MultipartMessagesRoundTripThroughRouterAndDealer) {
   ZmqSocket router = NewSocket(SocketType::kRouter);
   std::string endpoint = router.BindEphemeral("127.0.0.1").value();
   ZmqSocket dealer = NewSocket(SocketType::kDealer);
-  ASSERT_TRUE(dealer.Connect(endpoint).ok());
+  ASSERT_OK(dealer.Connect(endpoint));
   std::vector<std::string_view> request = {"register", "worker-7"};
-  ASSERT_TRUE(dealer.SendMultipart(request, SendOptions{}).ok());
+  ASSERT_OK(dealer.SendMultipart(request, SendOptions{}));
   std::vector<zmq::message_t> parts;
-  ASSERT_TRUE(router.ReceiveMultipart(&parts, Duration::Seconds(5)).ok());
+  ASSERT_OK(router.ReceiveMultipart(&parts, Duration::Seconds(5)));
   ASSERT_EQ(parts.size(), 3u);  // identity, then the two parts
   EXPECT_EQ(ToString(parts[1]), "register");
   EXPECT_EQ(ToString(parts[2]), "worker-7");
   std::string identity = ToString(parts[0]);
   std::vector<std::string_view> reply = {identity, "welcome"};
-  ASSERT_TRUE(router.SendMultipart(reply, SendOptions{}).ok());
-  ASSERT_TRUE(dealer.ReceiveMultipart(&parts, Duration::Seconds(5)).ok());
+  ASSERT_OK(router.SendMultipart(reply, SendOptions{}));
+  ASSERT_OK(dealer.ReceiveMultipart(&parts, Duration::Seconds(5)));
   ASSERT_EQ(parts.size(), 1u);
   EXPECT_EQ(ToString(parts[0]), "welcome");
 }
@@ -208,7 +209,7 @@ TEST_F(ZmqSocketTest, ContextCountsOpenSocketsAcrossMovesAndClose) {
 TEST(ZmqContextTest, ClosingWithUndeliveredMessagesNeverBlocksShutdown) {
   auto ctx = ZmqContext::Create().value();
   ZmqSocket push = ZmqSocket::Create(*ctx, SocketType::kPush).value();  // not immediate: queues
-  ASSERT_TRUE(push.Connect(UnusedTcpEndpoint()).ok());
+  ASSERT_OK(push.Connect(UnusedTcpEndpoint()));
   int queued = 0;
   while (queued < 10 && push.TrySend("undeliverable").value()) ++queued;
   EXPECT_EQ(queued, 10);

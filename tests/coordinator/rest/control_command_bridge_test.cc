@@ -6,6 +6,7 @@
 
 #include <future>
 #include <thread>
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -42,7 +43,7 @@ TEST_F(BridgeTest, SubmitWaitsForTheControlLoopsReply) {
   EXPECT_EQ(pending[0].caller.address, "127.0.0.1");
   bridge_->Complete("rest:1", Reply{true, "job j canceled", ""});
   Result<Reply> r = reply.get();
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_OK(r);
   EXPECT_TRUE(r->ok);
   EXPECT_EQ(r->message, "job j canceled");
 }

@@ -21,6 +21,7 @@
 #include "coordinator/rest/rest_auth.h"
 #include "coordinator/rest/rest_token.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -71,8 +72,8 @@ class RestAccessTest : public ::testing::Test {
  protected:
   void SetUp() override {
     keys_ = KeyDirectory{dir_.path() + "/keys"};
-    ASSERT_TRUE(cli::InitKeySet(keys_.dir, 1, {"operator"}).ok());
-    ASSERT_TRUE(cli::AddViewerToken(keys_.dir, "grafana").ok());
+    ASSERT_OK(cli::InitKeySet(keys_.dir, 1, {"operator"}));
+    ASSERT_OK(cli::AddViewerToken(keys_.dir, "grafana"));
     store_ = TrustedKeyStore::Load(keys_).value();
     auth_ = std::make_unique<RestAuthenticator>(store_);
     bridge_ = ControlCommandBridge::Create().value();
@@ -234,17 +235,17 @@ TEST_F(RestAccessTest, TheLivenessProbeAndTheDashboardsFilesNeedNoToken) {
 
 TEST_F(RestAccessTest, RevokingAViewerTakesEffectAtTheReload) {
   ASSERT_EQ(Get("/api/v1/overview", viewer_).status, 200);
-  ASSERT_TRUE(cli::AddViewerToken(keys_.dir, "later").ok());
+  ASSERT_OK(cli::AddViewerToken(keys_.dir, "later"));
   const std::string later = ReadRestToken(ViewerTokenFile(keys_, "later")).value();
   EXPECT_EQ(Get("/metrics", later).status, 401) << "not admitted before the reload";
   std::filesystem::remove(ViewerTokenHashFile(keys_, "grafana"));
   EXPECT_EQ(Get("/api/v1/overview", viewer_).status, 200) << "revoked only at the reload";
-  ASSERT_TRUE(store_->Reload().ok());
+  ASSERT_OK(store_->Reload());
   EXPECT_EQ(Get("/api/v1/overview", viewer_).status, 401);
   EXPECT_EQ(Get("/metrics", later).status, 200);
   EXPECT_EQ(Get("/metrics", operator_).status, 200) << "other tokens stay";
   auto viewers = ListViewers(keys_);
-  ASSERT_TRUE(viewers.ok());
+  ASSERT_OK(viewers);
   EXPECT_EQ(*viewers, (std::map<std::string, bool>{{"grafana", false}, {"later", true}}));
 }
 

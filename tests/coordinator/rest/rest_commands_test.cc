@@ -16,6 +16,7 @@
 #include "coordinator/rest/rest_auth.h"
 #include "coordinator/rest/rest_token.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -39,7 +40,7 @@ class RestCommandsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     keys_ = KeyDirectory{dir_.path() + "/keys"};
-    ASSERT_TRUE(cli::InitKeySet(keys_.dir, 1, {"operator"}).ok());
+    ASSERT_OK(cli::InitKeySet(keys_.dir, 1, {"operator"}));
     store_ = TrustedKeyStore::Load(keys_).value();
     auth_ = std::make_unique<RestAuthenticator>(store_);
     bridge_ = ControlCommandBridge::Create().value();
@@ -232,7 +233,7 @@ TEST_F(RestCommandsTest, MissingWrongAndRevokedTokensAre401) {
 
   // Revoking the client key revokes its token at the reload.
   std::filesystem::remove(keys_.PublicKeyFile(Role::kOperator, "operator"));
-  ASSERT_TRUE(store_->Reload().ok());
+  ASSERT_OK(store_->Reload());
   EXPECT_EQ(store_->token_count(), 0u);
   EXPECT_EQ(router_.Handle(Request("POST", "/api/v1/job/cancel", "", token_)).status, 401);
   EXPECT_FALSE(Readable(bridge_->fd(), 0));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/coordinator/rest/raw_tcp.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -44,7 +45,7 @@ class RestServerTest : public ::testing::Test {
   }
   void Start(RestServerOptions o = Loopback()) {
     auto s = RestServer::Start(&router_, o);
-    ASSERT_TRUE(s.ok()) << s.status().message();
+    ASSERT_OK(s);
     server_ = std::move(s).value();
   }
   std::unique_ptr<httplib::Client> Client() {

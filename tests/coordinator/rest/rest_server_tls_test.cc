@@ -13,6 +13,7 @@
 #include "common/security/tls_certificate.h"
 #include "coordinator/rest/rest_server.h"
 #include "tests/coordinator/rest/raw_tcp.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -33,7 +34,7 @@ class RestServerTlsTest : public ::testing::Test {
     key_ = dir_ + "/tls.key";
     SelfSignedCertificateOptions o;
     o.hosts = {"localhost", "127.0.0.1"};
-    ASSERT_TRUE(WriteSelfSignedCertificate(cert_, key_, o).ok());
+    ASSERT_OK(WriteSelfSignedCertificate(cert_, key_, o));
     router_.Add("GET", "/ping", [](const HttpRequest&) {
       return JsonResponse(200, {{"pong", 1}});
     });
@@ -52,7 +53,7 @@ class RestServerTlsTest : public ::testing::Test {
   }
   void Start(RestServerOptions o) {
     auto s = RestServer::Start(&router_, o);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_OK(s);
     server_ = std::move(s).value();
   }
   // An HTTPS client that trusts only `ca` (the server's certificate when pinned).
@@ -104,7 +105,7 @@ TEST_F(RestServerTlsTest, PlainHttpAndAnUntrustingClientAreRefusedInTheHandshake
   EXPECT_TRUE(AwaitHandshakeFailures(1)) << server_->stats().tls_handshake_failures;
 
   const std::string other = dir_ + "/other.crt";
-  ASSERT_TRUE(WriteSelfSignedCertificate(other, dir_ + "/other.key").ok());
+  ASSERT_OK(WriteSelfSignedCertificate(other, dir_ + "/other.key"));
   auto untrusting = Https(other);
   auto refused = untrusting->Get("/ping");
   EXPECT_FALSE(refused);

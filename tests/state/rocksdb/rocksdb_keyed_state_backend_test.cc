@@ -20,6 +20,7 @@
 #include "state/rocksdb/rocksdb_key_layout.h"
 #include "tests/state/backend_factory.h"
 #include "tests/state/state_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -40,7 +41,7 @@ std::unique_ptr<RocksDbKeyedStateBackend> OpenRocksDb(KeyContext& context) {
   RocksDbStateOptions options;
   options.dir = testing_util::FreshStateDir();
   auto backend = RocksDbKeyedStateBackend::Open(context, options);
-  EXPECT_TRUE(backend.ok()) << backend.status().ToString();
+  EXPECT_OK(backend);
   return backend.ok() ? std::move(*backend) : nullptr;
 }
 
@@ -117,7 +118,7 @@ TEST(RocksDbKeyLayout, TheKeyGroupPrefixIsOneByteUpTo128KeyGroupsAndTwoBigEndian
 class RocksDbBackendTest : public ::testing::Test {
  protected:
   RocksDbBackendTest() : context_(KeyType::kString, kMaxP, kAll), backend_(OpenRocksDb(context_)) {}
-  void SetKey(std::string_view key) { ASSERT_TRUE(backend_->SetCurrentKey(K(key)).ok()); }
+  void SetKey(std::string_view key) { ASSERT_OK(backend_->SetCurrentKey(K(key))); }
 
   KeyContext context_;
   std::unique_ptr<RocksDbKeyedStateBackend> backend_;
@@ -207,7 +208,7 @@ TEST_F(RocksDbBackendTest, MapIterationAcrossKeyGroupsVisitsEachKeyOnce) {
   std::vector<Key> expected;
   for (int32_t g : {3, 4, 5}) {
     for (const Key& k : KeysInGroup(g, 3)) {
-      ASSERT_TRUE(backend_->SetCurrentKey(k).ok());
+      ASSERT_OK(backend_->SetCurrentKey(k));
       for (int e = 0; e < 4; ++e) map->Put("u" + std::to_string(e), e);
       expected.push_back(k);
     }
@@ -261,16 +262,16 @@ TEST_F(RocksDbBackendTest, ACopyOfAKeyGroupKeepsItsStateWhileTheKeyGroupChanges)
   ValueState<int64_t>* v = *backend_->GetState(ValueStateDescriptor<int64_t>("v"));
   const std::vector<Key> keys = KeysInGroup(9, 20);
   for (size_t i = 0; i < keys.size(); ++i) {
-    ASSERT_TRUE(backend_->SetCurrentKey(keys[i]).ok());
+    ASSERT_OK(backend_->SetCurrentKey(keys[i]));
     v->Update(static_cast<int64_t>(i));
   }
   const std::string before = Serialize(*backend_, KeyGroupId(9));
   std::unique_ptr<KeyGroupCopy> copy = backend_->CopyKeyGroup(KeyGroupId(9));
   for (size_t i = 0; i < keys.size(); i += 2) {
-    ASSERT_TRUE(backend_->SetCurrentKey(keys[i]).ok());
+    ASSERT_OK(backend_->SetCurrentKey(keys[i]));
     v->Clear();
   }
-  ASSERT_TRUE(backend_->SetCurrentKey(KeysInGroup(9, 21).back()).ok());
+  ASSERT_OK(backend_->SetCurrentKey(KeysInGroup(9, 21).back()));
   v->Update(99);
   std::string copied;
   BinaryWriter w(&copied);
@@ -293,7 +294,7 @@ TEST(RocksDbPortableSavepoint, HeapToRocksDbToHeapGivesTheSameBytes) {
     auto* agg = *b.GetAggregatingState(
         AggregatingStateDescriptor<int64_t, AvgAcc, double>("avg", std::make_shared<Average>()));
     for (int i = from; i < to; ++i) {
-      ASSERT_TRUE(b.SetCurrentKey(K("uid-" + std::to_string(i))).ok());
+      ASSERT_OK(b.SetCurrentKey(K("uid-" + std::to_string(i))));
       value->Update(i);
       list->Add("e" + std::to_string(i));
       // Numeric user keys: their byte order (little-endian) is not their order.
@@ -310,7 +311,7 @@ TEST(RocksDbPortableSavepoint, HeapToRocksDbToHeapGivesTheSameBytes) {
   fill(*rocks, 1000, 1010);  // replaced by the restore
   for (const auto& [g, bytes] : heap_bytes) {
     BinaryReader r(bytes);
-    ASSERT_TRUE(rocks->RestoreKeyGroup(KeyGroupId(g), r).ok()) << g;
+    ASSERT_OK(rocks->RestoreKeyGroup(KeyGroupId(g), r)) << g;
   }
   EXPECT_EQ(SerializeAll(*rocks), heap_bytes);
   EXPECT_EQ(rocks->NumEntries(), heap->NumEntries());
@@ -320,7 +321,7 @@ TEST(RocksDbPortableSavepoint, HeapToRocksDbToHeapGivesTheSameBytes) {
   fill(*back, 0, 0);  // registers the states
   for (const auto& [g, bytes] : SerializeAll(*rocks)) {
     BinaryReader r(bytes);
-    ASSERT_TRUE(back->RestoreKeyGroup(KeyGroupId(g), r).ok()) << g;
+    ASSERT_OK(back->RestoreKeyGroup(KeyGroupId(g), r)) << g;
   }
   EXPECT_EQ(SerializeAll(*back), heap_bytes);
 
@@ -334,7 +335,7 @@ TEST(RocksDbPortableSavepoint, HeapToRocksDbToHeapGivesTheSameBytes) {
 TEST_F(RocksDbBackendTest, ACorruptedRestoreBlockIsCorruptionAndLeavesTheKeyGroupUnchanged) {
   ValueState<int64_t>* v = *backend_->GetState(ValueStateDescriptor<int64_t>("v"));
   const Key key = KeysInGroup(12, 1)[0];
-  ASSERT_TRUE(backend_->SetCurrentKey(key).ok());
+  ASSERT_OK(backend_->SetCurrentKey(key));
   v->Update(5);
   const std::string good = Serialize(*backend_, KeyGroupId(12));
   const std::string bad = good.substr(0, good.size() - 3);  // the value is cut short
@@ -376,7 +377,7 @@ TEST(RocksDbStateDir, TheBackendDeletesItsDirectoryAndALeftoverOneIsReplaced) {
     RocksDbStateOptions options;
     options.dir = dir;
     auto backend = RocksDbKeyedStateBackend::Open(context, options);
-    ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+    ASSERT_OK(backend);
     EXPECT_TRUE(std::filesystem::exists(dir + "/db/CURRENT"));
   }
   EXPECT_FALSE(std::filesystem::exists(dir));
@@ -392,7 +393,7 @@ TEST_F(RocksDbBackendTest, ReportsItsBackendAndTheBytesItsStateOccupies) {
   const StateSize size = backend_->ApproximateSize();
   EXPECT_GT(size.memory_bytes, 5000 * 100);  // in the memtable
   EXPECT_GE(size.disk_bytes, 0);
-  EXPECT_TRUE(backend_->failure().ok());
+  EXPECT_OK(backend_->failure());
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "state/rocksdb/rocksdb_native_snapshot.h"
 #include "tests/state/backend_factory.h"
 #include "tests/state/state_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -56,7 +57,7 @@ struct Subtask {
     options.memtable_bytes = memtable_bytes;
     options.file_system = file_system;
     auto opened = RocksDbKeyedStateBackend::Open(context, options);
-    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    EXPECT_OK(opened);
     backend = std::move(*opened);
     value = *backend->GetState(ValueStateDescriptor<int64_t>("value"));
     list = *backend->GetListState(ListStateDescriptor<std::string>("list"));
@@ -128,11 +129,11 @@ class RocksDbNativeSnapshotTest : public ::testing::Test {
   IncrementalKeyedStateHandle Snapshot(Subtask& s, int64_t n, uint64_t* written = nullptr,
                                        int subtask = 0) {
     auto part = s.backend->SnapshotNative(Target(n, subtask));
-    EXPECT_TRUE(part.ok()) << part.status().ToString();
+    EXPECT_OK(part);
     if (!part.ok()) return {};
     uint64_t bytes = 0;
     auto handle = (*part)->Write(&bytes);
-    EXPECT_TRUE(handle.ok()) << handle.status().ToString();
+    EXPECT_OK(handle);
     if (written != nullptr) *written = bytes;
     return handle.ok() ? *handle : IncrementalKeyedStateHandle{};
   }
@@ -159,7 +160,7 @@ class RocksDbNativeSnapshotTest : public ::testing::Test {
         if (!o->context.range().contains(g)) continue;
         std::string bytes = o->Serialize(g.value());
         BinaryReader in(bytes);
-        ASSERT_TRUE(copy.backend->RestoreKeyGroup(g, in).ok());
+        ASSERT_OK(copy.backend->RestoreKeyGroup(g, in));
       }
       entries += copy.backend->NumEntries();
     }
@@ -204,12 +205,12 @@ TEST_F(RocksDbNativeSnapshotTest, ARestoredSnapshotHoldsTheSameStateOfEveryKind)
   EXPECT_FALSE(fs::exists(original.backend->dir() + "/chk-1"));
 
   Subtask restored(KeyGroupRange::Of(0, 127));
-  ASSERT_TRUE(restored.backend->RestoreNative({Source(h, 1)}).ok());
+  ASSERT_OK(restored.backend->RestoreNative({Source(h, 1)}));
   EXPECT_EQ(restored.backend->last_native_restore().base_source, 0);
   EXPECT_EQ(restored.backend->last_native_restore().rows_copied, 0u);
   ExpectSameState(restored, {&original});
   // The restored database is the working one: reads and writes go on.
-  ASSERT_TRUE(restored.backend->SetCurrentKey(K("uid-7")).ok());
+  ASSERT_OK(restored.backend->SetCurrentKey(K("uid-7")));
   EXPECT_EQ(restored.value->Value(), 7);
   restored.list->Add("c");
   EXPECT_THAT(restored.list->Get(), ::testing::ElementsAre("a7", "b", "c"));
@@ -252,9 +253,9 @@ TEST_F(RocksDbNativeSnapshotTest, ASecondCheckpointUploadsOnlyTheNewSstAndRefere
 
   // The second checkpoint restores (its referenced files are checkpoint 1's).
   Subtask restored(KeyGroupRange::Of(0, 127));
-  ASSERT_TRUE(restored.backend->RestoreNative({Source(second, 2)}).ok());
+  ASSERT_OK(restored.backend->RestoreNative({Source(second, 2)}));
   ExpectSameState(restored, {&s});
-  ASSERT_TRUE(restored.backend->SetCurrentKey(K("uid-3")).ok());
+  ASSERT_OK(restored.backend->SetCurrentKey(K("uid-3")));
   EXPECT_EQ(restored.value->Value(), 42);
 }
 
@@ -267,11 +268,11 @@ TEST_F(RocksDbNativeSnapshotTest, FlushedFilesAreLz4Compressed) {
   ASSERT_EQ(first.shared_files.size(), 5u);
   for (const SharedStateFile& f : first.shared_files) {
     rocksdb::SstFileReader reader{rocksdb::Options()};
-    ASSERT_TRUE(reader.Open(shared() + "/" + f.name).ok()) << f.name;
+    ASSERT_OK(reader.Open(shared() + "/" + f.name)) << f.name;
     EXPECT_EQ(reader.GetTableProperties()->compression_name, "LZ4") << f.name;
   }
   Subtask restored(KeyGroupRange::Of(0, 127));
-  ASSERT_TRUE(restored.backend->RestoreNative({Source(first, 1)}).ok());
+  ASSERT_OK(restored.backend->RestoreNative({Source(first, 1)}));
   ExpectSameState(restored, {&s});
 }
 
@@ -312,20 +313,20 @@ TEST_F(RocksDbNativeSnapshotTest, RestoreWithRescaleReadsOnlyTheTargetKeyGroups)
 
   {  // [32, 95]: half of each; the first is the base (clipped), the second's rows copied.
     Subtask middle(KeyGroupRange::Of(32, 95));
-    ASSERT_TRUE(middle.backend->RestoreNative(sources).ok());
+    ASSERT_OK(middle.backend->RestoreNative(sources));
     EXPECT_EQ(middle.backend->last_native_restore().base_source, 0);
     EXPECT_GT(middle.backend->last_native_restore().rows_copied, 0u);
     ExpectSameState(middle, {&left, &right});
   }
   {  // [48, 79]: a quarter of each, no base: every row copied.
     Subtask narrow(KeyGroupRange::Of(48, 79));
-    ASSERT_TRUE(narrow.backend->RestoreNative(sources).ok());
+    ASSERT_OK(narrow.backend->RestoreNative(sources));
     EXPECT_EQ(narrow.backend->last_native_restore().base_source, -1);
     ExpectSameState(narrow, {&left, &right});
   }
   {  // [8, 40] of the left one only: the clip path, nothing copied; the right one is ignored.
     Subtask sub(KeyGroupRange::Of(8, 40));
-    ASSERT_TRUE(sub.backend->RestoreNative(sources).ok());
+    ASSERT_OK(sub.backend->RestoreNative(sources));
     EXPECT_EQ(sub.backend->last_native_restore().base_source, 0);
     EXPECT_EQ(sub.backend->last_native_restore().rows_copied, 0u);
     ExpectSameState(sub, {&left});
@@ -344,7 +345,7 @@ TEST_F(RocksDbNativeSnapshotTest, RestoreWithRescaleReadsOnlyTheTargetKeyGroups)
   }
   {  // [0, 127] from both (scale in): the first is the base, the second's rows copied.
     Subtask all(KeyGroupRange::Of(0, 127));
-    ASSERT_TRUE(all.backend->RestoreNative(sources).ok());
+    ASSERT_OK(all.backend->RestoreNative(sources));
     EXPECT_EQ(all.backend->last_native_restore().base_source, 0);
     ExpectSameState(all, {&left, &right});
   }
@@ -359,7 +360,7 @@ TEST_F(RocksDbNativeSnapshotTest, TheFirstCheckpointAfterARestoreWritesEverythin
   // A restored backend (clip path: its database is made of checkpoint 1's files) references none
   // of them: they are another instance's.
   Subtask restored(KeyGroupRange::Of(0, 127));
-  ASSERT_TRUE(restored.backend->RestoreNative({Source(first, 1)}).ok());
+  ASSERT_OK(restored.backend->RestoreNative({Source(first, 1)}));
   ASSERT_EQ(restored.backend->last_native_restore().base_source, 0);
   restored.UpdateValues(0, 9, 77);
   uint64_t written = 0;
@@ -377,9 +378,9 @@ TEST_F(RocksDbNativeSnapshotTest, TheFirstCheckpointAfterARestoreWritesEverythin
 
   // And the chain restores once more.
   Subtask again(KeyGroupRange::Of(0, 127));
-  ASSERT_TRUE(again.backend->RestoreNative({Source(third, 3)}).ok());
+  ASSERT_OK(again.backend->RestoreNative({Source(third, 3)}));
   ExpectSameState(again, {&restored});
-  ASSERT_TRUE(again.backend->SetCurrentKey(K("uid-4")).ok());
+  ASSERT_OK(again.backend->SetCurrentKey(K("uid-4")));
   EXPECT_EQ(again.value->Value(), 77);
 }
 
@@ -398,7 +399,7 @@ TEST_F(RocksDbNativeSnapshotTest, WriteRunsWhileTheTaskThreadChangesStateAndCapt
   for (int32_t g = 0; g < kMaxP; ++g) at_barrier[g] = twin.Serialize(g);
   const size_t entries_at_barrier = twin.backend->NumEntries();
   auto part = s.backend->SnapshotNative(Target(1));
-  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  ASSERT_OK(part);
   Result<IncrementalKeyedStateHandle> handle = Internal("not run");
   std::thread writer([&] {
     uint64_t written = 0;
@@ -409,9 +410,9 @@ TEST_F(RocksDbNativeSnapshotTest, WriteRunsWhileTheTaskThreadChangesStateAndCapt
     s.Fill(3000 + round * 2000, 4999 + round * 2000);
   }
   writer.join();
-  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  ASSERT_OK(handle);
   Subtask restored(KeyGroupRange::Of(0, 127));
-  ASSERT_TRUE(restored.backend->RestoreNative({Source(*handle, 1)}).ok());
+  ASSERT_OK(restored.backend->RestoreNative({Source(*handle, 1)}));
   for (int32_t g = 0; g < kMaxP; ++g) EXPECT_EQ(restored.Serialize(g), at_barrier[g]) << g;
   EXPECT_EQ(restored.backend->NumEntries(), entries_at_barrier);
 }
@@ -456,14 +457,14 @@ TEST_F(RocksDbNativeSnapshotTest, TheBarriersRowsAreIngestedAsSstFilesOrWrittenT
       if (earlier.count(f.name) > 0) continue;
       ++added;
       rocksdb::SstFileReader reader{rocksdb::Options()};
-      ASSERT_TRUE(reader.Open(shared() + "/" + f.name).ok()) << f.name;
+      ASSERT_OK(reader.Open(shared() + "/" + f.name)) << f.name;
       const auto& user = reader.GetTableProperties()->user_collected_properties;
       ingested += user.count("rocksdb.external_sst_file.version") > 0;
     }
     EXPECT_EQ(added, 3) << "one new file for each of the value, reducing and aggregating states";
     EXPECT_EQ(ingested, threshold == kNever ? 0 : 3);
     Subtask restored(KeyGroupRange::Of(0, 127));
-    ASSERT_TRUE(restored.backend->RestoreNative({Source(second, id)}).ok());
+    ASSERT_OK(restored.backend->RestoreNative({Source(second, id)}));
     for (int32_t g = 0; g < kMaxP; ++g) {
       EXPECT_EQ(restored.Serialize(g), twin.Serialize(g)) << "key group " << g;
     }
@@ -509,7 +510,7 @@ TEST_F(RocksDbNativeSnapshotTest, AFullCachesRowsAreIngestedAsSstFilesOrWrittenT
     EXPECT_EQ(s.backend->NumEntries(), twin.backend->NumEntries());
     const IncrementalKeyedStateHandle handle = Snapshot(s, 1);
     Subtask restored(KeyGroupRange::Of(0, 127));
-    ASSERT_TRUE(restored.backend->RestoreNative({Source(handle, 1)}).ok());
+    ASSERT_OK(restored.backend->RestoreNative({Source(handle, 1)}));
     for (int32_t g = 0; g < kMaxP; ++g) {
       EXPECT_EQ(restored.Serialize(g), twin.Serialize(g)) << "key group " << g;
     }
@@ -536,19 +537,19 @@ TEST_F(RocksDbNativeSnapshotTest, TheTaskThreadGoesOnFromTheCacheUntilItMustWrit
   const size_t entries_at_barrier = twin.backend->NumEntries();
 
   auto part = s.backend->SnapshotNative(Target(1));
-  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  ASSERT_OK(part);
   EXPECT_TRUE(s.backend->native_sync_pending());
   EXPECT_FALSE(fs::exists(s.backend->dir() + "/chk-1")) << "the checkpoint is deferred";
   // Cached point state: reads and updates neither wait nor run the deferred writes.
   for (Subtask* t : {&s, &twin}) t->UpdateValues(0, 999, 9);
-  ASSERT_TRUE(s.backend->SetCurrentKey(K("uid-3")).ok());
+  ASSERT_OK(s.backend->SetCurrentKey(K("uid-3")));
   EXPECT_EQ(s.value->Value(), 9);
-  ASSERT_TRUE(s.backend->SetCurrentKey(K("never-written")).ok());
+  ASSERT_OK(s.backend->SetCurrentKey(K("never-written")));
   EXPECT_EQ(s.value->Value(), std::nullopt);  // a miss reads RocksDB: not a row of the batch
   EXPECT_TRUE(s.backend->native_sync_pending());
   // A list append writes RocksDB: the task thread runs the deferred writes first.
   for (Subtask* t : {&s, &twin}) {
-    ASSERT_TRUE(t->backend->SetCurrentKey(K("uid-3")).ok());
+    ASSERT_OK(t->backend->SetCurrentKey(K("uid-3")));
     t->list->Add("after-the-barrier");
   }
   EXPECT_FALSE(s.backend->native_sync_pending());
@@ -556,14 +557,14 @@ TEST_F(RocksDbNativeSnapshotTest, TheTaskThreadGoesOnFromTheCacheUntilItMustWrit
 
   uint64_t written = 0;
   auto handle = (*part)->Write(&written);
-  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  ASSERT_OK(handle);
   Subtask restored(KeyGroupRange::Of(0, 127));
-  ASSERT_TRUE(restored.backend->RestoreNative({Source(*handle, 1)}).ok());
+  ASSERT_OK(restored.backend->RestoreNative({Source(*handle, 1)}));
   for (int32_t g = 0; g < kMaxP; ++g) EXPECT_EQ(restored.Serialize(g), at_barrier[g]) << g;
   EXPECT_EQ(restored.backend->NumEntries(), entries_at_barrier);
   // And the live state has everything, before and after the barrier.
   for (int32_t g = 0; g < kMaxP; ++g) EXPECT_EQ(s.Serialize(g), twin.Serialize(g)) << g;
-  EXPECT_TRUE(s.backend->failure().ok());
+  EXPECT_OK(s.backend->failure());
 }
 
 // A part destroyed without Write (the checkpoint failed before its snapshot thread ran it) still
@@ -578,14 +579,14 @@ TEST_F(RocksDbNativeSnapshotTest, APartDestroyedUnwrittenStillWritesTheBarriersR
   }
   {
     auto part = s.backend->SnapshotNative(Target(1));
-    ASSERT_TRUE(part.ok()) << part.status().ToString();
+    ASSERT_OK(part);
     EXPECT_TRUE(s.backend->native_sync_pending());
   }
   EXPECT_FALSE(s.backend->native_sync_pending());
   EXPECT_FALSE(fs::exists(s.backend->dir() + "/chk-1"));
   IncrementalKeyedStateHandle h = Snapshot(s, 2);
   Subtask restored(KeyGroupRange::Of(0, 127));
-  ASSERT_TRUE(restored.backend->RestoreNative({Source(h, 2)}).ok());
+  ASSERT_OK(restored.backend->RestoreNative({Source(h, 2)}));
   for (int32_t g = 0; g < kMaxP; ++g) EXPECT_EQ(restored.Serialize(g), twin.Serialize(g)) << g;
   EXPECT_EQ(restored.backend->NumEntries(), twin.backend->NumEntries());
 }
@@ -601,7 +602,7 @@ TEST_F(RocksDbNativeSnapshotTest, TheCacheMayGrowToTwiceItsBudgetWhileTheDeferre
   options.block_cache_bytes = 8 << 20;
   options.write_cache_bytes = kBudget;
   auto opened = RocksDbKeyedStateBackend::Open(context, options);
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ASSERT_OK(opened);
   RocksDbKeyedStateBackend& backend = **opened;
   ValueState<int64_t>* value = *backend.GetState(ValueStateDescriptor<int64_t>("value"));
   int next = 0;
@@ -609,7 +610,7 @@ TEST_F(RocksDbNativeSnapshotTest, TheCacheMayGrowToTwiceItsBudgetWhileTheDeferre
   auto fill_until_emptied = [&] {
     int64_t most = backend.write_cache_bytes_used();
     for (;;) {
-      EXPECT_TRUE(backend.SetCurrentKey(K("k-" + std::to_string(next))).ok());
+      EXPECT_OK(backend.SetCurrentKey(K("k-" + std::to_string(next))));
       value->Update(next++);
       const int64_t used = backend.write_cache_bytes_used();
       if (used < most) return most;
@@ -619,7 +620,7 @@ TEST_F(RocksDbNativeSnapshotTest, TheCacheMayGrowToTwiceItsBudgetWhileTheDeferre
   EXPECT_GE(fill_until_emptied(), kBudget);  // the cache is emptied at its budget ...
   const int at_barrier = next;
   auto part = backend.SnapshotNative(Target(1));
-  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  ASSERT_OK(part);
   ASSERT_TRUE(backend.native_sync_pending());
   const int64_t pending_most = fill_until_emptied();  // ... at twice that while they pend
   EXPECT_GE(pending_most, 2 * kBudget);
@@ -631,12 +632,12 @@ TEST_F(RocksDbNativeSnapshotTest, TheCacheMayGrowToTwiceItsBudgetWhileTheDeferre
 
   uint64_t written = 0;
   auto handle = (*part)->Write(&written);
-  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  ASSERT_OK(handle);
   EXPECT_EQ(handle->total_keys, static_cast<uint64_t>(at_barrier));
   KeyContext restored_context(KeyType::kString, kMaxP, KeyGroupRange::Of(0, 127));
   options.dir = testing_util::FreshStateDir();
   auto restored = RocksDbKeyedStateBackend::Open(restored_context, options);
-  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  ASSERT_OK(restored);
   ValueState<int64_t>* restored_value =
       *(*restored)->GetState(ValueStateDescriptor<int64_t>("value"));
   ASSERT_TRUE((*restored)->RestoreNative({Source(*handle, 1)}).ok());
@@ -672,10 +673,10 @@ class RocksDbNativeCorruptionTest : public RocksDbNativeSnapshotTest {
     }
     EXPECT_FALSE(fs::exists(restored.backend->dir() + "/restore"));
     // Still usable.
-    ASSERT_TRUE(restored.backend->SetCurrentKey(K("x")).ok());
+    ASSERT_OK(restored.backend->SetCurrentKey(K("x")));
     restored.value->Update(3);
     EXPECT_EQ(restored.value->Value(), 3);
-    EXPECT_TRUE(restored.backend->failure().ok());
+    EXPECT_OK(restored.backend->failure());
   }
   void SetUp() override {
     original_.Fill(0, 999);
@@ -764,7 +765,7 @@ TEST_F(RocksDbNativeSnapshotTest, EntriesPerKeyGroupAreTheCountersAtTheBarrier) 
   for (int i = 0; i < 300; ++i) {
     const Key key = K("uid-" + std::to_string(i));
     auto g = AssignToKeyGroup(key, KeyType::kString, kMaxP);
-    ASSERT_TRUE(g.ok());
+    ASSERT_OK(g);
     if (!s.backend->SetCurrentKey(key).ok()) continue;  // not in [32, 95]
     ASSERT_TRUE(g->value() >= 32 && g->value() <= 95);
     s.value->Update(i);
@@ -777,12 +778,12 @@ TEST_F(RocksDbNativeSnapshotTest, EntriesPerKeyGroupAreTheCountersAtTheBarrier) 
     }
   }
   auto part = s.backend->SnapshotNative(Target(1));
-  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  ASSERT_OK(part);
   s.Fill(1000, 1100);  // after the barrier: not counted
   EXPECT_EQ((*part)->EntriesPerKeyGroup(), expected);
   uint64_t written = 0;
   auto handle = (*part)->Write(&written);
-  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  ASSERT_OK(handle);
   uint64_t sum = 0;
   for (uint64_t n : expected) sum += n;
   EXPECT_GT(sum, 100u);
@@ -819,9 +820,9 @@ TEST_F(RocksDbNativeSnapshotTest, AStateThatIsNotRegisteredOrHasAnotherTypeIsRef
   RocksDbStateOptions options;
   options.dir = testing_util::FreshStateDir();
   auto opened = RocksDbKeyedStateBackend::Open(context, options);
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ASSERT_OK(opened);
   std::unique_ptr<RocksDbKeyedStateBackend> backend = std::move(opened).value();
-  ASSERT_TRUE(backend->GetState(ValueStateDescriptor<std::string>("value")).ok());
+  ASSERT_OK(backend->GetState(ValueStateDescriptor<std::string>("value")));
   Status st = backend->RestoreNative({Source(h, 1)});
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(st.message(), HasSubstr("'aggregating', which is not registered"));
@@ -833,7 +834,7 @@ TEST_F(RocksDbNativeSnapshotTest, AFullDiskDuringWriteIsASentenceAndLeavesNoFile
   Subtask s(KeyGroupRange::Of(0, 127), &faulty);
   s.Fill(0, 1999);
   auto part = s.backend->SnapshotNative(Target(1));
-  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  ASSERT_OK(part);
   faulty.FailWritesAfter(10000);
   uint64_t written = 1;
   auto handle = (*part)->Write(&written);
@@ -863,7 +864,7 @@ TEST_F(RocksDbNativeSnapshotTest, TheSynchronousPartDefersTheFlushAndCheckpointA
   s.backend->NotifyNativeCheckpointComplete(CheckpointId(1));
   s.UpdateValues(0, 99, 5);
   auto part = s.backend->SnapshotNative(Target(2));
-  ASSERT_TRUE(part.ok());
+  ASSERT_OK(part);
   const int64_t incremental_sync = s.backend->last_native_sync_micros();
   EXPECT_TRUE(s.backend->native_sync_pending());
   EXPECT_FALSE(fs::exists(s.backend->dir() + "/chk-2"));

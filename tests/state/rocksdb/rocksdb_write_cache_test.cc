@@ -18,6 +18,7 @@
 #include "state/snapshot/native_snapshot.h"
 #include "tests/state/backend_factory.h"
 #include "tests/state/state_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -42,7 +43,7 @@ std::unique_ptr<RocksDbKeyedStateBackend> OpenRocksDb(KeyContext& context, int64
   options.memtable_bytes = 8 << 20;
   options.write_cache_bytes = cache_bytes;
   auto backend = RocksDbKeyedStateBackend::Open(context, options);
-  EXPECT_TRUE(backend.ok()) << backend.status().ToString();
+  EXPECT_OK(backend);
   return backend.ok() ? std::move(*backend) : nullptr;
 }
 
@@ -63,7 +64,7 @@ std::vector<std::string> KeysOf(KeyedStateBackend& b, const std::string& state, 
     keys.emplace_back(k.bytes());
     return Status::Ok();
   });
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_OK(s);
   return keys;
 }
 
@@ -77,10 +78,10 @@ TEST(RocksDbWriteCacheTest, CachedWritesAreSeenByIterationsAndSnapshotsWithoutAF
   for (KeyedStateBackend* b : std::vector<KeyedStateBackend*>{&heap, rocks.get()}) {
     auto* v = *b->GetState(ValueStateDescriptor<int64_t>("v"));
     for (const char* k : {"a", "b", "c"}) {
-      ASSERT_TRUE(b->SetCurrentKey(K(k)).ok());
+      ASSERT_OK(b->SetCurrentKey(K(k)));
       v->Update(7);
     }
-    ASSERT_TRUE(b->SetCurrentKey(K("b")).ok());
+    ASSERT_OK(b->SetCurrentKey(K("b")));
     v->Clear();  // cached as a delete of a row RocksDB never held
   }
   // Nothing reached RocksDB yet (8 MiB of cache); every reader below must see the rows.
@@ -101,10 +102,10 @@ TEST(RocksDbWriteCacheTest, CachedWritesAreSeenByIterationsAndSnapshotsWithoutAF
 
   // A delete of a row RocksDB holds, cached, then an iteration.
   auto* v = *rocks->GetState(ValueStateDescriptor<int64_t>("v"));
-  ASSERT_TRUE(rocks->SetCurrentKey(K("a")).ok());
+  ASSERT_OK(rocks->SetCurrentKey(K("a")));
   v->Clear();
   EXPECT_THAT(KeysOf(*rocks, "v", kVoidNamespace), ElementsAre("c"));
-  ASSERT_TRUE(heap.SetCurrentKey(K("a")).ok());
+  ASSERT_OK(heap.SetCurrentKey(K("a")));
   (*heap.GetState(ValueStateDescriptor<int64_t>("v")))->Clear();
   EXPECT_EQ(Serialize(*rocks, GroupOf(K("a"))), Serialize(heap, GroupOf(K("a"))));
   EXPECT_EQ(rocks->NumKeys(GroupOf(K("a"))), GroupOf(K("a")) == GroupOf(K("c")) ? 1u : 0u);
@@ -118,7 +119,7 @@ TEST(RocksDbWriteCacheTest, ApplyToAllKeysSeesWritesOfItsOwnCallback) {
   auto rocks = OpenRocksDb(context, kBigCache);
   for (KeyedStateBackend* b : std::vector<KeyedStateBackend*>{&heap, rocks.get()}) {
     auto* v = *b->GetState(ValueStateDescriptor<int64_t>("v"));
-    ASSERT_TRUE(b->SetCurrentKey(K("k-0")).ok());
+    ASSERT_OK(b->SetCurrentKey(K("k-0")));
     v->Update(1);
   }
   auto visit = [](KeyedStateBackend& b) {
@@ -133,7 +134,7 @@ TEST(RocksDbWriteCacheTest, ApplyToAllKeysSeesWritesOfItsOwnCallback) {
       }
       return Status::Ok();
     });
-    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_OK(s);
     return seen;
   };
   EXPECT_EQ(visit(*rocks), visit(heap));
@@ -145,7 +146,7 @@ TEST(RocksDbWriteCacheTest, CachedRowsCountInTheMemorySize) {
   auto* v = *rocks->GetState(ValueStateDescriptor<int64_t>("v"));
   const int64_t before = rocks->ApproximateSize().memory_bytes;
   for (int i = 0; i < 1000; ++i) {
-    ASSERT_TRUE(rocks->SetCurrentKey(K("k-" + std::to_string(i))).ok());
+    ASSERT_OK(rocks->SetCurrentKey(K("k-" + std::to_string(i))));
     v->Update(i);
   }
   // Each row: its cache slot (the keys fit in it) and its 8 value bytes; nothing reached
@@ -158,7 +159,7 @@ TEST(RocksDbWriteCacheTest, CachedRowsCountInTheMemorySize) {
   const int64_t with_short_keys = rocks->write_cache_bytes_used();
   const std::string long_key(40, 'x');
   ASSERT_GT(long_key.size(), Key::kInlineCapacity);
-  ASSERT_TRUE(rocks->SetCurrentKey(K(long_key)).ok());
+  ASSERT_OK(rocks->SetCurrentKey(K(long_key)));
   v->Update(1);
   EXPECT_EQ(rocks->write_cache_bytes_used() - with_short_keys, 64 + 40 + 8);
 }
@@ -169,43 +170,43 @@ TEST(RocksDbWriteCacheTest, RestoredKeyGroupsDoNotReturnStaleCachedValues) {
   auto* v = *rocks->GetState(ValueStateDescriptor<int64_t>("v"));
   auto* r = *rocks->GetReducingState(ReducingStateDescriptor<int64_t>("r", Sum));
   const std::vector<Key> keys = testing_util::KeysInGroup(5, 3);
-  ASSERT_TRUE(rocks->SetCurrentKey(keys[0]).ok());
+  ASSERT_OK(rocks->SetCurrentKey(keys[0]));
   v->Update(1);
   r->Add(10);
-  ASSERT_TRUE(rocks->SetCurrentKey(keys[1]).ok());
+  ASSERT_OK(rocks->SetCurrentKey(keys[1]));
   v->Update(2);
   const std::string saved = Serialize(*rocks, KeyGroupId(5));
   const size_t saved_entries = rocks->NumEntries();
 
   // Cached changes after the snapshot: an update, a clear, a new key.
-  ASSERT_TRUE(rocks->SetCurrentKey(keys[0]).ok());
+  ASSERT_OK(rocks->SetCurrentKey(keys[0]));
   v->Update(100);
   r->Add(5);
-  ASSERT_TRUE(rocks->SetCurrentKey(keys[1]).ok());
+  ASSERT_OK(rocks->SetCurrentKey(keys[1]));
   v->Clear();
-  ASSERT_TRUE(rocks->SetCurrentKey(keys[2]).ok());
+  ASSERT_OK(rocks->SetCurrentKey(keys[2]));
   v->Update(3);
 
   BinaryReader in(saved);
-  ASSERT_TRUE(rocks->RestoreKeyGroup(KeyGroupId(5), in).ok());
-  ASSERT_TRUE(rocks->SetCurrentKey(keys[0]).ok());
+  ASSERT_OK(rocks->RestoreKeyGroup(KeyGroupId(5), in));
+  ASSERT_OK(rocks->SetCurrentKey(keys[0]));
   EXPECT_EQ(v->Value(), 1);
   EXPECT_EQ(r->Get(), 10);
-  ASSERT_TRUE(rocks->SetCurrentKey(keys[1]).ok());
+  ASSERT_OK(rocks->SetCurrentKey(keys[1]));
   EXPECT_EQ(v->Value(), 2);
-  ASSERT_TRUE(rocks->SetCurrentKey(keys[2]).ok());
+  ASSERT_OK(rocks->SetCurrentKey(keys[2]));
   EXPECT_EQ(v->Value(), std::nullopt);
   EXPECT_EQ(rocks->NumEntries(), saved_entries);
   EXPECT_EQ(Serialize(*rocks, KeyGroupId(5)), saved);
 
   // ClearAll after cached changes: nothing comes back.
-  ASSERT_TRUE(rocks->SetCurrentKey(keys[1]).ok());
+  ASSERT_OK(rocks->SetCurrentKey(keys[1]));
   v->Clear();  // a cached delete of a row RocksDB holds
-  ASSERT_TRUE(rocks->SetCurrentKey(keys[2]).ok());
+  ASSERT_OK(rocks->SetCurrentKey(keys[2]));
   v->Update(4);
   rocks->ClearAll();
   for (const Key& k : keys) {
-    ASSERT_TRUE(rocks->SetCurrentKey(k).ok());
+    ASSERT_OK(rocks->SetCurrentKey(k));
     EXPECT_EQ(v->Value(), std::nullopt) << k.bytes();
     EXPECT_EQ(r->Get(), std::nullopt) << k.bytes();
   }
@@ -221,10 +222,10 @@ TEST(RocksDbWriteCacheTest, NativeSnapshotHoldsCachedWritesAndItsRestoreDropsThe
   auto rocks = OpenRocksDb(context, kBigCache);
   auto* v = *rocks->GetState(ValueStateDescriptor<int64_t>("v"));
   for (int i = 0; i < 100; ++i) {
-    ASSERT_TRUE(rocks->SetCurrentKey(K("k-" + std::to_string(i))).ok());
+    ASSERT_OK(rocks->SetCurrentKey(K("k-" + std::to_string(i))));
     v->Update(i);
   }
-  ASSERT_TRUE(rocks->SetCurrentKey(K("k-0")).ok());
+  ASSERT_OK(rocks->SetCurrentKey(K("k-0")));
   v->Clear();
   std::vector<std::string> expected;
   for (KeyGroupId g : kAll.key_groups()) expected.push_back(Serialize(*rocks, g));
@@ -232,22 +233,22 @@ TEST(RocksDbWriteCacheTest, NativeSnapshotHoldsCachedWritesAndItsRestoreDropsThe
   const NativeSnapshotTarget target{CheckpointId(1), root + "/chk-1", root + "/shared",
                                     "subtask-0-db/"};
   auto part = rocks->SnapshotNative(target);
-  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  ASSERT_OK(part);
   uint64_t written = 0;
   auto handle = (*part)->Write(&written);
-  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  ASSERT_OK(handle);
 
   // Cached changes after the snapshot, then a restore of it into the same backend.
   for (int i = 0; i < 100; i += 2) {
-    ASSERT_TRUE(rocks->SetCurrentKey(K("k-" + std::to_string(i))).ok());
+    ASSERT_OK(rocks->SetCurrentKey(K("k-" + std::to_string(i))));
     v->Update(-i);
   }
-  ASSERT_TRUE(rocks->SetCurrentKey(K("k-1")).ok());
+  ASSERT_OK(rocks->SetCurrentKey(K("k-1")));
   v->Clear();
   const NativeRestoreSource source{*handle, root + "/chk-1", root + "/shared"};
-  ASSERT_TRUE(rocks->RestoreNative({source}).ok());
+  ASSERT_OK(rocks->RestoreNative({source}));
   for (int i = 0; i < 100; ++i) {
-    ASSERT_TRUE(rocks->SetCurrentKey(K("k-" + std::to_string(i))).ok());
+    ASSERT_OK(rocks->SetCurrentKey(K("k-" + std::to_string(i))));
     EXPECT_EQ(v->Value(), i == 0 ? std::nullopt : std::optional<int64_t>(i)) << i;
   }
   std::vector<std::string> restored;
@@ -259,7 +260,7 @@ TEST(RocksDbWriteCacheTest, NativeSnapshotHoldsCachedWritesAndItsRestoreDropsThe
   KeyContext fresh_context(KeyType::kString, kMaxP, kAll);
   auto fresh = OpenRocksDb(fresh_context, kBigCache);
   *fresh->GetState(ValueStateDescriptor<int64_t>("v"));
-  ASSERT_TRUE(fresh->RestoreNative({source}).ok());
+  ASSERT_OK(fresh->RestoreNative({source}));
   restored.clear();
   for (KeyGroupId g : kAll.key_groups()) restored.push_back(Serialize(*fresh, g));
   EXPECT_EQ(restored, expected);
@@ -305,8 +306,8 @@ TEST_P(RocksDbWriteCacheRandomTest, RandomOperationsGiveTheHeapBackendsState) {
     const Namespace ns(static_cast<int64_t>(rng() % 2));
     const int64_t x = static_cast<int64_t>(rng() % 1000);
     const int what = static_cast<int>(rng() % 100);
-    ASSERT_TRUE(heap.SetCurrentKey(key).ok());
-    ASSERT_TRUE(rocks->SetCurrentKey(key).ok());
+    ASSERT_OK(heap.SetCurrentKey(key));
+    ASSERT_OK(rocks->SetCurrentKey(key));
     h.value->SetCurrentNamespace(ns);
     r.value->SetCurrentNamespace(ns);
     h.reducing->SetCurrentNamespace(ns);

@@ -19,6 +19,7 @@
 #include "state/snapshot/keyed_snapshot_format.h"
 #include "state/timers/internal_timer_service.h"
 #include "tests/state/backend_factory.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -78,7 +79,7 @@ struct Subtask {
   std::string SynchronousSnapshot() {
     std::string out;
     auto info = WriteKeyedSnapshot(kMaxP, KeyType::kString, kRange, section_ptrs, &out);
-    EXPECT_TRUE(info.ok()) << info.status().ToString();
+    EXPECT_OK(info);
     return out;
   }
 
@@ -95,7 +96,7 @@ struct Subtask {
       out.append(b);
       return Status::Ok();
     });
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     if (info != nullptr && r.ok()) *info = *r;
     return out;
   }
@@ -180,12 +181,12 @@ TEST_P(AsyncKeyedSnapshotTest, WriteToFileIsDurableAndAFullDiskGivesAClearErrorA
     auto snapshot = s.BeginAsync();
     auto info = snapshot->WriteToFile(fs, dir.File("ok.kgs"), 4096);
     s.EndAsync();
-    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    ASSERT_OK(info);
     EXPECT_EQ(info->file_size, expected.size());
     EXPECT_EQ(fs.file_syncs(), 1);
   }
-  ASSERT_TRUE(fs.SyncDirectory(dir.path()).ok());  // the checkpoint's _metadata write does this
-  ASSERT_TRUE(fs.SimulateCrash().ok());
+  ASSERT_OK(fs.SyncDirectory(dir.path()));  // the checkpoint's _metadata write does this
+  ASSERT_OK(fs.SimulateCrash());
   EXPECT_EQ(*ReadFileToString(dir.File("ok.kgs")), expected);
 
   fs.FailWritesAfter(expected.size() / 2);
@@ -231,9 +232,9 @@ TEST(StateMapCloneTest, CloneHasTheSameEntriesAndIsIndependent) {
   backend.SerializeKeyGroup(g, w);
   EXPECT_EQ(copy->Count(), backend.NumKeys(g));
 
-  ASSERT_TRUE(backend.SetCurrentKey(keys[0]).ok());
+  ASSERT_OK(backend.SetCurrentKey(keys[0]));
   value->Update("changed");
-  ASSERT_TRUE(backend.SetCurrentKey(keys[1]).ok());
+  ASSERT_OK(backend.SetCurrentKey(keys[1]));
   value->Clear();
   std::string from_copy;
   BinaryWriter cw(&from_copy);

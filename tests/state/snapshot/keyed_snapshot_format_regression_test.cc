@@ -9,6 +9,7 @@
 
 #include "common/file_io.h"
 #include "state/snapshot/keyed_snapshot_format.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -36,14 +37,13 @@ TEST(KeyedSnapshotFormatRegressionTest, RefusesSectionBytesTheRestoreDidNotRead)
   std::vector<uint32_t> unused;
   SnapshotSection writer = U32Section("new-field", &unused);
   std::string bytes;
-  ASSERT_TRUE(
-      WriteKeyedSnapshot(8, KeyType::kString, KeyGroupRange::Of(2, 3), {&writer}, &bytes).ok());
+  ASSERT_OK(WriteKeyedSnapshot(8, KeyType::kString, KeyGroupRange::Of(2, 3), {&writer}, &bytes));
 
   std::vector<uint32_t> restored;
   SnapshotSection reader_section = U32Section("", &restored);
   StringSource source(bytes, "/ckpt/chk-4/subtask-0.kgs");
   Result<KeyedSnapshotReader> reader = KeyedSnapshotReader::Open(source);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  ASSERT_OK(reader);
   Status s = reader->Restore(KeyGroupRange::Of(0, 7), {&reader_section});
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_THAT(s.message(), HasSubstr("snapshot /ckpt/chk-4/subtask-0.kgs is corrupted"));
@@ -55,14 +55,13 @@ TEST(KeyedSnapshotFormatRegressionTest, RestoresSectionsThatReadExactlyTheirByte
   std::vector<uint32_t> unused;
   SnapshotSection writer = U32Section("", &unused);
   std::string bytes;
-  ASSERT_TRUE(
-      WriteKeyedSnapshot(8, KeyType::kString, KeyGroupRange::Of(2, 3), {&writer}, &bytes).ok());
+  ASSERT_OK(WriteKeyedSnapshot(8, KeyType::kString, KeyGroupRange::Of(2, 3), {&writer}, &bytes));
   std::vector<uint32_t> restored;
   SnapshotSection reader_section = U32Section("", &restored);
   StringSource source(bytes, "mem");
   Result<KeyedSnapshotReader> reader = KeyedSnapshotReader::Open(source);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  ASSERT_TRUE(reader->Restore(KeyGroupRange::Of(0, 7), {&reader_section}).ok());
+  ASSERT_OK(reader);
+  ASSERT_OK(reader->Restore(KeyGroupRange::Of(0, 7), {&reader_section}));
   EXPECT_EQ(restored, (std::vector<uint32_t>{20, 30}));
 }
 

@@ -9,6 +9,7 @@
 
 #include "common/file_io.h"
 #include "common/hashing.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -52,7 +53,7 @@ class KeyedSnapshotFormatTest : public ::testing::Test {
     sb_ = b_.section(2, "timers");
     auto info =
         WriteKeyedSnapshot(16, KeyType::kString, KeyGroupRange::Of(0, 15), {&sa_, &sb_}, &bytes_);
-    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    ASSERT_OK(info);
     info_ = *info;
   }
 
@@ -70,7 +71,7 @@ TEST_F(KeyedSnapshotFormatTest, InfoDescribesEveryKeyGroupWithCounts) {
   EXPECT_EQ(info_.file_size, bytes_.size());
   StringSource src(bytes_, "mem");
   auto reader = KeyedSnapshotReader::Open(src);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  ASSERT_OK(reader);
   EXPECT_EQ(reader->info().index_checksum, info_.index_checksum);
   EXPECT_EQ(reader->info().section_names, (std::vector<std::string>{"keyed state", "timers"}));
   for (int g = 0; g < 16; ++g) {
@@ -81,10 +82,10 @@ TEST_F(KeyedSnapshotFormatTest, InfoDescribesEveryKeyGroupWithCounts) {
 TEST_F(KeyedSnapshotFormatTest, RestoresOnlyTheTargetKeyGroupsReadingOnlyTheirBytes) {
   StringSource src(bytes_, "mem");
   auto reader = KeyedSnapshotReader::Open(src);
-  ASSERT_TRUE(reader.ok());
+  ASSERT_OK(reader);
   FakeParticipant ra, rb;
   SnapshotSection a = ra.section(1, "keyed state"), b = rb.section(2, "timers");
-  ASSERT_TRUE(reader->Restore(KeyGroupRange::Of(6, 9), {&a, &b}).ok());
+  ASSERT_OK(reader->Restore(KeyGroupRange::Of(6, 9), {&a, &b}));
   EXPECT_EQ(ra.data.size(), 3u);  // 6, 7, 9 have entries (8 has 0)
   EXPECT_EQ(ra.data[7], a_.data[7]);
   EXPECT_EQ(rb.data[6], b_.data[6]);
@@ -160,7 +161,7 @@ TEST_F(KeyedSnapshotFormatTest, CorruptionMessageNamesTheFileAndKeyGroup) {
   broken[e.offset + e.length - 9] ^= 1;  // last payload byte of key group 5
   StringSource src(broken, "/ckpt/chk-3/subtask-0.kgs");
   auto reader = KeyedSnapshotReader::Open(src);
-  ASSERT_TRUE(reader.ok());
+  ASSERT_OK(reader);
   FakeParticipant ra, rb;
   SnapshotSection a = ra.section(1, "s"), b = rb.section(2, "t");
   Status st = reader->Restore(KeyGroupRange::Of(0, 15), {&a, &b});
@@ -173,7 +174,7 @@ TEST_F(KeyedSnapshotFormatTest, CorruptionMessageNamesTheFileAndKeyGroup) {
 TEST_F(KeyedSnapshotFormatTest, UnknownSectionIsRefused) {
   StringSource src(bytes_, "snap");
   auto reader = KeyedSnapshotReader::Open(src);
-  ASSERT_TRUE(reader.ok());
+  ASSERT_OK(reader);
   FakeParticipant ra;
   SnapshotSection a = ra.section(1, "s");
   EXPECT_EQ(reader->Restore(KeyGroupRange::Of(0, 15), {&a}).code(),
@@ -187,11 +188,11 @@ TEST_F(KeyedSnapshotFormatTest, SameDataGivesSameBytesThroughAFile) {
       WriteKeyedSnapshot(16, KeyType::kString, KeyGroupRange::Of(0, 15), {&sa_, &sb_}, &again)
           .ok());
   EXPECT_EQ(again, bytes_);
-  ASSERT_TRUE(WriteFileAtomically(dir.File("s.kgs"), bytes_).ok());
+  ASSERT_OK(WriteFileAtomically(dir.File("s.kgs"), bytes_));
   auto file = OpenRandomAccessFile(dir.File("s.kgs"));
-  ASSERT_TRUE(file.ok());
+  ASSERT_OK(file);
   auto reader = KeyedSnapshotReader::Open(**file);
-  ASSERT_TRUE(reader.ok());
+  ASSERT_OK(reader);
   EXPECT_EQ(reader->info().index_checksum, info_.index_checksum);
 }
 
@@ -209,7 +210,7 @@ TEST_F(KeyedSnapshotFormatTest, ASparseFileHoldsExactlyTheKeyGroupsWritten) {
                           bytes.append(b);
                           return Status::Ok();
                         });
-  ASSERT_TRUE(w.Begin().ok());
+  ASSERT_OK(w.Begin());
   std::string block;
   for (int g : {3, 7, 12}) {
     block.clear();
@@ -219,13 +220,13 @@ TEST_F(KeyedSnapshotFormatTest, ASparseFileHoldsExactlyTheKeyGroupsWritten) {
             .ok());
   }
   auto written = w.Finish();
-  ASSERT_TRUE(written.ok());
+  ASSERT_OK(written);
   EXPECT_EQ(written->file_checksum, Checksum64(bytes));
   EXPECT_FALSE(written->full());
 
   StringSource src(bytes, "sparse.kgs");
   auto reader = KeyedSnapshotReader::Open(src);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  ASSERT_OK(reader);
   EXPECT_EQ(reader->info().format_version, 3u);
   EXPECT_EQ(reader->info().range, KeyGroupRange::Of(0, 15));
   std::vector<int32_t> held;
@@ -236,8 +237,8 @@ TEST_F(KeyedSnapshotFormatTest, ASparseFileHoldsExactlyTheKeyGroupsWritten) {
 
   FakeParticipant ra, rb;
   SnapshotSection a = ra.section(1, "keyed state"), b = rb.section(2, "timers");
-  ASSERT_TRUE(reader->RestoreKeyGroup(KeyGroupId(7), {&a, &b}).ok());
-  ASSERT_TRUE(reader->RestoreKeyGroup(KeyGroupId(12), {&a, &b}).ok());
+  ASSERT_OK(reader->RestoreKeyGroup(KeyGroupId(7), {&a, &b}));
+  ASSERT_OK(reader->RestoreKeyGroup(KeyGroupId(12), {&a, &b}));
   EXPECT_EQ(ra.data[7], a_.data[7]);
   EXPECT_EQ(rb.data[12], b_.data[12]);
   EXPECT_EQ(ra.data.count(3), 0u);  // not asked for
@@ -263,15 +264,15 @@ TEST_F(KeyedSnapshotFormatTest, ASparseIndexOutOfOrderIsCorruption) {
                           bytes.append(b);
                           return Status::Ok();
                         });
-  ASSERT_TRUE(w.Begin().ok());
+  ASSERT_OK(w.Begin());
   std::string block;
   for (int g : {3, 7}) {
     block.clear();
     SerializeKeyGroupBlock(KeyGroupId(g), {&sa_}, &block);
-    ASSERT_TRUE(w.AppendKeyGroup(KeyGroupId(g), block, {sa_.count(KeyGroupId(g))}).ok());
+    ASSERT_OK(w.AppendKeyGroup(KeyGroupId(g), block, {sa_.count(KeyGroupId(g))}));
   }
   auto info = w.Finish();
-  ASSERT_TRUE(info.ok());
+  ASSERT_OK(info);
   BinaryReader footer(std::string_view(bytes).substr(bytes.size() - kKeyedSnapshotFooterSize));
   uint64_t index_offset = footer.U64(), index_length = footer.U64();
   // entry := i32 g, u64 offset, u64 length, varint count (1 byte here) = 21 bytes, after the

@@ -12,6 +12,7 @@
 
 #include "state/timers/internal_timer_service.h"
 #include "tests/state/timers/timer_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -104,7 +105,7 @@ TEST(InternalTimerServiceSnapshotTest, RoundTripRestoresTheOwnedSubsetOfKeyGroup
   }
   TimerHarness target(KeyGroupRange::Of(32, 63));  // subtask 1 of 4
   for (int32_t g = 32; g <= 63; ++g) {
-    ASSERT_TRUE(Restore(target.service, g, Serialize(source.service, g)).ok()) << g;
+    ASSERT_OK(Restore(target.service, g, Serialize(source.service, g))) << g;
   }
   size_t event_count = 0, processing_count = 0;
   for (int32_t g = 32; g <= 63; ++g) {
@@ -153,8 +154,8 @@ TEST(InternalTimerServiceSnapshotTest, RestoreDeduplicatesAgainstExistingTimers)
   TimerHarness target;
   target.SetKey(k);
   target.service.RegisterEventTimeTimer(kNs0, Timestamp(2));
-  ASSERT_TRUE(Restore(target.service, 5, bytes).ok());
-  ASSERT_TRUE(Restore(target.service, 5, bytes).ok());
+  ASSERT_OK(Restore(target.service, 5, bytes));
+  ASSERT_OK(Restore(target.service, 5, bytes));
   EXPECT_EQ(target.service.NumEventTimers(), 2u);
   target.service.AdvanceWatermark(Timestamp(10));
   EXPECT_EQ(target.target.fired, (std::vector<FiredTimer>{Fired('E', 1, k), Fired('E', 2, k)}));
@@ -190,7 +191,7 @@ TEST(InternalTimerServiceSnapshotTest, MalformedBytesAreCorruption) {
   };
   std::string good_key(8, '\0');
   std::memcpy(good_key.data(), &k, 8);
-  ASSERT_TRUE(Restore(target.service, 8, one_timer(good_key)).ok());  // the control case
+  ASSERT_OK(Restore(target.service, 8, one_timer(good_key)));  // the control case
   ASSERT_EQ(target.service.NumTimers(KeyGroupId(8)), 1u);
 
   struct Case {
@@ -253,7 +254,7 @@ TEST(InternalTimerServiceSnapshotTest, StartAfterRestoreArmsTheHeadAndOverdueTim
 
   TimerHarness target(KeyGroupRange::Of(32, 63), Timestamp(1000));  // restarted later
   for (int32_t g : {40, 41, 42}) {
-    ASSERT_TRUE(Restore(target.service, g, Serialize(source.service, g)).ok());
+    ASSERT_OK(Restore(target.service, g, Serialize(source.service, g)));
   }
   EXPECT_EQ(target.clock.NumScheduled(), 0u);  // restore alone schedules nothing
   target.service.StartTimerService();
@@ -282,7 +283,7 @@ TEST(InternalTimerServiceSnapshotTest, RestoreAfterStartMovesThePhysicalCallback
   target.SetKey(b);
   target.service.RegisterProcessingTimeTimer(kNs0, Timestamp(300));
   EXPECT_EQ(target.clock.NextScheduledTime(), Timestamp(300));
-  ASSERT_TRUE(Restore(target.service, 7, Serialize(source.service, 7)).ok());
+  ASSERT_OK(Restore(target.service, 7, Serialize(source.service, 7)));
   EXPECT_EQ(target.clock.NumScheduled(), 1u);
   EXPECT_EQ(target.clock.NextScheduledTime(), Timestamp(100));
   target.clock.SetCurrentTime(Timestamp(300));

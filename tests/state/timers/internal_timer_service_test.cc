@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/state/timers/timer_test_util.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -333,7 +334,7 @@ TEST(InternalTimerServiceTest, DestroyingTheServiceCancelsItsPhysicalCallback) {
   testing_timers::RecordingTarget target(key_context);
   {
     InternalTimerService service(key_context, clock, target);
-    ASSERT_TRUE(key_context.SetCurrentKey(Key::FromInt64(1)).ok());
+    ASSERT_OK(key_context.SetCurrentKey(Key::FromInt64(1)));
     service.RegisterProcessingTimeTimer(kNs0, Timestamp(10));
     EXPECT_EQ(clock.NumScheduled(), 1u);
   }

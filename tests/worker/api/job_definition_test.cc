@@ -1,6 +1,7 @@
 #include "worker/api/job_definition.h"
 
 #include <gtest/gtest.h>
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -30,7 +31,7 @@ TEST(JobDefinition, ParamTypeNames) {
 
 TEST(JobDefinition, ResolveFillsDefaultsAndKeepsGivenValues) {
   auto p = ResolveJobParams(AllTypes(), {{"i", "+12"}, {"s", "a=b c"}, {"gap", "2h"}});
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_OK(p);
   EXPECT_EQ(p->values(), (std::map<std::string, std::string>{{"b", "false"},
                                                              {"d", "0.25"},
                                                              {"gap", "2h"},
@@ -78,12 +79,12 @@ TEST(JobDefinition, ResolveRefusesBadValuesNamingTheParameter) {
 
 TEST(JobDefinition, ValidateParamValueAcceptsWellFormedValues) {
   const JobDefinition job = AllTypes();
-  EXPECT_TRUE(ValidateParamValue(job.params[0], "-9223372036854775808").ok());
-  EXPECT_TRUE(ValidateParamValue(job.params[2], "-1e3").ok());
-  EXPECT_TRUE(ValidateParamValue(job.params[3], "true").ok());
-  EXPECT_TRUE(ValidateParamValue(job.params[4], "").ok());
-  EXPECT_TRUE(ValidateParamValue(job.params[5], "500ms").ok());
-  EXPECT_TRUE(ValidateParamValue(job.params[6], "slow").ok());
+  EXPECT_OK(ValidateParamValue(job.params[0], "-9223372036854775808"));
+  EXPECT_OK(ValidateParamValue(job.params[2], "-1e3"));
+  EXPECT_OK(ValidateParamValue(job.params[3], "true"));
+  EXPECT_OK(ValidateParamValue(job.params[4], ""));
+  EXPECT_OK(ValidateParamValue(job.params[5], "500ms"));
+  EXPECT_OK(ValidateParamValue(job.params[6], "slow"));
 }
 
 }  // namespace

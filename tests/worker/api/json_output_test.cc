@@ -9,6 +9,7 @@
 #include "common/record.h"
 #include "worker/sources/json_record_parser.h"
 
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/sources/test_util.h"
 
 namespace keyflow {
@@ -58,7 +59,7 @@ TEST(JsonOutput, StringsReadBackToTheSameText) {
     line += ",\"ts\":1}";
     Record r;
     Status s = parser.Parse(line, &r);
-    ASSERT_TRUE(s.ok()) << line << " -> " << s.ToString();
+    ASSERT_OK(s) << line << " -> " << s.ToString();
     EXPECT_EQ(r.key.bytes(), text);
   }
 }

@@ -6,6 +6,7 @@
 
 #include "common/file_io.h"
 #include "common/sha256.h"
+#include "tests/testutil/status_matchers.h"
 #include "worker/job_library/job_library.h"
 
 namespace keyflow {
@@ -39,7 +40,7 @@ TEST_F(JobLibraryCacheTest, StoresAndResolvesAVerifiedCopy) {
 TEST_F(JobLibraryCacheTest, TheCacheDirectoryIs0700AndItsFiles0600WhateverTheUmask) {
   const mode_t old = ::umask(0);
   JobLibraryCache cache(dir_.File("cache"));
-  ASSERT_TRUE(cache.Store(Ref(), bytes_).ok());
+  ASSERT_OK(cache.Store(Ref(), bytes_));
   ::umask(old);
   struct stat st;
   ASSERT_EQ(::stat(dir_.File("cache").c_str(), &st), 0);
@@ -50,7 +51,7 @@ TEST_F(JobLibraryCacheTest, TheCacheDirectoryIs0700AndItsFiles0600WhateverTheUma
 
 TEST_F(JobLibraryCacheTest, TheDefaultRefResolvesToTheInstallationsDefaultLibrary) {
   auto resolved = ResolveJobLibraryPath(JobLibraryRef{}, dir_.path());
-  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  ASSERT_OK(resolved);
   EXPECT_EQ(*resolved, *DefaultJobLibraryPath());
 }
 
@@ -67,30 +68,30 @@ TEST_F(JobLibraryCacheTest, RefusesBytesThatDoNotMatchTheRef) {
 
 TEST_F(JobLibraryCacheTest, ACorruptCachedFileIsNeverResolvedAndIsReplacedByTheNextStore) {
   JobLibraryCache cache(dir_.path());
-  ASSERT_TRUE(cache.Store(Ref(), bytes_).ok());
+  ASSERT_OK(cache.Store(Ref(), bytes_));
   // Same size, one bit flipped: only the hash can tell.
   std::string corrupt = bytes_;
   corrupt[2000] ^= 0x10;
-  ASSERT_TRUE(WriteFileAtomically(CachedPath(), corrupt).ok());
+  ASSERT_OK(WriteFileAtomically(CachedPath(), corrupt));
   auto resolved = ResolveJobLibraryPath(Ref(), dir_.path());
   EXPECT_EQ(resolved.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(resolved.status().message(), HasSubstr("damaged and removed"));
   EXPECT_FALSE(PathExists(CachedPath())) << "the corrupt copy is removed, never loaded";
   EXPECT_FALSE(cache.Find(Ref())->has_value());
-  ASSERT_TRUE(cache.Store(Ref(), bytes_).ok());
+  ASSERT_OK(cache.Store(Ref(), bytes_));
   EXPECT_EQ(*ReadFileToString(*ResolveJobLibraryPath(Ref(), dir_.path())), bytes_);
 }
 
 TEST_F(JobLibraryCacheTest, ATruncatedCachedFileIsReplacedByStore) {
   JobLibraryCache cache(dir_.path());
-  ASSERT_TRUE(CreateDirectories(dir_.path()).ok());
-  ASSERT_TRUE(WriteFileAtomically(CachedPath(), bytes_.substr(0, 100)).ok());
+  ASSERT_OK(CreateDirectories(dir_.path()));
+  ASSERT_OK(WriteFileAtomically(CachedPath(), bytes_.substr(0, 100)));
   ASSERT_EQ(*cache.Store(Ref(), bytes_), CachedPath());
   EXPECT_EQ(*ReadFileToString(CachedPath()), bytes_);
 }
 
 TEST_F(JobLibraryCacheTest, AnUnusableCacheDirectoryIsAClearError) {
-  ASSERT_TRUE(WriteFileAtomically(dir_.File("file"), "x").ok());
+  ASSERT_OK(WriteFileAtomically(dir_.File("file"), "x"));
   JobLibraryCache cache(dir_.File("file") + "/cache");
   auto stored = cache.Store(Ref(), bytes_);
   EXPECT_EQ(stored.status().code(), StatusCode::kIoError);

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "common/record.h"
+#include "tests/testutil/status_matchers.h"
 #include "worker/api/keyed_process_function.h"
 #include "worker/api/output.h"
 
@@ -36,14 +37,14 @@ class StringCollector : public Collector<OutputRecord> {
 
 TEST(JobLibrary, LoadsTheBuiltInLibraryFromBesideTheBinary) {
   auto path = DefaultJobLibraryPath();
-  ASSERT_TRUE(path.ok()) << path.status().ToString();
+  ASSERT_OK(path);
   EXPECT_EQ(*path, std::filesystem::path(KEYFLOW_BINARY_DIR + std::string("/lib/keyflow/jobs/"
                                                                           "libkeyflow-builtin-"
                                                                           "jobs.so"))
                        .lexically_normal()
                        .string());
   auto library = LoadDefaultJobLibrary();
-  ASSERT_TRUE(library.ok()) << library.status().ToString();
+  ASSERT_OK(library);
   ASSERT_EQ((*library)->jobs().size(), 2u);
   EXPECT_EQ((*library)->jobs()[0].name, "count-window");
   EXPECT_EQ((*library)->jobs()[1].name, "tumbling-count");
@@ -56,9 +57,9 @@ TEST(JobLibrary, LoadsTheBuiltInLibraryFromBesideTheBinary) {
 
 TEST(JobLibrary, ReadsTheManifestOfAValidLibrary) {
   auto library = JobLibrary::Load(TestLibrary("kf-test-jobs"));
-  ASSERT_TRUE(library.ok()) << library.status().ToString();
+  ASSERT_OK(library);
   auto job = (*library)->FindJob("all-types");
-  ASSERT_TRUE(job.ok());
+  ASSERT_OK(job);
   EXPECT_EQ((*job)->params.size(), 7u);
   EXPECT_EQ((*job)->key_field, "user");
   EXPECT_EQ((*job)->key_type, KeyType::kLong);
@@ -76,13 +77,13 @@ TEST(JobLibrary, CreatedFunctionsKeepTheLibraryLoaded) {
   std::unique_ptr<KeyedFunction> function;
   {
     auto library = JobLibrary::Load(path);
-    ASSERT_TRUE(library.ok()) << library.status().ToString();
+    ASSERT_OK(library);
     EXPECT_TRUE(IsLoaded(path));
     const JobDefinition* job = (*library)->FindJob("all-types").value();
     auto params = ResolveJobParams(*job, {{"s", "x y"}, {"b", "false"}});
-    ASSERT_TRUE(params.ok()) << params.status().ToString();
+    ASSERT_OK(params);
     auto f = (*library)->CreateFunction(*job, *params);
-    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    ASSERT_OK(f);
     function = std::move(f).value();
   }
   EXPECT_TRUE(IsLoaded(path)) << "the function still needs the library's code";

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -13,7 +14,7 @@ TEST(UserFunctionGuard, TheCrashNoteNamesTheRunningCallOnlyWhileItRuns) {
   EXPECT_EQ(CurrentUserCallNote(), nullptr);
   std::string seen;
   Status s = guard.Call(UserCall::kProcessElement, [&] { seen = CurrentUserCallNote(); });
-  EXPECT_TRUE(s.ok());
+  EXPECT_OK(s);
   EXPECT_EQ(seen, "ProcessElement of job 'crashy' (libcrashy.so)");
   EXPECT_EQ(CurrentUserCallNote(), nullptr);
 }
@@ -51,7 +52,7 @@ TEST(UserFunctionGuard, NamesAUserTypeThrown) {
 
 TEST(UserFunctionGuard, AnOkStatusPassesThrough) {
   UserFunctionGuard guard("j", "libj.so");
-  EXPECT_TRUE(guard.CallReturningStatus(UserCall::kOpen, [] { return Status::Ok(); }).ok());
+  EXPECT_OK(guard.CallReturningStatus(UserCall::kOpen, [] { return Status::Ok(); }));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/testutil/status_matchers.h"
 #include "worker/job_library/job_library.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
@@ -23,10 +24,10 @@ std::unique_ptr<KeyedOperatorTestHarness> Harness(std::map<std::string, std::str
 
 TEST(CountWindowEventTime, EmitsWhenCountIsReachedWithTheLastRecordsTimestamp) {
   auto h = Harness({{"count", "3"}, {"timeout", "10s"}, {"time", "event"}});
-  ASSERT_TRUE(h->ProcessElement("uid-1", 1000).ok());
-  ASSERT_TRUE(h->ProcessElement("uid-1", 2500).ok());
+  ASSERT_OK(h->ProcessElement("uid-1", 1000));
+  ASSERT_OK(h->ProcessElement("uid-1", 2500));
   EXPECT_EQ(h->ExtractOutput(), Lines{});
-  ASSERT_TRUE(h->ProcessElement("uid-1", 2000).ok());
+  ASSERT_OK(h->ProcessElement("uid-1", 2000));
   EXPECT_EQ(
       h->ExtractOutput(),
       Lines{R"({"key":"uid-1","count":3,"start":1000,"time":2000,"cause":"count","subtask":0})"});
@@ -38,8 +39,8 @@ TEST(CountWindowEventTime, EmitsWhenCountIsReachedWithTheLastRecordsTimestamp) {
 
 TEST(CountWindowEventTime, TimerAtDeadlineEmitsTimeoutWhenTheWatermarkPassesIt) {
   auto h = Harness({{"count", "3"}, {"timeout", "10s"}, {"time", "event"}});
-  ASSERT_TRUE(h->ProcessElement("uid-1", 1000).ok());
-  ASSERT_TRUE(h->ProcessElement("uid-2", 5000).ok());
+  ASSERT_OK(h->ProcessElement("uid-1", 1000));
+  ASSERT_OK(h->ProcessElement("uid-2", 5000));
   h->ProcessWatermark(10999);
   EXPECT_EQ(h->ExtractOutput(), Lines{});
   h->ProcessWatermark(11000);
@@ -56,9 +57,9 @@ TEST(CountWindowEventTime, TimerAtDeadlineEmitsTimeoutWhenTheWatermarkPassesIt) 
 
 TEST(CountWindowEventTime, RecordAtOrAfterDeadlineClosesTheWindowFirstThenOpensANewOne) {
   auto h = Harness({{"count", "3"}, {"timeout", "10s"}, {"time", "event"}});
-  ASSERT_TRUE(h->ProcessElement("uid-1", 1000).ok());
-  ASSERT_TRUE(h->ProcessElement("uid-1", 4000).ok());
-  ASSERT_TRUE(h->ProcessElement("uid-1", 11000).ok());  // == D: closes, then opens at 11000
+  ASSERT_OK(h->ProcessElement("uid-1", 1000));
+  ASSERT_OK(h->ProcessElement("uid-1", 4000));
+  ASSERT_OK(h->ProcessElement("uid-1", 11000));  // == D: closes, then opens at 11000
   EXPECT_EQ(
       h->ExtractOutput(),
       Lines{
@@ -83,7 +84,7 @@ TEST(CountWindowEventTime, OutputDoesNotDependOnWhenWatermarksArrive) {
     auto h = Harness({{"count", "4"}, {"timeout", "3s"}, {"time", "event"}});
     int64_t max_ts = 0;
     for (const auto& [k, ts] : records) {
-      EXPECT_TRUE(h->ProcessElement(k, ts).ok());
+      EXPECT_OK(h->ProcessElement(k, ts));
       max_ts = std::max(max_ts, ts);
       if (watermarks) h->ProcessWatermark(max_ts - 300 - 1);  // bound 300 > disorder
     }
@@ -101,8 +102,8 @@ TEST(CountWindowEventTime, OutputDoesNotDependOnWhenWatermarksArrive) {
 TEST(CountWindowProcessingTime, TwelveHourTimeoutFiresWhenTheManualClockGetsThere) {
   auto h = Harness({{"count", "500"}});  // defaults: timeout 12h, processing time
   h->SetProcessingTime(1000);
-  ASSERT_TRUE(h->ProcessElement("uid-7", 5).ok());
-  ASSERT_TRUE(h->ProcessElement("uid-7", 6).ok());
+  ASSERT_OK(h->ProcessElement("uid-7", 5));
+  ASSERT_OK(h->ProcessElement("uid-7", 6));
   EXPECT_EQ(h->processing_time().NumScheduled(), 1u);
   EXPECT_EQ(h->processing_time().NextScheduledTime(), Timestamp(1000 + 43'200'000));
   h->SetProcessingTime(1000 + 43'200'000 - 1);
@@ -117,9 +118,9 @@ TEST(CountWindowProcessingTime, TwelveHourTimeoutFiresWhenTheManualClockGetsTher
 TEST(CountWindowProcessingTime, CountClosesTheWindowAndItsTimerNoLongerFires) {
   auto h = Harness({{"count", "2"}, {"timeout", "1h"}});
   h->SetProcessingTime(100);
-  ASSERT_TRUE(h->ProcessElement("a", 0).ok());
+  ASSERT_OK(h->ProcessElement("a", 0));
   h->SetProcessingTime(250);
-  ASSERT_TRUE(h->ProcessElement("a", 0).ok());
+  ASSERT_OK(h->ProcessElement("a", 0));
   EXPECT_EQ(h->ExtractOutput(),
             Lines{R"({"key":"a","count":2,"start":100,"time":250,"cause":"count","subtask":0})"});
   h->SetProcessingTime(100 + 3'600'000);
@@ -129,9 +130,9 @@ TEST(CountWindowProcessingTime, CountClosesTheWindowAndItsTimerNoLongerFires) {
 TEST(CountWindowProcessingTime, EndOfInputEmitsOpenWindowsAndTimersDoNotFireAfterwards) {
   auto h = Harness({{"count", "10"}, {"timeout", "1h"}});
   h->SetProcessingTime(500);
-  ASSERT_TRUE(h->ProcessElement("b", 0).ok());
-  ASSERT_TRUE(h->ProcessElement("a", 0).ok());
-  ASSERT_TRUE(h->ProcessElement("a", 0).ok());
+  ASSERT_OK(h->ProcessElement("b", 0));
+  ASSERT_OK(h->ProcessElement("a", 0));
+  ASSERT_OK(h->ProcessElement("a", 0));
   h->SetProcessingTime(900);
   h->EndInput();
   // Key groups ascending: "b" is in key group 22, "a" in 81.
@@ -147,14 +148,14 @@ TEST(CountWindowProcessingTime, EndOfInputEmitsOpenWindowsAndTimersDoNotFireAfte
 
 TEST(CountWindow, IntKeysAreJsonNumbersAndOutOfRangeKeysAreRefused) {
   auto fn = CreateBuiltInJobFunction("count-window", {{"count", "1"}, {"time", "event"}});
-  ASSERT_TRUE(fn.ok());
+  ASSERT_OK(fn);
   KeyedOperatorTestHarness::Options o;
   o.key_type = KeyType::kInt;
   o.parallelism = 2;
   o.subtask = 1;  // key groups [64, 127]
   KeyedOperatorTestHarness h(std::move(fn).value(), o);
-  ASSERT_TRUE(h.Open().ok());
-  ASSERT_TRUE(h.ProcessElement("0", 7).ok());  // key group 94
+  ASSERT_OK(h.Open());
+  ASSERT_OK(h.ProcessElement("0", 7));  // key group 94
   EXPECT_EQ(h.ExtractOutput(),
             Lines{R"({"key":0,"count":1,"start":7,"time":7,"cause":"count","subtask":1})"});
   Status s = h.ProcessElement("4", 7);  // key group 7: another subtask's

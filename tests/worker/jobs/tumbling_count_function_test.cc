@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/testutil/status_matchers.h"
 #include "worker/job_library/job_library.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
@@ -21,9 +22,9 @@ std::unique_ptr<KeyedOperatorTestHarness> Harness(const std::string& size) {
 
 TEST(TumblingCount, CountsPerKeyAndWindowAndFiresAtWindowEndMinusOne) {
   auto h = Harness("10s");
-  for (int64_t ts : {0, 3000, 9999}) ASSERT_TRUE(h->ProcessElement("a", ts).ok());
-  ASSERT_TRUE(h->ProcessElement("a", 10000).ok());
-  ASSERT_TRUE(h->ProcessElement("b", 5000).ok());
+  for (int64_t ts : {0, 3000, 9999}) ASSERT_OK(h->ProcessElement("a", ts));
+  ASSERT_OK(h->ProcessElement("a", 10000));
+  ASSERT_OK(h->ProcessElement("b", 5000));
   h->ProcessWatermark(9998);
   EXPECT_EQ(h->ExtractOutput(), Lines{});
   h->ProcessWatermark(9999);
@@ -39,11 +40,11 @@ TEST(TumblingCount, CountsPerKeyAndWindowAndFiresAtWindowEndMinusOne) {
 
 TEST(TumblingCount, RecordsOfAFiredWindowAreLateCountedAndDropped) {
   auto h = Harness("10s");
-  ASSERT_TRUE(h->ProcessElement("a", 1000).ok());
+  ASSERT_OK(h->ProcessElement("a", 1000));
   h->ProcessWatermark(9999);
   EXPECT_EQ(h->ExtractOutput().size(), 1u);
-  ASSERT_TRUE(h->ProcessElement("a", 9999).ok());  // window [0, 10000) already fired
-  ASSERT_TRUE(h->ProcessElement("a", 2).ok());
+  ASSERT_OK(h->ProcessElement("a", 9999));  // window [0, 10000) already fired
+  ASSERT_OK(h->ProcessElement("a", 2));
   EXPECT_EQ(h->op().late_records(), 2);
   h->EndInput();
   EXPECT_EQ(h->ExtractOutput(), Lines{});
@@ -51,8 +52,8 @@ TEST(TumblingCount, RecordsOfAFiredWindowAreLateCountedAndDropped) {
 
 TEST(TumblingCount, NegativeTimestampsUseFloorDivision) {
   auto h = Harness("10s");
-  ASSERT_TRUE(h->ProcessElement("a", -1).ok());
-  ASSERT_TRUE(h->ProcessElement("a", -10000).ok());
+  ASSERT_OK(h->ProcessElement("a", -1));
+  ASSERT_OK(h->ProcessElement("a", -10000));
   h->EndInput();
   EXPECT_EQ(h->ExtractOutput(),
             Lines{R"({"key":"a","window_start":-10000,"window_end":0,"count":2,"subtask":0})"});

@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 
+#include "tests/testutil/status_matchers.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
 namespace keyflow {
@@ -45,8 +46,8 @@ OutputRecord At(std::string line, int64_t ts) {
 // carries none (Flink's onProcessingTime erases the collector's timestamp).
 TEST(KeyedProcessOperatorOutput, RecordsGetTheElementsOrEventTimersTimeAndProcessingTimersNone) {
   KeyedOperatorTestHarness h(std::make_unique<EchoFunction>(), {});
-  ASSERT_TRUE(h.Open().ok());
-  ASSERT_TRUE(h.ProcessElement("a", 1000).ok());
+  ASSERT_OK(h.Open());
+  ASSERT_OK(h.ProcessElement("a", 1000));
   EXPECT_EQ(h.ExtractOutputRecords(), Records{At(R"({"element":1000})", 1000)});
   h.ProcessWatermark(1010);
   EXPECT_EQ(h.ExtractOutputRecords(), Records{At(R"({"timer":1010,"domain":"event"})", 1010)});
@@ -62,15 +63,15 @@ TEST(KeyedProcessOperatorOutput, RecordsGetTheElementsOrEventTimersTimeAndProces
 
 TEST(KeyedProcessOperatorOutput, ATimestampTheFunctionSetsIsKept) {
   KeyedOperatorTestHarness h(std::make_unique<EchoFunction>(), {});
-  ASSERT_TRUE(h.Open().ok());
-  ASSERT_TRUE(h.ProcessElement("explicit", 1000).ok());
+  ASSERT_OK(h.Open());
+  ASSERT_OK(h.ProcessElement("explicit", 1000));
   EXPECT_EQ(h.ExtractOutputRecords(), Records{At("explicit", 7)});
 }
 
 TEST(KeyedProcessOperatorOutput, ExtractOutputGivesTheLines) {
   KeyedOperatorTestHarness h(std::make_unique<EchoFunction>(), {});
-  ASSERT_TRUE(h.Open().ok());
-  ASSERT_TRUE(h.ProcessElement("a", 5).ok());
+  ASSERT_OK(h.Open());
+  ASSERT_OK(h.ProcessElement("a", 5));
   EXPECT_EQ(h.ExtractOutput(), std::vector<std::string>{R"({"element":5})"});
   EXPECT_TRUE(h.ExtractOutputRecords().empty());
 }
@@ -160,7 +161,7 @@ TEST(KeyedProcessOperatorFailures, ProcessElementThrowingFailsAndTheFunctionIsNo
   int calls = 0;
   auto harness = Faulty(UserCall::kProcessElement, FaultyFunction::How::kRuntimeError, &calls);
   KeyedOperatorTestHarness& h = *harness;
-  ASSERT_TRUE(h.Open().ok());
+  ASSERT_OK(h.Open());
   Status s = h.ProcessElement("a", 1);
   EXPECT_EQ(s.message(),
             "function of job 'sessions' (libsessions.so) threw std::runtime_error in "
@@ -172,15 +173,15 @@ TEST(KeyedProcessOperatorFailures, ProcessElementThrowingFailsAndTheFunctionIsNo
   h.SetProcessingTime(100);
   h.EndInput();
   EXPECT_EQ(calls, 1);
-  EXPECT_TRUE(h.Close().ok());  // Close still runs, once
-  EXPECT_TRUE(h.Close().ok());
+  EXPECT_OK(h.Close());  // Close still runs, once
+  EXPECT_OK(h.Close());
 }
 
 TEST(KeyedProcessOperatorFailures, ANonStandardExceptionIsNamedByItsType) {
   int calls = 0;
   auto harness = Faulty(UserCall::kProcessElement, FaultyFunction::How::kInt, &calls);
   KeyedOperatorTestHarness& h = *harness;
-  ASSERT_TRUE(h.Open().ok());
+  ASSERT_OK(h.Open());
   EXPECT_EQ(h.ProcessElement("a", 1).message(),
             "function of job 'sessions' (libsessions.so) threw an exception of type int (not a "
             "std::exception) in ProcessElement");
@@ -192,9 +193,9 @@ TEST(KeyedProcessOperatorFailures, AnEventTimeTimerThrowingIsTheFailureAndTheLis
   KeyedOperatorTestHarness& h = *harness;
   std::vector<std::string> heard;
   h.op().SetFailureListener([&](const Status& s) { heard.push_back(s.message()); });
-  ASSERT_TRUE(h.Open().ok());
-  ASSERT_TRUE(h.ProcessElement("a", 1).ok());
-  ASSERT_TRUE(h.ProcessElement("b", 1).ok());
+  ASSERT_OK(h.Open());
+  ASSERT_OK(h.ProcessElement("a", 1));
+  ASSERT_OK(h.ProcessElement("b", 1));
   h.ProcessWatermark(1);  // two timers due: the first throws, the second is not called
   const std::string expected =
       "function of job 'sessions' (libsessions.so) threw std::runtime_error in OnTimer: bad "
@@ -209,8 +210,8 @@ TEST(KeyedProcessOperatorFailures, AProcessingTimeTimerThrowingIsTheFailure) {
   int calls = 0;
   auto harness = Faulty(UserCall::kOnTimer, FaultyFunction::How::kRuntimeError, &calls);
   KeyedOperatorTestHarness& h = *harness;
-  ASSERT_TRUE(h.Open().ok());
-  ASSERT_TRUE(h.ProcessElement("a", 5).ok());
+  ASSERT_OK(h.Open());
+  ASSERT_OK(h.ProcessElement("a", 5));
   h.SetProcessingTime(5);
   EXPECT_EQ(h.failure().message(),
             "function of job 'sessions' (libsessions.so) threw std::runtime_error in OnTimer: bad "
@@ -221,7 +222,7 @@ TEST(KeyedProcessOperatorFailures, EndInputThrowingIsReturnedByTheOperator) {
   int calls = 0;
   auto harness = Faulty(UserCall::kEndInput, FaultyFunction::How::kRuntimeError, &calls);
   KeyedOperatorTestHarness& h = *harness;
-  ASSERT_TRUE(h.Open().ok());
+  ASSERT_OK(h.Open());
   Status s = h.op().EndInput();
   EXPECT_EQ(s.message(),
             "function of job 'sessions' (libsessions.so) threw std::runtime_error in EndInput: "
@@ -233,7 +234,7 @@ TEST(KeyedProcessOperatorFailures, CloseThrowingIsReturnedByClose) {
   int calls = 0;
   auto harness = Faulty(UserCall::kClose, FaultyFunction::How::kRuntimeError, &calls);
   KeyedOperatorTestHarness& h = *harness;
-  ASSERT_TRUE(h.Open().ok());
+  ASSERT_OK(h.Open());
   EXPECT_EQ(h.Close().message(),
             "function of job 'sessions' (libsessions.so) threw std::runtime_error in Close: bad "
             "value in field 'amount'");

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/file_io.h"
+#include "tests/testutil/status_matchers.h"
 #include "worker/job_library/job_library.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
@@ -54,12 +55,12 @@ std::unique_ptr<KeyedOperatorTestHarness> HarnessWithGoldenState() {
 TEST(SnapshotGolden, WriterProducesTheGoldenBytes) {
   auto h = HarnessWithGoldenState();
   auto bytes = h->Snapshot();
-  ASSERT_TRUE(bytes.ok());
+  ASSERT_OK(bytes);
   if (std::getenv("KEYFLOW_REGENERATE_GOLDEN") != nullptr) {
-    ASSERT_TRUE(WriteFileAtomically(kGoldenPath, *bytes).ok());
+    ASSERT_OK(WriteFileAtomically(kGoldenPath, *bytes));
   }
   auto golden = ReadFileToString(kGoldenPath);
-  ASSERT_TRUE(golden.ok()) << golden.status().ToString();
+  ASSERT_OK(golden);
   EXPECT_EQ(*bytes, *golden) << "the snapshot format changed: bump kKeyedSnapshotFormatVersion, "
                                 "keep reading the older versions, and regenerate (see the file "
                                 "comment)";
@@ -67,20 +68,20 @@ TEST(SnapshotGolden, WriterProducesTheGoldenBytes) {
 
 void ExpectGoldenFileRestoresToTheExactState(const std::string& path) {
   auto golden = ReadFileToString(path);
-  ASSERT_TRUE(golden.ok()) << golden.status().ToString();
+  ASSERT_OK(golden);
   auto fn = CreateBuiltInJobFunction("count-window", kParams);
-  ASSERT_TRUE(fn.ok());
+  ASSERT_OK(fn);
   KeyedOperatorTestHarness::Options o;
   o.parallelism = 2;  // restore into the upper half only: a rescale from the golden file
   o.subtask = 1;
   KeyedOperatorTestHarness upper(std::move(fn).value(), o);
-  ASSERT_TRUE(upper.Open().ok());
-  ASSERT_TRUE(upper.Restore({*golden}).ok());
+  ASSERT_OK(upper.Open());
+  ASSERT_OK(upper.Restore({*golden}));
   fn = CreateBuiltInJobFunction("count-window", kParams);
   o.subtask = 0;
   KeyedOperatorTestHarness lower(std::move(fn).value(), o);
-  ASSERT_TRUE(lower.Open().ok());
-  ASSERT_TRUE(lower.Restore({*golden}).ok());
+  ASSERT_OK(lower.Open());
+  ASSERT_OK(lower.Restore({*golden}));
   EXPECT_EQ(
       lower.op().timer_service().NumEventTimers() + upper.op().timer_service().NumEventTimers(),
       3u);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "tests/testutil/status_matchers.h"
 #include "worker/job_library/job_library.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
@@ -66,7 +67,7 @@ void Feed(const std::vector<Step>& steps, size_t from, size_t to,
     for (auto* h : harnesses) {
       h->SetProcessingTime(s.processing_time);
       if (h->key_groups().contains(g)) {
-        ASSERT_TRUE(h->ProcessElement(s.key, s.ts).ok());
+        ASSERT_OK(h->ProcessElement(s.key, s.ts));
         ++owners;
       }
       h->ProcessWatermark(s.watermark);
@@ -112,14 +113,14 @@ TEST_P(SnapshotRescaleTest, RestoringIntoSplitRangesContinuesExactlyLikeTheUnint
   Feed(steps, 0, mid, {first.get()});
   Lines before = first->ExtractOutput();
   auto snapshot = first->Snapshot();
-  ASSERT_TRUE(snapshot.ok()) << snapshot.status().ToString();
+  ASSERT_OK(snapshot);
 
   for (int32_t p : {2, 3}) {
     std::vector<std::unique_ptr<KeyedOperatorTestHarness>> owned;
     std::vector<KeyedOperatorTestHarness*> hs;
     for (int32_t i = 0; i < p; ++i) {
       owned.push_back(MakeHarness(c.job, c.params, p, i, steps[mid - 1].processing_time));
-      ASSERT_TRUE(owned.back()->Restore({*snapshot}).ok());
+      ASSERT_OK(owned.back()->Restore({*snapshot}));
       hs.push_back(owned.back().get());
     }
     Feed(steps, mid, steps.size(), hs);
@@ -140,7 +141,7 @@ TEST_P(SnapshotRescaleTest, RestoringIntoSplitRangesContinuesExactlyLikeTheUnint
   std::vector<KeyedOperatorTestHarness*> hs3;
   for (int32_t i = 0; i < 3; ++i) {
     three.push_back(MakeHarness(c.job, c.params, 3, i, steps[mid - 1].processing_time));
-    ASSERT_TRUE(three.back()->Restore(snaps).ok());
+    ASSERT_OK(three.back()->Restore(snaps));
     hs3.push_back(three.back().get());
   }
   Feed(steps, mid, steps.size(), hs3);
@@ -163,14 +164,14 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(SnapshotRestore, RefusesAnotherMaxParallelism) {
   auto a = MakeHarness("tumbling-count", {{"size", "1s"}}, 1, 0, 0);
-  ASSERT_TRUE(a->ProcessElement("x", 5).ok());
+  ASSERT_OK(a->ProcessElement("x", 5));
   auto snap = a->Snapshot();
-  ASSERT_TRUE(snap.ok());
+  ASSERT_OK(snap);
   auto fn = CreateBuiltInJobFunction("tumbling-count", {{"size", "1s"}});
   KeyedOperatorTestHarness::Options o;
   o.max_parallelism = 256;
   KeyedOperatorTestHarness b(std::move(fn).value(), o);
-  ASSERT_TRUE(b.Open().ok());
+  ASSERT_OK(b.Open());
   Status s = b.Restore({*snap});
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(s.message(),

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/runtime/notification.h"
 
 namespace keyflow {
@@ -80,7 +81,7 @@ class MailboxProcessorTest : public ::testing::Test {
 
   void PutOrDie(std::function<void()> action, std::string description) {
     Status s = mailbox->Put(std::move(action), std::move(description));
-    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_OK(s);
   }
 };
 
@@ -96,7 +97,7 @@ TEST_F(MailboxProcessorTest, RunsQueuedMailInFifoOrderBeforeTheDefaultAction) {
   });
   self = &processor;
   for (const char* name : {"m1", "m2", "m3"}) PutOrDie([&, name] { log.push_back(name); }, name);
-  ASSERT_TRUE(processor.RunMailboxLoop().ok());
+  ASSERT_OK(processor.RunMailboxLoop());
   EXPECT_THAT(log, ElementsAre("m1", "m2", "m3", "input1", "m4", "input2"));
 }
 
@@ -120,7 +121,7 @@ TEST_F(MailboxProcessorTest, MailPutByRunningMailWaitsForTheNextIterationSoInput
             "m2");
       },
       "m1");
-  ASSERT_TRUE(processor.RunMailboxLoop().ok());
+  ASSERT_OK(processor.RunMailboxLoop());
   EXPECT_THAT(log, ElementsAre("m1", "input1", "m2", "input2", "m3", "input3"));
 }
 
@@ -141,7 +142,7 @@ TEST_F(MailboxProcessorTest, MailFromFourProducerThreadsRunsExactlyOnceOnTheLoop
               ran_on.push_back(std::this_thread::get_id());
             },
             "producer mail");
-        ASSERT_TRUE(s.ok());
+        ASSERT_OK(s);
       }
     });
   }
@@ -149,7 +150,7 @@ TEST_F(MailboxProcessorTest, MailFromFourProducerThreadsRunsExactlyOnceOnTheLoop
   // FIFO: this mail runs after every producer's mail.
   PutOrDie([&] { processor.AllActionsCompleted(); }, "finish");
   ASSERT_TRUE(loop.WaitDone());
-  ASSERT_TRUE(loop.status().ok()) << loop.status().ToString();
+  ASSERT_OK(loop.status());
   for (int p = 0; p < kProducers; ++p) {
     ASSERT_EQ(seen[p].size(), static_cast<size_t>(kPerProducer));
     for (int i = 0; i < kPerProducer; ++i) ASSERT_EQ(seen[p][i], i) << "producer " << p;
@@ -183,7 +184,7 @@ TEST_F(MailboxProcessorTest, MailTimersAndInputRunOneAtATimeOnTheLoopThread) {
   LoopThread loop(processor, *mailbox);
   for (int i = 0; i < 200; ++i) PutOrDie(action, "mail");
   ASSERT_TRUE(loop.WaitDone());
-  ASSERT_TRUE(loop.status().ok()) << loop.status().ToString();
+  ASSERT_OK(loop.status());
   EXPECT_EQ(overlaps.load(), 0);
   // Every input call, every timer and the mails that arrived before the loop
   // ended.
@@ -208,7 +209,7 @@ TEST_F(MailboxProcessorTest, NothingAvailableBlocksInTheInputWaiterUntilTheNextT
     self->AllActionsCompleted();
   });
   waiter.on_wait = [&] { clock.Set(Timestamp(101)); };  // time passes while blocked
-  ASSERT_TRUE(processor.RunMailboxLoop().ok());
+  ASSERT_OK(processor.RunMailboxLoop());
   EXPECT_THAT(waiter.timeouts, ElementsAre("61ms"));  // due at 100 + 1, now 40
   EXPECT_THAT(log, ElementsAre("input@40", "timer:100@101"));
 }
@@ -231,7 +232,7 @@ TEST_F(MailboxProcessorTest, WaiterHasNoTimeoutWithoutTimersAndInputResumesTheDe
       &waiter);
   self = &processor;
   waiter.on_wait = [&] { input_arrived = true; };  // a channel became readable
-  ASSERT_TRUE(processor.RunMailboxLoop().ok());
+  ASSERT_OK(processor.RunMailboxLoop());
   EXPECT_THAT(waiter.timeouts, ElementsAre("none"));
   EXPECT_THAT(log, ElementsAre("no input", "got input"));
 }
@@ -269,7 +270,7 @@ TEST_F(MailboxProcessorTest, SuspendedDefaultActionIsNotCalledUntilResumed) {
   ASSERT_TRUE(probed.WaitFor());
   PutOrDie([&] { self->ResumeDefaultAction(); }, "resume");
   ASSERT_TRUE(loop.WaitDone());
-  ASSERT_TRUE(loop.status().ok()) << loop.status().ToString();
+  ASSERT_OK(loop.status());
   EXPECT_EQ(calls_seen_by_probe, 3);
   EXPECT_EQ(calls.load(), 5);
   EXPECT_TRUE(input_waiter.timeouts.empty());
@@ -290,7 +291,7 @@ TEST_F(MailboxProcessorTest, EndOfInputSuspendsTheDefaultAction) {
     return InputStatus::kEndOfInput;
   });
   self = &processor;
-  ASSERT_TRUE(processor.RunMailboxLoop().ok());
+  ASSERT_OK(processor.RunMailboxLoop());
   EXPECT_EQ(calls, 1);
   EXPECT_TRUE(suspended_after_end);
 }
@@ -321,7 +322,7 @@ TEST_F(MailboxProcessorTest, ProcessingTimeCallbacksFireInOrderOneMilliAfterThei
     return InputStatus::kMoreAvailable;
   });
   self = &processor;
-  ASSERT_TRUE(processor.RunMailboxLoop().ok());
+  ASSERT_OK(processor.RunMailboxLoop());
   EXPECT_THAT(log, ElementsAre("input1@0", "b:50@100", "input2@100", "a:100@101", "c:100@101",
                                "input3@101"));
 }
@@ -356,7 +357,7 @@ TEST_F(MailboxProcessorTest, AdvancingTheClockAndSendingMailWakesTheLoopForADueT
   EXPECT_EQ(fired_at, "1000@1001");
   processor.AllActionsCompleted();
   ASSERT_TRUE(loop.WaitDone());
-  EXPECT_TRUE(loop.status().ok()) << loop.status().ToString();
+  EXPECT_OK(loop.status());
 }
 
 TEST_F(MailboxProcessorTest, WithTheSystemClockTheLoopWakesByItselfWhenATimerIsDue) {
@@ -392,7 +393,7 @@ TEST_F(MailboxProcessorTest, StopFromAnotherThreadEndsTheLoopAndALaterRunContinu
     ASSERT_TRUE(first.WaitFor());
     processor.Stop();
     ASSERT_TRUE(loop.WaitDone());
-    EXPECT_TRUE(loop.status().ok()) << loop.status().ToString();
+    EXPECT_OK(loop.status());
   }
   Notification second;
   PutOrDie([&] { second.Notify(); }, "second");  // queued while no loop runs
@@ -401,10 +402,10 @@ TEST_F(MailboxProcessorTest, StopFromAnotherThreadEndsTheLoopAndALaterRunContinu
     ASSERT_TRUE(second.WaitFor());
     processor.AllActionsCompleted();
     ASSERT_TRUE(loop.WaitDone());
-    EXPECT_TRUE(loop.status().ok());
+    EXPECT_OK(loop.status());
   }
   // Completed is final: a new run returns at once.
-  EXPECT_TRUE(processor.RunMailboxLoop().ok());
+  EXPECT_OK(processor.RunMailboxLoop());
 }
 
 TEST_F(MailboxProcessorTest, AllActionsCompletedWakesALoopBlockedWaitingForInput) {
@@ -418,7 +419,7 @@ TEST_F(MailboxProcessorTest, AllActionsCompletedWakesALoopBlockedWaitingForInput
   ASSERT_TRUE(waiting.WaitFor());
   processor.AllActionsCompleted();
   ASSERT_TRUE(loop.WaitDone());
-  EXPECT_TRUE(loop.status().ok()) << loop.status().ToString();
+  EXPECT_OK(loop.status());
 }
 
 TEST_F(MailboxProcessorTest, ReportedErrorEndsTheLoopAndTheFirstOneWins) {
@@ -486,21 +487,21 @@ TEST(MailboxOnlyInputWaiter, ReturnsWhenMailArrivesFromAnotherThread) {
     wait_status = waiter.Wait(std::nullopt, mailbox->fd());  // no timeout
     returned.Notify();
   });
-  ASSERT_TRUE(mailbox->Put([] {}, "wake").ok());
+  ASSERT_OK(mailbox->Put([] {}, "wake"));
   const bool woke = returned.WaitFor();
   if (!woke) mailbox->Close();  // unblock before join
   t.join();
   ASSERT_TRUE(woke);
-  EXPECT_TRUE(wait_status.ok());
+  EXPECT_OK(wait_status);
   EXPECT_TRUE(mailbox->HasMail());  // waiting does not consume mail
 }
 
 TEST(MailboxOnlyInputWaiter, ReturnsAtOnceWhenMailIsPendingOrTheTimeoutIsZero) {
   auto mailbox = NewMailbox();
   MailboxOnlyInputWaiter waiter;
-  EXPECT_TRUE(waiter.Wait(Duration::Millis(0), mailbox->fd()).ok());
-  ASSERT_TRUE(mailbox->Put([] {}, "pending").ok());
-  EXPECT_TRUE(waiter.Wait(std::nullopt, mailbox->fd()).ok());
+  EXPECT_OK(waiter.Wait(Duration::Millis(0), mailbox->fd()));
+  ASSERT_OK(mailbox->Put([] {}, "pending"));
+  EXPECT_OK(waiter.Wait(std::nullopt, mailbox->fd()));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/runtime/notification.h"
 
 namespace keyflow {
@@ -40,7 +41,7 @@ TEST(TaskMailbox, TakesMailInFifoOrder) {
   auto mailbox = NewMailbox();
   std::vector<int> ran;
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(mailbox->Put([&ran, i] { ran.push_back(i); }, "mail " + std::to_string(i)).ok());
+    ASSERT_OK(mailbox->Put([&ran, i] { ran.push_back(i); }, "mail " + std::to_string(i)));
   }
   EXPECT_EQ(mailbox->size(), 5u);
   EXPECT_THAT(TakeAll(*mailbox), ElementsAre("mail 0", "mail 1", "mail 2", "mail 3", "mail 4"));
@@ -51,24 +52,24 @@ TEST(TaskMailbox, TakesMailInFifoOrder) {
 
 TEST(TaskMailbox, PutFirstJumpsTheQueue) {
   auto mailbox = NewMailbox();
-  ASSERT_TRUE(mailbox->Put([] {}, "a").ok());
-  ASSERT_TRUE(mailbox->Put([] {}, "b").ok());
-  ASSERT_TRUE(mailbox->PutFirst(Mail{[] {}, "urgent"}).ok());
+  ASSERT_OK(mailbox->Put([] {}, "a"));
+  ASSERT_OK(mailbox->Put([] {}, "b"));
+  ASSERT_OK(mailbox->PutFirst(Mail{[] {}, "urgent"}));
   EXPECT_THAT(TakeAll(*mailbox), ElementsAre("urgent", "a", "b"));
 }
 
 TEST(TaskMailbox, FdIsReadableExactlyWhileMailIsPending) {
   auto mailbox = NewMailbox();
   EXPECT_FALSE(Readable(mailbox->fd()));
-  ASSERT_TRUE(mailbox->Put([] {}, "a").ok());
+  ASSERT_OK(mailbox->Put([] {}, "a"));
   EXPECT_TRUE(Readable(mailbox->fd()));
-  ASSERT_TRUE(mailbox->Put([] {}, "b").ok());
+  ASSERT_OK(mailbox->Put([] {}, "b"));
   EXPECT_TRUE(Readable(mailbox->fd()));
   ASSERT_TRUE(mailbox->TryTake().has_value());
   EXPECT_TRUE(Readable(mailbox->fd()));  // "b" still pending
   ASSERT_TRUE(mailbox->TryTake().has_value());
   EXPECT_FALSE(Readable(mailbox->fd()));
-  ASSERT_TRUE(mailbox->PutFirst(Mail{[] {}, "c"}).ok());
+  ASSERT_OK(mailbox->PutFirst(Mail{[] {}, "c"}));
   EXPECT_TRUE(Readable(mailbox->fd()));
   ASSERT_TRUE(mailbox->TryTake().has_value());
   EXPECT_FALSE(Readable(mailbox->fd()));
@@ -76,8 +77,8 @@ TEST(TaskMailbox, FdIsReadableExactlyWhileMailIsPending) {
 
 TEST(TaskMailbox, CloseHandsOutQueuedMailAndRejectsLaterPuts) {
   auto mailbox = NewMailbox();
-  ASSERT_TRUE(mailbox->Put([] {}, "first").ok());
-  ASSERT_TRUE(mailbox->Put([] {}, "second").ok());
+  ASSERT_OK(mailbox->Put([] {}, "first"));
+  ASSERT_OK(mailbox->Put([] {}, "second"));
   std::vector<Mail> remaining = mailbox->Close();
   ASSERT_EQ(remaining.size(), 2u);
   EXPECT_EQ(remaining[0].description, "first");
@@ -127,7 +128,7 @@ TEST(TaskMailbox, ConcurrentProducersLoseNothingAndKeepTheirOwnOrder) {
   for (int p = 0; p < kProducers; ++p) {
     producers.emplace_back([&, p] {
       for (int i = 0; i < kPerProducer; ++i) {
-        ASSERT_TRUE(mailbox->Put([&seen, p, i] { seen[p].push_back(i); }, "m").ok());
+        ASSERT_OK(mailbox->Put([&seen, p, i] { seen[p].push_back(i); }, "m"));
       }
     });
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/hashing.h"
+#include "tests/testutil/status_matchers.h"
 #include "worker/shuffle/record_batch_builder.h"
 
 namespace keyflow {
@@ -66,13 +67,13 @@ TEST(DataFrame, EveryEventKindRoundTrips) {
     std::string frame;
     EncodeEventFrame(SubtaskIndex(3), AttemptNumber(5), 42, e, &frame);
     auto decoded = DecodeFrame(frame, kChannel);
-    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    ASSERT_OK(decoded);
     EXPECT_EQ(decoded->header.kind, e.kind);
     EXPECT_EQ(decoded->header.sender, SubtaskIndex(3));
     EXPECT_EQ(decoded->header.attempt, AttemptNumber(5));
     EXPECT_EQ(decoded->header.sequence, 42u);
     auto event = DecodeChannelEvent(*decoded, kChannel);
-    ASSERT_TRUE(event.ok()) << event.status().ToString();
+    ASSERT_OK(event);
     EXPECT_EQ(*event, e) << FrameKindName(e.kind);
   }
 }
@@ -81,11 +82,11 @@ TEST(DataFrame, RecordBatchRoundTrips) {
   const std::vector<Record> records = SampleRecords();
   std::string frame = RecordsFrame(records, 17);
   auto decoded = DecodeFrame(frame, kChannel);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   EXPECT_EQ(decoded->header.kind, FrameKind::kRecords);
   EXPECT_EQ(decoded->header.sequence, 17u);
   std::vector<RecordView> views;
-  ASSERT_TRUE(DecodeRecordBatch(decoded->payload, kChannel, &views).ok());
+  ASSERT_OK(DecodeRecordBatch(decoded->payload, kChannel, &views));
   ASSERT_EQ(views.size(), records.size());
   for (size_t i = 0; i < records.size(); ++i) EXPECT_EQ(views[i].ToRecord(), records[i]) << i;
 }
@@ -118,7 +119,7 @@ TEST(DataFrame, EveryFlippedByteIsRejected) {
     EncodeEventFrame(SubtaskIndex(3), AttemptNumber(5), 1, e, &frames.back());
   }
   for (const std::string& original : frames) {
-    ASSERT_TRUE(DecodeAll(original).ok());
+    ASSERT_OK(DecodeAll(original));
     for (size_t i = 0; i < original.size(); ++i) {
       for (uint8_t mask : {0x01, 0x80, 0xFF}) {
         std::string damaged = original;
@@ -217,7 +218,7 @@ TEST(DataFrame, EventPayloadOfTheWrongSizeIsRejected) {
   std::memcpy(frame.data() + 40, &length, 4);
   Reseal(&frame);
   auto decoded = DecodeFrame(frame, kChannel);
-  ASSERT_TRUE(decoded.ok());
+  ASSERT_OK(decoded);
   Status s = DecodeChannelEvent(*decoded, kChannel).status();
   EXPECT_EQ(s.message(),
             std::string(kChannel) + ": WATERMARK frame has a 9-byte payload, expected 8");
@@ -227,7 +228,7 @@ TEST(DataFrame, LatencyMarkerBeforeTheEpochIsRejected) {
   std::string frame;
   EncodeEventFrame(SubtaskIndex(3), AttemptNumber(5), 1, ChannelEvent::LatencyMarker(-5), &frame);
   auto decoded = DecodeFrame(frame, kChannel);
-  ASSERT_TRUE(decoded.ok());
+  ASSERT_OK(decoded);
   EXPECT_EQ(DecodeChannelEvent(*decoded, kChannel).status().message(),
             std::string(kChannel) + ": LATENCY_MARKER time -5 is before the epoch");
 }
@@ -238,7 +239,7 @@ TEST(DataFrame, WatermarkStatusOtherThanIdleOrActiveIsRejected) {
   frame[kFrameHeaderSize] = 2;
   Reseal(&frame);
   auto decoded = DecodeFrame(frame, kChannel);
-  ASSERT_TRUE(decoded.ok());
+  ASSERT_OK(decoded);
   EXPECT_EQ(DecodeChannelEvent(*decoded, kChannel).status().code(), StatusCode::kCorruption);
 }
 

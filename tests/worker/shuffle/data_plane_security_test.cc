@@ -10,6 +10,7 @@
 
 #include "common/security/curve_keys.h"
 #include "common/security/zap_authenticator.h"
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/shuffle/shuffle_test_util.h"
 #include "worker/shuffle/data_frame.h"
 #include "worker/shuffle/data_plane_authorizer.h"
@@ -43,7 +44,7 @@ class DataPlaneAuthorizerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (int i = 0; i < 3; ++i) keys_.push_back(GenerateCurveKeyPair().value().public_key);
-    ASSERT_TRUE(authorizer_.SetDeployment(SubtaskIndex(1), keys_).ok());
+    ASSERT_OK(authorizer_.SetDeployment(SubtaskIndex(1), keys_));
   }
   std::vector<std::string> keys_;
   DataPlaneAuthorizer authorizer_;
@@ -74,7 +75,7 @@ TEST_F(DataPlaneAuthorizerTest, ClearAndANewDeploymentDropThePreviousKeys) {
   authorizer_.Clear();
   EXPECT_FALSE(authorizer_.Decide(Request("data/1/0", keys_[0])).admitted);
   std::vector<std::string> next = {GenerateCurveKeyPair()->public_key};
-  ASSERT_TRUE(authorizer_.SetDeployment(SubtaskIndex(0), next).ok());
+  ASSERT_OK(authorizer_.SetDeployment(SubtaskIndex(0), next));
   EXPECT_FALSE(authorizer_.Decide(Request("data/0/0", keys_[0])).admitted);
   EXPECT_TRUE(authorizer_.Decide(Request("data/0/0", next[0])).admitted);
 }
@@ -100,7 +101,7 @@ class SecureChannelTest : public ::testing::Test {
     ctx_ = ZmqContext::Create().value();
     receiver_ = GenerateCurveKeyPair().value();
     sender_ = GenerateCurveKeyPair().value();
-    ASSERT_TRUE(authorizer_.SetDeployment(SubtaskIndex(0), {sender_.public_key}).ok());
+    ASSERT_OK(authorizer_.SetDeployment(SubtaskIndex(0), {sender_.public_key}));
     zap_ = ZapAuthenticator::Start(*ctx_, authorizer_.Policy()).value();
     InputGateOptions go = GateOptions(SubtaskIndex(0), 1);
     go.curve_keys = receiver_;
@@ -123,12 +124,12 @@ class SecureChannelTest : public ::testing::Test {
   // Sends records ids [from, to) and END_OF_INPUT from an admitted writer.
   void SendAdmitted(int64_t from, int64_t to) {
     auto writer = RecordWriter::Create(*ctx_, Writer(sender_)).value();
-    ASSERT_TRUE(writer->AwaitConnections(Duration::Seconds(5)).ok());
+    ASSERT_OK(writer->AwaitConnections(Duration::Seconds(5)));
     for (int64_t id = from; id < to; ++id) {
-      ASSERT_TRUE(writer->Emit(LongKeyRecord(id), Timestamp(0)).ok());
+      ASSERT_OK(writer->Emit(LongKeyRecord(id), Timestamp(0)));
     }
-    ASSERT_TRUE(writer->BroadcastEvent(ChannelEvent::EndOfInput()).ok());
-    ASSERT_TRUE(writer->Close().ok());
+    ASSERT_OK(writer->BroadcastEvent(ChannelEvent::EndOfInput()));
+    ASSERT_OK(writer->Close());
   }
 
   std::vector<int64_t> ReceivedIds() {
@@ -144,7 +145,7 @@ class SecureChannelTest : public ::testing::Test {
     const int64_t deadline = MonotonicMillis() + 5000;
     while (authorizer_.refused() < n && MonotonicMillis() < deadline) {
       auto ready = gate_->WaitForInput(Duration::Millis(10));  // bounded wait, consumes nothing
-      EXPECT_TRUE(ready.ok());
+      EXPECT_OK(ready);
     }
     return authorizer_.refused() >= n;
   }
@@ -182,7 +183,7 @@ TEST_F(SecureChannelTest, DeliversNothingFromAnUnknownKey) {
   CurveKeyPair stranger = GenerateCurveKeyPair().value();
   auto rogue = RecordWriter::Create(*ctx_, Writer(stranger)).value();
   for (int64_t id = 1000; id < 1010; ++id) {
-    ASSERT_TRUE(rogue->Emit(LongKeyRecord(id), Timestamp(0)).ok());
+    ASSERT_OK(rogue->Emit(LongKeyRecord(id), Timestamp(0)));
   }
   ASSERT_TRUE(AwaitRefused(1));
   // Its handshake was refused, so it never had a connection to hand frames to.
@@ -244,7 +245,7 @@ TEST_F(SecureChannelTest, CountsEachPlainTextConnectionOnceAsRefused) {
     ASSERT_TRUE(AwaitRefused(n)) << "refused " << authorizer_.refused() << ", expected " << n;
   }
   // Nothing else arrives later: no reconnects, no double count with the policy's refusals.
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(gate_->WaitForInput(Duration::Millis(10)).ok());
+  for (int i = 0; i < 20; ++i) ASSERT_OK(gate_->WaitForInput(Duration::Millis(10)));
   EXPECT_EQ(authorizer_.refused(), 3);
   EXPECT_EQ(gate_->refused_handshakes(), 3u);
   EXPECT_EQ(zap_->counts("data/0/0").refused, 0u) << "the ZAP policy never saw them";
@@ -266,7 +267,7 @@ TEST_F(SecureChannelTest, AnUnknownKeyIsCountedOnceNotAlsoAsAFailedHandshake) {
   rogue.set(zmq::sockopt::curve_secretkey, stranger.secret_key);
   rogue.connect(gate_->endpoint(SubtaskIndex(0)));
   ASSERT_TRUE(AwaitRefused(1));
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(gate_->WaitForInput(Duration::Millis(10)).ok());
+  for (int i = 0; i < 20; ++i) ASSERT_OK(gate_->WaitForInput(Duration::Millis(10)));
   EXPECT_EQ(authorizer_.refused(), 1);
   EXPECT_EQ(gate_->refused_handshakes(), 0u);
 }

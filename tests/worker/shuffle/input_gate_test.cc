@@ -9,6 +9,7 @@
 
 #include "common/transport/endpoint.h"
 #include "common/transport/zmq_socket.h"
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/shuffle/shuffle_test_util.h"
 
 namespace keyflow {
@@ -36,19 +37,19 @@ class InputGateTest : public ::testing::Test {
   }
   RecordWriter& MakeWriter(RecordWriterOptions options) {
     writers_.push_back(RecordWriter::Create(*ctx_, std::move(options)).value());
-    EXPECT_TRUE(writers_.back()->AwaitConnections(Duration::Seconds(5)).ok());
+    EXPECT_OK(writers_.back()->AwaitConnections(Duration::Seconds(5)));
     return *writers_.back();
   }
   // A bare PUSH socket connected to channel `channel`, for hand-made frames.
   ZmqSocket& RawSender(SubtaskIndex channel) {
     raw_.push_back(ZmqSocket::Create(*ctx_, SocketType::kPush).value());
-    EXPECT_TRUE(raw_.back().Connect(gate_->endpoint(channel)).ok());
+    EXPECT_OK(raw_.back().Connect(gate_->endpoint(channel)));
     return raw_.back();
   }
   // Waits for the next event; fails the test on error or silence.
   std::optional<InputEvent> NextEvent() {
     auto next = gate_->Next(Duration::Seconds(5));
-    EXPECT_TRUE(next.ok()) << next.status().ToString();
+    EXPECT_OK(next);
     return next.ok() ? *next : std::nullopt;
   }
   // Waits for the next poll outcome that is not "nothing yet": an event or an error.
@@ -98,7 +99,7 @@ TEST_F(InputGateTest, BlockedChannelStopsDeliveryFromThatChannelOnly) {
   RecordWriter& w1 = MakeWriter(WriterOptions(SubtaskIndex(1), {&gate}));
 
   // Channel 0 delivers its barrier; alignment blocks it.
-  ASSERT_TRUE(w0.BroadcastEvent(ChannelEvent::Barrier(CheckpointId(1), Timestamp(0))).ok());
+  ASSERT_OK(w0.BroadcastEvent(ChannelEvent::Barrier(CheckpointId(1), Timestamp(0))));
   auto barrier = NextEvent();
   ASSERT_TRUE(barrier.has_value());
   EXPECT_EQ(barrier->channel, SubtaskIndex(0));
@@ -108,12 +109,12 @@ TEST_F(InputGateTest, BlockedChannelStopsDeliveryFromThatChannelOnly) {
   EXPECT_FALSE(gate.IsBlocked(SubtaskIndex(1)));
 
   // Post-barrier records on channel 0 must wait; channel 1 keeps flowing.
-  ASSERT_TRUE(w0.Emit(LongKeyRecord(100), Timestamp(0)).ok());
-  ASSERT_TRUE(w0.BroadcastEvent(ChannelEvent::EndOfInput()).ok());
-  ASSERT_TRUE(w0.Flush().ok());
-  ASSERT_TRUE(w1.Emit(LongKeyRecord(200), Timestamp(0)).ok());
-  ASSERT_TRUE(w1.BroadcastEvent(ChannelEvent::Barrier(CheckpointId(1), Timestamp(0))).ok());
-  ASSERT_TRUE(w1.BroadcastEvent(ChannelEvent::EndOfInput()).ok());
+  ASSERT_OK(w0.Emit(LongKeyRecord(100), Timestamp(0)));
+  ASSERT_OK(w0.BroadcastEvent(ChannelEvent::EndOfInput()));
+  ASSERT_OK(w0.Flush());
+  ASSERT_OK(w1.Emit(LongKeyRecord(200), Timestamp(0)));
+  ASSERT_OK(w1.BroadcastEvent(ChannelEvent::Barrier(CheckpointId(1), Timestamp(0))));
+  ASSERT_OK(w1.BroadcastEvent(ChannelEvent::EndOfInput()));
   std::vector<OwnedEvent> seen;
   for (int i = 0; i < 3; ++i) {
     auto e = NextEvent();
@@ -126,7 +127,7 @@ TEST_F(InputGateTest, BlockedChannelStopsDeliveryFromThatChannelOnly) {
   EXPECT_EQ(seen[2].event.kind, FrameKind::kEndOfInput);
   // Nothing from the blocked channel, however long we wait for it.
   auto none = gate.Next(Duration::Millis(200));
-  ASSERT_TRUE(none.ok());
+  ASSERT_OK(none);
   EXPECT_FALSE(none->has_value());
   EXPECT_FALSE(gate.WaitForInput(Duration::Millis(50)).value().input);
 
@@ -158,9 +159,9 @@ TEST_F(InputGateTest, FramesOfAnOlderAttemptAreDroppedAndCounted) {
   }
   // The current attempt starts its own sequence at 0.
   RecordWriter& writer = MakeWriter(WriterOptions(SubtaskIndex(0), {&gate}, AttemptNumber(2)));
-  ASSERT_TRUE(writer.Emit(LongKeyRecord(1), Timestamp(0)).ok());
-  ASSERT_TRUE(writer.BroadcastEvent(ChannelEvent::EndOfInput()).ok());
-  ASSERT_TRUE(writer.Close().ok());
+  ASSERT_OK(writer.Emit(LongKeyRecord(1), Timestamp(0)));
+  ASSERT_OK(writer.BroadcastEvent(ChannelEvent::EndOfInput()));
+  ASSERT_OK(writer.Close());
   // The stale frames come on their own connection, interleaved with the current ones in any
   // order; none of them may be delivered or disturb the current attempt's sequence.
   std::vector<OwnedEvent> events = DrainUntilEndOfInput(gate);
@@ -257,9 +258,9 @@ TEST_F(InputGateTest, GarbageAndDamagedFramesAreDroppedAndCountedWithoutFailing)
   std::string bad_length = good + "extra";
   for (const std::string& junk : {std::string("hello"), std::string(1024, '\xa5'), bad_checksum,
                                   bad_magic, other_version, bad_length, std::string()}) {
-    ASSERT_TRUE(sender.Send(junk, SendOptions{}).ok());
+    ASSERT_OK(sender.Send(junk, SendOptions{}));
   }
-  ASSERT_TRUE(sender.Send(good, SendOptions{}).ok());
+  ASSERT_OK(sender.Send(good, SendOptions{}));
   auto e = NextEvent();
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->event, ChannelEvent::Idle());
@@ -280,7 +281,7 @@ TEST_F(InputGateTest, ADamagedFrameOfTheSenderFailsAtTheNextGoodFrameAsLost) {
   for (const std::string& frame :
        {EventFrame(SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::Idle()), damaged,
         EventFrame(SubtaskIndex(0), AttemptNumber(1), 2, ChannelEvent::Active())}) {
-    ASSERT_TRUE(sender.Send(frame, SendOptions{}).ok());
+    ASSERT_OK(sender.Send(frame, SendOptions{}));
   }
   ASSERT_TRUE(NextEvent().has_value());
   Status s = NextError();
@@ -299,7 +300,7 @@ TEST_F(InputGateTest, AJunkFloodIsDrainedInBoundedStepsAndTheGoodFrameStillArriv
   InputGate& gate = MakeGate(GateOptions(SubtaskIndex(0), 1));
   ZmqSocket& sender = RawSender(SubtaskIndex(0));
   const int junk = 3 * InputChannel::kMaxDropsPerReceive + 5;
-  for (int i = 0; i < junk; ++i) ASSERT_TRUE(sender.Send("junk", SendOptions{}).ok());
+  for (int i = 0; i < junk; ++i) ASSERT_OK(sender.Send("junk", SendOptions{}));
   ASSERT_TRUE(sender
                   .Send(EventFrame(SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::Idle()),
                         SendOptions{})
@@ -319,7 +320,7 @@ TEST_F(InputGateTest, AFrameAboveTheSizeLimitIsRefusedByZeroMqAndOthersAreServed
   ZmqSocket& big = RawSender(SubtaskIndex(0));
   std::string oversized(kFrameHeaderSize + 2000, '\0');
   SealFrame(FrameHeader{FrameKind::kEndOfInput, SubtaskIndex(0), AttemptNumber(1), 0}, &oversized);
-  ASSERT_TRUE(big.Send(oversized, SendOptions{}).ok());
+  ASSERT_OK(big.Send(oversized, SendOptions{}));
   ZmqSocket& good = RawSender(SubtaskIndex(0));
   ASSERT_TRUE(good.Send(EventFrame(SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::Idle()),
                         SendOptions{})
@@ -328,7 +329,7 @@ TEST_F(InputGateTest, AFrameAboveTheSizeLimitIsRefusedByZeroMqAndOthersAreServed
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->event, ChannelEvent::Idle());
   auto nothing = gate.Next(Duration::Millis(200));
-  ASSERT_TRUE(nothing.ok()) << nothing.status().ToString();
+  ASSERT_OK(nothing);
   EXPECT_FALSE(nothing->has_value()) << "the oversized frame must not be delivered";
   EXPECT_EQ(gate.metrics(SubtaskIndex(0)).dropped_frames, 0u);
   EXPECT_EQ(gate.metrics(SubtaskIndex(0)).frames, 1u);
@@ -343,7 +344,7 @@ TEST_F(InputGateTest, RecordOfAForeignKeyGroupIsRejected) {
   ASSERT_TRUE(
       writer.Emit(Record{Key::FromBytes("k"), KeyGroupId(100), Timestamp(0), ""}, Timestamp(0))
           .ok());
-  ASSERT_TRUE(writer.Flush().ok());
+  ASSERT_OK(writer.Flush());
   Status s = NextError();
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("record of key group 100 arrived at keyed subtask 0, which owns "
@@ -389,7 +390,7 @@ TEST_F(InputGateTest, WaitForInputWakesForTheExtraFdInputOrTimeout) {
 TEST_F(InputGateTest, PollNextReturnsNothingWhenNoFrameIsPending) {
   InputGate& gate = MakeGate(GateOptions(SubtaskIndex(0), 2));
   auto e = gate.PollNext();
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   EXPECT_FALSE(e->has_value());
   EXPECT_FALSE(gate.AllFinished());
 }

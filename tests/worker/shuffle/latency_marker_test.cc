@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/transport/zmq_socket.h"
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/shuffle/shuffle_test_util.h"
 #include "worker/shuffle/data_frame.h"
 #include "worker/shuffle/record_writer.h"
@@ -38,7 +39,7 @@ class LatencyMarkerTest : public ::testing::Test {
     RecordWriterOptions options = WriterOptions(SubtaskIndex(0), {gate_.get()});
     options.batch_timeout = batch_timeout;
     writer_ = RecordWriter::Create(*ctx_, std::move(options)).value();
-    EXPECT_TRUE(writer_->AwaitConnections(Duration::Seconds(5)).ok());
+    EXPECT_OK(writer_->AwaitConnections(Duration::Seconds(5)));
     return *writer_;
   }
 
@@ -67,13 +68,13 @@ class LatencyMarkerTest : public ::testing::Test {
 
 TEST_F(LatencyMarkerTest, MarkerAfterNRecordsArrivesAfterExactlyThoseRecords) {
   RecordWriter& writer = MakeWriter();
-  for (int i = 0; i < 7; ++i) ASSERT_TRUE(writer.Emit(LongKeyRecord(i), Timestamp(100)).ok());
-  ASSERT_TRUE(writer.AddLatencyMarker(kMarkedUs, Timestamp(101)).ok());
+  for (int i = 0; i < 7; ++i) ASSERT_OK(writer.Emit(LongKeyRecord(i), Timestamp(100)));
+  ASSERT_OK(writer.AddLatencyMarker(kMarkedUs, Timestamp(101)));
   // The batch of 7 is due at 105 (its first record + 5 ms); the marker leaves right behind it.
-  ASSERT_TRUE(writer.FlushIfDue(Timestamp(105)).ok());
-  for (int i = 7; i < 10; ++i) ASSERT_TRUE(writer.Emit(LongKeyRecord(i), Timestamp(106)).ok());
-  ASSERT_TRUE(writer.BroadcastEvent(ChannelEvent::EndOfInput()).ok());
-  ASSERT_TRUE(writer.Flush().ok());
+  ASSERT_OK(writer.FlushIfDue(Timestamp(105)));
+  for (int i = 7; i < 10; ++i) ASSERT_OK(writer.Emit(LongKeyRecord(i), Timestamp(106)));
+  ASSERT_OK(writer.BroadcastEvent(ChannelEvent::EndOfInput()));
+  ASSERT_OK(writer.Flush());
 
   Seen seen = DrainAndCount();
   EXPECT_EQ(seen.records, 10u);
@@ -83,18 +84,18 @@ TEST_F(LatencyMarkerTest, MarkerAfterNRecordsArrivesAfterExactlyThoseRecords) {
 
 TEST_F(LatencyMarkerTest, MarkerWaitsForItsBatchsTimeBoundLikeARecord) {
   RecordWriter& writer = MakeWriter();
-  ASSERT_TRUE(writer.Emit(LongKeyRecord(1), Timestamp(100)).ok());
-  ASSERT_TRUE(writer.AddLatencyMarker(kMarkedUs, Timestamp(103)).ok());
+  ASSERT_OK(writer.Emit(LongKeyRecord(1), Timestamp(100)));
+  ASSERT_OK(writer.AddLatencyMarker(kMarkedUs, Timestamp(103)));
   // Records appended after the marker but in the same batch go before it: the marker then also
   // covers their processing (an overestimate, never an underestimate).
-  ASSERT_TRUE(writer.Emit(LongKeyRecord(2), Timestamp(104)).ok());
+  ASSERT_OK(writer.Emit(LongKeyRecord(2), Timestamp(104)));
   EXPECT_EQ(writer.NextFlushDeadline(), Timestamp(105));  // the batch's bound, not the marker's
-  ASSERT_TRUE(writer.FlushIfDue(Timestamp(104)).ok());
+  ASSERT_OK(writer.FlushIfDue(Timestamp(104)));
   EXPECT_EQ(writer.metrics(SubtaskIndex(0)).frames, 0u);  // not sent early
-  ASSERT_TRUE(writer.FlushIfDue(Timestamp(105)).ok());
+  ASSERT_OK(writer.FlushIfDue(Timestamp(105)));
   EXPECT_EQ(writer.metrics(SubtaskIndex(0)).frames, 2u);  // the batch, then the marker
   EXPECT_EQ(writer.metrics(SubtaskIndex(0)).records, 2u);
-  ASSERT_TRUE(writer.BroadcastEvent(ChannelEvent::EndOfInput()).ok());
+  ASSERT_OK(writer.BroadcastEvent(ChannelEvent::EndOfInput()));
 
   Seen seen = DrainAndCount();
   EXPECT_EQ(seen.records_before_marker, std::vector<size_t>{2});
@@ -103,28 +104,28 @@ TEST_F(LatencyMarkerTest, MarkerWaitsForItsBatchsTimeBoundLikeARecord) {
 TEST_F(LatencyMarkerTest, MarkerOnAnEmptyChannelStartsTheTimeBound) {
   RecordWriter& writer = MakeWriter();
   EXPECT_EQ(writer.NextFlushDeadline(), kMaxWatermark);
-  ASSERT_TRUE(writer.AddLatencyMarker(kMarkedUs, Timestamp(200)).ok());
+  ASSERT_OK(writer.AddLatencyMarker(kMarkedUs, Timestamp(200)));
   EXPECT_EQ(writer.NextFlushDeadline(), Timestamp(205));
   // A record arriving meanwhile joins the same bound and goes before the marker.
-  ASSERT_TRUE(writer.Emit(LongKeyRecord(3), Timestamp(202)).ok());
+  ASSERT_OK(writer.Emit(LongKeyRecord(3), Timestamp(202)));
   EXPECT_EQ(writer.NextFlushDeadline(), Timestamp(205));
-  ASSERT_TRUE(writer.FlushIfDue(Timestamp(204)).ok());
+  ASSERT_OK(writer.FlushIfDue(Timestamp(204)));
   EXPECT_EQ(writer.metrics(SubtaskIndex(0)).frames, 0u);
-  ASSERT_TRUE(writer.FlushIfDue(Timestamp(205)).ok());
+  ASSERT_OK(writer.FlushIfDue(Timestamp(205)));
   EXPECT_EQ(writer.metrics(SubtaskIndex(0)).frames, 2u);
   EXPECT_EQ(writer.NextFlushDeadline(), kMaxWatermark);
-  ASSERT_TRUE(writer.BroadcastEvent(ChannelEvent::EndOfInput()).ok());
+  ASSERT_OK(writer.BroadcastEvent(ChannelEvent::EndOfInput()));
   EXPECT_EQ(DrainAndCount().records_before_marker, std::vector<size_t>{1});
 }
 
 TEST_F(LatencyMarkerTest, ASecondMarkerWhileOneWaitsIsSkipped) {
   RecordWriter& writer = MakeWriter();
-  ASSERT_TRUE(writer.AddLatencyMarker(kMarkedUs, Timestamp(10)).ok());
-  ASSERT_TRUE(writer.AddLatencyMarker(kMarkedUs + 1000, Timestamp(11)).ok());
-  ASSERT_TRUE(writer.FlushIfDue(Timestamp(15)).ok());
-  ASSERT_TRUE(writer.AddLatencyMarker(kMarkedUs + 2000, Timestamp(16)).ok());
+  ASSERT_OK(writer.AddLatencyMarker(kMarkedUs, Timestamp(10)));
+  ASSERT_OK(writer.AddLatencyMarker(kMarkedUs + 1000, Timestamp(11)));
+  ASSERT_OK(writer.FlushIfDue(Timestamp(15)));
+  ASSERT_OK(writer.AddLatencyMarker(kMarkedUs + 2000, Timestamp(16)));
   // An event seals the pending batch and the waiting marker before it.
-  ASSERT_TRUE(writer.BroadcastEvent(ChannelEvent::EndOfInput()).ok());
+  ASSERT_OK(writer.BroadcastEvent(ChannelEvent::EndOfInput()));
   Seen seen = DrainAndCount();
   EXPECT_EQ(seen.marked_us, (std::vector<int64_t>{kMarkedUs, kMarkedUs + 2000}));
 }
@@ -134,25 +135,25 @@ TEST_F(LatencyMarkerTest, MalformedMarkerIsDroppedAndCountedAndTheChannelGoesOn)
   // time: both are dropped and counted; the frames around them arrive in order.
   SocketOptions options;
   ZmqSocket push = ZmqSocket::Create(*ctx_, SocketType::kPush, options).value();
-  ASSERT_TRUE(push.Connect(gate_->endpoint(SubtaskIndex(0))).ok());
+  ASSERT_OK(push.Connect(gate_->endpoint(SubtaskIndex(0))));
   std::string frame;
   uint64_t seq = 0;
   EncodeEventFrame(SubtaskIndex(0), AttemptNumber(1), seq++, ChannelEvent::Watermark(Timestamp(5)),
                    &frame);
-  ASSERT_TRUE(push.Send(frame, SendOptions{}).ok());
+  ASSERT_OK(push.Send(frame, SendOptions{}));
   EncodeEventFrame(SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::LatencyMarker(7), &frame);
   frame.resize(kFrameHeaderSize + 4);  // a 4-byte payload instead of 8
   SealFrame(FrameHeader{FrameKind::kLatencyMarker, SubtaskIndex(0), AttemptNumber(1), seq++},
             &frame);
-  ASSERT_TRUE(push.Send(frame, SendOptions{}).ok());
+  ASSERT_OK(push.Send(frame, SendOptions{}));
   EncodeEventFrame(SubtaskIndex(0), AttemptNumber(1), seq++, ChannelEvent::LatencyMarker(-1),
                    &frame);
-  ASSERT_TRUE(push.Send(frame, SendOptions{}).ok());
+  ASSERT_OK(push.Send(frame, SendOptions{}));
   EncodeEventFrame(SubtaskIndex(0), AttemptNumber(1), seq++, ChannelEvent::LatencyMarker(kMarkedUs),
                    &frame);
-  ASSERT_TRUE(push.Send(frame, SendOptions{}).ok());
+  ASSERT_OK(push.Send(frame, SendOptions{}));
   EncodeEventFrame(SubtaskIndex(0), AttemptNumber(1), seq++, ChannelEvent::EndOfInput(), &frame);
-  ASSERT_TRUE(push.Send(frame, SendOptions{}).ok());
+  ASSERT_OK(push.Send(frame, SendOptions{}));
 
   std::vector<OwnedEvent> events = DrainUntilEndOfInput(*gate_);
   ASSERT_EQ(events.size(), 3u);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/field_tape_writer.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -36,15 +37,15 @@ TEST(RecordBatchBuilder, FinishIntoStartsAnEmptyBatchThatReusesTheBuffers) {
   builder.FinishInto(SubtaskIndex(0), AttemptNumber(1), 1, &second);
 
   auto decoded = DecodeFrame(second, "test");
-  ASSERT_TRUE(decoded.ok());
+  ASSERT_OK(decoded);
   EXPECT_EQ(decoded->header.sequence, 1u);
   std::vector<RecordView> views;
-  ASSERT_TRUE(DecodeRecordBatch(decoded->payload, "test", &views).ok());
+  ASSERT_OK(DecodeRecordBatch(decoded->payload, "test", &views));
   ASSERT_EQ(views.size(), 1u);  // only the record appended after the first FinishInto
   EXPECT_EQ(views[0].key, "b");
   EXPECT_EQ(views[0].payload, "y");
   // The first frame is untouched by the second batch.
-  ASSERT_TRUE(DecodeFrame(first, "test").ok());
+  ASSERT_OK(DecodeFrame(first, "test"));
 }
 
 TEST(RecordBatchBuilder, ClearDropsAppendedRecords) {
@@ -87,7 +88,7 @@ TEST(RecordBatchBuilder, RecordsWithFieldsRoundTrip) {
   builder.Append(payload_only);
   std::string frame;
   std::vector<RecordView> views;
-  ASSERT_TRUE(SealAndDecode(builder, &frame, &views).ok());
+  ASSERT_OK(SealAndDecode(builder, &frame, &views));
   ASSERT_EQ(views.size(), 3u);
   EXPECT_EQ(views[0].ToRecord(), with);
   EXPECT_EQ(views[1].ToRecord(), key_only);

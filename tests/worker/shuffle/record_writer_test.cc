@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/shuffle/shuffle_test_util.h"
 
 namespace keyflow {
@@ -45,7 +46,7 @@ class RecordWriterTest : public ::testing::Test {
 
   RecordWriter& MakeWriter(RecordWriterOptions options) {
     writer_ = RecordWriter::Create(*ctx_, std::move(options)).value();
-    EXPECT_TRUE(writer_->AwaitConnections(Duration::Seconds(5)).ok());
+    EXPECT_OK(writer_->AwaitConnections(Duration::Seconds(5)));
     return *writer_;
   }
 
@@ -59,9 +60,9 @@ TEST_F(RecordWriterTest, SealsABatchWhenItReachesTheSizeBound) {
   options.batch_size_bytes = kEmptyBatchBytes + 10 * kLongRecordBytes;
   options.batch_timeout = Duration::Seconds(3600);
   RecordWriter& writer = MakeWriter(options);
-  for (int i = 0; i < 9; ++i) ASSERT_TRUE(writer.Emit(LongKeyRecord(i), Timestamp(0)).ok());
+  for (int i = 0; i < 9; ++i) ASSERT_OK(writer.Emit(LongKeyRecord(i), Timestamp(0)));
   EXPECT_EQ(writer.metrics(SubtaskIndex(0)).frames, 0u);
-  ASSERT_TRUE(writer.Emit(LongKeyRecord(9), Timestamp(0)).ok());
+  ASSERT_OK(writer.Emit(LongKeyRecord(9), Timestamp(0)));
   EXPECT_EQ(writer.metrics(SubtaskIndex(0)).frames, 1u);
   EXPECT_EQ(writer.metrics(SubtaskIndex(0)).records, 10u);
   EXPECT_EQ(writer.metrics(SubtaskIndex(0)).bytes, kEmptyBatchBytes + 10 * kLongRecordBytes);
@@ -78,30 +79,30 @@ TEST_F(RecordWriterTest, SealsABatchWhenItsTimeBoundPasses) {
   options.batch_timeout = Duration::Millis(5);
   RecordWriter& writer = MakeWriter(options);
   EXPECT_EQ(writer.NextFlushDeadline(), kMaxWatermark);
-  ASSERT_TRUE(writer.Emit(LongKeyRecord(1), Timestamp(100)).ok());
-  ASSERT_TRUE(writer.Emit(LongKeyRecord(2), Timestamp(103)).ok());  // deadline stays 105
+  ASSERT_OK(writer.Emit(LongKeyRecord(1), Timestamp(100)));
+  ASSERT_OK(writer.Emit(LongKeyRecord(2), Timestamp(103)));  // deadline stays 105
   EXPECT_EQ(writer.NextFlushDeadline(), Timestamp(105));
-  ASSERT_TRUE(writer.FlushIfDue(Timestamp(104)).ok());
+  ASSERT_OK(writer.FlushIfDue(Timestamp(104)));
   EXPECT_EQ(writer.metrics(SubtaskIndex(0)).frames, 0u);
-  ASSERT_TRUE(writer.FlushIfDue(Timestamp(105)).ok());
+  ASSERT_OK(writer.FlushIfDue(Timestamp(105)));
   EXPECT_EQ(writer.metrics(SubtaskIndex(0)).frames, 1u);
   EXPECT_EQ(writer.metrics(SubtaskIndex(0)).records, 2u);
   EXPECT_EQ(writer.NextFlushDeadline(), kMaxWatermark);
   // The next batch starts its own time bound.
-  ASSERT_TRUE(writer.Emit(LongKeyRecord(3), Timestamp(200)).ok());
+  ASSERT_OK(writer.Emit(LongKeyRecord(3), Timestamp(200)));
   EXPECT_EQ(writer.NextFlushDeadline(), Timestamp(205));
 }
 
 TEST_F(RecordWriterTest, EventsGoOutAfterThePendingRecordsInOrder) {
   RecordWriterOptions options = WriterOptions(SubtaskIndex(0), {gate_.get()});
   RecordWriter& writer = MakeWriter(options);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(writer.Emit(LongKeyRecord(i), Timestamp(0)).ok());
-  ASSERT_TRUE(writer.BroadcastEvent(ChannelEvent::Watermark(Timestamp(10))).ok());
-  for (int i = 3; i < 5; ++i) ASSERT_TRUE(writer.Emit(LongKeyRecord(i), Timestamp(0)).ok());
-  ASSERT_TRUE(writer.BroadcastEvent(ChannelEvent::Barrier(CheckpointId(1), Timestamp(7))).ok());
-  ASSERT_TRUE(writer.BroadcastEvent(ChannelEvent::Idle()).ok());
-  ASSERT_TRUE(writer.BroadcastEvent(ChannelEvent::EndOfInput()).ok());
-  ASSERT_TRUE(writer.Close().ok());
+  for (int i = 0; i < 3; ++i) ASSERT_OK(writer.Emit(LongKeyRecord(i), Timestamp(0)));
+  ASSERT_OK(writer.BroadcastEvent(ChannelEvent::Watermark(Timestamp(10))));
+  for (int i = 3; i < 5; ++i) ASSERT_OK(writer.Emit(LongKeyRecord(i), Timestamp(0)));
+  ASSERT_OK(writer.BroadcastEvent(ChannelEvent::Barrier(CheckpointId(1), Timestamp(7))));
+  ASSERT_OK(writer.BroadcastEvent(ChannelEvent::Idle()));
+  ASSERT_OK(writer.BroadcastEvent(ChannelEvent::EndOfInput()));
+  ASSERT_OK(writer.Close());
 
   std::vector<OwnedEvent> events = DrainUntilEndOfInput(*gate_);
   ASSERT_EQ(events.size(), 6u);
@@ -169,7 +170,7 @@ TEST_F(RecordWriterTest, SlowReceiverBlocksEmitWithBoundedMemoryAndLosesNothing)
   if (s.ok()) s = RetryWhileBackpressured([&] { return writer.Flush(); });
   if (s.ok()) s = writer.Close();
   receiver.join();
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_OK(s);
   std::vector<Record> received = RecordsOf(events);
   ASSERT_EQ(received.size(), static_cast<size_t>(kTotal));
   for (int i = 0; i < kTotal; ++i) {
@@ -264,9 +265,9 @@ TEST_F(RecordWriterTest, RefusesARecordAboveTheDataPlaneLimitAndStaysUsable) {
                              "plane's limit of 67108864 bytes per record: split such input "
                              "records");
   huge.payload.pop_back();  // exactly at the limit: goes through
-  ASSERT_TRUE(writer.Emit(huge, Timestamp(0)).ok());
-  ASSERT_TRUE(writer.BroadcastEvent(ChannelEvent::EndOfInput()).ok());
-  ASSERT_TRUE(writer.Flush().ok());
+  ASSERT_OK(writer.Emit(huge, Timestamp(0)));
+  ASSERT_OK(writer.BroadcastEvent(ChannelEvent::EndOfInput()));
+  ASSERT_OK(writer.Flush());
   auto events = DrainUntilEndOfInput(*gate_);
   ASSERT_EQ(RecordsOf(events).size(), 1u);
   EXPECT_EQ(RecordsOf(events)[0].payload.size(), kMaxRecordBytes - 8);

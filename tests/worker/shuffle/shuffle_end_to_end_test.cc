@@ -7,6 +7,7 @@
 
 #include "common/field_tape_writer.h"
 #include "common/key_group_assignment.h"
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/shuffle/shuffle_test_util.h"
 #include "worker/shuffle/input_gate.h"
 #include "worker/shuffle/record_writer.h"
@@ -96,11 +97,10 @@ TEST(ShuffleEndToEnd, EveryRecordArrivesExactlyOnceAtItsKeyGroupOwner) {
   for (auto& t : senders) t.join();
   for (auto& t : receivers) t.join();
 
-  for (int32_t i = 0; i < kSenders; ++i)
-    EXPECT_TRUE(sender_status[i].ok()) << sender_status[i].ToString();
+  for (int32_t i = 0; i < kSenders; ++i) EXPECT_OK(sender_status[i]);
   uint64_t total = 0;
   for (int32_t j = 0; j < kReceivers; ++j) {
-    EXPECT_TRUE(seen[j].error.ok()) << seen[j].error.ToString();
+    EXPECT_OK(seen[j].error);
     EXPECT_EQ(seen[j].wrong_owner, 0u);
     EXPECT_EQ(seen[j].out_of_order, 0u);
     for (int32_t i = 0; i < kSenders; ++i) {
@@ -157,13 +157,13 @@ TEST(ShuffleEndToEnd, RecordsWithFieldsArriveWithTheirFields) {
     w.EndObject();
     return r;
   };
-  for (int64_t n = 0; n < kRecords; ++n) ASSERT_TRUE(writer->Emit(make(n), Timestamp(0)).ok());
-  ASSERT_TRUE(writer->BroadcastEvent(ChannelEvent::EndOfInput()).ok());
-  ASSERT_TRUE(writer->Close().ok());
+  for (int64_t n = 0; n < kRecords; ++n) ASSERT_OK(writer->Emit(make(n), Timestamp(0)));
+  ASSERT_OK(writer->BroadcastEvent(ChannelEvent::EndOfInput()));
+  ASSERT_OK(writer->Close());
   int64_t next = 0;
   while (!gate->AllFinished()) {
     auto event = gate->Next(Duration::Seconds(30));
-    ASSERT_TRUE(event.ok()) << event.status().ToString();
+    ASSERT_OK(event);
     ASSERT_TRUE(event->has_value()) << "no input for 30 s";
     for (const RecordView& v : (*event)->records) {
       const Record expected = make(next++);

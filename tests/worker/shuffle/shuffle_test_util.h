@@ -14,6 +14,7 @@
 #include "common/record.h"
 #include "common/transport/zmq_context.h"
 #include "tests/common/transport/unused_tcp_endpoint.h"
+#include "tests/testutil/status_matchers.h"
 #include "worker/shuffle/input_gate.h"
 #include "worker/shuffle/record_writer.h"
 
@@ -72,7 +73,7 @@ inline std::vector<OwnedEvent> DrainUntilEndOfInput(InputGate& gate) {
   std::vector<OwnedEvent> out;
   while (!gate.AllFinished()) {
     auto next = gate.Next(Duration::Seconds(10));
-    EXPECT_TRUE(next.ok()) << next.status().ToString();
+    EXPECT_OK(next);
     if (!next.ok() || !next->has_value()) {
       ADD_FAILURE() << "no END_OF_INPUT within 10 s";
       break;

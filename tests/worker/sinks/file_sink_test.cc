@@ -13,6 +13,7 @@
 
 #include "common/hashing.h"
 #include "common/testing/fault_injection_file_system.h"
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/sources/test_util.h"
 
 namespace keyflow {
@@ -31,13 +32,13 @@ FileSinkOptions Options(const std::string& dir, int32_t subtask = 0, int64_t att
 
 FileSink OpenSink(const FileSinkOptions& options) {
   Result<FileSink> sink = FileSink::Open(options);
-  EXPECT_TRUE(sink.ok()) << sink.status().ToString();
+  EXPECT_OK(sink);
   return std::move(sink).value();
 }
 
 FileSinkCommittable PreCommit(FileSink& sink, int64_t checkpoint) {
   Result<std::optional<FileSinkCommittable>> c = sink.PreCommit(CheckpointId(checkpoint));
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_OK(c);
   EXPECT_TRUE(c->has_value());
   return c->value_or(FileSinkCommittable{});
 }
@@ -57,12 +58,12 @@ TEST(FileSink, AnEmptyTransactionCreatesNoFileAndNoCommittable) {
   TempDir dir;
   FileSink sink = OpenSink(Options(dir.path()));
   Result<std::optional<FileSinkCommittable>> c = sink.PreCommit(CheckpointId(1));
-  ASSERT_TRUE(c.ok());
+  ASSERT_OK(c);
   EXPECT_FALSE(c->has_value());
   EXPECT_TRUE(sink.pending_committables().empty());
   EXPECT_TRUE(dir.List().empty());
   Result<std::vector<std::string>> finished = sink.FinishAndCommit();
-  ASSERT_TRUE(finished.ok());
+  ASSERT_OK(finished);
   EXPECT_TRUE(finished->empty());
   EXPECT_TRUE(dir.List().empty());
 }
@@ -70,8 +71,8 @@ TEST(FileSink, AnEmptyTransactionCreatesNoFileAndNoCommittable) {
 TEST(FileSink, InProgressThenPendingThenCommitted) {
   TempDir dir;
   FileSink sink = OpenSink(Options(dir.path(), 3, 2));
-  ASSERT_TRUE(sink.Write(R"({"k":"a"})").ok());
-  ASSERT_TRUE(sink.Write(R"({"k":"b"})").ok());
+  ASSERT_OK(sink.Write(R"({"k":"a"})"));
+  ASSERT_OK(sink.Write(R"({"k":"b"})"));
   EXPECT_EQ(dir.List(), std::vector<std::string>{".part-3-2-0.inprogress"});
   EXPECT_EQ(Result_(dir), "");
 
@@ -86,11 +87,11 @@ TEST(FileSink, InProgressThenPendingThenCommitted) {
   EXPECT_EQ(sink.pending_committables(), std::vector<FileSinkCommittable>{c});
   EXPECT_EQ(Result_(dir), "");
 
-  ASSERT_TRUE(sink.Write(R"({"k":"c"})").ok());  // opens transaction 1
+  ASSERT_OK(sink.Write(R"({"k":"c"})"));  // opens transaction 1
   EXPECT_EQ(dir.List(),
             (std::vector<std::string>{".part-3-2-1.inprogress", "_part-3-2-0-7.pending"}));
 
-  ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(7)).ok());
+  ASSERT_OK(sink.NotifyCheckpointComplete(CheckpointId(7)));
   EXPECT_EQ(dir.List(), (std::vector<std::string>{".part-3-2-1.inprogress", "part-3-2-7.jsonl"}));
   EXPECT_EQ(ReadFile(dir.File("part-3-2-7.jsonl")), content);
   EXPECT_TRUE(sink.pending_committables().empty());
@@ -100,29 +101,29 @@ TEST(FileSink, NotificationCommitsEveryPendingTransactionUpToItsCheckpoint) {
   TempDir dir;
   FileSink sink = OpenSink(Options(dir.path()));
   for (int64_t cp = 1; cp <= 3; ++cp) {
-    ASSERT_TRUE(sink.Write("line " + std::to_string(cp)).ok());
+    ASSERT_OK(sink.Write("line " + std::to_string(cp)));
     PreCommit(sink, cp);
   }
-  ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(2)).ok());  // 1 was skipped
+  ASSERT_OK(sink.NotifyCheckpointComplete(CheckpointId(2)));  // 1 was skipped
   EXPECT_EQ(dir.List(), (std::vector<std::string>{"_part-0-1-2-3.pending", "part-0-1-1.jsonl",
                                                   "part-0-1-2.jsonl"}));
   ASSERT_EQ(sink.pending_committables().size(), 1u);
   EXPECT_EQ(sink.pending_committables()[0].checkpoint, CheckpointId(3));
-  ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(2)).ok());  // late duplicate: no-op
-  ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(1)).ok());  // out of order: no-op
+  ASSERT_OK(sink.NotifyCheckpointComplete(CheckpointId(2)));  // late duplicate: no-op
+  ASSERT_OK(sink.NotifyCheckpointComplete(CheckpointId(1)));  // out of order: no-op
   EXPECT_EQ(sink.pending_committables().size(), 1u);
-  ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(3)).ok());
+  ASSERT_OK(sink.NotifyCheckpointComplete(CheckpointId(3)));
   EXPECT_EQ(Result_(dir), "line 1\nline 2\nline 3\n");
 }
 
 TEST(FileSink, CommitIsIdempotentAndFailsWhenBothFilesAreGone) {
   TempDir dir;
   FileSink sink = OpenSink(Options(dir.path()));
-  ASSERT_TRUE(sink.Write("x").ok());
+  ASSERT_OK(sink.Write("x"));
   FileSinkCommittable c = PreCommit(sink, 4);
-  ASSERT_TRUE(FileSink::Commit(dir.path(), c).ok());
-  ASSERT_TRUE(FileSink::Commit(dir.path(), c).ok());  // already committed
-  ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(4)).ok());
+  ASSERT_OK(FileSink::Commit(dir.path(), c));
+  ASSERT_OK(FileSink::Commit(dir.path(), c));  // already committed
+  ASSERT_OK(sink.NotifyCheckpointComplete(CheckpointId(4)));
   EXPECT_EQ(dir.List(), std::vector<std::string>{"part-0-1-4.jsonl"});
   EXPECT_EQ(ReadFile(dir.File("part-0-1-4.jsonl")), "x\n");
 
@@ -136,7 +137,7 @@ TEST(FileSink, CommitIsIdempotentAndFailsWhenBothFilesAreGone) {
 TEST(FileSink, CommitDetectsAPendingFileOfTheWrongSize) {
   TempDir dir;
   FileSink sink = OpenSink(Options(dir.path()));
-  ASSERT_TRUE(sink.Write("abc").ok());
+  ASSERT_OK(sink.Write("abc"));
   FileSinkCommittable c = PreCommit(sink, 1);
   dir.Write(c.pending_name, "abcdef\n");
   Status s = FileSink::Commit(dir.path(), c);
@@ -150,14 +151,14 @@ TEST(FileSink, AbortDeletesTheInProgressFileAndTheDestructorAborts) {
   TempDir dir;
   {
     FileSink sink = OpenSink(Options(dir.path()));
-    ASSERT_TRUE(sink.Write("doomed").ok());
-    ASSERT_TRUE(sink.Abort().ok());
+    ASSERT_OK(sink.Write("doomed"));
+    ASSERT_OK(sink.Abort());
     EXPECT_TRUE(dir.List().empty());
-    ASSERT_TRUE(sink.Write("kept").ok());  // a new transaction
+    ASSERT_OK(sink.Write("kept"));  // a new transaction
     EXPECT_EQ(dir.List(), std::vector<std::string>{".part-0-1-1.inprogress"});
     FileSinkCommittable c = PreCommit(sink, 1);
     EXPECT_EQ(c.size, 5u);
-    ASSERT_TRUE(sink.Write("dropped at close").ok());
+    ASSERT_OK(sink.Write("dropped at close"));
   }
   EXPECT_EQ(dir.List(), std::vector<std::string>{"_part-0-1-1-1.pending"});
 }
@@ -170,25 +171,25 @@ TEST(FileSink, LargeTransactionsAreFlushedInChunksWithTheRightChecksum) {
   std::string expected;
   for (int i = 0; i < 1000; ++i) {
     std::string line = "{\"i\":" + std::to_string(i) + "}";
-    ASSERT_TRUE(sink.Write(line).ok());
+    ASSERT_OK(sink.Write(line));
     expected += line + "\n";
   }
   EXPECT_EQ(sink.transaction_bytes(), expected.size());
   FileSinkCommittable c = PreCommit(sink, 1);
   EXPECT_EQ(c.size, expected.size());
   EXPECT_EQ(c.checksum, Checksum64(expected));
-  ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(1)).ok());
+  ASSERT_OK(sink.NotifyCheckpointComplete(CheckpointId(1)));
   EXPECT_EQ(ReadFile(dir.File("part-0-1-1.jsonl")), expected);
 }
 
 TEST(FileSink, FinishAndCommitCommitsPendingAndCurrentDataAsFinal) {
   TempDir dir;
   FileSink sink = OpenSink(Options(dir.path(), 1, 5));
-  ASSERT_TRUE(sink.Write("a").ok());
+  ASSERT_OK(sink.Write("a"));
   PreCommit(sink, 9);
-  ASSERT_TRUE(sink.Write("b").ok());
+  ASSERT_OK(sink.Write("b"));
   Result<std::vector<std::string>> names = sink.FinishAndCommit();
-  ASSERT_TRUE(names.ok()) << names.status().ToString();
+  ASSERT_OK(names);
   EXPECT_EQ(*names, (std::vector<std::string>{"part-1-5-9.jsonl", "part-1-5-final.jsonl"}));
   EXPECT_EQ(dir.List(), (std::vector<std::string>{"part-1-5-9.jsonl", "part-1-5-final.jsonl"}));
   EXPECT_EQ(Result_(dir), "a\nb\n");
@@ -205,7 +206,7 @@ TEST(FileSink, WriteRejectsLinesWithANewline) {
 TEST(FileSink, OpenCreatesTheDirectoryAndRejectsBadPrefixes) {
   TempDir dir;
   std::string nested = dir.File("out/deeper");
-  ASSERT_TRUE(FileSink::Open(Options(nested)).ok());
+  ASSERT_OK(FileSink::Open(Options(nested)));
   EXPECT_EQ(dir.List(), std::vector<std::string>{"out"});
   for (std::string prefix : {"", "_part", ".part", "a/b"}) {
     FileSinkOptions o = Options(dir.path());
@@ -228,7 +229,7 @@ TEST(FileSink, CommittableRoundTripsThroughBinaryIoAndRejectsPaths) {
   c.EncodeTo(&w);
   BinaryReader r(buf);
   Result<FileSinkCommittable> back = FileSinkCommittable::DecodeFrom(&r);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_EQ(*back, c);
   EXPECT_TRUE(r.at_end());
 
@@ -289,7 +290,7 @@ TEST(FileSink, CommittablesNamingFilesASinkDoesNotWriteAreRefusedWithoutSideEffe
   BinaryWriter w(&buf);
   good.EncodeTo(&w);
   BinaryReader r(buf);
-  EXPECT_TRUE(FileSinkCommittable::DecodeFrom(&r).ok());
+  EXPECT_OK(FileSinkCommittable::DecodeFrom(&r));
 }
 
 // The output's modes follow the worker's FileAccess (--group-readable), whatever the umask:
@@ -309,9 +310,9 @@ TEST(FileSink, OutputIsPrivateOrGroupReadableWhateverTheUmask) {
       FileSinkOptions options = Options(out);
       options.access = expected.access;
       FileSink sink = OpenSink(options);
-      ASSERT_TRUE(sink.Write("a").ok());
+      ASSERT_OK(sink.Write("a"));
       FileSinkCommittable c = PreCommit(sink, 1);
-      ASSERT_TRUE(sink.Write("b").ok());  // an in-progress file
+      ASSERT_OK(sink.Write("b"));  // an in-progress file
       auto mode = [](const std::string& path) {
         struct stat st;
         EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
@@ -320,7 +321,7 @@ TEST(FileSink, OutputIsPrivateOrGroupReadableWhateverTheUmask) {
       EXPECT_EQ(mode(out), expected.dir_mode) << "umask " << umask;
       EXPECT_EQ(mode(out + "/" + c.pending_name), expected.file_mode);
       EXPECT_EQ(mode(out + "/.part-0-1-1.inprogress"), expected.file_mode);
-      ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(1)).ok());
+      ASSERT_OK(sink.NotifyCheckpointComplete(CheckpointId(1)));
       EXPECT_EQ(mode(out + "/" + c.final_name), expected.file_mode) << "umask " << umask;
       ::umask(old);
     }
@@ -337,7 +338,7 @@ TEST(FileSink, AnOutputDirectoryInASetgidDirectoryStaysSetgid) {
   FileSinkOptions options = Options(parent + "/out");
   options.access = FileAccess::kGroupReadable;
   FileSink sink = OpenSink(options);
-  ASSERT_TRUE(sink.Write("a").ok());
+  ASSERT_OK(sink.Write("a"));
   struct stat st;
   ASSERT_EQ(::stat((parent + "/out").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 02750u);
@@ -351,25 +352,25 @@ TEST(FileSink, RecoverCommitsTheRestoredCheckpointAndDeletesUncommittedLeftovers
   {
     FileSink s0 = OpenSink(Options(dir.path(), 0, 1));
     FileSink s1 = OpenSink(Options(dir.path(), 1, 1));
-    ASSERT_TRUE(s0.Write("s0 cp1").ok());
-    ASSERT_TRUE(s1.Write("s1 cp1").ok());
+    ASSERT_OK(s0.Write("s0 cp1"));
+    ASSERT_OK(s1.Write("s1 cp1"));
     PreCommit(s0, 1);
     PreCommit(s1, 1);
-    ASSERT_TRUE(s0.NotifyCheckpointComplete(CheckpointId(1)).ok());
-    ASSERT_TRUE(s1.NotifyCheckpointComplete(CheckpointId(1)).ok());
-    ASSERT_TRUE(s0.Write("s0 cp2").ok());
-    ASSERT_TRUE(s1.Write("s1 cp2").ok());
+    ASSERT_OK(s0.NotifyCheckpointComplete(CheckpointId(1)));
+    ASSERT_OK(s1.NotifyCheckpointComplete(CheckpointId(1)));
+    ASSERT_OK(s0.Write("s0 cp2"));
+    ASSERT_OK(s1.Write("s1 cp2"));
     PreCommit(s0, 2);
     PreCommit(s1, 2);
     state_of_checkpoint_2 = s0.pending_committables();
     state_of_checkpoint_2.insert(state_of_checkpoint_2.end(), s1.pending_committables().begin(),
                                  s1.pending_committables().end());
-    ASSERT_TRUE(s1.NotifyCheckpointComplete(CheckpointId(2)).ok());  // s0 crashed before
-    ASSERT_TRUE(s0.Write("s0 cp3").ok());
-    ASSERT_TRUE(s1.Write("s1 cp3").ok());
+    ASSERT_OK(s1.NotifyCheckpointComplete(CheckpointId(2)));  // s0 crashed before
+    ASSERT_OK(s0.Write("s0 cp3"));
+    ASSERT_OK(s1.Write("s1 cp3"));
     PreCommit(s0, 3);  // checkpoint 3 never completes
     PreCommit(s1, 3);
-    ASSERT_TRUE(s0.Write("s0 after cp3").ok());
+    ASSERT_OK(s0.Write("s0 after cp3"));
     // The crash: the in-progress file stays (the destructor would delete it).
     ASSERT_EQ(::link(dir.File(".part-0-1-3.inprogress").c_str(),
                      dir.File(".part-0-1-9.inprogress").c_str()),
@@ -380,11 +381,11 @@ TEST(FileSink, RecoverCommitsTheRestoredCheckpointAndDeletesUncommittedLeftovers
   dir.Write(".other-0-1-0.inprogress", "another prefix");
   // Attempt 2 has already started writing.
   FileSink new_sink = OpenSink(Options(dir.path(), 0, 2));
-  ASSERT_TRUE(new_sink.Write("s0 replayed cp2..").ok());
+  ASSERT_OK(new_sink.Write("s0 replayed cp2.."));
 
   Result<FileSinkRecoveryStats> stats = FileSink::Recover(dir.path(), "part", CheckpointId(2),
                                                           state_of_checkpoint_2, AttemptNumber(2));
-  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_OK(stats);
   EXPECT_EQ(stats->committed, 1);          // s0's checkpoint 2
   EXPECT_EQ(stats->already_committed, 1);  // s1's checkpoint 2
   // s0's pending 3 and in-progress, s1's pending 3.
@@ -398,7 +399,7 @@ TEST(FileSink, RecoverCommitsTheRestoredCheckpointAndDeletesUncommittedLeftovers
   // Running it again (another subtask, or a retry) changes nothing.
   Result<FileSinkRecoveryStats> again = FileSink::Recover(dir.path(), "part", CheckpointId(2),
                                                           state_of_checkpoint_2, AttemptNumber(2));
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_OK(again);
   EXPECT_EQ(again->committed, 0);
   EXPECT_EQ(again->already_committed, 2);
   EXPECT_EQ(again->deleted, 0);
@@ -408,23 +409,22 @@ TEST(FileSink, RecoverFromScratchDeletesEveryUncommittedFileOfEarlierAttempts) {
   TempDir dir;
   {
     FileSink s = OpenSink(Options(dir.path(), 0, 3));
-    ASSERT_TRUE(s.Write("x").ok());
+    ASSERT_OK(s.Write("x"));
     PreCommit(s, 1);
-    ASSERT_TRUE(s.Write("y").ok());
+    ASSERT_OK(s.Write("y"));
     PreCommit(s, 2);
-    ASSERT_TRUE(s.Write("z").ok());
+    ASSERT_OK(s.Write("z"));
     ASSERT_EQ(::link(dir.File(".part-0-3-2.inprogress").c_str(),
                      dir.File(".part-0-3-7.inprogress").c_str()),
               0);  // the crash
   }
   Result<FileSinkRecoveryStats> stats =
       FileSink::Recover(dir.path(), "part", std::nullopt, {}, AttemptNumber(4));
-  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_OK(stats);
   EXPECT_EQ(stats->deleted, 3);
   EXPECT_TRUE(dir.List().empty());
   // A directory that was never created has nothing to recover.
-  EXPECT_TRUE(
-      FileSink::Recover(dir.File("never"), "part", std::nullopt, {}, AttemptNumber(1)).ok());
+  EXPECT_OK(FileSink::Recover(dir.File("never"), "part", std::nullopt, {}, AttemptNumber(1)));
 }
 
 // Issue 9, Liveness 2: recovery used to delete committed files newer than the restored
@@ -434,14 +434,14 @@ TEST(FileSink, RecoverNeverDeletesCommittedFilesTheRestoredCheckpointDoesNotCove
   std::vector<FileSinkCommittable> state_of_checkpoint_1;
   {
     FileSink s0 = OpenSink(Options(dir.path(), 0, 1));
-    ASSERT_TRUE(s0.Write("s0 cp1").ok());
+    ASSERT_OK(s0.Write("s0 cp1"));
     PreCommit(s0, 1);
     state_of_checkpoint_1 = s0.pending_committables();
-    ASSERT_TRUE(s0.NotifyCheckpointComplete(CheckpointId(1)).ok());
-    ASSERT_TRUE(s0.Write("s0 cp2").ok());
+    ASSERT_OK(s0.NotifyCheckpointComplete(CheckpointId(1)));
+    ASSERT_OK(s0.Write("s0 cp2"));
     PreCommit(s0, 2);
-    ASSERT_TRUE(s0.NotifyCheckpointComplete(CheckpointId(2)).ok());  // 2 completed, then lost
-    ASSERT_TRUE(s0.Write("s0 cp3").ok());
+    ASSERT_OK(s0.NotifyCheckpointComplete(CheckpointId(2)));  // 2 completed, then lost
+    ASSERT_OK(s0.Write("s0 cp3"));
     PreCommit(s0, 3);
   }
   dir.Write("part-1-1-final.jsonl", "s1 final\n");
@@ -481,28 +481,28 @@ TEST(FileSink, StartPreCommitDoesNoFsyncAndTheSyncMakesTheCommittableDurable) {
   FileSinkOptions o = Options(dir.path());
   o.file_system = &fs;
   FileSink sink = OpenSink(o);
-  ASSERT_TRUE(sink.Write("a").ok());
+  ASSERT_OK(sink.Write("a"));
   Result<std::optional<FileSinkPreCommit>> pre = sink.StartPreCommit(CheckpointId(4));
-  ASSERT_TRUE(pre.ok()) << pre.status().ToString();
+  ASSERT_OK(pre);
   ASSERT_TRUE(pre->has_value());
   EXPECT_EQ(fs.file_syncs(), 0);
   EXPECT_EQ(fs.directory_syncs(), 0);
   EXPECT_EQ(sink.pending_committables().size(), 1u);
   EXPECT_EQ(dir.List(), (std::vector<std::string>{".part-0-1-0.inprogress"}));
-  ASSERT_TRUE(sink.Write("b").ok());  // the next transaction opens meanwhile
+  ASSERT_OK(sink.Write("b"));  // the next transaction opens meanwhile
 
   Status synced;
   std::thread helper([&] { synced = (*pre)->sync->Run(); });
   const std::thread::id helper_id = helper.get_id();
   helper.join();
-  ASSERT_TRUE(synced.ok()) << synced.ToString();
+  ASSERT_OK(synced);
   EXPECT_EQ(fs.file_syncs(), 1);
   EXPECT_EQ(fs.directory_syncs(), 1);
   EXPECT_EQ(fs.sync_threads(), (std::vector<std::thread::id>{helper_id, helper_id}));
   EXPECT_EQ(ReadFile(dir.File("_part-0-1-0-4.pending")), "a\n");
   // A crash now keeps the pre-committed transaction and loses the unsynced data of the next
   // (its empty file was made durable by the directory sync).
-  ASSERT_TRUE(fs.SimulateCrash().ok());
+  ASSERT_OK(fs.SimulateCrash());
   EXPECT_EQ(dir.List(),
             (std::vector<std::string>{".part-0-1-1.inprogress", "_part-0-1-0-4.pending"}));
   EXPECT_EQ(ReadFile(dir.File(".part-0-1-1.inprogress")), "");
@@ -514,7 +514,7 @@ TEST(FileSink, AFailedSyncLeavesNoDurableCommittableAndSaysWhatFailed) {
   FileSinkOptions o = Options(dir.path());
   o.file_system = &fs;
   FileSink sink = OpenSink(o);
-  ASSERT_TRUE(sink.Write("a").ok());
+  ASSERT_OK(sink.Write("a"));
   fs.FailSyncs(".inprogress");
   Result<std::optional<FileSinkCommittable>> c = sink.PreCommit(CheckpointId(1));
   ASSERT_FALSE(c.ok());
@@ -535,22 +535,22 @@ TEST(FileSink, CrashLosingUnsyncedDataRecoversTheCommittedResultExactly) {
     o.file_system = &fs;
     o.buffer_bytes = 4;  // every line reaches the file at once
     FileSink s = OpenSink(o);
-    ASSERT_TRUE(s.Write("one").ok());
+    ASSERT_OK(s.Write("one"));
     PreCommit(s, 1);
-    ASSERT_TRUE(s.NotifyCheckpointComplete(CheckpointId(1)).ok());
-    ASSERT_TRUE(s.Write("two").ok());
+    ASSERT_OK(s.NotifyCheckpointComplete(CheckpointId(1)));
+    ASSERT_OK(s.Write("two"));
     PreCommit(s, 2);
     state_of_checkpoint_2 = s.pending_committables();  // completed; notification lost
-    ASSERT_TRUE(s.Write("three, written but never synced").ok());
-    ASSERT_TRUE(fs.SimulateCrash().ok());
+    ASSERT_OK(s.Write("three, written but never synced"));
+    ASSERT_OK(fs.SimulateCrash());
   }  // the destructor's abort finds the in-progress file gone already
   EXPECT_EQ(dir.List(), (std::vector<std::string>{"_part-0-1-1-2.pending", "part-0-1-1.jsonl"}));
   Result<FileSinkRecoveryStats> stats = FileSink::Recover(
       dir.path(), "part", CheckpointId(2), state_of_checkpoint_2, AttemptNumber(2), fs);
-  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_OK(stats);
   EXPECT_EQ(stats->committed, 1);
   EXPECT_EQ(Result_(dir), "one\ntwo\n");
-  ASSERT_TRUE(fs.SimulateCrash().ok());  // recovery synced what it did
+  ASSERT_OK(fs.SimulateCrash());  // recovery synced what it did
   EXPECT_EQ(Result_(dir), "one\ntwo\n");
 }
 
@@ -559,7 +559,7 @@ TEST(FileSink, RecoverDetectsContentThatDoesNotMatchTheCheckpoint) {
   FileSinkCommittable c;
   {
     FileSink s = OpenSink(Options(dir.path()));
-    ASSERT_TRUE(s.Write("abc").ok());
+    ASSERT_OK(s.Write("abc"));
     c = PreCommit(s, 1);
   }
   dir.Write(c.pending_name, "xyz\n");  // same size, other bytes
@@ -587,7 +587,7 @@ TEST(FileSink, CommittedOutputAfterACrashAndRestoreEqualsACleanRun) {
   {
     FileSink sink = OpenSink(Options(dir.path(), 0, 1));
     for (int i = 0; i < 67; ++i) {
-      ASSERT_TRUE(sink.Write("line " + std::to_string(i)).ok());
+      ASSERT_OK(sink.Write("line " + std::to_string(i)));
       if ((i + 1) % kPerCheckpoint == 0) {
         int64_t cp = (i + 1) / kPerCheckpoint;
         PreCommit(sink, cp);
@@ -598,7 +598,7 @@ TEST(FileSink, CommittedOutputAfterACrashAndRestoreEqualsACleanRun) {
         }
         // Notifications for 4 and 5 are lost in the crash.
         if (cp <= 3) {
-          ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(cp)).ok());
+          ASSERT_OK(sink.NotifyCheckpointComplete(CheckpointId(cp)));
         }
       }
     }
@@ -615,14 +615,14 @@ TEST(FileSink, CommittedOutputAfterACrashAndRestoreEqualsACleanRun) {
           .ok());
   FileSink sink = OpenSink(Options(dir.path(), 0, 2));
   for (int i = restored_position; i < kLines; ++i) {
-    ASSERT_TRUE(sink.Write("line " + std::to_string(i)).ok());
+    ASSERT_OK(sink.Write("line " + std::to_string(i)));
     if ((i + 1) % kPerCheckpoint == 0) {
       int64_t cp = 5 + (i + 1 - restored_position) / kPerCheckpoint;
       PreCommit(sink, cp);
-      ASSERT_TRUE(sink.NotifyCheckpointComplete(CheckpointId(cp)).ok());
+      ASSERT_OK(sink.NotifyCheckpointComplete(CheckpointId(cp)));
     }
   }
-  ASSERT_TRUE(sink.FinishAndCommit().ok());
+  ASSERT_OK(sink.FinishAndCommit());
 
   // Every committed line exactly once.
   std::vector<std::string> lines;

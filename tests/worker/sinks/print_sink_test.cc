@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <string>
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -34,18 +35,18 @@ TEST(PrintSink, WritesOneLinePerRecordWithoutPrefixAtParallelismOne) {
   MemoryStream stream;
   PrintSink sink = PrintSink::ForSubtask(SubtaskIndex(0), 1, stream.file());
   EXPECT_EQ(sink.prefix(), "");
-  ASSERT_TRUE(sink.Write(R"({"k":1})").ok());
-  ASSERT_TRUE(sink.Write("").ok());
-  ASSERT_TRUE(sink.Flush().ok());
+  ASSERT_OK(sink.Write(R"({"k":1})"));
+  ASSERT_OK(sink.Write(""));
+  ASSERT_OK(sink.Flush());
   EXPECT_EQ(stream.Close(), "{\"k\":1}\n\n");
 }
 
 TEST(PrintSink, PrefixesTheOneBasedSubtaskIndexLikeFlinkAtHigherParallelism) {
   MemoryStream stream;
   PrintSink sink = PrintSink::ForSubtask(SubtaskIndex(2), 4, stream.file());
-  ASSERT_TRUE(sink.Write("a").ok());
-  ASSERT_TRUE(sink.Write("b").ok());
-  ASSERT_TRUE(sink.Flush().ok());
+  ASSERT_OK(sink.Write("a"));
+  ASSERT_OK(sink.Write("b"));
+  ASSERT_OK(sink.Flush());
   EXPECT_EQ(stream.Close(), "3> a\n3> b\n");
 }
 
@@ -64,11 +65,11 @@ TEST(PrintSink, BuffersWholeLinesUntilFlushAndWritesAfterWhatTheStreamHolds) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
   PrintSink sink = PrintSink::ForSubtask(SubtaskIndex(0), 2, f);
-  ASSERT_TRUE(sink.Write("a").ok());
+  ASSERT_OK(sink.Write("a"));
   EXPECT_EQ(ReadAll(f), "");    // buffered
   std::fputs("log line\n", f);  // something else writing to the same stream
-  ASSERT_TRUE(sink.Write("b").ok());
-  ASSERT_TRUE(sink.Flush().ok());
+  ASSERT_OK(sink.Write("b"));
+  ASSERT_OK(sink.Flush());
   EXPECT_EQ(ReadAll(f), "log line\n1> a\n1> b\n");
   std::fclose(f);
 }
@@ -78,10 +79,9 @@ TEST(PrintSink, WritesWhenTheBufferIsFull) {
   ASSERT_NE(f, nullptr);
   PrintSink sink(f);
   const std::string line(1023, 'x');  // 1 KiB with the newline
-  for (size_t i = 0; i < PrintSink::kBufferBytes / 1024 - 1; ++i)
-    ASSERT_TRUE(sink.Write(line).ok());
+  for (size_t i = 0; i < PrintSink::kBufferBytes / 1024 - 1; ++i) ASSERT_OK(sink.Write(line));
   EXPECT_EQ(ReadAll(f).size(), 0u);
-  ASSERT_TRUE(sink.Write(line).ok());
+  ASSERT_OK(sink.Write(line));
   EXPECT_EQ(ReadAll(f).size(), PrintSink::kBufferBytes);
   std::fclose(f);
 }
@@ -90,7 +90,7 @@ TEST(PrintSink, TheDestructorWritesWhatIsBuffered) {
   MemoryStream stream;
   {
     PrintSink sink(stream.file());
-    ASSERT_TRUE(sink.Write("last").ok());
+    ASSERT_OK(sink.Write("last"));
   }
   EXPECT_EQ(stream.Close(), "last\n");
 }

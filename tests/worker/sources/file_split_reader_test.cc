@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/sources/test_util.h"
 
 namespace keyflow {
@@ -36,7 +37,7 @@ std::vector<Read> ReadAll(FileSplitReader& reader, size_t limit = SIZE_MAX) {
   Record r;
   while (out.size() < limit) {
     Result<SplitReadResult> res = reader.Next(&r);
-    EXPECT_TRUE(res.ok()) << res.status().ToString();
+    EXPECT_OK(res);
     if (!res.ok() || *res == SplitReadResult::kEndOfSplit) break;
     out.push_back({std::string(r.key.bytes()), r.timestamp.millis(), reader.position()});
   }
@@ -57,7 +58,7 @@ class FileSplitReaderTest : public ::testing::Test {
                        FileSplitReaderOptions options = {}) {
     Result<FileSplitReader> r =
         FileSplitReader::Open(SourceSplit::File(SplitId(0), path), from, &parser_, options);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     return std::move(r).value();
   }
 };

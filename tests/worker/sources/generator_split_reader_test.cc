@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/record_fields.h"
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/sources/test_util.h"
 #include "worker/sources/json_record_parser.h"
 
@@ -19,7 +20,7 @@ constexpr int32_t kMaxParallelism = 128;
 
 GeneratorSpec Spec(std::string_view params) {
   Result<GeneratorSpec> spec = ParseGeneratorSpec(params);
-  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_OK(spec);
   return *spec;
 }
 
@@ -27,7 +28,7 @@ GeneratorSplitReader Reader(const GeneratorSpec& spec, int32_t split,
                             SplitPosition from = SplitPosition(), const Clock* clock = nullptr) {
   static const KeyGroupAssigner assigner(KeyType::kString, kMaxParallelism);
   Result<GeneratorSplitReader> r = GeneratorSplitReader::Create(spec, split, assigner, from, clock);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_OK(r);
   return std::move(r).value();
 }
 
@@ -331,7 +332,7 @@ TEST(GeneratorSplitReader, CreateRejectsNonStringKeysUnknownSplitsAndPositionsPa
   EXPECT_EQ(GeneratorSplitReader::Create(spec, 1, strings, SplitPosition::InGenerator(6)).status(),
             InvalidArgument("cannot resume generator split 1 at event 6: it has only 5 events (" +
                             spec.ToString() + "); was --input changed since the checkpoint?"));
-  EXPECT_TRUE(GeneratorSplitReader::Create(spec, 1, strings, SplitPosition::InGenerator(5)).ok());
+  EXPECT_OK(GeneratorSplitReader::Create(spec, 1, strings, SplitPosition::InGenerator(5)));
 }
 
 TEST(GeneratorSplitReader, RecordsWithFieldsAreJsonObjectsWithTheirTape) {
@@ -343,7 +344,7 @@ TEST(GeneratorSplitReader, RecordsWithFieldsAreJsonObjectsWithTheirTape) {
   format.timestamp_field = "time";
   Result<GeneratorSplitReader> with =
       GeneratorSplitReader::Create(spec, 1, assigner, SplitPosition(), nullptr, format);
-  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  ASSERT_OK(with);
   GeneratorSplitReader without = Reader(spec, 1);
   JsonRecordFormat json;
   json.key_field = "user";
@@ -359,7 +360,7 @@ TEST(GeneratorSplitReader, RecordsWithFieldsAreJsonObjectsWithTheirTape) {
     ASSERT_EQ(r.key, plain.key);
     ASSERT_EQ(r.key_group, plain.key_group);
     ASSERT_EQ(r.timestamp, plain.timestamp);
-    ASSERT_TRUE(ValidateFieldTape(r.fields).ok());
+    ASSERT_OK(ValidateFieldTape(r.fields));
     EXPECT_EQ(*r.GetString("user"), r.key.bytes());
     EXPECT_EQ(*r.GetInt64("time"), r.timestamp.millis());
     const int64_t amount = *r.GetInt64("amount");
@@ -368,7 +369,7 @@ TEST(GeneratorSplitReader, RecordsWithFieldsAreJsonObjectsWithTheirTape) {
     amounts.insert(amount);
     EXPECT_EQ(r.GetString("note")->size(), 20u);
     // payload is the record's JSON line: parsing it gives the same tape.
-    ASSERT_TRUE(parser.Parse(r.raw_json(), &parsed).ok()) << r.raw_json();
+    ASSERT_OK(parser.Parse(r.raw_json(), &parsed)) << r.raw_json();
     EXPECT_EQ(parsed.fields, r.fields) << r.raw_json();
     EXPECT_EQ(parsed.key, r.key);
   }
@@ -385,7 +386,7 @@ TEST(GeneratorSplitReader, DefaultNoteIsAHundredBytes) {
   format.with_fields = true;
   Result<GeneratorSplitReader> reader =
       GeneratorSplitReader::Create(spec, 0, assigner, SplitPosition(), nullptr, format);
-  ASSERT_TRUE(reader.ok());
+  ASSERT_OK(reader);
   Record r;
   reader->EventAt(0, &r);
   EXPECT_EQ(r.GetString("note")->size(), 100u);
@@ -402,7 +403,7 @@ GeneratorSplitReader FieldReader(const GeneratorSpec& spec, std::vector<std::str
   format.fields = std::move(fields);
   Result<GeneratorSplitReader> r =
       GeneratorSplitReader::Create(spec, 0, assigner, SplitPosition(), nullptr, format);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_OK(r);
   return std::move(r).value();
 }
 
@@ -424,8 +425,8 @@ TEST(GeneratorSplitReader, AProjectionWritesOnlyTheListedFieldsAsTheParserWouldP
       ASSERT_EQ(p.key, f.key);
       ASSERT_EQ(p.key_group, f.key_group);
       ASSERT_EQ(p.timestamp, f.timestamp);
-      ASSERT_TRUE(ValidateFieldTape(p.fields).ok());
-      ASSERT_TRUE(parser.Parse(f.raw_json(), &parsed).ok()) << f.raw_json();
+      ASSERT_OK(ValidateFieldTape(p.fields));
+      ASSERT_OK(parser.Parse(f.raw_json(), &parsed)) << f.raw_json();
       ASSERT_EQ(p.fields, parsed.fields) << f.raw_json() << " -> " << p.raw_json();
     }
   }

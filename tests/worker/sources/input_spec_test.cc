@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/sources/test_util.h"
 
 namespace keyflow {
@@ -18,7 +19,7 @@ TEST(InputSpec, SingleFileIsOneSplit) {
   TempDir dir;
   std::string path = dir.Write("events.jsonl", "{}\n");
   Result<InputSpec> spec = InputSpec::Parse(path);
-  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_OK(spec);
   EXPECT_EQ(spec->kind(), InputSpec::Kind::kFiles);
   ASSERT_EQ(spec->splits().size(), 1u);
   EXPECT_EQ(spec->splits()[0], SourceSplit::File(SplitId(0), path));
@@ -28,7 +29,7 @@ TEST(InputSpec, EmptyFileIsStillASplit) {
   TempDir dir;
   std::string path = dir.Write("empty.jsonl", "");
   Result<InputSpec> spec = InputSpec::Parse(path);
-  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_OK(spec);
   EXPECT_EQ(spec->splits().size(), 1u);
 }
 
@@ -46,7 +47,7 @@ TEST(InputSpec, DirectoryGivesRegularFilesSortedByNameSkippingHiddenAndInProgres
   ASSERT_EQ(::symlink(dir.File("missing").c_str(), dir.File("d-dangling.jsonl").c_str()), 0);
 
   Result<InputSpec> spec = InputSpec::Parse(dir.path());
-  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_OK(spec);
   std::vector<SourceSplit> expected = {
       SourceSplit::File(SplitId(0), dir.File("B-upper.jsonl")),
       SourceSplit::File(SplitId(1), dir.File("a.jsonl")),
@@ -60,7 +61,7 @@ TEST(InputSpec, DirectoryWithTrailingSlashDoesNotDoubleTheSlash) {
   TempDir dir;
   dir.Write("a.jsonl", "");
   Result<InputSpec> spec = InputSpec::Parse(dir.path() + "/");
-  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_OK(spec);
   EXPECT_EQ(spec->splits()[0].path(), dir.File("a.jsonl"));
 }
 
@@ -98,7 +99,7 @@ TEST(InputSpec, DeviceIsNeitherFileNorDirectory) {
 
 TEST(InputSpec, GeneratorWithRequiredParametersGetsDefaultsAndOneSplitPerGeneratorSplit) {
   Result<InputSpec> spec = InputSpec::Parse("gen:events=10,keys=4,splits=3");
-  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_OK(spec);
   EXPECT_EQ(spec->kind(), InputSpec::Kind::kGenerator);
   const GeneratorSpec& g = spec->generator();
   EXPECT_EQ(g.events, 10);
@@ -127,7 +128,7 @@ TEST(InputSpec, GeneratorParsesEveryParameterAndRoundTripsThroughToString) {
       "payload=16,skew=1.25,step=5,start=-100,disorder=0,note=7,"
       "rate=2.5,seed=18446744073709551615,"
       "splits=2,keys=1000,events=1000000");
-  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  ASSERT_OK(g);
   EXPECT_EQ(g->events, 1000000);
   EXPECT_EQ(g->keys, 1000);
   EXPECT_EQ(g->splits, 2);
@@ -144,13 +145,13 @@ TEST(InputSpec, GeneratorParsesEveryParameterAndRoundTripsThroughToString) {
             "18446744073709551615,rate=2.5,"
             "disorder=0,start=-100,step=5,skew=1.25,payload=16,note=7");
   Result<InputSpec> again = InputSpec::Parse(g->ToString());
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_OK(again);
   EXPECT_EQ(again->generator(), *g);
 }
 
 TEST(InputSpec, GeneratorHotSetRoundTripsAndDefaultsItsShareToOne) {
   Result<InputSpec> spec = InputSpec::Parse("gen:events=100,keys=10,splits=2,hot=0.01");
-  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_OK(spec);
   const GeneratorSpec& g = spec->generator();
   EXPECT_EQ(g.hot, 0.01);
   EXPECT_EQ(g.hot_share, 1.0);
@@ -159,12 +160,12 @@ TEST(InputSpec, GeneratorHotSetRoundTripsAndDefaultsItsShareToOne) {
             "gen:events=100,keys=10,splits=2,seed=0,rate=0,disorder=200,start=1700000000000,"
             "step=1,skew=0,payload=0,note=100,hot=0.01,hot_share=1");
   Result<InputSpec> again = InputSpec::Parse(g.ToString());
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_OK(again);
   EXPECT_EQ(again->generator(), g);
 
   Result<InputSpec> shared =
       InputSpec::Parse("gen:events=9,keys=1000,splits=3,hot=0.1,hot_share=0");
-  ASSERT_TRUE(shared.ok()) << shared.status().ToString();
+  ASSERT_OK(shared);
   EXPECT_EQ(shared->generator().hot_share, 0.0);
   EXPECT_EQ(shared->generator().HotKeysInSplit(0), 34);  // ceil(0.1 * 334)
   EXPECT_EQ(shared->generator().HotKeysInSplit(2), 34);  // ceil(0.1 * 333)
@@ -271,7 +272,7 @@ TEST(InputSpec, PathStartingWithGenNeedsDotSlash) {
   // Relative to the working directory the name would be read as a generator; an absolute or
   // ./-prefixed path is a file.
   Result<InputSpec> spec = InputSpec::Parse(path);
-  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_OK(spec);
   EXPECT_EQ(spec->kind(), InputSpec::Kind::kFiles);
 }
 

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "tests/testutil/status_matchers.h"
 #include "worker/sources/json_record_parser.h"
 
 namespace keyflow {
@@ -44,7 +45,7 @@ TEST(JsonRecordParserRegressionTest, AcceptsAValidLineWhateverBytesFollowIt) {
   for (char next : {'\0', '}', ']', ' ', '\n', '{', '"', ','}) {
     Record r;
     Status s = ParseFollowedBy(parser, line, next, &r);
-    ASSERT_TRUE(s.ok()) << "followed by '" << next << "': " << s.ToString();
+    ASSERT_OK(s) << "followed by '" << next << "': " << s.ToString();
     EXPECT_EQ(r.key, Key::FromBytes("user-1"));
     EXPECT_EQ(r.timestamp, Timestamp(1700000000));
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/record_fields.h"
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/sources/test_util.h"
 
 namespace keyflow {
@@ -22,7 +23,7 @@ JsonRecordFormat Format(KeyType type = KeyType::kString) {
 Record ParseOk(JsonRecordParser& parser, std::string_view line) {
   Record r;
   Status s = parser.Parse(line, &r);
-  EXPECT_TRUE(s.ok()) << line << " -> " << s.ToString();
+  EXPECT_OK(s) << line << " -> " << s.ToString();
   return r;
 }
 
@@ -241,7 +242,7 @@ TEST(JsonRecordParser, ZeroCopyParseOnAPaddedBufferEqualsCopyingParse) {
   buf.resize(buf.size() + kJsonPadding, '\0');
   Record in_place;
   size_t first = buf.find('\n');
-  ASSERT_TRUE(parser.Parse(std::string_view(buf.data(), first), buf.size(), &in_place).ok());
+  ASSERT_OK(parser.Parse(std::string_view(buf.data(), first), buf.size(), &in_place));
   Record copied = ParseOk(parser, buf.substr(0, first));
   EXPECT_EQ(in_place, copied);
   EXPECT_EQ(in_place.key, Key::FromBytes("a"));
@@ -256,7 +257,7 @@ JsonRecordFormat WithFields(KeyType type = KeyType::kString) {
 
 Record ParseWithFields(JsonRecordParser& parser, std::string_view line) {
   Record r = ParseOk(parser, line);
-  EXPECT_TRUE(ValidateFieldTape(r.fields).ok()) << ValidateFieldTape(r.fields).ToString();
+  EXPECT_OK(ValidateFieldTape(r.fields));
   return r;
 }
 
@@ -346,9 +347,9 @@ TEST(JsonRecordParserFields, WithoutKeepFieldsNothingIsKept) {
   JsonRecordParser with(WithFields(), kMaxParallelism);
   JsonRecordParser without(JsonRecordFormat{}, kMaxParallelism);
   Record r;
-  ASSERT_TRUE(with.Parse(R"({"uid":"a","ts":1,"x":2})", &r).ok());
+  ASSERT_OK(with.Parse(R"({"uid":"a","ts":1,"x":2})", &r));
   ASSERT_FALSE(r.fields.empty());
-  ASSERT_TRUE(without.Parse(R"({"uid":"a","ts":1,"x":2})", &r).ok());  // the reused record
+  ASSERT_OK(without.Parse(R"({"uid":"a","ts":1,"x":2})", &r));  // the reused record
   EXPECT_TRUE(r.fields.empty());
   EXPECT_TRUE(r.payload.empty());
   EXPECT_TRUE(r.field("x").is_missing());
@@ -386,7 +387,7 @@ TEST(JsonRecordParserFields, ADuplicateNameKeepsBothAndTheFirstWins) {
 
 TEST(JsonRecordParserFields, ParseRecordWithFieldsMakesATestRecord) {
   Result<Record> r = ParseRecordWithFields(R"({"uid":"u1","ts":1000,"amount":5})");
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->key, Key::FromBytes("u1"));
   EXPECT_EQ(r->timestamp, Timestamp(1000));
   EXPECT_EQ(*r->GetInt64("amount"), 5);

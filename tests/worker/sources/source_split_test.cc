@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/sources/test_util.h"
 
 namespace keyflow {
@@ -23,7 +24,7 @@ TEST(SourceSplit, FileAndGeneratorSplitsRoundTripThroughBinaryIo) {
   BinaryReader r(buf);
   for (const SourceSplitState& s : states) {
     Result<SourceSplitState> back = SourceSplitState::DecodeFrom(&r);
-    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    ASSERT_OK(back);
     EXPECT_EQ(*back, s);
   }
   EXPECT_TRUE(r.at_end());

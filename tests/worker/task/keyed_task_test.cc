@@ -12,6 +12,7 @@
 #include <set>
 
 #include "common/file_io.h"
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/shuffle/shuffle_test_util.h"
 #include "worker/job_library/job_library.h"
 #include "worker/task/keyed_task.h"
@@ -53,7 +54,7 @@ class KeyedTaskTest : public ::testing::Test {
     KeyedTask::Callbacks cb;
     cb.checkpoint_done = [this](CheckpointId id, Result<KeyedCheckpointPart> part) {
       std::lock_guard<std::mutex> lock(mu_);
-      EXPECT_TRUE(part.ok()) << part.status().ToString();
+      EXPECT_OK(part);
       done_.insert(id.value());
       if (part.ok()) sync_us_[id.value()] = part->sync_duration_us;
       if (part.ok()) parts_[id.value()] = *part;
@@ -83,15 +84,14 @@ class KeyedTaskTest : public ::testing::Test {
   void CheckpointWithBarrier(int64_t id, bool incremental,
                              CheckpointType type = CheckpointType::kCheckpoint) {
     const std::string dir = tmp_.path() + "/chk-" + std::to_string(id);
-    ASSERT_TRUE(CreateDirectories(dir).ok());
-    ASSERT_TRUE(CreateDirectories(shared_).ok());
+    ASSERT_OK(CreateDirectories(dir));
+    ASSERT_OK(CreateDirectories(shared_));
     TriggerCheckpoint t{AttemptNumber(1), CheckpointId(id), 0, type, dir};
     t.incremental = incremental;
     t.shared_directory = shared_;
-    ASSERT_TRUE(task_->AnnounceCheckpoint(t).ok());
-    ASSERT_TRUE(
-        writer_->BroadcastEvent(ChannelEvent::Barrier(CheckpointId(id), clock_.Now())).ok());
-    ASSERT_TRUE(writer_->Flush().ok());  // a frame may wait in the writer's queue until then
+    ASSERT_OK(task_->AnnounceCheckpoint(t));
+    ASSERT_OK(writer_->BroadcastEvent(ChannelEvent::Barrier(CheckpointId(id), clock_.Now())));
+    ASSERT_OK(writer_->Flush());  // a frame may wait in the writer's queue until then
     std::unique_lock<std::mutex> lock(mu_);
     ASSERT_TRUE(cv_.wait_for(lock, kWait, [&] { return done_.count(id) != 0; }))
         << "checkpoint " << id << " was never snapshotted";
@@ -99,8 +99,7 @@ class KeyedTaskTest : public ::testing::Test {
 
   void Emit(std::initializer_list<int64_t> keys) {
     for (int64_t k : keys) {
-      ASSERT_TRUE(
-          writer_->Emit(testing::LongKeyRecord(k, Timestamp(1'000'000)), clock_.Now()).ok());
+      ASSERT_OK(writer_->Emit(testing::LongKeyRecord(k, Timestamp(1'000'000)), clock_.Now()));
     }
   }
 
@@ -120,8 +119,8 @@ class KeyedTaskTest : public ::testing::Test {
   }
 
   void EndInput() {
-    ASSERT_TRUE(writer_->BroadcastEvent(ChannelEvent::EndOfInput()).ok());
-    ASSERT_TRUE(writer_->Close().ok());
+    ASSERT_OK(writer_->BroadcastEvent(ChannelEvent::EndOfInput()));
+    ASSERT_OK(writer_->Close());
     std::unique_lock<std::mutex> lock(mu_);
     ASSERT_TRUE(cv_.wait_for(lock, kWait, [&] { return input_ended_; })) << "input never ended";
   }
@@ -129,7 +128,7 @@ class KeyedTaskTest : public ::testing::Test {
   // Announces checkpoint `id` of `type` and waits until the subtask's snapshot is written.
   void Checkpoint(int64_t id, CheckpointType type) {
     const std::string dir = tmp_.path() + "/chk-" + std::to_string(id);
-    ASSERT_TRUE(CreateDirectories(dir).ok());
+    ASSERT_OK(CreateDirectories(dir));
     ASSERT_TRUE(task_
                     ->AnnounceCheckpoint(
                         TriggerCheckpoint{AttemptNumber(1), CheckpointId(id), 0, type, dir})
@@ -160,29 +159,29 @@ class KeyedTaskTest : public ::testing::Test {
 TEST_F(KeyedTaskTest, APeriodicCheckpointAfterTheEndOfInputDoesNotFinishTheSubtask) {
   EndInput();
   Checkpoint(1, CheckpointType::kCheckpoint);
-  ASSERT_TRUE(task_->NotifyCheckpointComplete(CheckpointId(1)).ok());
+  ASSERT_OK(task_->NotifyCheckpointComplete(CheckpointId(1)));
   // The subtask is still there: it snapshots the final checkpoint triggered later (the old
   // code had finished and the worker answered the final trigger with a decline of subtask -1).
   Checkpoint(2, CheckpointType::kFinal);
   EXPECT_FALSE(Finished());
-  ASSERT_TRUE(task_->NotifyCheckpointComplete(CheckpointId(2)).ok());
+  ASSERT_OK(task_->NotifyCheckpointComplete(CheckpointId(2)));
   ASSERT_EQ(run_.wait_for(kWait), std::future_status::ready) << "the final checkpoint's "
                                                                 "completion did not finish it";
   Status s = run_.get();
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_OK(s);
   run_ = std::async(std::launch::deferred, [] { return Status::Ok(); });
 }
 
 TEST_F(KeyedTaskTest, TheFinalCheckpointFinishesTheSubtaskOnlyWhenItCompletes) {
   EndInput();
   Checkpoint(1, CheckpointType::kFinal);
-  ASSERT_TRUE(task_->NotifyCheckpointAborted(CheckpointId(1), "declined elsewhere").ok());
+  ASSERT_OK(task_->NotifyCheckpointAborted(CheckpointId(1), "declined elsewhere"));
   Checkpoint(2, CheckpointType::kFinal);  // the coordinator triggers the final one again
   EXPECT_FALSE(Finished());
-  ASSERT_TRUE(task_->NotifyCheckpointComplete(CheckpointId(2)).ok());
+  ASSERT_OK(task_->NotifyCheckpointComplete(CheckpointId(2)));
   ASSERT_EQ(run_.wait_for(kWait), std::future_status::ready);
   Status s = run_.get();
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_OK(s);
   run_ = std::async(std::launch::deferred, [] { return Status::Ok(); });
 }
 
@@ -200,7 +199,7 @@ TEST_F(KeyedTaskTest, ALatencyMarkerIsRecordedWithTheInjectedClockAfterTheRecord
   // end of input: the channel delivers the batch of five, then the marker; when the task reaches
   // it, now - marked time = 7000 us exactly.
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(writer_->Emit(testing::LongKeyRecord(i, Timestamp(1'000'000)), clock_.Now()).ok());
+    ASSERT_OK(writer_->Emit(testing::LongKeyRecord(i, Timestamp(1'000'000)), clock_.Now()));
   }
   ASSERT_TRUE(writer_->AddLatencyMarker(clock_.EpochMicros() - 7'000, clock_.Now()).ok());
   EndInput();
@@ -231,7 +230,7 @@ TEST_F(KeyedTaskTest, AnIncrementalCheckpointWritesOnlyTheKeyGroupsChangedSinceT
   EXPECT_EQ(first.written_bytes, f1.size);
   EXPECT_TRUE(first.incremental);
 
-  ASSERT_TRUE(task_->NotifyCheckpointComplete(CheckpointId(1)).ok());
+  ASSERT_OK(task_->NotifyCheckpointComplete(CheckpointId(1)));
   Emit({5});  // one key, one key group
   CheckpointWithBarrier(2, /*incremental=*/true);
   const KeyedCheckpointPart second = Part(2);
@@ -263,7 +262,7 @@ TEST_F(KeyedTaskTest, AnIncrementalCheckpointWritesOnlyTheKeyGroupsChangedSinceT
   EXPECT_EQ(third.keyed_state.shared_files[1].name, f1.name);
 
   // Completed, and nothing changed since: no new file at all, every block referenced.
-  ASSERT_TRUE(task_->NotifyCheckpointComplete(CheckpointId(3)).ok());
+  ASSERT_OK(task_->NotifyCheckpointComplete(CheckpointId(3)));
   CheckpointWithBarrier(4, /*incremental=*/true);
   const KeyedCheckpointPart fourth = Part(4);
   EXPECT_EQ(fourth.written_bytes, 0u);
@@ -282,7 +281,7 @@ TEST_F(KeyedTaskTest, AnIncrementalCheckpointWritesOnlyTheKeyGroupsChangedSinceT
 TEST_F(KeyedTaskTest, AnIncrementalCheckpointRestoresToTheSameStateAsAFullOne) {
   Emit({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
   CheckpointWithBarrier(1, /*incremental=*/true);
-  ASSERT_TRUE(task_->NotifyCheckpointComplete(CheckpointId(1)).ok());
+  ASSERT_OK(task_->NotifyCheckpointComplete(CheckpointId(1)));
   Emit({5, 6, 40});
   CheckpointWithBarrier(2, /*incremental=*/true);
   CheckpointWithBarrier(3, /*incremental=*/false);  // full: the same state
@@ -308,7 +307,7 @@ TEST_F(KeyedTaskTest, ADamagedSharedFileFailsTheRestoreWithCorruptionNamingIt) {
   const std::string path = shared_ + "/" + h.shared_files[0].name;
   std::string bytes = *ReadFileToString(path);
   bytes[bytes.size() / 2] ^= 0x40;  // same size, other content
-  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+  ASSERT_OK(WriteFileAtomically(path, bytes));
 
   StartTask(RestoreOf(1, h));
   ASSERT_EQ(run_.wait_for(kWait), std::future_status::ready);

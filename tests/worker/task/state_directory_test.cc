@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "common/file_io.h"
+#include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
@@ -35,7 +36,7 @@ class StateDirectoryTest : public ::testing::Test {
 
 TEST_F(StateDirectoryTest, IsPrivateAndNamedByClusterJobAttemptAndSubtask) {
   auto d = Make("c1", 3, 1);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_OK(d);
   const std::string attempt_dir = root_ + "/c1/count-window-20261205-101500/attempt-3";
   EXPECT_EQ((*d)->path(), attempt_dir + "/subtask-1");
   EXPECT_TRUE(fs::is_directory((*d)->path()));
@@ -49,8 +50,8 @@ TEST_F(StateDirectoryTest, IsPrivateAndNamedByClusterJobAttemptAndSubtask) {
 TEST_F(StateDirectoryTest, TwoClustersWithTheSameJobIdGetDifferentDirectories) {
   auto a = Make("cluster-a", 1, 0);
   auto b = Make("cluster-b", 1, 0);
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
-  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_OK(a);
+  ASSERT_OK(b);
   EXPECT_NE((*a)->path(), (*b)->path());
   std::ofstream((*a)->path() + "/000007.sst") << "a's rows";
   b->reset();  // b's end must not touch a's files
@@ -59,7 +60,7 @@ TEST_F(StateDirectoryTest, TwoClustersWithTheSameJobIdGetDifferentDirectories) {
 
 TEST_F(StateDirectoryTest, ASecondOwnerOfTheSameDirectoryIsRefusedWhileTheFirstLives) {
   auto first = Make("c", 1, 0);
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_OK(first);
   std::ofstream((*first)->path() + "/CURRENT") << "x";
   auto second = Make("c", 1, 0);
   EXPECT_EQ(second.status(),
@@ -73,21 +74,21 @@ TEST_F(StateDirectoryTest, TheEndOfItsOwnerRemovesTheDirectoryAndItsLock) {
   std::string path;
   {
     auto d = Make("c", 2, 4);
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    ASSERT_OK(d);
     path = (*d)->path();
     std::ofstream(path + "/000001.sst") << "rows";
   }
   EXPECT_FALSE(fs::exists(path));
   EXPECT_FALSE(fs::exists(path + ".lock"));
   auto again = Make("c", 2, 4);  // free again
-  EXPECT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_OK(again);
 }
 
 // A worker killed with its subtask's directory open: the kernel drops its lock, so the next
 // sweep removes the directory (and the parents left empty); a live owner's stays.
 TEST_F(StateDirectoryTest, ASweepRemovesTheDirectoriesOfDeadOwnersOnly) {
   auto live = Make("c", 1, 0);
-  ASSERT_TRUE(live.ok()) << live.status().ToString();
+  ASSERT_OK(live);
   const std::string dead_path = root_ + "/other/count-window-20261205-101500/attempt-1/subtask-1";
   pid_t child = ::fork();
   ASSERT_GE(child, 0);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/watermark/recording_outputs.h"
 
 namespace keyflow {
@@ -28,7 +29,7 @@ TEST(BoundedOutOfOrdernessWatermarks, RejectsANegativeBound) {
 TEST(BoundedOutOfOrdernessWatermarks, EmitsExactlyMinWatermarkBeforeAnyEvent) {
   for (int64_t bound : {0L, 1L, 200L, 43200000L, std::numeric_limits<int64_t>::max()}) {
     auto gen = BoundedOutOfOrdernessWatermarks::Create(Duration::Millis(bound));
-    ASSERT_TRUE(gen.ok());
+    ASSERT_OK(gen);
     RecordingWatermarkOutput out;
     gen->OnPeriodicEmit(out);
     EXPECT_THAT(out.events, ElementsAre("W:MIN")) << "bound " << bound;
@@ -37,7 +38,7 @@ TEST(BoundedOutOfOrdernessWatermarks, EmitsExactlyMinWatermarkBeforeAnyEvent) {
 
 TEST(BoundedOutOfOrdernessWatermarks, EmitsMaxTimestampMinusBoundMinusOneOnlyPeriodically) {
   auto gen = BoundedOutOfOrdernessWatermarks::Create(Duration::Millis(10));
-  ASSERT_TRUE(gen.ok());
+  ASSERT_OK(gen);
   RecordingWatermarkOutput out;
   gen->OnEvent(Timestamp(100), out);
   gen->OnEvent(Timestamp(50), out);    // late: does not lower the maximum
@@ -53,7 +54,7 @@ TEST(BoundedOutOfOrdernessWatermarks, EmitsMaxTimestampMinusBoundMinusOneOnlyPer
 
 TEST(BoundedOutOfOrdernessWatermarks, ZeroBoundIsAscendingTimestamps) {
   auto gen = BoundedOutOfOrdernessWatermarks::Create(Duration::Millis(0));
-  ASSERT_TRUE(gen.ok());
+  ASSERT_OK(gen);
   RecordingWatermarkOutput out;
   gen->OnEvent(Timestamp(7), out);
   gen->OnPeriodicEmit(out);
@@ -62,7 +63,7 @@ TEST(BoundedOutOfOrdernessWatermarks, ZeroBoundIsAscendingTimestamps) {
 
 TEST(BoundedOutOfOrdernessWatermarks, HandlesTimestampsAtTheBounds) {
   auto gen = BoundedOutOfOrdernessWatermarks::Create(Duration::Millis(5));
-  ASSERT_TRUE(gen.ok());
+  ASSERT_OK(gen);
   RecordingWatermarkOutput out;
   gen->OnEvent(kMinWatermark, out);  // below the initial maximum: ignored
   gen->OnPeriodicEmit(out);

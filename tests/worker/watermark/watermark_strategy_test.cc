@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/clock.h"
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/watermark/recording_outputs.h"
 #include "worker/watermark/watermark_to_data_output.h"
 
@@ -15,7 +16,7 @@ using ::testing::ElementsAre;
 
 TEST(WatermarkStrategy, ValidateNamesTheBadField) {
   WatermarkStrategy s;
-  EXPECT_TRUE(s.Validate().ok());
+  EXPECT_OK(s.Validate());
   s.max_out_of_orderness = Duration::Millis(-3);
   EXPECT_EQ(s.Validate().message(),
             "the maximum out-of-orderness must not be "
@@ -46,7 +47,7 @@ TEST(WatermarkStrategy, SourcePathEmitsEachWatermarkAndStatusChangeOnce) {
   strategy.max_out_of_orderness = Duration::Millis(5);
   strategy.idle_timeout = Duration::Millis(300);
   auto gen = strategy.CreateGenerator(clock);
-  ASSERT_TRUE(gen.ok());
+  ASSERT_OK(gen);
   RecordingDataOutput down;
   WatermarkToDataOutput out(down);
   auto periodic = [&] {
@@ -73,7 +74,7 @@ TEST(WatermarkStrategy, WithoutIdleTimeoutNeverMarksIdle) {
   ManualClock clock(Timestamp(0));
   WatermarkStrategy strategy;  // bound 0, no idleness
   auto gen = strategy.CreateGenerator(clock);
-  ASSERT_TRUE(gen.ok());
+  ASSERT_OK(gen);
   RecordingDataOutput down;
   WatermarkToDataOutput out(down);
   (*gen)->OnEvent(Timestamp(10), out);

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common/clock.h"
+#include "tests/testutil/status_matchers.h"
 #include "tests/worker/watermark/recording_outputs.h"
 #include "worker/watermark/bounded_out_of_orderness_watermarks.h"
 
@@ -36,7 +37,7 @@ TEST(WatermarksWithIdleness, RejectsANonPositiveTimeout) {
 TEST(WatermarksWithIdleness, BecomesIdleOnlyWhenInactivityIsStrictlyLongerThanTimeout) {
   ManualClock clock(Timestamp(1000));
   auto gen = WatermarksWithIdleness::Create(Bounded(10), Duration::Millis(100), clock);
-  ASSERT_TRUE(gen.ok());
+  ASSERT_OK(gen);
   RecordingWatermarkOutput out;
 
   gen->OnEvent(Timestamp(500), out);
@@ -65,7 +66,7 @@ TEST(WatermarksWithIdleness, BecomesIdleOnlyWhenInactivityIsStrictlyLongerThanTi
 TEST(WatermarksWithIdleness, ActivityMarksActiveOnceAndResumesPeriodicEmission) {
   ManualClock clock(Timestamp(0));
   auto gen = WatermarksWithIdleness::Create(Bounded(0), Duration::Millis(50), clock);
-  ASSERT_TRUE(gen.ok());
+  ASSERT_OK(gen);
   RecordingWatermarkOutput out;
   gen->OnPeriodicEmit(out);  // starts the inactivity timer at 0
   clock.Set(Timestamp(51));
@@ -83,7 +84,7 @@ TEST(WatermarksWithIdleness, ActivityMarksActiveOnceAndResumesPeriodicEmission) 
 TEST(WatermarksWithIdleness, ActivityBetweenChecksRestartsTheInactivityTimer) {
   ManualClock clock(Timestamp(0));
   auto gen = WatermarksWithIdleness::Create(Bounded(0), Duration::Millis(50), clock);
-  ASSERT_TRUE(gen.ok());
+  ASSERT_OK(gen);
   RecordingWatermarkOutput out;
   gen->OnPeriodicEmit(out);  // timer starts at 0
   clock.Set(Timestamp(40));
