@@ -1,0 +1,68 @@
+#include "coordinator/cli/job_status_text.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace keyflow::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+nlohmann::json RunningJob(int attempt, const std::string& last_failure) {
+  return {{"state", attempt > 1 ? "RESTARTING" : "RUNNING"},
+          {"job_id", "count-20261206-101500"},
+          {"records_in", 12345},
+          {"records_in_per_s", 2500.0},
+          {"records_processed", 12000},
+          {"records_out", 42},
+          {"watermark", 1000},
+          {"attempt", attempt},
+          {"last_failure", last_failure}};
+}
+
+TEST(JobStatusTextTest, HumanRoundsToOneDecimalWithAUnit) {
+  EXPECT_EQ(Human(12), "12");
+  EXPECT_EQ(Human(1234), "1.2k");
+  EXPECT_EQ(Human(5e6), "5.0M");
+  EXPECT_EQ(Human(2.5e9), "2.5G");
+}
+
+TEST(JobStatusTextTest, TheProgressLineOfAFirstAttemptHasNoFailure) {
+  EXPECT_EQ(ProgressLine(RunningJob(1, "")),
+            "[RUNNING] count-20261206-101500  in 12.3k (2.5k/s)  processed 12.0k  out 42  "
+            "watermark 1000");
+}
+
+TEST(JobStatusTextTest, TheProgressLineOfARestartedJobSaysWhyItRestarted) {
+  const std::string failure = "worker 2 was lost: no heartbeat for 3000 ms";
+  EXPECT_EQ(ProgressLine(RunningJob(7, failure)),
+            "[RESTARTING] count-20261206-101500  in 12.3k (2.5k/s)  processed 12.0k  out 42  "
+            "watermark 1000  attempt 7  last failure: " +
+                failure);
+}
+
+TEST(JobStatusTextTest, TheSummaryNamesAttemptsAndTheLastFailure) {
+  nlohmann::json job = RunningJob(3, "subtask 1 failed: user code threw");
+  job["state"] = "FINISHED";
+  job["restarts"] = 2;
+  job["output"] = "/tmp/out";
+  std::ostringstream os;
+  PrintSummary(job, os);
+  EXPECT_THAT(os.str(), HasSubstr("  attempts:          3 (2 restarts)\n"));
+  EXPECT_THAT(os.str(), HasSubstr("  last failure:      subtask 1 failed: user code threw\n"));
+  EXPECT_THAT(os.str(), HasSubstr("  output:            /tmp/out\n"));
+  EXPECT_THAT(os.str(), Not(HasSubstr("reason:")));
+}
+
+TEST(JobStatusTextTest, TheStatusOfAClusterWithoutAJobSaysSo) {
+  std::ostringstream os;
+  PrintStatus({{"workers", nlohmann::json::array()}}, os);
+  EXPECT_EQ(os.str(), "workers: 0\njob: none\n");
+}
+
+}  // namespace
+}  // namespace keyflow::cli
