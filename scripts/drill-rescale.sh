@@ -12,7 +12,9 @@
 #   --splits S       generator splits, redistributed over the source subtasks (default 12)
 #   --rate R         events/s of the rescaled runs (default: E spread over about
 #                    --step-seconds per step plus a tail, so the job lasts through every step)
-#   --step-seconds S time the job runs between two rescales (default 3)
+#   --step-seconds S planned time between two rescales, for the default --rate (default 3); the
+#                    rescales themselves are paced by the job's progress: rescale i of n-1
+#                    starts once i/(2n) of the input has been read
 #   --build-dir DIR  where the binaries are: DIR/bin/keyflow* (default build/ of the repository)
 #   --keep           keep the work directory (logs, checkpoints, outputs) even on PASS
 #
@@ -74,9 +76,11 @@ for ((i = 1; i < ${#steps[@]}; i++)); do
 done
 [ "$keys" -ge "$splits" ] || kf_die "--keys must be at least --splits ($splits)"
 if [ -z "$rate" ]; then
-  # E over the planned duration: a period of --step-seconds per step, about 3 s per rescale
-  # (savepoint, redeploy, restore), and a tail of 5 s after the last rescale.
-  rate=$((events / (${#steps[@]} * step_s + (${#steps[@]} - 1) * 3 + 5)))
+  # E over the planned duration: a period of --step-seconds per step, about 8 s per rescale
+  # (scripts/rescale.sh starting or stopping workers, the savepoint, the redeploy and this
+  # drill's checks of the new attempt: measured up to ~8 s on a loaded 2-core machine, while
+  # the job keeps reading), and a tail of 5 s after the last rescale.
+  rate=$((events / (${#steps[@]} * step_s + (${#steps[@]} - 1) * 8 + 5)))
 fi
 [[ "$rate" =~ ^[1-9][0-9]*$ ]] || kf_die "--rate must be a whole number >= 1"
 build_dir="$(kf_abspath "$build_dir")"
@@ -146,6 +150,28 @@ wait_job_state() {
   done
 }
 
+# wait_records_in N TIMEOUT_S: until the job has read at least N records (over all attempts)
+# while RUNNING; fails if the job left RUNNING (its input ended: use more --events or a lower
+# --rate) or the timeout passed.
+wait_records_in() {
+  local want="$1" deadline=$((SECONDS + $2)) got
+  while :; do
+    got="$(job_field "'%s %d' % (job.get('state',''), job.get('records_in',0))" || true)"
+    if [ "${got%% *}" = RUNNING ] && [ "${got##* }" -ge "$want" ]; then return 0; fi
+    case "${got%% *}" in
+      FINISHED | FAILED | CANCELED)
+        kf_log "the job is ${got%% *} after ${got##* } records, before the rescale that waits" \
+          "for $want read: use more --events or a lower --rate"
+        return 1 ;;
+    esac
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      kf_log "the job has read ${got##* } records after $2 s, expected $want (state ${got%% *})"
+      return 1
+    fi
+    sleep 0.2  # polling period
+  done
+}
+
 overall=0
 # run_job NAME PARAMS...: reference run, rescaled run, table, comparison.
 run_job() {
@@ -182,12 +208,10 @@ run_job() {
   local i target old_attempt t0 t1 rc res ok=0
   for ((i = 1; i < ${#steps[@]}; i++)); do
     target="${steps[i]}"
-    sleep "$step_s"  # let the job process for a while at this parallelism (pacing, not sync)
-    if [ "$(job_field "job.get('state','')")" != RUNNING ]; then
-      kf_log "the job is no longer running before the rescale to $target (the input ended?):" \
-        "use more --events or a lower --rate"
-      return 1
-    fi
+    # Paced by the job's progress, not by the wall clock: rescale i of n-1 once the job has read
+    # i/(2n) of its input (all attempts' reads counted), so every rescale happens in the first
+    # half of the input however slow the machine or the previous rescale was.
+    wait_records_in $((events * i / (2 * ${#steps[@]}))) $((events * 3 / rate + 120)) || return 1
     old_attempt="$(job_field "job.get('attempt',0)")"
     t0="$(now_ms)"
     rc=0

@@ -28,6 +28,7 @@
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/status_matchers.h"
 #include "worker/sources/source_split.h"
 
 namespace keyflow::test {
@@ -93,7 +94,7 @@ std::vector<std::string> Canonical(const std::vector<ResultLine>& lines,
   std::vector<std::string> out;
   for (const ResultLine& l : lines) {
     auto c = canonical(l.line);
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_OK(c);
     if (c.ok()) out.push_back(*c);
   }
   std::sort(out.begin(), out.end());
@@ -116,7 +117,7 @@ void ExpectEmittedByOwners(const std::vector<ResultLine>& lines,
     ASSERT_NE(p, parallelism_of_attempt.end()) << "result of unknown attempt " << l.attempt;
     std::string key = l.line.value("key", "");
     auto kg = AssignToKeyGroup(Key::FromBytes(key), KeyType::kString, kMaxParallelism);
-    ASSERT_TRUE(kg.ok()) << kg.status().ToString();
+    ASSERT_OK(kg);
     int32_t owner = FlinkOwner(kMaxParallelism, p->second, kg->value());
     if ((l.subtask != owner || l.line.value("subtask", -1) != owner) && ++wrong <= 5) {
       ADD_FAILURE() << "key " << key << " (key group " << kg->value() << ") belongs to subtask "
@@ -182,7 +183,7 @@ class RescaleTest : public ::testing::Test {
     o.coordinator_args = {"--heartbeat-interval", "100ms", "--heartbeat-timeout",
                           std::move(heartbeat_timeout)};
     auto c = Cluster::Start(dir_.Subdir("cluster"), o);
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_OK(c);
     cluster_ = std::move(c).value();
   }
 
@@ -190,7 +191,7 @@ class RescaleTest : public ::testing::Test {
   CommandResult MustRun(const std::vector<std::string>& args,
                         Duration timeout = Duration::Seconds(60)) {
     auto r = cluster_->Cli(args, timeout);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     if (!r.ok()) return CommandResult{};
     EXPECT_EQ(r->exit_code, 0) << "keyflow " << ::testing::PrintToString(args) << "\n"
                                << r->out << r->err << cluster_->LogExcerpts();
@@ -215,13 +216,13 @@ class RescaleTest : public ::testing::Test {
     auto st = cluster_->WaitForStatus(
         [&](const nlohmann::json& s) { return s["job"].is_object() && pred(s["job"]); }, timeout,
         what);
-    EXPECT_TRUE(st.ok()) << st.status().ToString();
+    EXPECT_OK(st);
     return st.ok() ? (*st)["job"] : nlohmann::json::object();
   }
 
   nlohmann::json Job() {
     auto st = cluster_->StatusJson();
-    EXPECT_TRUE(st.ok()) << st.status().ToString();
+    EXPECT_OK(st);
     return st.ok() ? (*st)["job"] : nlohmann::json::object();
   }
 
@@ -241,7 +242,7 @@ class RescaleTest : public ::testing::Test {
     auto r =
         RunCommand({KeyflowBinary("keyflow"), "checkpoint", "inspect", checkpoint_dir, "--json"},
                    Duration::Seconds(30));
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     if (!r.ok()) return nlohmann::json::object();
     EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
     nlohmann::json j = nlohmann::json::parse(r->out, nullptr, false);
@@ -386,13 +387,13 @@ TEST_F(RescaleTest, PlanMovesEveryKeyGroupOnceAlongFlinkRangesAndChangesNothing)
 TEST_F(RescaleTest, RefusedRescalesLeaveTheRunningJobUntouched) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(2));
   auto none = cluster_->Cli({"rescale", "2"});
-  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  ASSERT_OK(none);
   EXPECT_EQ(none->exit_code, 1);
   EXPECT_THAT(none->err, HasSubstr("no job is running"));
 
   const std::string params = "events=24000,keys=1000,splits=4,seed=2,skew=1";
   auto records = GeneratedKeyedTimestamps("gen:" + params);
-  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_OK(records);
   const std::string output = dir_.path() + "/output";
   std::string job_id =
       Submit({"--job", "count-window", "--param", "count=20", "--param", "timeout=5s", "--param",
@@ -436,7 +437,7 @@ TEST_F(RescaleTest, RefusedRescalesLeaveTheRunningJobUntouched) {
   for (const Refusal& r : refusals) {
     const std::string what = "keyflow " + ::testing::PrintToString(r.args);
     auto res = cluster_->Cli(r.args);
-    ASSERT_TRUE(res.ok()) << res.status().ToString();
+    ASSERT_OK(res);
     EXPECT_EQ(res->exit_code, r.exit_code) << what << "\n" << res->out << res->err;
     for (const std::string& s : r.says) EXPECT_THAT(res->err, HasSubstr(s)) << what;
     untouched(what);
@@ -460,12 +461,12 @@ TEST_F(RescaleTest, RefusedRescalesLeaveTheRunningJobUntouched) {
   EXPECT_EQ(job.value("attempt", 0), 1);
   EXPECT_EQ(job.value("records_processed", int64_t{0}), 24000);
   auto out = ReadResultsByFile(output);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_OK(out);
   ExpectSameLines(Canonical(*out, CanonicalCountWindow), ReferenceCountWindow(*records, 20, 5000),
                   "count-window after refused rescales vs reference");
 
   auto after = cluster_->Cli({"rescale", "1"});
-  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  ASSERT_OK(after);
   EXPECT_EQ(after->exit_code, 1);
   EXPECT_THAT(after->err, HasSubstr("no job is running"));
 }
@@ -476,7 +477,7 @@ TEST_F(RescaleTest, RunFromSavepointAtNewParallelismIsExactAndAnotherMaxParallel
   ASSERT_NO_FATAL_FAILURE(StartCluster(3));
   const std::string params = "events=30000,keys=1500,splits=6,seed=3";
   auto records = GeneratedKeyedTimestamps("gen:" + params);
-  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_OK(records);
   const std::string output = dir_.path() + "/output";
   const std::string savepoint = dir_.path() + "/savepoint";
   // No periodic checkpoints in either job: the savepoint is the only commit point, so the
@@ -503,7 +504,7 @@ TEST_F(RescaleTest, RunFromSavepointAtNewParallelismIsExactAndAnotherMaxParallel
   refused.insert(refused.end(),
                  {"--parallelism", "3", "--max-parallelism", "256", "--from-savepoint", savepoint});
   auto r = cluster_->Cli(refused);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 1);
   EXPECT_THAT(r->err, HasSubstr("the checkpoint was taken with max parallelism 128"));
   EXPECT_THAT(r->err, HasSubstr("restore with --max-parallelism 128 (or leave it unset)"));
@@ -511,7 +512,7 @@ TEST_F(RescaleTest, RunFromSavepointAtNewParallelismIsExactAndAnotherMaxParallel
   std::vector<std::string> second = job;
   second.insert(second.end(), {"--parallelism", "3", "--from-savepoint", savepoint});
   auto run = RunJob(*cluster_, second, kWait);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_OK(run);
   ASSERT_EQ(run->cli.exit_code, 0) << run->cli.out << run->cli.err << cluster_->LogExcerpts();
   nlohmann::json inspect = Inspect(savepoint);
   EXPECT_EQ(inspect.value("parallelism", 0), 2);
@@ -521,7 +522,7 @@ TEST_F(RescaleTest, RunFromSavepointAtNewParallelismIsExactAndAnotherMaxParallel
   EXPECT_EQ(RestoreBytes(run->job), ExpectedRestoreBytes(inspect, 3));
 
   auto out = ReadResultsByFile(output);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_OK(out);
   ExpectSameLines(Canonical(*out, CanonicalTumblingCount), ReferenceTumblingCount(*records, 2000),
                   "savepoint taken at P=2, restored at P=3");
   EXPECT_EQ(CountsPerKey(JsonLines(*out)), RecordsPerKey(*records));
@@ -535,7 +536,7 @@ TEST_F(RescaleTest, EventTimeTimersMoveWithTheirKeyGroupsAndEveryWindowClosesOnc
   // timer each, at both rescales.
   const std::string params = "events=40000,keys=3000,splits=6,seed=4,skew=1";
   auto records = GeneratedKeyedTimestamps("gen:" + params);
-  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_OK(records);
   const std::string output = dir_.path() + "/output";
   Submit({"--job", "count-window", "--param", "count=50", "--param", "timeout=30s", "--param",
           "time=event", "--input", "gen:" + params + ",rate=4000", "--output", output,
@@ -554,7 +555,7 @@ TEST_F(RescaleTest, EventTimeTimersMoveWithTheirKeyGroupsAndEveryWindowClosesOnc
   EXPECT_EQ(job.value("attempt", 0), 3) << "two rescales, no failure";
   EXPECT_EQ(job.value("late_records", -1), 0);
   auto out = ReadResultsByFile(output);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_OK(out);
   std::vector<std::string> reference = ReferenceCountWindow(*records, 50, 30'000);
   std::map<std::string, int> causes;
   for (const std::string& line : reference) causes[line.substr(line.rfind('|') + 1)]++;
@@ -569,7 +570,7 @@ TEST_F(RescaleTest, ProcessingTimeTimersAreReArmedAtTheNewOwnerAndNoWindowIsLost
   ASSERT_NO_FATAL_FAILURE(StartCluster(3));
   const std::string params = "events=24000,keys=3000,splits=6,seed=5";
   auto records = GeneratedKeyedTimestamps("gen:" + params);
-  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_OK(records);
   const std::string output = dir_.path() + "/output";
   constexpr int64_t kTimeoutMs = 1500;
   // The count is never reached: every window closes by its processing-time timer (or at the
@@ -589,7 +590,7 @@ TEST_F(RescaleTest, ProcessingTimeTimersAreReArmedAtTheNewOwnerAndNoWindowIsLost
   EXPECT_EQ(job.value("attempt", 0), 3) << "two rescales, no failure";
 
   auto out = ReadResultsByFile(output);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_OK(out);
   // Every record counted exactly once: no window lost or doubled.
   EXPECT_EQ(CountsPerKey(JsonLines(*out)), RecordsPerKey(*records));
   std::set<std::pair<std::string, int64_t>> windows;
@@ -630,11 +631,11 @@ TEST_F(RescaleTest, ProcessingTimeTimersAreReArmedAtTheNewOwnerAndNoWindowIsLost
 class FrozenWorkers {
  public:
   FrozenWorkers(Cluster* c, int n) : c_(c), n_(n) {
-    for (int i = 0; i < n_; ++i) EXPECT_TRUE(c_->worker(i)->Signal(SIGSTOP).ok());
+    for (int i = 0; i < n_; ++i) EXPECT_OK(c_->worker(i)->Signal(SIGSTOP));
   }
   ~FrozenWorkers() { Thaw(); }
   void Thaw() {
-    for (int i = 0; i < n_ && !thawed_; ++i) EXPECT_TRUE(c_->worker(i)->Signal(SIGCONT).ok());
+    for (int i = 0; i < n_ && !thawed_; ++i) EXPECT_OK(c_->worker(i)->Signal(SIGCONT));
     thawed_ = true;
   }
 
@@ -649,9 +650,9 @@ TEST_F(RescaleTest, FileSplitsAreRedistributedMidReadAndEveryRecordIsCountedOnce
   ASSERT_NO_FATAL_FAILURE(StartCluster(3, "10s"));
   JsonLinesInputOptions o;
   o.files = 6;
-  o.records_per_file = 400'000;
+  o.records_per_file = 800'000;  // enough that no attempt reads it all before it is frozen
   auto input = WriteJsonLinesInput(dir_.Subdir("input"), o);
-  ASSERT_TRUE(input.ok()) << input.status().ToString();
+  ASSERT_OK(input);
   const std::string output = dir_.path() + "/output";
   Submit({"--job", "tumbling-count", "--param", "size=5s", "--input", dir_.path() + "/input",
           "--output", output, "--parallelism", "1", "--checkpoint-interval", "1s"});
@@ -665,17 +666,24 @@ TEST_F(RescaleTest, FileSplitsAreRedistributedMidReadAndEveryRecordIsCountedOnce
   for (int32_t target : {3, 2}) {
     SCOPED_TRACE("rescale to " + std::to_string(target));
     const std::string phase = target == 3 ? "checkpoint" : "savepoint";
+    // The current attempt runs and reads (the job's own records_in adds up every attempt): a
+    // rescale is refused while the previous one's attempt still deploys.
     nlohmann::json job = WaitForJob(
-        [](const nlohmann::json& j) { return j.value("records_in", 0) > 0; }, "records read");
-    const int32_t p = job.value("parallelism", 0);
+        [](const nlohmann::json& j) {
+          return j.value("state", "") == "RUNNING" && j.contains("current_attempt") &&
+                 j["current_attempt"].value("records_in", 0) > 0;
+        },
+        "records read by the running attempt");
     const int old_attempt = job.value("attempt", 0);
     {
-      FrozenWorkers frozen(cluster_.get(), p);
+      // Every worker, not only the first p: which worker runs which subtask is the
+      // coordinator's choice.
+      FrozenWorkers frozen(cluster_.get(), 3);
       std::vector<std::string> args = {"rescale", std::to_string(target), "--timeout", "60s"};
       if (phase == "checkpoint") args.insert(args.end(), {"--via", "checkpoint"});
       auto cli =
           cluster_->StartCli(args, dir_.path() + "/rescale-" + std::to_string(target) + ".out");
-      ASSERT_TRUE(cli.ok()) << cli.status().ToString();
+      ASSERT_OK(cli);
       WaitForJob(
           [&](const nlohmann::json& j) {
             return j.contains("rescale") && j["rescale"].value("phase", "") == phase;
@@ -683,7 +691,7 @@ TEST_F(RescaleTest, FileSplitsAreRedistributedMidReadAndEveryRecordIsCountedOnce
           "the rescale " + phase + " to be triggered");
       frozen.Thaw();
       auto code = cli->Wait(kWait);
-      ASSERT_TRUE(code.ok()) << code.status().ToString();
+      ASSERT_OK(code);
       ASSERT_EQ(*code, 0) << ReadFileOrEmpty(cli->log_path() + ".err") << cluster_->LogExcerpts();
     }
     job = WaitForJob(
@@ -692,7 +700,7 @@ TEST_F(RescaleTest, FileSplitsAreRedistributedMidReadAndEveryRecordIsCountedOnce
     EXPECT_EQ(job.value("parallelism", 0), target);
     parallelism_of_attempt_[old_attempt + 1] = target;
     auto lines = LinesConsumed(CheckpointDir(job.value("restored_from", int64_t{0})));
-    ASSERT_TRUE(lines.ok()) << lines.status().ToString();
+    ASSERT_OK(lines);
     ASSERT_EQ(lines->size(), 6u) << "every split has a position in the " << phase;
     int64_t consumed = 0;
     int partly_read = 0;
@@ -717,7 +725,7 @@ TEST_F(RescaleTest, FileSplitsAreRedistributedMidReadAndEveryRecordIsCountedOnce
   EXPECT_EQ(job.value("bad_records", -1), 0);
   EXPECT_EQ(job.value("late_records", -1), 0);
   auto out = ReadResultsByFile(output);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_OK(out);
   EXPECT_EQ(CountsPerKey(JsonLines(*out)), RecordsPerKey(input->records));
   ExpectSameLines(Canonical(*out, CanonicalTumblingCount),
                   ReferenceTumblingCount(input->records, 5000), "files rescaled 1 -> 3 -> 2");
@@ -730,7 +738,7 @@ TEST(RescaleDrillTest, QuickDrillPasses) {
   auto r = RunCommand({Script("drill-rescale.sh"), "--build-dir", KEYFLOW_BINARY_DIR, "--events",
                        "40000", "--keys", "2000", "--steps", "2,3,1", "--step-seconds", "1"},
                       Duration::Seconds(240));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
   EXPECT_THAT(r->out, HasSubstr("\nPASS\n"));
   EXPECT_THAT(r->out, HasSubstr("2 -> 3"));
