@@ -43,7 +43,7 @@ step "installing dependencies"
 build_dir="$(kf_abspath "${KEYFLOW_BUILD_DIR:-$ROOT/build}")"
 step "building keyflow (Release, $build_dir)"
 cmake -S "$ROOT" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build_dir" --target keyflow keyflow-coordinator keyflow-worker -j "$(nproc)"
+cmake --build "$build_dir" --target installables -j "$(nproc)"
 KEYFLOW="$build_dir/bin/keyflow"
 
 run_dir="$(mktemp -d "${TMPDIR:-/tmp}/keyflow-demo-XXXXXX")"

@@ -57,7 +57,8 @@ step "building keyflow (Release, $build_dir)"
 launcher=()
 if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S "$ROOT" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >&2
-cmake --build "$build_dir" -j "${KEYFLOW_JOBS:-$(nproc)}" >&2
+# Only what is installed (the binaries, the job libraries, the SDK), not the tests and benchmarks.
+cmake --build "$build_dir" --target installables -j "${KEYFLOW_JOBS:-$(nproc)}" >&2
 
 step "installing into $prefix"
 cmake --install "$build_dir" --prefix "$prefix" >&2
