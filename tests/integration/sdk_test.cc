@@ -22,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,57 @@ TEST(InstallScriptTest, RefusesAMissingOrSecondPrefix) {
   ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 1);
   EXPECT_THAT(r->err, HasSubstr("one PREFIX only, got '/tmp/a' and '/tmp/b'"));
+}
+
+// scripts/install.sh and scripts/demo.sh build the `installables` target: everything
+// `cmake --install` copies, and no test or benchmark.
+TEST(InstallScriptTest, TheInstallablesTargetBuildsWhatIsInstalledAndNoTest) {
+  const std::string build = KEYFLOW_BINARY_DIR;
+  if (!fs::exists(build + "/build.ninja")) GTEST_SKIP() << "not a Ninja build: " << build;
+  auto r =
+      RunCommand({"ninja", "-C", build, "-t", "inputs", "installables"}, Duration::Seconds(60));
+  ASSERT_OK(r);
+  ASSERT_EQ(r->exit_code, 0) << r->err;
+  // `ninja -t inputs` lists what the target is built from: each installed program's and
+  // library's objects.
+  for (const char* installed : {"coordinator/CMakeFiles/keyflow.dir/cli/keyflow_main.cc.o\n",
+                                "coordinator/CMakeFiles/keyflow-coordinator.dir/"
+                                "coordinator_main.cc.o\n",
+                                "worker/CMakeFiles/keyflow-worker.dir/worker_main.cc.o\n",
+                                "lib/keyflow/jobs/libkeyflow-builtin-jobs.so\n",
+                                "worker/jobs/examples/CMakeFiles/sessions.dir/sessions.cc.o\n",
+                                "worker/api/libkeyflow_sdk.a\n"}) {
+    EXPECT_THAT(r->out, HasSubstr(installed));
+  }
+  std::istringstream lines(r->out);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_THAT(line, ::testing::Not(::testing::EndsWith("_tests"))) << "a test binary";
+    EXPECT_EQ(line.find("tests/"), std::string::npos) << line;
+    EXPECT_EQ(line.find("benchmark"), std::string::npos) << line;
+  }
+}
+
+// keyflow_add_job refuses, at link time, a library that forgot KEYFLOW_JOB_LIBRARY: without it
+// no worker could load the library, and the mistake would surface only at `keyflow run`.
+TEST_F(SdkTest, AJobLibraryWithoutKeyflowJobLibraryFailsToLink) {
+  TestDir dir;
+  const std::string src = dir.Subdir("project");
+  {
+    std::ofstream cmake(src + "/CMakeLists.txt");
+    cmake << "cmake_minimum_required(VERSION 3.25)\nproject(forgot CXX)\n"
+             "find_package(keyflow REQUIRED)\nkeyflow_add_job(forgot forgot.cc)\n";
+    std::ofstream cc(src + "/forgot.cc");
+    cc << "#include <keyflow/keyflow.h>\n"
+          "std::vector<keyflow::JobDefinition> Jobs() { return {}; }\n";
+  }
+  ASSERT_OK(Step({"cmake", "-S", src, "-B", dir.path() + "/build", "-G", "Ninja",
+                  "-DCMAKE_PREFIX_PATH=" + kPrefix},
+                 Duration::Seconds(300)));
+  auto r = RunCommand({"cmake", "--build", dir.path() + "/build"}, Duration::Seconds(300));
+  ASSERT_OK(r);
+  EXPECT_NE(r->exit_code, 0) << r->out << r->err;
+  EXPECT_THAT(r->out + r->err, HasSubstr("required symbol `keyflow_job_library' not defined"));
+  EXPECT_FALSE(fs::exists(dir.path() + "/build/libforgot.so"));
 }
 
 // `keyflow jobs --job-library L` describes the out-of-tree job: name, parameters, defaults.

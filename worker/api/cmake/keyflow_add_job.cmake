@@ -5,7 +5,9 @@
 # `keyflow jobs|run --job-library lib<name>.so` and by the workers. It links keyflow::sdk
 # statically, is compiled as C++20 with hidden visibility and exports only the library's entry
 # points, so two job libraries in one process never see each other's symbols. Symbols not
-# found at link time are an error here (-Wl,--no-undefined), not when the library is loaded.
+# found at link time are an error here (-Wl,--no-undefined), not when the library is loaded;
+# so is a library without KEYFLOW_JOB_LIBRARY (the linker says "required symbol
+# `keyflow_job_library' not defined"), which no worker could load.
 #
 #   find_package(keyflow REQUIRED)          # from an installation: CMAKE_PREFIX_PATH=<prefix>
 #   keyflow_add_job(sessions sessions.cc)   # -> build/libsessions.so
@@ -39,6 +41,7 @@ function(keyflow_add_job name)
     set(no_undefined "")
   endif()
   target_link_options(${name} PRIVATE ${no_undefined} -Wl,--exclude-libs,ALL
-                                      -Wl,--version-script=${map})
+                                      -Wl,--version-script=${map}
+                                      -Wl,--require-defined=keyflow_job_library)
   set_property(TARGET ${name} APPEND PROPERTY LINK_DEPENDS ${map})
 endfunction()
