@@ -19,6 +19,7 @@
 #include "common/input/input_spec.h"
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
+#include "common/output_directory.h"
 #include "common/process/command_line.h"
 #include "common/security/process_security.h"
 #include "coordinator/cli/checkpoint_inspect_command.h"
@@ -503,6 +504,13 @@ int RunRunCommand(const std::vector<std::string>& args) {
   if (Status s = InputSpec::Parse(spec.input).status(); !s.ok()) return Fail(s, kExitUsage);
   // The cluster reads and writes these for this user (coordinator/path_rules.h).
   if (Status s = CheckClientMayUsePaths(spec); !s.ok()) return Fail(s, kExitUsage);
+  // The workers refuse a new job's output directory that holds results; say so before the job
+  // is submitted (a job restored from a savepoint continues in its own directory).
+  if (!spec.output_dir.empty() && spec.from_savepoint.empty()) {
+    if (Status s = CheckOutputDirectoryIsFresh(spec.output_dir); !s.ok()) {
+      return Fail(s, kExitUsage);
+    }
+  }
   if (spec.state_backend != "heap" && spec.state_backend != "rocksdb") {
     return Fail("--state-backend must be heap or rocksdb, not '" + spec.state_backend + "'",
                 kExitUsage);

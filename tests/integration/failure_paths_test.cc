@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <zmq.hpp>
 
@@ -49,6 +50,34 @@ TEST(FailurePathsTest, CliAgainstUnreachableCoordinatorExitsOneWithMessage) {
     EXPECT_THAT(err, HasSubstr("is it running?"));
     EXPECT_THAT(err, HasSubstr("--coordinator tcp://HOST:PORT"));
   }
+}
+
+// A new job into an output directory that already holds results is a usage error before
+// anything is submitted (no coordinator runs at this port), not a job that fails on deploy.
+TEST(FailurePathsTest, AnOutputDirectoryWithResultsIsRefusedBeforeTheJobIsSubmitted) {
+  TestDir dir;
+  const std::string out = dir.Subdir("out");
+  std::ofstream(out + "/part-old-job-0-1-3.jsonl") << "{}\n";
+  auto r = RunCommand(
+      {KeyflowBinary("keyflow"), "run", "--job", "count-window", "--input",
+       "gen:events=10,keys=2,splits=1", "--output", out, "--coordinator", "tcp://127.0.0.1:1"},
+      Duration::Seconds(30));
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 2) << r->err;
+  EXPECT_THAT(r->err, HasSubstr("output directory " + out +
+                                " already holds results (part-old-job-0-1-3.jsonl): use an "
+                                "empty directory for a new job, or remove them"));
+  // In-progress and pre-committed files are not results: the CLI goes on to submit.
+  std::filesystem::remove(out + "/part-old-job-0-1-3.jsonl");
+  std::ofstream(out + "/.part-old-job-0-1-4.inprogress") << "{}\n";
+  std::ofstream(out + "/_part-old-job-0-1-4-5.pending") << "{}\n";
+  r = RunCommand(
+      {KeyflowBinary("keyflow"), "run", "--job", "count-window", "--input",
+       "gen:events=10,keys=2,splits=1", "--output", out, "--coordinator", "tcp://127.0.0.1:1"},
+      Duration::Seconds(30));
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 1) << r->err;
+  EXPECT_THAT(r->err, HasSubstr("cannot reach the coordinator"));
 }
 
 TEST(FailurePathsTest, WorkerAgainstUnreachableCoordinatorKeepsRetryingAndSaysSo) {

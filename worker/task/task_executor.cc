@@ -2,23 +2,11 @@
 
 #include "common/file_io.h"
 #include "common/logging.h"
+#include "common/output_directory.h"
 #include "worker/job_library/job_library.h"
 
 namespace keyflow {
 namespace {
-
-// A new job (first attempt, nothing restored) must not mix its results with another run's.
-Status CheckOutputDirectoryIsFresh(const std::string& dir) {
-  if (!PathExists(dir)) return Status::Ok();
-  KF_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(dir));
-  for (const std::string& n : names) {
-    if (!n.empty() && n[0] != '.' && n[0] != '_') {
-      return FailedPrecondition("output directory " + dir + " already holds results (" + n +
-                                "): use an empty directory for a new job, or remove them");
-    }
-  }
-  return Status::Ok();
-}
 
 // The restored position of `split`, checking that the checkpoint describes the same split.
 Result<SplitPosition> RestoredPosition(const SourceSplit& split,
