@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/record_fields.h"
+
 namespace keyflow {
 namespace {
 
@@ -83,13 +85,7 @@ void AppendJsonUint(std::string* out, uint64_t v) {
 }
 
 void AppendJsonDouble(std::string* out, double v) {
-  if (!std::isfinite(v)) {
-    out->append("null");
-    return;
-  }
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out->append(buf, r.ptr);
+  field_tape::AppendJsonDouble(v, out);
 }
 
 void AppendJsonBool(std::string* out, bool v) {

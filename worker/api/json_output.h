@@ -6,7 +6,8 @@
 // non-ASCII text and U+007F). Bytes that are not valid UTF-8 are replaced by U+FFFD, one per
 // bad byte, so the output is always valid JSON.
 // Numbers: integers in decimal; doubles in the shortest form that reads back to the same value,
-// and `null` for NaN and infinities (JSON has no such numbers).
+// with ".0" when that form is an integer (600.0: a double stays a double when read back, as in
+// a record's raw_json()), and `null` for NaN and infinities (JSON has no such numbers).
 //
 // Pure functions; thread-safe.
 #pragma once

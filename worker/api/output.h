@@ -27,9 +27,12 @@
 
 namespace keyflow {
 
+class JsonArray;
+
 // Builds one JSON object, member by member, in the order added. Strings are escaped (invalid
-// UTF-8 becomes U+FFFD), doubles are written in their shortest exact form (NaN and infinities
-// as null). Adding a name twice writes it twice (callers keep names unique).
+// UTF-8 becomes U+FFFD), doubles are written in their shortest exact form with ".0" when it is
+// an integer (600.0; NaN and infinities as null). Adding a name twice writes it twice (callers
+// keep names unique). Nested values: Add(name, JsonObject) and Add(name, JsonArray).
 class JsonObject {
  public:
   JsonObject& Add(std::string_view name, std::string_view value);
@@ -47,6 +50,9 @@ class JsonObject {
   // A key as its JSON value: a string for string keys, a number for int/long keys.
   JsonObject& Add(std::string_view name, const Key& key, KeyType type);
   JsonObject& AddNull(std::string_view name);
+  // A nested object or array (their builders are consumed).
+  JsonObject& Add(std::string_view name, JsonObject object);
+  JsonObject& Add(std::string_view name, JsonArray array);
   // `json` must be one valid JSON value (e.g. a nested object built by another JsonObject).
   JsonObject& AddRaw(std::string_view name, std::string_view json);
 
@@ -55,6 +61,35 @@ class JsonObject {
 
  private:
   void Name(std::string_view name);
+  std::string text_;
+};
+
+// Builds one JSON array, element by element, with the value rules of JsonObject:
+//
+//   JsonObject().Add("user", "u1").Add("amounts", JsonArray().Add(600.0).Add(int64_t{12}))
+//   // {"user":"u1","amounts":[600.0,12]}
+class JsonArray {
+ public:
+  JsonArray& Add(std::string_view value);
+  JsonArray& Add(const char* value) { return Add(std::string_view(value)); }
+  JsonArray& Add(const std::string& value) { return Add(std::string_view(value)); }
+  JsonArray& Add(int64_t value);
+  JsonArray& Add(int32_t value) { return Add(int64_t{value}); }
+  JsonArray& Add(uint64_t value);
+  JsonArray& Add(double value);
+  JsonArray& Add(bool value);
+  JsonArray& Add(const Key& key, KeyType type);
+  JsonArray& Add(JsonObject object);
+  JsonArray& Add(JsonArray array);
+  JsonArray& AddNull();
+  // `json` must be one valid JSON value.
+  JsonArray& AddRaw(std::string_view json);
+
+  // The array's text, e.g. [1,"a",null]. The builder is empty afterwards.
+  std::string Build();
+
+ private:
+  std::string& Next();
   std::string text_;
 };
 

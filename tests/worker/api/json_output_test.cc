@@ -84,7 +84,7 @@ TEST(JsonOutput, Numbers) {
   out += ' ';
   AppendJsonBool(&out, true);
   EXPECT_EQ(out,
-            "-9223372036854775808 42 18446744073709551615 0.1 -2.5e+300 3 "
+            "-9223372036854775808 42 18446744073709551615 0.1 -2.5e+300 3.0 "
             "null null true");
 }
 

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 
 namespace keyflow {
 namespace {
@@ -18,6 +20,39 @@ TEST(JsonObject, BuildsMembersInTheOrderAdded) {
   EXPECT_EQ(o.Build(),
             R"({"user":"u1","sum":42,"n":7,"big":18446744073709551615,"avg":0.25,"ok":true,)"
             R"("no":false,"none":null})");
+}
+
+TEST(JsonObject, ADoubleStaysADoubleWhenItIsAWholeNumber) {
+  EXPECT_EQ(JsonObject().Add("a", 600.0).Add("b", 0.5).Add("c", 1e21).Build(),
+            R"({"a":600.0,"b":0.5,"c":1e+21})");
+}
+
+TEST(JsonArray, BuildsElementsInTheOrderAddedAndNests) {
+  JsonArray inner;
+  inner.Add(int64_t{1}).Add("x");
+  std::string text = JsonArray()
+                         .Add("u\"1")
+                         .Add(int64_t{-3})
+                         .Add(uint64_t{18446744073709551615u})
+                         .Add(600.0)
+                         .Add(true)
+                         .AddNull()
+                         .Add(JsonObject().Add("k", 2))
+                         .Add(std::move(inner))
+                         .Add(JsonArray())
+                         .Build();
+  EXPECT_EQ(text, R"(["u\"1",-3,18446744073709551615,600.0,true,null,{"k":2},[1,"x"],[]])");
+}
+
+TEST(JsonArray, IsAMemberOfAnObjectAndIsEmptyAfterBuild) {
+  JsonArray a;
+  a.Add(Key::FromInt64(7), KeyType::kLong).Add(Key::FromBytes("s"), KeyType::kString);
+  EXPECT_EQ(JsonObject().Add("keys", std::move(a)).Add("o", JsonObject()).Build(),
+            R"({"keys":[7,"s"],"o":{}})");
+  JsonArray b;
+  b.Add(1);
+  EXPECT_EQ(b.Build(), "[1]");
+  EXPECT_EQ(b.Build(), "[]");
 }
 
 TEST(JsonObject, AnEmptyObjectIsBraces) {
