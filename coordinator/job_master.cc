@@ -1158,7 +1158,7 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
     s["timers"] = m.timers;
     s["restore_bytes"] = m.restore_bytes;
     s["dropped_frames"] = m.dropped_frames;
-    // Issue 11/12 fields (notes/rm-for-rl-ro.md): /metrics reads these names.
+    // The REST /metrics endpoint reads these names.
     s["state_backend"] = m.state_backend;
     s["state_bytes_memory"] = m.state_bytes_memory;
     s["state_bytes_disk"] = m.state_bytes_disk;

@@ -87,12 +87,18 @@ void PrintSummary(const nlohmann::json& job, std::ostream& os) {
   os << "  records read:      " << job.value("records_in", 0) << "\n"
      << "  records processed: " << job.value("records_processed", 0) << "\n"
      << "  results emitted:   " << job.value("records_out", 0) << "\n"
-     << "  malformed records: " << job.value("bad_records", 0) << " (skipped)\n"
+     << "  malformed records: " << job.value("bad_records", 0)
+     << (job.value("bad_records", 0) > 0
+             ? " (skipped; each is logged with its file, line and reason as 'bad record "
+               "skipped' in the worker logs: <run dir>/worker-<i>.log with "
+               "scripts/start-cluster.sh)\n"
+             : " (skipped)\n")
      << "  late records:      " << job.value("late_records", 0) << "\n";
   if (!job.value("output", std::string()).empty()) {
     os << "  output:            " << job.value("output", std::string()) << "\n";
   } else {
-    os << "  output:            printed by the workers (their stdout: the worker logs)\n";
+    os << "  output:            printed by the workers to their stdout (with "
+          "scripts/start-cluster.sh: <run dir>/worker-<i>.out)\n";
   }
   if (job.value("attempt", 1) > 1) {
     os << "  attempts:          " << job.value("attempt", 1) << " (" << job.value("restarts", 0)

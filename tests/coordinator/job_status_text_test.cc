@@ -58,6 +58,23 @@ TEST(JobStatusTextTest, TheSummaryNamesAttemptsAndTheLastFailure) {
   EXPECT_THAT(os.str(), Not(HasSubstr("reason:")));
 }
 
+TEST(JobStatusTextTest, TheSummarySaysWhereSkippedRecordsAndPrintedResultsAre) {
+  nlohmann::json job = RunningJob(1, "");
+  job["state"] = "FINISHED";
+  job["bad_records"] = 3;
+  std::ostringstream os;
+  PrintSummary(job, os);
+  EXPECT_THAT(os.str(), HasSubstr("  malformed records: 3 (skipped; each is logged with its file, "
+                                  "line and reason as 'bad record skipped' in the worker logs: "
+                                  "<run dir>/worker-<i>.log with scripts/start-cluster.sh)\n"));
+  EXPECT_THAT(os.str(), HasSubstr("  output:            printed by the workers to their stdout "
+                                  "(with scripts/start-cluster.sh: <run dir>/worker-<i>.out)\n"));
+  job["bad_records"] = 0;
+  std::ostringstream none;
+  PrintSummary(job, none);
+  EXPECT_THAT(none.str(), HasSubstr("  malformed records: 0 (skipped)\n"));
+}
+
 TEST(JobStatusTextTest, TheStatusOfAClusterWithoutAJobSaysSo) {
   std::ostringstream os;
   PrintStatus({{"workers", nlohmann::json::array()}}, os);
