@@ -39,6 +39,12 @@ using ::testing::HasSubstr;
 constexpr int32_t kMaxParallelism = 128;  // Flink's default for every P <= 85
 constexpr Duration kWait = Duration::Seconds(60);
 
+// Records processed by the job's running attempt (the job's own counter adds up every attempt):
+// a test that paces a rescale by progress waits for this one.
+int64_t CurrentAttemptProcessed(const nlohmann::json& job) {
+  return job.contains("current_attempt") ? job["current_attempt"].value("records_processed", 0) : 0;
+}
+
 // Flink's KeyGroupRangeAssignment, written out here so that the tests do not check the runtime
 // against itself: the range of operator index i of p (inclusive), and the owner of a key group.
 std::pair<int32_t, int32_t> FlinkRange(int32_t max_p, int32_t p, int32_t i) {
@@ -539,14 +545,14 @@ TEST_F(RescaleTest, EventTimeTimersMoveWithTheirKeyGroupsAndEveryWindowClosesOnc
   ASSERT_OK(records);
   const std::string output = dir_.path() + "/output";
   Submit({"--job", "count-window", "--param", "count=50", "--param", "timeout=30s", "--param",
-          "time=event", "--input", "gen:" + params + ",rate=4000", "--output", output,
-          "--parallelism", "2", "--checkpoint-interval", "1s"});
+          "time=event", "--input", "gen:" + params + ",rate=2000", "--output", output,
+          "--parallelism", "2", "--checkpoint-interval", "1s", "--retained-checkpoints", "1000"});
   parallelism_of_attempt_[1] = 2;
   WaitForJob([](const nlohmann::json& j) { return j.value("records_processed", 0) > 8000; },
              "8000 records processed");
   nlohmann::json sp1 = RescaleAndCheck(3, Via::kCheckpoint);
   EXPECT_GT(sp1["totals"].value("timers", 0), 1000) << "timers pending at the first rescale";
-  WaitForJob([](const nlohmann::json& j) { return j.value("records_processed", 0) > 6000; },
+  WaitForJob([](const nlohmann::json& j) { return CurrentAttemptProcessed(j) > 6000; },
              "6000 records processed at P=3");
   nlohmann::json sp2 = RescaleAndCheck(1, Via::kSavepoint);
   EXPECT_GT(sp2["totals"].value("timers", 0), 1000) << "timers pending at the second rescale";
@@ -576,14 +582,15 @@ TEST_F(RescaleTest, ProcessingTimeTimersAreReArmedAtTheNewOwnerAndNoWindowIsLost
   // The count is never reached: every window closes by its processing-time timer (or at the
   // end of input).
   Submit({"--job", "count-window", "--param", "count=1000000", "--param", "timeout=1500ms",
-          "--param", "time=processing", "--input", "gen:" + params + ",rate=3000", "--output",
-          output, "--parallelism", "2", "--checkpoint-interval", "1s"});
+          "--param", "time=processing", "--input", "gen:" + params + ",rate=1500", "--output",
+          output, "--parallelism", "2", "--checkpoint-interval", "1s", "--retained-checkpoints",
+          "1000"});
   parallelism_of_attempt_[1] = 2;
   WaitForJob([](const nlohmann::json& j) { return j.value("records_processed", 0) > 6000; },
              "6000 records processed");
   std::vector<nlohmann::json> savepoints;
   savepoints.push_back(RescaleAndCheck(3, Via::kSavepoint));
-  WaitForJob([](const nlohmann::json& j) { return j.value("records_processed", 0) > 4000; },
+  WaitForJob([](const nlohmann::json& j) { return CurrentAttemptProcessed(j) > 4000; },
              "4000 records processed at P=3");
   savepoints.push_back(RescaleAndCheck(2, Via::kCheckpoint));
   nlohmann::json job = WaitFinished();
@@ -655,7 +662,8 @@ TEST_F(RescaleTest, FileSplitsAreRedistributedMidReadAndEveryRecordIsCountedOnce
   ASSERT_OK(input);
   const std::string output = dir_.path() + "/output";
   Submit({"--job", "tumbling-count", "--param", "size=5s", "--input", dir_.path() + "/input",
-          "--output", output, "--parallelism", "1", "--checkpoint-interval", "1s"});
+          "--output", output, "--parallelism", "1", "--checkpoint-interval", "1s",
+          "--retained-checkpoints", "1000"});
   parallelism_of_attempt_[1] = 1;
 
   // Each rescale: once records flow at the current parallelism, freeze its workers, ask for the
