@@ -39,6 +39,9 @@ PACKAGES=(
   # issue 13: TLS for the REST API (common/security/tls_certificate.cc: OpenSSL's C API); the
   # openssl CLI pins the certificate in scripts/dashboard-screenshot.sh
   libssl-dev openssl
+  # Kafka connectors: librdkafka (its mock cluster, rdkafka_mock.h, is the broker of the tests)
+  # and kcat (Debian's kafkacat) for the README's copy-paste session
+  librdkafka-dev kafkacat
 )
 
 missing=()

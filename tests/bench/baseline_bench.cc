@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "common/input/generator_spec.h"
 #include "common/key_group_assignment.h"
-#include "worker/sources/generator_spec.h"
 #include "worker/sources/generator_split_reader.h"
 
 namespace keyflow {

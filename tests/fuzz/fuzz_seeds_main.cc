@@ -12,6 +12,7 @@
 #include "checkpoint/checksummed_envelope.h"
 #include "common/field_tape_writer.h"
 #include "common/file_io.h"
+#include "common/input/source_split.h"
 #include "common/key_group_assignment.h"
 #include "common/protocol/control_messages.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
@@ -19,7 +20,6 @@
 #include "worker/shuffle/data_frame.h"
 #include "worker/shuffle/record_batch_builder.h"
 #include "worker/sinks/file_sink.h"
-#include "worker/sources/source_split.h"
 
 namespace keyflow {
 namespace {

@@ -1,4 +1,4 @@
-// Fuzz target: checkpointed source split state (worker/sources/source_split.h,
+// Fuzz target: checkpointed source split state (common/input/source_split.h,
 // SourceSplitState::DecodeFrom): the split positions a restoring source reads from checkpoint
 // metadata (each entry of CheckpointMetadata::split_positions / RestoreAssignment).
 //
@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/input/source_split.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "worker/sources/source_split.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace keyflow;

@@ -2,9 +2,9 @@
 
 #include <string_view>
 
+#include "common/input/generator_spec.h"
 #include "common/key_group_assignment.h"
 #include "tests/testutil/status_matchers.h"
-#include "worker/sources/generator_spec.h"
 #include "worker/sources/generator_split_reader.h"
 
 namespace keyflow::test {

@@ -1,4 +1,4 @@
-// The input of the built-in generator (--input gen:..., worker/sources/generator_spec.h) as
+// The input of the built-in generator (--input gen:..., common/input/generator_spec.h) as
 // per-key timestamps, for the reference functions of job_data.h: integration tests that run a
 // job on generated input (rate-limited, so that it lasts long enough to be killed) compute the
 // exact expected results here instead of running the job a second time without failures.

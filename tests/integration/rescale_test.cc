@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "checkpoint/checkpoint_storage.h"
+#include "common/input/source_split.h"
 #include "common/key.h"
 #include "common/key_group_assignment.h"
 #include "tests/integration/cluster.h"
@@ -29,7 +30,6 @@
 #include "tests/integration/job_data.h"
 #include "tests/integration/test_dir.h"
 #include "tests/testutil/status_matchers.h"
-#include "worker/sources/source_split.h"
 
 namespace keyflow::test {
 namespace {

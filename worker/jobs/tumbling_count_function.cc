@@ -1,6 +1,6 @@
 #include "worker/jobs/tumbling_count_function.h"
 
-#include "worker/sinks/json_output.h"
+#include "worker/api/json_output.h"
 
 namespace keyflow {
 namespace {

@@ -55,6 +55,7 @@
 #include "common/process/file_access.h"
 #include "common/status.h"
 #include "common/types.h"
+#include "worker/sinks/sink_writer.h"
 
 namespace keyflow {
 
@@ -95,9 +96,9 @@ struct FileSinkCommittable {
 // output directory. Run it once, on any thread.
 // If it fails, the committable is not durable: the checkpoint must not be acknowledged and the
 // sink must not commit it (the task fails; recovery produces that output again).
-class FileSinkPreCommitSync {
+class FileSinkPreCommitSync final : public SinkPreCommitSync {
  public:
-  Status Run();
+  Status Run() override;
 
  private:
   friend class FileSink;

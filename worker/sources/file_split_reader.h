@@ -42,11 +42,11 @@
 #include <string>
 #include <string_view>
 
+#include "common/input/source_split.h"
 #include "common/record.h"
 #include "common/status.h"
 #include "worker/sources/json_record_parser.h"
 #include "worker/sources/scoped_fd.h"
-#include "worker/sources/source_split.h"
 
 namespace keyflow {
 

@@ -48,11 +48,11 @@
 
 #include "common/clock.h"
 #include "common/field_tape_writer.h"
+#include "common/input/generator_spec.h"
+#include "common/input/source_split.h"
 #include "common/key_group_assignment.h"
 #include "common/record.h"
 #include "common/status.h"
-#include "worker/sources/generator_spec.h"
-#include "worker/sources/source_split.h"
 
 namespace keyflow {
 

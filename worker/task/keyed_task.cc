@@ -85,9 +85,8 @@ KeyGroupsStateHandle IncrementalStateHandle(KeyGroupRange range, const KeyedSnap
 
 Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(
     const DeployTask& deployment, std::unique_ptr<InputGate> gate,
-    std::unique_ptr<RecordFunction> function, std::optional<FileSink> sink, const Clock* clock,
-    TaskMetrics* metrics, Callbacks callbacks, const std::string& state_dir,
-    std::FILE* print_stream) {
+    std::unique_ptr<RecordFunction> function, std::unique_ptr<SinkWriter> sink, const Clock* clock,
+    TaskMetrics* metrics, Callbacks callbacks, const std::string& state_dir) {
   std::unique_ptr<KeyedTask> t(new KeyedTask());
   const JobSpec& spec = deployment.spec;
   t->deployment_ = deployment;
@@ -95,12 +94,8 @@ Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(
   t->metrics_ = metrics;
   t->callbacks_ = std::move(callbacks);
   t->gate_ = std::move(gate);
-  if (sink) {
-    t->collector_.sink.emplace(std::move(*sink));
-  } else {
-    t->collector_.print.emplace(
-        PrintSink::ForSubtask(deployment.subtask, spec.parallelism, print_stream));
-  }
+  if (!sink) return InvalidArgument("a keyed task needs a sink");
+  t->collector_.sink = std::move(sink);
   KF_ASSIGN_OR_RETURN(t->mailbox_, TaskMailbox::Create());
   t->time_ = std::make_unique<SystemProcessingTimeService>(*clock);
   t->waiter_ = std::make_unique<GateWaiter>(t->gate_.get());
@@ -179,13 +174,11 @@ Status KeyedTask::NotifyCheckpointComplete(CheckpointId id) {
         pending_incremental_.erase(pending_incremental_.begin(),
                                    pending_incremental_.upper_bound(id.value()));
         operator_->mutable_backend().NotifyNativeCheckpointComplete(id);
-        if (collector_.sink) {
-          Status s = collector_.sink->NotifyCheckpointComplete(id);
-          if (!s.ok()) {
-            processor_->ReportError(
-                s.WithContext("committing checkpoint " + std::to_string(id.value())));
-            return;
-          }
+        Status committed = collector_.sink->NotifyCheckpointComplete(id);
+        if (!committed.ok()) {
+          processor_->ReportError(
+              committed.WithContext("committing checkpoint " + std::to_string(id.value())));
+          return;
         }
         // Only the completion of a checkpoint designated final by the coordinator (or a later
         // one) ends the subtask: a periodic checkpoint taken after the end of input commits
@@ -193,12 +186,10 @@ Status KeyedTask::NotifyCheckpointComplete(CheckpointId id) {
         if (ended_ && final_checkpoint_.value() != 0 && id >= final_checkpoint_ &&
             !committed_final_) {
           committed_final_ = true;
-          if (collector_.sink) {
-            auto files = collector_.sink->FinishAndCommit();
-            if (!files.ok()) {
-              processor_->ReportError(files.status());
-              return;
-            }
+          Status finished = collector_.sink->FinishAndCommit();
+          if (!finished.ok()) {
+            processor_->ReportError(finished);
+            return;
           }
           KF_LOG_INFO("final checkpoint committed subtask={} checkpoint={}",
                       deployment_.subtask.value(), id.value());
@@ -381,10 +372,8 @@ Status KeyedTask::Run() {
   ScopedAltSignalStack crash_stack;  // a stack overflow in user code still names the call
   Status s = RunOperator();
   Status closed = operator_->Close();
-  if (collector_.print) {
-    Status flushed = collector_.print->Flush();
-    if (!flushed.ok()) KF_LOG_WARN("print sink: {}", flushed.message());
-  }
+  Status flushed = collector_.sink->Flush();
+  if (!flushed.ok()) KF_LOG_WARN("sink: {}", flushed.message());
   if (cancelled_.load(std::memory_order_acquire)) return Aborted("the keyed subtask was cancelled");
   if (s.ok()) return closed;
   if (!closed.ok()) KF_LOG_WARN("after the subtask failed: {}", closed.message());
@@ -417,10 +406,7 @@ void KeyedTask::UpdateGauges(Timestamp ts) {
   metrics_->late_records.Set(operator_->late_records());
   metrics_->records_out.Set(operator_->records_out());
   metrics_->dropped_frames.Set(static_cast<int64_t>(gate_->dropped_frames()));
-  if (collector_.print && collector_.error.ok()) {
-    Status flushed = collector_.print->Flush();
-    if (!flushed.ok()) collector_.error = flushed.WithContext("printing results");
-  }
+  collector_.Flush();
   time_->Schedule(ts + Duration::Millis(kGaugeIntervalMs),
                   [this](Timestamp t) { UpdateGauges(t); });
 }
@@ -501,10 +487,7 @@ Status KeyedTask::EndOfInput() {
   ended_ = true;
   KF_RETURN_IF_ERROR(operator_->EndInput());
   metrics_->records_out.Set(operator_->records_out());
-  if (collector_.print && collector_.error.ok()) {
-    Status flushed = collector_.print->Flush();
-    if (!flushed.ok()) collector_.error = flushed.WithContext("printing results");
-  }
+  collector_.Flush();
   KF_RETURN_IF_ERROR(collector_.error);
   KF_LOG_INFO("keyed subtask input ended subtask={} processed={} emitted={}",
               deployment_.subtask.value(), metrics_->records_processed.value(),
@@ -514,10 +497,7 @@ Status KeyedTask::EndOfInput() {
     if (callbacks_.input_ended) callbacks_.input_ended();
     return Status::Ok();
   }
-  if (collector_.sink) {
-    KF_ASSIGN_OR_RETURN(std::vector<std::string> files, collector_.sink->FinishAndCommit());
-    KF_LOG_INFO("sink committed subtask={} files={}", deployment_.subtask.value(), files.size());
-  }
+  KF_RETURN_IF_ERROR(collector_.sink->FinishAndCommit());
   processor_->AllActionsCompleted();
   return Status::Ok();
 }
@@ -569,21 +549,13 @@ void KeyedTask::TakeSnapshot(CheckpointId id, int64_t alignment_us) {
   }
   // The sink's pre-commit on this thread only hands its file over; the fsync that makes the
   // committable durable runs on the snapshot thread, before the acknowledgement (Liveness 6).
-  std::unique_ptr<FileSinkPreCommitSync> sink_sync;
-  if (collector_.sink) {
-    auto pre = collector_.sink->StartPreCommit(id);
-    if (!pre.ok()) {
-      callbacks_.checkpoint_done(id, pre.status().WithContext("pre-committing the sink"));
-      return;
-    }
-    if (*pre) sink_sync = std::move((*pre)->sync);
-    for (const FileSinkCommittable& c : collector_.sink->pending_committables()) {
-      std::string bytes;
-      BinaryWriter w(&bytes);
-      c.EncodeTo(&w);
-      part.sink_committables.push_back(std::move(bytes));
-    }
+  Result<std::unique_ptr<SinkPreCommitSync>> pre = collector_.sink->PrepareCommit(id);
+  if (!pre.ok()) {
+    callbacks_.checkpoint_done(id, pre.status().WithContext("pre-committing the sink"));
+    return;
   }
+  std::unique_ptr<SinkPreCommitSync> sink_sync = std::move(pre).value();
+  part.sink_committables = collector_.sink->PendingCommittables();
   if (ended_ && a.type == CheckpointType::kFinal && final_checkpoint_.value() == 0) {
     final_checkpoint_ = id;
   }
@@ -700,13 +672,14 @@ void KeyedTask::OperatorWatermarkOutput::EmitWatermark(Timestamp w) {
 
 void KeyedTask::SinkCollector::Collect(OutputRecord record) {
   if (!error.ok()) return;
-  if (sink) {
-    Status s = sink->Write(record.line);
-    if (!s.ok()) error = s.WithContext("writing a result");
-  } else if (print) {
-    Status s = print->Write(record.line);
-    if (!s.ok()) error = s.WithContext("printing a result");
-  }
+  Status s = sink->Write(record);
+  if (!s.ok()) error = s.WithContext("writing a result");
+}
+
+void KeyedTask::SinkCollector::Flush() {
+  if (!error.ok()) return;
+  Status s = sink->Flush();
+  if (!s.ok()) error = s.WithContext("writing results");
 }
 
 Status KeyedTask::GateWaiter::Wait(std::optional<Duration> timeout, int mailbox_fd) {

@@ -1,13 +1,15 @@
 // KeyedTask: the keyed subtask of a deployed job: reads its input
 // channels (one per source subtask) through the InputGate, combines their watermarks with the
 // StatusWatermarkValve, runs the KeyedProcessOperator (the job's function with keyed state and
-// timers) and hands the results to the chained two-phase-commit sink. Everything runs in one
-// mailbox loop on the task thread: records, watermarks, timers, barriers, control mail.
+// timers) and hands the results to the chained sink (a SinkWriter, worker/sinks/sink_writer.h).
+// Everything runs in one mailbox loop on the task thread: records, watermarks, timers, barriers,
+// control mail.
 //
 // Checkpoints: barriers are aligned by the CheckpointBarrierHandler; when aligned (and announced
 // by the coordinator's trigger), the synchronous part pre-commits the sink and installs an
-// AsyncKeyedSnapshot; a helper thread writes the state file while processing goes on, then
-// reports through the mailbox. NotifyCheckpointComplete commits the sink's pending files.
+// AsyncKeyedSnapshot; a helper thread makes the sink's pre-commit durable and writes the state
+// file while processing goes on, then reports through the mailbox. NotifyCheckpointComplete
+// commits the sink's pending committables.
 //
 // Incremental checkpoints (TriggerCheckpoint.incremental; state/README.md "Incremental
 // checkpoints"): a KeyGroupChangeTracker stays installed as the write guard and records which
@@ -28,10 +30,8 @@
 // end of input only commits the files it covered; the subtask keeps running until the final one.
 // Time (durations in acks, restore time) comes from the injected clock.
 //
-// Results go to the file sink (--output, exactly once) or, without --output, to the print sink
-// on `print_stream` (the worker's stdout: its log file under scripts/start-cluster.sh), each
-// line prefixed "<subtask + 1>> " when the job's parallelism is > 1 (Flink's print()); printed
-// lines are flushed at least every 200 ms and at the end of input, and are at least once (a
+// The sink is flushed (SinkWriter::Flush) at least every 200 ms and at the end of input: printed
+// lines (the print sink, without --output) appear within that time; they are at least once (a
 // restarted attempt prints what it replays again).
 //
 // A failure of the job's function (Open's error, an exception from any call) fails Run with
@@ -62,8 +62,7 @@
 #include "worker/runtime/system_processing_time_service.h"
 #include "worker/runtime/task_mailbox.h"
 #include "worker/shuffle/input_gate.h"
-#include "worker/sinks/file_sink.h"
-#include "worker/sinks/print_sink.h"
+#include "worker/sinks/sink_writer.h"
 #include "worker/task/task_metrics.h"
 #include "worker/watermark/status_watermark_valve.h"
 
@@ -101,18 +100,14 @@ class KeyedTask {
     std::function<void(int64_t restore_ms, int64_t restore_bytes)> running;
   };
 
-  // `gate` is bound already (its endpoints were reported to the coordinator). `sink` is null
-  // when the job has no --output: results are printed to `print_stream` then. `metrics`,
-  // `clock` and `print_stream` must outlive the task. `state_dir`: the subtask's own local
-  // directory for --state-backend rocksdb (a StateDirectory the caller keeps for longer than
-  // the task); ignored by the heap backend.
-  static Result<std::unique_ptr<KeyedTask>> Create(const DeployTask& deployment,
-                                                   std::unique_ptr<InputGate> gate,
-                                                   std::unique_ptr<RecordFunction> function,
-                                                   std::optional<FileSink> sink, const Clock* clock,
-                                                   TaskMetrics* metrics, Callbacks callbacks,
-                                                   const std::string& state_dir,
-                                                   std::FILE* print_stream = stdout);
+  // `gate` is bound already (its endpoints were reported to the coordinator). `sink` is ready
+  // to write (recovered). `metrics` and `clock` must outlive the task. `state_dir`: the
+  // subtask's own local directory for --state-backend rocksdb (a StateDirectory the caller
+  // keeps for longer than the task); ignored by the heap backend.
+  static Result<std::unique_ptr<KeyedTask>> Create(
+      const DeployTask& deployment, std::unique_ptr<InputGate> gate,
+      std::unique_ptr<RecordFunction> function, std::unique_ptr<SinkWriter> sink,
+      const Clock* clock, TaskMetrics* metrics, Callbacks callbacks, const std::string& state_dir);
   ~KeyedTask();
 
   // Opens the operator, restores state (if deployed with a restore), processes input until the
@@ -165,12 +160,13 @@ class KeyedTask {
     KeyedTask* task_;
   };
 
-  // The operator's output: the file sink, or the print sink without --output.
+  // The operator's output: the sink. The first write error is kept and fails the task.
   class SinkCollector final : public Collector<OutputRecord> {
    public:
     void Collect(OutputRecord record) override;
-    std::optional<FileSink> sink;
-    std::optional<PrintSink> print;
+    // Flush() unless an error is kept already; keeps its error.
+    void Flush();
+    std::unique_ptr<SinkWriter> sink;
     Status error;
   };
 

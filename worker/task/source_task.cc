@@ -6,40 +6,20 @@
 #include "worker/watermark/watermarks_with_idleness.h"
 
 namespace keyflow {
-namespace {
-
-constexpr int kRecordsPerBatch = 1024;          // records per default-action call
-constexpr int kRecordsPerSplitTurn = 128;       // records of one split before the next split's turn
-constexpr size_t kReadBufferBudget = 64 << 20;  // file read buffers of all splits together
-
-}  // namespace
-
 Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deployment,
-                                                       const InputSpec& input,
+                                                       const SourceReaderFactory& create_reader,
                                                        std::vector<SourceSplitState> splits,
                                                        std::unique_ptr<RecordWriter> writer,
                                                        const Clock* clock, TaskMetrics* metrics) {
   std::unique_ptr<SourceTask> t(new SourceTask());
   const JobSpec& spec = deployment.spec;
   t->deployment_ = deployment;
-  t->input_ = input;
-  for (SourceSplitState& st : splits) t->slots_.push_back(SplitSlot{std::move(st), {}, {}, false});
   t->writer_ = std::move(writer);
   t->clock_ = clock;
   t->metrics_ = metrics;
-  t->assigner_ = KeyGroupAssigner(spec.key_type, spec.max_parallelism);
-  if (input.kind() == InputSpec::Kind::kFiles) {
-    JsonRecordFormat format;
-    format.key_field = spec.key_field;
-    format.timestamp_field = spec.ts_field;
-    format.key_type = spec.key_type;
-    format.keep_fields = spec.reads_fields;
-    format.fields = spec.fields;
-    t->parser_ = std::make_unique<JsonRecordParser>(format, spec.max_parallelism);
-  }
   if (spec.watermark_bound_ms < 0) return InvalidArgument("--watermark-bound must not be negative");
-  auto mux = std::make_unique<SplitWatermarkMultiplexer>(t->slots_.size(),
-                                                         Duration::Millis(spec.watermark_bound_ms));
+  auto mux =
+      std::make_unique<SplitWatermarkMultiplexer>(0, Duration::Millis(spec.watermark_bound_ms));
   t->split_watermarks_ = mux.get();
   if (spec.idle_timeout_ms > 0) {
     KF_ASSIGN_OR_RETURN(WatermarksWithIdleness idle,
@@ -49,7 +29,6 @@ Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deploym
   } else {
     t->watermarks_ = std::move(mux);
   }
-  KF_RETURN_IF_ERROR(t->OpenSplits());
   t->channel_output_ = std::make_unique<ChannelWatermarkOutput>(t.get());
   t->watermark_output_ = std::make_unique<WatermarkToDataOutput>(*t->channel_output_);
   KF_ASSIGN_OR_RETURN(t->mailbox_, TaskMailbox::Create());
@@ -57,6 +36,22 @@ Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deploym
   SourceTask* self = t.get();
   t->processor_ = std::make_unique<MailboxProcessor>(*t->mailbox_, *t->time_,
                                                      [self] { return self->ReadBatch(); });
+
+  SourceReaderContext context;
+  context.subtask = deployment.subtask;
+  context.parallelism = spec.parallelism;
+  context.clock = clock;
+  context.bad_records = &metrics->bad_records;
+  TaskMailbox* mailbox = t->mailbox_.get();
+  MailboxProcessor* processor = t->processor_.get();
+  // The mailbox outlives the reader (declared before it is destroyed: ~SourceTask closes it).
+  context.wake_up = [mailbox, processor] {
+    mailbox->Put([processor] { processor->ResumeDefaultAction(); }, "source data available")
+        .IgnoreError();
+  };
+  KF_ASSIGN_OR_RETURN(t->reader_, create_reader(context));
+  KF_RETURN_IF_ERROR(t->reader_->AddSplits(std::move(splits)));
+  t->reader_->NotifyNoMoreSplits();
   return t;
 }
 
@@ -86,7 +81,8 @@ Status SourceTask::TriggerCheckpoint(CheckpointId id, Timestamp timestamp, Snaps
           done(Aborted("the source subtask was cancelled"));
           return;
         }
-        std::map<std::string, std::string> positions = SnapshotPositions();
+        std::map<std::string, std::string> positions =
+            SnapshotPositions(finished_ ? std::nullopt : std::optional<CheckpointId>(id));
         if (finished_) {  // mail drained after the end: no barrier
           done(std::move(positions));
           return;
@@ -101,6 +97,11 @@ Status SourceTask::TriggerCheckpoint(CheckpointId id, Timestamp timestamp, Snaps
         done(std::move(positions));
       },
       "trigger checkpoint " + std::to_string(id.value()));
+}
+
+Status SourceTask::NotifyCheckpointComplete(CheckpointId id) {
+  return mailbox_->Put([this, id] { reader_->NotifyCheckpointComplete(id); },
+                       "checkpoint " + std::to_string(id.value()) + " complete");
 }
 
 Status SourceTask::Run() {
@@ -145,93 +146,46 @@ Status SourceTask::Emit(const Record& r, Timestamp now) {
   return SendWithBackpressure([&] { return writer_->Emit(r, clock_->Now()); });
 }
 
-Status SourceTask::OpenSplits() {
-  size_t buffer =
-      std::clamp<size_t>(kReadBufferBudget / std::max<size_t>(1, slots_.size()), 64 << 10, 1 << 20);
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    SplitSlot& slot = slots_[i];
-    const SourceSplitState& st = slot.state;
-    if (st.split.kind() == SplitKind::kFile) {
-      FileSplitReaderOptions options;
-      options.on_bad_record =
-          deployment_.spec.fail_on_bad_record ? BadRecordPolicy::kFail : BadRecordPolicy::kSkip;
-      options.on_input_change = deployment_.spec.fail_on_input_change ? InputChangePolicy::kFail
-                                                                      : InputChangePolicy::kWarn;
-      options.read_buffer_bytes = buffer;
-      TaskMetrics* metrics = metrics_;
-      options.bad_record_callback = [metrics](const BadRecord& bad) {
-        metrics->bad_records.Inc();
-        KF_LOG_WARN("bad record skipped: {}", bad.ToString());
-      };
-      options.input_change_callback = [](const InputChange& change) {
-        KF_LOG_WARN("{}", change.ToString());
-      };
-      KF_ASSIGN_OR_RETURN(FileSplitReader reader,
-                          FileSplitReader::Open(st.split, st.position, parser_.get(), options));
-      slot.file.emplace(std::move(reader));
-    } else {
-      KF_ASSIGN_OR_RETURN(
-          GeneratorSplitReader reader,
-          GeneratorSplitReader::Create(
-              input_.generator(), st.split.generator_index(), assigner_, st.position, clock_,
-              GeneratorRecordFormat{deployment_.spec.reads_fields, deployment_.spec.key_field,
-                                    deployment_.spec.ts_field, deployment_.spec.fields}));
-      slot.generator.emplace(reader);
-    }
-    ++unfinished_;
-    KF_LOG_INFO("source reading split={} from={}", st.split.ToString(), st.position.ToString());
-  }
-  return Status::Ok();
+Status SourceTask::SplitOutput::Collect(const Record& record) {
+  task_->split_watermarks_->OnSplitEvent(watermark_index_, record.timestamp);
+  ++task_->batch_records_;
+  return task_->Emit(record, task_->batch_now_);
+}
+
+SourceOutput& SourceTask::Outputs::CreateOutputForSplit(SplitId split) {
+  std::unique_ptr<SplitOutput>& out = outputs_[split];
+  if (!out) out = std::make_unique<SplitOutput>(task_, task_->split_watermarks_->AddSplit());
+  return *out;
+}
+
+void SourceTask::Outputs::ReleaseOutputForSplit(SplitId split) {
+  auto it = outputs_.find(split);
+  if (it == outputs_.end()) return;
+  task_->split_watermarks_->SplitFinished(it->second->watermark_index());
+  outputs_.erase(it);
 }
 
 Result<InputStatus> SourceTask::ReadBatch() {
   if (!deferred_error_.ok()) return deferred_error_;
   if (finished_) return InputStatus::kEndOfInput;
-  Record record;
-  int emitted = 0;
-  Timestamp throttled_until = kMaxWatermark;
-  // One clock read per batch: it only stamps the batches' time bound (a few ms).
-  const Timestamp now = clock_->Now();
-  for (size_t turn = 0; turn < slots_.size() && emitted < kRecordsPerBatch; ++turn) {
-    size_t index = next_slot_;
-    next_slot_ = (next_slot_ + 1) % slots_.size();
-    SplitSlot& slot = slots_[index];
-    if (slot.finished) continue;
-    for (int i = 0; i < kRecordsPerSplitTurn; ++i) {
-      SplitReadResult r;
-      if (slot.file) {
-        KF_ASSIGN_OR_RETURN(r, slot.file->Next(&record));
-        slot.state.position = slot.file->position();
-      } else {
-        r = slot.generator->Next(&record);
-        slot.state.position = slot.generator->position();
-      }
-      if (r == SplitReadResult::kRecord) {
-        split_watermarks_->OnSplitEvent(index, record.timestamp);
-        KF_RETURN_IF_ERROR(Emit(record, now));
-        ++emitted;
-        continue;
-      }
-      if (r == SplitReadResult::kThrottled) {
-        throttled_until = std::min(throttled_until, slot.generator->next_available_time());
-        break;
-      }
-      slot.finished = true;  // end of split: keep its final position
-      split_watermarks_->SplitFinished(index);
-      --unfinished_;
-      break;
-    }
-  }
-  metrics_->records_in.Inc(emitted);  // one atomic add per batch, not per record
-  if (unfinished_ == 0) {
+  // One clock read per poll: it only stamps the batches' time bound (a few ms).
+  batch_now_ = clock_->Now();
+  batch_records_ = 0;
+  Result<PollResult> polled = reader_->PollNext(outputs_);
+  metrics_->records_in.Inc(batch_records_);  // one atomic add per poll, not per record
+  KF_RETURN_IF_ERROR(polled.status());
+  const PollResult result = *polled;
+  if (result.status == InputStatus::kEndOfInput) {
     KF_RETURN_IF_ERROR(Finish());
     return InputStatus::kEndOfInput;
   }
-  if (emitted == 0 && throttled_until != kMaxWatermark) {
-    // Rate limit: sleep in the mailbox loop (mail still runs) until the next event is allowed.
+  if (result.status == InputStatus::kNothingAvailable) {
+    // Sleep in the mailbox loop (mail still runs) until the reader's time or its wake-up.
     processor_->SuspendDefaultAction();
-    time_->Schedule(Timestamp(throttled_until.millis() - 1),
-                    [this](Timestamp) { processor_->ResumeDefaultAction(); });
+    if (result.retry_at != kMaxWatermark) {
+      time_->Schedule(Timestamp(result.retry_at.millis() - 1),
+                      [this](Timestamp) { processor_->ResumeDefaultAction(); });
+    }
     ScheduleFlush();
     return InputStatus::kNothingAvailable;
   }
@@ -314,7 +268,7 @@ Status SourceTask::Finish() {
   metrics_->source_finished.store(true, std::memory_order_relaxed);
   {
     MutexLock lock(&final_mu_);
-    final_positions_ = SnapshotPositions();
+    final_positions_ = SnapshotPositions(std::nullopt);
   }
   KF_LOG_INFO("source finished subtask={} records={}", deployment_.subtask.value(),
               metrics_->records_in.value());
@@ -322,13 +276,14 @@ Status SourceTask::Finish() {
   return Status::Ok();
 }
 
-std::map<std::string, std::string> SourceTask::SnapshotPositions() const {
+std::map<std::string, std::string> SourceTask::SnapshotPositions(
+    std::optional<CheckpointId> checkpoint) {
   std::map<std::string, std::string> out;
-  for (const SplitSlot& slot : slots_) {
+  for (const SourceSplitState& state : reader_->SnapshotState(checkpoint)) {
     std::string bytes;
     BinaryWriter w(&bytes);
-    slot.state.EncodeTo(&w);
-    out[std::to_string(slot.state.split.id().value())] = std::move(bytes);
+    state.EncodeTo(&w);
+    out[std::to_string(state.split.id().value())] = std::move(bytes);
   }
   return out;
 }

@@ -1,21 +1,24 @@
-// SourceTask: the source subtask of a deployed job. On its own thread it
-// reads its splits (split ids with id % P == subtask: file splits of --input, or generator
-// splits) interleaved, round robin, assigns timestamps, generates watermarks per split (bounded
-// out-of-orderness, combined by the minimum over the splits still running, periodic, with
-// idleness), routes every record by key group to the owning keyed subtask through the
-// RecordWriter, and at the end emits the final watermark and END_OF_INPUT on every channel.
+// SourceTask: the source subtask of a deployed job. On its own thread it polls its
+// SourceReader (worker/sources/source_reader.h) for the records of its splits, generates
+// watermarks per split (bounded out-of-orderness, combined by the minimum over the splits still
+// running, periodic, with idleness), routes every record by key group to the owning keyed
+// subtask through the RecordWriter, and at the end emits the final watermark and END_OF_INPUT
+// on every channel. What a source reads (files, the generator, ...) is the reader's business.
 //
-// It is a mailbox loop (worker/runtime): the default action reads and emits a bounded batch of
-// records; periodic watermarks, batch flush deadlines and rate-limit pauses are processing-time
-// callbacks, and so are latency markers (every JobSpec::latency_interval_ms, 0 = none: they
-// ride the record batches, RecordWriter::AddLatencyMarker); control (checkpoint triggers,
-// cancellation) arrives as mail. So a checkpoint
-// barrier is emitted between two records, exactly after the records its split positions cover.
+// It is a mailbox loop (worker/runtime): the default action polls the reader for a bounded
+// batch of records; a reader with nothing available suspends the default action until the time
+// it names or its wake-up (as mail); periodic watermarks, batch flush deadlines and rate-limit
+// pauses are processing-time callbacks, and so are latency markers (every
+// JobSpec::latency_interval_ms, 0 = none: they ride the record batches,
+// RecordWriter::AddLatencyMarker); control (checkpoint triggers, cancellation) arrives as mail. So
+// a checkpoint barrier is emitted between two records, exactly after the records its split
+// positions cover.
 //
 // Threading: Run() on the task thread; Cancel(), mailbox() from any thread.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,10 +33,7 @@
 #include "worker/runtime/system_processing_time_service.h"
 #include "worker/runtime/task_mailbox.h"
 #include "worker/shuffle/record_writer.h"
-#include "worker/sources/file_split_reader.h"
-#include "worker/sources/generator_split_reader.h"
-#include "worker/sources/input_spec.h"
-#include "worker/sources/json_record_parser.h"
+#include "worker/sources/source_reader.h"
 #include "worker/task/task_metrics.h"
 #include "worker/watermark/split_watermark_multiplexer.h"
 #include "worker/watermark/watermark_generator.h"
@@ -41,12 +41,16 @@
 
 namespace keyflow {
 
+// Creates the task's reader, given the context the task provides.
+using SourceReaderFactory =
+    std::function<Result<std::unique_ptr<SourceReader>>(const SourceReaderContext& context)>;
+
 class SourceTask {
  public:
-  // `splits` are this subtask's splits with their start positions. `metrics` and `clock` must
-  // outlive the task.
+  // `splits` are this subtask's splits with their start positions: all it will read. `metrics`
+  // and `clock` must outlive the task.
   static Result<std::unique_ptr<SourceTask>> Create(const DeployTask& deployment,
-                                                    const InputSpec& input,
+                                                    const SourceReaderFactory& create_reader,
                                                     std::vector<SourceSplitState> splits,
                                                     std::unique_ptr<RecordWriter> writer,
                                                     const Clock* clock, TaskMetrics* metrics);
@@ -65,18 +69,20 @@ class SourceTask {
   // as aligned downstream).
   using SnapshotCallback = std::function<void(Result<std::map<std::string, std::string>>)>;
   Status TriggerCheckpoint(CheckpointId id, Timestamp timestamp, SnapshotCallback done);
+  // Any thread: checkpoint `id` completed; the reader hears it on the task thread.
+  Status NotifyCheckpointComplete(CheckpointId id);
 
  private:
   SourceTask() = default;
   Result<InputStatus> ReadBatch();
-  Status OpenSplits();
   Status Emit(const Record& r, Timestamp now);
   Status SendWithBackpressure(const std::function<Status()>& send);
   void EmitPeriodicWatermark(Timestamp ts);
   void EmitLatencyMarker(Timestamp ts);
   void ScheduleFlush();
   Status Finish();
-  std::map<std::string, std::string> SnapshotPositions() const;
+  // The reader's state, split id -> encoded SourceSplitState.
+  std::map<std::string, std::string> SnapshotPositions(std::optional<CheckpointId> checkpoint);
 
   // The watermark output of the generator: events go to every channel.
   class ChannelWatermarkOutput final : public WatermarkDataOutput {
@@ -89,21 +95,35 @@ class SourceTask {
     SourceTask* task_;
   };
 
-  DeployTask deployment_;
-  InputSpec input_;
-  // One per assigned split, read round robin.
-  struct SplitSlot {
-    SourceSplitState state;  // position updated as the split is read
-    std::optional<FileSplitReader> file;
-    std::optional<GeneratorSplitReader> generator;
-    bool finished = false;
+  // The reader's output: records of one split, its event time tracked in split_watermarks_.
+  class SplitOutput final : public SourceOutput {
+   public:
+    SplitOutput(SourceTask* task, size_t watermark_index)
+        : task_(task), watermark_index_(watermark_index) {}
+    Status Collect(const Record& record) override;
+    size_t watermark_index() const { return watermark_index_; }
+
+   private:
+    SourceTask* task_;
+    size_t watermark_index_;
   };
-  std::vector<SplitSlot> slots_;
-  size_t next_slot_ = 0;  // round-robin cursor
-  size_t unfinished_ = 0;
+  class Outputs final : public ReaderOutput {
+   public:
+    explicit Outputs(SourceTask* task) : task_(task) {}
+    SourceOutput& CreateOutputForSplit(SplitId split) override;
+    void ReleaseOutputForSplit(SplitId split) override;
+
+   private:
+    SourceTask* task_;
+    std::map<SplitId, std::unique_ptr<SplitOutput>> outputs_;
+  };
+
+  DeployTask deployment_;
+  std::unique_ptr<SourceReader> reader_;
+  Outputs outputs_{this};
   SplitWatermarkMultiplexer* split_watermarks_ = nullptr;  // inside watermarks_
-  std::unique_ptr<JsonRecordParser> parser_;
-  KeyGroupAssigner assigner_{KeyType::kString, 128};
+  Timestamp batch_now_;        // the clock read once per poll: stamps the batches' time bound
+  int64_t batch_records_ = 0;  // records emitted in the current poll
   std::unique_ptr<RecordWriter> writer_;
   const Clock* clock_ = nullptr;
   TaskMetrics* metrics_ = nullptr;

@@ -4,6 +4,8 @@
 #include "common/logging.h"
 #include "common/output_directory.h"
 #include "worker/job_library/job_library.h"
+#include "worker/sinks/builtin_sink.h"
+#include "worker/sources/builtin_source.h"
 
 namespace keyflow {
 namespace {
@@ -91,49 +93,7 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
     t->splits_.push_back(SourceSplitState{split, position});
   }
 
-  std::optional<FileSink> sink;
-  if (!spec.output_dir.empty()) {
-    if (d.attempt.value() == 1 && !d.restore) {
-      KF_RETURN_IF_ERROR(CheckOutputDirectoryIsFresh(spec.output_dir));
-    }
-    // File names carry the job id: jobs sharing an output directory (e.g. one restored from
-    // another's savepoint) never touch each other's files.
-    const std::string prefix = "part-" + d.job_id;
-    std::optional<CheckpointId> restored;
-    std::vector<FileSinkCommittable> committables;
-    if (d.restore) {
-      restored = d.restore->checkpoint;
-      for (const std::string& bytes : d.restore->sink_committables) {
-        BinaryReader r(bytes);
-        KF_ASSIGN_OR_RETURN(FileSinkCommittable c, FileSinkCommittable::DecodeFrom(&r));
-        committables.push_back(std::move(c));
-      }
-      // A checkpoint of a job writing elsewhere: its pending results are committed where that
-      // job wrote them.
-      const std::string& old_dir = d.restore->sink_directory;
-      if (!old_dir.empty() && old_dir != spec.output_dir) {
-        for (const FileSinkCommittable& c : committables) {
-          KF_RETURN_IF_ERROR_CTX(FileSink::Commit(old_dir, c),
-                                 "committing the restored checkpoint's results in " + old_dir);
-        }
-        committables.clear();
-      }
-    }
-    KF_ASSIGN_OR_RETURN(
-        FileSinkRecoveryStats stats,
-        FileSink::Recover(spec.output_dir, prefix, restored, committables, d.attempt));
-    if (stats.committed + stats.deleted > 0) {
-      KF_LOG_INFO("sink recovery committed={} already_committed={} deleted={}", stats.committed,
-                  stats.already_committed, stats.deleted);
-    }
-    FileSinkOptions so;
-    so.prefix = prefix;
-    so.directory = spec.output_dir;
-    so.subtask = d.subtask;
-    so.attempt = d.attempt;
-    KF_ASSIGN_OR_RETURN(FileSink s, FileSink::Open(so));
-    sink.emplace(std::move(s));
-  }
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<SinkWriter> sink, OpenBuiltinSink(d));
 
   InputGateOptions gate_options;
   gate_options.subtask = d.subtask;
@@ -223,8 +183,14 @@ Status TaskExecutor::Start(const StartTask& start) {
     wo.receiver_public_keys = deployment_.peer_public_keys;
   }
   KF_ASSIGN_OR_RETURN(std::unique_ptr<RecordWriter> writer, RecordWriter::Create(*zmq_, wo));
-  KF_ASSIGN_OR_RETURN(source_, SourceTask::Create(deployment_, input_, splits_, std::move(writer),
-                                                  clock_, &metrics_));
+  const InputSpec& input = input_;
+  const JobSpec& spec = deployment_.spec;
+  KF_ASSIGN_OR_RETURN(source_, SourceTask::Create(
+                                   deployment_,
+                                   [&input, &spec](const SourceReaderContext& context) {
+                                     return CreateBuiltinSourceReader(input, spec, context);
+                                   },
+                                   splits_, std::move(writer), clock_, &metrics_));
   {
     MutexLock lock(&mu_);
     running_ = 2;
@@ -340,6 +306,7 @@ void TaskExecutor::Decline(CheckpointId id, const std::string& reason) {
 }
 
 void TaskExecutor::NotifyCheckpointComplete(CheckpointId id) {
+  if (source_) source_->NotifyCheckpointComplete(id).IgnoreError();
   if (keyed_) keyed_->NotifyCheckpointComplete(id).IgnoreError();
 }
 

@@ -24,12 +24,12 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/input/input_spec.h"
 #include "common/mutex.h"
 #include "common/protocol/control_messages.h"
 #include "common/security/curve_keys.h"
 #include "common/transport/zmq_context.h"
 #include "worker/job_library/job_library_cache.h"
-#include "worker/sources/input_spec.h"
 #include "worker/task/keyed_task.h"
 #include "worker/task/source_task.h"
 #include "worker/task/state_directory.h"

@@ -13,6 +13,12 @@ SplitWatermarkMultiplexer::SplitWatermarkMultiplexer(size_t num_splits, Duration
   KF_CHECK_GE(bound.millis(), 0);
 }
 
+size_t SplitWatermarkMultiplexer::AddSplit() {
+  max_timestamp_.push_back(kMinWatermark + bound_ + Duration::Millis(1));
+  finished_.push_back(false);
+  return max_timestamp_.size() - 1;
+}
+
 Timestamp SplitWatermarkMultiplexer::CurrentWatermark() const {
   Timestamp w = kMaxWatermark;
   for (size_t s = 0; s < max_timestamp_.size(); ++s) {

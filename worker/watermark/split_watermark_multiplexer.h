@@ -21,8 +21,12 @@ namespace keyflow {
 
 class SplitWatermarkMultiplexer final : public WatermarkGenerator {
  public:
-  // Precondition: bound >= 0.
+  // Starts with `num_splits` splits, indexes 0..num_splits-1. Precondition: bound >= 0.
   SplitWatermarkMultiplexer(size_t num_splits, Duration bound);
+
+  // A split added later (a source reader got a new split): its index. Until its first record
+  // it holds the watermark at kMinWatermark, as every split does.
+  size_t AddSplit();
 
   void OnSplitEvent(size_t split, Timestamp ts) {
     if (ts > max_timestamp_[split]) max_timestamp_[split] = ts;

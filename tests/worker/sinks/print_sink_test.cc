@@ -6,6 +6,7 @@
 
 #include <string>
 #include "tests/testutil/status_matchers.h"
+#include "tests/worker/sources/test_util.h"
 
 namespace keyflow {
 namespace {
@@ -50,27 +51,16 @@ TEST(PrintSink, PrefixesTheOneBasedSubtaskIndexLikeFlinkAtHigherParallelism) {
   EXPECT_EQ(stream.Close(), "3> a\n3> b\n");
 }
 
-// A stream with a file descriptor (like the worker's stdout on its log file).
-std::string ReadAll(std::FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  return out;
-}
-
 TEST(PrintSink, BuffersWholeLinesUntilFlushAndWritesAfterWhatTheStreamHolds) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
   PrintSink sink = PrintSink::ForSubtask(SubtaskIndex(0), 2, f);
   ASSERT_OK(sink.Write("a"));
-  EXPECT_EQ(ReadAll(f), "");    // buffered
-  std::fputs("log line\n", f);  // something else writing to the same stream
+  EXPECT_EQ(test_util::ReadStream(f), "");  // buffered
+  std::fputs("log line\n", f);              // something else writing to the same stream
   ASSERT_OK(sink.Write("b"));
   ASSERT_OK(sink.Flush());
-  EXPECT_EQ(ReadAll(f), "log line\n1> a\n1> b\n");
+  EXPECT_EQ(test_util::ReadStream(f), "log line\n1> a\n1> b\n");
   std::fclose(f);
 }
 
@@ -80,9 +70,9 @@ TEST(PrintSink, WritesWhenTheBufferIsFull) {
   PrintSink sink(f);
   const std::string line(1023, 'x');  // 1 KiB with the newline
   for (size_t i = 0; i < PrintSink::kBufferBytes / 1024 - 1; ++i) ASSERT_OK(sink.Write(line));
-  EXPECT_EQ(ReadAll(f).size(), 0u);
+  EXPECT_EQ(test_util::ReadStream(f).size(), 0u);
   ASSERT_OK(sink.Write(line));
-  EXPECT_EQ(ReadAll(f).size(), PrintSink::kBufferBytes);
+  EXPECT_EQ(test_util::ReadStream(f).size(), PrintSink::kBufferBytes);
   std::fclose(f);
 }
 

@@ -1,4 +1,4 @@
-#include "worker/sources/input_spec.h"
+#include "common/input/input_spec.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

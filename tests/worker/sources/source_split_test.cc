@@ -1,4 +1,4 @@
-#include "worker/sources/source_split.h"
+#include "common/input/source_split.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,6 @@
 // Test helpers shared by the tests of worker/sources and worker/sinks: TempDir (a fresh
-// directory from mkdtemp(3), removed with its content when the test ends), ReadFile, and a
+// directory from mkdtemp(3), removed with its content when the test ends), ReadFile, ReadStream,
+// and a
 // gtest printer for Status so that failed comparisons show the message.
 #pragma once
 
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -64,6 +66,18 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Everything a stream with a file descriptor (a tmpfile(3), like the worker's stdout on its log
+// file) holds, after flushing it.
+inline std::string ReadStream(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  return out;
+}
 
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -15,6 +15,7 @@
 #include "tests/testutil/status_matchers.h"
 #include "tests/worker/shuffle/shuffle_test_util.h"
 #include "worker/job_library/job_library.h"
+#include "worker/sinks/builtin_sink.h"
 #include "worker/task/keyed_task.h"
 
 namespace keyflow {
@@ -67,7 +68,7 @@ class KeyedTaskTest : public ::testing::Test {
     };
     task_ = KeyedTask::Create(d, std::move(gate),
                               CreateBuiltInJobFunction(d.spec.job_name, d.spec.params).value(),
-                              std::nullopt, &clock_, &metrics_, std::move(cb), "")
+                              PrintSinkWriter(PrintSink()), &clock_, &metrics_, std::move(cb), "")
                 .value();
     run_ = std::async(std::launch::async, [this] { return task_->Run(); });
   }

@@ -1,0 +1,23 @@
+// The built-in sources behind --input: JSON Lines files and the generator, as SourceReaders
+// (a MultiplexSourceReader over FileSplitReaders or GeneratorSplitReaders).
+//
+// CreateBuiltinSourceReader reads the job's record format from its JobSpec: key field and type,
+// timestamp field, declared fields, bad-record and input-change policies. Skipped bad records
+// are counted in the context's bad_records and logged as warnings ("bad record skipped: ...").
+#pragma once
+
+#include <memory>
+
+#include "common/input/input_spec.h"
+#include "common/protocol/control_messages.h"
+#include "worker/sources/source_reader.h"
+
+namespace keyflow {
+
+// Errors: InvalidArgument for a record format the input cannot produce (e.g. the generator with
+// a key type other than string, found when its first split is added).
+Result<std::unique_ptr<SourceReader>> CreateBuiltinSourceReader(const InputSpec& input,
+                                                                const JobSpec& spec,
+                                                                const SourceReaderContext& context);
+
+}  // namespace keyflow

@@ -1,5 +1,0 @@
-// Moved to common/input/source_split.h (the CLI and the coordinator validate --input with it, and
-// coordinator must not depend on worker); this header keeps the worker's includes working.
-#pragma once
-
-#include "common/input/source_split.h"
