@@ -57,7 +57,6 @@ std::vector<RestoreAssignment> AssignState(const CheckpointMetadata& m,
     RestoreAssignment& a = out[i];
     a.checkpoint = m.id;
     a.checkpoint_dir = checkpoint_dir;
-    a.split_positions = m.split_positions;
     a.sink_committables = m.sink_committables;
     a.sink_directory = m.spec.output_dir;
     auto add = [&](const SubtaskCheckpointState& s) {

@@ -4,9 +4,9 @@
 // Keyed state: new subtask i of P' owns the Flink range of i; it receives, from every old
 // subtask whose range intersects its own, that subtask's whole snapshot handle (each new
 // subtask reads only the key groups it owns, by the per-key-group offsets). With P' == P,
-// subtask i gets exactly old subtask i's handle. Source splits and sink committables are union
-// state: every subtask receives all of them (a source subtask reads the splits with
-// id % P' == i; sink recovery is idempotent).
+// subtask i gets exactly old subtask i's handle. Sink committables are union state: every
+// subtask receives all of them (sink recovery is idempotent). Source splits are not assigned
+// here: the coordinator's split enumerator hands them out (coordinator/source/).
 //
 // Used by the coordinator (restore, rescale, `keyflow rescale --plan`). Threading: pure
 // functions.

@@ -5,6 +5,7 @@
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
 #include "coordinator/path_rules.h"
+#include "coordinator/source/split_enumerator.h"
 
 namespace keyflow {
 
@@ -344,6 +345,15 @@ Status JobMaster::CheckFallbackKeepsCommittedOutput(
 
 Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint> restore,
                                 int64_t now_ms) {
+  // The source's splits, from the restored positions if any: the enumerator decides which
+  // subtask reads which. Before anything changes: after a failure here the job is as it was.
+  DeploymentSplitAssignment splits(parallelism);
+  {
+    KF_ASSIGN_OR_RETURN(
+        std::unique_ptr<SplitEnumerator> enumerator,
+        CreateSplitEnumerator(spec_, restore ? &restore->metadata.split_positions : nullptr));
+    KF_RETURN_IF_ERROR(enumerator->Start(splits));
+  }
   attempt_ = AttemptNumber(attempt_.value() + 1);
   state_ = JobState::kDeploying;
   deploy_started_ms_ = now_ms;
@@ -399,6 +409,8 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
     d.key_groups = vertices_[i].key_groups;
     d.cluster_id = options_.cluster_id;
     if (restore) d.restore = assignments[i];
+    d.source_splits = splits.splits(d.subtask);
+    d.no_more_splits = splits.no_more_splits(d.subtask);
     outbox_->Send(vertices_[i].identity, d);
   }
   // A fresh checkpoint coordinator per attempt; ids keep increasing across attempts: after the
@@ -749,7 +761,19 @@ void JobMaster::TryRestart(int64_t now_ms) {
     }
   }
   Status s = DeployAttempt(p, *restore, now_ms);
-  if (!s.ok()) EndJob(JobState::kFailed, s.message(), now_ms);
+  if (s.ok()) return;
+  int64_t delay = 0;
+  if (state_ == JobState::kRestarting && s.code() == StatusCode::kIoError &&
+      restart_.OnFailure(now_ms, running_since_ms_, &delay)) {
+    // The enumerator could not read the input (a transient I/O error): try again as the restart
+    // strategy allows.
+    last_failure_ = s.message();
+    last_failure_ms_ = now_ms;
+    restart_at_ms_ = now_ms + delay;
+    KF_LOG_WARN("job {} cannot deploy: {} (retrying in {} ms)", job_id_, s.message(), delay);
+    return;
+  }
+  EndJob(JobState::kFailed, s.message(), now_ms);
 }
 
 void JobMaster::OnTick(int64_t now_ms) {

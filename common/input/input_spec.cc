@@ -55,6 +55,10 @@ const GeneratorSpec& InputSpec::generator() const {
   return generator_;
 }
 
+bool InputSpec::IsGenerator(std::string_view text) {
+  return text.substr(0, kGeneratorPrefix.size()) == kGeneratorPrefix;
+}
+
 Result<InputSpec> InputSpec::Parse(std::string_view text) {
   InputSpec spec;
   spec.text_ = std::string(text);
@@ -63,7 +67,7 @@ Result<InputSpec> InputSpec::Parse(std::string_view text) {
         "--input is empty: give a JSON Lines file, a directory of them, or "
         "gen:events=N,keys=K,splits=S");
   }
-  if (text.substr(0, kGeneratorPrefix.size()) == kGeneratorPrefix) {
+  if (IsGenerator(text)) {
     KF_ASSIGN_OR_RETURN(spec.generator_, ParseGeneratorSpec(text.substr(kGeneratorPrefix.size())));
     spec.kind_ = Kind::kGenerator;
     spec.splits_.reserve(static_cast<size_t>(spec.generator_.splits));

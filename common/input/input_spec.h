@@ -34,6 +34,8 @@ class InputSpec {
   // a path that is neither a regular file nor a directory; a directory without input files;
   // IoError when the directory cannot be listed; every generator error of ParseGeneratorSpec.
   static Result<InputSpec> Parse(std::string_view text);
+  // Whether `text` names the generator ("gen:..."); Parse reads no file for it.
+  static bool IsGenerator(std::string_view text);
 
   Kind kind() const { return kind_; }
   const std::string& text() const { return text_; }

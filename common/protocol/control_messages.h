@@ -41,7 +41,9 @@ namespace keyflow {
 // 9: RescaleRequest.via (a rescale may take a checkpoint instead of a savepoint).
 // 10: DeployTask.cluster_id (the worker's state directory is unique per cluster);
 // WorkerExitReport (a supervisor reports how a worker process ended as soon as it did).
-inline constexpr uint32_t kControlProtocolVersion = 10;
+// 11: DeployTask.source_splits / no_more_splits (the coordinator's split enumerator assigns the
+// source splits); RestoreAssignment.split_positions removed.
+inline constexpr uint32_t kControlProtocolVersion = 11;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
 inline constexpr size_t kMaxJobLibraryBytes = size_t{256} << 20;
@@ -416,13 +418,12 @@ struct RestoreAssignment {
   // Absolute directory the shared files of the handles are in (<job dir>/shared of the job
   // that took the checkpoint); empty when no handle references a shared file.
   std::string shared_dir;
-  std::map<std::string, std::string> split_positions;  // all splits (union state)
-  std::vector<std::string> sink_committables;          // the ones this subtask (re-)commits
+  std::vector<std::string> sink_committables;  // the ones this subtask (re-)commits
   std::string sink_directory;  // output directory of the job that took the checkpoint
   template <class A>
   void serialize(A& ar) {
-    ar(checkpoint, checkpoint_dir, keyed_state, native_state, shared_dir, split_positions,
-       sink_committables, sink_directory);
+    ar(checkpoint, checkpoint_dir, keyed_state, native_state, shared_dir, sink_committables,
+       sink_directory);
   }
 };
 
@@ -442,9 +443,15 @@ struct DeployTask {
   // The coordinator's incarnation: names the worker's local state directory of this deployment
   // (<state root>/<cluster_id>/<job>/attempt-<n>/subtask-<i>), so that clusters never share one.
   std::string cluster_id;
+  // The splits this source subtask reads, each an encoded SourceSplitState (split and the
+  // position to start from), as the coordinator's split enumerator assigned them; and whether
+  // more may come (false: the source ends once these do).
+  std::vector<std::string> source_splits;
+  bool no_more_splits = true;
   template <class A>
   void serialize(A& ar) {
-    ar(attempt, job_id, spec, subtask, key_groups, restore, peer_public_keys, cluster_id);
+    ar(attempt, job_id, spec, subtask, key_groups, restore, peer_public_keys, cluster_id,
+       source_splits, no_more_splits);
   }
 };
 

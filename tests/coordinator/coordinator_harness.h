@@ -14,11 +14,23 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_storage.h"
+#include "common/binary_io.h"
 #include "common/file_io.h"
+#include "common/input/source_split.h"
 #include "coordinator/coordinator.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
+
+// The encoded state of the harness jobs' only source split (generator split 0) at `next_index`:
+// what a fake acknowledgement carries and a restored DeployTask hands back.
+inline std::string GeneratorSplitAt(int64_t next_index) {
+  std::string bytes;
+  BinaryWriter w(&bytes);
+  SourceSplitState{SourceSplit::Generator(SplitId(0), 0), SplitPosition::InGenerator(next_index)}
+      .EncodeTo(&w);
+  return bytes;
+}
 
 class FakeOutbox : public ControlOutbox {
  public:
@@ -154,7 +166,7 @@ class CoordinatorHarness : public ::testing::Test {
         h.size += 10;
       }
       ASSERT_OK(WriteFileAtomically(t->directory + "/" + h.path, std::string(h.size, 'x')));
-      a.split_positions["0"] = "pos-" + std::to_string(t->checkpoint.value());
+      a.split_positions["0"] = GeneratorSplitAt(t->checkpoint.value());
       Deliver(identity, a);
     }
   }

@@ -130,7 +130,7 @@ class RecoveryTest : public ::testing::Test {
       }
       h.size = offset;
       ASSERT_OK(WriteFileAtomically(t->directory + "/" + h.path, std::string(h.size, 'x')));
-      a.split_positions["0"] = "pos-" + std::to_string(t->checkpoint.value());
+      a.split_positions["0"] = test::GeneratorSplitAt(t->checkpoint.value());
       a.sink_committables = sink_committables;
       coord_->OnMessage(identity, a, now_);
     }
@@ -168,6 +168,9 @@ class RecoveryTest : public ::testing::Test {
     a.subtask = d->subtask;
     a.checkpoint = t->checkpoint;
     a.keyed_state = ckpt_test::TestIncrementalHandle(d->key_groups, std::move(files));
+    if (d->subtask.value() == 0) {
+      a.split_positions["0"] = test::GeneratorSplitAt(t->checkpoint.value());
+    }
     a.written_bytes = 10;
     coord_->OnMessage(identity, a, now_);
   }
@@ -204,7 +207,10 @@ TEST_F(RecoveryTest, RestartsFromTheLatestCompletedCheckpointWhenAWorkerIsLost) 
   ASSERT_EQ(d0->restore->keyed_state.size(), 1u);  // same parallelism: its own old file
   EXPECT_EQ(d0->restore->keyed_state[0].range, KeyGroupRange::Of(0, 3));
   EXPECT_EQ(d1->restore->keyed_state[0].range, KeyGroupRange::Of(4, 7));
-  EXPECT_EQ(d1->restore->split_positions.at("0"), "pos-1");
+  // The only source split (split 0 -> subtask 0) at checkpoint 1's position.
+  EXPECT_EQ(d0->source_splits, std::vector<std::string>{test::GeneratorSplitAt(1)});
+  EXPECT_TRUE(d1->source_splits.empty());
+  EXPECT_TRUE(d0->no_more_splits && d1->no_more_splits);
   DeployAll({"w0", "w1b"});
   auto status = coord_->StatusJson(now_)["job"];
   EXPECT_EQ(status["restored_from"], 1);
@@ -240,7 +246,7 @@ TEST_F(RecoveryTest, WorkerDyingMidCheckpointAbortsItAndTheRestartUsesThePreviou
   ASSERT_TRUE(d0.has_value() && d0->restore.has_value());
   EXPECT_EQ(d0->attempt.value(), 2);
   EXPECT_EQ(d0->restore->checkpoint.value(), 1);
-  EXPECT_EQ(outbox_.Last<DeployTask>("w1b")->restore->split_positions.at("0"), "pos-1");
+  EXPECT_EQ(d0->source_splits, std::vector<std::string>{test::GeneratorSplitAt(1)});
   DeployAll({"w0", "w1b"});
   AdvanceToNextCheckpoint("w0");  // ids are never reused
   EXPECT_EQ(outbox_.Last<TriggerCheckpoint>("w0")->checkpoint.value(), 3);

@@ -133,8 +133,8 @@ void ControlMessageSeeds(SeedWriter& w) {
   restore.checkpoint = CheckpointId(2);
   restore.checkpoint_dir = "/ckpt/count-window-1/chk-2";
   restore.keyed_state = {metadata.subtasks[1].keyed_state};
-  restore.split_positions = metadata.split_positions;
   deploy.restore = restore;
+  for (const auto& [id, bytes] : metadata.split_positions) deploy.source_splits.push_back(bytes);
   messages.emplace_back(deploy);
   messages.emplace_back(StartTask{AttemptNumber(2), {{"tcp://a:1", "tcp://b:2"}, {"tcp://c:3"}}});
   messages.emplace_back(TriggerCheckpoint{AttemptNumber(2), CheckpointId(5), 1234,

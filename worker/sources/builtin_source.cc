@@ -83,10 +83,15 @@ SplitReaderFactory GeneratorSplits(const GeneratorSpec& generator, const JobSpec
 }  // namespace
 
 Result<std::unique_ptr<SourceReader>> CreateBuiltinSourceReader(
-    const InputSpec& input, const JobSpec& spec, const SourceReaderContext& context) {
-  SplitReaderFactory open = input.kind() == InputSpec::Kind::kFiles
-                                ? FileSplits(spec, context.bad_records)
-                                : GeneratorSplits(input.generator(), spec, context.clock);
+    const JobSpec& spec, const SourceReaderContext& context) {
+  SplitReaderFactory open;
+  if (InputSpec::IsGenerator(spec.input)) {
+    // Parsing the generator's parameters reads no file.
+    KF_ASSIGN_OR_RETURN(InputSpec input, InputSpec::Parse(spec.input));
+    open = GeneratorSplits(input.generator(), spec, context.clock);
+  } else {
+    open = FileSplits(spec, context.bad_records);
+  }
   return std::unique_ptr<SourceReader>(new MultiplexSourceReader(std::move(open)));
 }
 

@@ -2,8 +2,11 @@
 // (a MultiplexSourceReader over FileSplitReaders or GeneratorSplitReaders).
 //
 // CreateBuiltinSourceReader reads the job's record format from its JobSpec: key field and type,
-// timestamp field, declared fields, bad-record and input-change policies. Skipped bad records
-// are counted in the context's bad_records and logged as warnings ("bad record skipped: ...").
+// timestamp field, declared fields, bad-record and input-change policies; and from --input
+// (JobSpec::input) the generator's parameters. Which files or generator splits it reads is
+// what the coordinator's split enumerator assigns (AddSplits); it never lists a directory. Skipped
+// bad records are counted in the context's bad_records and logged as warnings ("bad record skipped:
+// ...").
 #pragma once
 
 #include <memory>
@@ -16,8 +19,7 @@ namespace keyflow {
 
 // Errors: InvalidArgument for a record format the input cannot produce (e.g. the generator with
 // a key type other than string, found when its first split is added).
-Result<std::unique_ptr<SourceReader>> CreateBuiltinSourceReader(const InputSpec& input,
-                                                                const JobSpec& spec,
+Result<std::unique_ptr<SourceReader>> CreateBuiltinSourceReader(const JobSpec& spec,
                                                                 const SourceReaderContext& context);
 
 }  // namespace keyflow

@@ -9,6 +9,7 @@ namespace keyflow {
 Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deployment,
                                                        const SourceReaderFactory& create_reader,
                                                        std::vector<SourceSplitState> splits,
+                                                       bool no_more_splits,
                                                        std::unique_ptr<RecordWriter> writer,
                                                        const Clock* clock, TaskMetrics* metrics) {
   std::unique_ptr<SourceTask> t(new SourceTask());
@@ -51,7 +52,7 @@ Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deploym
   };
   KF_ASSIGN_OR_RETURN(t->reader_, create_reader(context));
   KF_RETURN_IF_ERROR(t->reader_->AddSplits(std::move(splits)));
-  t->reader_->NotifyNoMoreSplits();
+  if (no_more_splits) t->reader_->NotifyNoMoreSplits();
   return t;
 }
 

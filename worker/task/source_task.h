@@ -47,11 +47,12 @@ using SourceReaderFactory =
 
 class SourceTask {
  public:
-  // `splits` are this subtask's splits with their start positions: all it will read. `metrics`
-  // and `clock` must outlive the task.
+  // `splits` are this subtask's splits with their start positions; with `no_more_splits` they
+  // are all it will read. `metrics` and `clock` must outlive the task.
   static Result<std::unique_ptr<SourceTask>> Create(const DeployTask& deployment,
                                                     const SourceReaderFactory& create_reader,
                                                     std::vector<SourceSplitState> splits,
+                                                    bool no_more_splits,
                                                     std::unique_ptr<RecordWriter> writer,
                                                     const Clock* clock, TaskMetrics* metrics);
   ~SourceTask();

@@ -10,25 +10,6 @@
 namespace keyflow {
 namespace {
 
-// The restored position of `split`, checking that the checkpoint describes the same split.
-Result<SplitPosition> RestoredPosition(const SourceSplit& split,
-                                       const std::map<std::string, std::string>& positions) {
-  auto it = positions.find(std::to_string(split.id().value()));
-  if (it == positions.end()) {
-    return FailedPrecondition("the checkpoint has no position for " + split.ToString() +
-                              ": the --input changed since the checkpoint was taken");
-  }
-  BinaryReader r(it->second);
-  KF_ASSIGN_OR_RETURN(SourceSplitState st, SourceSplitState::DecodeFrom(&r));
-  if (!(st.split == split)) {
-    return FailedPrecondition("split " + std::to_string(split.id().value()) +
-                              " of the checkpoint is " + st.split.ToString() +
-                              " but --input now gives " + split.ToString() +
-                              ": restore with the same --input");
-  }
-  return st.position;
-}
-
 // The job's function, from its job library (the built-in one for a default ref). The params
 // were resolved at submit; resolving again checks them against the library actually loaded.
 Result<std::unique_ptr<RecordFunction>> CreateJobFunction(const JobSpec& spec,
@@ -76,21 +57,11 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
 
   KF_ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function,
                       CreateJobFunction(spec, options.job_library_cache_dir));
-  auto input = InputSpec::Parse(spec.input);
-  if (!input.ok()) {
-    // The coordinator validated --input on submit: it has changed since (deleted, emptied,
-    // made unreadable). Only a transient I/O error is worth a restart.
-    if (input.status().code() == StatusCode::kIoError) return input.status();
-    return DataLoss(input.status().message());
-  }
-  t->input_ = std::move(input).value();
-  for (const SourceSplit& split : t->input_.splits()) {
-    if (split.id().value() % p != d.subtask.value()) continue;
-    SplitPosition position;
-    if (d.restore) {
-      KF_ASSIGN_OR_RETURN(position, RestoredPosition(split, d.restore->split_positions));
-    }
-    t->splits_.push_back(SourceSplitState{split, position});
+  // The splits the coordinator's enumerator assigned to this subtask, with their positions.
+  for (const std::string& bytes : d.source_splits) {
+    BinaryReader r(bytes);
+    KF_ASSIGN_OR_RETURN(SourceSplitState split, SourceSplitState::DecodeFrom(&r));
+    t->splits_.push_back(std::move(split));
   }
 
   KF_ASSIGN_OR_RETURN(std::unique_ptr<SinkWriter> sink, OpenBuiltinSink(d));
@@ -183,14 +154,14 @@ Status TaskExecutor::Start(const StartTask& start) {
     wo.receiver_public_keys = deployment_.peer_public_keys;
   }
   KF_ASSIGN_OR_RETURN(std::unique_ptr<RecordWriter> writer, RecordWriter::Create(*zmq_, wo));
-  const InputSpec& input = input_;
   const JobSpec& spec = deployment_.spec;
-  KF_ASSIGN_OR_RETURN(source_, SourceTask::Create(
-                                   deployment_,
-                                   [&input, &spec](const SourceReaderContext& context) {
-                                     return CreateBuiltinSourceReader(input, spec, context);
-                                   },
-                                   splits_, std::move(writer), clock_, &metrics_));
+  KF_ASSIGN_OR_RETURN(
+      source_, SourceTask::Create(
+                   deployment_,
+                   [&spec](const SourceReaderContext& context) {
+                     return CreateBuiltinSourceReader(spec, context);
+                   },
+                   splits_, deployment_.no_more_splits, std::move(writer), clock_, &metrics_));
   {
     MutexLock lock(&mu_);
     running_ = 2;

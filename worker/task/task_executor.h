@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/input/input_spec.h"
+#include "common/input/source_split.h"
 #include "common/mutex.h"
 #include "common/protocol/control_messages.h"
 #include "common/security/curve_keys.h"
@@ -115,7 +115,6 @@ class TaskExecutor {
   const Clock* clock_ = nullptr;
   TaskExecutorHooks hooks_;
   std::shared_ptr<TaskExecutor*> self_;  // nulled on destruction; posted closures check it
-  InputSpec input_;
   std::vector<SourceSplitState> splits_;
   std::vector<std::string> gate_endpoints_;
   CurveKeyPair curve_keys_;                    // TaskExecutorOptions::curve_keys

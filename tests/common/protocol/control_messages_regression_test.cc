@@ -183,6 +183,8 @@ TEST(ControlMessagesRegressionTest, RoundTripsADeploymentWithARestoreAssignment)
   restore.keyed_state[1].offsets = {1, 2, 3};
   deploy.restore = restore;
   deploy.cluster_id = "1764442799000-00000000deadbeef";
+  deploy.source_splits = {"split-a", std::string("\0b", 2)};
+  deploy.no_more_splits = false;
   const std::string bytes = EncodeControlMessage(deploy);
   Result<ControlMessage> decoded = DecodeControlMessage(bytes, "peer");
   ASSERT_OK(decoded);
@@ -194,6 +196,8 @@ TEST(ControlMessagesRegressionTest, RoundTripsADeploymentWithARestoreAssignment)
   EXPECT_EQ(got.restore->keyed_state.size(), 2u);
   EXPECT_EQ(got.restore->keyed_state[1].offsets, (std::vector<uint64_t>{1, 2, 3}));
   EXPECT_EQ(got.cluster_id, "1764442799000-00000000deadbeef");
+  EXPECT_EQ(got.source_splits, deploy.source_splits);
+  EXPECT_FALSE(got.no_more_splits);
   EXPECT_EQ(EncodeControlMessage(*decoded), bytes);
 }
 

@@ -56,7 +56,9 @@ std::vector<SourceSplitState> FromStart(const InputSpec& input) {
 std::unique_ptr<SourceReader> Open(const InputSpec& input, const ManualClock& clock, Counter& bad,
                                    std::vector<SourceSplitState> splits) {
   SourceReaderContext context{SubtaskIndex(0), 1, &clock, [] {}, &bad};
-  Result<std::unique_ptr<SourceReader>> reader = CreateBuiltinSourceReader(input, Spec(), context);
+  JobSpec spec = Spec();
+  spec.input = input.text();
+  Result<std::unique_ptr<SourceReader>> reader = CreateBuiltinSourceReader(spec, context);
   EXPECT_OK(reader);
   if (!reader.ok()) return nullptr;
   EXPECT_OK((*reader)->AddSplits(std::move(splits)));

@@ -1,0 +1,84 @@
+// SplitEnumerator: the part of a source that runs on the coordinator (FLIP-27's
+// SplitEnumerator). It decides which source subtask reads which split: at the start of every
+// attempt of a job the job master creates the enumerator of the job's source and starts it; the
+// enumerator assigns splits, each with the position to read it from, through its context, and
+// tells each reader when no more splits will come (a bounded source).
+//
+// Restores and rescales: the positions of every split the readers held are in the restored
+// checkpoint (split id -> encoded SourceSplitState, the union over all readers); the
+// enumerator of the new attempt hands them out again over the new parallelism, so a rescale
+// moves splits, not records.
+//
+// What the job master does with the assignments made during Start: they travel in each
+// subtask's DeployTask (DeployTask::source_splits), so a reader starts with its splits.
+//
+// Threading: the coordinator's control thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/input/source_split.h"
+#include "common/protocol/job_spec.h"
+#include "common/status.h"
+#include "common/types.h"
+
+namespace keyflow {
+
+// What an enumerator may do; implemented by the job master.
+class SplitEnumeratorContext {
+ public:
+  virtual ~SplitEnumeratorContext() = default;
+  // Number of source subtasks (readers 0..parallelism()-1).
+  virtual int32_t parallelism() const = 0;
+  // Hands `splits`, each with the position to read it from, to the reader of `subtask`.
+  virtual void AssignSplits(SubtaskIndex subtask, std::vector<SourceSplitState> splits) = 0;
+  // The reader of `subtask` gets no more splits: it ends once its splits end.
+  virtual void SignalNoMoreSplits(SubtaskIndex subtask) = 0;
+};
+
+class SplitEnumerator {
+ public:
+  virtual ~SplitEnumerator() = default;
+  // An attempt starts, with every reader: assign what is known. An error fails the attempt's
+  // deployment with its message (e.g. the input is gone).
+  virtual Status Start(SplitEnumeratorContext& context) = 0;
+};
+
+// The context of an enumerator's Start at deployment: collects what each reader gets, for its
+// DeployTask (encoded SourceSplitStates, in assignment order, and whether more may come).
+class DeploymentSplitAssignment final : public SplitEnumeratorContext {
+ public:
+  explicit DeploymentSplitAssignment(int32_t parallelism);
+
+  int32_t parallelism() const override { return static_cast<int32_t>(readers_.size()); }
+  // Precondition (both): 0 <= subtask < parallelism().
+  void AssignSplits(SubtaskIndex subtask, std::vector<SourceSplitState> splits) override;
+  void SignalNoMoreSplits(SubtaskIndex subtask) override;
+
+  // Precondition: 0 <= subtask < parallelism().
+  const std::vector<std::string>& splits(SubtaskIndex subtask) const;
+  bool no_more_splits(SubtaskIndex subtask) const;
+
+ private:
+  struct Reader {
+    std::vector<std::string> splits;
+    bool no_more_splits = false;
+  };
+  const Reader& At(SubtaskIndex subtask) const;
+  Reader& At(SubtaskIndex subtask);
+  std::vector<Reader> readers_;
+};
+
+// The restored checkpoint's source state: split id -> encoded SourceSplitState, every reader's.
+using RestoredSplits = std::map<std::string, std::string>;
+
+// The enumerator of the job's --input (files, a directory, the generator:
+// StaticSplitEnumerator). `restored` is null when the attempt starts from scratch.
+Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(const JobSpec& spec,
+                                                               const RestoredSplits* restored);
+
+}  // namespace keyflow
