@@ -544,9 +544,9 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
     return;
   }
   // A CLI of another version may not have validated --input. A generator spec is checked in
-  // full; files only on the workers (the coordinator's host need not see the input), which fail
-  // the job at once if they cannot read it.
-  if (m.spec.input.rfind("gen:", 0) == 0 || m.spec.input.empty()) {
+  // full here, a monitored directory once its path is known to be allowed; files when the job
+  // deploys (the split enumerator lists them).
+  if (InputSpec::IsGenerator(m.spec.input) || m.spec.input.empty()) {
     if (Status s = InputSpec::Parse(m.spec.input).status(); !s.ok()) {
       SendReply(identity, s, "job rejected: ");
       return;
@@ -556,6 +556,12 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
   if (Status s = CheckAllowedJobPaths(m.spec, options_.job.allowed_paths); !s.ok()) {
     SendReply(identity, s, "job rejected: ");
     return;
+  }
+  if (InputSpec::IsMonitor(m.spec.input)) {
+    if (Status s = InputSpec::Parse(m.spec.input).status(); !s.ok()) {
+      SendReply(identity, s, "job rejected: ");
+      return;
+    }
   }
   if (!m.spec.job_library.is_default() || !m.job_library_bytes.empty()) {
     // Stored (verified, by content hash) before anything is deployed: every deployment of this

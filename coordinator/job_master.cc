@@ -348,12 +348,11 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   // The source's splits, from the restored positions if any: the enumerator decides which
   // subtask reads which. Before anything changes: after a failure here the job is as it was.
   DeploymentSplitAssignment splits(parallelism);
-  {
-    KF_ASSIGN_OR_RETURN(
-        std::unique_ptr<SplitEnumerator> enumerator,
-        CreateSplitEnumerator(spec_, restore ? &restore->metadata.split_positions : nullptr));
-    KF_RETURN_IF_ERROR(enumerator->Start(splits));
-  }
+  KF_ASSIGN_OR_RETURN(
+      std::unique_ptr<SplitEnumerator> enumerator,
+      CreateSplitEnumerator(spec_, restore ? &restore->metadata.split_positions : nullptr));
+  KF_RETURN_IF_ERROR(enumerator->Start(splits));
+  enumerator_ = std::move(enumerator);
   attempt_ = AttemptNumber(attempt_.value() + 1);
   state_ = JobState::kDeploying;
   deploy_started_ms_ = now_ms;
@@ -468,6 +467,13 @@ void JobMaster::Send(const std::vector<CheckpointCoordinator::Outgoing>& out) {
     const Vertex& v = vertices_[static_cast<size_t>(o.subtask.value())];
     if (workers_->Find(v.worker) != nullptr) outbox_->Send(v.identity, o.message);
   }
+}
+
+void JobMaster::SendSplits(SubtaskIndex subtask, std::vector<std::string> splits) {
+  const Vertex& v = vertices_[static_cast<size_t>(subtask.value())];
+  // A lost worker fails the attempt; the next one discovers these splits again.
+  if (workers_->Find(v.worker) == nullptr) return;
+  outbox_->Send(v.identity, AddSplits{attempt_, subtask, std::move(splits)});
 }
 
 void JobMaster::OnTaskDeployed(const TaskDeployed& m, int64_t now_ms) {
@@ -790,6 +796,14 @@ void JobMaster::OnTick(int64_t now_ms) {
       }
       return;
     case JobState::kRunning:
+      // New splits first: a checkpoint triggered on this tick covers them.
+      if (enumerator_) {
+        LiveSplitAssignment live(static_cast<int32_t>(vertices_.size()),
+                                 [this](SubtaskIndex subtask, std::vector<std::string> splits) {
+                                   SendSplits(subtask, std::move(splits));
+                                 });
+        enumerator_->OnTick(live, now_ms);
+      }
       if (checkpoints_) Send(checkpoints_->OnTick(now_ms));
       CheckCheckpointFailures(now_ms);
       return;

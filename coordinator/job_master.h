@@ -43,6 +43,7 @@
 #include "common/protocol/control_messages.h"
 #include "coordinator/control_outbox.h"
 #include "coordinator/restart_strategy.h"
+#include "coordinator/source/split_enumerator.h"
 #include "coordinator/worker_registry.h"
 
 namespace keyflow {
@@ -226,6 +227,8 @@ class JobMaster {
   void EndJob(JobState state, const std::string& reason, int64_t now_ms);
   void CancelAll(const std::string& reason);
   void Send(const std::vector<CheckpointCoordinator::Outgoing>& out);
+  // Splits the enumerator assigned while the attempt runs, to the reader of `subtask`.
+  void SendSplits(SubtaskIndex subtask, std::vector<std::string> splits);
   // Writes the job record (atomically); a failure is logged and returned.
   Status WriteJobRecord();
   void CrashPoint(std::string_view step);
@@ -247,6 +250,8 @@ class JobMaster {
   AttemptNumber attempt_{0};
   std::vector<Vertex> vertices_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
+  // The source's split enumerator of the current attempt (started at its deployment).
+  std::unique_ptr<SplitEnumerator> enumerator_;
   std::optional<RestorePoint> initial_restore_;  // --from-savepoint, until the first checkpoint
   // Checkpoints are identified by directory: with --from-savepoint the restored checkpoint may
   // be another job's, with the id of one of this job's own checkpoints.

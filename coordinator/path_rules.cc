@@ -5,13 +5,10 @@
 #include <filesystem>
 
 #include "common/file_io.h"
+#include "common/input/input_spec.h"
 
 namespace keyflow {
 namespace {
-
-bool IsGenerator(const std::string& input) {
-  return input.rfind("gen:", 0) == 0;
-}
 
 std::string JoinRoots(const std::vector<std::string>& roots) {
   std::string out;
@@ -65,7 +62,9 @@ Status CheckAllowedPath(std::string_view flag, const std::string& path,
 }
 
 Status CheckAllowedJobPaths(const JobSpec& spec, const std::vector<std::string>& roots) {
-  if (!IsGenerator(spec.input)) KF_RETURN_IF_ERROR(CheckAllowedPath("--input", spec.input, roots));
+  if (const std::string input = InputSpec::PathOf(spec.input); !input.empty()) {
+    KF_RETURN_IF_ERROR(CheckAllowedPath("--input", input, roots));
+  }
   KF_RETURN_IF_ERROR(CheckAllowedPath("--output", spec.output_dir, roots));
   KF_RETURN_IF_ERROR(CheckAllowedPath("--checkpoint-dir", spec.checkpoint_dir, roots));
   return CheckAllowedPath("--from-savepoint", spec.from_savepoint, roots);
@@ -114,7 +113,9 @@ Status CheckUserMayWriteDirectory(std::string_view flag, const std::string& path
 }
 
 Status CheckClientMayUsePaths(const JobSpec& spec) {
-  if (!IsGenerator(spec.input)) KF_RETURN_IF_ERROR(CheckUserMayRead("--input", spec.input));
+  if (const std::string input = InputSpec::PathOf(spec.input); !input.empty()) {
+    KF_RETURN_IF_ERROR(CheckUserMayRead("--input", input));
+  }
   if (!spec.from_savepoint.empty()) {
     KF_RETURN_IF_ERROR(CheckUserMayRead("--from-savepoint", spec.from_savepoint));
   }

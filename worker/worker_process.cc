@@ -274,6 +274,10 @@ void WorkerProcess::Handle(const ControlMessage& msg, int64_t now) {
             Send(DeclineCheckpoint{worker_id_, m.attempt, SubtaskIndex(-1), m.checkpoint,
                                    "no subtask of this attempt runs on this worker"});
           }
+        } else if constexpr (std::is_same_v<T, AddSplits>) {
+          if (executor_ && executor_->attempt() == m.attempt && executor_->subtask() == m.subtask) {
+            executor_->AddSplits(m);
+          }
         } else if constexpr (std::is_same_v<T, NotifyCheckpointComplete>) {
           if (executor_ && executor_->attempt() == m.attempt) {
             executor_->NotifyCheckpointComplete(m.checkpoint);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <memory>
 
 #include "common/check.h"
@@ -13,13 +14,16 @@ namespace keyflow {
 namespace {
 
 constexpr std::string_view kGeneratorPrefix = "gen:";
+constexpr std::string_view kMonitorPrefix = "monitor:";
+constexpr std::string_view kIntervalOption = ",interval=";
 
 struct DirCloser {
   void operator()(DIR* d) const { ::closedir(d); }
 };
 
-// Regular files directly in `dir` (following symlinks), without '.'/'_' names, sorted.
-Result<std::vector<std::string>> ListInputFiles(const std::string& dir) {
+}  // namespace
+
+Result<std::vector<std::string>> InputSpec::ListFiles(const std::string& dir) {
   std::unique_ptr<DIR, DirCloser> d(::opendir(dir.c_str()));
   if (!d) return ErrnoError("cannot list input directory '" + dir + "'", errno);
   std::vector<std::string> names;
@@ -48,15 +52,83 @@ Result<std::vector<std::string>> ListInputFiles(const std::string& dir) {
   return names;
 }
 
-}  // namespace
-
 const GeneratorSpec& InputSpec::generator() const {
   KF_CHECK(kind_ == Kind::kGenerator) << "generator() of a file input";
   return generator_;
 }
 
+const std::string& InputSpec::monitored_directory() const {
+  KF_CHECK(kind_ == Kind::kMonitor) << "monitored_directory() of another input";
+  return directory_;
+}
+
+Duration InputSpec::monitor_interval() const {
+  KF_CHECK(kind_ == Kind::kMonitor) << "monitor_interval() of another input";
+  return monitor_interval_;
+}
+
 bool InputSpec::IsGenerator(std::string_view text) {
   return text.substr(0, kGeneratorPrefix.size()) == kGeneratorPrefix;
+}
+
+bool InputSpec::IsMonitor(std::string_view text) {
+  return text.substr(0, kMonitorPrefix.size()) == kMonitorPrefix;
+}
+
+std::string InputSpec::PathOf(std::string_view text) {
+  if (IsGenerator(text)) return "";
+  if (!IsMonitor(text)) return std::string(text);
+  text.remove_prefix(kMonitorPrefix.size());
+  const size_t option = text.rfind(kIntervalOption);
+  return std::string(option == std::string_view::npos ? text : text.substr(0, option));
+}
+
+std::string InputSpec::WithAbsolutePath(std::string_view text) {
+  if (IsGenerator(text) || text.empty()) return std::string(text);
+  if (!IsMonitor(text)) return std::filesystem::absolute(std::string(text)).string();
+  const std::string dir = PathOf(text);
+  if (dir.empty()) return std::string(text);
+  return std::string(kMonitorPrefix) + std::filesystem::absolute(dir).string() +
+         std::string(text.substr(kMonitorPrefix.size() + dir.size()));
+}
+
+Result<InputSpec> InputSpec::ParseMonitor(std::string_view text) {
+  InputSpec spec;
+  spec.text_ = std::string(text);
+  spec.kind_ = Kind::kMonitor;
+  spec.directory_ = PathOf(text);
+  std::string_view rest = text.substr(kMonitorPrefix.size() + spec.directory_.size());
+  if (!rest.empty()) {
+    rest.remove_prefix(kIntervalOption.size());
+    Result<Duration> interval = ParseDuration(rest);
+    if (!interval.ok() || interval->millis() <= 0) {
+      return InvalidArgument("--input " + spec.text_ + ": interval '" + std::string(rest) +
+                             "' is not a positive duration (e.g. 500ms, 10s, 1min)");
+    }
+    spec.monitor_interval_ = *interval;
+  }
+  if (spec.directory_.empty()) {
+    return InvalidArgument("--input " + spec.text_ +
+                           " names no directory: give monitor:DIR[,interval=DURATION]");
+  }
+  struct stat st;
+  if (::stat(spec.directory_.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      return NotFound("the directory to monitor '" + spec.directory_ +
+                      "' does not exist: create it first (it may be empty)");
+    }
+    return ErrnoError("cannot access the directory to monitor '" + spec.directory_ + "'", err);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return InvalidArgument("--input " + spec.text_ + ": '" + spec.directory_ +
+                           "' is not a directory (monitor: watches a directory for new files)");
+  }
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFiles(spec.directory_));
+  for (size_t i = 0; i < files.size(); ++i) {
+    spec.splits_.push_back(SourceSplit::File(SplitId(static_cast<int32_t>(i)), files[i]));
+  }
+  return spec;
 }
 
 Result<InputSpec> InputSpec::Parse(std::string_view text) {
@@ -76,6 +148,7 @@ Result<InputSpec> InputSpec::Parse(std::string_view text) {
     }
     return spec;
   }
+  if (IsMonitor(text)) return ParseMonitor(text);
 
   spec.kind_ = Kind::kFiles;
   struct stat st;
@@ -95,7 +168,7 @@ Result<InputSpec> InputSpec::Parse(std::string_view text) {
   if (!S_ISDIR(st.st_mode)) {
     return InvalidArgument("input '" + spec.text_ + "' is neither a regular file nor a directory");
   }
-  KF_ASSIGN_OR_RETURN(std::vector<std::string> files, ListInputFiles(spec.text_));
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFiles(spec.text_));
   if (files.empty()) {
     return InvalidArgument("input directory '" + spec.text_ +
                            "' contains no input files (only regular files whose names do not "

@@ -6,9 +6,18 @@
 //                       files, as Flink's DefaultFileFilter and our own file sink write them);
 //                       subdirectories are not read
 //   --input gen:...     the built-in generator (generator_spec.h), one split per generator split
+//   --input monitor:DIR[,interval=DURATION]
+//                       DIR watched continuously (a never-ending source): the files in it now
+//                       and every file that appears later, one split each, with the same
+//                       name rules as DIR; the directory is listed every `interval` (default
+//                       10s). DIR may be empty at the start. Put files in by rename (write them
+//                       elsewhere or under a '.'/'_' name first): a file is read as it was when
+//                       its split was opened.
 //
-// A path that starts with "gen:" can be given as "./gen:...". Split ids are the indexes into
-// splits(), so they are the same in every process that parses the same --input.
+// A path that starts with "gen:" or "monitor:" can be given as "./gen:...". Split ids are the
+// indexes into splits(), so they are the same in every process that parses the same --input
+// (for a monitored directory: of the files present at the parse; later files get the ids the
+// coordinator's split enumerator gives them).
 //
 // Used by the worker when it deploys the source subtask, by the CLI to validate --input before
 // submitting, and by the coordinator to check a submitted gen: spec (in common/ because the
@@ -20,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/duration.h"
 #include "common/input/generator_spec.h"
 #include "common/input/source_split.h"
 #include "common/status.h"
@@ -28,27 +38,49 @@ namespace keyflow {
 
 class InputSpec {
  public:
-  enum class Kind : uint8_t { kFiles, kGenerator };
+  enum class Kind : uint8_t { kFiles, kGenerator, kMonitor };
+  static constexpr Duration kDefaultMonitorInterval = Duration::Millis(10'000);
 
   // Errors (InvalidArgument unless said otherwise): empty text; NotFound for a missing path;
   // a path that is neither a regular file nor a directory; a directory without input files;
-  // IoError when the directory cannot be listed; every generator error of ParseGeneratorSpec.
+  // IoError when the directory cannot be listed; every generator error of ParseGeneratorSpec;
+  // for monitor: a bad interval, or DIR missing or not a directory (an empty one is fine).
   static Result<InputSpec> Parse(std::string_view text);
   // Whether `text` names the generator ("gen:..."); Parse reads no file for it.
   static bool IsGenerator(std::string_view text);
+  // Whether `text` names a monitored directory ("monitor:...").
+  static bool IsMonitor(std::string_view text);
+  // The file-system path `text` reads (the file or directory, DIR of monitor:DIR,...), empty
+  // for the generator. Reads no file; a malformed monitor spec gives what follows "monitor:".
+  static std::string PathOf(std::string_view text);
+  // `text` with its path made absolute against the working directory (the generator as it is):
+  // what a client sends, since workers and the coordinator resolve paths elsewhere.
+  static std::string WithAbsolutePath(std::string_view text);
+
+  // The regular files directly in `dir` (following symlinks) whose names do not start with
+  // '.' or '_', as paths "dir/name", sorted by name. IoError if it cannot be listed.
+  static Result<std::vector<std::string>> ListFiles(const std::string& dir);
 
   Kind kind() const { return kind_; }
   const std::string& text() const { return text_; }
-  // Never empty. File splits in name order; generator splits 0..S-1.
+  // Never empty, except for a monitored directory. File splits in name order; generator splits
+  // 0..S-1.
   const std::vector<SourceSplit>& splits() const { return splits_; }
   // Precondition: kind() == kGenerator.
   const GeneratorSpec& generator() const;
+  // Precondition (both): kind() == kMonitor.
+  const std::string& monitored_directory() const;
+  Duration monitor_interval() const;
 
  private:
+  static Result<InputSpec> ParseMonitor(std::string_view text);
+
   Kind kind_ = Kind::kFiles;
   std::string text_;
   std::vector<SourceSplit> splits_;
   GeneratorSpec generator_;
+  std::string directory_;  // kMonitor
+  Duration monitor_interval_ = kDefaultMonitorInterval;
 };
 
 }  // namespace keyflow

@@ -7,6 +7,8 @@
 namespace keyflow {
 namespace {
 
+constexpr uint8_t kFinishedFlag = 1;  // SourceSplitState flags
+
 constexpr uint8_t kSplitFormatVersion = 1;
 
 }  // namespace
@@ -140,10 +142,30 @@ Result<SplitPosition> SplitPosition::DecodeFrom(BinaryReader* in) {
   return p;
 }
 
+void SourceSplitState::EncodeTo(BinaryWriter* out) const {
+  if (finished) {
+    out->U8(kFlagsMarker);
+    out->U8(kFinishedFlag);
+  }
+  split.EncodeTo(out);
+  position.EncodeTo(out);
+}
+
 Result<SourceSplitState> SourceSplitState::DecodeFrom(BinaryReader* in) {
+  bool finished = false;
+  BinaryReader peek = *in;
+  if (peek.U8() == kFlagsMarker) {
+    in->U8();
+    const uint8_t flags = in->U8();
+    KF_RETURN_IF_ERROR(in->status("split state"));
+    if ((flags & ~kFinishedFlag) != 0) {
+      return Corruption("split state has unknown flags " + std::to_string(flags));
+    }
+    finished = (flags & kFinishedFlag) != 0;
+  }
   KF_ASSIGN_OR_RETURN(SourceSplit split, SourceSplit::DecodeFrom(in));
   KF_ASSIGN_OR_RETURN(SplitPosition position, SplitPosition::DecodeFrom(in));
-  return SourceSplitState{std::move(split), position};
+  return SourceSplitState{std::move(split), position, finished};
 }
 
 }  // namespace keyflow

@@ -101,15 +101,20 @@ class SplitPosition {
   int64_t lines_ = 0;   // lines consumed (file); 0 for a generator
 };
 
-// A split with its position: one entry of a source subtask's checkpointed state.
+// A split with its position: one entry of a source subtask's checkpointed state. `finished`:
+// the reader read the split to its end (a restored finished split is not opened again, so a
+// file may be removed once it was read).
 struct SourceSplitState {
   SourceSplit split;
   SplitPosition position;
+  bool finished = false;
 
-  void EncodeTo(BinaryWriter* out) const {
-    split.EncodeTo(out);
-    position.EncodeTo(out);
-  }
+  // [kFlagsMarker, u8 flags (bit 0: finished)] SourceSplit SplitPosition; the flag prefix only
+  // when a flag is set, so an unfinished split encodes as it always did. The marker is no
+  // SourceSplit format version.
+  static constexpr uint8_t kFlagsMarker = 0xF2;
+  void EncodeTo(BinaryWriter* out) const;
+  // Corruption for truncated bytes, an unknown flag or any SourceSplit/SplitPosition error.
   static Result<SourceSplitState> DecodeFrom(BinaryReader* in);
 
   friend auto operator<=>(const SourceSplitState&, const SourceSplitState&) = default;

@@ -104,7 +104,8 @@ std::string_view ControlMessageName(const ControlMessage& msg) {
                                                 "ReloadKeys",
                                                 "SetLogLevelRequest",
                                                 "SetLogLevel",
-                                                "WorkerExitReport"};
+                                                "WorkerExitReport",
+                                                "AddSplits"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlMessage>);
   return kNames[msg.index()];
 }

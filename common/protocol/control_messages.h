@@ -6,7 +6,7 @@
 //
 // Lifecycle: RegisterWorker -> Registered; then per job attempt: DeployTask ->
 // TaskDeployed (data endpoints bound) -> StartTask (all peers' endpoints) -> heartbeats both ways
-// (WorkerHeartbeat / CoordinatorHeartbeat) -> checkpoints (TriggerCheckpoint ->
+// (WorkerHeartbeat / CoordinatorHeartbeat), AddSplits -> checkpoints (TriggerCheckpoint ->
 // AcknowledgeCheckpoint | DeclineCheckpoint -> NotifyCheckpointComplete | NotifyCheckpointAborted)
 // -> TaskFinished | TaskFailed -> CancelTask. Every job-scoped message carries the attempt
 // number; messages from an older attempt are ignored (stale deployment).
@@ -43,7 +43,8 @@ namespace keyflow {
 // WorkerExitReport (a supervisor reports how a worker process ended as soon as it did).
 // 11: DeployTask.source_splits / no_more_splits (the coordinator's split enumerator assigns the
 // source splits); RestoreAssignment.split_positions removed.
-inline constexpr uint32_t kControlProtocolVersion = 11;
+// 12: AddSplits (splits assigned while the job runs: a monitored directory's new files).
+inline constexpr uint32_t kControlProtocolVersion = 12;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
 inline constexpr size_t kMaxJobLibraryBytes = size_t{256} << 20;
@@ -505,6 +506,19 @@ struct TriggerCheckpoint {
   }
 };
 
+// Coordinator -> worker, while the attempt runs: more splits for the source subtask, each an
+// encoded SourceSplitState (as DeployTask::source_splits). Sent on the channel that carries the
+// checkpoint triggers, so a checkpoint triggered after it covers these splits.
+struct AddSplits {
+  AttemptNumber attempt;
+  SubtaskIndex subtask;
+  std::vector<std::string> splits;
+  template <class A>
+  void serialize(A& ar) {
+    ar(attempt, subtask, splits);
+  }
+};
+
 struct NotifyCheckpointComplete {
   AttemptNumber attempt;
   CheckpointId checkpoint;
@@ -659,14 +673,13 @@ struct Reply {
   }
 };
 
-using ControlMessage =
-    std::variant<RegisterWorker, WorkerHeartbeat, TaskDeployed, TaskFinished, TaskFailed,
-                 TaskInputEnded, TaskRunning, AcknowledgeCheckpoint, DeclineCheckpoint, Registered,
-                 DeployTask, StartTask, CoordinatorHeartbeat, TriggerCheckpoint,
-                 NotifyCheckpointComplete, NotifyCheckpointAborted, CancelTask, RegisterAgain,
-                 SubmitJob, StatusRequest, CancelJob, StopJob, CheckpointRequest,
-                 ListCheckpointsRequest, RescaleRequest, Reply, WorkerExiting, FetchJobLibrary,
-                 JobLibraryBlob, ReloadKeys, SetLogLevelRequest, SetLogLevel, WorkerExitReport>;
+using ControlMessage = std::variant<
+    RegisterWorker, WorkerHeartbeat, TaskDeployed, TaskFinished, TaskFailed, TaskInputEnded,
+    TaskRunning, AcknowledgeCheckpoint, DeclineCheckpoint, Registered, DeployTask, StartTask,
+    CoordinatorHeartbeat, TriggerCheckpoint, NotifyCheckpointComplete, NotifyCheckpointAborted,
+    CancelTask, RegisterAgain, SubmitJob, StatusRequest, CancelJob, StopJob, CheckpointRequest,
+    ListCheckpointsRequest, RescaleRequest, Reply, WorkerExiting, FetchJobLibrary, JobLibraryBlob,
+    ReloadKeys, SetLogLevelRequest, SetLogLevel, WorkerExitReport, AddSplits>;
 
 // Encodes version + message.
 std::string EncodeControlMessage(const ControlMessage& msg);

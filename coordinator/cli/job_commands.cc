@@ -326,8 +326,10 @@ int RunRunCommand(const std::vector<std::string>& args) {
                      "job to run, e.g. count-window | tumbling-count (keyflow jobs lists them)")(
       "job-library", po::value(&library_path), kJobLibraryHelp)(
       "input", po::value(&spec.input)->required(),
-      "JSON Lines file, directory of files (one split each), or "
-      "gen:events=N,keys=K,splits=S,seed=X[,rate=R]")(
+      "JSON Lines file, directory of files (one split each), "
+      "gen:events=N,keys=K,splits=S,seed=X[,rate=R], or monitor:DIR[,interval=DURATION] (a "
+      "directory watched for new files, every 10s by default; the job runs until cancelled or "
+      "stopped)")(
       "output", po::value(&spec.output_dir),
       "directory for the results (exactly-once file sink); without it the results are printed "
       "to each worker's stdout (its log file under scripts/start-cluster.sh), prefixed "
@@ -498,7 +500,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
     spec.from_savepoint = std::filesystem::absolute(spec.from_savepoint);
   if (!spec.output_dir.empty()) spec.output_dir = std::filesystem::absolute(spec.output_dir);
   // Workers resolve paths in their own working directory: send absolute ones.
-  if (spec.input.rfind("gen:", 0) != 0) spec.input = std::filesystem::absolute(spec.input);
+  spec.input = InputSpec::WithAbsolutePath(spec.input);
   // What the workers will parse, checked here (a gen: spec, a missing file or an empty
   // directory), so a bad --input is a usage error and not a job that fails later.
   if (Status s = InputSpec::Parse(spec.input).status(); !s.ok()) return Fail(s, kExitUsage);

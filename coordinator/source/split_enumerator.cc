@@ -4,8 +4,28 @@
 
 #include "common/binary_io.h"
 #include "common/check.h"
+#include "common/input/input_spec.h"
+#include "common/logging.h"
+#include "coordinator/source/continuous_file_split_enumerator.h"
+#include "coordinator/source/static_split_enumerator.h"
 
 namespace keyflow {
+
+namespace {
+
+std::vector<std::string> Encode(const std::vector<SourceSplitState>& splits) {
+  std::vector<std::string> out;
+  out.reserve(splits.size());
+  for (const SourceSplitState& split : splits) {
+    std::string bytes;
+    BinaryWriter w(&bytes);
+    split.EncodeTo(&w);
+    out.push_back(std::move(bytes));
+  }
+  return out;
+}
+
+}  // namespace
 
 DeploymentSplitAssignment::DeploymentSplitAssignment(int32_t parallelism)
     : readers_(static_cast<size_t>(parallelism)) {}
@@ -23,12 +43,7 @@ DeploymentSplitAssignment::Reader& DeploymentSplitAssignment::At(SubtaskIndex su
 void DeploymentSplitAssignment::AssignSplits(SubtaskIndex subtask,
                                              std::vector<SourceSplitState> splits) {
   Reader& reader = At(subtask);
-  for (const SourceSplitState& split : splits) {
-    std::string bytes;
-    BinaryWriter w(&bytes);
-    split.EncodeTo(&w);
-    reader.splits.push_back(std::move(bytes));
-  }
+  for (std::string& bytes : Encode(splits)) reader.splits.push_back(std::move(bytes));
 }
 
 void DeploymentSplitAssignment::SignalNoMoreSplits(SubtaskIndex subtask) {
@@ -41,6 +56,35 @@ const std::vector<std::string>& DeploymentSplitAssignment::splits(SubtaskIndex s
 
 bool DeploymentSplitAssignment::no_more_splits(SubtaskIndex subtask) const {
   return At(subtask).no_more_splits;
+}
+
+void LiveSplitAssignment::AssignSplits(SubtaskIndex subtask, std::vector<SourceSplitState> splits) {
+  KF_CHECK(subtask.value() >= 0 && subtask.value() < parallelism_)
+      << "split assignment to subtask " << subtask.value() << " of " << parallelism_;
+  send_(subtask, Encode(splits));
+}
+
+void LiveSplitAssignment::SignalNoMoreSplits(SubtaskIndex subtask) {
+  KF_LOG_WARN("split enumerator signalled no more splits to running subtask {}: not supported",
+              subtask.value());
+}
+
+Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(const JobSpec& spec,
+                                                               const RestoredSplits* restored) {
+  Result<InputSpec> input = InputSpec::Parse(spec.input);
+  if (!input.ok()) {
+    // Validated at submit: the input changed since (deleted, emptied, made unreadable).
+    return input.status().WithContext("reading --input " + spec.input);
+  }
+  if (input->kind() == InputSpec::Kind::kMonitor) {
+    KF_ASSIGN_OR_RETURN(std::unique_ptr<ContinuousFileSplitEnumerator> e,
+                        ContinuousFileSplitEnumerator::Create(*input, restored));
+    return std::unique_ptr<SplitEnumerator>(std::move(e));
+  }
+  std::optional<RestoredSplits> r;
+  if (restored != nullptr) r = *restored;
+  return std::unique_ptr<SplitEnumerator>(
+      new StaticSplitEnumerator(std::move(input).value(), std::move(r)));
 }
 
 }  // namespace keyflow

@@ -9,12 +9,14 @@
 // enumerator of the new attempt hands them out again over the new parallelism, so a rescale
 // moves splits, not records.
 //
-// What the job master does with the assignments made during Start: they travel in each
-// subtask's DeployTask (DeployTask::source_splits), so a reader starts with its splits.
+// What the job master does with the assignments: those made during Start travel in each
+// subtask's DeployTask (DeployTask::source_splits), so a reader starts with its splits; those
+// made later (OnTick, while the attempt runs) in an AddSplits message to the reader's worker.
 //
 // Threading: the coordinator's control thread.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,6 +48,10 @@ class SplitEnumerator {
   // An attempt starts, with every reader: assign what is known. An error fails the attempt's
   // deployment with its message (e.g. the input is gone).
   virtual Status Start(SplitEnumeratorContext& context) = 0;
+  // Called on the coordinator's ticks while the attempt runs (after Start): a continuous
+  // enumerator discovers new splits here and assigns them through `context` (sent to the
+  // readers at once). The default does nothing.
+  virtual void OnTick(SplitEnumeratorContext& /*context*/, int64_t /*now_ms*/) {}
 };
 
 // The context of an enumerator's Start at deployment: collects what each reader gets, for its
@@ -73,11 +79,31 @@ class DeploymentSplitAssignment final : public SplitEnumeratorContext {
   std::vector<Reader> readers_;
 };
 
+// The context of an enumerator while its attempt runs: every assignment goes to `send` at once
+// (encoded SourceSplitStates), which the job master sends to the reader's worker (AddSplits).
+class LiveSplitAssignment final : public SplitEnumeratorContext {
+ public:
+  using Send = std::function<void(SubtaskIndex, std::vector<std::string> splits)>;
+  LiveSplitAssignment(int32_t parallelism, Send send)
+      : parallelism_(parallelism), send_(std::move(send)) {}
+
+  int32_t parallelism() const override { return parallelism_; }
+  // Precondition: 0 <= subtask < parallelism().
+  void AssignSplits(SubtaskIndex subtask, std::vector<SourceSplitState> splits) override;
+  // Not carried by the protocol once readers run (no enumerator ends a source late): logged.
+  void SignalNoMoreSplits(SubtaskIndex subtask) override;
+
+ private:
+  int32_t parallelism_;
+  Send send_;
+};
+
 // The restored checkpoint's source state: split id -> encoded SourceSplitState, every reader's.
 using RestoredSplits = std::map<std::string, std::string>;
 
 // The enumerator of the job's --input (files, a directory, the generator:
-// StaticSplitEnumerator). `restored` is null when the attempt starts from scratch.
+// StaticSplitEnumerator; monitor:DIR: ContinuousFileSplitEnumerator). `restored` is null when
+// the attempt starts from scratch.
 Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(const JobSpec& spec,
                                                                const RestoredSplits* restored);
 

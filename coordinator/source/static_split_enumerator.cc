@@ -49,17 +49,4 @@ Status StaticSplitEnumerator::Start(SplitEnumeratorContext& context) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(const JobSpec& spec,
-                                                               const RestoredSplits* restored) {
-  Result<InputSpec> input = InputSpec::Parse(spec.input);
-  if (!input.ok()) {
-    // Validated at submit: the input changed since (deleted, emptied, made unreadable).
-    return input.status().WithContext("reading --input " + spec.input);
-  }
-  std::optional<RestoredSplits> r;
-  if (restored != nullptr) r = *restored;
-  return std::unique_ptr<SplitEnumerator>(
-      new StaticSplitEnumerator(std::move(input).value(), std::move(r)));
-}
-
 }  // namespace keyflow

@@ -152,6 +152,7 @@ void ControlMessageSeeds(SeedWriter& w) {
                                        ""});
   messages.emplace_back(RescaleRequest{3, true});
   messages.emplace_back(WorkerExitReport{"host-a", 4242, 1, "died of SIGSEGV"});
+  messages.emplace_back(AddSplits{AttemptNumber(2), SubtaskIndex(1), deploy.source_splits});
   messages.emplace_back(Reply{true, "ok", "{\"jobs\":[]}"});
   for (const ControlMessage& m : messages) {
     const std::string bytes = EncodeControlMessage(m);

@@ -11,8 +11,14 @@ MultiplexSourceReader::MultiplexSourceReader(SplitReaderFactory open_split)
     : open_split_(std::move(open_split)) {}
 
 Status MultiplexSourceReader::AddSplits(std::vector<SourceSplitState> splits) {
-  const size_t open = slots_.size() + splits.size();
+  const size_t open = unfinished_ + static_cast<size_t>(std::count_if(
+                                        splits.begin(), splits.end(),
+                                        [](const SourceSplitState& st) { return !st.finished; }));
   for (SourceSplitState& st : splits) {
+    if (st.finished) {  // read to its end before: kept for the state, never opened again
+      slots_.push_back(Slot{std::move(st), nullptr, nullptr, true});
+      continue;
+    }
     KF_ASSIGN_OR_RETURN(std::unique_ptr<SplitReader> reader, open_split_(st, open));
     KF_LOG_INFO("source reading split={} from={}", st.split.ToString(), st.position.ToString());
     slots_.push_back(Slot{std::move(st), std::move(reader), nullptr, false});
@@ -53,6 +59,7 @@ Result<PollResult> MultiplexSourceReader::PollNext(ReaderOutput& output) {
         break;
       }
       slot.finished = true;  // end of split: keep its final position
+      slot.state.finished = true;
       output.ReleaseOutputForSplit(slot.state.split.id());
       slot.output = nullptr;
       slot.reader.reset();  // closes the file

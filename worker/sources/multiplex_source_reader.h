@@ -6,9 +6,11 @@
 // anything, so every split holds back event time from the start, not only once it had a turn.
 // PollNext gives each split a turn of up to kRecordsPerSplitTurn records, round robin, until
 // kRecordsPerPoll records are emitted or every split had a turn. A split that ends is released
-// (ReaderOutput::ReleaseOutputForSplit) and keeps its final position in the state. When no split
-// emitted anything because they are all throttled, PollNext returns kNothingAvailable with the
-// earliest time one of them allows a record again.
+// (ReaderOutput::ReleaseOutputForSplit) and keeps its final position in the state, marked
+// finished; a finished split added again (a restore) is kept as it is and never opened. When no
+// split emitted anything because they are all throttled, PollNext returns kNothingAvailable with
+// the earliest time one of them allows a record again. With every split ended and more to come (no
+// NotifyNoMoreSplits yet), it waits for AddSplits (kNothingAvailable without a time).
 //
 // Threading: the source subtask's task thread.
 #pragma once
@@ -36,7 +38,7 @@ class MultiplexSourceReader final : public SourceReader {
 
  private:
   struct Slot {
-    SourceSplitState state;  // position updated as the split is read
+    SourceSplitState state;  // position and finished updated as the split is read
     std::unique_ptr<SplitReader> reader;
     SourceOutput* output = nullptr;  // created by the first poll after the split was added
     bool finished = false;

@@ -22,6 +22,7 @@ Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deploym
   auto mux =
       std::make_unique<SplitWatermarkMultiplexer>(0, Duration::Millis(spec.watermark_bound_ms));
   t->split_watermarks_ = mux.get();
+  mux->set_idle_when_all_ended(!no_more_splits);
   if (spec.idle_timeout_ms > 0) {
     KF_ASSIGN_OR_RETURN(WatermarksWithIdleness idle,
                         WatermarksWithIdleness::Create(
@@ -66,6 +67,11 @@ void SourceTask::Cancel() {
   mailbox_->Put([] {}, "wake up for cancellation").IgnoreError();
 }
 
+void SourceTask::Fail(const Status& error) {
+  processor_->ReportError(error);
+  mailbox_->Put([] {}, "wake up for a failure").IgnoreError();
+}
+
 Status SourceTask::TriggerCheckpoint(CheckpointId id, Timestamp timestamp, SnapshotCallback done) {
   std::optional<std::map<std::string, std::string>> final_positions;
   {
@@ -98,6 +104,19 @@ Status SourceTask::TriggerCheckpoint(CheckpointId id, Timestamp timestamp, Snaps
         done(std::move(positions));
       },
       "trigger checkpoint " + std::to_string(id.value()));
+}
+
+Status SourceTask::AddSplits(std::vector<SourceSplitState> splits) {
+  return mailbox_->Put(
+      [this, splits = std::move(splits)]() mutable {
+        if (finished_) return;  // the reader ended: no split can be added (a bounded source)
+        if (Status s = reader_->AddSplits(std::move(splits)); !s.ok()) {
+          processor_->ReportError(s.WithContext("adding splits"));
+          return;
+        }
+        processor_->ResumeDefaultAction();
+      },
+      "add splits");
 }
 
 Status SourceTask::NotifyCheckpointComplete(CheckpointId id) {
@@ -155,7 +174,11 @@ Status SourceTask::SplitOutput::Collect(const Record& record) {
 
 SourceOutput& SourceTask::Outputs::CreateOutputForSplit(SplitId split) {
   std::unique_ptr<SplitOutput>& out = outputs_[split];
-  if (!out) out = std::make_unique<SplitOutput>(task_, task_->split_watermarks_->AddSplit());
+  if (!out) {
+    out = std::make_unique<SplitOutput>(task_, task_->split_watermarks_->AddSplit());
+    // A subtask that was idle between splits holds back event time again from now on.
+    task_->watermark_output_->MarkActive();
+  }
   return *out;
 }
 

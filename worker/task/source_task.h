@@ -62,6 +62,8 @@ class SourceTask {
   Status Run();
   // Any thread: stops Run() soon (a send blocked on backpressure notices within ~50 ms).
   void Cancel();
+  // Any thread: Run() ends soon with `error` (not OK).
+  void Fail(const Status& error);
 
   // Checkpoint trigger (from the control thread): on the task thread, snapshots the split
   // positions and emits barrier `id` on every channel; then calls `done` with the positions
@@ -70,6 +72,10 @@ class SourceTask {
   // as aligned downstream).
   using SnapshotCallback = std::function<void(Result<std::map<std::string, std::string>>)>;
   Status TriggerCheckpoint(CheckpointId id, Timestamp timestamp, SnapshotCallback done);
+  // Any thread: more splits for the reader (from the coordinator's split enumerator), added on
+  // the task thread in the order of the calls and of TriggerCheckpoint: a checkpoint triggered
+  // after this call covers them. An error adding them fails the task.
+  Status AddSplits(std::vector<SourceSplitState> splits);
   // Any thread: checkpoint `id` completed; the reader hears it on the task thread.
   Status NotifyCheckpointComplete(CheckpointId id);
 

@@ -29,6 +29,19 @@ Result<std::unique_ptr<RecordFunction>> CreateJobFunction(const JobSpec& spec,
   return library->CreateFunction(*job, params);
 }
 
+// Each an encoded SourceSplitState (DeployTask::source_splits, AddSplits::splits).
+Result<std::vector<SourceSplitState>> DecodeSplits(const std::vector<std::string>& encoded) {
+  std::vector<SourceSplitState> splits;
+  splits.reserve(encoded.size());
+  for (const std::string& bytes : encoded) {
+    BinaryReader r(bytes);
+    KF_ASSIGN_OR_RETURN(SourceSplitState split, SourceSplitState::DecodeFrom(&r));
+    if (!r.at_end()) return Corruption("a source split has trailing bytes");
+    splits.push_back(std::move(split));
+  }
+  return splits;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, WorkerId worker,
@@ -58,11 +71,7 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
   KF_ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function,
                       CreateJobFunction(spec, options.job_library_cache_dir));
   // The splits the coordinator's enumerator assigned to this subtask, with their positions.
-  for (const std::string& bytes : d.source_splits) {
-    BinaryReader r(bytes);
-    KF_ASSIGN_OR_RETURN(SourceSplitState split, SourceSplitState::DecodeFrom(&r));
-    t->splits_.push_back(std::move(split));
-  }
+  KF_ASSIGN_OR_RETURN(t->splits_, DecodeSplits(d.source_splits));
 
   KF_ASSIGN_OR_RETURN(std::unique_ptr<SinkWriter> sink, OpenBuiltinSink(d));
 
@@ -274,6 +283,19 @@ void TaskExecutor::Decline(CheckpointId id, const std::string& reason) {
   pending_acks_.erase(id.value());
   KF_LOG_WARN("declining checkpoint checkpoint={} reason={}", id.value(), reason);
   hooks_.send(DeclineCheckpoint{worker_, deployment_.attempt, deployment_.subtask, id, reason});
+}
+
+void TaskExecutor::AddSplits(const struct AddSplits& m) {
+  if (!source_) {
+    KF_LOG_WARN("splits for subtask {} arrived before it started; dropped", m.subtask.value());
+    return;
+  }
+  Result<std::vector<SourceSplitState>> splits = DecodeSplits(m.splits);
+  if (!splits.ok()) {
+    source_->Fail(splits.status().WithContext("the coordinator assigned an unreadable split"));
+    return;
+  }
+  source_->AddSplits(*std::move(splits)).IgnoreError();  // a closed mailbox: the task ended
 }
 
 void TaskExecutor::NotifyCheckpointComplete(CheckpointId id) {

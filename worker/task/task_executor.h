@@ -8,6 +8,7 @@
 //   TriggerCheckpoint     asks the source for its positions + barrier and announces the
 //                         checkpoint to the keyed task; when both parts are in, acknowledges
 //                         (or declines) to the coordinator;
+//   AddSplits             hands the source more splits (a monitored directory's new files);
 //   Notify...             forwards completion / abort to the keyed task (sink commit);
 //   Cancel                stops both threads and joins them (idempotent; the destructor too).
 // When both tasks end, or the first one fails, hooks.done runs once on the control thread.
@@ -82,6 +83,8 @@ class TaskExecutor {
   std::vector<std::string> input_endpoints() const { return gate_endpoints_; }
   Status Start(const StartTask& start);
   void TriggerCheckpoint(const TriggerCheckpoint& trigger);
+  // More splits for the source (ordered with TriggerCheckpoint); an unreadable one fails it.
+  void AddSplits(const AddSplits& m);
   void NotifyCheckpointComplete(CheckpointId id);
   void NotifyCheckpointAborted(CheckpointId id, const std::string& reason);
   void Cancel();

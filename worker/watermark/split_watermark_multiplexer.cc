@@ -31,7 +31,11 @@ Timestamp SplitWatermarkMultiplexer::CurrentWatermark() const {
 
 void SplitWatermarkMultiplexer::OnPeriodicEmit(WatermarkOutput& output) {
   Timestamp w = CurrentWatermark();
-  if (w != kMaxWatermark) output.EmitWatermark(w);
+  if (w != kMaxWatermark) {
+    output.EmitWatermark(w);
+  } else if (idle_when_all_ended_) {
+    output.MarkIdle();
+  }
 }
 
 }  // namespace keyflow

@@ -32,10 +32,15 @@ class SplitWatermarkMultiplexer final : public WatermarkGenerator {
     if (ts > max_timestamp_[split]) max_timestamp_[split] = ts;
   }
   void SplitFinished(size_t split) { finished_[split] = true; }
+  // A source that may get more splits (a monitored directory): while every split it has ended,
+  // periodic emission marks the output idle, so a subtask waiting for its next split does not
+  // hold back event time downstream.
+  void set_idle_when_all_ended(bool idle) { idle_when_all_ended_ = idle; }
 
   void OnEvent(Timestamp, WatermarkOutput&) override {}
-  // Emits min over unfinished splits of (max timestamp - bound - 1); nothing when every split
-  // ended (the end of input emits kMaxWatermark itself).
+  // Emits min over unfinished splits of (max timestamp - bound - 1); when every split ended,
+  // nothing (the end of input emits kMaxWatermark itself), or MarkIdle with
+  // set_idle_when_all_ended.
   void OnPeriodicEmit(WatermarkOutput& output) override;
 
   // The combined watermark now (kMinWatermark before any record; kMaxWatermark if all ended).
@@ -45,6 +50,7 @@ class SplitWatermarkMultiplexer final : public WatermarkGenerator {
   Duration bound_;
   std::vector<Timestamp> max_timestamp_;
   std::vector<bool> finished_;
+  bool idle_when_all_ended_ = false;
 };
 
 }  // namespace keyflow

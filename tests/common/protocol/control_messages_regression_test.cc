@@ -245,6 +245,26 @@ TEST(ControlMessagesRegressionTest, RoundTripsTheWorkerExitReportOfVersion10) {
   }
 }
 
+TEST(ControlMessagesRegressionTest, RoundTripsAddSplitsOfVersion12AndRefusesItTruncated) {
+  const AddSplits add{AttemptNumber(3), SubtaskIndex(1), {"split-a", std::string(3, '\0')}};
+  const std::string bytes = EncodeControlMessage(add);
+  auto back = DecodeControlMessage(bytes, "peer");
+  ASSERT_OK(back);
+  EXPECT_EQ(ControlMessageName(*back), "AddSplits");
+  const auto& got = std::get<AddSplits>(*back);
+  EXPECT_EQ(got.attempt, AttemptNumber(3));
+  EXPECT_EQ(got.subtask, SubtaskIndex(1));
+  EXPECT_EQ(got.splits, add.splits);
+  EXPECT_EQ(EncodeControlMessage(*back), bytes);
+  std::string v11 = bytes;
+  const uint32_t eleven = 11;
+  std::memcpy(v11.data(), &eleven, sizeof(eleven));
+  EXPECT_EQ(DecodeStatus(v11).code(), StatusCode::kFailedPrecondition);
+  for (size_t n = 4; n < bytes.size(); ++n) {
+    EXPECT_EQ(DecodeStatus(bytes.substr(0, n)).code(), StatusCode::kCorruption) << n;
+  }
+}
+
 TEST(ControlMessagesRegressionTest, RefusesAVersion4PeerNamingBothVersions) {
   // A v4 worker does not send its public key: it must be told to upgrade, not half-understood.
   std::string bytes = EncodeControlMessage(RegisterWorker{});

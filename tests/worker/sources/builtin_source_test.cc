@@ -86,8 +86,10 @@ TEST(BuiltinSourceTest, AFileSourceReadsEveryFileCountsBadRecordsAndResumesFromI
   std::vector<SourceSplitState> state = reader->SnapshotState(std::nullopt);
   ASSERT_EQ(state.size(), 2u);
   EXPECT_EQ(state[0].position, SplitPosition::InFile(47, 4));
+  EXPECT_TRUE(state[0].finished);
   SourceSplitState mid = state[0];
   mid.position = SplitPosition::InFile(19, 2);  // after the first line
+  mid.finished = false;
   std::unique_ptr<SourceReader> again = Open(input, clock, bad, {mid});
   ASSERT_NE(again, nullptr);
   CollectingOutput rest;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -274,6 +275,52 @@ TEST(InputSpec, PathStartingWithGenNeedsDotSlash) {
   Result<InputSpec> spec = InputSpec::Parse(path);
   ASSERT_OK(spec);
   EXPECT_EQ(spec->kind(), InputSpec::Kind::kFiles);
+}
+
+TEST(InputSpec, MonitorListsTheFilesThereNowAndMayStartEmpty) {
+  TempDir dir;
+  ASSERT_OK_AND_ASSIGN(InputSpec empty, InputSpec::Parse("monitor:" + dir.path()));
+  EXPECT_EQ(empty.kind(), InputSpec::Kind::kMonitor);
+  EXPECT_TRUE(empty.splits().empty());
+  EXPECT_EQ(empty.monitored_directory(), dir.path());
+  EXPECT_EQ(empty.monitor_interval(), InputSpec::kDefaultMonitorInterval);
+  dir.Write("b.jsonl", "");
+  dir.Write("a.jsonl", "");
+  dir.Write("_writing", "");
+  ASSERT_OK_AND_ASSIGN(InputSpec two,
+                       InputSpec::Parse("monitor:" + dir.path() + ",interval=250ms"));
+  EXPECT_EQ(two.monitor_interval(), Duration::Millis(250));
+  ASSERT_EQ(two.splits().size(), 2u);
+  EXPECT_EQ(two.splits()[0], SourceSplit::File(SplitId(0), dir.File("a.jsonl")));
+  EXPECT_EQ(two.splits()[1], SourceSplit::File(SplitId(1), dir.File("b.jsonl")));
+  EXPECT_EQ(InputSpec::PathOf("monitor:" + dir.path() + ",interval=1s"), dir.path());
+  EXPECT_EQ(InputSpec::PathOf(dir.path()), dir.path());
+  EXPECT_EQ(InputSpec::PathOf("gen:events=1,keys=1"), "");
+  const std::string cwd = std::filesystem::current_path().string();
+  EXPECT_EQ(InputSpec::WithAbsolutePath("monitor:in,interval=1s"),
+            "monitor:" + cwd + "/in,interval=1s");
+  EXPECT_EQ(InputSpec::WithAbsolutePath("in/a.jsonl"), cwd + "/in/a.jsonl");
+  EXPECT_EQ(InputSpec::WithAbsolutePath("gen:events=1,keys=1"), "gen:events=1,keys=1");
+}
+
+TEST(InputSpec, MonitorErrorsAreSentences) {
+  TempDir dir;
+  const std::string file = dir.Write("a.jsonl", "");
+  EXPECT_EQ(InputSpec::Parse("monitor:" + dir.File("nope")).status(),
+            NotFound("the directory to monitor '" + dir.File("nope") +
+                     "' does not exist: create it first (it may be empty)"));
+  EXPECT_EQ(InputSpec::Parse("monitor:" + file).status(),
+            InvalidArgument("--input monitor:" + file + ": '" + file +
+                            "' is not a directory (monitor: watches a directory for new files)"));
+  EXPECT_EQ(InputSpec::Parse("monitor:" + dir.path() + ",interval=0s").status(),
+            InvalidArgument("--input monitor:" + dir.path() +
+                            ",interval=0s: interval '0s' is not a positive duration (e.g. 500ms, "
+                            "10s, 1min)"));
+  EXPECT_EQ(InputSpec::Parse("monitor:" + dir.path() + ",interval=soon").status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(InputSpec::Parse("monitor:").status(),
+            InvalidArgument("--input monitor: names no directory: give "
+                            "monitor:DIR[,interval=DURATION]"));
 }
 
 }  // namespace

@@ -69,9 +69,9 @@ class RecordingOutput final : public ReaderOutput {
   std::map<int32_t, Split> live;
 };
 
-SourceSplitState At(int32_t id, int64_t from = 0) {
-  return SourceSplitState{SourceSplit::Generator(SplitId(id), id),
-                          SplitPosition::InGenerator(from)};
+SourceSplitState At(int32_t id, int64_t from = 0, bool finished = false) {
+  return SourceSplitState{SourceSplit::Generator(SplitId(id), id), SplitPosition::InGenerator(from),
+                          finished};
 }
 
 MultiplexSourceReader Reader(std::map<int32_t, FakeSplit> splits) {
@@ -155,9 +155,9 @@ TEST(MultiplexSourceReaderTest, SnapshotHoldsEverySplitWithTheNextPositionFinish
   ASSERT_OK(reader.PollNext(out));
   std::vector<SourceSplitState> state = reader.SnapshotState(CheckpointId(1));
   ASSERT_EQ(state.size(), 3u);
-  EXPECT_EQ(state[0], At(0, 3));  // ended: its final position
+  EXPECT_EQ(state[0], At(0, 3, true));  // ended: its final position, finished
   EXPECT_EQ(state[1], At(1, 100 + MultiplexSourceReader::kRecordsPerSplitTurn));
-  EXPECT_EQ(state[2], At(2, 5));  // restored at its end: ends at once, position kept
+  EXPECT_EQ(state[2], At(2, 5, true));  // restored at its end: ends at once, position kept
   EXPECT_EQ(out.released, (std::vector<int32_t>{0, 2}));
 }
 
@@ -189,6 +189,38 @@ TEST(MultiplexSourceReaderTest, WithoutSplitsItEndsOnceNoMoreWillCome) {
   ASSERT_OK_AND_ASSIGN(PollResult after, reader.PollNext(out));
   EXPECT_EQ(after.status, InputStatus::kEndOfInput);
   EXPECT_TRUE(reader.SnapshotState(std::nullopt).empty());
+}
+
+// A restored finished split is kept in the state as it was and never opened: its file may be
+// gone (a monitored directory's files are often removed once read).
+TEST(MultiplexSourceReaderTest, AFinishedSplitIsKeptButNeverOpenedAgain) {
+  MultiplexSourceReader reader = Reader({{1, {4}}});  // split 0 cannot be opened
+  ASSERT_OK(reader.AddSplits({At(0, 7, true), At(1)}));
+  reader.NotifyNoMoreSplits();
+  RecordingOutput out;
+  ASSERT_OK_AND_ASSIGN(PollResult r, reader.PollNext(out));
+  EXPECT_EQ(r.status, InputStatus::kEndOfInput);      // split 1 ended in its first turn
+  EXPECT_EQ(out.created, (std::vector<int32_t>{1}));  // no output: it holds back no event time
+  EXPECT_EQ(out.order, (std::vector<std::string>{"1-0", "1-1", "1-2", "1-3"}));
+  EXPECT_EQ(reader.SnapshotState(CheckpointId(1)),
+            (std::vector<SourceSplitState>{At(0, 7, true), At(1, 4, true)}));
+}
+
+// A source that may get more splits (a monitored directory) waits once its splits ended, and
+// reads the splits added later.
+TEST(MultiplexSourceReaderTest, WithAllSplitsEndedItWaitsForMoreAndReadsSplitsAddedLater) {
+  MultiplexSourceReader reader = Reader({{0, {2}}, {1, {3}}});
+  ASSERT_OK(reader.AddSplits({At(0)}));
+  RecordingOutput out;
+  ASSERT_OK_AND_ASSIGN(PollResult first, reader.PollNext(out));
+  EXPECT_EQ(first.status, InputStatus::kNothingAvailable);
+  EXPECT_EQ(first.retry_at, kMaxWatermark);  // until the task wakes it (AddSplits)
+  ASSERT_OK(reader.AddSplits({At(1)}));
+  ASSERT_OK_AND_ASSIGN(PollResult second, reader.PollNext(out));
+  EXPECT_EQ(second.status, InputStatus::kNothingAvailable);
+  EXPECT_EQ(out.order, (std::vector<std::string>{"0-0", "0-1", "1-0", "1-1", "1-2"}));
+  EXPECT_EQ(out.created, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(out.released, (std::vector<int32_t>{0, 1}));
 }
 
 }  // namespace

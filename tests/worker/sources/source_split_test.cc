@@ -30,6 +30,34 @@ TEST(SourceSplit, FileAndGeneratorSplitsRoundTripThroughBinaryIo) {
   EXPECT_TRUE(r.at_end());
 }
 
+// A finished split carries a flag prefix; an unfinished one encodes exactly as before the flag
+// existed (so the states of older checkpoints decode, unfinished).
+TEST(SourceSplit, AFinishedSplitRoundTripsWithItsFlagAndAnUnfinishedOneHasNoPrefix) {
+  const SourceSplitState open{SourceSplit::File(SplitId(2), "/d/a"), SplitPosition::InFile(9, 2)};
+  SourceSplitState done = open;
+  done.finished = true;
+  std::string open_bytes, done_bytes;
+  BinaryWriter ow(&open_bytes), dw(&done_bytes);
+  open.EncodeTo(&ow);
+  done.EncodeTo(&dw);
+  EXPECT_EQ(open_bytes[0], '\x01');  // the SourceSplit format version, as always
+  EXPECT_EQ(done_bytes, std::string("\xF2\x01", 2) + open_bytes);
+  const std::string both = done_bytes + open_bytes;
+  BinaryReader r(both);
+  ASSERT_OK_AND_ASSIGN(SourceSplitState a, SourceSplitState::DecodeFrom(&r));
+  ASSERT_OK_AND_ASSIGN(SourceSplitState b, SourceSplitState::DecodeFrom(&r));
+  EXPECT_EQ(a, done);
+  EXPECT_EQ(b, open);
+  EXPECT_TRUE(r.at_end());
+  const std::string unknown_flag = std::string("\xF2\x03", 2) + open_bytes;
+  BinaryReader unknown(unknown_flag);
+  EXPECT_EQ(SourceSplitState::DecodeFrom(&unknown).status(),
+            Corruption("split state has unknown flags 3"));
+  const std::string marker_only("\xF2", 1);
+  BinaryReader cut(marker_only);
+  EXPECT_EQ(SourceSplitState::DecodeFrom(&cut).status().code(), StatusCode::kCorruption);
+}
+
 TEST(SourceSplit, PositionAccessorsAndDefaultIsTheStart) {
   SplitPosition start;
   EXPECT_EQ(start.byte_offset(), 0);

@@ -1,0 +1,98 @@
+#include "coordinator/source/continuous_file_split_enumerator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/binary_io.h"
+#include "common/logging.h"
+
+namespace keyflow {
+namespace {
+
+std::string ParentOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+std::string WithoutTrailingSlashes(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ContinuousFileSplitEnumerator>> ContinuousFileSplitEnumerator::Create(
+    const InputSpec& input, const RestoredSplits* restored) {
+  std::unique_ptr<ContinuousFileSplitEnumerator> e(new ContinuousFileSplitEnumerator());
+  e->directory_ = input.monitored_directory();
+  e->interval_ms_ = input.monitor_interval().millis();
+  if (restored == nullptr) {
+    for (const SourceSplit& split : input.splits()) e->initial_.push_back({split, {}});
+  } else {
+    const std::string dir = WithoutTrailingSlashes(e->directory_);
+    for (const auto& [id, bytes] : *restored) {
+      BinaryReader r(bytes);
+      KF_ASSIGN_OR_RETURN(SourceSplitState st, SourceSplitState::DecodeFrom(&r));
+      if (st.split.kind() != SplitKind::kFile || ParentOf(st.split.path()) != dir) {
+        return FailedPrecondition("split " + id + " of the checkpoint is " + st.split.ToString() +
+                                  ", not a file of the monitored directory " + e->directory_ +
+                                  ": restore with the same --input");
+      }
+      e->initial_.push_back(std::move(st));
+    }
+  }
+  for (const SourceSplitState& st : e->initial_) {
+    e->known_paths_.insert(st.split.path());
+    e->next_id_ = std::max(e->next_id_, st.split.id().value() + 1);
+  }
+  return e;
+}
+
+Status ContinuousFileSplitEnumerator::Start(SplitEnumeratorContext& context) {
+  Assign(context, std::move(initial_));
+  initial_.clear();
+  // A restored attempt also picks up the files that arrived since its checkpoint.
+  return Discover(context);
+}
+
+void ContinuousFileSplitEnumerator::OnTick(SplitEnumeratorContext& context, int64_t now_ms) {
+  if (next_discovery_ms_ < 0) next_discovery_ms_ = now_ms + interval_ms_;
+  if (now_ms < next_discovery_ms_) return;
+  next_discovery_ms_ = now_ms + interval_ms_;
+  if (Status s = Discover(context); !s.ok()) {
+    KF_LOG_WARN("cannot list the monitored directory {}: {}; trying again in {} ms", directory_,
+                s.message(), interval_ms_);
+  }
+}
+
+Status ContinuousFileSplitEnumerator::Discover(SplitEnumeratorContext& context) {
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> files, InputSpec::ListFiles(directory_));
+  std::vector<SourceSplitState> found;
+  for (std::string& path : files) {
+    if (known_paths_.count(path) != 0) continue;
+    known_paths_.insert(path);
+    found.push_back({SourceSplit::File(SplitId(next_id_++), std::move(path)), {}});
+  }
+  if (!found.empty()) {
+    KF_LOG_INFO("monitored directory {}: {} new file(s), {} known", directory_, found.size(),
+                known_paths_.size());
+  }
+  Assign(context, std::move(found));
+  return Status::Ok();
+}
+
+void ContinuousFileSplitEnumerator::Assign(SplitEnumeratorContext& context,
+                                           std::vector<SourceSplitState> splits) {
+  const int32_t p = context.parallelism();
+  std::vector<std::vector<SourceSplitState>> to(static_cast<size_t>(p));
+  for (SourceSplitState& st : splits) {
+    to[static_cast<size_t>(st.split.id().value() % p)].push_back(std::move(st));
+  }
+  for (int32_t i = 0; i < p; ++i) {
+    if (!to[static_cast<size_t>(i)].empty()) {
+      context.AssignSplits(SubtaskIndex(i), std::move(to[static_cast<size_t>(i)]));
+    }
+  }
+}
+
+}  // namespace keyflow
