@@ -174,7 +174,8 @@ Status JobMaster::DeployAttempt(int32_t parallelism, std::optional<RestorePoint>
   DeploymentSplitAssignment splits(parallelism);
   KF_ASSIGN_OR_RETURN(
       std::unique_ptr<SplitEnumerator> enumerator,
-      CreateSplitEnumerator(spec_, restore ? &restore->metadata.split_positions : nullptr));
+      CreateSplitEnumerator(spec_, restore ? &restore->metadata.split_positions : nullptr,
+                            options_.directory_lister));
   KF_RETURN_IF_ERROR(enumerator->Start(splits));
   enumerator_ = std::move(enumerator);
   attempt_ = AttemptNumber(attempt_.value() + 1);

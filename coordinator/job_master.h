@@ -76,6 +76,8 @@ struct JobMasterOptions {
   // ("rescale-snapshot-completed", "rescale-savepoint-recorded", "rescale-deployed"); a test
   // makes it end the process (or throw) to cut the sequence there. Unset in production.
   std::function<void(std::string_view step)> crash_point;
+  // How a source's split enumerator lists a directory while the job runs (tests: at once).
+  DirectoryLister directory_lister = AsyncDirectoryLister();
 };
 
 class JobMaster {

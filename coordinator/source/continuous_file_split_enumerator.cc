@@ -1,6 +1,7 @@
 #include "coordinator/source/continuous_file_split_enumerator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "common/binary_io.h"
@@ -22,8 +23,9 @@ std::string WithoutTrailingSlashes(std::string dir) {
 }  // namespace
 
 Result<std::unique_ptr<ContinuousFileSplitEnumerator>> ContinuousFileSplitEnumerator::Create(
-    const InputSpec& input, const RestoredSplits* restored) {
+    const InputSpec& input, const RestoredSplits* restored, DirectoryLister lister) {
   std::unique_ptr<ContinuousFileSplitEnumerator> e(new ContinuousFileSplitEnumerator());
+  e->lister_ = std::move(lister);
   e->directory_ = input.monitored_directory();
   e->interval_ms_ = input.monitor_interval().millis();
   if (restored == nullptr) {
@@ -52,21 +54,30 @@ Status ContinuousFileSplitEnumerator::Start(SplitEnumeratorContext& context) {
   Assign(context, std::move(initial_));
   initial_.clear();
   // A restored attempt also picks up the files that arrived since its checkpoint.
-  return Discover(context);
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> files, InputSpec::ListFiles(directory_));
+  AssignNew(context, std::move(files));
+  return Status::Ok();
 }
 
 void ContinuousFileSplitEnumerator::OnTick(SplitEnumeratorContext& context, int64_t now_ms) {
   if (next_discovery_ms_ < 0) next_discovery_ms_ = now_ms + interval_ms_;
-  if (now_ms < next_discovery_ms_) return;
-  next_discovery_ms_ = now_ms + interval_ms_;
-  if (Status s = Discover(context); !s.ok()) {
-    KF_LOG_WARN("cannot list the monitored directory {}: {}; trying again in {} ms", directory_,
-                s.message(), interval_ms_);
+  if (!listing_.valid()) {
+    if (now_ms < next_discovery_ms_) return;
+    listing_ = lister_(directory_);
   }
+  if (listing_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  Result<std::vector<std::string>> files = listing_.get();  // invalidates listing_
+  next_discovery_ms_ = now_ms + interval_ms_;
+  if (!files.ok()) {
+    KF_LOG_WARN("cannot list the monitored directory {}: {}; trying again in {} ms", directory_,
+                files.status().message(), interval_ms_);
+    return;
+  }
+  AssignNew(context, *std::move(files));
 }
 
-Status ContinuousFileSplitEnumerator::Discover(SplitEnumeratorContext& context) {
-  KF_ASSIGN_OR_RETURN(std::vector<std::string> files, InputSpec::ListFiles(directory_));
+void ContinuousFileSplitEnumerator::AssignNew(SplitEnumeratorContext& context,
+                                              std::vector<std::string> files) {
   std::vector<SourceSplitState> found;
   for (std::string& path : files) {
     if (known_paths_.count(path) != 0) continue;
@@ -78,7 +89,6 @@ Status ContinuousFileSplitEnumerator::Discover(SplitEnumeratorContext& context) 
                 known_paths_.size());
   }
   Assign(context, std::move(found));
-  return Status::Ok();
 }
 
 void ContinuousFileSplitEnumerator::Assign(SplitEnumeratorContext& context,

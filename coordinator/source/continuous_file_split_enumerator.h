@@ -18,10 +18,16 @@
 // while the job runs (the directory was removed, EIO) is logged and retried at the next
 // interval.
 //
-// Threading: the coordinator's control thread.
+// Listing a large directory takes a while (a stat per entry), so while the attempt runs it is
+// done off the control thread (DirectoryLister: by default a thread per listing, one at a time);
+// a tick picks up a finished listing, and the next one starts an interval after that. Start
+// lists synchronously (the deployment waits for its splits anyway).
+//
+// Threading: the coordinator's control thread (the lister's work on its own thread).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,7 +43,9 @@ class ContinuousFileSplitEnumerator final : public SplitEnumerator {
   // starting from scratch; else every split must be a file of the monitored directory
   // (FailedPrecondition otherwise) and decode (Corruption otherwise).
   static Result<std::unique_ptr<ContinuousFileSplitEnumerator>> Create(
-      const InputSpec& input, const RestoredSplits* restored);
+      const InputSpec& input, const RestoredSplits* restored,
+      DirectoryLister lister = AsyncDirectoryLister());
+  // Destroying it waits for a listing still running (the future of std::async).
 
   Status Start(SplitEnumeratorContext& context) override;
   void OnTick(SplitEnumeratorContext& context, int64_t now_ms) override;
@@ -47,8 +55,8 @@ class ContinuousFileSplitEnumerator final : public SplitEnumerator {
 
  private:
   ContinuousFileSplitEnumerator() = default;
-  // Lists the directory; assigns each file not known yet as a new split.
-  Status Discover(SplitEnumeratorContext& context);
+  // Assigns each file of `files` not known yet as a new split.
+  void AssignNew(SplitEnumeratorContext& context, std::vector<std::string> files);
   void Assign(SplitEnumeratorContext& context, std::vector<SourceSplitState> splits);
 
   std::string directory_;
@@ -57,6 +65,8 @@ class ContinuousFileSplitEnumerator final : public SplitEnumerator {
   std::set<std::string> known_paths_;
   int32_t next_id_ = 0;
   int64_t next_discovery_ms_ = -1;  // set by the first OnTick
+  DirectoryLister lister_;
+  std::future<Result<std::vector<std::string>>> listing_;  // valid while a listing runs
 };
 
 }  // namespace keyflow

@@ -69,8 +69,15 @@ void LiveSplitAssignment::SignalNoMoreSplits(SubtaskIndex subtask) {
               subtask.value());
 }
 
+DirectoryLister AsyncDirectoryLister() {
+  return [](const std::string& dir) {
+    return std::async(std::launch::async, [dir] { return InputSpec::ListFiles(dir); });
+  };
+}
+
 Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(const JobSpec& spec,
-                                                               const RestoredSplits* restored) {
+                                                               const RestoredSplits* restored,
+                                                               DirectoryLister lister) {
   Result<InputSpec> input = InputSpec::Parse(spec.input);
   if (!input.ok()) {
     // Validated at submit: the input changed since (deleted, emptied, made unreadable).
@@ -78,7 +85,7 @@ Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(const JobSpec& sp
   }
   if (input->kind() == InputSpec::Kind::kMonitor) {
     KF_ASSIGN_OR_RETURN(std::unique_ptr<ContinuousFileSplitEnumerator> e,
-                        ContinuousFileSplitEnumerator::Create(*input, restored));
+                        ContinuousFileSplitEnumerator::Create(*input, restored, std::move(lister)));
     return std::unique_ptr<SplitEnumerator>(std::move(e));
   }
   std::optional<RestoredSplits> r;

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -98,13 +99,21 @@ class LiveSplitAssignment final : public SplitEnumeratorContext {
   Send send_;
 };
 
+// Lists a directory (InputSpec::ListFiles) and delivers the result through the future: how an
+// enumerator lists off the control thread. Injectable, so tests decide when a listing ends.
+using DirectoryLister =
+    std::function<std::future<Result<std::vector<std::string>>>(const std::string& dir)>;
+// std::async on a thread of its own.
+DirectoryLister AsyncDirectoryLister();
+
 // The restored checkpoint's source state: split id -> encoded SourceSplitState, every reader's.
 using RestoredSplits = std::map<std::string, std::string>;
 
 // The enumerator of the job's --input (files, a directory, the generator:
 // StaticSplitEnumerator; monitor:DIR: ContinuousFileSplitEnumerator). `restored` is null when
 // the attempt starts from scratch.
-Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(const JobSpec& spec,
-                                                               const RestoredSplits* restored);
+Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(
+    const JobSpec& spec, const RestoredSplits* restored,
+    DirectoryLister lister = AsyncDirectoryLister());
 
 }  // namespace keyflow

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "checkpoint/checkpoint_storage.h"
 #include "common/binary_io.h"
 #include "common/file_io.h"
+#include "common/input/input_spec.h"
 #include "common/input/source_split.h"
 #include "coordinator/coordinator.h"
 #include "tests/testutil/status_matchers.h"
@@ -68,6 +70,11 @@ class CoordinatorHarness : public ::testing::Test {
     o.job.allowed_paths = allowed_paths_;
     o.incarnation = std::move(incarnation);
     o.job.crash_point = crash_point_;
+    o.job.directory_lister = [](const std::string& dir) {  // at once: ticks see the result
+      std::promise<Result<std::vector<std::string>>> listed;
+      listed.set_value(InputSpec::ListFiles(dir));
+      return listed.get_future();
+    };
     coord_ = std::make_unique<Coordinator>(o, &outbox_, &clock_);
     ids_.clear();
     dead_.clear();

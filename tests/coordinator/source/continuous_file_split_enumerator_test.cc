@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <future>
 #include <map>
 #include <string>
 #include <utility>
@@ -46,12 +47,21 @@ class ContinuousFileSplitEnumeratorTest : public ::testing::Test {
     EXPECT_OK(WriteFileAtomically(path, "{}\n"));
     return path;
   }
-  std::unique_ptr<ContinuousFileSplitEnumerator> Create(const RestoredSplits* restored) {
+  // Lists on the calling thread: the result is ready when the tick that started it looks.
+  static DirectoryLister SyncLister() {
+    return [](const std::string& dir) {
+      std::promise<Result<std::vector<std::string>>> listed;
+      listed.set_value(InputSpec::ListFiles(dir));
+      return listed.get_future();
+    };
+  }
+  std::unique_ptr<ContinuousFileSplitEnumerator> Create(const RestoredSplits* restored,
+                                                        DirectoryLister lister = SyncLister()) {
     Result<InputSpec> input = InputSpec::Parse("monitor:" + dir_.path() + ",interval=100ms");
     EXPECT_OK(input);
     if (!input.ok()) return nullptr;
     Result<std::unique_ptr<ContinuousFileSplitEnumerator>> e =
-        ContinuousFileSplitEnumerator::Create(*input, restored);
+        ContinuousFileSplitEnumerator::Create(*input, restored, std::move(lister));
     EXPECT_OK(e);
     return e.ok() ? std::move(e).value() : nullptr;
   }
@@ -155,6 +165,56 @@ TEST_F(ContinuousFileSplitEnumeratorTest, AFailedListingIsRetriedAtTheNextInterv
   e->OnTick(ctx, 200);
   ASSERT_EQ(ctx.assigned.size(), 1u);
   EXPECT_EQ(ctx.assigned[0], std::make_pair(0, At(0, a)));
+}
+
+// While the attempt runs the directory is listed off the control thread: a tick starts the
+// listing, later ticks pick it up once it finished (one listing at a time), and the next one
+// starts an interval after that.
+TEST_F(ContinuousFileSplitEnumeratorTest, ARunningListingIsPickedUpByALaterTickOneAtATime) {
+  std::vector<std::promise<Result<std::vector<std::string>>>> listings;
+  std::vector<std::string> listed_dirs;
+  auto e = Create(nullptr, [&](const std::string& dir) {
+    listed_dirs.push_back(dir);
+    listings.emplace_back();
+    return listings.back().get_future();
+  });
+  ASSERT_NE(e, nullptr);
+  RecordingContext ctx(1);
+  ASSERT_OK(e->Start(ctx));  // synchronous: nothing there
+  e->OnTick(ctx, 0);
+  e->OnTick(ctx, 100);  // due: the listing starts
+  ASSERT_EQ(listings.size(), 1u);
+  EXPECT_EQ(listed_dirs[0], dir_.path());
+  e->OnTick(ctx, 200);
+  e->OnTick(ctx, 300);  // still running: no second listing, nothing assigned
+  EXPECT_EQ(listings.size(), 1u);
+  EXPECT_TRUE(ctx.assigned.empty());
+  const std::string a = dir_.path() + "/a.jsonl";
+  listings[0].set_value(std::vector<std::string>{a});
+  e->OnTick(ctx, 350);  // picked up
+  ASSERT_EQ(ctx.assigned.size(), 1u);
+  EXPECT_EQ(ctx.assigned[0], std::make_pair(0, At(0, a)));
+  e->OnTick(ctx, 440);  // the next listing is due an interval after the last one ended
+  EXPECT_EQ(listings.size(), 1u);
+  e->OnTick(ctx, 450);
+  ASSERT_EQ(listings.size(), 2u);
+  listings[1].set_value(IoError("cannot list: Input/output error"));
+  e->OnTick(ctx, 460);  // a failed listing: logged, retried at the next interval
+  e->OnTick(ctx, 559);
+  EXPECT_EQ(listings.size(), 2u);
+  e->OnTick(ctx, 560);
+  EXPECT_EQ(listings.size(), 3u);
+  listings[2].set_value(std::vector<std::string>{a});
+  e->OnTick(ctx, 570);
+  EXPECT_EQ(ctx.assigned.size(), 1u) << "a known file is not new";
+}
+
+TEST(AsyncDirectoryListerTest, ListsOnAnotherThread) {
+  TempDir dir("async-lister");
+  ASSERT_OK(WriteFileAtomically(dir.path() + "/x.jsonl", ""));
+  auto listed = AsyncDirectoryLister()(dir.path()).get();
+  ASSERT_OK(listed);
+  EXPECT_EQ(*listed, std::vector<std::string>{dir.path() + "/x.jsonl"});
 }
 
 TEST(LiveSplitAssignmentTest, SendsEachAssignmentEncodedAtOnce) {
