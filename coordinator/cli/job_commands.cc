@@ -311,8 +311,10 @@ int RunJobsCommand(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int RunRunCommand(const std::vector<std::string>& args) {
-  po::options_description opts;
+namespace {
+
+// The flags of `keyflow run` that are not JobSpec fields as they are.
+struct RunFlags {
   std::string endpoint, key_type = "string", wm_bound = "1s", wm_interval = "200ms", idle = "0",
                         on_bad = "skip", on_change = "warn", ckpt_interval = "0",
                         ckpt_timeout = "10min", min_pause = "0", restart_delay = "200ms",
@@ -322,140 +324,147 @@ int RunRunCommand(const std::vector<std::string>& args) {
   std::string library_path;
   JobSpec spec;
   bool wait = false;
-  opts.add_options()("job", po::value(&spec.job_name)->required(),
-                     "job to run, e.g. count-window | tumbling-count (keyflow jobs lists them)")(
-      "job-library", po::value(&library_path), kJobLibraryHelp)(
-      "input", po::value(&spec.input)->required(),
+};
+
+void AddRunOptions(po::options_description* opts, RunFlags* f) {
+  opts->add_options()("job", po::value(&f->spec.job_name)->required(),
+                      "job to run, e.g. count-window | tumbling-count (keyflow jobs lists them)")(
+      "job-library", po::value(&f->library_path), kJobLibraryHelp)(
+      "input", po::value(&f->spec.input)->required(),
       "JSON Lines file, directory of files (one split each), "
       "gen:events=N,keys=K,splits=S,seed=X[,rate=R], or monitor:DIR[,interval=DURATION] (a "
       "directory watched for new files, every 10s by default; the job runs until cancelled or "
       "stopped)")(
-      "output", po::value(&spec.output_dir),
+      "output", po::value(&f->spec.output_dir),
       "directory for the results (exactly-once file sink); without it the results are printed "
       "to each worker's stdout (its log file under scripts/start-cluster.sh), prefixed "
       "\"<subtask+1>> \" when parallelism > 1, at least once")(
-      "parallelism", po::value(&spec.parallelism)->default_value(0),
+      "parallelism", po::value(&f->spec.parallelism)->default_value(0),
       "subtasks, one per worker (0 = all registered workers)")(
-      "max-parallelism", po::value(&spec.max_parallelism)->default_value(0),
+      "max-parallelism", po::value(&f->spec.max_parallelism)->default_value(0),
       "key groups (0 = Flink's default for the parallelism)")(
-      "param", po::value(&params)->composing(), "job parameter name=value (repeatable)")(
-      "key-field", po::value(&spec.key_field),
+      "param", po::value(&f->params)->composing(), "job parameter name=value (repeatable)")(
+      "key-field", po::value(&f->spec.key_field),
       "JSON field of the key (default: the job's, `keyflow jobs`; uid for the built-in jobs)")(
-      "ts-field", po::value(&spec.ts_field),
+      "ts-field", po::value(&f->spec.ts_field),
       "JSON field of the event time in epoch ms (default: the job's; ts for the built-in jobs)")(
-      "key-type", po::value(&key_type),
+      "key-type", po::value(&f->key_type),
       "string | int | long (default: the job's; string for the built-in jobs)")(
-      "watermark-bound", po::value(&wm_bound)->default_value(wm_bound),
-      "bounded out-of-orderness of event time")("watermark-interval",
-                                                po::value(&wm_interval)->default_value(wm_interval),
-                                                "periodic watermark emission interval")(
-      "latency-interval", po::value(&latency_interval)->default_value(latency_interval),
+      "watermark-bound", po::value(&f->wm_bound)->default_value(f->wm_bound),
+      "bounded out-of-orderness of event time")(
+      "watermark-interval", po::value(&f->wm_interval)->default_value(f->wm_interval),
+      "periodic watermark emission interval")(
+      "latency-interval", po::value(&f->latency_interval)->default_value(f->latency_interval),
       "every source subtask sends a latency marker this often; `keyflow status` shows each "
       "subtask's latency (p50/p99/p99.9 over the last 10 s) from them (0 = off; at most 10s)")(
-      "idle-timeout", po::value(&idle)->default_value(idle),
+      "idle-timeout", po::value(&f->idle)->default_value(f->idle),
       "mark a source idle after this long without records (0 = never)")(
-      "on-bad-record", po::value(&on_bad)->default_value(on_bad), "skip | fail")(
-      "on-input-change", po::value(&on_change)->default_value(on_change),
+      "on-bad-record", po::value(&f->on_bad)->default_value(f->on_bad), "skip | fail")(
+      "on-input-change", po::value(&f->on_change)->default_value(f->on_change),
       "an input file that grows, is truncated or replaced while it is read, or ends in a "
       "half-written line (no newline, not yet a complete JSON object): warn (log the file, the "
       "line and the bytes not read; the job goes on with the file as it was) | fail (fail the "
-      "job)")("checkpoint-interval", po::value(&ckpt_interval)->default_value(ckpt_interval),
+      "job)")("checkpoint-interval", po::value(&f->ckpt_interval)->default_value(f->ckpt_interval),
               "take a checkpoint this often (0 = no periodic checkpoints)")(
-      "checkpoint-timeout", po::value(&ckpt_timeout)->default_value(ckpt_timeout),
+      "checkpoint-timeout", po::value(&f->ckpt_timeout)->default_value(f->ckpt_timeout),
       "a checkpoint not complete by then is aborted")(
-      "min-pause", po::value(&min_pause)->default_value(min_pause),
+      "min-pause", po::value(&f->min_pause)->default_value(f->min_pause),
       "minimum time between the end of a checkpoint and the next periodic one")(
-      "max-concurrent-checkpoints", po::value(&spec.max_concurrent_checkpoints)->default_value(1),
+      "max-concurrent-checkpoints",
+      po::value(&f->spec.max_concurrent_checkpoints)->default_value(1),
       "periodic checkpoints in flight at once")(
-      "retained-checkpoints", po::value(&spec.retained_checkpoints)->default_value(3),
+      "retained-checkpoints", po::value(&f->spec.retained_checkpoints)->default_value(3),
       "completed checkpoints kept on disk (savepoints are always kept)")(
       "tolerable-checkpoint-failures",
-      po::value(&spec.tolerable_checkpoint_failures)
+      po::value(&f->spec.tolerable_checkpoint_failures)
           ->default_value(kDefaultTolerableCheckpointFailures),
       "consecutive checkpoint failures (declined, expired, not written) tolerated; one more fails "
       "the attempt and the restart strategy decides (0 = on the first; with the default 5 a job "
       "whose checkpoint disk is full restarts from its latest checkpoint every 6 failures until "
       "space returns, while a single slow or declined checkpoint costs nothing)")(
-      "checkpoint-dir", po::value(&spec.checkpoint_dir),
+      "checkpoint-dir", po::value(&f->spec.checkpoint_dir),
       "checkpoint directory for this job (default: the coordinator's --checkpoint-dir)")(
-      "from-savepoint", po::value(&spec.from_savepoint),
+      "from-savepoint", po::value(&f->spec.from_savepoint),
       "restore from this savepoint or checkpoint directory (any parallelism, same max "
       "parallelism)")(
-      "restart-strategy", po::value(&spec.restart_strategy),
+      "restart-strategy", po::value(&f->spec.restart_strategy),
       "none | fixed-delay | exponential-delay (default: exponential-delay with checkpoints, "
-      "none without)")("restart-attempts", po::value(&spec.restart_attempts)->default_value(50),
+      "none without)")("restart-attempts", po::value(&f->spec.restart_attempts)->default_value(50),
                        "restarts allowed (exponential-delay: in a row)")(
-      "restart-delay", po::value(&restart_delay)->default_value(restart_delay),
+      "restart-delay", po::value(&f->restart_delay)->default_value(f->restart_delay),
       "delay before a restart (exponential-delay: the first one)")(
-      "restart-max-delay", po::value(&restart_max_delay)->default_value(restart_max_delay),
+      "restart-max-delay", po::value(&f->restart_max_delay)->default_value(f->restart_max_delay),
       "exponential-delay: upper bound of the backoff")(
-      "replacement-timeout", po::value(&replacement_timeout)->default_value(replacement_timeout),
+      "replacement-timeout",
+      po::value(&f->replacement_timeout)->default_value(f->replacement_timeout),
       "a lost worker not replaced within this time: restart on the remaining workers")(
-      "state-backend", po::value(&spec.state_backend)->default_value(spec.state_backend),
+      "state-backend", po::value(&f->spec.state_backend)->default_value(f->spec.state_backend),
       "keyed state backend: heap (in memory) | rocksdb (embedded RocksDB on each worker's "
       "local disk, for state larger than memory; same semantics, and savepoints restore into "
-      "either)")("state-dir", po::value(&spec.state_dir),
+      "either)")("state-dir", po::value(&f->spec.state_dir),
                  "rocksdb: the workers' local working directory for state (default: "
                  "keyflow-state under each worker's working directory; a relative path is "
                  "relative to it); one subdirectory per job, attempt and subtask, deleted when "
                  "the subtask ends")(
-      "incremental", po::value(&incremental)->default_value(incremental),
+      "incremental", po::value(&f->incremental)->default_value(f->incremental),
       "true | false: incremental checkpoints (heap: only the key groups changed since the last "
       "completed checkpoint are written; rocksdb: only new SST files), the rest is referenced in "
       "the job's shared checkpoint directory; false writes every checkpoint in full. Savepoints "
-      "are always full")("wait", po::bool_switch(&wait),
+      "are always full")("wait", po::bool_switch(&f->wait),
                          "block until the job ends, with progress and a summary");
-  AddCoordinatorOption(&opts, &endpoint);
-  po::variables_map vm;
-  int code;
-  if (!ParseCommandLine("usage: keyflow run --job NAME --input SPEC [--output DIR] [options]\n"
-                        "Submits a job to the coordinator. Paths (--input, --output, "
-                        "--checkpoint-dir, --from-savepoint) are made absolute and must be\n"
-                        "readable (input, savepoint) or writable (output, checkpoint dir) by "
-                        "you; a coordinator started with --allowed-path accepts only\n"
-                        "paths under those directories.",
-                        opts, {}, args, &vm, &code)) {
-    return code;
-  }
-  // The job, its params and its input defaults come from the job library, checked here before
-  // anything is submitted (the coordinator runs no user code).
-  auto library = LoadJobLibraryFlag(library_path);
-  if (!library.ok()) return Fail(library.status(), kExitUsage);
-  auto job = (*library)->FindJob(spec.job_name);
-  if (!job.ok()) return Fail(job.status(), kExitUsage);
+  AddCoordinatorOption(opts, &f->endpoint);
+}
+
+// The job's parameters, fields and input defaults from its definition in the job library
+// (checked here before anything is submitted: the coordinator runs no user code).
+Status ApplyJobDefinition(const JobLibrary& library, const po::variables_map& vm,
+                          const std::vector<std::string>& params, const std::string& key_type,
+                          JobSpec& spec) {
+  auto job = library.FindJob(spec.job_name);
+  if (!job.ok()) return job.status();
   for (const std::string& p : params) {
     auto kv = ParseParamAssignment(p);
-    if (!kv.ok()) return Fail(kv.status(), kExitUsage);
+    if (!kv.ok()) return kv.status();
     spec.params[kv->first] = kv->second;
   }
   auto resolved = ResolveJobParams(**job, spec.params);
-  if (!resolved.ok()) return Fail(resolved.status(), kExitUsage);
+  if (!resolved.ok()) return resolved.status();
   spec.params = resolved->values();
   spec.reads_fields = (*job)->reads_fields;
   if (spec.reads_fields && (*job)->fields) spec.fields = (*job)->fields(*resolved);
   for (const std::string& f : spec.fields) {
     if (f.empty()) {
-      return Fail("job '" + spec.job_name +
-                      "' declares an empty field name in its definition's `fields`; fix the job "
-                      "library",
-                  kExitUsage);
+      return InvalidArgument("job '" + spec.job_name +
+                             "' declares an empty field name in its definition's `fields`; fix "
+                             "the job library");
     }
   }
   if (!vm.count("key-field")) spec.key_field = (*job)->key_field;
   if (!vm.count("ts-field")) spec.ts_field = (*job)->timestamp_field;
   if (vm.count("key-type")) {
     auto kt = ParseKeyType(key_type);
-    if (!kt.ok()) return Fail(kt.status(), kExitUsage);
+    if (!kt.ok()) return kt.status();
     spec.key_type = *kt;
   } else {
     spec.key_type = (*job)->key_type;
   }
+  return Status::Ok();
+}
+
+// Policies, durations and checkpoint settings of the flags into `spec`.
+Status ApplyRunFlags(const RunFlags& f, JobSpec& spec) {
+  const std::string &on_bad = f.on_bad, &on_change = f.on_change, &wm_bound = f.wm_bound,
+                    &wm_interval = f.wm_interval, &idle = f.idle,
+                    &latency_interval = f.latency_interval, &ckpt_interval = f.ckpt_interval,
+                    &ckpt_timeout = f.ckpt_timeout, &min_pause = f.min_pause,
+                    &restart_delay = f.restart_delay, &restart_max_delay = f.restart_max_delay,
+                    &replacement_timeout = f.replacement_timeout, &incremental = f.incremental;
   if (on_bad != "skip" && on_bad != "fail") {
-    return Fail("--on-bad-record must be skip or fail, not '" + on_bad + "'", kExitUsage);
+    return InvalidArgument("--on-bad-record must be skip or fail, not '" + on_bad + "'");
   }
   spec.fail_on_bad_record = on_bad == "fail";
   if (on_change != "warn" && on_change != "fail") {
-    return Fail("--on-input-change must be warn or fail, not '" + on_change + "'", kExitUsage);
+    return InvalidArgument("--on-input-change must be warn or fail, not '" + on_change + "'");
   }
   spec.fail_on_input_change = on_change == "fail";
   struct {
@@ -478,22 +487,50 @@ int RunRunCommand(const std::vector<std::string>& args) {
        kPositiveDuration}};
   for (auto& d : durations) {
     auto ms = DurationFlagMillis(d.flag, *d.value, d.range);
-    if (!ms.ok()) return Fail(ms.status(), kExitUsage);
+    if (!ms.ok()) return ms.status();
     *d.out = *ms;
   }
-  if (spec.watermark_interval_ms <= 0) return Fail("--watermark-interval must be > 0", kExitUsage);
+  if (spec.watermark_interval_ms <= 0) return InvalidArgument("--watermark-interval must be > 0");
   if (spec.checkpoint_interval_ms > 0 && spec.checkpoint_interval_ms < 10) {
-    return Fail("--checkpoint-interval must be at least 10ms", kExitUsage);
+    return InvalidArgument("--checkpoint-interval must be at least 10ms");
   }
   if (spec.max_concurrent_checkpoints < 1 || spec.retained_checkpoints < 1) {
-    return Fail("--max-concurrent-checkpoints and --retained-checkpoints must be at least 1",
-                kExitUsage);
+    return InvalidArgument(
+        "--max-concurrent-checkpoints and --retained-checkpoints must be at least 1");
   }
   if (spec.tolerable_checkpoint_failures < 0) {
-    return Fail("--tolerable-checkpoint-failures must be 0 or more, not " +
-                    std::to_string(spec.tolerable_checkpoint_failures),
-                kExitUsage);
+    return InvalidArgument("--tolerable-checkpoint-failures must be 0 or more, not " +
+                           std::to_string(spec.tolerable_checkpoint_failures));
   }
+  if (spec.state_backend != "heap" && spec.state_backend != "rocksdb") {
+    return InvalidArgument("--state-backend must be heap or rocksdb, not '" + spec.state_backend +
+                           "'");
+  }
+  if (incremental != "true" && incremental != "false") {
+    return InvalidArgument("--incremental must be true or false, not '" + incremental + "'");
+  }
+  spec.incremental_checkpoints = incremental == "true";
+  if (!spec.state_dir.empty() && spec.state_backend != "rocksdb") {
+    return InvalidArgument(
+        "--state-dir is the working directory of --state-backend rocksdb; add "
+        "--state-backend rocksdb or drop --state-dir");
+  }
+  if (spec.parallelism < 0 || spec.max_parallelism < 0) {
+    return InvalidArgument("--parallelism and --max-parallelism must not be negative");
+  }
+  if (spec.parallelism > 0 && spec.max_parallelism > 0) {
+    if (Status s = ValidateParallelism(spec.parallelism, spec.max_parallelism); !s.ok()) {
+      return s;
+    }
+  } else if (spec.max_parallelism > 0) {
+    if (Status s = ValidateMaxParallelism(spec.max_parallelism); !s.ok()) return s;
+  }
+
+  return Status::Ok();
+}
+
+// Makes the paths absolute (workers resolve paths elsewhere) and checks them for this user.
+Status ResolveRunPaths(JobSpec& spec) {
   if (!spec.checkpoint_dir.empty())
     spec.checkpoint_dir = std::filesystem::absolute(spec.checkpoint_dir);
   if (!spec.from_savepoint.empty())
@@ -503,41 +540,46 @@ int RunRunCommand(const std::vector<std::string>& args) {
   spec.input = InputSpec::WithAbsolutePath(spec.input);
   // What the workers will parse, checked here (a gen: spec, a missing file or an empty
   // directory), so a bad --input is a usage error and not a job that fails later.
-  if (Status s = InputSpec::Parse(spec.input).status(); !s.ok()) return Fail(s, kExitUsage);
+  if (Status s = InputSpec::Parse(spec.input).status(); !s.ok()) return s;
   // The cluster reads and writes these for this user (coordinator/path_rules.h).
-  if (Status s = CheckClientMayUsePaths(spec); !s.ok()) return Fail(s, kExitUsage);
+  if (Status s = CheckClientMayUsePaths(spec); !s.ok()) return s;
   // The workers refuse a new job's output directory that holds results; say so before the job
   // is submitted (a job restored from a savepoint continues in its own directory).
   if (!spec.output_dir.empty() && spec.from_savepoint.empty()) {
     if (Status s = CheckOutputDirectoryIsFresh(spec.output_dir); !s.ok()) {
-      return Fail(s, kExitUsage);
+      return s;
     }
   }
-  if (spec.state_backend != "heap" && spec.state_backend != "rocksdb") {
-    return Fail("--state-backend must be heap or rocksdb, not '" + spec.state_backend + "'",
-                kExitUsage);
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunRunCommand(const std::vector<std::string>& args) {
+  po::options_description opts;
+  RunFlags f;
+  AddRunOptions(&opts, &f);
+  po::variables_map vm;
+  int code;
+  if (!ParseCommandLine("usage: keyflow run --job NAME --input SPEC [--output DIR] [options]\n"
+                        "Submits a job to the coordinator. Paths (--input, --output, "
+                        "--checkpoint-dir, --from-savepoint) are made absolute and must be\n"
+                        "readable (input, savepoint) or writable (output, checkpoint dir) by "
+                        "you; a coordinator started with --allowed-path accepts only\n"
+                        "paths under those directories.",
+                        opts, {}, args, &vm, &code)) {
+    return code;
   }
-  if (incremental != "true" && incremental != "false") {
-    return Fail("--incremental must be true or false, not '" + incremental + "'", kExitUsage);
-  }
-  spec.incremental_checkpoints = incremental == "true";
-  if (!spec.state_dir.empty() && spec.state_backend != "rocksdb") {
-    return Fail(
-        "--state-dir is the working directory of --state-backend rocksdb; add "
-        "--state-backend rocksdb or drop --state-dir",
-        kExitUsage);
-  }
-  if (spec.parallelism < 0 || spec.max_parallelism < 0) {
-    return Fail("--parallelism and --max-parallelism must not be negative", kExitUsage);
-  }
-  if (spec.parallelism > 0 && spec.max_parallelism > 0) {
-    if (Status s = ValidateParallelism(spec.parallelism, spec.max_parallelism); !s.ok()) {
-      return Fail(s, kExitUsage);
-    }
-  } else if (spec.max_parallelism > 0) {
-    if (Status s = ValidateMaxParallelism(spec.max_parallelism); !s.ok())
-      return Fail(s, kExitUsage);
-  }
+  JobSpec& spec = f.spec;
+  auto library = LoadJobLibraryFlag(f.library_path);
+  if (!library.ok()) return Fail(library.status(), kExitUsage);
+  Status s = ApplyJobDefinition(**library, vm, f.params, f.key_type, spec);
+  if (s.ok()) s = ApplyRunFlags(f, spec);
+  if (s.ok()) s = ResolveRunPaths(spec);
+  if (!s.ok()) return Fail(s, kExitUsage);
+  const std::string& endpoint = f.endpoint;
+  const std::string& library_path = f.library_path;
+  const bool wait = f.wait;
 
   SubmitJob submit{spec, ""};
   if (!library_path.empty()) {
