@@ -72,6 +72,7 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["max_parallelism"] = spec_.max_parallelism;
   j["state_backend"] = spec_.state_backend;
   j["input"] = spec_.input;
+  j["source"] = enumerator_ ? enumerator_->StatusJson() : nlohmann::json();
   j["output"] = spec_.output_dir;
   j["failure"] = failure_reason_;
   j["last_failure"] = last_failure_;

@@ -44,6 +44,20 @@ std::string LatencyColumns(const nlohmann::json& latency) {
   return os.str();
 }
 
+// "monitoring DIR every N ms: K files found[; the last listing failed: ...]" for a job reading a
+// monitored directory, "" otherwise.
+std::string MonitorText(const nlohmann::json& job) {
+  const auto src = job.find("source");
+  if (src == job.end() || !src->is_object() || src->value("kind", "") != "monitor") return "";
+  std::string text = "monitoring " + src->value("directory", std::string()) + " every " +
+                     std::to_string(src->value("interval_ms", 0)) +
+                     " ms: " + std::to_string(src->value("splits", 0)) + " files found";
+  if (!src->value("listing_error", std::string()).empty()) {
+    text += "; the last listing failed: " + src->value("listing_error", std::string());
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string Human(double v) {
@@ -145,6 +159,9 @@ void PrintStatus(nlohmann::json st, std::ostream& os) {
     os << "  reason: " << job.value("failure", std::string()) << "\n";
   }
   os << "  " << ProgressLine(job) << "\n";
+  if (const std::string monitor = MonitorText(job); !monitor.empty()) {
+    os << "  input: " << monitor << "\n";
+  }
   if (!job.value("waiting_for", std::string()).empty()) {
     os << "  " << job.value("waiting_for", std::string()) << "\n";
   }

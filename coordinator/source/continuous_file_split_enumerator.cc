@@ -68,12 +68,21 @@ void ContinuousFileSplitEnumerator::OnTick(SplitEnumeratorContext& context, int6
   if (listing_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
   Result<std::vector<std::string>> files = listing_.get();  // invalidates listing_
   next_discovery_ms_ = now_ms + interval_ms_;
+  listing_error_ = files.ok() ? "" : files.status().message();
   if (!files.ok()) {
     KF_LOG_WARN("cannot list the monitored directory {}: {}; trying again in {} ms", directory_,
                 files.status().message(), interval_ms_);
     return;
   }
   AssignNew(context, *std::move(files));
+}
+
+nlohmann::json ContinuousFileSplitEnumerator::StatusJson() const {
+  return {{"kind", "monitor"},
+          {"directory", directory_},
+          {"interval_ms", interval_ms_},
+          {"splits", known_paths_.size()},
+          {"listing_error", listing_error_}};
 }
 
 void ContinuousFileSplitEnumerator::AssignNew(SplitEnumeratorContext& context,

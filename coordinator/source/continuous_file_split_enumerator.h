@@ -49,6 +49,9 @@ class ContinuousFileSplitEnumerator final : public SplitEnumerator {
 
   Status Start(SplitEnumeratorContext& context) override;
   void OnTick(SplitEnumeratorContext& context, int64_t now_ms) override;
+  // {"kind": "monitor", "directory", "interval_ms", "splits" (files known), "listing_error"
+  // (why the last listing failed, "" when it succeeded)}
+  nlohmann::json StatusJson() const override;
 
   // Splits known so far (assigned to a reader).
   size_t known_splits() const { return known_paths_.size(); }
@@ -66,6 +69,7 @@ class ContinuousFileSplitEnumerator final : public SplitEnumerator {
   int32_t next_id_ = 0;
   int64_t next_discovery_ms_ = -1;  // set by the first OnTick
   DirectoryLister lister_;
+  std::string listing_error_;  // of the last listing, "" if it succeeded
   std::future<Result<std::vector<std::string>>> listing_;  // valid while a listing runs
 };
 

@@ -20,6 +20,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,8 @@ class SplitEnumerator {
   // enumerator discovers new splits here and assigns them through `context` (sent to the
   // readers at once). The default does nothing.
   virtual void OnTick(SplitEnumeratorContext& /*context*/, int64_t /*now_ms*/) {}
+  // For status: {"kind": ..., "splits": N, ...} (each enumerator documents its fields).
+  virtual nlohmann::json StatusJson() const = 0;
 };
 
 // The context of an enumerator's Start at deployment: collects what each reader gets, for its

@@ -32,6 +32,11 @@ StaticSplitEnumerator::StaticSplitEnumerator(InputSpec input,
                                              std::optional<RestoredSplits> restored)
     : input_(std::move(input)), restored_(std::move(restored)) {}
 
+nlohmann::json StaticSplitEnumerator::StatusJson() const {
+  return {{"kind", input_.kind() == InputSpec::Kind::kGenerator ? "generator" : "files"},
+          {"splits", input_.splits().size()}};
+}
+
 Status StaticSplitEnumerator::Start(SplitEnumeratorContext& context) {
   const int32_t p = context.parallelism();
   std::vector<std::vector<SourceSplitState>> assigned(static_cast<size_t>(p));

@@ -24,6 +24,8 @@ class StaticSplitEnumerator final : public SplitEnumerator {
   StaticSplitEnumerator(InputSpec input, std::optional<RestoredSplits> restored);
 
   Status Start(SplitEnumeratorContext& context) override;
+  // {"kind": "files" | "generator", "splits": N}
+  nlohmann::json StatusJson() const override;
 
  private:
   InputSpec input_;

@@ -72,6 +72,10 @@ TEST_F(JobMasterSplitsTest, NewFilesGoToTheirReadersWhileTheJobRunsBeforeTheNext
   EXPECT_EQ(to_w1[0].subtask, SubtaskIndex(1));
   EXPECT_EQ(to_w1[0].attempt, AttemptNumber(1));
   EXPECT_EQ(to_w0[0].splits, std::vector<std::string>{Encoded(File(2, c))});
+  const nlohmann::json source = coord_->StatusJson(now_)["job"]["source"];
+  EXPECT_EQ(source["kind"], "monitor");
+  EXPECT_EQ(source["splits"], 3);
+  EXPECT_EQ(source["listing_error"], "");
   // Nothing twice, and the first checkpoint (at 1000 ms) is triggered after the assignment.
   AdvanceToNextCheckpoint("w0");
   EXPECT_EQ(outbox_.To<AddSplits>("w0").size(), 1u);

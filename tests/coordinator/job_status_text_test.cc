@@ -81,5 +81,27 @@ TEST(JobStatusTextTest, TheStatusOfAClusterWithoutAJobSaysSo) {
   EXPECT_EQ(os.str(), "workers: 0\njob: none\n");
 }
 
+TEST(JobStatusTextTest, AMonitoredDirectorySaysHowManyFilesWereFoundAndWhyAListingFailed) {
+  nlohmann::json job = RunningJob(1, "");
+  job["source"] = {{"kind", "monitor"},
+                   {"directory", "/in"},
+                   {"interval_ms", 1000},
+                   {"splits", 12},
+                   {"listing_error", ""}};
+  std::ostringstream ok;
+  PrintStatus({{"workers", nlohmann::json::array()}, {"job", job}}, ok);
+  EXPECT_THAT(ok.str(), HasSubstr("\n  input: monitoring /in every 1000 ms: 12 files found\n"));
+  job["source"]["listing_error"] = "cannot list input directory '/in': No such file or directory";
+  std::ostringstream failed;
+  PrintStatus({{"workers", nlohmann::json::array()}, {"job", job}}, failed);
+  EXPECT_THAT(failed.str(),
+              HasSubstr("12 files found; the last listing failed: cannot list input directory "
+                        "'/in': No such file or directory\n"));
+  job["source"] = {{"kind", "files"}, {"splits", 3}};
+  std::ostringstream files;
+  PrintStatus({{"workers", nlohmann::json::array()}, {"job", job}}, files);
+  EXPECT_THAT(files.str(), Not(HasSubstr("input:")));
+}
+
 }  // namespace
 }  // namespace keyflow::cli

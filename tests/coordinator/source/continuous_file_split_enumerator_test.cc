@@ -199,7 +199,13 @@ TEST_F(ContinuousFileSplitEnumeratorTest, ARunningListingIsPickedUpByALaterTickO
   e->OnTick(ctx, 450);
   ASSERT_EQ(listings.size(), 2u);
   listings[1].set_value(IoError("cannot list: Input/output error"));
-  e->OnTick(ctx, 460);  // a failed listing: logged, retried at the next interval
+  e->OnTick(ctx, 460);  // a failed listing: logged, shown in status, retried at the next interval
+  EXPECT_EQ(e->StatusJson(),
+            (nlohmann::json{{"kind", "monitor"},
+                            {"directory", dir_.path()},
+                            {"interval_ms", 100},
+                            {"splits", 1},
+                            {"listing_error", "cannot list: Input/output error"}}));
   e->OnTick(ctx, 559);
   EXPECT_EQ(listings.size(), 2u);
   e->OnTick(ctx, 560);
@@ -207,6 +213,7 @@ TEST_F(ContinuousFileSplitEnumeratorTest, ARunningListingIsPickedUpByALaterTickO
   listings[2].set_value(std::vector<std::string>{a});
   e->OnTick(ctx, 570);
   EXPECT_EQ(ctx.assigned.size(), 1u) << "a known file is not new";
+  EXPECT_EQ(e->StatusJson()["listing_error"], "");
 }
 
 TEST(AsyncDirectoryListerTest, ListsOnAnotherThread) {

@@ -92,6 +92,16 @@ TEST(StaticSplitEnumeratorTest, SplitIGoesToReaderIModuloPFromItsStart) {
   }
 }
 
+TEST(StaticSplitEnumeratorTest, StatusSaysTheKindAndHowManySplits) {
+  ASSERT_OK_AND_ASSIGN(auto gen,
+                       CreateSplitEnumerator(SpecOf("gen:events=9,keys=3,splits=3"), nullptr));
+  EXPECT_EQ(gen->StatusJson(), (nlohmann::json{{"kind", "generator"}, {"splits", 3}}));
+  TempDir dir("split-enumerator");
+  ASSERT_OK(WriteFileAtomically(dir.path() + "/a.jsonl", ""));
+  ASSERT_OK_AND_ASSIGN(auto files, CreateSplitEnumerator(SpecOf(dir.path()), nullptr));
+  EXPECT_EQ(files->StatusJson(), (nlohmann::json{{"kind", "files"}, {"splits", 1}}));
+}
+
 TEST(StaticSplitEnumeratorTest, MoreReadersThanSplitsLeavesTheRestWithoutSplitsButEnded) {
   ASSERT_OK_AND_ASSIGN(auto readers, Assign("gen:events=10,keys=2,splits=1,seed=1", 3, nullptr));
   EXPECT_EQ(readers[0].size(), 1u);
