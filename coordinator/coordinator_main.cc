@@ -25,6 +25,9 @@
 
 namespace {
 
+using namespace keyflow;
+using namespace keyflow::cli;
+
 constexpr char kUsage[] =
     "usage: keyflow-coordinator [--host H] [--port P | --bind ENDPOINT] [--checkpoint-dir DIR] "
     "[options]\n"
@@ -32,14 +35,8 @@ constexpr char kUsage[] =
     "CLI submits jobs to it. Stops cleanly on SIGINT/SIGTERM; on SIGHUP (or `keyflow keys\n"
     "reload`) re-reads the trusted keys of --keys DIR: a removed .pub file revokes that key.";
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace keyflow;
-  using namespace keyflow::cli;
-  SignalWaiter signals(SignalWaiter::kWithReload);  // before any thread starts
-
-  po::options_description opts;
+// The flags of this process beyond logging, file access and security.
+struct CoordinatorFlags {
   std::string bind, checkpoint_dir, config, hb_interval, hb_timeout, deploy_timeout;
   std::vector<std::string> allowed_paths;
   int64_t port = 6123;
@@ -48,72 +45,61 @@ int main(int argc, char** argv) {
   std::string rest_bind = "127.0.0.1", rest_port_file;
   std::string rest_tls_cert, rest_tls_key;
   bool rest_insecure_http = false;
-  opts.add_options()("port", po::value(&port)->default_value(port),
+};
+
+void AddCoordinatorFlags(po::options_description& opts, CoordinatorFlags* f) {
+  opts.add_options()("port", po::value(&f->port)->default_value(f->port),
                      "control port 1-65535, 0 = any free port (binds tcp://HOST:PORT)")(
-      "host", po::value(&host)->default_value(host),
+      "host", po::value(&f->host)->default_value(f->host),
       "address the control port binds and workers and clients reach (an IP or a host name "
       "of this machine; 0.0.0.0 = every interface)")(
-      "bind", po::value(&bind),
+      "bind", po::value(&f->bind),
       "control endpoint to bind, e.g. tcp://10.0.0.1:6123 (overrides --host and --port)")(
-      "checkpoint-dir", po::value(&checkpoint_dir)->default_value("./.keyflow/checkpoints"),
+      "checkpoint-dir", po::value(&f->checkpoint_dir)->default_value("./.keyflow/checkpoints"),
       "directory for checkpoints and savepoints (shared file system on several hosts)")(
-      "allowed-path", po::value(&allowed_paths)->composing(),
+      "allowed-path", po::value(&f->allowed_paths)->composing(),
       "accept client paths (--input, --output, --checkpoint-dir, --from-savepoint, savepoint "
       "--dir) only under this absolute directory (repeatable; default: any path)")(
-      "heartbeat-interval", po::value(&hb_interval)->default_value("200ms"),
+      "heartbeat-interval", po::value(&f->hb_interval)->default_value("200ms"),
       "how often coordinator and workers exchange heartbeats")(
-      "heartbeat-timeout", po::value(&hb_timeout)->default_value("1s"),
+      "heartbeat-timeout", po::value(&f->hb_timeout)->default_value("1s"),
       "a worker silent for longer is declared lost")(
-      "deploy-timeout", po::value(&deploy_timeout)->default_value("30s"),
+      "deploy-timeout", po::value(&f->deploy_timeout)->default_value("30s"),
       "how long a deployment may take before the attempt fails")(
-      "config", po::value(&config), "read options from this file (INI: name = value)")(
-      "rest-port", po::value(&rest_port)->default_value(rest_port),
+      "config", po::value(&f->config), "read options from this file (INI: name = value)")(
+      "rest-port", po::value(&f->rest_port)->default_value(f->rest_port),
       "port of the REST API (JSON under /api/v1): 1-65535, 0 = any free port, -1 = no REST "
-      "server")("rest-bind", po::value(&rest_bind)->default_value(rest_bind),
+      "server")("rest-bind", po::value(&f->rest_bind)->default_value(f->rest_bind),
                 "address the REST port binds (an IP or a host name of this machine; 0.0.0.0 = "
                 "every interface)")(
-      "rest-port-file", po::value(&rest_port_file),
+      "rest-port-file", po::value(&f->rest_port_file),
       "write the bound REST port to this file once it listens (atomically; for scripts and "
       "tests using --rest-port 0)")(
-      "rest-tls-cert", po::value(&rest_tls_cert),
+      "rest-tls-cert", po::value(&f->rest_tls_cert),
       "serve the REST API over HTTPS with this PEM certificate (e.g. KEYS/rest/tls.crt from "
       "`keyflow keys init`; needs --rest-tls-key)")(
-      "rest-tls-key", po::value(&rest_tls_key),
+      "rest-tls-key", po::value(&f->rest_tls_key),
       "the PEM private key of --rest-tls-cert (e.g. KEYS/rest/tls.key, mode 0600)")(
-      "rest-insecure-http", po::bool_switch(&rest_insecure_http),
+      "rest-insecure-http", po::bool_switch(&f->rest_insecure_http),
       "allow plain HTTP on a non-loopback --rest-bind of a secure cluster (operator tokens "
       "then cross the network in clear text)");
-  LoggingFlags logging_flags;
-  AddLoggingFlags(opts, &logging_flags);
-  bool group_readable = false;
-  AddFileAccessFlag(opts, &group_readable);
-  SecurityFlags security_flags;
-  AddSecurityFlags(opts, Role::kCoordinator, &security_flags);
-  po::variables_map vm;
-  int code;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (!ParseCommandLine(kUsage, opts, {}, args, &vm, &code, kDefaultStyle, "keyflow-coordinator")) {
-    return code;
-  }
-  if (Status s = ParseConfigFile(config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
-  // Before any file is written (the log, the REST port file, checkpoints' directories).
-  ApplyFileAccess(group_readable ? FileAccess::kGroupReadable : FileAccess::kPrivate);
-  auto logging = LoggingOptionsFromFlags("coordinator", logging_flags);
-  if (!logging.ok()) return Fail(logging.status(), kExitUsage);
+}
 
-  CoordinatorOptions options;
-  options.job.checkpoint_root = checkpoint_dir;
-  auto security = LoadProcessSecurity(security_flags, Role::kCoordinator);
-  if (!security.ok()) return Fail(security.status(), kExitUsage);
-  options.security = *security;
-  auto roots = CanonicalAllowedRoots(allowed_paths);
-  if (!roots.ok()) return Fail(roots.status(), kExitUsage);
+// Heartbeats, deployment timeout, allowed paths, crash point and the control endpoint (into
+// f.bind) of the flags.
+Status ApplyControlFlags(CoordinatorFlags& f, CoordinatorOptions& options) {
+  const std::string &hb_interval = f.hb_interval, &hb_timeout = f.hb_timeout,
+                    &deploy_timeout = f.deploy_timeout, &host = f.host;
+  std::string& bind = f.bind;
+  const int64_t port = f.port;
+  auto roots = CanonicalAllowedRoots(f.allowed_paths);
+  if (!roots.ok()) return roots.status();
   options.job.allowed_paths = std::move(roots).value();
   auto interval = DurationFlagMillis("heartbeat-interval", hb_interval, kPositiveDuration);
   auto timeout = DurationFlagMillis("heartbeat-timeout", hb_timeout, kPositiveDuration);
   auto deploy = DurationFlagMillis("deploy-timeout", deploy_timeout, kPositiveDuration);
   for (const auto* r : {&interval, &timeout, &deploy}) {
-    if (!r->ok()) return Fail(r->status(), kExitUsage);
+    if (!r->ok()) return r->status();
   }
   options.heartbeat_interval_ms = *interval;
   options.heartbeat_timeout_ms = *timeout;
@@ -133,57 +119,103 @@ int main(int argc, char** argv) {
   }
   if (options.heartbeat_interval_ms <= 0 ||
       options.heartbeat_timeout_ms <= options.heartbeat_interval_ms) {
-    return Fail("--heartbeat-timeout must be longer than --heartbeat-interval (and both > 0)",
-                kExitUsage);
+    return InvalidArgument(
+        "--heartbeat-timeout must be longer than --heartbeat-interval (and both > 0)");
   }
   if (bind.empty()) {
     auto checked = PortFlag("port", port, /*allow_ephemeral=*/true);
-    if (!checked.ok()) return Fail(checked.status(), kExitUsage);
+    if (!checked.ok()) return checked.status();
     auto address = BindAddressFor("host", host);
-    if (!address.ok()) return Fail(address.status(), kExitUsage);
+    if (!address.ok()) return address.status();
     bind = "tcp://" + *address + ":" + (port == 0 ? std::string("*") : std::to_string(port));
   } else if (Status s = EndpointFlag("bind", bind, /*allow_ephemeral=*/true); !s.ok()) {
-    return Fail(s, kExitUsage);
+    return s;
   }
+  return Status::Ok();
+}
 
+// The REST server's options of the flags (port -1: none).
+Result<RestServerOptions> RestOptionsFromFlags(const CoordinatorFlags& f, bool secure) {
+  const int64_t rest_port = f.rest_port;
+  const std::string &rest_bind = f.rest_bind, &rest_tls_cert = f.rest_tls_cert,
+                    &rest_tls_key = f.rest_tls_key, &rest_port_file = f.rest_port_file;
+  const bool rest_insecure_http = f.rest_insecure_http;
   RestServerOptions rest_options;
   if (rest_port != -1) {
     auto checked = PortFlag("rest-port", rest_port, /*allow_ephemeral=*/true);
     if (!checked.ok()) {
-      return Fail(checked.status().message() + " (or -1 for no REST server)", kExitUsage);
+      return InvalidArgument(checked.status().message() + " (or -1 for no REST server)");
     }
     auto address = BindAddressFor("rest-bind", rest_bind);
-    if (!address.ok()) return Fail(address.status(), kExitUsage);
+    if (!address.ok()) return address.status();
     rest_options.bind_address = *address;
     rest_options.port = static_cast<int>(rest_port);
     if (!rest_tls_cert.empty() || !rest_tls_key.empty()) {
       if (rest_tls_cert.empty() || rest_tls_key.empty()) {
-        return Fail(
+        return InvalidArgument(
             "--rest-tls-cert and --rest-tls-key go together: give both (e.g. "
-            "KEYS/rest/tls.crt and KEYS/rest/tls.key from `keyflow keys init`)",
-            kExitUsage);
+            "KEYS/rest/tls.crt and KEYS/rest/tls.key from `keyflow keys init`)");
       }
       if (Status s = CheckTlsCertificateFiles(rest_tls_cert, rest_tls_key); !s.ok()) {
-        return Fail(s, kExitUsage);
+        return s;
       }
       rest_options.tls_cert_file = rest_tls_cert;
       rest_options.tls_key_file = rest_tls_key;
-    } else if (options.security.enabled && !IsLoopbackHost(*address) && !rest_insecure_http) {
-      return Fail("the REST API on --rest-bind " + rest_bind +
-                      " would carry operator tokens over plain HTTP on the network: give "
-                      "--rest-tls-cert KEYS/rest/tls.crt --rest-tls-key KEYS/rest/tls.key, bind "
-                      "127.0.0.1, or pass --rest-insecure-http",
-                  kExitUsage);
+    } else if (secure && !IsLoopbackHost(*address) && !rest_insecure_http) {
+      return InvalidArgument(
+          "the REST API on --rest-bind " + rest_bind +
+          " would carry operator tokens over plain HTTP on the network: give "
+          "--rest-tls-cert KEYS/rest/tls.crt --rest-tls-key KEYS/rest/tls.key, bind "
+          "127.0.0.1, or pass --rest-insecure-http");
     }
   } else if (!rest_port_file.empty()) {
-    return Fail("--rest-port-file needs a REST server: drop --rest-port -1", kExitUsage);
+    return InvalidArgument("--rest-port-file needs a REST server: drop --rest-port -1");
   }
+  return rest_options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  SignalWaiter signals(SignalWaiter::kWithReload);  // before any thread starts
+
+  po::options_description opts;
+  CoordinatorFlags flags;
+  AddCoordinatorFlags(opts, &flags);
+  LoggingFlags logging_flags;
+  AddLoggingFlags(opts, &logging_flags);
+  bool group_readable = false;
+  AddFileAccessFlag(opts, &group_readable);
+  SecurityFlags security_flags;
+  AddSecurityFlags(opts, Role::kCoordinator, &security_flags);
+  po::variables_map vm;
+  int code;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!ParseCommandLine(kUsage, opts, {}, args, &vm, &code, kDefaultStyle, "keyflow-coordinator")) {
+    return code;
+  }
+  if (Status s = ParseConfigFile(flags.config, opts, &vm); !s.ok()) return Fail(s, kExitUsage);
+  // Before any file is written (the log, the REST port file, checkpoints' directories).
+  ApplyFileAccess(group_readable ? FileAccess::kGroupReadable : FileAccess::kPrivate);
+  auto logging = LoggingOptionsFromFlags("coordinator", logging_flags);
+  if (!logging.ok()) return Fail(logging.status(), kExitUsage);
+
+  CoordinatorOptions options;
+  options.job.checkpoint_root = flags.checkpoint_dir;
+  auto security = LoadProcessSecurity(security_flags, Role::kCoordinator);
+  if (!security.ok()) return Fail(security.status(), kExitUsage);
+  options.security = *security;
+  if (Status s = ApplyControlFlags(flags, options); !s.ok()) return Fail(s, kExitUsage);
+
+  auto rest_flags = RestOptionsFromFlags(flags, options.security.enabled);
+  if (!rest_flags.ok()) return Fail(rest_flags.status(), kExitUsage);
+  RestServerOptions rest_options = *std::move(rest_flags);
 
   if (Status s = InitLogging(*logging); !s.ok()) {
     return Fail(s, kExitUsage);
   }
   if (!options.security.enabled) KF_LOG_WARN("{}", InsecureWarning("keyflow-coordinator"));
-  if (rest_port != -1 && rest_options.tls_cert_file.empty() && options.security.enabled &&
+  if (flags.rest_port != -1 && rest_options.tls_cert_file.empty() && options.security.enabled &&
       !IsLoopbackHost(rest_options.bind_address)) {
     KF_LOG_WARN(
         "--rest-insecure-http: the REST API on {} is plain HTTP; operator tokens cross "
@@ -208,13 +240,13 @@ int main(int argc, char** argv) {
   }
   std::optional<RestAuthenticator> rest_auth;
   if (secure) rest_auth.emplace(options.trusted_keys);
-  auto server = ControlServer::Bind(**ctx, bind, options, &clock);
+  auto server = ControlServer::Bind(**ctx, flags.bind, options, &clock);
   if (!server.ok()) {
     KF_LOG_ERROR("{}", server.status().message());
     return Fail(server.status(), kExitFailure);
   }
   if (Status r = (*server)->coordinator().ResumeJobs(MonotonicMillis()); !r.ok()) {
-    KF_LOG_ERROR("cannot resume jobs from {}: {}", checkpoint_dir, r.message());
+    KF_LOG_ERROR("cannot resume jobs from {}: {}", flags.checkpoint_dir, r.message());
     return Fail(r, kExitFailure);
   }
 
@@ -226,7 +258,7 @@ int main(int argc, char** argv) {
   rest_context.auth = rest_auth ? &*rest_auth : nullptr;
   MountRestRoutes(router, rest_context);
   std::unique_ptr<RestServer> rest;  // declared last: stops (and joins) first
-  if (rest_port != -1) {
+  if (flags.rest_port != -1) {
     auto started = RestServer::Start(&router, rest_options);
     if (!started.ok()) {
       KF_LOG_ERROR("{}", started.status().message());
@@ -248,8 +280,8 @@ int main(int argc, char** argv) {
                         {"failed_auth", auth != nullptr ? auth->failed_attempts() : 0}};
     });
     std::cerr << "keyflow-coordinator: REST API at " << rest->url() << "/api/v1/overview\n";
-    if (!rest_port_file.empty()) {
-      if (Status w = WriteFileAtomically(rest_port_file, std::to_string(rest->port()) + "\n");
+    if (!flags.rest_port_file.empty()) {
+      if (Status w = WriteFileAtomically(flags.rest_port_file, std::to_string(rest->port()) + "\n");
           !w.ok()) {
         return Fail(w, kExitFailure);
       }
