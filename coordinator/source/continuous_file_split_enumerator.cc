@@ -28,9 +28,9 @@ Result<std::unique_ptr<ContinuousFileSplitEnumerator>> ContinuousFileSplitEnumer
   e->lister_ = std::move(lister);
   e->directory_ = input.monitored_directory();
   e->interval_ms_ = input.monitor_interval().millis();
-  if (restored == nullptr) {
-    for (const SourceSplit& split : input.splits()) e->initial_.push_back({split, {}});
-  } else {
+  // The files the parse listed: new ones at Start (all of them when starting from scratch).
+  for (const SourceSplit& split : input.splits()) e->listed_.push_back(split.path());
+  if (restored != nullptr) {
     const std::string dir = WithoutTrailingSlashes(e->directory_);
     for (const auto& [id, bytes] : *restored) {
       BinaryReader r(bytes);
@@ -54,8 +54,8 @@ Status ContinuousFileSplitEnumerator::Start(SplitEnumeratorContext& context) {
   Assign(context, std::move(initial_));
   initial_.clear();
   // A restored attempt also picks up the files that arrived since its checkpoint.
-  KF_ASSIGN_OR_RETURN(std::vector<std::string> files, InputSpec::ListFiles(directory_));
-  AssignNew(context, std::move(files));
+  AssignNew(context, std::move(listed_));
+  listed_.clear();
   return Status::Ok();
 }
 

@@ -21,7 +21,7 @@
 // Listing a large directory takes a while (a stat per entry), so while the attempt runs it is
 // done off the control thread (DirectoryLister: by default a thread per listing, one at a time);
 // a tick picks up a finished listing, and the next one starts an interval after that. Start
-// lists synchronously (the deployment waits for its splits anyway).
+// uses the listing of the parse that created the enumerator (at deployment, synchronously).
 //
 // Threading: the coordinator's control thread (the lister's work on its own thread).
 #pragma once
@@ -64,7 +64,8 @@ class ContinuousFileSplitEnumerator final : public SplitEnumerator {
 
   std::string directory_;
   int64_t interval_ms_ = 0;
-  std::vector<SourceSplitState> initial_;  // assigned by Start
+  std::vector<SourceSplitState> initial_;  // the restored splits, assigned by Start
+  std::vector<std::string> listed_;        // the files the parse listed, assigned by Start if new
   std::set<std::string> known_paths_;
   int32_t next_id_ = 0;
   int64_t next_discovery_ms_ = -1;  // set by the first OnTick

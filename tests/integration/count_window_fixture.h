@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,19 @@ class CountWindowClusterTest : public ::testing::Test {
     EXPECT_TRUE(pred(job)) << "while waiting for " << what << ": " << job.dump() << "\n"
                            << cluster_->LogExcerpts();
     return job;
+  }
+
+  // `keyflow stop`, then waits until the job is CANCELED; the savepoint directory it printed
+  // ("job stopped with savepoint N: DIR ..."), or "" after a test failure.
+  std::string StopWithSavepoint() {
+    CommandResult stopped = MustRun({"stop"});
+    std::smatch m;
+    EXPECT_TRUE(
+        std::regex_search(stopped.out, m, std::regex("job stopped with savepoint [0-9]+: (\\S+) ")))
+        << stopped.out;
+    WaitForJob([](const nlohmann::json& j) { return j.value("state", "") == "CANCELED"; },
+               "the stop");
+    return m.empty() ? std::string() : std::string(m[1]);
   }
 
   // SIGKILLs worker `slot`, starts it again and waits until the job runs a new attempt restored

@@ -12,7 +12,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -122,14 +121,8 @@ TEST_F(MonitorSourceTest, FilesMovedInAreReadOnceAcrossAWorkerKillARescaleAndASt
 
   // Stopped with a savepoint, a new job resumes from it: the file that arrived in between is
   // read, nothing else again.
-  CommandResult stopped = MustRun({"stop"});
-  std::smatch m;
-  ASSERT_TRUE(
-      std::regex_search(stopped.out, m, std::regex("job stopped with savepoint [0-9]+: (\\S+) ")))
-      << stopped.out;
-  const std::string savepoint = m[1];
-  WaitForJob([](const nlohmann::json& j) { return j.value("state", "") == "CANCELED"; },
-             "the stop");
+  const std::string savepoint = StopWithSavepoint();
+  ASSERT_FALSE(savepoint.empty());
   MoveIn(6);
   ASSERT_OK(SubmitJob(*cluster_, CountWindowRunArgs("monitor:" + monitored_ + ",interval=200ms",
                                                     output_, kCount, kNeverMs,

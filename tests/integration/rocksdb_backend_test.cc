@@ -12,7 +12,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -100,14 +99,8 @@ TEST_F(RocksDbBackendTest, ASavepointOfARocksDbJobRestoresIntoTheHeapBackend) {
                            dir_.Subdir("state")}));
   WaitForJob([](const nlohmann::json& j) { return j.value("records_processed", 0) > 6000; },
              "6000 records processed");
-  CommandResult stopped = MustRun({"stop"});
-  std::smatch m;
-  ASSERT_TRUE(
-      std::regex_search(stopped.out, m, std::regex("job stopped with savepoint [0-9]+: (\\S+) ")))
-      << stopped.out;
-  const std::string savepoint = m[1];
-  WaitForJob([](const nlohmann::json& j) { return j.value("state", "") == "CANCELED"; },
-             "the stop");
+  const std::string savepoint = StopWithSavepoint();
+  ASSERT_FALSE(savepoint.empty());
 
   MustRun(RunArgs(
       output, {"--parallelism", "1", "--state-backend", "heap", "--from-savepoint", savepoint}));
