@@ -543,10 +543,11 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
                                       "wait for it or stop it with `keyflow cancel`"));
     return;
   }
-  // A CLI of another version may not have validated --input. A generator spec is checked in
-  // full here, a monitored directory once its path is known to be allowed; files when the job
+  // A CLI of another version may not have validated --input. A generator or Kafka spec is checked
+  // in full here, a monitored directory once its path is known to be allowed; files when the job
   // deploys (the split enumerator lists them).
-  if (InputSpec::IsGenerator(m.spec.input) || m.spec.input.empty()) {
+  if (InputSpec::IsGenerator(m.spec.input) || InputSpec::IsKafka(m.spec.input) ||
+      m.spec.input.empty()) {
     if (Status s = InputSpec::Parse(m.spec.input).status(); !s.ok()) {
       SendReply(identity, s, "job rejected: ");
       return;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/input/input_spec.h"
 #include "common/logging.h"
 
 namespace keyflow {
@@ -71,7 +72,7 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["parallelism"] = spec_.parallelism;
   j["max_parallelism"] = spec_.max_parallelism;
   j["state_backend"] = spec_.state_backend;
-  j["input"] = spec_.input;
+  j["input"] = InputSpec::Redacted(spec_.input);  // no secrets in status
   j["source"] = enumerator_ ? enumerator_->StatusJson() : nlohmann::json();
   j["output"] = spec_.output_dir;
   j["failure"] = failure_reason_;

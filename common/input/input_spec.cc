@@ -71,12 +71,25 @@ bool InputSpec::IsGenerator(std::string_view text) {
   return text.substr(0, kGeneratorPrefix.size()) == kGeneratorPrefix;
 }
 
+const KafkaSourceSpec& InputSpec::kafka() const {
+  KF_CHECK(kind_ == Kind::kKafka) << "kafka() of another input";
+  return kafka_;
+}
+
+bool InputSpec::IsKafka(std::string_view text) {
+  return text.substr(0, KafkaSourceSpec::kPrefix.size()) == KafkaSourceSpec::kPrefix;
+}
+
+std::string InputSpec::Redacted(std::string_view text) {
+  return IsKafka(text) ? KafkaSourceSpec::RedactText(text) : std::string(text);
+}
+
 bool InputSpec::IsMonitor(std::string_view text) {
   return text.substr(0, kMonitorPrefix.size()) == kMonitorPrefix;
 }
 
 std::string InputSpec::PathOf(std::string_view text) {
-  if (IsGenerator(text)) return "";
+  if (IsGenerator(text) || IsKafka(text)) return "";
   if (!IsMonitor(text)) return std::string(text);
   text.remove_prefix(kMonitorPrefix.size());
   const size_t option = text.rfind(kIntervalOption);
@@ -84,7 +97,7 @@ std::string InputSpec::PathOf(std::string_view text) {
 }
 
 std::string InputSpec::WithAbsolutePath(std::string_view text) {
-  if (IsGenerator(text) || text.empty()) return std::string(text);
+  if (IsGenerator(text) || IsKafka(text) || text.empty()) return std::string(text);
   if (!IsMonitor(text)) return std::filesystem::absolute(std::string(text)).string();
   const std::string dir = PathOf(text);
   if (dir.empty()) return std::string(text);
@@ -149,6 +162,11 @@ Result<InputSpec> InputSpec::Parse(std::string_view text) {
     return spec;
   }
   if (IsMonitor(text)) return ParseMonitor(text);
+  if (IsKafka(text)) {
+    KF_ASSIGN_OR_RETURN(spec.kafka_, KafkaSourceSpec::Parse(text));
+    spec.kind_ = Kind::kKafka;
+    return spec;
+  }
 
   spec.kind_ = Kind::kFiles;
   struct stat st;

@@ -13,9 +13,13 @@
 //                       10s). DIR may be empty at the start. Put files in by rename (write them
 //                       elsewhere or under a '.'/'_' name first): a file is read as it was when
 //                       its split was opened.
+//   --input kafka:bootstrap=HOST:PORT,topic=T[,...]
+//                       the partitions of Kafka topics (kafka_spec.h), one split each; a
+//                       never-ending source unless stop=latest. Parse contacts no broker: the
+//                       coordinator's split enumerator discovers the partitions.
 //
-// A path that starts with "gen:" or "monitor:" can be given as "./gen:...". Split ids are the
-// indexes into splits(), so they are the same in every process that parses the same --input
+// A path that starts with "gen:", "monitor:" or "kafka:" can be given as "./gen:...". Split ids are
+// the indexes into splits(), so they are the same in every process that parses the same --input
 // (for a monitored directory: of the files present at the parse; later files get the ids the
 // coordinator's split enumerator gives them).
 //
@@ -31,6 +35,7 @@
 
 #include "common/duration.h"
 #include "common/input/generator_spec.h"
+#include "common/input/kafka_spec.h"
 #include "common/input/source_split.h"
 #include "common/status.h"
 
@@ -38,7 +43,7 @@ namespace keyflow {
 
 class InputSpec {
  public:
-  enum class Kind : uint8_t { kFiles, kGenerator, kMonitor };
+  enum class Kind : uint8_t { kFiles, kGenerator, kMonitor, kKafka };
   static constexpr Duration kDefaultMonitorInterval = Duration::Millis(10'000);
 
   // Errors (InvalidArgument unless said otherwise): empty text; NotFound for a missing path;
@@ -50,6 +55,8 @@ class InputSpec {
   static bool IsGenerator(std::string_view text);
   // Whether `text` names a monitored directory ("monitor:...").
   static bool IsMonitor(std::string_view text);
+  // Whether `text` names Kafka topics ("kafka:..."); Parse reads no file for it.
+  static bool IsKafka(std::string_view text);
   // The file-system path `text` reads (the file or directory, DIR of monitor:DIR,...), empty
   // for the generator. Reads no file; a malformed monitor spec gives what follows "monitor:".
   static std::string PathOf(std::string_view text);
@@ -57,20 +64,26 @@ class InputSpec {
   // what a client sends, since workers and the coordinator resolve paths elsewhere.
   static std::string WithAbsolutePath(std::string_view text);
 
+  // `text` as logs, errors and status may show it: a Kafka spec's secret properties are
+  // replaced by "***" (KafkaSourceSpec::RedactText); other inputs as they are.
+  static std::string Redacted(std::string_view text);
+
   // The regular files directly in `dir` (following symlinks) whose names do not start with
   // '.' or '_', as paths "dir/name", sorted by name. IoError if it cannot be listed.
   static Result<std::vector<std::string>> ListFiles(const std::string& dir);
 
   Kind kind() const { return kind_; }
   const std::string& text() const { return text_; }
-  // Never empty, except for a monitored directory. File splits in name order; generator splits
-  // 0..S-1.
+  // Never empty, except for a monitored directory and Kafka (discovered by the coordinator). File
+  // splits in name order; generator splits 0..S-1.
   const std::vector<SourceSplit>& splits() const { return splits_; }
   // Precondition: kind() == kGenerator.
   const GeneratorSpec& generator() const;
   // Precondition (both): kind() == kMonitor.
   const std::string& monitored_directory() const;
   Duration monitor_interval() const;
+  // Precondition: kind() == kKafka.
+  const KafkaSourceSpec& kafka() const;
 
  private:
   static Result<InputSpec> ParseMonitor(std::string_view text);
@@ -81,6 +94,7 @@ class InputSpec {
   GeneratorSpec generator_;
   std::string directory_;  // kMonitor
   Duration monitor_interval_ = kDefaultMonitorInterval;
+  KafkaSourceSpec kafka_;
 };
 
 }  // namespace keyflow

@@ -19,6 +19,8 @@ std::string_view SplitKindName(SplitKind kind) {
       return "file";
     case SplitKind::kGenerator:
       return "generator";
+    case SplitKind::kKafka:
+      return "kafka";
   }
   return "?";
 }
@@ -40,6 +42,35 @@ SourceSplit SourceSplit::Generator(SplitId id, int32_t generator_index) {
   return s;
 }
 
+SourceSplit SourceSplit::KafkaPartition(SplitId id, std::string topic, int32_t partition,
+                                        int64_t stop_offset) {
+  KF_CHECK(!topic.empty());
+  KF_CHECK_GE(partition, 0);
+  KF_CHECK_GE(stop_offset, kNoStopOffset);
+  SourceSplit s;
+  s.id_ = id;
+  s.kind_ = SplitKind::kKafka;
+  s.path_ = std::move(topic);
+  s.generator_index_ = partition;
+  s.stop_offset_ = stop_offset;
+  return s;
+}
+
+const std::string& SourceSplit::topic() const {
+  KF_CHECK(kind_ == SplitKind::kKafka) << "topic() of a " << SplitKindName(kind_) << " split";
+  return path_;
+}
+
+int32_t SourceSplit::partition() const {
+  KF_CHECK(kind_ == SplitKind::kKafka) << "partition() of a " << SplitKindName(kind_) << " split";
+  return generator_index_;
+}
+
+int64_t SourceSplit::stop_offset() const {
+  KF_CHECK(kind_ == SplitKind::kKafka) << "stop_offset() of a " << SplitKindName(kind_) << " split";
+  return stop_offset_;
+}
+
 const std::string& SourceSplit::path() const {
   KF_CHECK(kind_ == SplitKind::kFile) << "path() of a " << SplitKindName(kind_) << " split";
   return path_;
@@ -59,6 +90,8 @@ std::string SourceSplit::ToString() const {
     s += " (";
     s += path_;
     s += ")";
+  } else if (kind_ == SplitKind::kKafka) {
+    s += " (" + path_ + "-" + std::to_string(generator_index_) + ")";
   }
   return s;
 }
@@ -69,8 +102,12 @@ void SourceSplit::EncodeTo(BinaryWriter* out) const {
   out->I32(id_.value());
   if (kind_ == SplitKind::kFile) {
     out->Bytes(path_);
-  } else {
+  } else if (kind_ == SplitKind::kGenerator) {
     out->I32(generator_index_);
+  } else {
+    out->Bytes(path_);
+    out->I32(generator_index_);
+    out->I64(stop_offset_);
   }
 }
 
@@ -99,6 +136,18 @@ Result<SourceSplit> SourceSplit::DecodeFrom(BinaryReader* in) {
     }
     return Generator(id, index);
   }
+  if (kind == static_cast<uint8_t>(SplitKind::kKafka)) {
+    std::string topic(in->Bytes());
+    int32_t partition = in->I32();
+    int64_t stop = in->I64();
+    KF_RETURN_IF_ERROR(in->status("source split"));
+    if (topic.empty() || partition < 0 || stop < kNoStopOffset) {
+      return Corruption("kafka split " + std::to_string(id.value()) + " is invalid (topic '" +
+                        topic + "', partition " + std::to_string(partition) + ", stop offset " +
+                        std::to_string(stop) + ")");
+    }
+    return KafkaPartition(id, std::move(topic), partition, stop);
+  }
   return Corruption("source split has unknown kind " + std::to_string(kind));
 }
 
@@ -115,6 +164,13 @@ SplitPosition SplitPosition::InGenerator(int64_t next_index) {
   KF_CHECK_GE(next_index, 0);
   SplitPosition p;
   p.offset_ = next_index;
+  return p;
+}
+
+SplitPosition SplitPosition::InKafka(int64_t next_offset) {
+  KF_CHECK_GE(next_offset, 0);
+  SplitPosition p;
+  p.offset_ = next_offset;
   return p;
 }
 

@@ -8,7 +8,8 @@
 //
 // Encoding (little-endian, via BinaryWriter; described in worker/README.md "Sources"):
 //   SourceSplit    = u8 format version (1), u8 kind, i32 id, then
-//                    kind file: bytes path | kind generator: i32 generator split index
+//                    kind file: bytes path | kind generator: i32 generator split index |
+//                    kind kafka: bytes topic, i32 partition, i64 stop offset (-1: none)
 //   SplitPosition  = varint offset, varint lines consumed
 //   SourceSplitState = SourceSplit, SplitPosition
 //
@@ -30,8 +31,8 @@ struct SplitIdTag {};
 // Index of a split in InputSpec::splits(): the sorted file list or the generator split index.
 using SplitId = StrongId<SplitIdTag, int32_t>;
 
-enum class SplitKind : uint8_t { kFile = 1, kGenerator = 2 };
-std::string_view SplitKindName(SplitKind kind);  // "file" | "generator"
+enum class SplitKind : uint8_t { kFile = 1, kGenerator = 2, kKafka = 3 };
+std::string_view SplitKindName(SplitKind kind);  // "file" | "generator" | "kafka"
 
 class SourceSplit {
  public:
@@ -39,6 +40,11 @@ class SourceSplit {
   static SourceSplit File(SplitId id, std::string path);
   // Precondition: generator_index >= 0.
   static SourceSplit Generator(SplitId id, int32_t generator_index);
+  // A partition of a Kafka topic, read up to (not including) `stop_offset`, or without end
+  // when it is kNoStopOffset. Preconditions: topic non-empty, partition >= 0, stop_offset >= -1.
+  static constexpr int64_t kNoStopOffset = -1;
+  static SourceSplit KafkaPartition(SplitId id, std::string topic, int32_t partition,
+                                    int64_t stop_offset = kNoStopOffset);
 
   SplitId id() const { return id_; }
   SplitKind kind() const { return kind_; }
@@ -46,8 +52,12 @@ class SourceSplit {
   const std::string& path() const;
   // Which of the generator's splits this is. Precondition: kind() == kGenerator.
   int32_t generator_index() const;
+  // Preconditions (all three): kind() == kKafka.
+  const std::string& topic() const;
+  int32_t partition() const;
+  int64_t stop_offset() const;
 
-  // "file split 2 (/data/b.jsonl)" / "generator split 3".
+  // "file split 2 (/data/b.jsonl)" / "generator split 3" / "kafka split 4 (events-1)".
   std::string ToString() const;
 
   void EncodeTo(BinaryWriter* out) const;
@@ -61,14 +71,16 @@ class SourceSplit {
  private:
   SplitId id_{0};
   SplitKind kind_ = SplitKind::kFile;
-  std::string path_;
-  int32_t generator_index_ = 0;
+  std::string path_;             // file: the path; kafka: the topic
+  int32_t generator_index_ = 0;  // generator: the index; kafka: the partition
+  int64_t stop_offset_ = kNoStopOffset;
 };
 
 // Where the next record of a split starts. The default value is the start of any split.
 //   file split:      byte offset of the next line, and how many lines precede it (so the next
 //                    line number, used in bad-record reports, survives a restore);
-//   generator split: index of the next event of the split.
+//   generator split: index of the next event of the split;
+//   kafka split:     offset of the next record of the partition.
 class SplitPosition {
  public:
   constexpr SplitPosition() = default;
@@ -76,10 +88,13 @@ class SplitPosition {
   static SplitPosition InFile(int64_t byte_offset, int64_t next_line_number);
   // Precondition: next_index >= 0.
   static SplitPosition InGenerator(int64_t next_index);
+  // Precondition: next_offset >= 0.
+  static SplitPosition InKafka(int64_t next_offset);
 
   int64_t byte_offset() const { return offset_; }
   int64_t next_line_number() const { return lines_ + 1; }  // 1-based
   int64_t next_event_index() const { return offset_; }
+  int64_t next_kafka_offset() const { return offset_; }
 
   // Advances a file position past one line of `bytes` bytes (including its line terminator).
   void AdvanceLine(int64_t bytes) {
@@ -88,6 +103,8 @@ class SplitPosition {
   }
   // Advances a generator position past one event.
   void AdvanceEvent() { ++offset_; }
+  // Moves a Kafka position to just after the record at `offset`.
+  void AdvanceKafka(int64_t offset) { offset_ = offset + 1; }
 
   std::string ToString() const;  // "offset 1234, line 17"
 

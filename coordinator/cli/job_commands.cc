@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/input/input_spec.h"
+#include "common/kafka/partition_discovery.h"
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
 #include "common/output_directory.h"
@@ -27,6 +28,7 @@
 #include "coordinator/cli/job_library_upload.h"
 #include "coordinator/cli/job_status_text.h"
 #include "coordinator/path_rules.h"
+#include "coordinator/source/kafka_split_enumerator.h"
 #include "worker/job_library/job_library.h"
 
 namespace keyflow::cli {
@@ -332,9 +334,12 @@ void AddRunOptions(po::options_description* opts, RunFlags* f) {
       "job-library", po::value(&f->library_path), kJobLibraryHelp)(
       "input", po::value(&f->spec.input)->required(),
       "JSON Lines file, directory of files (one split each), "
-      "gen:events=N,keys=K,splits=S,seed=X[,rate=R], or monitor:DIR[,interval=DURATION] (a "
+      "gen:events=N,keys=K,splits=S,seed=X[,rate=R], monitor:DIR[,interval=DURATION] (a "
       "directory watched for new files, every 10s by default; the job runs until cancelled or "
-      "stopped)")(
+      "stopped), or kafka:bootstrap=HOST:PORT[;HOST:PORT],topic=T[;T][,group=G]"
+      "[,start=earliest|latest|committed|timestamp:MS][,stop=latest][,discovery=DURATION]"
+      "[,kafka.PROPERTY=V] (every partition of the topics; unbounded unless stop=latest; "
+      "see the README's Kafka section)")(
       "output", po::value(&f->spec.output_dir),
       "directory for the results (exactly-once file sink); without it the results are printed "
       "to each worker's stdout (its log file under scripts/start-cluster.sh), prefixed "
@@ -540,7 +545,17 @@ Status ResolveRunPaths(JobSpec& spec) {
   spec.input = InputSpec::WithAbsolutePath(spec.input);
   // What the workers will parse, checked here (a gen: spec, a missing file or an empty
   // directory), so a bad --input is a usage error and not a job that fails later.
-  if (Status s = InputSpec::Parse(spec.input).status(); !s.ok()) return s;
+  Result<InputSpec> input = InputSpec::Parse(spec.input);
+  if (!input.ok()) return input.status();
+  if (input->kind() == InputSpec::Kind::kKafka) {
+    // The brokers answer and the topics exist, before anything is deployed.
+    if (Status s = DiscoverKafkaPartitions(input->kafka(), {}, /*initial=*/true,
+                                           KafkaSplitEnumerator::kDiscoveryTimeout)
+                       .status();
+        !s.ok()) {
+      return s;
+    }
+  }
   // The cluster reads and writes these for this user (coordinator/path_rules.h).
   if (Status s = CheckClientMayUsePaths(spec); !s.ok()) return s;
   // The workers refuse a new job's output directory that holds results; say so before the job

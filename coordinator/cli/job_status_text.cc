@@ -45,10 +45,26 @@ std::string LatencyColumns(const nlohmann::json& latency) {
 }
 
 // "monitoring DIR every N ms: K files found[; the last listing failed: ...]" for a job reading a
-// monitored directory, "" otherwise.
-std::string MonitorText(const nlohmann::json& job) {
+// monitored directory, "Kafka topics T1, T2: K partitions[ (bounded)][; the last discovery
+// failed: ...]" for a Kafka source, "" otherwise.
+std::string SourceText(const nlohmann::json& job) {
   const auto src = job.find("source");
-  if (src == job.end() || !src->is_object() || src->value("kind", "") != "monitor") return "";
+  if (src == job.end() || !src->is_object()) return "";
+  if (src->value("kind", "") == "kafka") {
+    std::string text = "Kafka topic";
+    const nlohmann::json topics = src->value("topics", nlohmann::json::array());
+    text += topics.size() == 1 ? " " : "s ";
+    for (size_t i = 0; i < topics.size(); ++i) {
+      text += (i ? ", " : "") + topics[i].get<std::string>();
+    }
+    text += ": " + std::to_string(src->value("splits", 0)) + " partitions";
+    if (src->value("bounded", false)) text += " (bounded: up to the end offsets seen at the start)";
+    if (!src->value("discovery_error", std::string()).empty()) {
+      text += "; the last discovery failed: " + src->value("discovery_error", std::string());
+    }
+    return text;
+  }
+  if (src->value("kind", "") != "monitor") return "";
   std::string text = "monitoring " + src->value("directory", std::string()) + " every " +
                      std::to_string(src->value("interval_ms", 0)) +
                      " ms: " + std::to_string(src->value("splits", 0)) + " files found";
@@ -159,8 +175,8 @@ void PrintStatus(nlohmann::json st, std::ostream& os) {
     os << "  reason: " << job.value("failure", std::string()) << "\n";
   }
   os << "  " << ProgressLine(job) << "\n";
-  if (const std::string monitor = MonitorText(job); !monitor.empty()) {
-    os << "  input: " << monitor << "\n";
+  if (const std::string source = SourceText(job); !source.empty()) {
+    os << "  input: " << source << "\n";
   }
   if (!job.value("waiting_for", std::string()).empty()) {
     os << "  " << job.value("waiting_for", std::string()) << "\n";

@@ -51,7 +51,7 @@ Result<std::unique_ptr<ContinuousFileSplitEnumerator>> ContinuousFileSplitEnumer
 }
 
 Status ContinuousFileSplitEnumerator::Start(SplitEnumeratorContext& context) {
-  Assign(context, std::move(initial_));
+  AssignByIdModulo(context, std::move(initial_));
   initial_.clear();
   // A restored attempt also picks up the files that arrived since its checkpoint.
   AssignNew(context, std::move(listed_));
@@ -97,21 +97,7 @@ void ContinuousFileSplitEnumerator::AssignNew(SplitEnumeratorContext& context,
     KF_LOG_INFO("monitored directory {}: {} new file(s), {} known", directory_, found.size(),
                 known_paths_.size());
   }
-  Assign(context, std::move(found));
-}
-
-void ContinuousFileSplitEnumerator::Assign(SplitEnumeratorContext& context,
-                                           std::vector<SourceSplitState> splits) {
-  const int32_t p = context.parallelism();
-  std::vector<std::vector<SourceSplitState>> to(static_cast<size_t>(p));
-  for (SourceSplitState& st : splits) {
-    to[static_cast<size_t>(st.split.id().value() % p)].push_back(std::move(st));
-  }
-  for (int32_t i = 0; i < p; ++i) {
-    if (!to[static_cast<size_t>(i)].empty()) {
-      context.AssignSplits(SubtaskIndex(i), std::move(to[static_cast<size_t>(i)]));
-    }
-  }
+  AssignByIdModulo(context, std::move(found));
 }
 
 }  // namespace keyflow

@@ -60,7 +60,6 @@ class ContinuousFileSplitEnumerator final : public SplitEnumerator {
   ContinuousFileSplitEnumerator() = default;
   // Assigns each file of `files` not known yet as a new split.
   void AssignNew(SplitEnumeratorContext& context, std::vector<std::string> files);
-  void Assign(SplitEnumeratorContext& context, std::vector<SourceSplitState> splits);
 
   std::string directory_;
   int64_t interval_ms_ = 0;

@@ -7,6 +7,7 @@
 #include "common/input/input_spec.h"
 #include "common/logging.h"
 #include "coordinator/source/continuous_file_split_enumerator.h"
+#include "coordinator/source/kafka_split_enumerator.h"
 #include "coordinator/source/static_split_enumerator.h"
 
 namespace keyflow {
@@ -69,23 +70,50 @@ void LiveSplitAssignment::SignalNoMoreSplits(SubtaskIndex subtask) {
               subtask.value());
 }
 
+void AssignByIdModulo(SplitEnumeratorContext& context, std::vector<SourceSplitState> splits) {
+  const int32_t p = context.parallelism();
+  std::vector<std::vector<SourceSplitState>> to(static_cast<size_t>(p));
+  for (SourceSplitState& st : splits) {
+    to[static_cast<size_t>(st.split.id().value() % p)].push_back(std::move(st));
+  }
+  for (int32_t i = 0; i < p; ++i) {
+    if (!to[static_cast<size_t>(i)].empty()) {
+      context.AssignSplits(SubtaskIndex(i), std::move(to[static_cast<size_t>(i)]));
+    }
+  }
+}
+
 DirectoryLister AsyncDirectoryLister() {
   return [](const std::string& dir) {
     return std::async(std::launch::async, [dir] { return InputSpec::ListFiles(dir); });
   };
 }
 
+KafkaPartitionDiscoverer AsyncKafkaPartitionDiscoverer() {
+  return [](const KafkaSourceSpec& spec, std::set<KafkaTopicPartition> known, bool initial) {
+    return std::async(std::launch::async, [spec, known = std::move(known), initial] {
+      return DiscoverKafkaPartitions(spec, known, initial, KafkaSplitEnumerator::kDiscoveryTimeout);
+    });
+  };
+}
+
 Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(const JobSpec& spec,
                                                                const RestoredSplits* restored,
-                                                               DirectoryLister lister) {
+                                                               DirectoryLister lister,
+                                                               KafkaPartitionDiscoverer kafka) {
   Result<InputSpec> input = InputSpec::Parse(spec.input);
   if (!input.ok()) {
     // Validated at submit: the input changed since (deleted, emptied, made unreadable).
-    return input.status().WithContext("reading --input " + spec.input);
+    return input.status().WithContext("reading --input " + InputSpec::Redacted(spec.input));
   }
   if (input->kind() == InputSpec::Kind::kMonitor) {
     KF_ASSIGN_OR_RETURN(std::unique_ptr<ContinuousFileSplitEnumerator> e,
                         ContinuousFileSplitEnumerator::Create(*input, restored, std::move(lister)));
+    return std::unique_ptr<SplitEnumerator>(std::move(e));
+  }
+  if (input->kind() == InputSpec::Kind::kKafka) {
+    KF_ASSIGN_OR_RETURN(std::unique_ptr<KafkaSplitEnumerator> e,
+                        KafkaSplitEnumerator::Create(*input, restored, std::move(kafka)));
     return std::unique_ptr<SplitEnumerator>(std::move(e));
   }
   std::optional<RestoredSplits> r;

@@ -22,10 +22,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "common/input/kafka_spec.h"
 #include "common/input/source_split.h"
+#include "common/kafka/partition_discovery.h"
 #include "common/protocol/job_spec.h"
 #include "common/status.h"
 #include "common/types.h"
@@ -102,6 +105,10 @@ class LiveSplitAssignment final : public SplitEnumeratorContext {
   Send send_;
 };
 
+// Assigns each split to reader (split id mod parallelism), one AssignSplits per reader that gets
+// any, in the splits' order: how every built-in enumerator spreads its splits.
+void AssignByIdModulo(SplitEnumeratorContext& context, std::vector<SourceSplitState> splits);
+
 // Lists a directory (InputSpec::ListFiles) and delivers the result through the future: how an
 // enumerator lists off the control thread. Injectable, so tests decide when a listing ends.
 using DirectoryLister =
@@ -109,14 +116,24 @@ using DirectoryLister =
 // std::async on a thread of its own.
 DirectoryLister AsyncDirectoryLister();
 
+// Finds the partitions of a Kafka source's topics not in `known` (DiscoverKafkaPartitions) and
+// delivers them through the future; `initial`: the job's first discovery (the spec's start
+// applies). Injectable, so tests need no broker and decide when a discovery ends.
+using KafkaPartitionDiscoverer =
+    std::function<std::future<Result<std::vector<DiscoveredPartition>>>(
+        const KafkaSourceSpec& spec, std::set<KafkaTopicPartition> known, bool initial)>;
+// std::async on a thread of its own, with KafkaSplitEnumerator::kDiscoveryTimeout.
+KafkaPartitionDiscoverer AsyncKafkaPartitionDiscoverer();
+
 // The restored checkpoint's source state: split id -> encoded SourceSplitState, every reader's.
 using RestoredSplits = std::map<std::string, std::string>;
 
 // The enumerator of the job's --input (files, a directory, the generator:
-// StaticSplitEnumerator; monitor:DIR: ContinuousFileSplitEnumerator). `restored` is null when
-// the attempt starts from scratch.
+// StaticSplitEnumerator; monitor:DIR: ContinuousFileSplitEnumerator; kafka:...:
+// KafkaSplitEnumerator). `restored` is null when the attempt starts from scratch.
 Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(
     const JobSpec& spec, const RestoredSplits* restored,
-    DirectoryLister lister = AsyncDirectoryLister());
+    DirectoryLister lister = AsyncDirectoryLister(),
+    KafkaPartitionDiscoverer kafka = AsyncKafkaPartitionDiscoverer());
 
 }  // namespace keyflow

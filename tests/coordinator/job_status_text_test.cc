@@ -103,5 +103,23 @@ TEST(JobStatusTextTest, AMonitoredDirectorySaysHowManyFilesWereFoundAndWhyAListi
   EXPECT_THAT(files.str(), Not(HasSubstr("input:")));
 }
 
+TEST(JobStatusTextTest, AKafkaSourceSaysItsTopicsPartitionsAndWhyADiscoveryFailed) {
+  nlohmann::json job = RunningJob(1, "");
+  job["source"] = {{"kind", "kafka"}, {"topics", {"clicks", "views"}},  {"bounded", false},
+                   {"splits", 6},     {"discovery_interval_ms", 10000}, {"discovery_error", ""}};
+  std::ostringstream ok;
+  PrintStatus({{"workers", nlohmann::json::array()}, {"job", job}}, ok);
+  EXPECT_THAT(ok.str(), HasSubstr("\n  input: Kafka topics clicks, views: 6 partitions\n"));
+  job["source"]["topics"] = {"clicks"};
+  job["source"]["bounded"] = true;
+  job["source"]["discovery_error"] = "the Kafka brokers h:1 did not answer";
+  std::ostringstream bounded;
+  PrintStatus({{"workers", nlohmann::json::array()}, {"job", job}}, bounded);
+  EXPECT_THAT(bounded.str(),
+              HasSubstr("\n  input: Kafka topic clicks: 6 partitions (bounded: up to the end "
+                        "offsets seen at the start); the last discovery failed: the Kafka "
+                        "brokers h:1 did not answer\n"));
+}
+
 }  // namespace
 }  // namespace keyflow::cli

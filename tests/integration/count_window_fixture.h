@@ -84,6 +84,22 @@ class CountWindowClusterTest : public ::testing::Test {
     return job;
   }
 
+  // Waits until the committed count-window output in `output` is exactly `expected` (checkpoints
+  // commit it); expects that.
+  void WaitForCountWindowOutput(const std::string& output, const std::vector<std::string>& expected,
+                                const std::string& what) {
+    ASSERT_FALSE(expected.empty());
+    Result<std::vector<std::string>> actual = std::vector<std::string>{};
+    auto st = cluster_->WaitForStatus(
+        [&](const nlohmann::json&) {
+          actual = CanonicalCountWindowOutput(output);
+          return actual.ok() && *actual == expected;
+        },
+        Duration::Seconds(60), what);
+    ASSERT_OK(actual);
+    EXPECT_TRUE(SameLines(*actual, expected)) << what << "\n" << cluster_->LogExcerpts();
+  }
+
   // `keyflow stop`, then waits until the job is CANCELED; the savepoint directory it printed
   // ("job stopped with savepoint N: DIR ..."), or "" after a test failure.
   std::string StopWithSavepoint() {

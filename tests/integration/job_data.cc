@@ -270,4 +270,12 @@ Result<std::vector<std::string>> CanonicalCountWindowOutput(const std::string& d
   return lines;
 }
 
+std::vector<std::string> ClosedByCount(const std::vector<std::string>& reference) {
+  std::vector<std::string> out;
+  for (const std::string& line : reference) {
+    if (line.size() > 6 && line.compare(line.size() - 6, 6, "|count") == 0) out.push_back(line);
+  }
+  return out;
+}
+
 }  // namespace keyflow::test

@@ -57,6 +57,9 @@ Result<JsonLinesInput> WriteJsonLinesInput(const std::string& dir,
 // at the end every open window closes (cause timeout, time D).
 std::vector<std::string> ReferenceCountWindow(const KeyedTimestamps& input, int64_t count,
                                               int64_t timeout_ms);
+// The lines of a count-window reference (ReferenceCountWindow) of windows closed by count: what
+// a job that never ends (no timeout reached) has committed once it read `input`.
+std::vector<std::string> ClosedByCount(const std::vector<std::string>& reference);
 // tumbling-count: per key and window [floor(ts/size)*size, +size), the number of records.
 std::vector<std::string> ReferenceTumblingCount(const KeyedTimestamps& input, int64_t size_ms);
 

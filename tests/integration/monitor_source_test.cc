@@ -56,26 +56,12 @@ class MonitorSourceTest : public CountWindowClusterTest {
       const int n = std::stoi(key.substr(key.find('-') + 1));
       if (moved_.count(n % kFiles) != 0) in[key] = ts;
     }
-    std::vector<std::string> out;
-    for (const std::string& line : ReferenceCountWindow(in, kCount, kNeverMs)) {
-      if (line.size() > 6 && line.compare(line.size() - 6, 6, "|count") == 0) out.push_back(line);
-    }
-    return out;
+    return ClosedByCount(ReferenceCountWindow(in, kCount, kNeverMs));
   }
 
   // Waits until the committed output is exactly Expected() (checkpoints commit it).
   void WaitForExpectedOutput(const std::string& what) {
-    const std::vector<std::string> expected = Expected();
-    ASSERT_FALSE(expected.empty());
-    Result<std::vector<std::string>> actual = std::vector<std::string>{};
-    auto st = cluster_->WaitForStatus(
-        [&](const nlohmann::json&) {
-          actual = CanonicalCountWindowOutput(output_);
-          return actual.ok() && *actual == expected;
-        },
-        Duration::Seconds(60), what);
-    ASSERT_OK(actual);
-    EXPECT_TRUE(SameLines(*actual, expected)) << what << "\n" << cluster_->LogExcerpts();
+    WaitForCountWindowOutput(output_, Expected(), what);
   }
 
   std::string staging_, monitored_, output_;

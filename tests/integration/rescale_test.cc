@@ -322,8 +322,10 @@ class RescaleTest : public ::testing::Test {
 TEST_F(RescaleTest, PlanMovesEveryKeyGroupOnceAlongFlinkRangesAndChangesNothing) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(2));
   std::string job_id =
+      // 100 s of input: the job must still run when the last plan is made, however slow the
+      // machine (the plans and inspections below are a dozen CLI processes).
       Submit({"--job", "count-window", "--param", "time=event", "--input",
-              "gen:events=40000,keys=2000,splits=4,seed=1,skew=1,rate=4000", "--parallelism", "2",
+              "gen:events=400000,keys=2000,splits=4,seed=1,skew=1,rate=4000", "--parallelism", "2",
               "--checkpoint-interval", "300ms", "--retained-checkpoints", "1000"});
   WaitForJob(
       [](const nlohmann::json& j) { return j["checkpoints"].value("latest_completed", 0) > 0; },

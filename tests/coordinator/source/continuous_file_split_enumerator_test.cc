@@ -11,34 +11,14 @@
 
 #include "common/binary_io.h"
 #include "common/file_io.h"
+#include "tests/coordinator/source/recording_context.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
 
-std::string Encode(const SourceSplitState& st) {
-  std::string bytes;
-  BinaryWriter w(&bytes);
-  st.EncodeTo(&w);
-  return bytes;
-}
-
-// Records every assignment as (reader, decoded split), in order.
-class RecordingContext final : public SplitEnumeratorContext {
- public:
-  explicit RecordingContext(int32_t p) : p_(p) {}
-  int32_t parallelism() const override { return p_; }
-  void AssignSplits(SubtaskIndex subtask, std::vector<SourceSplitState> splits) override {
-    for (SourceSplitState& st : splits) assigned.emplace_back(subtask.value(), std::move(st));
-  }
-  void SignalNoMoreSplits(SubtaskIndex subtask) override { ended.push_back(subtask.value()); }
-
-  std::vector<std::pair<int32_t, SourceSplitState>> assigned;
-  std::vector<int32_t> ended;
-
- private:
-  int32_t p_;
-};
+using test::Encode;
+using test::RecordingContext;
 
 class ContinuousFileSplitEnumeratorTest : public ::testing::Test {
  protected:

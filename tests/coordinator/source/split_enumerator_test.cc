@@ -11,6 +11,7 @@
 #include "common/binary_io.h"
 #include "common/file_io.h"
 #include "coordinator/source/static_split_enumerator.h"
+#include "tests/coordinator/source/recording_context.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
@@ -18,12 +19,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Encode(const SourceSplitState& st) {
-  std::string bytes;
-  BinaryWriter w(&bytes);
-  st.EncodeTo(&w);
-  return bytes;
-}
+using test::Encode;
 
 SourceSplitState Decode(const std::string& bytes) {
   BinaryReader r(bytes);

@@ -12,12 +12,8 @@
 namespace keyflow {
 namespace {
 
-TEST(SourceSplit, FileAndGeneratorSplitsRoundTripThroughBinaryIo) {
-  std::vector<SourceSplitState> states = {
-      {SourceSplit::File(SplitId(0), "/data/a.jsonl"), SplitPosition::InFile(1234, 17)},
-      {SourceSplit::File(SplitId(7), "/data/\xC3\xA9t\xC3\xA9.jsonl"), SplitPosition()},
-      {SourceSplit::Generator(SplitId(3), 3), SplitPosition::InGenerator(1ll << 40)},
-  };
+// Encodes `states` one after the other and decodes them back: equal, nothing left over.
+void ExpectRoundTrip(const std::vector<SourceSplitState>& states) {
   std::string buf;
   BinaryWriter w(&buf);
   for (const SourceSplitState& s : states) s.EncodeTo(&w);
@@ -26,8 +22,17 @@ TEST(SourceSplit, FileAndGeneratorSplitsRoundTripThroughBinaryIo) {
     Result<SourceSplitState> back = SourceSplitState::DecodeFrom(&r);
     ASSERT_OK(back);
     EXPECT_EQ(*back, s);
+    EXPECT_EQ(back->split.ToString(), s.split.ToString());
   }
   EXPECT_TRUE(r.at_end());
+}
+
+TEST(SourceSplit, FileAndGeneratorSplitsRoundTripThroughBinaryIo) {
+  ExpectRoundTrip({
+      {SourceSplit::File(SplitId(0), "/data/a.jsonl"), SplitPosition::InFile(1234, 17)},
+      {SourceSplit::File(SplitId(7), "/data/\xC3\xA9t\xC3\xA9.jsonl"), SplitPosition()},
+      {SourceSplit::Generator(SplitId(3), 3), SplitPosition::InGenerator(1ll << 40)},
+  });
 }
 
 // A finished split carries a flag prefix; an unfinished one encodes exactly as before the flag
@@ -93,6 +98,35 @@ TEST(SourceSplit, ToStringNamesKindIdAndPath) {
   EXPECT_EQ(SourceSplit::File(SplitId(2), "/data/b.jsonl").ToString(),
             "file split 2 (/data/b.jsonl)");
   EXPECT_EQ(SourceSplit::Generator(SplitId(3), 3).ToString(), "generator split 3");
+  EXPECT_EQ(SourceSplit::KafkaPartition(SplitId(4), "events", 1).ToString(),
+            "kafka split 4 (events-1)");
+}
+
+TEST(SourceSplit, KafkaPartitionsRoundTripWithTheirStopOffsetAndPosition) {
+  const SourceSplit a = SourceSplit::KafkaPartition(SplitId(0), "events", 0);
+  const SourceSplit b = SourceSplit::KafkaPartition(SplitId(9), "t.x", 31, 1'000'000);
+  ExpectRoundTrip({{a, SplitPosition::InKafka(0)}, {b, SplitPosition::InKafka(77), true}});
+  EXPECT_EQ(b.topic(), "t.x");
+  EXPECT_EQ(b.partition(), 31);
+  EXPECT_EQ(b.stop_offset(), 1'000'000);
+  EXPECT_EQ(a.stop_offset(), SourceSplit::kNoStopOffset);
+  SplitPosition p = SplitPosition::InKafka(5);
+  p.AdvanceKafka(41);  // offsets have gaps (transaction markers)
+  EXPECT_EQ(p.next_kafka_offset(), 42);
+}
+
+TEST(SourceSplit, AnInvalidKafkaPartitionIsCorruption) {
+  std::string buf;
+  BinaryWriter w(&buf);
+  w.U8(1);
+  w.U8(3);  // kafka
+  w.I32(2);
+  w.Bytes("events");
+  w.I32(-1);
+  w.I64(-1);
+  BinaryReader r(buf);
+  EXPECT_EQ(SourceSplit::DecodeFrom(&r).status(),
+            Corruption("kafka split 2 is invalid (topic 'events', partition -1, stop offset -1)"));
 }
 
 TEST(SourceSplit, TruncatedBytesAreCorruption) {

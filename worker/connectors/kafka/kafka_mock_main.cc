@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   int brokers = 1;
   std::string bootstrap_file;
   std::vector<std::string> topics;
+  std::vector<std::string> missing_topics;
   po::options_description options("keyflow-kafka-mock options");
   options.add_options()("help,h", "print this help and exit")("version",
                                                               "print the version and exit")(
@@ -105,7 +106,11 @@ int main(int argc, char** argv) {
       "bootstrap-file", po::value<std::string>(&bootstrap_file),
       "also write the bootstrap servers to this file (written whole, then renamed)")(
       "topic", po::value<std::vector<std::string>>(&topics)->composing(),
-      "create TOPIC:PARTITIONS at start (repeatable)");
+      "create TOPIC:PARTITIONS at start (repeatable)")(
+      "missing-topic", po::value<std::vector<std::string>>(&missing_topics)->composing(),
+      "answer metadata requests for TOPIC with 'unknown topic or partition' (repeatable): the "
+      "mock otherwise creates every topic a client asks about, which a Kafka broker does not "
+      "do for consumers");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, options), vm);
@@ -176,6 +181,10 @@ int main(int argc, char** argv) {
                 << "\n";
       return 1;
     }
+  }
+  for (const std::string& topic : missing_topics) {
+    rd_kafka_mock_topic_set_error(cluster.get(), topic.c_str(),
+                                  RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
   }
   const std::string bootstrap = rd_kafka_mock_cluster_bootstraps(cluster.get());
   if (!bootstrap_file.empty()) {

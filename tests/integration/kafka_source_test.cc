@@ -1,0 +1,180 @@
+// The Kafka source (--input kafka:...) on a real two-worker cluster reading from
+// keyflow-kafka-mock over TCP (or the Kafka of KEYFLOW_KAFKA_BOOTSTRAP): a bounded read of three
+// partitions gives exactly the reference output and finishes; an unbounded read reads records
+// produced while it runs, once each, across a worker SIGKILL (the partitions come back from the
+// checkpoint's offsets); a malformed value is skipped and named by topic, partition and offset;
+// an unreachable broker or a missing topic is refused at submit.
+//
+// Input: the JSON Lines files of WriteJsonLinesInput, file f produced to partition f % 3 in
+// order. Every key lives in one file, and a partition holds its files in event-time order, so
+// no record is late and the output of count-window is known exactly.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/integration/count_window_fixture.h"
+#include "tests/integration/kafka_test_util.h"
+
+namespace keyflow::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kFiles = 6;
+constexpr int kPartitions = 3;
+constexpr int64_t kNeverMs = 1'000'000'000;  // no window closes by timeout
+
+class KafkaSourceTest : public CountWindowClusterTest {
+ protected:
+  void SetUp() override {
+    CountWindowClusterTest::SetUp();
+    ASSERT_FALSE(HasFailure());
+    ASSERT_OK_AND_ASSIGN(
+        kafka_, TestKafkaCluster::Start(dir_.path(), 3, {"events:" + std::to_string(kPartitions)},
+                                        {"no-such-topic"}));
+    JsonLinesInputOptions o;
+    o.files = kFiles;
+    o.records_per_file = 2'000;
+    o.cold_keys_per_file = 100;
+    auto input = WriteJsonLinesInput(dir_.Subdir("input"), o);
+    ASSERT_OK(input);
+    input_ = *std::move(input);
+    output_ = dir_.path() + "/out";
+  }
+  void TearDown() override {
+    cluster_.reset();  // the workers go before the broker they read from
+    kafka_.reset();
+  }
+
+  std::string Input(const std::string& extra = "") const {
+    return "kafka:bootstrap=" + Semicolons(kafka_->bootstrap()) + ",topic=events" + extra;
+  }
+  static std::string Semicolons(std::string s) {
+    std::replace(s.begin(), s.end(), ',', ';');
+    return s;
+  }
+
+  // Produces the lines of file `f` to partition f % kPartitions, in order.
+  void ProduceFile(int f) {
+    TestKafkaHandle producer =
+        KafkaClient(RD_KAFKA_PRODUCER, {{"bootstrap.servers", kafka_->bootstrap()}});
+    std::ifstream in(input_.files[static_cast<size_t>(f)]);
+    std::string line;
+    while (std::getline(in, line)) KafkaProduce(producer.get(), "events", f % kPartitions, line);
+    ASSERT_EQ(rd_kafka_flush(producer.get(), 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    produced_.insert(f);
+  }
+
+  // The records of the files produced so far.
+  KeyedTimestamps Produced() const {
+    KeyedTimestamps in;
+    for (const auto& [key, ts] : input_.records) {
+      const int n = std::stoi(key.substr(key.find('-') + 1));
+      if (produced_.count(n % kFiles) != 0) in[key] = ts;
+    }
+    return in;
+  }
+
+  std::vector<std::string> ClosedByCountSoFar() const {
+    return ClosedByCount(ReferenceCountWindow(Produced(), kCount, kNeverMs));
+  }
+
+  std::unique_ptr<TestKafkaCluster> kafka_;
+  JsonLinesInput input_;
+  std::string output_;
+  std::set<int> produced_;
+};
+
+TEST_F(KafkaSourceTest, ABoundedReadOfThreePartitionsGivesTheReferenceOutputAndFinishes) {
+  for (int f = 0; f < kFiles; ++f) ProduceFile(f);
+  ASSERT_FALSE(HasFailure());
+  // A secret client property (unused by a PLAINTEXT connection) must not show anywhere.
+  const std::string secret = "s3cr3t-v4lue";
+  ASSERT_OK(SubmitJob(*cluster_,
+                      CountWindowArgs(Input(",stop=latest,kafka.sasl.password=" + secret), output_,
+                                      {"--parallelism", "2", "--checkpoint-interval", "300ms"}))
+                .status());
+  nlohmann::json job = WaitForJob(
+      [](const nlohmann::json& j) { return j.value("state", "") == "FINISHED"; }, "the end");
+  EXPECT_THAT(job.value("input", ""), HasSubstr("kafka.sasl.password=***"));
+  EXPECT_EQ(job.dump().find(secret), std::string::npos) << job.dump();
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path() + "/cluster")) {
+    if (entry.path().extension() != ".log") continue;
+    EXPECT_EQ(ReadFileOrEmpty(entry.path()).find(secret), std::string::npos) << entry.path();
+  }
+  ExpectCountWindowOutput(output_, ReferenceCountWindow(input_.records, kCount, kTimeoutMs),
+                          "the bounded read");
+  EXPECT_EQ(job.value("late_records", -1), 0) << job.dump();
+  EXPECT_EQ(job.value("bad_records", -1), 0) << job.dump();
+  EXPECT_EQ(job["source"].value("kind", ""), "kafka") << job.dump();
+  EXPECT_EQ(job["source"].value("splits", 0), kPartitions) << job.dump();
+  EXPECT_EQ(job["source"].value("bounded", false), true) << job.dump();
+}
+
+TEST_F(KafkaSourceTest, RecordsProducedWhileItRunsAreReadOnceAcrossAWorkerKill) {
+  for (int f = 0; f < 3; ++f) ProduceFile(f);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_OK(SubmitJob(*cluster_,
+                      CountWindowRunArgs(Input(), output_, kCount, kNeverMs,
+                                         {"--parallelism", "2", "--checkpoint-interval", "300ms"}))
+                .status());
+  WaitForCountWindowOutput(output_, ClosedByCountSoFar(), "the records there at the start");
+  ProduceFile(3);
+  nlohmann::json job;
+  KillAndRestartWorker(1, &job);
+  ASSERT_FALSE(HasFailure());
+  ProduceFile(4);
+  ProduceFile(5);
+  WaitForCountWindowOutput(output_, ClosedByCountSoFar(), "after the worker kill");
+  job = WaitForJob([](const nlohmann::json& j) { return j.value("state", "") == "RUNNING"; },
+                   "running");
+  EXPECT_EQ(job.value("late_records", -1), 0) << job.dump();
+  MustRun({"cancel"});
+}
+
+TEST_F(KafkaSourceTest, AMalformedValueIsSkippedAndNamedByTopicPartitionAndOffset) {
+  {
+    TestKafkaHandle producer =
+        KafkaClient(RD_KAFKA_PRODUCER, {{"bootstrap.servers", kafka_->bootstrap()}});
+    KafkaProduce(producer.get(), "events", 1, R"({"uid":"a","ts":1700000000000})");
+    KafkaProduce(producer.get(), "events", 1, R"({"uid":"a","ts":)");
+    KafkaProduce(producer.get(), "events", 1, R"({"uid":"a","ts":1700000000001})");
+    ASSERT_EQ(rd_kafka_flush(producer.get(), 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  }
+  ASSERT_OK(SubmitJob(*cluster_, CountWindowRunArgs(Input(",stop=latest"), output_, 2, kNeverMs,
+                                                    {"--parallelism", "1"}))
+                .status());
+  nlohmann::json job = WaitForJob(
+      [](const nlohmann::json& j) { return j.value("state", "") == "FINISHED"; }, "the end");
+  EXPECT_EQ(job.value("bad_records", -1), 1) << job.dump();
+  ExpectCountWindowOutput(output_, {"a|2|1700000000000|1700000000001|count"}, "one window");
+  EXPECT_THAT(cluster_->LogExcerpts(),
+              HasSubstr("bad record skipped: topic events partition 1 offset 1: invalid JSON"));
+}
+
+TEST_F(KafkaSourceTest, AnUnreachableBrokerOrAMissingTopicIsRefusedAtSubmit) {
+  auto missing =
+      cluster_->Cli({"run", "--job", "count-window", "--input",
+                     "kafka:bootstrap=" + Semicolons(kafka_->bootstrap()) + ",topic=no-such-topic"},
+                    Duration::Seconds(60));
+  ASSERT_OK(missing);
+  EXPECT_EQ(missing->exit_code, 2) << missing->out << missing->err;
+  EXPECT_THAT(missing->err, HasSubstr("the Kafka topic 'no-such-topic' does not exist on"));
+  auto unreachable = cluster_->Cli(
+      {"run", "--job", "count-window", "--input", "kafka:bootstrap=127.0.0.1:1,topic=events"},
+      Duration::Seconds(60));
+  ASSERT_OK(unreachable);
+  EXPECT_EQ(unreachable->exit_code, 2) << unreachable->out << unreachable->err;
+  EXPECT_THAT(unreachable->err, HasSubstr("the Kafka brokers 127.0.0.1:1 did not answer"));
+  auto status = cluster_->Cli({"status", "--json"}, Duration::Seconds(30));
+  ASSERT_OK(status);
+  EXPECT_THAT(status->out, HasSubstr("\"job\": null")) << "nothing was submitted";
+}
+
+}  // namespace
+}  // namespace keyflow::test

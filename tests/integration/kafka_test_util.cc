@@ -1,0 +1,118 @@
+#include "tests/integration/kafka_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdlib>
+
+#include "tests/integration/cluster.h"
+#include "tests/testutil/status_matchers.h"
+
+namespace keyflow::test {
+
+void TestKafkaDeleter::operator()(rd_kafka_t* rk) const {
+  if (rd_kafka_type(rk) == RD_KAFKA_PRODUCER) {
+    rd_kafka_flush(rk, 5000);
+  } else {
+    rd_kafka_consumer_close(rk);
+  }
+  rd_kafka_destroy(rk);
+}
+
+TestKafkaHandle KafkaClient(rd_kafka_type_t type,
+                            const std::map<std::string, std::string>& settings) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  for (const auto& [name, value] : settings) {
+    EXPECT_EQ(rd_kafka_conf_set(conf, name.c_str(), value.c_str(), err, sizeof err),
+              RD_KAFKA_CONF_OK)
+        << err;
+  }
+  rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
+  EXPECT_NE(rk, nullptr) << err;
+  return TestKafkaHandle(rk);
+}
+
+void KafkaProduce(rd_kafka_t* producer, const std::string& topic, int32_t partition,
+                  const std::string& value) {
+  rd_kafka_resp_err_t e =
+      rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+                        RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+  if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {  // let the queue drain, once
+    rd_kafka_flush(producer, 20000);
+    e = rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic.c_str()),
+                          RD_KAFKA_V_PARTITION(partition),
+                          RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+  }
+  ASSERT_EQ(e, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(e);
+}
+
+std::map<int32_t, std::vector<std::string>> KafkaReadAll(const std::string& bootstrap,
+                                                         const std::string& topic,
+                                                         int32_t partitions, size_t expected) {
+  TestKafkaHandle consumer = KafkaClient(RD_KAFKA_CONSUMER, {{"bootstrap.servers", bootstrap},
+                                                             {"group.id", "keyflow-test"},
+                                                             {"isolation.level", "read_committed"},
+                                                             {"enable.auto.commit", "false"}});
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+  for (int32_t p = 0; p < partitions; ++p) {
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  }
+  EXPECT_EQ(rd_kafka_assign(consumer.get(), list), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_topic_partition_list_destroy(list);
+  std::map<int32_t, std::vector<std::string>> out;
+  size_t got = 0;
+  const int64_t deadline = MonotonicMillis() + 20000;
+  while (got < expected && MonotonicMillis() < deadline) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer.get(), 100);
+    if (m == nullptr) continue;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      out[m->partition].emplace_back(static_cast<const char*>(m->payload), m->len);
+      ++got;
+    }
+    rd_kafka_message_destroy(m);
+  }
+  return out;
+}
+
+Result<std::unique_ptr<TestKafkaCluster>> TestKafkaCluster::Start(
+    const std::string& dir, int brokers, const std::vector<std::string>& topics,
+    const std::vector<std::string>& missing_topics) {
+  std::unique_ptr<TestKafkaCluster> c(new TestKafkaCluster());
+  if (const char* real = std::getenv("KEYFLOW_KAFKA_BOOTSTRAP"); real != nullptr && *real) {
+    c->bootstrap_ = real;
+    return c;
+  }
+  const std::string file = dir + "/kafka-bootstrap";
+  std::vector<std::string> args = {KeyflowBinary("keyflow-kafka-mock"), "--brokers",
+                                   std::to_string(brokers), "--bootstrap-file", file};
+  for (const std::string& topic : topics) {
+    args.push_back("--topic");
+    args.push_back(topic);
+  }
+  for (const std::string& topic : missing_topics) {
+    args.push_back("--missing-topic");
+    args.push_back(topic);
+  }
+  KF_ASSIGN_OR_RETURN(ChildProcess mock, ChildProcess::Start(args, dir + "/kafka-mock.log"));
+  c->mock_.emplace(std::move(mock));
+  KF_RETURN_IF_ERROR(WaitUntil([&] { return !ReadFileOrEmpty(file).empty(); },
+                               Duration::Seconds(20), "the mock cluster's bootstrap file"));
+  c->bootstrap_ = ReadFileOrEmpty(file);
+  c->bootstrap_.pop_back();  // '\n'
+  return c;
+}
+
+TestKafkaCluster::~TestKafkaCluster() {
+  if (!mock_) return;
+  EXPECT_OK(mock_->Signal(SIGTERM));
+  Result<int> code = mock_->Wait(Duration::Seconds(20));
+  EXPECT_OK(code);
+  if (code.ok()) {
+    EXPECT_EQ(*code, 0) << Tail(mock_->log_path());
+  }
+}
+
+}  // namespace keyflow::test

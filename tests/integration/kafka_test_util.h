@@ -1,0 +1,61 @@
+// Kafka in the integration tests: keyflow-kafka-mock as a child process (or, when
+// KEYFLOW_KAFKA_BOOTSTRAP is set, the real Kafka or Redpanda it names), and librdkafka clients
+// of the tests' own to produce input and read output.
+//
+// Threading: the test's thread.
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "tests/integration/child_process.h"
+
+namespace keyflow::test {
+
+struct TestKafkaDeleter {
+  void operator()(rd_kafka_t* rk) const;  // flushes a producer, closes a consumer
+};
+using TestKafkaHandle = std::unique_ptr<rd_kafka_t, TestKafkaDeleter>;
+
+// A client of `type` with `settings`; fails the test on a bad setting.
+TestKafkaHandle KafkaClient(rd_kafka_type_t type,
+                            const std::map<std::string, std::string>& settings);
+
+// Produces `value` to `partition` of `topic` (asynchronously: flush with rd_kafka_flush).
+void KafkaProduce(rd_kafka_t* producer, const std::string& topic, int32_t partition,
+                  const std::string& value);
+
+// Reads `partitions` of `topic` from the start, read_committed, until `expected` values came or
+// 20 s passed; the values per partition in offset order.
+std::map<int32_t, std::vector<std::string>> KafkaReadAll(const std::string& bootstrap,
+                                                         const std::string& topic,
+                                                         int32_t partitions, size_t expected);
+
+// A Kafka cluster for one test: keyflow-kafka-mock with `brokers` brokers and the `topics`
+// ("NAME:PARTITIONS"), its log in `dir`, answering metadata requests for each of
+// `missing_topics` with "unknown topic"; or the cluster of KEYFLOW_KAFKA_BOOTSTRAP (topics are
+// then expected to exist, the missing ones not to).
+class TestKafkaCluster {
+ public:
+  static Result<std::unique_ptr<TestKafkaCluster>> Start(
+      const std::string& dir, int brokers, const std::vector<std::string>& topics,
+      const std::vector<std::string>& missing_topics = {});
+  // Stops the mock (SIGTERM) and expects exit code 0.
+  ~TestKafkaCluster();
+
+  const std::string& bootstrap() const { return bootstrap_; }
+  bool is_mock() const { return mock_.has_value(); }
+
+ private:
+  TestKafkaCluster() = default;
+  std::optional<ChildProcess> mock_;
+  std::string bootstrap_;
+};
+
+}  // namespace keyflow::test
