@@ -125,6 +125,13 @@ Result<KafkaSourceSpec> KafkaSourceSpec::Parse(std::string_view text) {
         return Bad(text, "stop '" + std::string(value) + "' is not 'latest' (the only bound)");
       }
       spec.bounded = true;
+    } else if (name == "idle") {
+      Result<Duration> d = ParseDuration(value);
+      if (!d.ok() || d->millis() <= 0) {
+        return Bad(text, "idle '" + std::string(value) +
+                             "' is not a positive duration (e.g. 500ms, 10s, 1min)");
+      }
+      spec.idle_timeout = *d;
     } else if (name == "discovery") {
       Result<Duration> d = ParseDuration(value);
       if (!d.ok() || d->millis() <= 0) {
@@ -134,7 +141,7 @@ Result<KafkaSourceSpec> KafkaSourceSpec::Parse(std::string_view text) {
       spec.discovery_interval = *d;
     } else {
       return Bad(text, "unknown parameter '" + std::string(name) +
-                           "' (known: bootstrap, topic, group, start, stop, discovery, "
+                           "' (known: bootstrap, topic, group, start, stop, idle, discovery, "
                            "kafka.<property>)");
     }
   }
@@ -197,6 +204,7 @@ std::string KafkaSourceSpec::Redacted() const {
   out += ",group=" + group + ",start=" + std::string(KafkaStartName(start));
   if (start == Start::kTimestamp) out += ":" + std::to_string(start_timestamp_ms);
   if (bounded) out += ",stop=latest";
+  if (idle_timeout.millis() > 0) out += ",idle=" + FormatDuration(idle_timeout);
   if (discovery_interval != kDefaultDiscoveryInterval) {
     out += ",discovery=" + FormatDuration(discovery_interval);
   }

@@ -3,7 +3,7 @@
 // split) and the workers' Kafka split readers read them.
 //
 //   kafka:bootstrap=HOST:PORT[;HOST:PORT...],topic=T[;T...][,group=G][,start=S][,stop=latest]
-//         [,discovery=DURATION][,kafka.<librdkafka property>=V ...]
+//         [,idle=DURATION][,discovery=DURATION][,kafka.<librdkafka property>=V ...]
 //
 //   bootstrap  the brokers to ask first ("bootstrap.servers"), ';'-separated       required
 //   topic      the topics to read, ';'-separated; every partition of each           required
@@ -15,6 +15,9 @@
 //              timestamp:MS (the first record with a timestamp >= MS, epoch ms)
 //   stop       latest: a bounded read that ends at the end offsets seen when the   default none
 //              partitions were discovered (a backfill); the job then finishes
+//   idle       a partition without records for this long no longer holds back      default off
+//              event time (per-partition idleness), until its next record; when
+//              all of a subtask's partitions are idle, the subtask is idle
 //   discovery  how often new partitions (of a topic that grew, or a topic created   default 10s
 //              after the start) are looked for; not in bounded mode
 //   kafka.P=V  any librdkafka client property P (TLS, SASL, timeouts, ...), passed to every
@@ -53,11 +56,12 @@ struct KafkaSourceSpec {
   int64_t start_timestamp_ms = 0;  // start == kTimestamp
   bool bounded = false;            // stop=latest
   Duration discovery_interval = kDefaultDiscoveryInterval;
+  Duration idle_timeout = Duration::Millis(0);    // idle=; 0: partitions are never idle
   std::map<std::string, std::string> properties;  // kafka.P=V, without "kafka."
 
   // `text` with or without the "kafka:" prefix. InvalidArgument naming the parameter for: an
   // unknown or repeated parameter, a missing bootstrap or topic, a bootstrap entry without a
-  // port, a bad start, stop, discovery or a property of keyflow's own.
+  // port, a bad start, stop, idle, discovery or a property of keyflow's own.
   static Result<KafkaSourceSpec> Parse(std::string_view text);
 
   // "HOST:PORT,HOST:PORT": librdkafka's bootstrap.servers.

@@ -11,8 +11,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -134,6 +137,17 @@ TEST_F(KafkaSourceTest, RecordsProducedWhileItRunsAreReadOnceAcrossAWorkerKill) 
   job = WaitForJob([](const nlohmann::json& j) { return j.value("state", "") == "RUNNING"; },
                    "running");
   EXPECT_EQ(job.value("late_records", -1), 0) << job.dump();
+  // Completed checkpoints commit their offsets to the group (for lag monitoring): once all is
+  // read, the end of every partition (two files of records_per_file each).
+  const std::map<int32_t, int64_t> end = {{0, 4'000}, {1, 4'000}, {2, 4'000}};
+  std::map<int32_t, int64_t> committed;
+  EXPECT_OK(WaitUntil(
+      [&] {
+        committed = KafkaCommittedOffsets(kafka_->bootstrap(), "keyflow", "events", kPartitions);
+        return committed == end;
+      },
+      Duration::Seconds(30), "the group's committed offsets at the end of each partition"));
+  EXPECT_EQ(committed, end);
   MustRun({"cancel"});
 }
 
@@ -155,6 +169,79 @@ TEST_F(KafkaSourceTest, AMalformedValueIsSkippedAndNamedByTopicPartitionAndOffse
   ExpectCountWindowOutput(output_, {"a|2|1700000000000|1700000000001|count"}, "one window");
   EXPECT_THAT(cluster_->LogExcerpts(),
               HasSubstr("bad record skipped: topic events partition 1 offset 1: invalid JSON"));
+}
+
+// Partition 2 gets no records. Without idleness it holds event time at its minimum forever: the
+// last window of each key (closed only by the watermark) never closes. With idle=300ms it stops
+// counting, the watermark follows partitions 0 and 1, and exactly the windows whose deadline it
+// passed close.
+TEST_F(KafkaSourceTest, AnEmptyPartitionStallsEventTimeUnlessPartitionsMayGoIdle) {
+  for (int f : {0, 1, 3, 4}) ProduceFile(f);  // partitions 0 and 1 only
+  ASSERT_FALSE(HasFailure());
+  const KeyedTimestamps in = Produced();
+  constexpr int64_t kNeverCount = 1'000'000;
+  const std::vector<std::string> reference = ReferenceCountWindow(in, kNeverCount, kTimeoutMs);
+  // The watermark once everything is read: min over partitions 0 and 1 of their largest
+  // timestamp, minus the default bound (1 s) and 1 ms.
+  std::map<int, int64_t> max_ts;  // by file
+  for (const auto& [key, ts] : in) {
+    const int f = std::stoi(key.substr(key.find('-') + 1)) % kFiles;
+    for (int64_t t : ts) max_ts[f] = std::max(max_ts[f], t);
+  }
+  const int64_t watermark = std::min(max_ts[3], max_ts[4]) - 1'000 - 1;
+  // A key's last window closes only by the watermark; the others close at a later record.
+  std::map<std::string, std::string> last;  // key -> its last window's line
+  for (const std::string& line : reference) {
+    const std::string key = line.substr(0, line.find('|'));
+    const int64_t start = std::stoll(line.substr(line.find('|', key.size() + 1) + 1));
+    auto it = last.find(key);
+    if (it == last.end() ||
+        std::stoll(it->second.substr(it->second.find('|', key.size() + 1) + 1)) < start) {
+      last[key] = line;
+    }
+  }
+  std::vector<std::string> by_records, with_idleness;
+  for (const std::string& line : reference) {
+    const std::string key = line.substr(0, line.find('|'));
+    const bool is_last = last[key] == line;
+    const int64_t time = std::stoll(line.substr(line.rfind('|', line.rfind('|') - 1) + 1));
+    if (!is_last) by_records.push_back(line);
+    if (!is_last || time <= watermark) with_idleness.push_back(line);
+  }
+  ASSERT_LT(by_records.size(), with_idleness.size());
+
+  ASSERT_OK(SubmitJob(*cluster_,
+                      CountWindowRunArgs(Input(), output_, kNeverCount, kTimeoutMs,
+                                         {"--parallelism", "2", "--checkpoint-interval", "300ms"}))
+                .status());
+  WaitForCountWindowOutput(output_, by_records, "the windows closed by later records");
+  // Everything is read and a checkpoint after that committed: still no window by watermark.
+  const int64_t total = input_.total_records * 4 / kFiles;
+  nlohmann::json job = WaitForJob(
+      [&](const nlohmann::json& j) { return j.value("records_in", int64_t{0}) == total; },
+      "every record read");
+  const int64_t seen = job["checkpoints"].value("latest_completed", int64_t{0});
+  job = WaitForJob(
+      [&](const nlohmann::json& j) {
+        return j["checkpoints"].value("latest_completed", int64_t{0}) > seen + 1;
+      },
+      "two more checkpoints");
+  ExpectCountWindowOutput(output_, by_records, "without idleness");
+  EXPECT_EQ(job.value("watermark", int64_t{0}), std::numeric_limits<int64_t>::min()) << job.dump();
+  MustRun({"cancel"});
+  WaitForJob([](const nlohmann::json& j) { return j.value("state", "") == "CANCELED"; },
+             "the cancel");
+
+  const std::string idle_output = dir_.path() + "/out-idle";
+  ASSERT_OK(SubmitJob(*cluster_,
+                      CountWindowRunArgs(Input(",idle=300ms"), idle_output, kNeverCount, kTimeoutMs,
+                                         {"--parallelism", "2", "--checkpoint-interval", "300ms"}))
+                .status());
+  WaitForCountWindowOutput(idle_output, with_idleness, "with idle partitions");
+  job = WaitForJob(
+      [&](const nlohmann::json& j) { return j.value("watermark", int64_t{0}) == watermark; },
+      "the watermark of partitions 0 and 1");
+  MustRun({"cancel"});
 }
 
 TEST_F(KafkaSourceTest, AnUnreachableBrokerOrAMissingTopicIsRefusedAtSubmit) {

@@ -77,6 +77,22 @@ std::map<int32_t, std::vector<std::string>> KafkaReadAll(const std::string& boot
   return out;
 }
 
+std::map<int32_t, int64_t> KafkaCommittedOffsets(const std::string& bootstrap,
+                                                 const std::string& group, const std::string& topic,
+                                                 int32_t partitions) {
+  TestKafkaHandle consumer =
+      KafkaClient(RD_KAFKA_CONSUMER, {{"bootstrap.servers", bootstrap}, {"group.id", group}});
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+  for (int32_t p = 0; p < partitions; ++p)
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), p);
+  std::map<int32_t, int64_t> out;
+  if (rd_kafka_committed(consumer.get(), list, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    for (int i = 0; i < list->cnt; ++i) out[list->elems[i].partition] = list->elems[i].offset;
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+  return out;
+}
+
 Result<std::unique_ptr<TestKafkaCluster>> TestKafkaCluster::Start(
     const std::string& dir, int brokers, const std::vector<std::string>& topics,
     const std::vector<std::string>& missing_topics) {

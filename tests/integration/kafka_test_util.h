@@ -37,6 +37,12 @@ std::map<int32_t, std::vector<std::string>> KafkaReadAll(const std::string& boot
                                                          const std::string& topic,
                                                          int32_t partitions, size_t expected);
 
+// The offsets consumer group `group` committed for partitions 0..partitions-1 of `topic` (-1001
+// where it has none), or an empty map if the brokers do not answer.
+std::map<int32_t, int64_t> KafkaCommittedOffsets(const std::string& bootstrap,
+                                                 const std::string& group, const std::string& topic,
+                                                 int32_t partitions);
+
 // A Kafka cluster for one test: keyflow-kafka-mock with `brokers` brokers and the `topics`
 // ("NAME:PARTITIONS"), its log in `dir`, answering metadata requests for each of
 // `missing_topics` with "unknown topic"; or the cluster of KEYFLOW_KAFKA_BOOTSTRAP (topics are

@@ -5,7 +5,7 @@
 
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
-#include "worker/connectors/kafka/kafka_split_reader.h"
+#include "worker/connectors/kafka/kafka_source_reader.h"
 #include "worker/sources/file_split_reader.h"
 #include "worker/sources/generator_split_reader.h"
 #include "worker/sources/json_record_parser.h"
@@ -37,7 +37,9 @@ class GeneratorSplitSource final : public SplitReader {
   GeneratorSplitReader reader_;
 };
 
-JsonRecordFormat RecordFormatOf(const JobSpec& spec) {
+}  // namespace
+
+JsonRecordFormat JsonRecordFormatOf(const JobSpec& spec) {
   JsonRecordFormat format;
   format.key_field = spec.key_field;
   format.timestamp_field = spec.ts_field;
@@ -47,9 +49,11 @@ JsonRecordFormat RecordFormatOf(const JobSpec& spec) {
   return format;
 }
 
+namespace {
+
 SplitReaderFactory FileSplits(const JobSpec& spec, Counter* bad_records) {
   // Shared by the split readers of this source (one task thread).
-  auto parser = std::make_shared<JsonRecordParser>(RecordFormatOf(spec), spec.max_parallelism);
+  auto parser = std::make_shared<JsonRecordParser>(JsonRecordFormatOf(spec), spec.max_parallelism);
   FileSplitReaderOptions options;
   options.on_bad_record = spec.fail_on_bad_record ? BadRecordPolicy::kFail : BadRecordPolicy::kSkip;
   options.on_input_change =
@@ -85,40 +89,6 @@ SplitReaderFactory GeneratorSplits(const GeneratorSpec& generator, const JobSpec
   };
 }
 
-// The partitions of a Kafka source: one consumer for all of them, made with the first split.
-SplitReaderFactory KafkaSplits(const KafkaSourceSpec& kafka, const JobSpec& spec,
-                               const SourceReaderContext& context) {
-  struct Shared {
-    Shared(KafkaSourceSpec k, const JobSpec& spec)
-        : kafka(std::move(k)), parser(RecordFormatOf(spec), spec.max_parallelism) {}
-    KafkaSourceSpec kafka;
-    std::shared_ptr<KafkaReaderClient> client;
-    JsonRecordParser parser;
-  };
-  auto shared = std::make_shared<Shared>(kafka, spec);
-  KafkaSplitReaderOptions options;
-  options.on_bad_record = spec.fail_on_bad_record ? BadRecordPolicy::kFail : BadRecordPolicy::kSkip;
-  options.bad_record_callback = [bad_records = context.bad_records](const std::string& bad) {
-    bad_records->Inc();
-    KF_LOG_WARN("bad record skipped: {}", bad);
-  };
-  const Clock* clock = context.clock;
-  return [shared, options, clock](const SourceSplitState& st,
-                                  size_t) -> Result<std::unique_ptr<SplitReader>> {
-    if (st.split.kind() != SplitKind::kKafka) {
-      return InvalidArgument(st.split.ToString() + " is no Kafka partition: restore with the " +
-                             "--input of the checkpoint");
-    }
-    if (shared->client == nullptr) {
-      KF_ASSIGN_OR_RETURN(shared->client, KafkaReaderClient::Create(shared->kafka));
-    }
-    KF_ASSIGN_OR_RETURN(std::unique_ptr<KafkaSplitReader> reader,
-                        KafkaSplitReader::Open(shared->client, st.split, st.position,
-                                               &shared->parser, clock, options));
-    return std::unique_ptr<SplitReader>(std::move(reader));
-  };
-}
-
 }  // namespace
 
 Result<std::unique_ptr<SourceReader>> CreateBuiltinSourceReader(
@@ -130,7 +100,7 @@ Result<std::unique_ptr<SourceReader>> CreateBuiltinSourceReader(
     open = GeneratorSplits(input.generator(), spec, context.clock);
   } else if (InputSpec::IsKafka(spec.input)) {
     KF_ASSIGN_OR_RETURN(InputSpec input, InputSpec::Parse(spec.input));
-    open = KafkaSplits(input.kafka(), spec, context);
+    return KafkaSourceReader::Create(input.kafka(), spec, context);
   } else {
     open = FileSplits(spec, context.bad_records);
   }

@@ -1,5 +1,6 @@
 // The built-in sources behind --input: JSON Lines files and the generator, as SourceReaders
-// (a MultiplexSourceReader over FileSplitReaders or GeneratorSplitReaders).
+// (a MultiplexSourceReader over FileSplitReaders or GeneratorSplitReaders), and Kafka
+// (KafkaSourceReader, worker/connectors/kafka/).
 //
 // CreateBuiltinSourceReader reads the job's record format from its JobSpec: key field and type,
 // timestamp field, declared fields, bad-record and input-change policies; and from --input
@@ -13,9 +14,13 @@
 
 #include "common/input/input_spec.h"
 #include "common/protocol/control_messages.h"
+#include "worker/sources/json_record_parser.h"
 #include "worker/sources/source_reader.h"
 
 namespace keyflow {
+
+// The job's JSON Lines record format (key and time fields, key type, declared fields).
+JsonRecordFormat JsonRecordFormatOf(const JobSpec& spec);
 
 // Errors: InvalidArgument for a record format the input cannot produce (e.g. the generator with
 // a key type other than string, found when its first split is added).

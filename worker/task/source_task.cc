@@ -1,8 +1,9 @@
 #include "worker/task/source_task.h"
 
 #include <algorithm>
-#include "common/logging.h"
 
+#include "common/input/input_spec.h"
+#include "common/logging.h"
 #include "worker/watermark/watermarks_with_idleness.h"
 
 namespace keyflow {
@@ -23,6 +24,11 @@ Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deploym
       std::make_unique<SplitWatermarkMultiplexer>(0, Duration::Millis(spec.watermark_bound_ms));
   t->split_watermarks_ = mux.get();
   mux->set_idle_when_all_ended(!no_more_splits);
+  if (InputSpec::IsKafka(spec.input)) {  // reads no file
+    KF_ASSIGN_OR_RETURN(InputSpec input, InputSpec::Parse(spec.input));
+    const Duration idle = input.kafka().idle_timeout;
+    if (idle.millis() > 0) mux->set_split_idle_timeout(idle, clock);
+  }
   if (spec.idle_timeout_ms > 0) {
     KF_ASSIGN_OR_RETURN(WatermarksWithIdleness idle,
                         WatermarksWithIdleness::Create(

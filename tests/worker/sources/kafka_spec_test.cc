@@ -18,7 +18,7 @@ TEST(KafkaSourceSpec, ParsesEveryParameter) {
   ASSERT_OK_AND_ASSIGN(
       KafkaSourceSpec spec,
       KafkaSourceSpec::Parse("kafka:bootstrap=a:9092;b:9093,topic=t1;t2,group=g,"
-                             "start=timestamp:1700000000000,stop=latest,discovery=2s,"
+                             "start=timestamp:1700000000000,stop=latest,idle=5s,discovery=2s,"
                              "kafka.security.protocol=SASL_SSL,kafka.sasl.password=hunter2"));
   EXPECT_EQ(spec.bootstrap, (std::vector<std::string>{"a:9092", "b:9093"}));
   EXPECT_EQ(spec.BootstrapServers(), "a:9092,b:9093");
@@ -28,11 +28,13 @@ TEST(KafkaSourceSpec, ParsesEveryParameter) {
   EXPECT_EQ(spec.start_timestamp_ms, 1700000000000);
   EXPECT_TRUE(spec.bounded);
   EXPECT_EQ(spec.discovery_interval, Duration::Seconds(2));
+  EXPECT_EQ(spec.idle_timeout, Duration::Seconds(5));
   EXPECT_EQ(spec.properties, (std::map<std::string, std::string>{
                                  {"sasl.password", "hunter2"}, {"security.protocol", "SASL_SSL"}}));
   EXPECT_EQ(spec.Redacted(),
             "kafka:bootstrap=a:9092;b:9093,topic=t1;t2,group=g,start=timestamp:1700000000000,"
-            "stop=latest,discovery=2s,kafka.sasl.password=***,kafka.security.protocol=SASL_SSL");
+            "stop=latest,idle=5s,discovery=2s,kafka.sasl.password=***,"
+            "kafka.security.protocol=SASL_SSL");
 }
 
 TEST(KafkaSourceSpec, DefaultsAreEarliestUnboundedGroupKeyflowEveryTenSeconds) {
@@ -42,6 +44,7 @@ TEST(KafkaSourceSpec, DefaultsAreEarliestUnboundedGroupKeyflowEveryTenSeconds) {
   EXPECT_FALSE(spec.bounded);
   EXPECT_EQ(spec.group, "keyflow");
   EXPECT_EQ(spec.discovery_interval, Duration::Seconds(10));
+  EXPECT_EQ(spec.idle_timeout, Duration::Millis(0)) << "partitions are never idle by default";
   EXPECT_EQ(spec.Redacted(),
             "kafka:bootstrap=localhost:9092,topic=events,group=keyflow,start=earliest");
   for (const char* start : {"latest", "committed"}) {
@@ -63,6 +66,7 @@ TEST(KafkaSourceSpec, BadParametersAreOneSentenceNamingThem) {
       {"bootstrap=h:1,topic=t,start=timestamp:-5", "start 'timestamp:-5' is none of"},
       {"bootstrap=h:1,topic=t,stop=never", "stop 'never' is not 'latest'"},
       {"bootstrap=h:1,topic=t,discovery=0ms", "discovery '0ms' is not a positive duration"},
+      {"bootstrap=h:1,topic=t,idle=soon", "idle 'soon' is not a positive duration"},
       {"bootstrap=h:1,topic=t,topic=u", "'topic' is given twice"},
       {"bootstrap=h:1,topic=t,colour=red", "unknown parameter 'colour'"},
       {"bootstrap=h:1,topic=t,oops", "'oops' is not NAME=VALUE"},

@@ -49,6 +49,19 @@ void KafkaReaderClient::Unassign(const KafkaTopicPartition& tp) {
   buffered_.erase(tp);
 }
 
+void KafkaReaderClient::CommitOffsets(
+    const std::vector<std::pair<KafkaTopicPartition, int64_t>>& offsets) {
+  KafkaPartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+  for (const auto& [tp, offset] : offsets) {
+    rd_kafka_topic_partition_list_add(list.get(), tp.first.c_str(), tp.second)->offset = offset;
+  }
+  if (rd_kafka_resp_err_t err = rd_kafka_commit(rk_.get(), list.get(), /*async=*/1);
+      err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    KF_LOG_WARN("committing the Kafka offsets of a completed checkpoint failed: {}",
+                KafkaErrorText(err));
+  }
+}
+
 Result<KafkaMessage> KafkaReaderClient::Take(const KafkaTopicPartition& tp) {
   auto mine = buffered_.find(tp);
   if (mine != buffered_.end() && !mine->second.empty()) {

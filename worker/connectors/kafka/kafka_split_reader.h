@@ -28,6 +28,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/input/kafka_spec.h"
@@ -53,6 +55,9 @@ class KafkaReaderClient {
   // Starts reading `tp` at `offset`. Errors: librdkafka's, naming the partition.
   Status Assign(const KafkaTopicPartition& tp, int64_t offset);
   void Unassign(const KafkaTopicPartition& tp);
+  // Commits `offsets` (partition -> next offset) to the consumer group, asynchronously; a
+  // failure is only logged (the commits are for monitoring).
+  void CommitOffsets(const std::vector<std::pair<KafkaTopicPartition, int64_t>>& offsets);
   // The next message (or partition event: EOF, error) of `tp`, polling the consumer without
   // waiting; null when there is none now. An error only for a fatal client error.
   Result<KafkaMessage> Take(const KafkaTopicPartition& tp);
