@@ -18,8 +18,8 @@
 //   idle       a partition without records for this long no longer holds back      default off
 //              event time (per-partition idleness), until its next record; when
 //              all of a subtask's partitions are idle, the subtask is idle
-//   discovery  how often new partitions (of a topic that grew, or a topic created   default 10s
-//              after the start) are looked for; not in bounded mode
+//   discovery  how often new partitions of the topics (a topic that grew) are       default 10s
+//              looked for; not in bounded mode. Every topic must exist at the start
 //   kafka.P=V  any librdkafka client property P (TLS, SASL, timeouts, ...), passed to every
 //              client keyflow makes; a property of keyflow's own (bootstrap.servers, group.id,
 //              enable.auto.commit, auto.offset.reset, enable.partition.eof) is refused

@@ -32,10 +32,13 @@ class CountWindowClusterTest : public ::testing::Test {
   static constexpr char kSixSecondsOfInput[] =
       "gen:events=24000,keys=600,splits=2,seed=11,skew=1,rate=4000";
 
+  // Workers of the cluster (slots 0..N-1); a fixture may want more.
+  virtual int Workers() const { return 2; }
+
   void SetUp() override {
     ASSERT_FALSE(dir_.path().empty());
     ClusterOptions o;
-    o.workers = 2;
+    o.workers = Workers();
     // A killed worker's respawn takes its slot over at once (two missed heartbeats), so the
     // timeout only decides when a stalled machine (seen: 3 s on 2 loaded cores) counts a live
     // worker as lost and aborts the checkpoint a test waits for: 5 s, not 2.

@@ -1,9 +1,9 @@
 // The Kafka source (--input kafka:...) on a real two-worker cluster reading from
 // keyflow-kafka-mock over TCP (or the Kafka of KEYFLOW_KAFKA_BOOTSTRAP): a bounded read of three
 // partitions gives exactly the reference output and finishes; an unbounded read reads records
-// produced while it runs, once each, across a worker SIGKILL (the partitions come back from the
-// checkpoint's offsets); a malformed value is skipped and named by topic, partition and offset;
-// an unreachable broker or a missing topic is refused at submit.
+// produced while it runs, once each, across a worker SIGKILL and a rescale 2 -> 3 (the
+// partitions come back from the checkpoint's offsets); a malformed value is skipped and named by
+// topic, partition and offset; an unreachable broker or a missing topic is refused at submit.
 //
 // Input: the JSON Lines files of WriteJsonLinesInput, file f produced to partition f % 3 in
 // order. Every key lives in one file, and a partition holds its files in event-time order, so
@@ -34,6 +34,7 @@ constexpr int64_t kNeverMs = 1'000'000'000;  // no window closes by timeout
 
 class KafkaSourceTest : public CountWindowClusterTest {
  protected:
+  int Workers() const override { return 3; }  // jobs run at 2; a rescale goes to 3
   void SetUp() override {
     CountWindowClusterTest::SetUp();
     ASSERT_FALSE(HasFailure());
@@ -119,7 +120,7 @@ TEST_F(KafkaSourceTest, ABoundedReadOfThreePartitionsGivesTheReferenceOutputAndF
   EXPECT_EQ(job["source"].value("bounded", false), true) << job.dump();
 }
 
-TEST_F(KafkaSourceTest, RecordsProducedWhileItRunsAreReadOnceAcrossAWorkerKill) {
+TEST_F(KafkaSourceTest, RecordsProducedWhileItRunsAreReadOnceAcrossAWorkerKillAndARescale) {
   for (int f = 0; f < 3; ++f) ProduceFile(f);
   ASSERT_FALSE(HasFailure());
   ASSERT_OK(SubmitJob(*cluster_,
@@ -131,12 +132,17 @@ TEST_F(KafkaSourceTest, RecordsProducedWhileItRunsAreReadOnceAcrossAWorkerKill) 
   nlohmann::json job;
   KillAndRestartWorker(1, &job);
   ASSERT_FALSE(HasFailure());
+  WaitForCountWindowOutput(output_, ClosedByCountSoFar(), "after the worker kill");
+  // A rescale 2 -> 3 moves the partitions with their checkpointed offsets.
+  CommandResult rescaled = MustRun({"rescale", "3", "--timeout", "60s"});
+  EXPECT_THAT(rescaled.out, HasSubstr("runs at parallelism 3"));
   ProduceFile(4);
   ProduceFile(5);
-  WaitForCountWindowOutput(output_, ClosedByCountSoFar(), "after the worker kill");
+  WaitForCountWindowOutput(output_, ClosedByCountSoFar(), "after the rescale");
   job = WaitForJob([](const nlohmann::json& j) { return j.value("state", "") == "RUNNING"; },
                    "running");
   EXPECT_EQ(job.value("late_records", -1), 0) << job.dump();
+  EXPECT_EQ(job.value("parallelism", 0), 3);
   // Completed checkpoints commit their offsets to the group (for lag monitoring): once all is
   // read, the end of every partition (two files of records_per_file each).
   const std::map<int32_t, int64_t> end = {{0, 4'000}, {1, 4'000}, {2, 4'000}};
@@ -169,6 +175,51 @@ TEST_F(KafkaSourceTest, AMalformedValueIsSkippedAndNamedByTopicPartitionAndOffse
   ExpectCountWindowOutput(output_, {"a|2|1700000000000|1700000000001|count"}, "one window");
   EXPECT_THAT(cluster_->LogExcerpts(),
               HasSubstr("bad record skipped: topic events partition 1 offset 1: invalid JSON"));
+}
+
+// The brokers go away while the job runs (every one of them down, then the partition leaders
+// move): the readers wait and reconnect, checkpoints go on, and the output is exact.
+TEST_F(KafkaSourceTest, ABrokerOutageAndLeaderChangesLoseAndDuplicateNothing) {
+  if (!kafka_->is_mock()) GTEST_SKIP() << "drives keyflow-kafka-mock's brokers";
+  for (int f = 0; f < 2; ++f) ProduceFile(f);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_OK(SubmitJob(*cluster_,
+                      CountWindowRunArgs(Input(), output_, kCount, kNeverMs,
+                                         {"--parallelism", "2", "--checkpoint-interval", "300ms"}))
+                .status());
+  WaitForCountWindowOutput(output_, ClosedByCountSoFar(), "before the outage");
+  for (int broker = 1; broker <= 3; ++broker) {
+    ASSERT_OK_AND_ASSIGN(std::string answer,
+                         kafka_->Command("broker-down " + std::to_string(broker)));
+    ASSERT_EQ(answer, "ok");
+  }
+  // Checkpoints do not need the brokers: two complete while they are down.
+  const int64_t seen =
+      WaitForJob([](const nlohmann::json&) { return true; }, "status")["checkpoints"].value(
+          "latest_completed", int64_t{0});
+  nlohmann::json job = WaitForJob(
+      [&](const nlohmann::json& j) {
+        return j["checkpoints"].value("latest_completed", int64_t{0}) > seen + 1;
+      },
+      "two checkpoints during the outage");
+  EXPECT_EQ(job.value("state", ""), "RUNNING");
+  EXPECT_EQ(job.value("restarts", -1), 0) << "an outage is waited out, not a failure";
+  for (int broker = 1; broker <= 3; ++broker) {
+    ASSERT_OK_AND_ASSIGN(std::string answer,
+                         kafka_->Command("broker-up " + std::to_string(broker)));
+    ASSERT_EQ(answer, "ok");
+  }
+  for (int p = 0; p < kPartitions; ++p) {
+    ASSERT_OK_AND_ASSIGN(std::string answer, kafka_->Command("leader events " + std::to_string(p) +
+                                                             " " + std::to_string(3 - p)));
+    ASSERT_EQ(answer, "ok");
+  }
+  for (int f = 2; f < kFiles; ++f) ProduceFile(f);
+  WaitForCountWindowOutput(output_, ClosedByCountSoFar(), "after the outage and leader moves");
+  job = WaitForJob([](const nlohmann::json& j) { return j.value("state", "") == "RUNNING"; },
+                   "running");
+  EXPECT_EQ(job.value("restarts", -1), 0);
+  MustRun({"cancel"});
 }
 
 // Partition 2 gets no records. Without idleness it holds event time at its minimum forever: the

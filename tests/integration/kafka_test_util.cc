@@ -4,7 +4,10 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
+#include "common/check.h"
 #include "tests/integration/cluster.h"
 #include "tests/testutil/status_matchers.h"
 
@@ -102,8 +105,14 @@ Result<std::unique_ptr<TestKafkaCluster>> TestKafkaCluster::Start(
     return c;
   }
   const std::string file = dir + "/kafka-bootstrap";
-  std::vector<std::string> args = {KeyflowBinary("keyflow-kafka-mock"), "--brokers",
-                                   std::to_string(brokers), "--bootstrap-file", file};
+  c->commands_ = dir + "/kafka-commands";
+  std::vector<std::string> args = {KeyflowBinary("keyflow-kafka-mock"),
+                                   "--brokers",
+                                   std::to_string(brokers),
+                                   "--bootstrap-file",
+                                   file,
+                                   "--commands",
+                                   c->commands_};
   for (const std::string& topic : topics) {
     args.push_back("--topic");
     args.push_back(topic);
@@ -119,6 +128,34 @@ Result<std::unique_ptr<TestKafkaCluster>> TestKafkaCluster::Start(
   c->bootstrap_ = ReadFileOrEmpty(file);
   c->bootstrap_.pop_back();  // '\n'
   return c;
+}
+
+std::vector<std::string> TestKafkaCluster::Answers() const {
+  std::vector<std::string> out;
+  std::istringstream log(ReadFileOrEmpty(mock_->log_path()));
+  std::string line;
+  while (std::getline(log, line)) {
+    if (line == "ok" || line.rfind("error: ", 0) == 0) out.push_back(line);
+  }
+  return out;
+}
+
+Result<std::string> TestKafkaCluster::Command(const std::string& line) {
+  KF_CHECK(mock_.has_value()) << "commands need keyflow-kafka-mock";
+  const size_t before = Answers().size();
+  {
+    std::ofstream fifo(commands_);  // the mock holds it open: this does not block
+    fifo << line << "\n";
+    if (!fifo.good()) return IoError("cannot write the mock's command FIFO " + commands_);
+  }
+  std::vector<std::string> answers;
+  KF_RETURN_IF_ERROR(WaitUntil(
+      [&] {
+        answers = Answers();
+        return answers.size() > before;
+      },
+      Duration::Seconds(20), "the mock's answer to '" + line + "'"));
+  return answers[before];
 }
 
 TestKafkaCluster::~TestKafkaCluster() {

@@ -56,11 +56,18 @@ class TestKafkaCluster {
   ~TestKafkaCluster();
 
   const std::string& bootstrap() const { return bootstrap_; }
+  // Runs a mock command ("broker-down 1", "leader events 0 2", ...) and returns its answer
+  // ("ok" or "error: ..."). Precondition: is_mock().
+  Result<std::string> Command(const std::string& line);
   bool is_mock() const { return mock_.has_value(); }
 
  private:
   TestKafkaCluster() = default;
+  // The answers ("ok", "error: ...") in the mock's log so far.
+  std::vector<std::string> Answers() const;
+
   std::optional<ChildProcess> mock_;
+  std::string commands_;  // the mock's command FIFO
   std::string bootstrap_;
 };
 

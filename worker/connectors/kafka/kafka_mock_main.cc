@@ -4,8 +4,8 @@
 // transactional producers, consumer groups with offset commits, metadata).
 //
 // It prints one line "bootstrap=HOST:PORT[,HOST:PORT...]" on stdout once the brokers listen
-// (and writes the same value to --bootstrap-file), then reads commands on stdin, one per line,
-// answering "ok" or "error: <reason>" on stdout:
+// (and writes the same value to --bootstrap-file), then reads commands on stdin (and from the
+// FIFO --commands names), one per line, answering "ok" or "error: <reason>" on stdout:
 //   create-topic TOPIC PARTITIONS      a topic (replication factor 1)
 //   broker-down ID | broker-up ID      a broker stops / resumes answering (1-based ids)
 //   leader TOPIC PARTITION BROKER_ID   moves a partition's leader
@@ -15,10 +15,12 @@
 // What the mock does not do like Kafka (measured with librdkafka 2.0.2): it never hides an open
 // transaction's records from read_committed consumers (no last stable offset), and it keeps
 // about 5 MB (100 k batches) per partition, trimming older data.
+#include <fcntl.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
@@ -99,6 +101,7 @@ int main(int argc, char** argv) {
   std::string bootstrap_file;
   std::vector<std::string> topics;
   std::vector<std::string> missing_topics;
+  std::string commands_path;
   po::options_description options("keyflow-kafka-mock options");
   options.add_options()("help,h", "print this help and exit")("version",
                                                               "print the version and exit")(
@@ -110,7 +113,10 @@ int main(int argc, char** argv) {
       "missing-topic", po::value<std::vector<std::string>>(&missing_topics)->composing(),
       "answer metadata requests for TOPIC with 'unknown topic or partition' (repeatable): the "
       "mock otherwise creates every topic a client asks about, which a Kafka broker does not "
-      "do for consumers");
+      "do for consumers")(
+      "commands", po::value<std::string>(&commands_path),
+      "also read commands from this FIFO (created if missing), one per line; the answers go to "
+      "stdout: how a test or a script drives a mock whose stdin it does not hold");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, options), vm);
@@ -210,30 +216,49 @@ int main(int argc, char** argv) {
   sa.sa_handler = OnSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  // Commands from stdin, polled so that a signal ends the process promptly.
-  std::string pending;
+  // Commands from stdin and the --commands FIFO, polled so that a signal ends the process
+  // promptly. The FIFO is opened read-write: writers may come and go without an end of file.
+  int commands_fd = -1;
+  if (!commands_path.empty()) {
+    if (::mkfifo(commands_path.c_str(), 0600) != 0 && errno != EEXIST) {
+      std::cerr << "keyflow-kafka-mock: cannot create the FIFO " << commands_path << ": "
+                << std::strerror(errno) << "\n";
+      return 1;
+    }
+    commands_fd = ::open(commands_path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (commands_fd < 0) {
+      std::cerr << "keyflow-kafka-mock: cannot open the FIFO " << commands_path << ": "
+                << std::strerror(errno) << "\n";
+      return 1;
+    }
+  }
+  std::string pending[2];
   bool exit = false;
   bool stdin_open = true;
   while (!exit && !g_stop) {
-    pollfd pfd{stdin_open ? STDIN_FILENO : -1, POLLIN, 0};
-    int ready = ::poll(&pfd, 1, 200);
+    pollfd pfd[2] = {{stdin_open ? STDIN_FILENO : -1, POLLIN, 0}, {commands_fd, POLLIN, 0}};
+    int ready = ::poll(pfd, 2, 200);
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) continue;
-    char buf[4096];
-    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {  // end of stdin (e.g. /dev/null): serve until a signal
-      stdin_open = false;
-      continue;
-    }
-    pending.append(buf, static_cast<size_t>(n));
-    size_t nl;
-    while (!exit && (nl = pending.find('\n')) != std::string::npos) {
-      std::string line = pending.substr(0, nl);
-      pending.erase(0, nl + 1);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      std::cout << RunCommand(cluster.get(), line, &exit) << std::endl;
+    for (int i = 0; i < 2 && !exit; ++i) {
+      if ((pfd[i].revents & (POLLIN | POLLHUP)) == 0) continue;
+      char buf[4096];
+      ssize_t n = ::read(pfd[i].fd, buf, sizeof buf);
+      if (n < 0) continue;  // EINTR, EAGAIN
+      if (n == 0) {         // end of stdin (e.g. /dev/null): serve until a signal
+        if (i == 0) stdin_open = false;
+        continue;
+      }
+      pending[i].append(buf, static_cast<size_t>(n));
+      size_t nl;
+      while (!exit && (nl = pending[i].find('\n')) != std::string::npos) {
+        std::string line = pending[i].substr(0, nl);
+        pending[i].erase(0, nl + 1);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        std::cout << RunCommand(cluster.get(), line, &exit) << std::endl;
+      }
     }
   }
+  if (commands_fd >= 0) ::close(commands_fd);
   return 0;
 }
