@@ -5,6 +5,7 @@
 #      ValueState read+update, timers (register, fire, bytes per timer), snapshot write/restore,
 #      checkpoint synchronous part / asynchronous write / cost on the task thread, the
 #      coordinator's REST status snapshot of a 128-subtask job (tests/bench/status_bench.cc),
+#      the Kafka source reader beside a plain librdkafka consume loop (kafka_source_bench.cc),
 #   3. end to end on a local cluster (scripts/start-cluster.sh --workers 2 --port 0 in a temp run
 #      dir): count-window in event time on gen: input at P = 2 — records/s end to end against a
 #      single-thread in-memory keyed count of the same records (tests/bench/baseline_bench.cc),
@@ -192,7 +193,8 @@ calc() { python3 -c "print($1)"; }  # float arithmetic
 median() { python3 -c 'import statistics,sys; print(statistics.median(float(a) for a in sys.argv[1:]))' "$@"; }
 
 # ---- build -------------------------------------------------------------------------------------
-micro_targets=(key_group_bench state_bench timer_bench snapshot_bench checkpoint_bench status_bench)
+micro_targets=(key_group_bench state_bench timer_bench snapshot_bench checkpoint_bench status_bench
+  kafka_source_bench)
 e2e_targets=(keyflow keyflow-coordinator keyflow-worker baseline_bench running-sum)
 targets=()
 [ "$micro" -eq 0 ] || targets+=("${micro_targets[@]}")
@@ -293,6 +295,16 @@ if [ "$micro" -eq 1 ]; then
   one="$(value bench "$f" BM_StatusSnapshot/1 real_time)"
   row "coordinator" "REST status snapshot of a 128-subtask job, 11 checkpoints (built every 250 ms)" \
     "$v" "ms" "<= 62.5" "$load" "$(calc "round($kb/1e3)") kB; the dump alone $(calc "round($d,2)") ms; a 1-subtask job $(calc "round($one,3)") ms"
+fi
+
+if [ "$micro" -eq 1 ]; then
+  run_bench kafka_source_bench
+  f="$results_dir/kafka_source_bench.json"
+  base="$(value bench "$f" BM_PlainConsumeLoop items_per_second)"
+  v="$(value bench "$f" BM_KafkaSourceReader items_per_second)"
+  row "kafka source" "KafkaSourceReader, 4 partitions, JSON parsed (mock cluster over TCP)" \
+    "$(calc "$v/1e6")" "M records/s" ">= 0.7x plain" "$load" \
+    "plain librdkafka consume loop of the same topic, same run: $(calc "round($base/1e6,3)") M/s ($(calc "round($v/$base,2)")x)"
 fi
 
 if [ "$rocksdb_micro" -eq 1 ]; then

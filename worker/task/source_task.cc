@@ -52,7 +52,7 @@ Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deploym
   context.bad_records = &metrics->bad_records;
   TaskMailbox* mailbox = t->mailbox_.get();
   MailboxProcessor* processor = t->processor_.get();
-  // The mailbox outlives the reader (declared before it is destroyed: ~SourceTask closes it).
+  // ~SourceTask destroys the reader before the mailbox, so wake_up never finds it gone.
   context.wake_up = [mailbox, processor] {
     mailbox->Put([processor] { processor->ResumeDefaultAction(); }, "source data available")
         .IgnoreError();
@@ -64,6 +64,9 @@ Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deploym
 }
 
 SourceTask::~SourceTask() {
+  // The reader goes first, while the mailbox is alive: it may call its context's wake_up (which
+  // puts mail) from threads of its own until it is destroyed (the Kafka consumer does).
+  reader_.reset();
   if (mailbox_) mailbox_->Close();
 }
 

@@ -9,7 +9,8 @@ namespace keyflow {
 
 Result<std::unique_ptr<SourceReader>> KafkaSourceReader::Create(
     const KafkaSourceSpec& kafka, const JobSpec& spec, const SourceReaderContext& context) {
-  KF_ASSIGN_OR_RETURN(std::shared_ptr<KafkaReaderClient> client, KafkaReaderClient::Create(kafka));
+  KF_ASSIGN_OR_RETURN(std::shared_ptr<KafkaReaderClient> client,
+                      KafkaReaderClient::Create(kafka, context.wake_up));
   // Shared by the split readers of this subtask (one task thread).
   auto parser = std::make_shared<JsonRecordParser>(JsonRecordFormatOf(spec), spec.max_parallelism);
   KafkaSplitReaderOptions options;

@@ -25,6 +25,9 @@ class KafkaSourceReader final : public SourceReader {
   static Result<std::unique_ptr<SourceReader>> Create(const KafkaSourceSpec& kafka,
                                                       const JobSpec& spec,
                                                       const SourceReaderContext& context);
+  // No wake-ups from here on: the split readers' teardown (unassigning partitions) must not
+  // wake a task that is going away.
+  ~KafkaSourceReader() override { client_->StopWakeUps(); }
 
   Status AddSplits(std::vector<SourceSplitState> splits) override {
     return splits_.AddSplits(std::move(splits));

@@ -21,13 +21,38 @@ KafkaPartitionList OnePartition(const KafkaTopicPartition& tp, int64_t offset) {
 
 }  // namespace
 
-Result<std::shared_ptr<KafkaReaderClient>> KafkaReaderClient::Create(const KafkaSourceSpec& spec) {
+Result<std::shared_ptr<KafkaReaderClient>> KafkaReaderClient::Create(
+    const KafkaSourceSpec& spec, std::function<void()> wake_up) {
   KF_ASSIGN_OR_RETURN(KafkaHandle rk, NewKafkaClient(RD_KAFKA_CONSUMER, spec,
                                                      {{"enable.auto.commit", "false"},
                                                       {"enable.auto.offset.store", "false"},
                                                       {"auto.offset.reset", "error"},
                                                       {"enable.partition.eof", "true"}}));
-  return std::shared_ptr<KafkaReaderClient>(new KafkaReaderClient(std::move(rk)));
+  std::shared_ptr<KafkaReaderClient> client(new KafkaReaderClient(std::move(rk)));
+  if (wake_up) {
+    client->wake_up_ = std::make_unique<std::function<void()>>(std::move(wake_up));
+    client->queue_.reset(rd_kafka_queue_get_consumer(client->rk_.get()));
+    if (client->queue_ != nullptr) {
+      rd_kafka_queue_cb_event_enable(client->queue_.get(), OnQueueEvent, client->wake_up_.get());
+    }
+  }
+  return client;
+}
+
+KafkaReaderClient::~KafkaReaderClient() {
+  StopWakeUps();
+  poll_queue_.reset();  // before the consumer is closed
+}
+
+void KafkaReaderClient::StopWakeUps() {
+  if (queue_ == nullptr) return;
+  // Takes the queue's lock, which a callback in progress holds: none runs after this.
+  rd_kafka_queue_cb_event_enable(queue_.get(), nullptr, nullptr);
+  queue_.reset();  // before the consumer is closed (rk_'s deleter), as librdkafka requires
+}
+
+void KafkaReaderClient::OnQueueEvent(rd_kafka_t*, void* opaque) {
+  (*static_cast<std::function<void()>*>(opaque))();
 }
 
 Status KafkaReaderClient::Assign(const KafkaTopicPartition& tp, int64_t offset) {
@@ -36,7 +61,9 @@ Status KafkaReaderClient::Assign(const KafkaTopicPartition& tp, int64_t offset) 
     return Unavailable("cannot read Kafka " + KafkaPartitionName(tp.first, tp.second) + ": " +
                        RdkafkaErrorText(error));
   }
-  buffered_[tp];
+  if (Find(tp.first, tp.second) == nullptr) {
+    buffered_.push_back(std::make_unique<Buffered>(Buffered{tp, {}}));
+  }
   return Status::Ok();
 }
 
@@ -46,7 +73,7 @@ void KafkaReaderClient::Unassign(const KafkaTopicPartition& tp) {
     KF_LOG_WARN("Kafka {}: unassign failed: {}", KafkaPartitionName(tp.first, tp.second),
                 RdkafkaErrorText(error));
   }
-  buffered_.erase(tp);
+  std::erase_if(buffered_, [&](const std::unique_ptr<Buffered>& b) { return b->tp == tp; });
 }
 
 void KafkaReaderClient::CommitOffsets(
@@ -62,32 +89,46 @@ void KafkaReaderClient::CommitOffsets(
   }
 }
 
+KafkaReaderClient::Buffered* KafkaReaderClient::Find(std::string_view topic, int32_t partition) {
+  for (const std::unique_ptr<Buffered>& b : buffered_) {
+    if (b->tp.second == partition && b->tp.first == topic) return b.get();
+  }
+  return nullptr;
+}
+
+rd_kafka_queue_t* KafkaReaderClient::consumer_queue() {
+  if (queue_ != nullptr) return queue_.get();
+  if (poll_queue_ == nullptr) poll_queue_.reset(rd_kafka_queue_get_consumer(rk_.get()));
+  return poll_queue_.get();
+}
+
 Result<KafkaMessage> KafkaReaderClient::Take(const KafkaTopicPartition& tp) {
-  auto mine = buffered_.find(tp);
-  if (mine != buffered_.end() && !mine->second.empty()) {
-    KafkaMessage m = std::move(mine->second.front());
-    mine->second.pop_front();
-    return m;
-  }
-  for (int i = 0; i < kMaxPollsPerTake; ++i) {
-    KafkaMessage m(rd_kafka_consumer_poll(rk_.get(), 0));
-    if (m == nullptr) return KafkaMessage();
-    if (m->rkt == nullptr) {  // a client-wide event: librdkafka retries on its own
-      if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
-        char reason[512];
-        rd_kafka_fatal_error(rk_.get(), reason, sizeof reason);
-        return Unavailable(std::string("the Kafka consumer failed: ") + reason);
+  Buffered* mine = Find(tp.first, tp.second);
+  if (mine == nullptr) return KafkaMessage();
+  if (mine->messages.empty()) {
+    // One batch from the consumer queue, each message to its partition's buffer.
+    rd_kafka_message_t* batch[kBatch];
+    const ssize_t n = rd_kafka_consume_batch_queue(consumer_queue(), 0, batch, kBatch);
+    for (ssize_t i = 0; i < n; ++i) {
+      KafkaMessage m(batch[i]);
+      if (m->rkt == nullptr) {  // a client-wide event: librdkafka retries on its own
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+          char reason[512];
+          rd_kafka_fatal_error(rk_.get(), reason, sizeof reason);
+          return Unavailable(std::string("the Kafka consumer failed: ") + reason);
+        }
+        KF_LOG_WARN("Kafka consumer: {}", KafkaErrorText(m->err));
+        continue;
       }
-      KF_LOG_WARN("Kafka consumer: {}", KafkaErrorText(m->err));
-      continue;
+      if (Buffered* to = Find(rd_kafka_topic_name(m->rkt), m->partition)) {
+        to->messages.push_back(std::move(m));
+      }  // else: a late message of a partition no longer assigned, dropped
     }
-    KafkaTopicPartition from(rd_kafka_topic_name(m->rkt), m->partition);
-    if (from == tp) return m;
-    auto other = buffered_.find(from);
-    if (other != buffered_.end()) other->second.push_back(std::move(m));
-    // else: a late message of a partition no longer assigned, dropped
+    if (mine->messages.empty()) return KafkaMessage();
   }
-  return KafkaMessage();
+  KafkaMessage m = std::move(mine->messages.front());
+  mine->messages.pop_front();
+  return m;
 }
 
 Result<std::unique_ptr<KafkaSplitReader>> KafkaSplitReader::Open(
@@ -121,7 +162,7 @@ Result<SplitReadResult> KafkaSplitReader::Next(Record* out) {
   while (!AtStop()) {
     KF_ASSIGN_OR_RETURN(KafkaMessage m, client_->Take(tp_));
     if (m == nullptr) {
-      retry_at_ = clock_->Now() + kIdlePollInterval;
+      retry_at_ = clock_->Now() + (client_->wakes_up() ? kWakeUpSafetyInterval : kIdlePollInterval);
       return SplitReadResult::kThrottled;
     }
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {

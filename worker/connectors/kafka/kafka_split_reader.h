@@ -11,7 +11,10 @@
 //
 // Polling never blocks: the consumer's queue is polled with a zero timeout and each message
 // goes to the buffer of its partition's reader; a reader with nothing buffered and nothing
-// arriving is kThrottled for kIdlePollInterval (the source task polls again then).
+// arriving is kThrottled. With a wake-up (the source task's SourceReaderContext::wake_up),
+// librdkafka calls it from its own thread when the empty consumer queue gets a message, and the
+// reader asks to be polled again only after kWakeUpSafetyInterval (in case a wake-up raced with
+// the poll); without one, after kIdlePollInterval.
 //
 // A record's value is one JSON Lines record, parsed with the job's record format; a malformed
 // one is a bad record ("topic T partition P offset O: reason"), skipped and counted or, under
@@ -28,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -50,7 +54,18 @@ using KafkaMessage = std::unique_ptr<rd_kafka_message_t, KafkaMessageDeleter>;
 // The consumer of one source subtask.
 class KafkaReaderClient {
  public:
-  static Result<std::shared_ptr<KafkaReaderClient>> Create(const KafkaSourceSpec& spec);
+  // `wake_up` (may be empty): called from a librdkafka thread when the consumer queue gets a
+  // message while it was empty.
+  static Result<std::shared_ptr<KafkaReaderClient>> Create(const KafkaSourceSpec& spec,
+                                                           std::function<void()> wake_up = {});
+  // Stops the wake-ups (StopWakeUps), then closes the consumer.
+  ~KafkaReaderClient();
+  // No wake_up call starts after this returns, and none is in progress. Idempotent.
+  void StopWakeUps();
+  KafkaReaderClient(const KafkaReaderClient&) = delete;
+  KafkaReaderClient& operator=(const KafkaReaderClient&) = delete;
+
+  bool wakes_up() const { return queue_ != nullptr; }
 
   // Starts reading `tp` at `offset`. Errors: librdkafka's, naming the partition.
   Status Assign(const KafkaTopicPartition& tp, int64_t offset);
@@ -63,11 +78,27 @@ class KafkaReaderClient {
   Result<KafkaMessage> Take(const KafkaTopicPartition& tp);
 
  private:
+  struct QueueDeleter {
+    void operator()(rd_kafka_queue_t* q) const { rd_kafka_queue_destroy(q); }
+  };
   explicit KafkaReaderClient(KafkaHandle rk) : rk_(std::move(rk)) {}
-  static constexpr int kMaxPollsPerTake = 256;
+  static void OnQueueEvent(rd_kafka_t* rk, void* opaque);
+  static constexpr int kBatch = 256;  // messages per consumer-queue poll
 
   KafkaHandle rk_;
-  std::map<KafkaTopicPartition, std::deque<KafkaMessage>> buffered_;  // assigned partitions
+  std::unique_ptr<std::function<void()>> wake_up_;         // the callback's opaque
+  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue_;  // the consumer queue, with wake-ups
+  // The messages polled for each assigned partition and not taken yet. A subtask reads a few
+  // partitions: a linear scan comparing the partition first beats a map keyed by strings.
+  struct Buffered {
+    KafkaTopicPartition tp;
+    std::deque<KafkaMessage> messages;
+  };
+  Buffered* Find(std::string_view topic, int32_t partition);
+  // The consumer queue: polled in batches (and the wake-ups' queue when there are any).
+  rd_kafka_queue_t* consumer_queue();
+  std::vector<std::unique_ptr<Buffered>> buffered_;
+  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> poll_queue_;  // when queue_ is not set
 };
 
 struct KafkaSplitReaderOptions {
@@ -78,6 +109,7 @@ struct KafkaSplitReaderOptions {
 class KafkaSplitReader final : public SplitReader {
  public:
   static constexpr Duration kIdlePollInterval = Duration::Millis(5);
+  static constexpr Duration kWakeUpSafetyInterval = Duration::Millis(100);
 
   // Assigns the split's partition at `from` on `client`. `parser` and `clock` are borrowed.
   static Result<std::unique_ptr<KafkaSplitReader>> Open(
