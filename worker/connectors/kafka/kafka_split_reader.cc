@@ -1,5 +1,6 @@
 #include "worker/connectors/kafka/kafka_split_reader.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/logging.h"
@@ -109,8 +110,9 @@ Result<KafkaMessage> KafkaReaderClient::Take(const KafkaTopicPartition& tp) {
     // One batch from the consumer queue, each message to its partition's buffer.
     rd_kafka_message_t* batch[kBatch];
     const ssize_t n = rd_kafka_consume_batch_queue(consumer_queue(), 0, batch, kBatch);
-    for (ssize_t i = 0; i < n; ++i) {
-      KafkaMessage m(batch[i]);
+    // Owned at once: an early return must not leak one (the consumer's close waits for them).
+    std::vector<KafkaMessage> polled(batch, batch + std::max<ssize_t>(n, 0));
+    for (KafkaMessage& m : polled) {
       if (m->rkt == nullptr) {  // a client-wide event: librdkafka retries on its own
         if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
           char reason[512];
