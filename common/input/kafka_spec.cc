@@ -125,20 +125,13 @@ Result<KafkaSourceSpec> KafkaSourceSpec::Parse(std::string_view text) {
         return Bad(text, "stop '" + std::string(value) + "' is not 'latest' (the only bound)");
       }
       spec.bounded = true;
-    } else if (name == "idle") {
+    } else if (name == "idle" || name == "discovery") {
       Result<Duration> d = ParseDuration(value);
       if (!d.ok() || d->millis() <= 0) {
-        return Bad(text, "idle '" + std::string(value) +
+        return Bad(text, std::string(name) + " '" + std::string(value) +
                              "' is not a positive duration (e.g. 500ms, 10s, 1min)");
       }
-      spec.idle_timeout = *d;
-    } else if (name == "discovery") {
-      Result<Duration> d = ParseDuration(value);
-      if (!d.ok() || d->millis() <= 0) {
-        return Bad(text, "discovery '" + std::string(value) +
-                             "' is not a positive duration (e.g. 500ms, 10s, 1min)");
-      }
-      spec.discovery_interval = *d;
+      (name == "idle" ? spec.idle_timeout : spec.discovery_interval) = *d;
     } else {
       return Bad(text, "unknown parameter '" + std::string(name) +
                            "' (known: bootstrap, topic, group, start, stop, idle, discovery, "

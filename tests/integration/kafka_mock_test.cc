@@ -107,6 +107,14 @@ TEST(KafkaMockCommandLine, HelpVersionAndBadFlags) {
       RunCommand({KeyflowBinary("keyflow-kafka-mock"), "--brokers", "0"}, Duration::Seconds(20)));
   EXPECT_EQ(brokers.exit_code, 2);
   EXPECT_EQ(brokers.err, "keyflow-kafka-mock: --brokers must be between 1 and 9, not 0\n");
+  ASSERT_OK_AND_ASSIGN(CommandResult fifo,
+                       RunCommand({KeyflowBinary("keyflow-kafka-mock"), "--commands",
+                                   "/nonexistent-keyflow-dir/commands"},
+                                  Duration::Seconds(20)));
+  EXPECT_EQ(fifo.exit_code, 1);
+  EXPECT_EQ(fifo.err,
+            "keyflow-kafka-mock: cannot create the FIFO /nonexistent-keyflow-dir/commands: No "
+            "such file or directory\n");
 }
 
 }  // namespace

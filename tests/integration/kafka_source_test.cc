@@ -84,6 +84,20 @@ class KafkaSourceTest : public CountWindowClusterTest {
     return in;
   }
 
+  // count-window over the topic, unbounded, no window closing by timeout, P = 2, into output_.
+  void SubmitUnbounded() {
+    ASSERT_OK(SubmitJob(*cluster_, CountWindowRunArgs(
+                                       Input(), output_, kCount, kNeverMs,
+                                       {"--parallelism", "2", "--checkpoint-interval", "300ms"}))
+                  .status());
+  }
+
+  // Runs a keyflow-kafka-mock command; expects "ok".
+  void MockCommand(const std::string& line) {
+    ASSERT_OK_AND_ASSIGN(std::string answer, kafka_->Command(line));
+    ASSERT_EQ(answer, "ok") << line;
+  }
+
   std::vector<std::string> ClosedByCountSoFar() const {
     return ClosedByCount(ReferenceCountWindow(Produced(), kCount, kNeverMs));
   }
@@ -123,10 +137,7 @@ TEST_F(KafkaSourceTest, ABoundedReadOfThreePartitionsGivesTheReferenceOutputAndF
 TEST_F(KafkaSourceTest, RecordsProducedWhileItRunsAreReadOnceAcrossAWorkerKillAndARescale) {
   for (int f = 0; f < 3; ++f) ProduceFile(f);
   ASSERT_FALSE(HasFailure());
-  ASSERT_OK(SubmitJob(*cluster_,
-                      CountWindowRunArgs(Input(), output_, kCount, kNeverMs,
-                                         {"--parallelism", "2", "--checkpoint-interval", "300ms"}))
-                .status());
+  ASSERT_NO_FATAL_FAILURE(SubmitUnbounded());
   WaitForCountWindowOutput(output_, ClosedByCountSoFar(), "the records there at the start");
   ProduceFile(3);
   nlohmann::json job;
@@ -183,15 +194,10 @@ TEST_F(KafkaSourceTest, ABrokerOutageAndLeaderChangesLoseAndDuplicateNothing) {
   if (!kafka_->is_mock()) GTEST_SKIP() << "drives keyflow-kafka-mock's brokers";
   for (int f = 0; f < 2; ++f) ProduceFile(f);
   ASSERT_FALSE(HasFailure());
-  ASSERT_OK(SubmitJob(*cluster_,
-                      CountWindowRunArgs(Input(), output_, kCount, kNeverMs,
-                                         {"--parallelism", "2", "--checkpoint-interval", "300ms"}))
-                .status());
+  ASSERT_NO_FATAL_FAILURE(SubmitUnbounded());
   WaitForCountWindowOutput(output_, ClosedByCountSoFar(), "before the outage");
   for (int broker = 1; broker <= 3; ++broker) {
-    ASSERT_OK_AND_ASSIGN(std::string answer,
-                         kafka_->Command("broker-down " + std::to_string(broker)));
-    ASSERT_EQ(answer, "ok");
+    ASSERT_NO_FATAL_FAILURE(MockCommand("broker-down " + std::to_string(broker)));
   }
   // Checkpoints do not need the brokers: two complete while they are down.
   const int64_t seen =
@@ -205,14 +211,11 @@ TEST_F(KafkaSourceTest, ABrokerOutageAndLeaderChangesLoseAndDuplicateNothing) {
   EXPECT_EQ(job.value("state", ""), "RUNNING");
   EXPECT_EQ(job.value("restarts", -1), 0) << "an outage is waited out, not a failure";
   for (int broker = 1; broker <= 3; ++broker) {
-    ASSERT_OK_AND_ASSIGN(std::string answer,
-                         kafka_->Command("broker-up " + std::to_string(broker)));
-    ASSERT_EQ(answer, "ok");
+    ASSERT_NO_FATAL_FAILURE(MockCommand("broker-up " + std::to_string(broker)));
   }
   for (int p = 0; p < kPartitions; ++p) {
-    ASSERT_OK_AND_ASSIGN(std::string answer, kafka_->Command("leader events " + std::to_string(p) +
-                                                             " " + std::to_string(3 - p)));
-    ASSERT_EQ(answer, "ok");
+    ASSERT_NO_FATAL_FAILURE(
+        MockCommand("leader events " + std::to_string(p) + " " + std::to_string(3 - p)));
   }
   for (int f = 2; f < kFiles; ++f) ProduceFile(f);
   WaitForCountWindowOutput(output_, ClosedByCountSoFar(), "after the outage and leader moves");
