@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/file_io.h"
 #include "common/input/input_spec.h"
+#include "common/input/kafka_sink_spec.h"
 #include "common/logging.h"
 #include "coordinator/blob_store.h"
 #include "coordinator/path_rules.h"
@@ -549,6 +550,15 @@ void Coordinator::HandleSubmit(const std::string& identity, const SubmitJob& m, 
   if (InputSpec::IsGenerator(m.spec.input) || InputSpec::IsKafka(m.spec.input) ||
       m.spec.input.empty()) {
     if (Status s = InputSpec::Parse(m.spec.input).status(); !s.ok()) {
+      SendReply(identity, s, "job rejected: ");
+      return;
+    }
+  }
+  if (KafkaSinkSpec::Names(m.spec.output_dir)) {
+    Result<KafkaSinkSpec> sink = KafkaSinkSpec::Parse(m.spec.output_dir);
+    Status s =
+        sink.ok() ? sink->CheckAgainstCheckpointing(m.spec.checkpoint_interval_ms) : sink.status();
+    if (!s.ok()) {
       SendReply(identity, s, "job rejected: ");
       return;
     }

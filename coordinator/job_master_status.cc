@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "common/input/input_spec.h"
+#include "common/input/kafka_sink_spec.h"
+#include "common/input/kafka_spec.h"
 #include "common/logging.h"
 
 namespace keyflow {
@@ -74,7 +76,9 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["state_backend"] = spec_.state_backend;
   j["input"] = InputSpec::Redacted(spec_.input);  // no secrets in status
   j["source"] = enumerator_ ? enumerator_->StatusJson() : nlohmann::json();
-  j["output"] = spec_.output_dir;
+  j["output"] = KafkaSinkSpec::Names(spec_.output_dir)
+                    ? KafkaSourceSpec::RedactText(spec_.output_dir)  // no secrets in status
+                    : spec_.output_dir;
   j["failure"] = failure_reason_;
   j["last_failure"] = last_failure_;
   j["waiting_for"] = waiting_for_;

@@ -5,12 +5,19 @@
 #   event time on generated data with --wait, prints a summary of the results and stops the
 #   cluster (also on Ctrl-C or failure).
 #
-#   scripts/demo.sh [--events N] [--keys K] [--count C] [--timeout D]
+#   scripts/demo.sh [--kafka] [--events N] [--keys K] [--count C] [--timeout D]
 #
-#   --events N    generated events (default 2000000)
+#   --kafka       from a Kafka topic to a Kafka topic: starts keyflow-kafka-mock (librdkafka's
+#                 mock cluster in its own process, over TCP), produces the events to topic
+#                 "events" (3 partitions) with kcat, runs the job with
+#                 --input kafka:...,stop=latest and --output kafka:... exactly once (1 s
+#                 checkpoints), then reads topic "results" back with kcat
+#   --events N    generated events (default 2000000; 200000 with --kafka: the mock keeps about
+#                 5 MB per partition)
 #   --keys K      distinct keys, Zipf-skewed so a few are hot (default 50000)
-#   --count C     records that close a window (default 100)
-#   --timeout D   event time after a window's first record that closes it (default 1min)
+#   --count C     records that close a window (default 100; 500 with --kafka)
+#   --timeout D   event time after a window's first record that closes it (default 1min; 12h
+#                 with --kafka)
 #
 # The results, logs and pid files stay in the printed run directory. KEYFLOW_BUILD_DIR overrides
 # the build directory (default build/ of the repository).
@@ -21,11 +28,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/cluster.sh
 source "$ROOT/scripts/lib/cluster.sh"
 
-events=2000000 keys=50000 count=100 timeout=1min
+events="" keys=50000 count="" timeout="" kafka=0
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
+    --kafka) kafka=1; shift ;;
     --events) need "$@"; events="$2"; shift 2 ;;
     --keys) need "$@"; keys="$2"; shift 2 ;;
     --count) need "$@"; count="$2"; shift 2 ;;
@@ -36,6 +44,12 @@ while [ $# -gt 0 ]; do
 done
 
 step() { echo; echo "==> $*"; }
+# --kafka runs the README's main job (500 records or 12 h of event time per window).
+if [ "$kafka" = 1 ]; then
+  : "${events:=200000}" "${count:=500}" "${timeout:=12h}"
+else
+  : "${events:=2000000}" "${count:=100}" "${timeout:=1min}"
+fi
 
 step "installing dependencies"
 "$ROOT/scripts/install-deps.sh"
@@ -47,8 +61,10 @@ cmake --build "$build_dir" --target installables -j "$(nproc)"
 KEYFLOW="$build_dir/bin/keyflow"
 
 run_dir="$(mktemp -d "${TMPDIR:-/tmp}/keyflow-demo-XXXXXX")"
+mock_pid=""
 stop() {
   "$ROOT/scripts/stop-cluster.sh" --run-dir "$run_dir" >/dev/null 2>&1 || true
+  if [ -n "$mock_pid" ]; then kill "$mock_pid" 2>/dev/null || true; fi
 }
 trap stop EXIT
 trap 'exit 130' INT TERM  # runs the EXIT trap
@@ -58,22 +74,47 @@ endpoint="$("$ROOT/scripts/start-cluster.sh" --workers 3 --port 0 --run-dir "$ru
   --build-dir "$build_dir")"
 kf_use_cluster_keys "$run_dir"  # the CLI below uses the cluster's client key (KEYFLOW_KEYS)
 
-# One generator split per subtask: a source subtask reads its splits one after the other, so
-# with more splits than subtasks the later splits' records would be behind the watermark.
-input="gen:events=$events,keys=$keys,splits=3,seed=42,skew=1"
+run_job() {
+  echo "$KEYFLOW run --coordinator $endpoint --job count-window --param time=event" \
+    "--param count=$count --param timeout=$timeout --input $1 --output $2 --parallelism 3 --wait" \
+    "${*:3}"
+  rc=0
+  "$KEYFLOW" run --coordinator "$endpoint" --job count-window --param time=event \
+    --param count="$count" --param timeout="$timeout" --input "$1" --output "$2" \
+    --parallelism 3 --wait "${@:3}" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    kf_log "the job did not finish (exit $rc); see the logs in $run_dir"
+    kf_log_excerpts "$run_dir/coordinator.log" 10
+    exit "$rc"
+  fi
+}
+
 output="$run_dir/output"
-step "running count-window (event time, count=$count, timeout=$timeout) on $input"
-echo "$KEYFLOW run --coordinator $endpoint --job count-window --param time=event" \
-  "--param count=$count --param timeout=$timeout --input $input --output $output" \
-  "--parallelism 3 --wait"
-rc=0
-"$KEYFLOW" run --coordinator "$endpoint" --job count-window --param time=event \
-  --param count="$count" --param timeout="$timeout" --input "$input" --output "$output" \
-  --parallelism 3 --wait || rc=$?
-if [ "$rc" -ne 0 ]; then
-  kf_log "the job did not finish (exit $rc); see the logs in $run_dir"
-  kf_log_excerpts "$run_dir/coordinator.log" 10
-  exit "$rc"
+if [ "$kafka" = 1 ]; then
+  step "starting keyflow-kafka-mock (topics events:3, results:3, keyflow-sink-commits:1)"
+  kf_start_kafka_mock "$build_dir/bin" "$run_dir" events:3 results:3 keyflow-sink-commits:1
+  mock_pid="$KF_KAFKA_MOCK_PID"
+  bootstrap="$KF_KAFKA_BOOTSTRAP"
+  step "producing $events events ($keys keys) to topic events with kcat"
+  # Keyed by user: a key always goes to the same partition, and each partition is in event-time
+  # order.
+  python3 "$ROOT/scripts/lib/kafka_events.py" "$events" "$keys" "$run_dir/events" 20
+  kcat -P -b "$bootstrap" -t events -K '\t' -l "$run_dir/events"
+  input="kafka:bootstrap=${bootstrap//,/;},topic=events,stop=latest"
+  output_topic="kafka:bootstrap=${bootstrap//,/;},topic=results,key=key"
+  step "running count-window (event time, count=$count, timeout=$timeout) from topic events" \
+    "to topic results"
+  run_job "$input" "$output_topic" --checkpoint-interval 1s
+  step "reading topic results with kcat"
+  mkdir -p "$output"
+  kcat -C -b "$bootstrap" -t results -o beginning -e -q -X isolation.level=read_committed \
+    >"$output/results.jsonl"
+else
+  # One generator split per subtask: a source subtask reads its splits one after the other, so
+  # with more splits than subtasks the later splits' records would be behind the watermark.
+  input="gen:events=$events,keys=$keys,splits=3,seed=42,skew=1"
+  step "running count-window (event time, count=$count, timeout=$timeout) on $input"
+  run_job "$input" "$output"
 fi
 
 step "summary of the results in $output"

@@ -1,12 +1,13 @@
 #include "common/input/kafka_spec.h"
 
-#include <charconv>
 #include <set>
+
+#include "common/input/kafka_params.h"
 
 namespace keyflow {
 namespace {
 
-constexpr std::string_view kPropertyPrefix = "kafka.";
+using kafka_params::kPropertyPrefix;
 constexpr std::string_view kTimestampStart = "timestamp:";
 
 // Properties keyflow sets itself: the source's behaviour depends on them.
@@ -18,28 +19,11 @@ const std::set<std::string, std::less<>>& OwnProperties() {
   return kOwn;
 }
 
-std::vector<std::string> SplitList(std::string_view text) {
-  std::vector<std::string> out;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    size_t end = text.find(';', begin);
-    if (end == std::string_view::npos) end = text.size();
-    out.emplace_back(text.substr(begin, end - begin));
-    begin = end + 1;
-  }
-  return out;
-}
-
 Status Bad(std::string_view text, const std::string& why) {
   return InvalidArgument(
       "--input " +
       KafkaSourceSpec::RedactText(std::string(KafkaSourceSpec::kPrefix) + std::string(text)) +
       ": " + why);
-}
-
-bool ParseInt64(std::string_view text, int64_t* out) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size();
 }
 
 }  // namespace
@@ -61,49 +45,20 @@ std::string_view KafkaStartName(KafkaSourceSpec::Start start) {
 Result<KafkaSourceSpec> KafkaSourceSpec::Parse(std::string_view text) {
   if (text.substr(0, kPrefix.size()) == kPrefix) text.remove_prefix(kPrefix.size());
   KafkaSourceSpec spec;
-  std::set<std::string, std::less<>> seen;
-  size_t begin = 0;
-  while (begin < text.size()) {
-    size_t end = text.find(',', begin);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view item = text.substr(begin, end - begin);
-    begin = end + 1;
-    const size_t eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0) {
-      return Bad(text, "'" + std::string(item) + "' is not NAME=VALUE");
-    }
-    const std::string_view name = item.substr(0, eq);
-    const std::string_view value = item.substr(eq + 1);
-    if (!seen.insert(std::string(name)).second) {
-      return Bad(text, "'" + std::string(name) + "' is given twice");
-    }
+  auto visit = [&](std::string_view name, std::string_view value) -> Status {
     if (name.substr(0, kPropertyPrefix.size()) == kPropertyPrefix) {
-      const std::string property(name.substr(kPropertyPrefix.size()));
-      if (property.empty()) return Bad(text, "'kafka.' names no librdkafka property");
-      if (OwnProperties().count(property) != 0) {
-        return Bad(text, "the property '" + property +
-                             "' is keyflow's own (use bootstrap= and group=; offsets are "
-                             "checkpointed by keyflow)");
-      }
-      spec.properties[property] = std::string(value);
+      return kafka_params::AddProperty(
+          name, value, OwnProperties(),
+          "use bootstrap= and group=; offsets are checkpointed by keyflow", &spec.properties);
     } else if (name == "bootstrap") {
-      spec.bootstrap = SplitList(value);
-      for (const std::string& server : spec.bootstrap) {
-        const size_t colon = server.rfind(':');
-        int64_t port = 0;
-        if (colon == std::string::npos || colon == 0 ||
-            !ParseInt64(std::string_view(server).substr(colon + 1), &port) || port <= 0 ||
-            port > 65535) {
-          return Bad(text, "bootstrap server '" + server + "' is not HOST:PORT");
-        }
-      }
+      KF_ASSIGN_OR_RETURN(spec.bootstrap, kafka_params::ParseBootstrap(value));
     } else if (name == "topic") {
-      spec.topics = SplitList(value);
+      spec.topics = kafka_params::SplitList(value);
       for (const std::string& topic : spec.topics) {
-        if (topic.empty()) return Bad(text, "a topic name is empty");
+        if (topic.empty()) return InvalidArgument("a topic name is empty");
       }
     } else if (name == "group") {
-      if (value.empty()) return Bad(text, "group is empty");
+      if (value.empty()) return InvalidArgument("group is empty");
       spec.group = std::string(value);
     } else if (name == "start") {
       if (value == "earliest") {
@@ -113,43 +68,42 @@ Result<KafkaSourceSpec> KafkaSourceSpec::Parse(std::string_view text) {
       } else if (value == "committed") {
         spec.start = Start::kCommitted;
       } else if (value.substr(0, kTimestampStart.size()) == kTimestampStart &&
-                 ParseInt64(value.substr(kTimestampStart.size()), &spec.start_timestamp_ms) &&
+                 kafka_params::ParseInt64(value.substr(kTimestampStart.size()),
+                                          &spec.start_timestamp_ms) &&
                  spec.start_timestamp_ms >= 0) {
         spec.start = Start::kTimestamp;
       } else {
-        return Bad(text, "start '" + std::string(value) +
-                             "' is none of earliest, latest, committed, timestamp:MS");
+        return InvalidArgument("start '" + std::string(value) +
+                               "' is none of earliest, latest, committed, timestamp:MS");
       }
     } else if (name == "stop") {
       if (value != "latest") {
-        return Bad(text, "stop '" + std::string(value) + "' is not 'latest' (the only bound)");
+        return InvalidArgument("stop '" + std::string(value) +
+                               "' is not 'latest' (the only bound)");
       }
       spec.bounded = true;
     } else if (name == "idle" || name == "discovery") {
       Result<Duration> d = ParseDuration(value);
       if (!d.ok() || d->millis() <= 0) {
-        return Bad(text, std::string(name) + " '" + std::string(value) +
-                             "' is not a positive duration (e.g. 500ms, 10s, 1min)");
+        return InvalidArgument(std::string(name) + " '" + std::string(value) +
+                               "' is not a positive duration (e.g. 500ms, 10s, 1min)");
       }
       (name == "idle" ? spec.idle_timeout : spec.discovery_interval) = *d;
     } else {
-      return Bad(text, "unknown parameter '" + std::string(name) +
-                           "' (known: bootstrap, topic, group, start, stop, idle, discovery, "
-                           "kafka.<property>)");
+      return InvalidArgument("unknown parameter '" + std::string(name) +
+                             "' (known: bootstrap, topic, group, start, stop, idle, discovery, "
+                             "kafka.<property>)");
     }
-  }
+    return Status::Ok();
+  };
+  if (Status s = kafka_params::ForEach(text, visit); !s.ok()) return Bad(text, s.message());
   if (spec.bootstrap.empty()) return Bad(text, "bootstrap=HOST:PORT is missing");
   if (spec.topics.empty()) return Bad(text, "topic=T is missing");
   return spec;
 }
 
 std::string KafkaSourceSpec::BootstrapServers() const {
-  std::string out;
-  for (const std::string& server : bootstrap) {
-    if (!out.empty()) out += ',';
-    out += server;
-  }
-  return out;
+  return kafka_params::JoinBootstrap(bootstrap);
 }
 
 bool KafkaSourceSpec::IsSecretProperty(std::string_view name) {
@@ -201,10 +155,7 @@ std::string KafkaSourceSpec::Redacted() const {
   if (discovery_interval != kDefaultDiscoveryInterval) {
     out += ",discovery=" + FormatDuration(discovery_interval);
   }
-  for (const auto& [name, value] : properties) {
-    out += ",kafka." + name + "=" + (IsSecretProperty(name) ? std::string("***") : value);
-  }
-  return out;
+  return out + kafka_params::RedactedProperties(properties);
 }
 
 }  // namespace keyflow

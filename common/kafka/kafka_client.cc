@@ -33,6 +33,15 @@ std::string KafkaErrorText(rd_kafka_resp_err_t err) {
 
 Result<KafkaHandle> NewKafkaClient(rd_kafka_type_t type, const KafkaSourceSpec& spec,
                                    const std::map<std::string, std::string>& own) {
+  std::map<std::string, std::string> settings = own;
+  if (type == RD_KAFKA_CONSUMER) settings.emplace("group.id", spec.group);
+  return NewKafkaClient(type, spec.BootstrapServers(), spec.properties, settings);
+}
+
+Result<KafkaHandle> NewKafkaClient(rd_kafka_type_t type, const std::string& bootstrap_servers,
+                                   const std::map<std::string, std::string>& properties,
+                                   const std::map<std::string, std::string>& own,
+                                   const std::function<void(rd_kafka_conf_t*)>& configure) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char err[512];
   auto set = [&](const std::string& name, const std::string& value, bool user) -> Status {
@@ -44,11 +53,11 @@ Result<KafkaHandle> NewKafkaClient(rd_kafka_type_t type, const KafkaSourceSpec& 
     const std::string why = KafkaSourceSpec::IsSecretProperty(name) ? "invalid value" : err;
     return InvalidArgument((user ? "kafka." : "Kafka client setting ") + name + ": " + why);
   };
-  KF_RETURN_IF_ERROR(set("bootstrap.servers", spec.BootstrapServers(), false));
-  if (type == RD_KAFKA_CONSUMER) KF_RETURN_IF_ERROR(set("group.id", spec.group, false));
+  KF_RETURN_IF_ERROR(set("bootstrap.servers", bootstrap_servers, false));
   rd_kafka_conf_set_log_cb(conf, ForwardLog);
-  for (const auto& [name, value] : spec.properties) KF_RETURN_IF_ERROR(set(name, value, true));
+  for (const auto& [name, value] : properties) KF_RETURN_IF_ERROR(set(name, value, true));
   for (const auto& [name, value] : own) KF_RETURN_IF_ERROR(set(name, value, false));
+  if (configure) configure(conf);
   rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
   if (rk == nullptr) {  // conf is still ours on failure
     rd_kafka_conf_destroy(conf);

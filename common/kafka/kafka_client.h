@@ -14,6 +14,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,6 +40,14 @@ using KafkaPartitionList =
 // A consumer (RD_KAFKA_CONSUMER) or producer client for `spec`. `own` settings go last and win.
 Result<KafkaHandle> NewKafkaClient(rd_kafka_type_t type, const KafkaSourceSpec& spec,
                                    const std::map<std::string, std::string>& own);
+
+// The same for any connector: `bootstrap_servers` ("HOST:PORT,..."), the user's kafka.<property>
+// settings, then keyflow's `own`; `configure` may set callbacks and an opaque on the
+// configuration before the client is made.
+Result<KafkaHandle> NewKafkaClient(rd_kafka_type_t type, const std::string& bootstrap_servers,
+                                   const std::map<std::string, std::string>& properties,
+                                   const std::map<std::string, std::string>& own,
+                                   const std::function<void(rd_kafka_conf_t*)>& configure = {});
 
 // "topic events partition 2" — how messages name a partition.
 std::string KafkaPartitionName(const std::string& topic, int32_t partition);

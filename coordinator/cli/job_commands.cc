@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/input/input_spec.h"
+#include "common/input/kafka_sink_spec.h"
 #include "common/kafka/partition_discovery.h"
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
@@ -341,7 +342,10 @@ void AddRunOptions(po::options_description* opts, RunFlags* f) {
       "[,kafka.PROPERTY=V] (every partition of the topics; unbounded unless stop=latest; "
       "see the README's Kafka section)")(
       "output", po::value(&f->spec.output_dir),
-      "directory for the results (exactly-once file sink); without it the results are printed "
+      "where the results go: a DIRECTORY (exactly-once file sink), or "
+      "kafka:bootstrap=HOST:PORT[;HOST:PORT],topic=T[,guarantee=exactly-once|at-least-once]"
+      "[,key=FIELD][,partition=N][,kafka.PROPERTY=V] (exactly-once, the default, commits at "
+      "checkpoints and needs --checkpoint-interval); without it the results are printed "
       "to each worker's stdout (its log file under scripts/start-cluster.sh), prefixed "
       "\"<subtask+1>> \" when parallelism > 1, at least once")(
       "parallelism", po::value(&f->spec.parallelism)->default_value(0),
@@ -534,13 +538,53 @@ Status ApplyRunFlags(const RunFlags& f, JobSpec& spec) {
   return Status::Ok();
 }
 
+// The sink's topic exists (and its fixed partition, if any) on brokers that answer.
+Status CheckKafkaSinkTopic(const KafkaSinkSpec& sink) {
+  KafkaSourceSpec probe;
+  probe.bootstrap = sink.bootstrap;
+  probe.topics = {sink.topic};
+  probe.properties = sink.properties;
+  Result<std::vector<DiscoveredPartition>> partitions =
+      DiscoverKafkaPartitions(probe, {}, /*initial=*/true, KafkaSplitEnumerator::kDiscoveryTimeout);
+  if (!partitions.ok()) {
+    return partitions.status().WithContext("--output " + sink.Redacted());
+  }
+  if (sink.partition && *sink.partition >= static_cast<int32_t>(partitions->size())) {
+    return InvalidArgument("--output " + sink.Redacted() + ": topic " + sink.topic + " has " +
+                           std::to_string(partitions->size()) + " partitions, no partition " +
+                           std::to_string(*sink.partition));
+  }
+  if (sink.exactly_once()) {
+    probe.topics = {sink.marker_topic};
+    if (Status s = DiscoverKafkaPartitions(probe, {}, /*initial=*/true,
+                                           KafkaSplitEnumerator::kDiscoveryTimeout)
+                       .status();
+        !s.ok()) {
+      return InvalidArgument(
+          "--output " + sink.Redacted() +
+          ": exactly-once writes a commit marker per "
+          "transaction to topic " +
+          sink.marker_topic + ", which is not there (" + s.message() +
+          "): create it (one partition, cleanup.policy=compact, e.g. kafka-topics.sh --create "
+          "--topic " +
+          sink.marker_topic +
+          " --partitions 1 --config cleanup.policy=compact) or "
+          "name another with markers=TOPIC");
+    }
+  }
+  return Status::Ok();
+}
+
 // Makes the paths absolute (workers resolve paths elsewhere) and checks them for this user.
 Status ResolveRunPaths(JobSpec& spec) {
   if (!spec.checkpoint_dir.empty())
     spec.checkpoint_dir = std::filesystem::absolute(spec.checkpoint_dir);
   if (!spec.from_savepoint.empty())
     spec.from_savepoint = std::filesystem::absolute(spec.from_savepoint);
-  if (!spec.output_dir.empty()) spec.output_dir = std::filesystem::absolute(spec.output_dir);
+  const bool kafka_output = KafkaSinkSpec::Names(spec.output_dir);
+  if (!spec.output_dir.empty() && !kafka_output) {
+    spec.output_dir = std::filesystem::absolute(spec.output_dir);
+  }
   // Workers resolve paths in their own working directory: send absolute ones.
   spec.input = InputSpec::WithAbsolutePath(spec.input);
   // What the workers will parse, checked here (a gen: spec, a missing file or an empty
@@ -556,11 +600,18 @@ Status ResolveRunPaths(JobSpec& spec) {
       return s;
     }
   }
+  if (kafka_output) {
+    // The brokers answer, the topic (and a fixed partition) exists, and the guarantee fits the
+    // checkpointing, before anything is deployed.
+    KF_ASSIGN_OR_RETURN(KafkaSinkSpec sink, KafkaSinkSpec::Parse(spec.output_dir));
+    KF_RETURN_IF_ERROR(sink.CheckAgainstCheckpointing(spec.checkpoint_interval_ms));
+    KF_RETURN_IF_ERROR(CheckKafkaSinkTopic(sink));
+  }
   // The cluster reads and writes these for this user (coordinator/path_rules.h).
   if (Status s = CheckClientMayUsePaths(spec); !s.ok()) return s;
   // The workers refuse a new job's output directory that holds results; say so before the job
   // is submitted (a job restored from a savepoint continues in its own directory).
-  if (!spec.output_dir.empty() && spec.from_savepoint.empty()) {
+  if (!spec.output_dir.empty() && !kafka_output && spec.from_savepoint.empty()) {
     if (Status s = CheckOutputDirectoryIsFresh(spec.output_dir); !s.ok()) {
       return s;
     }

@@ -205,3 +205,20 @@ for w in st.get("workers", []):
     print(w.get("slot"))
 '
 }
+
+# kf_start_kafka_mock BIN_DIR DIR TOPIC:PARTITIONS...: starts keyflow-kafka-mock (librdkafka's mock
+# cluster in its own process) in the background with these topics, its log in
+# DIR/kafka-mock.log, and waits for its bootstrap servers; sets KF_KAFKA_MOCK_PID and
+# KF_KAFKA_BOOTSTRAP ("host:port,...").
+kf_start_kafka_mock() {
+  local bin="$1" dir="$2" args=() t
+  shift 2
+  for t in "$@"; do args+=(--topic "$t"); done
+  "$bin/keyflow-kafka-mock" "${args[@]}" --bootstrap-file "$dir/kafka-bootstrap" \
+    >"$dir/kafka-mock.log" 2>&1 </dev/null &
+  KF_KAFKA_MOCK_PID=$!
+  for _ in $(seq 100); do [ -s "$dir/kafka-bootstrap" ] && break; sleep 0.1; done
+  [ -s "$dir/kafka-bootstrap" ] ||
+    kf_die "keyflow-kafka-mock did not start (see $dir/kafka-mock.log)"
+  KF_KAFKA_BOOTSTRAP="$(cat "$dir/kafka-bootstrap")"
+}

@@ -34,6 +34,8 @@ class CountWindowClusterTest : public ::testing::Test {
 
   // Workers of the cluster (slots 0..N-1); a fixture may want more.
   virtual int Workers() const { return 2; }
+  // A fixture's changes to the cluster's options (e.g. a worker's environment).
+  virtual void Configure(ClusterOptions*) const {}
 
   void SetUp() override {
     ASSERT_FALSE(dir_.path().empty());
@@ -43,6 +45,7 @@ class CountWindowClusterTest : public ::testing::Test {
     // timeout only decides when a stalled machine (seen: 3 s on 2 loaded cores) counts a live
     // worker as lost and aborts the checkpoint a test waits for: 5 s, not 2.
     o.coordinator_args = {"--heartbeat-interval", "100ms", "--heartbeat-timeout", "5s"};
+    Configure(&o);
     auto c = Cluster::Start(dir_.Subdir("cluster"), o);
     ASSERT_OK(c);
     cluster_ = std::move(c).value();

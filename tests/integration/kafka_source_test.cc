@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
@@ -65,12 +64,8 @@ class KafkaSourceTest : public CountWindowClusterTest {
 
   // Produces the lines of file `f` to partition f % kPartitions, in order.
   void ProduceFile(int f) {
-    TestKafkaHandle producer =
-        KafkaClient(RD_KAFKA_PRODUCER, {{"bootstrap.servers", kafka_->bootstrap()}});
-    std::ifstream in(input_.files[static_cast<size_t>(f)]);
-    std::string line;
-    while (std::getline(in, line)) KafkaProduce(producer.get(), "events", f % kPartitions, line);
-    ASSERT_EQ(rd_kafka_flush(producer.get(), 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    KafkaProduceLines(kafka_->bootstrap(), "events", f % kPartitions,
+                      input_.files[static_cast<size_t>(f)]);
     produced_.insert(f);
   }
 

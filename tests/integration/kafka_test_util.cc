@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "common/check.h"
 #include "tests/integration/cluster.h"
@@ -77,6 +79,68 @@ std::map<int32_t, std::vector<std::string>> KafkaReadAll(const std::string& boot
     }
     rd_kafka_message_destroy(m);
   }
+  return out;
+}
+
+void KafkaProduceLines(const std::string& bootstrap, const std::string& topic, int32_t partition,
+                       const std::string& path) {
+  TestKafkaHandle producer = KafkaClient(RD_KAFKA_PRODUCER, {{"bootstrap.servers", bootstrap}});
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::string line;
+  while (std::getline(in, line)) KafkaProduce(producer.get(), topic, partition, line);
+  ASSERT_EQ(rd_kafka_flush(producer.get(), 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
+}
+
+std::vector<TestKafkaMessage> KafkaReadToEnd(const std::string& bootstrap, const std::string& topic,
+                                             int32_t partitions) {
+  TestKafkaHandle consumer = KafkaClient(RD_KAFKA_CONSUMER, {{"bootstrap.servers", bootstrap},
+                                                             {"group.id", "keyflow-test"},
+                                                             {"isolation.level", "read_committed"},
+                                                             {"enable.auto.commit", "false"}});
+  std::map<int32_t, int64_t> end;
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+  for (int32_t p = 0; p < partitions; ++p) {
+    int64_t low = 0;
+    int64_t high = 0;
+    EXPECT_EQ(
+        rd_kafka_query_watermark_offsets(consumer.get(), topic.c_str(), p, &low, &high, 10000),
+        RD_KAFKA_RESP_ERR_NO_ERROR);
+    end[p] = high;
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  }
+  EXPECT_EQ(rd_kafka_assign(consumer.get(), list), RD_KAFKA_RESP_ERR_NO_ERROR);
+  std::vector<TestKafkaMessage> out;
+  auto done = [&] {
+    for (int i = 0; i < list->cnt; ++i) list->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+    rd_kafka_position(consumer.get(), list);
+    for (int i = 0; i < list->cnt; ++i) {
+      const int64_t at = list->elems[i].offset;
+      const int64_t high = end[list->elems[i].partition];
+      if (high > 0 && (at < 0 || at < high)) return false;
+    }
+    return true;
+  };
+  const int64_t deadline = MonotonicMillis() + 20000;
+  while (!done() && MonotonicMillis() < deadline) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer.get(), 100);
+    if (m == nullptr) continue;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR && m->offset < end[m->partition]) {
+      TestKafkaMessage t;
+      t.partition = m->partition;
+      t.offset = m->offset;
+      if (m->key != nullptr) t.key.emplace(static_cast<const char*>(m->key), m->key_len);
+      t.value.assign(static_cast<const char*>(m->payload), m->len);
+      rd_kafka_timestamp_type_t type;
+      t.timestamp_ms = rd_kafka_message_timestamp(m, &type);
+      out.push_back(std::move(t));
+    }
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+  std::sort(out.begin(), out.end(), [](const TestKafkaMessage& a, const TestKafkaMessage& b) {
+    return std::tie(a.partition, a.offset) < std::tie(b.partition, b.offset);
+  });
   return out;
 }
 

@@ -37,6 +37,24 @@ std::map<int32_t, std::vector<std::string>> KafkaReadAll(const std::string& boot
                                                          const std::string& topic,
                                                          int32_t partitions, size_t expected);
 
+// Produces every line of the file `path` to `partition` of `topic`, in order, and flushes;
+// expects the brokers to acknowledge them within 20 s.
+void KafkaProduceLines(const std::string& bootstrap, const std::string& topic, int32_t partition,
+                       const std::string& path);
+
+struct TestKafkaMessage {
+  int32_t partition = 0;
+  int64_t offset = 0;
+  std::optional<std::string> key;
+  std::string value;
+  int64_t timestamp_ms = -1;  // -1: none
+};
+
+// Every record of `partitions` of `topic` from the start to the end offsets seen when called,
+// read_committed, in partition and offset order; what was read if that took longer than 20 s.
+std::vector<TestKafkaMessage> KafkaReadToEnd(const std::string& bootstrap, const std::string& topic,
+                                             int32_t partitions);
+
 // The offsets consumer group `group` committed for partitions 0..partitions-1 of `topic` (-1001
 // where it has none), or an empty map if the brokers do not answer.
 std::map<int32_t, int64_t> KafkaCommittedOffsets(const std::string& bootstrap,

@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "common/binary_io.h"
+#include "common/input/kafka_sink_spec.h"
 #include "common/logging.h"
 #include "common/output_directory.h"
+#include "worker/connectors/kafka/kafka_sink.h"
 
 namespace keyflow {
 namespace {
@@ -79,8 +81,48 @@ std::unique_ptr<SinkWriter> PrintSinkWriter(PrintSink sink) {
   return std::make_unique<PrintSinkAdapter>(std::move(sink));
 }
 
+namespace {
+
+// The restored checkpoint's pending output (its sink committables), committed where the
+// checkpointed job wrote it if that is not where this job writes (a job restored from another's
+// savepoint, with another --output); returns the committables left for this job's sink.
+Result<std::vector<std::string>> CommitWhereTheyWereWritten(const DeployTask& d) {
+  if (!d.restore) return std::vector<std::string>();
+  const std::string& old_output = d.restore->sink_directory;
+  const std::vector<std::string>& committables = d.restore->sink_committables;
+  if (old_output == d.spec.output_dir || committables.empty()) return committables;
+  if (KafkaSinkSpec::Names(old_output)) {
+    KF_ASSIGN_OR_RETURN(KafkaSinkSpec old, KafkaSinkSpec::Parse(old_output));
+    KF_RETURN_IF_ERROR_CTX(
+        RecoverKafkaSinkCommittables(old, committables, d.subtask.value(), d.spec.parallelism)
+            .status(),
+        "committing the restored checkpoint's results to Kafka topic " + old.topic);
+  } else if (!old_output.empty()) {
+    for (const std::string& bytes : committables) {
+      BinaryReader r(bytes);
+      KF_ASSIGN_OR_RETURN(FileSinkCommittable c, FileSinkCommittable::DecodeFrom(&r));
+      KF_RETURN_IF_ERROR_CTX(FileSink::Commit(old_output, c),
+                             "committing the restored checkpoint's results in " + old_output);
+    }
+  }
+  return std::vector<std::string>();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<SinkWriter>> OpenBuiltinSink(const DeployTask& d, std::FILE* print_stream) {
   const JobSpec& spec = d.spec;
+  KF_ASSIGN_OR_RETURN(std::vector<std::string> restored_committables,
+                      CommitWhereTheyWereWritten(d));
+  if (KafkaSinkSpec::Names(spec.output_dir)) {
+    KF_ASSIGN_OR_RETURN(KafkaSinkSpec kafka, KafkaSinkSpec::Parse(spec.output_dir));
+    KafkaSinkContext context;
+    context.job_id = d.job_id;
+    context.subtask = d.subtask.value();
+    context.parallelism = spec.parallelism;
+    context.restored_committables = std::move(restored_committables);
+    return OpenKafkaSink(kafka, context);
+  }
   if (spec.output_dir.empty()) {
     return PrintSinkWriter(PrintSink::ForSubtask(d.subtask, spec.parallelism, print_stream));
   }
@@ -91,24 +133,12 @@ Result<std::unique_ptr<SinkWriter>> OpenBuiltinSink(const DeployTask& d, std::FI
   // another's savepoint) never touch each other's files.
   const std::string prefix = "part-" + d.job_id;
   std::optional<CheckpointId> restored;
+  if (d.restore) restored = d.restore->checkpoint;
   std::vector<FileSinkCommittable> committables;
-  if (d.restore) {
-    restored = d.restore->checkpoint;
-    for (const std::string& bytes : d.restore->sink_committables) {
-      BinaryReader r(bytes);
-      KF_ASSIGN_OR_RETURN(FileSinkCommittable c, FileSinkCommittable::DecodeFrom(&r));
-      committables.push_back(std::move(c));
-    }
-    // A checkpoint of a job writing elsewhere: its pending results are committed where that
-    // job wrote them.
-    const std::string& old_dir = d.restore->sink_directory;
-    if (!old_dir.empty() && old_dir != spec.output_dir) {
-      for (const FileSinkCommittable& c : committables) {
-        KF_RETURN_IF_ERROR_CTX(FileSink::Commit(old_dir, c),
-                               "committing the restored checkpoint's results in " + old_dir);
-      }
-      committables.clear();
-    }
+  for (const std::string& bytes : restored_committables) {
+    BinaryReader r(bytes);
+    KF_ASSIGN_OR_RETURN(FileSinkCommittable c, FileSinkCommittable::DecodeFrom(&r));
+    committables.push_back(std::move(c));
   }
   KF_ASSIGN_OR_RETURN(
       FileSinkRecoveryStats stats,

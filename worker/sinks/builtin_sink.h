@@ -1,5 +1,6 @@
-// The built-in sinks behind --output: the exactly-once file sink (FileSink) into a directory, or
-// without --output the print sink (PrintSink) into the worker's stdout, as SinkWriters.
+// The built-in sinks behind --output: the exactly-once file sink (FileSink) into a directory, the
+// Kafka sink (worker/connectors/kafka/kafka_sink.h) for kafka:..., or without --output the print
+// sink (PrintSink) into the worker's stdout, as SinkWriters.
 #pragma once
 
 #include <cstdio>
@@ -12,11 +13,13 @@
 
 namespace keyflow {
 
-// The sink of deployment `d`, ready to write. With --output (JobSpec::output_dir) it first
-// recovers the output directory (FileSink::Recover) from the restored checkpoint's
-// committables of all subtasks — committing them where the checkpointed job wrote them if that
-// was another directory — and refuses, on a job's first attempt from scratch, a directory that
-// already holds results. Errors name the directory and the file.
+// The sink of deployment `d`, ready to write. A restored checkpoint taken by a job that wrote
+// elsewhere (JobSpec::output_dir differs: another directory or Kafka topic) has its pending output
+// committed there first. With --output kafka:... the Kafka sink then recovers its share of the
+// committables (OpenKafkaSink). With a directory it recovers the output directory
+// (FileSink::Recover) from the restored checkpoint's committables of all subtasks and refuses, on
+// a job's first attempt from scratch, a directory that already holds results. Errors name the
+// directory and the file.
 Result<std::unique_ptr<SinkWriter>> OpenBuiltinSink(const DeployTask& d,
                                                     std::FILE* print_stream = stdout);
 

@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 #include "common/check.h"
 #include "common/file_system.h"
@@ -40,17 +42,28 @@ Status CreatePrivateDirectories(const fs::path& dir) {
 }
 
 // Opens `lock_path` (0600) and takes its exclusive lock without waiting: an invalid ScopedFd if
-// another open file description holds it.
-Result<ScopedFd> TryLock(const std::string& lock_path) {
+// another open file description holds it. `before_lock` runs between the open and the lock.
+Result<ScopedFd> TryLock(const std::string& lock_path,
+                         const std::function<void()>& before_lock = {}) {
   ScopedFd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, kPrivateFileMode));
   if (!fd.valid()) {
     return IoError(UnusableSentence(lock_path, std::strerror(errno)));
   }
+  if (before_lock) before_lock();
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) return ScopedFd();
     return IoError("cannot lock " + lock_path + " (" + std::strerror(errno) + ")");
   }
   return fd;
+}
+
+// Whether `lock_path` still names the file `fd` has open: a sweep in another process may have
+// locked the new file first (between our open and our lock), found it free, and unlinked it.
+bool StillLinked(const ScopedFd& fd, const std::string& lock_path) {
+  struct stat held {};
+  struct stat named {};
+  return ::fstat(fd.get(), &held) == 0 && ::stat(lock_path.c_str(), &named) == 0 &&
+         held.st_dev == named.st_dev && held.st_ino == named.st_ino;
 }
 
 // Removes `dir` and then every empty parent up to (not including) `root`.
@@ -74,24 +87,30 @@ std::string AbsoluteStateRoot(const std::string& dir) {
   return s;
 }
 
-Result<std::unique_ptr<StateDirectory>> StateDirectory::Create(const std::string& root,
-                                                               std::string_view cluster,
-                                                               std::string_view job_id,
-                                                               AttemptNumber attempt,
-                                                               SubtaskIndex subtask) {
+Result<std::unique_ptr<StateDirectory>> StateDirectory::Create(
+    const std::string& root, std::string_view cluster, std::string_view job_id,
+    AttemptNumber attempt, SubtaskIndex subtask, const StateDirectoryHooks& hooks) {
   KF_CHECK(!root.empty() && root.front() == '/') << "state root must be absolute: " << root;
   const fs::path attempt_dir = fs::path(root) / std::string(cluster.empty() ? "local" : cluster) /
                                std::string(job_id) / ("attempt-" + std::to_string(attempt.value()));
   const std::string name = "subtask-" + std::to_string(subtask.value());
   const std::string path = (attempt_dir / name).string();
   const std::string lock_path = path + std::string(kLockSuffix);
-  // A sweep in another process may remove the empty attempt directory between its creation and
-  // the lock file's: create it again then.
+  // A sweep in another process (RemoveDeadStateDirectories of another worker) may remove the
+  // empty attempt directory between its creation and the lock file's, or take the new lock file
+  // before us, find it free and unlink it (with the attempt directory): start over then. A lock
+  // held by someone else is looked at again a moment later (a sweep holds it only briefly).
   Result<ScopedFd> locked = ScopedFd();
-  for (int tries = 0; tries < 3; ++tries) {
+  for (int tries = 0; tries < 5; ++tries) {
     KF_RETURN_IF_ERROR(CreatePrivateDirectories(attempt_dir));
-    locked = TryLock(lock_path);
-    if (locked.ok()) break;
+    locked = TryLock(lock_path, hooks.before_lock);
+    if (!locked.ok()) continue;
+    if (locked->valid()) {
+      if (StillLinked(*locked, lock_path)) break;
+      locked = ScopedFd();  // unlinked under us
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (!locked.ok()) return locked.status();
   ScopedFd lock = std::move(locked).value();

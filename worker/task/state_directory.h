@@ -18,6 +18,7 @@
 // Threading: any thread; instances are not shared.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,6 +33,13 @@ namespace keyflow {
 // The state root of a worker started without --state-dir, relative to its working directory.
 inline constexpr char kDefaultStateDir[] = "keyflow-state";
 
+// Test hooks of StateDirectory::Create.
+struct StateDirectoryHooks {
+  // Runs after the lock file is opened (created) and before it is locked: where a sweep of
+  // another process can take it first.
+  std::function<void()> before_lock;
+};
+
 class StateDirectory {
  public:
   // Creates (0700) and locks the directory of subtask `subtask` of attempt `attempt` under
@@ -40,8 +48,8 @@ class StateDirectory {
   static Result<std::unique_ptr<StateDirectory>> Create(const std::string& root,
                                                         std::string_view cluster,
                                                         std::string_view job_id,
-                                                        AttemptNumber attempt,
-                                                        SubtaskIndex subtask);
+                                                        AttemptNumber attempt, SubtaskIndex subtask,
+                                                        const StateDirectoryHooks& hooks = {});
   // Removes the directory, then its lock file, then releases the lock.
   ~StateDirectory();
   StateDirectory(const StateDirectory&) = delete;

@@ -10,6 +10,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "common/file_io.h"
 #include "tests/testutil/status_matchers.h"
@@ -68,6 +70,30 @@ TEST_F(StateDirectoryTest, ASecondOwnerOfTheSameDirectoryIsRefusedWhileTheFirstL
                                " is in use by another process: two workers were given the same "
                                "--state-dir for the same cluster, job, attempt and subtask"));
   EXPECT_TRUE(fs::exists((*first)->path() + "/CURRENT")) << "the refused one deleted nothing";
+}
+
+// Two workers on one state root, deploying at once: the other worker's sweep runs right after
+// this one created its lock file and before it locked it, finds the file unlocked, and removes
+// it with the (then empty) attempt directory. Create must notice it holds an unlinked lock and
+// start over, not fail (nor own a directory a later sweep would take).
+TEST_F(StateDirectoryTest, ASweepThatTakesTheNewLockFileFirstMakesCreateStartOver) {
+  int sweeps = 0;
+  std::vector<std::string> swept;
+  StateDirectoryHooks hooks;
+  hooks.before_lock = [&] {
+    if (sweeps++ > 0) return;
+    swept = RemoveDeadStateDirectories(root_);
+  };
+  auto d = StateDirectory::Create(root_, "c", "count-window-20261205-101500", AttemptNumber(1),
+                                  SubtaskIndex(0), hooks);
+  ASSERT_OK(d);
+  EXPECT_EQ(sweeps, 2);
+  EXPECT_EQ(swept.size(), 1u) << "the sweep took the fresh lock file";
+  EXPECT_TRUE(fs::is_directory((*d)->path()));
+  EXPECT_TRUE(fs::exists((*d)->path() + ".lock"));
+  // Its lock is held now: another sweep leaves it alone.
+  EXPECT_TRUE(RemoveDeadStateDirectories(root_).empty());
+  EXPECT_TRUE(fs::is_directory((*d)->path()));
 }
 
 TEST_F(StateDirectoryTest, TheEndOfItsOwnerRemovesTheDirectoryAndItsLock) {
