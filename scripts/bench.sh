@@ -17,6 +17,7 @@
 #      target >= 0.5x); running-sum declares the one field it reads (JobDefinition::fields), so
 #      the source drops the others before the shuffle,
 #   4. prints a markdown table of every number with its target and the machine's load average.
+# Kafka end to end (Kafka -> job -> Kafka on keyflow-kafka-mock) is scripts/bench-kafka.sh.
 #
 #   scripts/bench.sh [--quick] [--micro-only | --e2e-only | --throughput-only | --metrics-only]
 #                    [options]

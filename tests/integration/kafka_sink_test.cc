@@ -24,6 +24,7 @@
 #include "tests/integration/count_window_fixture.h"
 #include "tests/integration/kafka_test_util.h"
 #include "worker/connectors/kafka/kafka_sink.h"
+#include "worker/sinks/builtin_sink.h"
 
 namespace keyflow::test {
 namespace {
@@ -201,6 +202,31 @@ TEST_F(KafkaSinkWriterTest, ARescaleHandsWriterWToSubtaskWModuloP) {
   EXPECT_EQ(Values(), (std::vector<std::string>{"w0-1", "w0-2", "w1-1", "w1-2", "w2-1", "w2-2"}));
   ASSERT_OK_AND_ASSIGN(uint64_t again, RecoverKafkaSinkCommittables(Spec(), checkpoint, 0, 1));
   EXPECT_EQ(again, 0u);
+}
+
+// A savepoint of a job writing to Kafka, restored as a new job writing files: the savepoint's
+// pending records are committed to the topic the first job wrote to, once.
+TEST_F(KafkaSinkWriterTest, ARestoreWithAnotherOutputCommitsTheCheckpointsRecordsToItsTopic) {
+  std::unique_ptr<SinkWriter> w = Open(Spec(), 0, 1);
+  ASSERT_NE(w, nullptr);
+  WriteValues(w.get(), {"s1", "s2"});
+  ASSERT_OK(w->PrepareCommit(CheckpointId(5)).status());
+  DeployTask d;
+  d.attempt = AttemptNumber(1);
+  d.job_id = "job2";
+  d.subtask = SubtaskIndex(0);
+  d.spec.parallelism = 1;
+  d.spec.output_dir = dir_.Subdir("files");
+  RestoreAssignment restore;
+  restore.checkpoint = CheckpointId(5);
+  restore.sink_committables = w->PendingCommittables();
+  restore.sink_directory = "kafka:bootstrap=" + kafka_->bootstrap() + ",topic=out";
+  d.restore = restore;
+  w.reset();                     // the first job is gone
+  for (int i = 0; i < 2; ++i) {  // and a second deployment of the new job changes nothing
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<SinkWriter> files, OpenBuiltinSink(d));
+    EXPECT_EQ(Values(), (std::vector<std::string>{"s1", "s2"}));
+  }
 }
 
 TEST_F(KafkaSinkWriterTest, AtLeastOnceRecordsAreDeliveredByTheBarrierSync) {

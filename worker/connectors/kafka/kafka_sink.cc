@@ -188,7 +188,14 @@ class ExactlyOnceKafkaSink final : public SinkWriter {
   Status NotifyCheckpointComplete(CheckpointId id) override {
     while (!pending_.empty() && pending_.front().checkpoint <= id) {
       CrashPoint("kafka-sink-before-commit");
+      const auto start = std::chrono::steady_clock::now();
       KF_RETURN_IF_ERROR(committer_->Commit(pending_.front()));
+      KF_LOG_DEBUG("kafka sink committed subtask={} checkpoint={} records={} ms={}",
+                   context_.subtask, pending_.front().checkpoint.value(),
+                   pending_.front().records.size(),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
       CrashPoint("kafka-sink-after-commit");
       pending_.erase(pending_.begin());
     }
