@@ -45,8 +45,9 @@ std::string LatencyColumns(const nlohmann::json& latency) {
 }
 
 // "monitoring DIR every N ms: K files found[; the last listing failed: ...]" for a job reading a
-// monitored directory, "Kafka topics T1, T2: K partitions[ (bounded)][; the last discovery
-// failed: ...]" for a Kafka source, "" otherwise.
+// monitored directory, "Kafka topics T1, T2: K partitions[ (bounded)][, consumer lag R
+// records][; the last discovery failed: ...][; the last lag measurement failed: ...]" for a
+// Kafka source, "" otherwise.
 std::string SourceText(const nlohmann::json& job) {
   const auto src = job.find("source");
   if (src == job.end() || !src->is_object()) return "";
@@ -59,8 +60,14 @@ std::string SourceText(const nlohmann::json& job) {
     }
     text += ": " + std::to_string(src->value("splits", 0)) + " partitions";
     if (src->value("bounded", false)) text += " (bounded: up to the end offsets seen at the start)";
+    if (const int64_t lag = src->value("lag_records", int64_t{-1}); lag >= 0) {
+      text += ", consumer lag " + std::to_string(lag) + " records";
+    }
     if (!src->value("discovery_error", std::string()).empty()) {
       text += "; the last discovery failed: " + src->value("discovery_error", std::string());
+    }
+    if (!src->value("lag_error", std::string()).empty()) {
+      text += "; the last lag measurement failed: " + src->value("lag_error", std::string());
     }
     return text;
   }

@@ -439,6 +439,27 @@ std::string EscapeLabelValue(std::string_view value) {
   return Escape(value, /*quote=*/true);
 }
 
+// The Kafka source's consumer lag per partition (the job's "source" of kind "kafka").
+void RenderKafkaLag(Exposition& e, const Json& job) {
+  const Json& source = Member(job, "source");
+  if (!source.is_object() || String(source, "kind") != "kafka") return;
+  const Labels job_labels{{"job_id", String(job, "job_id")}};
+  PerElement(
+      e, Member(source, "lag"),
+      [&](const Json& p) {
+        return With(With(job_labels, "topic", String(p, "topic")), "partition",
+                    std::to_string(static_cast<int64_t>(Number(p, "partition").value_or(-1))));
+      },
+      "keyflow_source_kafka_consumer_lag_records", "gauge",
+      "Records of a Kafka partition after the offset the source's consumer group committed "
+      "(committed when a checkpoint completes), as last measured (every discovery interval).",
+      [](const Json& p) -> std::optional<double> {
+        auto v = Number(p, "records");
+        if (!v || *v < 0) return std::nullopt;
+        return v;
+      });
+}
+
 std::string RenderPrometheusText(const nlohmann::json& status, int64_t snapshot_wall_ms,
                                  int64_t now_wall_ms) {
   Exposition e;
@@ -452,6 +473,7 @@ std::string RenderPrometheusText(const nlohmann::json& status, int64_t snapshot_
   if (job.is_object()) {
     RenderJob(e, job);
     RenderSubtasks(e, job, snapshot_wall_ms);
+    RenderKafkaLag(e, job);
   }
   return e.Take();
 }

@@ -11,10 +11,12 @@
 namespace keyflow {
 
 Result<std::unique_ptr<KafkaSplitEnumerator>> KafkaSplitEnumerator::Create(
-    const InputSpec& input, const RestoredSplits* restored, KafkaPartitionDiscoverer discoverer) {
+    const InputSpec& input, const RestoredSplits* restored, KafkaPartitionDiscoverer discoverer,
+    KafkaLagProbe lag_probe) {
   std::unique_ptr<KafkaSplitEnumerator> e(new KafkaSplitEnumerator());
   e->spec_ = input.kafka();
   e->discoverer_ = std::move(discoverer);
+  e->lag_probe_ = std::move(lag_probe);
   if (restored != nullptr) {
     const std::set<std::string> topics(e->spec_.topics.begin(), e->spec_.topics.end());
     for (const auto& [id, bytes] : *restored) {
@@ -49,7 +51,28 @@ Status KafkaSplitEnumerator::Start(SplitEnumeratorContext& context) {
   return Status::Ok();
 }
 
+void KafkaSplitEnumerator::MeasureLag(int64_t now_ms) {
+  if (!lag_probe_) return;
+  const int64_t interval_ms = spec_.discovery_interval.millis();
+  if (next_lag_ms_ < 0) next_lag_ms_ = now_ms + interval_ms;
+  if (!lag_measurement_.valid()) {
+    if (now_ms < next_lag_ms_ || known_.empty()) return;
+    lag_measurement_ = lag_probe_(spec_, known_);
+  }
+  if (lag_measurement_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  Result<std::vector<KafkaPartitionLag>> measured = lag_measurement_.get();
+  next_lag_ms_ = now_ms + interval_ms;
+  lag_error_ = measured.ok() ? "" : measured.status().message();
+  if (!measured.ok()) {
+    KF_LOG_WARN("Kafka consumer lag not measured: {}; trying again in {} ms",
+                measured.status().message(), interval_ms);
+    return;
+  }
+  lag_ = *std::move(measured);
+}
+
 void KafkaSplitEnumerator::OnTick(SplitEnumeratorContext& context, int64_t now_ms) {
+  MeasureLag(now_ms);
   if (spec_.bounded) return;
   const int64_t interval_ms = spec_.discovery_interval.millis();
   if (next_discovery_ms_ < 0) next_discovery_ms_ = now_ms + interval_ms;
@@ -70,12 +93,25 @@ void KafkaSplitEnumerator::OnTick(SplitEnumeratorContext& context, int64_t now_m
 }
 
 nlohmann::json KafkaSplitEnumerator::StatusJson() const {
+  nlohmann::json lag = nlohmann::json::array();
+  int64_t total = -1;
+  for (const KafkaPartitionLag& p : lag_) {
+    lag.push_back({{"topic", p.topic},
+                   {"partition", p.partition},
+                   {"committed", p.committed},
+                   {"end", p.end},
+                   {"records", p.records()}});
+    if (p.records() >= 0) total = std::max<int64_t>(total, 0) + p.records();
+  }
   return {{"kind", "kafka"},
           {"topics", spec_.topics},
           {"bounded", spec_.bounded},
           {"splits", known_.size()},
           {"discovery_interval_ms", spec_.discovery_interval.millis()},
-          {"discovery_error", discovery_error_}};
+          {"discovery_error", discovery_error_},
+          {"lag_records", total},
+          {"lag", std::move(lag)},
+          {"lag_error", lag_error_}};
 }
 
 void KafkaSplitEnumerator::AssignNew(SplitEnumeratorContext& context,

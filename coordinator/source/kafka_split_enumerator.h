@@ -17,6 +17,10 @@
 // high watermark seen when it was found, every reader hears "no more splits" at Start, and the
 // job finishes once all partitions are read.
 //
+// Consumer lag (with a lag probe): every discovery interval, bounded or not, the partitions'
+// end offsets and the group's committed offsets (committed when checkpoints complete) are
+// measured off the control thread (consumer_lag.h) and shown in StatusJson.
+//
 // Threading: the coordinator's control thread (the discoverer's work on its own thread).
 #pragma once
 
@@ -44,13 +48,17 @@ class KafkaSplitEnumerator final : public SplitEnumerator {
   // (Corruption otherwise).
   static Result<std::unique_ptr<KafkaSplitEnumerator>> Create(
       const InputSpec& input, const RestoredSplits* restored,
-      KafkaPartitionDiscoverer discoverer = AsyncKafkaPartitionDiscoverer());
+      KafkaPartitionDiscoverer discoverer = AsyncKafkaPartitionDiscoverer(),
+      KafkaLagProbe lag_probe = {});
   // Destroying it waits for a discovery still running.
 
   Status Start(SplitEnumeratorContext& context) override;
   void OnTick(SplitEnumeratorContext& context, int64_t now_ms) override;
   // {"kind": "kafka", "topics": [...], "bounded", "splits" (partitions known),
-  //  "discovery_interval_ms", "discovery_error" ("" when the last one succeeded)}. No client
+  //  "discovery_interval_ms", "discovery_error" ("" when the last one succeeded),
+  //  "lag_records" (the sum over partitions with a committed offset; -1 before the first
+  //  measurement or when none has one), "lag": [{"topic", "partition", "committed", "end",
+  //  "records"}] (the last measurement), "lag_error" ("" when it succeeded)}. No client
   // properties (they may hold secrets).
   nlohmann::json StatusJson() const override;
 
@@ -59,6 +67,7 @@ class KafkaSplitEnumerator final : public SplitEnumerator {
  private:
   KafkaSplitEnumerator() = default;
   void AssignNew(SplitEnumeratorContext& context, std::vector<DiscoveredPartition> found);
+  void MeasureLag(int64_t now_ms);
 
   KafkaSourceSpec spec_;
   KafkaPartitionDiscoverer discoverer_;
@@ -68,6 +77,11 @@ class KafkaSplitEnumerator final : public SplitEnumerator {
   int64_t next_discovery_ms_ = -1;  // set by the first OnTick
   std::string discovery_error_;
   std::future<Result<std::vector<DiscoveredPartition>>> discovery_;  // valid while one runs
+  KafkaLagProbe lag_probe_;
+  int64_t next_lag_ms_ = -1;
+  std::vector<KafkaPartitionLag> lag_;
+  std::string lag_error_;
+  std::future<Result<std::vector<KafkaPartitionLag>>> lag_measurement_;  // valid while one runs
 };
 
 }  // namespace keyflow

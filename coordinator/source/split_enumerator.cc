@@ -97,10 +97,19 @@ KafkaPartitionDiscoverer AsyncKafkaPartitionDiscoverer() {
   };
 }
 
+KafkaLagProbe AsyncKafkaLagProbe() {
+  return [](const KafkaSourceSpec& spec, std::set<KafkaTopicPartition> partitions) {
+    return std::async(std::launch::async, [spec, partitions = std::move(partitions)] {
+      return MeasureKafkaLag(spec, partitions, KafkaSplitEnumerator::kDiscoveryTimeout);
+    });
+  };
+}
+
 Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(const JobSpec& spec,
                                                                const RestoredSplits* restored,
                                                                DirectoryLister lister,
-                                                               KafkaPartitionDiscoverer kafka) {
+                                                               KafkaPartitionDiscoverer kafka,
+                                                               KafkaLagProbe kafka_lag) {
   Result<InputSpec> input = InputSpec::Parse(spec.input);
   if (!input.ok()) {
     // Validated at submit: the input changed since (deleted, emptied, made unreadable).
@@ -112,8 +121,9 @@ Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(const JobSpec& sp
     return std::unique_ptr<SplitEnumerator>(std::move(e));
   }
   if (input->kind() == InputSpec::Kind::kKafka) {
-    KF_ASSIGN_OR_RETURN(std::unique_ptr<KafkaSplitEnumerator> e,
-                        KafkaSplitEnumerator::Create(*input, restored, std::move(kafka)));
+    KF_ASSIGN_OR_RETURN(
+        std::unique_ptr<KafkaSplitEnumerator> e,
+        KafkaSplitEnumerator::Create(*input, restored, std::move(kafka), std::move(kafka_lag)));
     return std::unique_ptr<SplitEnumerator>(std::move(e));
   }
   std::optional<RestoredSplits> r;

@@ -28,6 +28,7 @@
 
 #include "common/input/kafka_spec.h"
 #include "common/input/source_split.h"
+#include "common/kafka/consumer_lag.h"
 #include "common/kafka/partition_discovery.h"
 #include "common/protocol/job_spec.h"
 #include "common/status.h"
@@ -125,6 +126,13 @@ using KafkaPartitionDiscoverer =
 // std::async on a thread of its own, with KafkaSplitEnumerator::kDiscoveryTimeout.
 KafkaPartitionDiscoverer AsyncKafkaPartitionDiscoverer();
 
+// Measures the consumer lag of `partitions` (MeasureKafkaLag) and delivers it through the
+// future. Injectable like the discoverer; empty: the enumerator measures no lag.
+using KafkaLagProbe = std::function<std::future<Result<std::vector<KafkaPartitionLag>>>(
+    const KafkaSourceSpec& spec, std::set<KafkaTopicPartition> partitions)>;
+// std::async on a thread of its own, with KafkaSplitEnumerator::kDiscoveryTimeout.
+KafkaLagProbe AsyncKafkaLagProbe();
+
 // The restored checkpoint's source state: split id -> encoded SourceSplitState, every reader's.
 using RestoredSplits = std::map<std::string, std::string>;
 
@@ -134,6 +142,7 @@ using RestoredSplits = std::map<std::string, std::string>;
 Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(
     const JobSpec& spec, const RestoredSplits* restored,
     DirectoryLister lister = AsyncDirectoryLister(),
-    KafkaPartitionDiscoverer kafka = AsyncKafkaPartitionDiscoverer());
+    KafkaPartitionDiscoverer kafka = AsyncKafkaPartitionDiscoverer(),
+    KafkaLagProbe kafka_lag = AsyncKafkaLagProbe());
 
 }  // namespace keyflow

@@ -121,5 +121,24 @@ TEST(JobStatusTextTest, AKafkaSourceSaysItsTopicsPartitionsAndWhyADiscoveryFaile
                         "brokers h:1 did not answer\n"));
 }
 
+TEST(JobStatusTextTest, AKafkaSourceSaysItsConsumerLagAndWhyItsMeasurementFailed) {
+  nlohmann::json job = RunningJob(1, "");
+  job["source"] = {{"kind", "kafka"}, {"topics", {"clicks"}},  {"bounded", false},
+                   {"splits", 2},     {"discovery_error", ""}, {"lag_records", 1234},
+                   {"lag_error", ""}};
+  std::ostringstream ok;
+  PrintStatus({{"workers", nlohmann::json::array()}, {"job", job}}, ok);
+  EXPECT_THAT(
+      ok.str(),
+      HasSubstr("\n  input: Kafka topic clicks: 2 partitions, consumer lag 1234 records\n"));
+  job["source"]["lag_records"] = -1;
+  job["source"]["lag_error"] = "the Kafka brokers h:1 did not answer";
+  std::ostringstream failed;
+  PrintStatus({{"workers", nlohmann::json::array()}, {"job", job}}, failed);
+  EXPECT_THAT(failed.str(),
+              HasSubstr("\n  input: Kafka topic clicks: 2 partitions; the last lag measurement "
+                        "failed: the Kafka brokers h:1 did not answer\n"));
+}
+
 }  // namespace
 }  // namespace keyflow::cli

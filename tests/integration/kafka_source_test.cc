@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/kafka/consumer_lag.h"
 #include "tests/integration/count_window_fixture.h"
 #include "tests/integration/kafka_test_util.h"
 
@@ -160,6 +161,54 @@ TEST_F(KafkaSourceTest, RecordsProducedWhileItRunsAreReadOnceAcrossAWorkerKillAn
       },
       Duration::Seconds(30), "the group's committed offsets at the end of each partition"));
   EXPECT_EQ(committed, end);
+  MustRun({"cancel"});
+}
+
+// The consumer lag: the end offset minus the group's committed offset, per partition (none
+// committed: unknown), from the brokers; and on a running job, in its status, once completed
+// checkpoints committed every record's offset: zero.
+TEST_F(KafkaSourceTest, TheConsumerLagIsTheEndMinusTheGroupsCommittedOffset) {
+  {
+    TestKafkaHandle producer =
+        KafkaClient(RD_KAFKA_PRODUCER, {{"bootstrap.servers", kafka_->bootstrap()}});
+    for (int i = 0; i < 10; ++i) KafkaProduce(producer.get(), "events", 0, "{}");
+    ASSERT_EQ(rd_kafka_flush(producer.get(), 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    TestKafkaHandle consumer = KafkaClient(
+        RD_KAFKA_CONSUMER, {{"bootstrap.servers", kafka_->bootstrap()}, {"group.id", "g"}});
+    rd_kafka_topic_partition_list_t* offsets = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(offsets, "events", 0)->offset = 4;
+    EXPECT_EQ(rd_kafka_commit(consumer.get(), offsets, 0), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_topic_partition_list_destroy(offsets);
+  }
+  ASSERT_OK_AND_ASSIGN(KafkaSourceSpec spec, KafkaSourceSpec::Parse(Input(",group=g")));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<KafkaPartitionLag> lag,
+      MeasureKafkaLag(spec, {{"events", 0}, {"events", 1}}, Duration::Seconds(10)));
+  EXPECT_EQ(lag, (std::vector<KafkaPartitionLag>{{"events", 0, 4, 10}, {"events", 1, -1, 0}}));
+  EXPECT_EQ(lag[0].records(), 6);
+  EXPECT_EQ(lag[1].records(), -1);
+}
+
+TEST_F(KafkaSourceTest, ARunningJobsConsumerLagReachesZeroOnceCheckpointsCoverEveryRecord) {
+  for (int f = 0; f < kPartitions; ++f) ProduceFile(f);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_OK(SubmitJob(*cluster_,
+                      CountWindowRunArgs(Input(",discovery=300ms"), output_, kCount, kNeverMs,
+                                         {"--parallelism", "2", "--checkpoint-interval", "300ms"}))
+                .status());
+  nlohmann::json job = WaitForJob(
+      [](const nlohmann::json& j) {
+        const nlohmann::json& src = j["source"];
+        if (!src.is_object() || src.value("lag_records", int64_t{-1}) != 0) return false;
+        if (src["lag"].size() != 3u) return false;
+        for (const nlohmann::json& p : src["lag"]) {
+          if (p.value("end", 0) != 2'000 || p.value("committed", 0) != 2'000) return false;
+        }
+        return true;
+      },
+      "a consumer lag of zero on each of the 3 partitions");
+  CommandResult status = MustRun({"status"});
+  EXPECT_THAT(status.out, HasSubstr("3 partitions, consumer lag 0 records"));
   MustRun({"cancel"});
 }
 

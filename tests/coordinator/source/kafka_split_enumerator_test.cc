@@ -97,7 +97,8 @@ TEST(KafkaSplitEnumeratorTest, StartAssignsEveryPartitionFromItsResolvedOffsetBy
   EXPECT_TRUE(ctx.ended.empty()) << "unbounded: readers wait for more partitions";
   EXPECT_EQ(e->StatusJson().dump(),
             R"({"bounded":false,"discovery_error":"","discovery_interval_ms":1000,)"
-            R"("kind":"kafka","splits":3,"topics":["a","b"]})");
+            R"("kind":"kafka","lag":[],"lag_error":"","lag_records":-1,"splits":3,)"
+            R"("topics":["a","b"]})");
 }
 
 TEST(KafkaSplitEnumeratorTest, TicksDiscoverNewPartitionsEveryIntervalOffTheControlThread) {
@@ -162,6 +163,51 @@ TEST(KafkaSplitEnumeratorTest, BoundedEndsEveryReaderAtStartAndNeverDiscoversAga
   e->OnTick(ctx, 0);
   e->OnTick(ctx, 1'000'000);
   EXPECT_EQ(d.calls.size(), 1u);
+}
+
+// The consumer lag is measured every discovery interval (also when bounded), off the control
+// thread, for the partitions known then; a failed measurement keeps the last one and says why.
+TEST(KafkaSplitEnumeratorTest, TicksMeasureTheConsumerLagOfTheKnownPartitionsEveryInterval) {
+  ScriptedDiscovery d;
+  d.Add(std::vector<DiscoveredPartition>{{"a", 0, 0, 9}, {"a", 1, 0, 4}});
+  std::vector<std::set<KafkaTopicPartition>> asked;
+  std::deque<Result<std::vector<KafkaPartitionLag>>> answers;
+  answers.push_back(std::vector<KafkaPartitionLag>{{"a", 0, 3, 9}, {"a", 1, -1, 4}});
+  answers.push_back(Unavailable("the Kafka brokers h:1 did not answer"));
+  KafkaLagProbe probe = [&](const KafkaSourceSpec&, std::set<KafkaTopicPartition> partitions) {
+    asked.push_back(std::move(partitions));
+    std::promise<Result<std::vector<KafkaPartitionLag>>> p;
+    p.set_value(std::move(answers.front()));
+    answers.pop_front();
+    return p.get_future();
+  };
+  ASSERT_OK_AND_ASSIGN(InputSpec input,
+                       InputSpec::Parse("kafka:bootstrap=h:1,topic=a,stop=latest,discovery=1s"));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<KafkaSplitEnumerator> e,
+                       KafkaSplitEnumerator::Create(input, nullptr, d.discoverer(), probe));
+  RecordingContext ctx(1);
+  ASSERT_OK(e->Start(ctx));
+  EXPECT_EQ(e->StatusJson()["lag_records"], -1) << "nothing measured yet";
+  e->OnTick(ctx, 0);  // schedules the first measurement at 1000
+  e->OnTick(ctx, 999);
+  EXPECT_TRUE(asked.empty());
+  e->OnTick(ctx, 1000);
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0], (std::set<KafkaTopicPartition>{{"a", 0}, {"a", 1}}));
+  nlohmann::json status = e->StatusJson();
+  EXPECT_EQ(status["lag_records"], 6) << status.dump();  // partition 1 has no committed offset
+  EXPECT_EQ(status["lag"][0]["records"], 6);
+  EXPECT_EQ(status["lag"][1]["records"], -1);
+  EXPECT_EQ(status["lag"][1]["end"], 4);
+  EXPECT_EQ(status["lag_error"], "");
+  e->OnTick(ctx, 1999);
+  EXPECT_EQ(asked.size(), 1u);
+  e->OnTick(ctx, 2000);
+  ASSERT_EQ(asked.size(), 2u);
+  status = e->StatusJson();
+  EXPECT_EQ(status["lag_records"], 6) << "the last measurement stays";
+  EXPECT_THAT(status["lag_error"].get<std::string>(), HasSubstr("did not answer"));
+  EXPECT_EQ(d.calls.size(), 1u) << "bounded: no discovery after the start";
 }
 
 TEST(KafkaSplitEnumeratorTest, AFailedFirstDiscoveryFailsTheDeploymentWithItsReason) {

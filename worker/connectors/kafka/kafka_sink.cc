@@ -374,8 +374,7 @@ Result<KafkaSinkCommittable> KafkaSinkCommittable::Decode(std::string_view bytes
 
 Result<std::unique_ptr<KafkaTransactionalCommitter>> KafkaTransactionalCommitter::Open(
     const KafkaSinkSpec& spec, const std::string& job_id, int32_t writer) {
-  std::unique_ptr<KafkaTransactionalCommitter> c(
-      new KafkaTransactionalCommitter(spec, job_id, writer));
+  std::unique_ptr<KafkaTransactionalCommitter> c(new KafkaTransactionalCommitter(spec));
   c->transactional_id_ = KafkaSinkCommittable::TransactionalId(job_id, writer);
   std::map<std::string, std::string> own = ProducerSettings(spec);
   own["transactional.id"] = c->transactional_id_;

@@ -106,16 +106,13 @@ class KafkaTransactionalCommitter {
   rd_kafka_t* producer() const { return producer_.get(); }
 
  private:
-  KafkaTransactionalCommitter(const KafkaSinkSpec& spec, std::string job_id, int32_t writer)
-      : spec_(spec), job_id_(std::move(job_id)), writer_(writer) {}
+  explicit KafkaTransactionalCommitter(const KafkaSinkSpec& spec) : spec_(spec) {}
   Status LookUpLastMarker();
   Status CommitOnce(const KafkaSinkCommittable& c);
   void CommitHint();
   static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque);
 
   KafkaSinkSpec spec_;
-  std::string job_id_;
-  int32_t writer_;
   std::string transactional_id_;
   KafkaHandle producer_;
   KafkaHandle hint_consumer_;   // group HintGroup(): the hint's reads and commits
