@@ -15,8 +15,7 @@ Result<std::vector<KafkaPartitionLag>> MeasureKafkaLag(
                       NewKafkaClient(RD_KAFKA_CONSUMER, spec, {{"enable.auto.commit", "false"}}));
   const int timeout_ms = static_cast<int>(timeout.millis());
   auto no_answer = [&](const std::string& what, rd_kafka_resp_err_t err) {
-    return Unavailable("the Kafka brokers " + spec.BootstrapServers() + " did not answer " + what +
-                       " within " + FormatDuration(timeout) + ": " + KafkaErrorText(err));
+    return KafkaNoAnswer(spec.BootstrapServers(), timeout, what, err);
   };
   KafkaPartitionList committed(
       rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));

@@ -31,6 +31,12 @@ std::string KafkaErrorText(rd_kafka_resp_err_t err) {
   return rd_kafka_err2str(err);
 }
 
+Status KafkaNoAnswer(const std::string& bootstrap_servers, Duration timeout,
+                     const std::string& what, rd_kafka_resp_err_t err) {
+  return Unavailable("the Kafka brokers " + bootstrap_servers + " did not answer " + what +
+                     " within " + FormatDuration(timeout) + ": " + KafkaErrorText(err));
+}
+
 Result<KafkaHandle> NewKafkaClient(rd_kafka_type_t type, const KafkaSourceSpec& spec,
                                    const std::map<std::string, std::string>& own) {
   std::map<std::string, std::string> settings = own;

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "common/duration.h"
 #include "common/input/kafka_spec.h"
 #include "common/status.h"
 
@@ -54,5 +55,9 @@ std::string KafkaPartitionName(const std::string& topic, int32_t partition);
 
 // librdkafka's text for `err`.
 std::string KafkaErrorText(rd_kafka_resp_err_t err);
+
+// "the Kafka brokers H:P,... did not answer WHAT within T: ERR": a request that timed out.
+Status KafkaNoAnswer(const std::string& bootstrap_servers, Duration timeout,
+                     const std::string& what, rd_kafka_resp_err_t err);
 
 }  // namespace keyflow

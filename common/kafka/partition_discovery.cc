@@ -20,8 +20,7 @@ struct TopicDeleter {
 
 Status NoAnswer(const KafkaSourceSpec& spec, Duration timeout, const std::string& what,
                 rd_kafka_resp_err_t err) {
-  return Unavailable("the Kafka brokers " + spec.BootstrapServers() + " did not answer " + what +
-                     " within " + FormatDuration(timeout) + ": " + KafkaErrorText(err));
+  return KafkaNoAnswer(spec.BootstrapServers(), timeout, what, err);
 }
 
 // The partition ids of `topic`; an empty list (not an error) for a missing topic unless

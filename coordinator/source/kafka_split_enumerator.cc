@@ -54,42 +54,32 @@ Status KafkaSplitEnumerator::Start(SplitEnumeratorContext& context) {
 void KafkaSplitEnumerator::MeasureLag(int64_t now_ms) {
   if (!lag_probe_) return;
   const int64_t interval_ms = spec_.discovery_interval.millis();
-  if (next_lag_ms_ < 0) next_lag_ms_ = now_ms + interval_ms;
-  if (!lag_measurement_.valid()) {
-    if (now_ms < next_lag_ms_ || known_.empty()) return;
-    lag_measurement_ = lag_probe_(spec_, known_);
-  }
-  if (lag_measurement_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
-  Result<std::vector<KafkaPartitionLag>> measured = lag_measurement_.get();
-  next_lag_ms_ = now_ms + interval_ms;
-  lag_error_ = measured.ok() ? "" : measured.status().message();
-  if (!measured.ok()) {
+  std::optional<Result<std::vector<KafkaPartitionLag>>> measured = lag_measurement_.Poll(
+      now_ms, interval_ms, !known_.empty(), [&] { return lag_probe_(spec_, known_); });
+  if (!measured) return;
+  lag_error_ = measured->ok() ? "" : measured->status().message();
+  if (!measured->ok()) {
     KF_LOG_WARN("Kafka consumer lag not measured: {}; trying again in {} ms",
-                measured.status().message(), interval_ms);
+                measured->status().message(), interval_ms);
     return;
   }
-  lag_ = *std::move(measured);
+  lag_ = *std::move(*measured);
 }
 
 void KafkaSplitEnumerator::OnTick(SplitEnumeratorContext& context, int64_t now_ms) {
   MeasureLag(now_ms);
   if (spec_.bounded) return;
   const int64_t interval_ms = spec_.discovery_interval.millis();
-  if (next_discovery_ms_ < 0) next_discovery_ms_ = now_ms + interval_ms;
-  if (!discovery_.valid()) {
-    if (now_ms < next_discovery_ms_) return;
-    discovery_ = discoverer_(spec_, known_, false);
-  }
-  if (discovery_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
-  Result<std::vector<DiscoveredPartition>> found = discovery_.get();  // invalidates discovery_
-  next_discovery_ms_ = now_ms + interval_ms;
-  discovery_error_ = found.ok() ? "" : found.status().message();
-  if (!found.ok()) {
+  std::optional<Result<std::vector<DiscoveredPartition>>> found =
+      discovery_.Poll(now_ms, interval_ms, true, [&] { return discoverer_(spec_, known_, false); });
+  if (!found) return;
+  discovery_error_ = found->ok() ? "" : found->status().message();
+  if (!found->ok()) {
     KF_LOG_WARN("Kafka partition discovery failed: {}; trying again in {} ms",
-                found.status().message(), interval_ms);
+                found->status().message(), interval_ms);
     return;
   }
-  AssignNew(context, *std::move(found));
+  AssignNew(context, *std::move(*found));
 }
 
 nlohmann::json KafkaSplitEnumerator::StatusJson() const {

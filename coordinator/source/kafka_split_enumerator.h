@@ -24,10 +24,12 @@
 // Threading: the coordinator's control thread (the discoverer's work on its own thread).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,6 +39,31 @@
 #include "coordinator/source/split_enumerator.h"
 
 namespace keyflow {
+
+// One asynchronous request every interval, polled from the control thread: Poll starts it when
+// it is due (and `may_start`), and returns its result once ready; the next one is due an
+// interval after that.
+template <class T>
+class PeriodicRequest {
+ public:
+  std::optional<T> Poll(int64_t now_ms, int64_t interval_ms, bool may_start,
+                        const std::function<std::future<T>()>& start) {
+    if (next_ms_ < 0) next_ms_ = now_ms + interval_ms;
+    if (!running_.valid()) {
+      if (now_ms < next_ms_ || !may_start) return std::nullopt;
+      running_ = start();
+    }
+    if (running_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      return std::nullopt;
+    }
+    next_ms_ = now_ms + interval_ms;
+    return running_.get();  // invalidates running_
+  }
+
+ private:
+  int64_t next_ms_ = -1;    // set by the first Poll
+  std::future<T> running_;  // valid while one runs; destroying it waits for it
+};
 
 class KafkaSplitEnumerator final : public SplitEnumerator {
  public:
@@ -74,14 +101,12 @@ class KafkaSplitEnumerator final : public SplitEnumerator {
   std::vector<SourceSplitState> initial_;  // the restored splits, assigned by Start
   std::set<KafkaTopicPartition> known_;
   int32_t next_id_ = 0;
-  int64_t next_discovery_ms_ = -1;  // set by the first OnTick
   std::string discovery_error_;
-  std::future<Result<std::vector<DiscoveredPartition>>> discovery_;  // valid while one runs
+  PeriodicRequest<Result<std::vector<DiscoveredPartition>>> discovery_;
   KafkaLagProbe lag_probe_;
-  int64_t next_lag_ms_ = -1;
   std::vector<KafkaPartitionLag> lag_;
   std::string lag_error_;
-  std::future<Result<std::vector<KafkaPartitionLag>>> lag_measurement_;  // valid while one runs
+  PeriodicRequest<Result<std::vector<KafkaPartitionLag>>> lag_measurement_;
 };
 
 }  // namespace keyflow
