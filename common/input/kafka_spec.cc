@@ -1,5 +1,7 @@
 #include "common/input/kafka_spec.h"
 
+#include <algorithm>
+#include <regex>
 #include <set>
 
 #include "common/input/kafka_params.h"
@@ -57,6 +59,22 @@ Result<KafkaSourceSpec> KafkaSourceSpec::Parse(std::string_view text) {
       for (const std::string& topic : spec.topics) {
         if (topic.empty()) return InvalidArgument("a topic name is empty");
       }
+    } else if (name == "pattern") {
+      if (value.empty()) return InvalidArgument("pattern is empty");
+      try {
+        std::regex compiled{std::string(value)};
+      } catch (const std::regex_error& e) {
+        return InvalidArgument("pattern '" + std::string(value) +
+                               "' is not a regular expression (ECMAScript): " + e.what());
+      }
+      spec.topic_pattern = std::string(value);
+    } else if (name == "ts") {
+      if (value.empty()) return InvalidArgument("ts is empty (a field name, or kafka)");
+      if (value == "kafka") {
+        spec.kafka_timestamp = true;
+      } else {
+        spec.timestamp_field = std::string(value);
+      }
     } else if (name == "group") {
       if (value.empty()) return InvalidArgument("group is empty");
       spec.group = std::string(value);
@@ -91,15 +109,42 @@ Result<KafkaSourceSpec> KafkaSourceSpec::Parse(std::string_view text) {
       (name == "idle" ? spec.idle_timeout : spec.discovery_interval) = *d;
     } else {
       return InvalidArgument("unknown parameter '" + std::string(name) +
-                             "' (known: bootstrap, topic, group, start, stop, idle, discovery, "
-                             "kafka.<property>)");
+                             "' (known: bootstrap, topic, pattern, group, start, stop, ts, "
+                             "idle, discovery, kafka.<property>)");
     }
     return Status::Ok();
   };
   if (Status s = kafka_params::ForEach(text, visit); !s.ok()) return Bad(text, s.message());
   if (spec.bootstrap.empty()) return Bad(text, "bootstrap=HOST:PORT is missing");
-  if (spec.topics.empty()) return Bad(text, "topic=T is missing");
+  if (spec.topics.empty() && spec.topic_pattern.empty()) {
+    return Bad(text, "topic=T (or pattern=REGEX) is missing");
+  }
+  if (!spec.topics.empty() && !spec.topic_pattern.empty()) {
+    return Bad(text, "topic= and pattern= exclude each other: give one");
+  }
   return spec;
+}
+
+Status KafkaSourceSpec::CheckAgainstKeyField(std::string_view key_field) const {
+  if (timestamp_field.empty() || timestamp_field != key_field) return Status::Ok();
+  return InvalidArgument("--input " + Redacted() + ": ts=" + timestamp_field +
+                         " is the key field too: name the field that holds the event time, "
+                         "or use ts=kafka for the Kafka timestamp");
+}
+
+bool KafkaSourceSpec::ReadsTopic(std::string_view topic) const {
+  if (topic_pattern.empty()) {
+    return std::find(topics.begin(), topics.end(), topic) != topics.end();
+  }
+  if (topic.substr(0, 2) == "__") return false;  // Kafka's own (__consumer_offsets, ...)
+  return std::regex_match(topic.begin(), topic.end(), std::regex(topic_pattern));
+}
+
+std::string KafkaSourceSpec::TopicsText() const {
+  if (!topic_pattern.empty()) return "topics matching /" + topic_pattern + "/";
+  std::string out = topics.size() == 1 ? "topic " : "topics ";
+  for (size_t i = 0; i < topics.size(); ++i) out += (i ? ", " : "") + topics[i];
+  return out;
 }
 
 std::string KafkaSourceSpec::BootstrapServers() const {
@@ -146,11 +191,17 @@ std::string KafkaSourceSpec::Redacted() const {
   std::string out(kPrefix);
   out += "bootstrap=";
   for (size_t i = 0; i < bootstrap.size(); ++i) out += (i ? ";" : "") + bootstrap[i];
-  out += ",topic=";
-  for (size_t i = 0; i < topics.size(); ++i) out += (i ? ";" : "") + topics[i];
+  if (topic_pattern.empty()) {
+    out += ",topic=";
+    for (size_t i = 0; i < topics.size(); ++i) out += (i ? ";" : "") + topics[i];
+  } else {
+    out += ",pattern=" + topic_pattern;
+  }
   out += ",group=" + group + ",start=" + std::string(KafkaStartName(start));
   if (start == Start::kTimestamp) out += ":" + std::to_string(start_timestamp_ms);
   if (bounded) out += ",stop=latest";
+  if (kafka_timestamp) out += ",ts=kafka";
+  if (!timestamp_field.empty()) out += ",ts=" + timestamp_field;
   if (idle_timeout.millis() > 0) out += ",idle=" + FormatDuration(idle_timeout);
   if (discovery_interval != kDefaultDiscoveryInterval) {
     out += ",discovery=" + FormatDuration(discovery_interval);

@@ -56,6 +56,25 @@ Result<std::vector<int32_t>> PartitionsOf(rd_kafka_t* rk, const KafkaSourceSpec&
   return out;
 }
 
+// The topics of the cluster that `spec`'s pattern matches, sorted.
+Result<std::vector<std::string>> MatchingTopics(rd_kafka_t* rk, const KafkaSourceSpec& spec,
+                                                Duration timeout) {
+  const rd_kafka_metadata_t* raw = nullptr;
+  const rd_kafka_resp_err_t err =
+      rd_kafka_metadata(rk, /*all_topics=*/1, nullptr, &raw, static_cast<int>(timeout.millis()));
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return NoAnswer(spec, timeout, "a metadata request for the topics", err);
+  }
+  Metadata md(raw);
+  std::vector<std::string> out;
+  for (int i = 0; i < md->topic_cnt; ++i) {
+    const rd_kafka_metadata_topic_t& t = md->topics[i];
+    if (t.err == RD_KAFKA_RESP_ERR_NO_ERROR && spec.ReadsTopic(t.topic)) out.push_back(t.topic);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // Sets each partition's start offset to the group's committed one, or its log start.
 Status ResolveCommitted(rd_kafka_t* rk, const KafkaSourceSpec& spec,
                         std::vector<DiscoveredPartition>* parts, Duration timeout) {
@@ -103,10 +122,16 @@ Result<std::vector<DiscoveredPartition>> DiscoverKafkaPartitions(
     Duration timeout) {
   KF_ASSIGN_OR_RETURN(KafkaHandle rk,
                       NewKafkaClient(RD_KAFKA_CONSUMER, spec, {{"enable.auto.commit", "false"}}));
+  std::vector<std::string> topics = spec.topics;
+  if (!spec.topic_pattern.empty()) {
+    KF_ASSIGN_OR_RETURN(topics, MatchingTopics(rk.get(), spec, timeout));
+  }
+  // A topic of a pattern may be deleted between the two requests: it is then skipped.
+  const bool must_exist = initial && spec.topic_pattern.empty();
   std::vector<DiscoveredPartition> parts;
-  for (const std::string& topic : spec.topics) {
+  for (const std::string& topic : topics) {
     KF_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
-                        PartitionsOf(rk.get(), spec, topic, initial, timeout));
+                        PartitionsOf(rk.get(), spec, topic, must_exist, timeout));
     for (int32_t id : ids) {
       if (known.count({topic, id}) == 0) parts.push_back({topic, id, 0, -1});
     }

@@ -10,9 +10,12 @@
 // read from its log start, as Flink does, so nothing written to it is skipped. A bounded spec
 // gets each partition's high watermark as the stop offset.
 //
+// With a topic pattern the topics are the cluster's topics that match it when called (one
+// metadata request for all topics); a pattern that matches nothing yet is not an error.
+//
 // Errors: Unavailable when the brokers do not answer within `timeout` (the bootstrap servers
-// are named); NotFound for a topic the cluster does not have (at an initial discovery; later, a
-// topic that is gone is skipped); InvalidArgument for a bad client property.
+// are named); NotFound for a topic= topic the cluster does not have (at an initial discovery;
+// later, a topic that is gone is skipped); InvalidArgument for a bad client property.
 //
 // Threading: any thread; each call makes (and closes) its own client.
 #pragma once
@@ -40,7 +43,8 @@ struct DiscoveredPartition {
   friend bool operator==(const DiscoveredPartition&, const DiscoveredPartition&) = default;
 };
 
-// The partitions of spec.topics not in `known`, sorted by topic and partition.
+// The partitions of the spec's topics (or of the topics matching its pattern) not in `known`,
+// sorted by topic and partition.
 Result<std::vector<DiscoveredPartition>> DiscoverKafkaPartitions(
     const KafkaSourceSpec& spec, const std::set<KafkaTopicPartition>& known, bool initial,
     Duration timeout);

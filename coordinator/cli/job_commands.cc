@@ -337,10 +337,11 @@ void AddRunOptions(po::options_description* opts, RunFlags* f) {
       "JSON Lines file, directory of files (one split each), "
       "gen:events=N,keys=K,splits=S,seed=X[,rate=R], monitor:DIR[,interval=DURATION] (a "
       "directory watched for new files, every 10s by default; the job runs until cancelled or "
-      "stopped), or kafka:bootstrap=HOST:PORT[;HOST:PORT],topic=T[;T][,group=G]"
-      "[,start=earliest|latest|committed|timestamp:MS][,stop=latest][,discovery=DURATION]"
-      "[,kafka.PROPERTY=V] (every partition of the topics; unbounded unless stop=latest; "
-      "see the README's Kafka section)")(
+      "stopped), or kafka:bootstrap=HOST:PORT[;HOST:PORT],topic=T[;T]|pattern=REGEX"
+      "[,group=G][,start=earliest|latest|committed|timestamp:MS][,stop=latest]"
+      "[,ts=FIELD|kafka][,idle=DURATION][,discovery=DURATION][,kafka.PROPERTY=V] (every "
+      "partition of the topics; unbounded unless stop=latest; see the README's Kafka "
+      "section)")(
       "output", po::value(&f->spec.output_dir),
       "where the results go: a DIRECTORY (exactly-once file sink), or "
       "kafka:bootstrap=HOST:PORT[;HOST:PORT],topic=T[,guarantee=exactly-once|at-least-once]"
@@ -592,6 +593,7 @@ Status ResolveRunPaths(JobSpec& spec) {
   Result<InputSpec> input = InputSpec::Parse(spec.input);
   if (!input.ok()) return input.status();
   if (input->kind() == InputSpec::Kind::kKafka) {
+    KF_RETURN_IF_ERROR(input->kafka().CheckAgainstKeyField(spec.key_field));
     // The brokers answer and the topics exist, before anything is deployed.
     if (Status s = DiscoverKafkaPartitions(input->kafka(), {}, /*initial=*/true,
                                            KafkaSplitEnumerator::kDiscoveryTimeout)

@@ -45,18 +45,22 @@ std::string LatencyColumns(const nlohmann::json& latency) {
 }
 
 // "monitoring DIR every N ms: K files found[; the last listing failed: ...]" for a job reading a
-// monitored directory, "Kafka topics T1, T2: K partitions[ (bounded)][, consumer lag R
-// records][; the last discovery failed: ...][; the last lag measurement failed: ...]" for a
-// Kafka source, "" otherwise.
+// monitored directory, "Kafka topics T1, T2 (or: topics matching /R/): K partitions[ (bounded)][,
+// consumer lag R records][; the last discovery failed: ...][; the last lag measurement failed:
+// ...]" for a Kafka source, "" otherwise.
 std::string SourceText(const nlohmann::json& job) {
   const auto src = job.find("source");
   if (src == job.end() || !src->is_object()) return "";
   if (src->value("kind", "") == "kafka") {
     std::string text = "Kafka topic";
     const nlohmann::json topics = src->value("topics", nlohmann::json::array());
-    text += topics.size() == 1 ? " " : "s ";
-    for (size_t i = 0; i < topics.size(); ++i) {
-      text += (i ? ", " : "") + topics[i].get<std::string>();
+    if (const std::string pattern = src->value("topic_pattern", std::string()); !pattern.empty()) {
+      text += "s matching /" + pattern + "/";
+    } else {
+      text += topics.size() == 1 ? " " : "s ";
+      for (size_t i = 0; i < topics.size(); ++i) {
+        text += (i ? ", " : "") + topics[i].get<std::string>();
+      }
     }
     text += ": " + std::to_string(src->value("splits", 0)) + " partitions";
     if (src->value("bounded", false)) text += " (bounded: up to the end offsets seen at the start)";

@@ -18,11 +18,10 @@ Result<std::unique_ptr<KafkaSplitEnumerator>> KafkaSplitEnumerator::Create(
   e->discoverer_ = std::move(discoverer);
   e->lag_probe_ = std::move(lag_probe);
   if (restored != nullptr) {
-    const std::set<std::string> topics(e->spec_.topics.begin(), e->spec_.topics.end());
     for (const auto& [id, bytes] : *restored) {
       BinaryReader r(bytes);
       KF_ASSIGN_OR_RETURN(SourceSplitState st, SourceSplitState::DecodeFrom(&r));
-      if (st.split.kind() != SplitKind::kKafka || topics.count(st.split.topic()) == 0) {
+      if (st.split.kind() != SplitKind::kKafka || !e->spec_.ReadsTopic(st.split.topic())) {
         return FailedPrecondition("split " + id + " of the checkpoint is " + st.split.ToString() +
                                   ", not a partition of the topics of --input " +
                                   e->spec_.Redacted() + ": restore with the same --input");
@@ -95,6 +94,7 @@ nlohmann::json KafkaSplitEnumerator::StatusJson() const {
   }
   return {{"kind", "kafka"},
           {"topics", spec_.topics},
+          {"topic_pattern", spec_.topic_pattern},
           {"bounded", spec_.bounded},
           {"splits", known_.size()},
           {"discovery_interval_ms", spec_.discovery_interval.millis()},

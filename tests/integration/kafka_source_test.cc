@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
@@ -128,6 +129,87 @@ TEST_F(KafkaSourceTest, ABoundedReadOfThreePartitionsGivesTheReferenceOutputAndF
   EXPECT_EQ(job["source"].value("kind", ""), "kafka") << job.dump();
   EXPECT_EQ(job["source"].value("splits", 0), kPartitions) << job.dump();
   EXPECT_EQ(job["source"].value("bounded", false), true) << job.dump();
+}
+
+// ts=kafka: the values carry no time field; the event time is each record's Kafka timestamp,
+// and the output is exactly the reference output of the same records with their times in "ts".
+TEST_F(KafkaSourceTest, WithTsKafkaTheEventTimeIsTheKafkaTimestamp) {
+  for (int f = 0; f < kFiles; ++f) {
+    KafkaProduceLinesWithKafkaTimestamps(kafka_->bootstrap(), "events", f % kPartitions,
+                                         input_.files[static_cast<size_t>(f)]);
+  }
+  ASSERT_FALSE(HasFailure());
+  ASSERT_OK(SubmitJob(*cluster_, CountWindowArgs(Input(",stop=latest,ts=kafka"), output_,
+                                                 {"--parallelism", "2"}))
+                .status());
+  nlohmann::json job = WaitForJob(
+      [](const nlohmann::json& j) { return j.value("state", "") == "FINISHED"; }, "the end");
+  ExpectCountWindowOutput(output_, ReferenceCountWindow(input_.records, kCount, kTimeoutMs),
+                          "times from the Kafka timestamps");
+  EXPECT_EQ(job.value("late_records", -1), 0) << job.dump();
+  EXPECT_EQ(job.value("bad_records", -1), 0) << job.dump();
+  EXPECT_THAT(job.value("input", ""), HasSubstr(",ts=kafka"));
+}
+
+// ts=FIELD names this source's time field in place of the job's (the values carry their time in
+// "event_time" and a string in "ts"); ts= naming the key field is refused at submit.
+TEST_F(KafkaSourceTest, TsFieldReplacesTheJobsTimeFieldAndMayNotBeTheKey) {
+  {
+    TestKafkaHandle producer =
+        KafkaClient(RD_KAFKA_PRODUCER, {{"bootstrap.servers", kafka_->bootstrap()}});
+    std::ifstream in(input_.files[0]);
+    std::string line;
+    while (std::getline(in, line)) {
+      nlohmann::json value = nlohmann::json::parse(line);
+      value["event_time"] = value["ts"];
+      value["ts"] = "not the time";
+      KafkaProduce(producer.get(), "events", 0, value.dump());
+    }
+    ASSERT_EQ(rd_kafka_flush(producer.get(), 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    produced_.insert(0);
+  }
+  auto refused = cluster_->Cli(CountWindowArgs(Input(",stop=latest,ts=uid"), output_, {}),
+                               Duration::Seconds(60));
+  ASSERT_OK(refused);
+  EXPECT_EQ(refused->exit_code, 2) << refused->out << refused->err;
+  EXPECT_THAT(refused->err, HasSubstr("ts=uid is the key field too"));
+  ASSERT_OK(SubmitJob(*cluster_, CountWindowArgs(Input(",stop=latest,ts=event_time"), output_,
+                                                 {"--parallelism", "1"}))
+                .status());
+  nlohmann::json job = WaitForJob(
+      [](const nlohmann::json& j) { return j.value("state", "") == "FINISHED"; }, "the end");
+  EXPECT_EQ(job.value("bad_records", -1), 0) << job.dump();
+  ExpectCountWindowOutput(output_, ReferenceCountWindow(Produced(), kCount, kTimeoutMs),
+                          "times from event_time");
+}
+
+// pattern=REGEX: every matching topic is read, one created while the job runs too (from its
+// start, once discovered); a topic that does not match is not read.
+TEST_F(KafkaSourceTest, APatternReadsTheMatchingTopicsAndOneCreatedWhileTheJobRuns) {
+  if (!kafka_->is_mock()) GTEST_SKIP() << "creates topics through keyflow-kafka-mock";
+  for (int f = 0; f < kPartitions; ++f) ProduceFile(f);
+  ASSERT_FALSE(HasFailure());
+  const std::string input = "kafka:bootstrap=" + Semicolons(kafka_->bootstrap()) +
+                            ",pattern=events(-late)?,discovery=300ms";
+  ASSERT_OK(SubmitJob(*cluster_,
+                      CountWindowRunArgs(input, output_, kCount, kNeverMs,
+                                         {"--parallelism", "2", "--checkpoint-interval", "300ms"}))
+                .status());
+  WaitForCountWindowOutput(output_, ClosedByCountSoFar(), "the records of topic events");
+  MockCommand("create-topic events-later 1");  // does not match: never read
+  KafkaProduceLines(kafka_->bootstrap(), "events-later", 0, input_.files[4]);
+  MockCommand("create-topic events-late 1");
+  KafkaProduceLines(kafka_->bootstrap(), "events-late", 0, input_.files[3]);
+  produced_.insert(3);
+  ASSERT_FALSE(HasFailure());
+  WaitForCountWindowOutput(output_, ClosedByCountSoFar(), "with topic events-late");
+  nlohmann::json job = WaitForJob(
+      [](const nlohmann::json& j) { return j["source"].value("splits", 0) == kPartitions + 1; },
+      "4 partitions");
+  EXPECT_EQ(job["source"].value("topic_pattern", ""), "events(-late)?") << job.dump();
+  CommandResult status = MustRun({"status"});
+  EXPECT_THAT(status.out, HasSubstr("Kafka topics matching /events(-late)?/: 4 partitions"));
+  MustRun({"cancel"});
 }
 
 TEST_F(KafkaSourceTest, RecordsProducedWhileItRunsAreReadOnceAcrossAWorkerKillAndARescale) {

@@ -1,5 +1,7 @@
 #include "tests/integration/kafka_test_util.h"
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,17 +41,18 @@ TestKafkaHandle KafkaClient(rd_kafka_type_t type,
 }
 
 void KafkaProduce(rd_kafka_t* producer, const std::string& topic, int32_t partition,
-                  const std::string& value) {
-  rd_kafka_resp_err_t e =
-      rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
-                        RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
-                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+                  const std::string& value, int64_t timestamp_ms) {
+  auto produce = [&] {
+    return rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic.c_str()),
+                             RD_KAFKA_V_PARTITION(partition),
+                             RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+                             RD_KAFKA_V_TIMESTAMP(timestamp_ms),
+                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+  };
+  rd_kafka_resp_err_t e = produce();
   if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {  // let the queue drain, once
     rd_kafka_flush(producer, 20000);
-    e = rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic.c_str()),
-                          RD_KAFKA_V_PARTITION(partition),
-                          RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
-                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    e = produce();
   }
   ASSERT_EQ(e, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(e);
 }
@@ -89,6 +92,23 @@ void KafkaProduceLines(const std::string& bootstrap, const std::string& topic, i
   ASSERT_TRUE(in) << path;
   std::string line;
   while (std::getline(in, line)) KafkaProduce(producer.get(), topic, partition, line);
+  ASSERT_EQ(rd_kafka_flush(producer.get(), 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
+}
+
+void KafkaProduceLinesWithKafkaTimestamps(const std::string& bootstrap, const std::string& topic,
+                                          int32_t partition, const std::string& path,
+                                          const std::string& ts_field) {
+  TestKafkaHandle producer = KafkaClient(RD_KAFKA_PRODUCER, {{"bootstrap.servers", bootstrap}});
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json value = nlohmann::json::parse(line);
+    ASSERT_TRUE(value.contains(ts_field)) << line;
+    const int64_t ts = value[ts_field].get<int64_t>();
+    value.erase(ts_field);
+    KafkaProduce(producer.get(), topic, partition, value.dump(), ts);
+  }
   ASSERT_EQ(rd_kafka_flush(producer.get(), 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
 }
 

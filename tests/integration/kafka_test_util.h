@@ -27,9 +27,10 @@ using TestKafkaHandle = std::unique_ptr<rd_kafka_t, TestKafkaDeleter>;
 TestKafkaHandle KafkaClient(rd_kafka_type_t type,
                             const std::map<std::string, std::string>& settings);
 
-// Produces `value` to `partition` of `topic` (asynchronously: flush with rd_kafka_flush).
+// Produces `value` to `partition` of `topic` (asynchronously: flush with rd_kafka_flush), with
+// the Kafka timestamp `timestamp_ms` (0: the producer's clock).
 void KafkaProduce(rd_kafka_t* producer, const std::string& topic, int32_t partition,
-                  const std::string& value);
+                  const std::string& value, int64_t timestamp_ms = 0);
 
 // Reads `partitions` of `topic` from the start, read_committed, until `expected` values came or
 // 20 s passed; the values per partition in offset order.
@@ -41,6 +42,11 @@ std::map<int32_t, std::vector<std::string>> KafkaReadAll(const std::string& boot
 // expects the brokers to acknowledge them within 20 s.
 void KafkaProduceLines(const std::string& bootstrap, const std::string& topic, int32_t partition,
                        const std::string& path);
+// Same, but each line's time field `ts_field` is taken out of the value and becomes the record's
+// Kafka timestamp (what a source with ts=kafka reads).
+void KafkaProduceLinesWithKafkaTimestamps(const std::string& bootstrap, const std::string& topic,
+                                          int32_t partition, const std::string& path,
+                                          const std::string& ts_field = "ts");
 
 struct TestKafkaMessage {
   int32_t partition = 0;

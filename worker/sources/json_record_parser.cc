@@ -327,7 +327,7 @@ struct JsonRecordParser::Impl {
         if (have_key) return InvalidArgument("duplicate field " + Quote(f.key_field));
         have_key = true;
         KF_RETURN_IF_ERROR(ReadKey<kFields>(f, assigner, field.value(), out, member_tape));
-      } else if (name == f.timestamp_field) {
+      } else if (name == f.timestamp_field && !f.timestamp_field.empty()) {
         if (have_ts) return InvalidArgument("duplicate field " + Quote(f.timestamp_field));
         have_ts = true;
         KF_RETURN_IF_ERROR(ReadTimestamp<kFields>(f, field.value(), out, member_tape));
@@ -342,7 +342,9 @@ struct JsonRecordParser::Impl {
       return InvalidArgument("invalid JSON: unexpected content after the object");
     }
     if (!have_key) return InvalidArgument("missing field " + Quote(f.key_field));
-    if (!have_ts) return InvalidArgument("missing field " + Quote(f.timestamp_field));
+    if (!have_ts && !f.timestamp_field.empty()) {
+      return InvalidArgument("missing field " + Quote(f.timestamp_field));
+    }
     if constexpr (kFields) {
       tape->EndObject();
     } else {
@@ -356,7 +358,7 @@ JsonRecordParser::JsonRecordParser(JsonRecordFormat format, int32_t max_parallel
     : format_(std::move(format)),
       assigner_(format_.key_type, max_parallelism),
       impl_(std::make_unique<Impl>()) {
-  KF_CHECK(!format_.key_field.empty() && !format_.timestamp_field.empty());
+  KF_CHECK(!format_.key_field.empty());
   KF_CHECK(format_.key_field != format_.timestamp_field)
       << "key and timestamp field are both '" << format_.key_field << "'";
 }

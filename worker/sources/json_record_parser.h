@@ -3,8 +3,10 @@
 //
 // Format: every line is a JSON object. The key is the top-level field `key_field`
 // (default "uid"), the event timestamp the top-level field `timestamp_field` (default "ts"),
-// epoch milliseconds. Other fields are allowed and ignored, but the whole line must be valid
-// JSON (a malformed value anywhere makes the line malformed).
+// epoch milliseconds; with an empty `timestamp_field` the caller sets the timestamp (the Kafka
+// source's ts=kafka) and every member, "ts" too, is an ordinary field. Other fields are allowed and
+// ignored, but the whole line must be valid JSON (a malformed value anywhere makes the line
+// malformed).
 //
 //   key type string   the field must be a JSON string; the key is its UTF-8 text (escapes
 //                     decoded). A JSON number is rejected (use --key-type long for numbers).
@@ -50,7 +52,7 @@ inline constexpr size_t kJsonPadding = 64;
 
 struct JsonRecordFormat {
   std::string key_field = "uid";
-  std::string timestamp_field = "ts";
+  std::string timestamp_field = "ts";  // empty: none (the caller sets Record::timestamp)
   KeyType key_type = KeyType::kString;
   bool keep_payload = false;  // Record::payload = the line as read (without its terminator)
   bool keep_fields = false;   // Record::fields = the line's field tape
@@ -61,8 +63,8 @@ struct JsonRecordFormat {
 
 class JsonRecordParser {
  public:
-  // Preconditions: max_parallelism is valid (ValidateMaxParallelism); field names non-empty and
-  // different.
+  // Preconditions: max_parallelism is valid (ValidateMaxParallelism); the key field non-empty,
+  // the timestamp field different from it.
   JsonRecordParser(JsonRecordFormat format, int32_t max_parallelism);
   ~JsonRecordParser();
   JsonRecordParser(const JsonRecordParser&) = delete;

@@ -69,6 +69,24 @@ TEST(JsonRecordParser, UsesConfiguredFieldNames) {
   EXPECT_EQ(ParseError(parser, R"({"uid":"a","ts":1})"), InvalidArgument("missing field 'user'"));
 }
 
+// An empty timestamp field: the caller sets the time (the Kafka source's ts=kafka). No time
+// field is required, and a "ts" member is an ordinary field (here a string, kept in the tape).
+TEST(JsonRecordParser, WithoutATimestampFieldTheTimeIsLeftToTheCallerAndTsIsAnOrdinaryField) {
+  JsonRecordFormat f = Format();
+  f.timestamp_field.clear();
+  f.keep_fields = true;
+  JsonRecordParser parser(f, kMaxParallelism);
+  Record r;
+  r.timestamp = Timestamp(1234);
+  ASSERT_OK(parser.Parse(R"({"uid":"u1","ts":"not a time","":7})", &r));
+  EXPECT_EQ(r.key, Key::FromBytes("u1"));
+  EXPECT_EQ(r.timestamp, Timestamp(1234)) << "untouched: the caller's to set";
+  EXPECT_EQ(r.raw_json(), R"({"uid":"u1","ts":"not a time","":7})");
+  ASSERT_OK(parser.Parse(R"({"uid":"u2"})", &r));
+  EXPECT_EQ(r.key, Key::FromBytes("u2"));
+  EXPECT_EQ(ParseError(parser, R"({"ts":1})"), InvalidArgument("missing field 'uid'"));
+}
+
 TEST(JsonRecordParser, UnicodeKeysAreUtf8TextWithEscapesDecoded) {
   JsonRecordParser parser(Format(), kMaxParallelism);
   Record raw = ParseOk(parser, "{\"uid\":\"caf\xC3\xA9-\xF0\x9F\x98\x80\",\"ts\":1}");

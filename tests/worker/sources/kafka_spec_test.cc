@@ -57,7 +57,10 @@ TEST(KafkaSourceSpec, DefaultsAreEarliestUnboundedGroupKeyflowEveryTenSeconds) {
 TEST(KafkaSourceSpec, BadParametersAreOneSentenceNamingThem) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"topic=t", "bootstrap=HOST:PORT is missing"},
-      {"bootstrap=h:1", "topic=T is missing"},
+      {"bootstrap=h:1", "topic=T (or pattern=REGEX) is missing"},
+      {"bootstrap=h:1,topic=t,pattern=t.*", "topic= and pattern= exclude each other"},
+      {"bootstrap=h:1,pattern=(unclosed", "pattern '(unclosed' is not a regular expression"},
+      {"bootstrap=h:1,topic=t,ts=", "ts is empty"},
       {"bootstrap=h,topic=t", "bootstrap server 'h' is not HOST:PORT"},
       {"bootstrap=h:0,topic=t", "bootstrap server 'h:0' is not HOST:PORT"},
       {"bootstrap=h:1,topic=a;,", "a topic name is empty"},
@@ -79,6 +82,43 @@ TEST(KafkaSourceSpec, BadParametersAreOneSentenceNamingThem) {
     EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument) << text;
     EXPECT_THAT(spec.status().message(), HasSubstr("--input kafka:" + text + ": " + why));
   }
+}
+
+TEST(KafkaSourceSpec, APatternReadsEveryMatchingTopicButKafkasOwn) {
+  ASSERT_OK_AND_ASSIGN(KafkaSourceSpec spec,
+                       KafkaSourceSpec::Parse("bootstrap=h:1,pattern=events-[a-z]+,ts=kafka"));
+  EXPECT_TRUE(spec.topics.empty());
+  EXPECT_EQ(spec.topic_pattern, "events-[a-z]+");
+  EXPECT_TRUE(spec.kafka_timestamp);
+  EXPECT_TRUE(spec.ReadsTopic("events-eu"));
+  EXPECT_FALSE(spec.ReadsTopic("events-eu2")) << "the whole name must match";
+  EXPECT_FALSE(spec.ReadsTopic("old-events-eu"));
+  EXPECT_EQ(spec.TopicsText(), "topics matching /events-[a-z]+/");
+  EXPECT_EQ(spec.Redacted(),
+            "kafka:bootstrap=h:1,pattern=events-[a-z]+,group=keyflow,start=earliest,ts=kafka");
+  ASSERT_OK_AND_ASSIGN(spec, KafkaSourceSpec::Parse("bootstrap=h:1,pattern=.*"));
+  EXPECT_TRUE(spec.ReadsTopic("anything"));
+  EXPECT_FALSE(spec.ReadsTopic("__consumer_offsets")) << "Kafka's internal topics never match";
+  ASSERT_OK_AND_ASSIGN(spec, KafkaSourceSpec::Parse("bootstrap=h:1,topic=a;b"));
+  EXPECT_TRUE(spec.ReadsTopic("b"));
+  EXPECT_FALSE(spec.ReadsTopic("c"));
+  EXPECT_EQ(spec.TopicsText(), "topics a, b");
+}
+
+TEST(KafkaSourceSpec, TsNamesTheTimeFieldOrTheKafkaTimestamp) {
+  ASSERT_OK_AND_ASSIGN(KafkaSourceSpec spec,
+                       KafkaSourceSpec::Parse("bootstrap=h:1,topic=t,ts=event_time"));
+  EXPECT_EQ(spec.timestamp_field, "event_time");
+  EXPECT_FALSE(spec.kafka_timestamp);
+  EXPECT_EQ(spec.Redacted(),
+            "kafka:bootstrap=h:1,topic=t,group=keyflow,start=earliest,ts=event_time");
+  EXPECT_OK(spec.CheckAgainstKeyField("uid"));
+  Status same = spec.CheckAgainstKeyField("event_time");
+  EXPECT_EQ(same.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(same.message(), HasSubstr("ts=event_time is the key field too"));
+  ASSERT_OK_AND_ASSIGN(spec, KafkaSourceSpec::Parse("bootstrap=h:1,topic=t"));
+  EXPECT_TRUE(spec.timestamp_field.empty()) << "the job's --ts-field";
+  EXPECT_FALSE(spec.kafka_timestamp);
 }
 
 TEST(KafkaSourceSpec, SecretsAreRecognisedByName) {

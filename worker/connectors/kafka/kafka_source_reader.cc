@@ -11,9 +11,17 @@ Result<std::unique_ptr<SourceReader>> KafkaSourceReader::Create(
     const KafkaSourceSpec& kafka, const JobSpec& spec, const SourceReaderContext& context) {
   KF_ASSIGN_OR_RETURN(std::shared_ptr<KafkaReaderClient> client,
                       KafkaReaderClient::Create(kafka, context.wake_up));
+  KF_RETURN_IF_ERROR(kafka.CheckAgainstKeyField(spec.key_field));
+  JsonRecordFormat format = JsonRecordFormatOf(spec);
+  if (kafka.kafka_timestamp) {
+    format.timestamp_field.clear();  // the split reader sets the Kafka timestamp
+  } else if (!kafka.timestamp_field.empty()) {
+    format.timestamp_field = kafka.timestamp_field;
+  }
   // Shared by the split readers of this subtask (one task thread).
-  auto parser = std::make_shared<JsonRecordParser>(JsonRecordFormatOf(spec), spec.max_parallelism);
+  auto parser = std::make_shared<JsonRecordParser>(std::move(format), spec.max_parallelism);
   KafkaSplitReaderOptions options;
+  options.kafka_timestamp = kafka.kafka_timestamp;
   options.on_bad_record = spec.fail_on_bad_record ? BadRecordPolicy::kFail : BadRecordPolicy::kSkip;
   options.bad_record_callback = [bad_records = context.bad_records](const std::string& bad) {
     bad_records->Inc();

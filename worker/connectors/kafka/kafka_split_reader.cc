@@ -20,6 +20,17 @@ KafkaPartitionList OnePartition(const KafkaTopicPartition& tp, int64_t offset) {
   return list;
 }
 
+// out->timestamp = the message's Kafka timestamp (ts=kafka).
+Status SetKafkaTimestamp(const rd_kafka_message_t* m, Record* out) {
+  rd_kafka_timestamp_type_t type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+  const int64_t ms = rd_kafka_message_timestamp(m, &type);
+  if (type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE || ms < 0) {
+    return InvalidArgument("the record has no Kafka timestamp (ts=kafka)");
+  }
+  out->timestamp = Timestamp(ms);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::shared_ptr<KafkaReaderClient>> KafkaReaderClient::Create(
@@ -190,6 +201,7 @@ Result<SplitReadResult> KafkaSplitReader::Next(Record* out) {
     }
     const std::string_view value(static_cast<const char*>(m->payload), m->len);
     Status parsed = parser_->Parse(value, out);
+    if (parsed.ok() && options_.kafka_timestamp) parsed = SetKafkaTimestamp(m.get(), out);
     position_.AdvanceKafka(m->offset);
     if (parsed.ok()) return SplitReadResult::kRecord;
     const std::string bad = Where(m->offset) + ": " + parsed.message();

@@ -16,7 +16,8 @@
 // reader asks to be polled again only after kWakeUpSafetyInterval (in case a wake-up raced with
 // the poll); without one, after kIdlePollInterval.
 //
-// A record's value is one JSON Lines record, parsed with the job's record format; a malformed
+// A record's value is one JSON Lines record, parsed with the job's record format (its event time
+// from the time field, or with ts=kafka the record's Kafka timestamp); a malformed
 // one is a bad record ("topic T partition P offset O: reason"), skipped and counted or, under
 // --on-bad-record fail, the task's error. In read_committed mode offsets have gaps (transaction
 // markers, aborted records): the end of a partition is known from librdkafka's partition-EOF
@@ -103,6 +104,9 @@ class KafkaReaderClient {
 
 struct KafkaSplitReaderOptions {
   BadRecordPolicy on_bad_record = BadRecordPolicy::kSkip;
+  // The record's time is its Kafka timestamp (ts=kafka; the parser then reads no time field).
+  // A record without one (timestamp -1, e.g. from a pre-0.10 producer) is a bad record.
+  bool kafka_timestamp = false;
   std::function<void(const std::string&)> bad_record_callback;  // "topic T partition P ..."
 };
 
