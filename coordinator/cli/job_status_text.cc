@@ -6,6 +6,8 @@
 #include <sstream>
 #include <utility>
 
+#include "common/duration.h"
+
 namespace keyflow::cli {
 namespace {
 
@@ -66,6 +68,9 @@ std::string SourceText(const nlohmann::json& job) {
     if (src->value("bounded", false)) text += " (bounded: up to the end offsets seen at the start)";
     if (const int64_t lag = src->value("lag_records", int64_t{-1}); lag >= 0) {
       text += ", consumer lag " + std::to_string(lag) + " records";
+      if (const int64_t ms = src->value("lag_ms", int64_t{-1}); ms >= 0) {
+        text += " (" + FormatDuration(Duration::Millis(ms)) + ")";
+      }
     }
     if (!src->value("discovery_error", std::string()).empty()) {
       text += "; the last discovery failed: " + src->value("discovery_error", std::string());

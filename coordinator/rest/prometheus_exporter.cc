@@ -444,20 +444,27 @@ void RenderKafkaLag(Exposition& e, const Json& job) {
   const Json& source = Member(job, "source");
   if (!source.is_object() || String(source, "kind") != "kafka") return;
   const Labels job_labels{{"job_id", String(job, "job_id")}};
-  PerElement(
-      e, Member(source, "lag"),
-      [&](const Json& p) {
-        return With(With(job_labels, "topic", String(p, "topic")), "partition",
-                    std::to_string(static_cast<int64_t>(Number(p, "partition").value_or(-1))));
-      },
-      "keyflow_source_kafka_consumer_lag_records", "gauge",
-      "Records of a Kafka partition after the offset the source's consumer group committed "
-      "(committed when a checkpoint completes), as last measured (every discovery interval).",
-      [](const Json& p) -> std::optional<double> {
-        auto v = Number(p, "records");
-        if (!v || *v < 0) return std::nullopt;
-        return v;
-      });
+  auto labels = [&](const Json& p) {
+    return With(With(job_labels, "topic", String(p, "topic")), "partition",
+                std::to_string(static_cast<int64_t>(Number(p, "partition").value_or(-1))));
+  };
+  PerElement(e, Member(source, "lag"), labels, "keyflow_source_kafka_consumer_lag_records", "gauge",
+             "Records of a Kafka partition after the offset the source's consumer group "
+             "committed (committed when a checkpoint completes), as last measured (every "
+             "discovery interval).",
+             [](const Json& p) -> std::optional<double> {
+               auto v = Number(p, "records");
+               if (!v || *v < 0) return std::nullopt;
+               return v;
+             });
+  PerElement(e, Member(source, "lag"), labels, "keyflow_source_kafka_consumer_lag_seconds", "gauge",
+             "Age of the oldest record of a Kafka partition after the group's committed offset "
+             "(now minus its Kafka timestamp; 0 when none is behind), as last measured.",
+             [](const Json& p) -> std::optional<double> {
+               auto v = Number(p, "ms");
+               if (!v || *v < 0) return std::nullopt;
+               return *v / 1000.0;
+             });
 }
 
 std::string RenderPrometheusText(const nlohmann::json& status, int64_t snapshot_wall_ms,

@@ -84,13 +84,16 @@ void KafkaSplitEnumerator::OnTick(SplitEnumeratorContext& context, int64_t now_m
 nlohmann::json KafkaSplitEnumerator::StatusJson() const {
   nlohmann::json lag = nlohmann::json::array();
   int64_t total = -1;
+  int64_t max_ms = -1;
   for (const KafkaPartitionLag& p : lag_) {
     lag.push_back({{"topic", p.topic},
                    {"partition", p.partition},
                    {"committed", p.committed},
                    {"end", p.end},
-                   {"records", p.records()}});
+                   {"records", p.records()},
+                   {"ms", p.time_lag_ms}});
     if (p.records() >= 0) total = std::max<int64_t>(total, 0) + p.records();
+    max_ms = std::max(max_ms, p.time_lag_ms);
   }
   return {{"kind", "kafka"},
           {"topics", spec_.topics},
@@ -100,6 +103,7 @@ nlohmann::json KafkaSplitEnumerator::StatusJson() const {
           {"discovery_interval_ms", spec_.discovery_interval.millis()},
           {"discovery_error", discovery_error_},
           {"lag_records", total},
+          {"lag_ms", max_ms},
           {"lag", std::move(lag)},
           {"lag_error", lag_error_}};
 }

@@ -1,5 +1,7 @@
 #include "coordinator/source/split_enumerator.h"
 
+#include <chrono>
+
 #include <utility>
 
 #include "common/binary_io.h"
@@ -100,7 +102,10 @@ KafkaPartitionDiscoverer AsyncKafkaPartitionDiscoverer() {
 KafkaLagProbe AsyncKafkaLagProbe() {
   return [](const KafkaSourceSpec& spec, std::set<KafkaTopicPartition> partitions) {
     return std::async(std::launch::async, [spec, partitions = std::move(partitions)] {
-      return MeasureKafkaLag(spec, partitions, KafkaSplitEnumerator::kDiscoveryTimeout);
+      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+      return MeasureKafkaLag(spec, partitions, KafkaSplitEnumerator::kDiscoveryTimeout, now_ms);
     });
   };
 }

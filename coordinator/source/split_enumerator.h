@@ -130,7 +130,8 @@ KafkaPartitionDiscoverer AsyncKafkaPartitionDiscoverer();
 // future. Injectable like the discoverer; empty: the enumerator measures no lag.
 using KafkaLagProbe = std::function<std::future<Result<std::vector<KafkaPartitionLag>>>(
     const KafkaSourceSpec& spec, std::set<KafkaTopicPartition> partitions)>;
-// std::async on a thread of its own, with KafkaSplitEnumerator::kDiscoveryTimeout.
+// std::async on a thread of its own, with KafkaSplitEnumerator::kDiscoveryTimeout and the system
+// clock.
 KafkaLagProbe AsyncKafkaLagProbe();
 
 // The restored checkpoint's source state: split id -> encoded SourceSplitState, every reader's.

@@ -123,13 +123,18 @@ TEST(JobStatusTextTest, AKafkaSourceSaysItsTopicsPartitionsAndWhyADiscoveryFaile
 
 TEST(JobStatusTextTest, AKafkaSourceSaysItsConsumerLagAndWhyItsMeasurementFailed) {
   nlohmann::json job = RunningJob(1, "");
-  job["source"] = {{"kind", "kafka"}, {"topics", {"clicks"}},  {"bounded", false},
-                   {"splits", 2},     {"discovery_error", ""}, {"lag_records", 1234},
-                   {"lag_error", ""}};
+  job["source"] = {{"kind", "kafka"},  {"topics", {"clicks"}},  {"bounded", false},
+                   {"splits", 2},      {"discovery_error", ""}, {"lag_records", 1234},
+                   {"lag_ms", 90'000}, {"lag_error", ""}};
   std::ostringstream ok;
   PrintStatus({{"workers", nlohmann::json::array()}, {"job", job}}, ok);
+  EXPECT_THAT(ok.str(), HasSubstr("\n  input: Kafka topic clicks: 2 partitions, consumer lag 1234 "
+                                  "records (90s)\n"));
+  job["source"]["lag_ms"] = -1;  // not known: the records only
+  std::ostringstream no_age;
+  PrintStatus({{"workers", nlohmann::json::array()}, {"job", job}}, no_age);
   EXPECT_THAT(
-      ok.str(),
+      no_age.str(),
       HasSubstr("\n  input: Kafka topic clicks: 2 partitions, consumer lag 1234 records\n"));
   job["source"]["lag_records"] = -1;
   job["source"]["lag_error"] = "the Kafka brokers h:1 did not answer";

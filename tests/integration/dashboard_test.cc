@@ -66,7 +66,7 @@ std::map<int, std::string> SubtaskRows(const std::string& dom) {
 }
 
 const char* const kCharts[] = {"chart-records", "chart-watermark-lag", "chart-backpressure",
-                               "chart-latency", "chart-checkpoints"};
+                               "chart-latency", "chart-consumer-lag",  "chart-checkpoints"};
 
 // ---- a fixture API --------------------------------------------------------------------------
 
@@ -104,6 +104,15 @@ class FixtureServer {
                {"last_command", {{"command", "rescale 3"}, {"outcome", "in progress"}}},
                {"rescale", {{"target", 3}, {"phase", "savepoint"}, {"elapsed_ms", 1500}}},
                {"checkpoints", {{"interval_ms", 1000}, {"latest_completed", polls_.load()}}},
+               {"source",
+                {{"kind", "kafka"},
+                 {"topics", {"clicks"}},
+                 {"topic_pattern", ""},
+                 {"splits", 3},
+                 {"lag_records", 1200},
+                 {"lag_ms", 4200},
+                 {"lag_error", ""},
+                 {"discovery_error", ""}}},
                {"snapshot", {{"published_at_ms", Now()}}}});
     });
     server_.Get("/api/v1/job/subtasks", [this](const httplib::Request&, httplib::Response& r) {
@@ -458,6 +467,9 @@ TEST(DashboardTest, HistoryStaysAtTheCapAfterMorePollsThanTheCap) {
   EXPECT_EQ(JobFact(*dom, "job"), "fixture-job");
   EXPECT_EQ(JobFact(*dom, "restarts"), "2");
   EXPECT_EQ(JobFact(*dom, "last_command"), "rescale 3: in progress");
+  EXPECT_EQ(JobFact(*dom, "source"),
+            "Kafka topic clicks: 3 partitions, consumer lag 1,200 records (4.2 s)");
+  EXPECT_EQ(Attr(StartTag(*dom, "figure", "chart-consumer-lag"), "data-last"), "1200");
   EXPECT_NE(dom->find("Rescaling to parallelism 3: savepoint (step 2 of 3), 1.5 s so far"),
             std::string::npos);
   EXPECT_NE(dom->find("<div id=\"rescale-bar\" class=\"phase-1\">"), std::string::npos);

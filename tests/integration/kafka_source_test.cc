@@ -247,13 +247,13 @@ TEST_F(KafkaSourceTest, RecordsProducedWhileItRunsAreReadOnceAcrossAWorkerKillAn
 }
 
 // The consumer lag: the end offset minus the group's committed offset, per partition (none
-// committed: unknown), from the brokers; and on a running job, in its status, once completed
-// checkpoints committed every record's offset: zero.
+// committed: unknown), and the age of the oldest record behind, from the brokers; and on a running
+// job, in its status, once completed checkpoints committed every record's offset: zero.
 TEST_F(KafkaSourceTest, TheConsumerLagIsTheEndMinusTheGroupsCommittedOffset) {
   {
     TestKafkaHandle producer =
         KafkaClient(RD_KAFKA_PRODUCER, {{"bootstrap.servers", kafka_->bootstrap()}});
-    for (int i = 0; i < 10; ++i) KafkaProduce(producer.get(), "events", 0, "{}");
+    for (int i = 0; i < 10; ++i) KafkaProduce(producer.get(), "events", 0, "{}", 1'000 + i);
     ASSERT_EQ(rd_kafka_flush(producer.get(), 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
     TestKafkaHandle consumer = KafkaClient(
         RD_KAFKA_CONSUMER, {{"bootstrap.servers", kafka_->bootstrap()}, {"group.id", "g"}});
@@ -265,8 +265,10 @@ TEST_F(KafkaSourceTest, TheConsumerLagIsTheEndMinusTheGroupsCommittedOffset) {
   ASSERT_OK_AND_ASSIGN(KafkaSourceSpec spec, KafkaSourceSpec::Parse(Input(",group=g")));
   ASSERT_OK_AND_ASSIGN(
       std::vector<KafkaPartitionLag> lag,
-      MeasureKafkaLag(spec, {{"events", 0}, {"events", 1}}, Duration::Seconds(10)));
-  EXPECT_EQ(lag, (std::vector<KafkaPartitionLag>{{"events", 0, 4, 10}, {"events", 1, -1, 0}}));
+      MeasureKafkaLag(spec, {{"events", 0}, {"events", 1}}, Duration::Seconds(10), 61'004));
+  // Partition 0's oldest record behind is offset 4, Kafka timestamp 1004: 60 s old at 61004.
+  EXPECT_EQ(lag, (std::vector<KafkaPartitionLag>{{"events", 0, 4, 10, 60'000},
+                                                 {"events", 1, -1, 0, -1}}));
   EXPECT_EQ(lag[0].records(), 6);
   EXPECT_EQ(lag[1].records(), -1);
 }
@@ -282,6 +284,7 @@ TEST_F(KafkaSourceTest, ARunningJobsConsumerLagReachesZeroOnceCheckpointsCoverEv
       [](const nlohmann::json& j) {
         const nlohmann::json& src = j["source"];
         if (!src.is_object() || src.value("lag_records", int64_t{-1}) != 0) return false;
+        if (src.value("lag_ms", int64_t{-1}) != 0) return false;  // no record behind: 0 s
         if (src["lag"].size() != 3u) return false;
         for (const nlohmann::json& p : src["lag"]) {
           if (p.value("end", 0) != 2'000 || p.value("committed", 0) != 2'000) return false;

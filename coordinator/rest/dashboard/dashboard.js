@@ -151,7 +151,7 @@
       ' ' + units[i];
     return el('td', text, { class: 'num', title: fmtCount(n) });
   }
-  const WIDE_FACTS = new Set(['job_id', 'restart_strategy', 'last_command', 'failure',
+  const WIDE_FACTS = new Set(['job_id', 'restart_strategy', 'last_command', 'failure', 'source',
     'last_failure', 'waiting_for', 'commands_in_progress']);
   function facts(dl, items) {
     const nodes = [];
@@ -264,6 +264,7 @@
     watermarkLag: new SeriesChart('chart-watermark-lag'),
     backpressure: new SeriesChart('chart-backpressure'),
     latency: new SeriesChart('chart-latency'),
+    consumerLag: new SeriesChart('chart-consumer-lag'),
     checkpoints: new SeriesChart('chart-checkpoints',
       { alwaysShown: true, y1: true, points: true, xLabel: (v) => '#' + v }),
   };
@@ -484,8 +485,36 @@
     $('cluster-summary').textContent = slots + (slots === 1 ? ' worker' : ' workers');
   }
 
+  // The job's source, for a Kafka source with its consumer lag: "Kafka topic t: 3 partitions,
+  // consumer lag 120 records (4.2 s)"; for a monitored directory its file count.
+  function sourceText(src) {
+    if (!src || typeof src !== 'object') return undefined;
+    if (src.kind === 'monitor') return 'monitoring ' + src.directory + ': ' + fmtCount(src.splits) + ' files';
+    if (src.kind !== 'kafka') return undefined;
+    const topics = Array.isArray(src.topics) ? src.topics : [];
+    let text = src.topic_pattern
+      ? 'Kafka topics matching /' + src.topic_pattern + '/'
+      : 'Kafka topic' + (topics.length === 1 ? ' ' : 's ') + topics.join(', ');
+    text += ': ' + fmtCount(src.splits) + ' partitions';
+    if (typeof src.lag_records === 'number' && src.lag_records >= 0) {
+      text += ', consumer lag ' + fmtCount(src.lag_records) + ' records';
+      if (typeof src.lag_ms === 'number' && src.lag_ms >= 0) text += ' (' + fmtMs(src.lag_ms) + ')';
+    }
+    if (src.lag_error) text += '; lag not measured: ' + src.lag_error;
+    if (src.discovery_error) text += '; discovery failed: ' + src.discovery_error;
+    return text;
+  }
+
   function renderJob(job) {
     $('no-job').hidden = job !== null && job !== undefined;
+    const src = job && job.source;
+    const lagTime = job && job.snapshot ? job.snapshot.published_at_ms : undefined;
+    if (src && src.kind === 'kafka' && typeof lagTime === 'number' && src.lag_records >= 0) {
+      charts.consumerLag.push('records', 'records behind', lagTime, src.lag_records);
+    } else if (!src || src.kind !== 'kafka') {
+      charts.consumerLag.retain(new Set());
+    }
+    charts.consumerLag.render();
     if (!job) {
       $('job').replaceChildren();
       $('rescale').hidden = true;
@@ -515,6 +544,7 @@
       ['waiting for', 'waiting_for', job.waiting_for],
       ['failure', 'failure', job.failure, 'state-FAILED'],
       ['last failure', 'last_failure', job.last_failure],
+      ['input', 'source', sourceText(job.source)],
       ['state backend', 'state_backend', job.state_backend],
       ['library', 'job_library', job.job_library ? job.job_library.file_name : undefined],
     ]);

@@ -178,13 +178,19 @@ TEST(PrometheusExporterTest, RendersTheKafkaConsumerLagPerPartitionItKnows) {
   nlohmann::json status = Status();
   status["job"]["source"] = nlohmann::json::parse(R"json({
     "kind": "kafka", "topics": ["clicks"], "splits": 2, "lag_records": 40,
-    "lag": [{"topic": "clicks", "partition": 0, "committed": 60, "end": 100, "records": 40},
-            {"topic": "clicks", "partition": 1, "committed": -1, "end": 7, "records": -1}]})json");
+    "lag": [{"topic": "clicks", "partition": 0, "committed": 60, "end": 100, "records": 40,
+             "ms": 2500},
+            {"topic": "clicks", "partition": 1, "committed": -1, "end": 7, "records": -1,
+             "ms": -1}]})json");
   const std::string text = RenderPrometheusText(status, kSnapshotMs, kSnapshotMs + 1500);
   EXPECT_THAT(text, HasSubstr("# TYPE keyflow_source_kafka_consumer_lag_records gauge\n"));
   EXPECT_THAT(text, HasSubstr("keyflow_source_kafka_consumer_lag_records{job_id=\"" +
                               status["job"]["job_id"].get<std::string>() +
                               "\",topic=\"clicks\",partition=\"0\"} 40\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE keyflow_source_kafka_consumer_lag_seconds gauge\n"));
+  EXPECT_THAT(text, HasSubstr("keyflow_source_kafka_consumer_lag_seconds{job_id=\"" +
+                              status["job"]["job_id"].get<std::string>() +
+                              "\",topic=\"clicks\",partition=\"0\"} 2.5\n"));
   EXPECT_THAT(text, Not(HasSubstr("partition=\"1\"")));  // nothing committed yet: unknown
 }
 

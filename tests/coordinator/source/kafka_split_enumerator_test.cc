@@ -97,8 +97,8 @@ TEST(KafkaSplitEnumeratorTest, StartAssignsEveryPartitionFromItsResolvedOffsetBy
   EXPECT_TRUE(ctx.ended.empty()) << "unbounded: readers wait for more partitions";
   EXPECT_EQ(e->StatusJson().dump(),
             R"({"bounded":false,"discovery_error":"","discovery_interval_ms":1000,)"
-            R"("kind":"kafka","lag":[],"lag_error":"","lag_records":-1,"splits":3,)"
-            R"("topics":["a","b"]})");
+            R"("kind":"kafka","lag":[],"lag_error":"","lag_ms":-1,"lag_records":-1,"splits":3,)"
+            R"("topic_pattern":"","topics":["a","b"]})");
 }
 
 TEST(KafkaSplitEnumeratorTest, TicksDiscoverNewPartitionsEveryIntervalOffTheControlThread) {
@@ -172,7 +172,7 @@ TEST(KafkaSplitEnumeratorTest, TicksMeasureTheConsumerLagOfTheKnownPartitionsEve
   d.Add(std::vector<DiscoveredPartition>{{"a", 0, 0, 9}, {"a", 1, 0, 4}});
   std::vector<std::set<KafkaTopicPartition>> asked;
   std::deque<Result<std::vector<KafkaPartitionLag>>> answers;
-  answers.push_back(std::vector<KafkaPartitionLag>{{"a", 0, 3, 9}, {"a", 1, -1, 4}});
+  answers.push_back(std::vector<KafkaPartitionLag>{{"a", 0, 3, 9, 61'500}, {"a", 1, -1, 4}});
   answers.push_back(Unavailable("the Kafka brokers h:1 did not answer"));
   KafkaLagProbe probe = [&](const KafkaSourceSpec&, std::set<KafkaTopicPartition> partitions) {
     asked.push_back(std::move(partitions));
@@ -199,6 +199,9 @@ TEST(KafkaSplitEnumeratorTest, TicksMeasureTheConsumerLagOfTheKnownPartitionsEve
   EXPECT_EQ(status["lag"][0]["records"], 6);
   EXPECT_EQ(status["lag"][1]["records"], -1);
   EXPECT_EQ(status["lag"][1]["end"], 4);
+  EXPECT_EQ(status["lag"][0]["ms"], 61'500);
+  EXPECT_EQ(status["lag"][1]["ms"], -1);
+  EXPECT_EQ(status["lag_ms"], 61'500) << "the oldest partition's";
   EXPECT_EQ(status["lag_error"], "");
   e->OnTick(ctx, 1999);
   EXPECT_EQ(asked.size(), 1u);
