@@ -100,6 +100,14 @@ int64_t KafkaSinkSpec::TransactionTimeoutMs() const {
   return ms;
 }
 
+int64_t KafkaSinkSpec::MessageMaxBytes() const {
+  int64_t bytes = kDefaultMessageMaxBytes;
+  if (auto it = properties.find("message.max.bytes"); it != properties.end()) {
+    kafka_params::ParseInt64(it->second, &bytes);
+  }
+  return bytes;
+}
+
 Status KafkaSinkSpec::CheckAgainstCheckpointing(int64_t checkpoint_interval_ms) const {
   if (!exactly_once()) return Status::Ok();
   if (checkpoint_interval_ms <= 0) {

@@ -70,6 +70,10 @@ struct KafkaSinkSpec {
   bool exactly_once() const { return guarantee == Guarantee::kExactlyOnce; }
   // kafka.transaction.timeout.ms, or kDefaultTransactionTimeoutMs.
   int64_t TransactionTimeoutMs() const;
+  // kafka.message.max.bytes, or librdkafka's default (1000000): the largest key + value the
+  // producer accepts.
+  static constexpr int64_t kDefaultMessageMaxBytes = 1'000'000;
+  int64_t MessageMaxBytes() const;
   // For a job checkpointing every `checkpoint_interval_ms` (0: not at all): exactly-once needs
   // checkpoints, and a transaction timeout of at least the interval plus kCommitAllowanceMs
   // (a shorter one lets the brokers abort what a completed checkpoint still has to commit).

@@ -240,6 +240,38 @@ TEST_F(KafkaSinkWriterTest, AtLeastOnceRecordsAreDeliveredByTheBarrierSync) {
   EXPECT_EQ(Values(), (std::vector<std::string>{"x1", "x2", "x3"}));
 }
 
+// A record larger than the producer's message.max.bytes is refused when written, with a
+// sentence, before it enters a checkpoint (a committable that can never be committed would fail
+// every recovery); the records before it are committed as usual.
+TEST_F(KafkaSinkWriterTest, AnOversizedRecordIsRefusedWhenWrittenAndNothingElseIsLost) {
+  for (const std::string guarantee : {"exactly-once", "at-least-once"}) {
+    SCOPED_TRACE(guarantee);
+    std::unique_ptr<SinkWriter> w =
+        Open(Spec(",guarantee=" + guarantee + ",key=k,kafka.message.max.bytes=2000"), 0, 1);
+    ASSERT_NE(w, nullptr);
+    ASSERT_OK(w->Write(OutputRecord(R"({"k":"a"})")));
+    // Key "bb" (2 bytes) + a value of 1963 bytes + 36 bytes of framing: 2001 > 2000.
+    const std::string big = R"({"k":"bb","pad":")" + std::string(1963 - 19, 'x') + R"("})";
+    ASSERT_EQ(big.size(), 1963u);
+    Status refused = w->Write(OutputRecord(big));
+    EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(refused.message(),
+                HasSubstr("an output record of 2001 bytes (key, value and 36 bytes of framing) "
+                          "is larger than the 2000 bytes a Kafka record to Kafka topic out may "
+                          "have"));
+    ASSERT_OK(w->Write(OutputRecord(big.substr(0, 12) + big.substr(13))));  // 2000: fits
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<SinkPreCommitSync> sync,
+                         w->PrepareCommit(CheckpointId(1)));
+    if (sync != nullptr) {
+      ASSERT_OK(sync->Run());
+    }
+    ASSERT_OK(w->NotifyCheckpointComplete(CheckpointId(1)));
+  }
+  std::vector<TestKafkaMessage> got = KafkaReadToEnd(kafka_->bootstrap(), "out", kOutPartitions);
+  ASSERT_EQ(got.size(), 4u) << "two records of each guarantee, the oversized ones not";
+  for (const TestKafkaMessage& m : got) EXPECT_LE(m.value.size(), 1962u) << m.value.size();
+}
+
 TEST_F(KafkaSinkWriterTest, KeysComeFromTheFieldTimestampsFromTheRecordAndPartitionsAreFixed) {
   std::unique_ptr<SinkWriter> w = Open(Spec(",key=user,partition=1"), 0, 1);
   ASSERT_NE(w, nullptr);

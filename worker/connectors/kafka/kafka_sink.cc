@@ -122,6 +122,23 @@ class KeyExtractor {
   simdjson::ondemand::parser parser_;
 };
 
+// InvalidArgument when `r` is larger than the producer accepts: refused when written, before it
+// enters a checkpoint, so that no checkpoint holds output that can never be committed.
+Status CheckRecordSize(const KafkaSinkSpec& spec, const KafkaSinkRecord& r) {
+  // librdkafka counts a record as key + value + the most its v2 framing may take (length,
+  // attributes, timestamp and offset deltas, key/value lengths, header count as varints).
+  constexpr size_t kRecordOverheadBytes = 5 + 1 + 10 + 5 + 5 + 5 + 5;
+  const int64_t bytes = static_cast<int64_t>(r.value.size() + (r.key ? r.key->size() : size_t{0}) +
+                                             kRecordOverheadBytes);
+  if (bytes <= spec.MessageMaxBytes()) return Status::Ok();
+  return InvalidArgument("an output record of " + std::to_string(bytes) +
+                         " bytes (key, value and 36 bytes of framing) is larger than the " +
+                         std::to_string(spec.MessageMaxBytes()) + " bytes a Kafka record to " +
+                         Where(spec) +
+                         " may have (kafka.message.max.bytes; the topic's max.message.bytes "
+                         "must allow it too): the job cannot write it");
+}
+
 KafkaSinkRecord ToKafkaRecord(const OutputRecord& record, std::optional<KeyExtractor>& keys) {
   KafkaSinkRecord r;
   if (keys) r.key = keys->KeyOf(record.line);
@@ -148,6 +165,7 @@ class ExactlyOnceKafkaSink final : public SinkWriter {
 
   Status Write(const OutputRecord& record) override {
     KafkaSinkRecord r = ToKafkaRecord(record, keys_);
+    KF_RETURN_IF_ERROR(CheckRecordSize(spec_, r));
     buffered_bytes_ += RecordBytes(r);
     if (buffered_bytes_ > kMaxKafkaSinkPendingBytes) {
       return OutOfRange(
@@ -276,7 +294,9 @@ class AtLeastOnceKafkaSink final : public SinkWriter {
   }
 
   Status Write(const OutputRecord& record) override {
-    KF_RETURN_IF_ERROR(Produce(producer_.get(), spec_, ToKafkaRecord(record, keys_)));
+    KafkaSinkRecord r = ToKafkaRecord(record, keys_);
+    KF_RETURN_IF_ERROR(CheckRecordSize(spec_, r));
+    KF_RETURN_IF_ERROR(Produce(producer_.get(), spec_, r));
     if (++since_poll_ >= 1024) {
       since_poll_ = 0;
       rd_kafka_poll(producer_.get(), 0);
