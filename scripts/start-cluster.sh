@@ -63,8 +63,9 @@
 #   --dry-run              print the commands that would run, start nothing
 #
 # Prints the coordinator endpoint on stdout (also in RUN_DIR/coordinator.endpoint); everything
-# else goes to stderr. RUN_DIR/cluster.env points the CLI at the cluster's keys
-# (`source RUN_DIR/cluster.env`, or `export KEYFLOW_KEYS=DIR` as printed) and, with a REST
+# else goes to stderr. RUN_DIR/cluster.env points the CLI at the cluster (`source
+# RUN_DIR/cluster.env`): its coordinator (KEYFLOW_COORDINATOR, the endpoint, also with --port 0),
+# its keys (KEYFLOW_KEYS, or `export KEYFLOW_KEYS=DIR` as printed) and, with a REST
 # server, names its URL, certificate and a read-only token: KEYFLOW_REST_URL, KEYFLOW_REST_CACERT
 # and KEYFLOW_REST_TOKEN_FILE (KEYS/viewers/viewer.token, created on first use: every REST read
 # of a secure cluster — the API, /metrics, the dashboard — needs a token; commands need the
@@ -528,12 +529,17 @@ pids=()
 for ((i = 0; i < workers; i++)); do
   pids+=("$(kf_pid_from_file "$run_dir/worker-$i.pid")")
 done
+# The CLI's default coordinator for whoever sources cluster.env (the port may have been 0).
+printf 'export KEYFLOW_COORDINATOR=%q\n' "$endpoint" >>"$run_dir/cluster.env"
 kf_log "cluster up: coordinator $endpoint, $workers worker(s) registered" \
   "(pids ${pids[*]}$([ "$respawn" -eq 1 ] && echo ", respawned on exit"))"
 kf_log "logs and pid files in $run_dir; stop with: scripts/stop-cluster.sh --run-dir $run_dir"
 if [ "$insecure" -eq 0 ]; then
   kf_log "point the keyflow CLI at the cluster's keys: export KEYFLOW_KEYS=$keys_dir" \
-    "(or: source $run_dir/cluster.env)"
+    "(or: source $run_dir/cluster.env, which also sets KEYFLOW_COORDINATOR=$endpoint)"
+else
+  kf_log "point the keyflow CLI at the cluster: source $run_dir/cluster.env" \
+    "(KEYFLOW_COORDINATOR=$endpoint)"
 fi
 if [ "$rest_port" != "-1" ] && [ -f "$run_dir/rest.port" ]; then
   rest_host="$rest_bind"

@@ -54,7 +54,7 @@ Status ControlClient::AwaitHandshake() {
           ": ask its operator to add it (`keyflow keys add-client " + security_.self.name + "`)");
     }
     int64_t left = deadline - MonotonicMillis();
-    if (left <= 0) return Status::Ok();  // the request reports the timeout
+    if (left <= 0) return DeadlineExceeded("no connection");  // the request says "unreachable"
     zmq_pollitem_t item = {socket_.monitor_handle(), 0, ZMQ_POLLIN, 0};
     KF_RETURN_IF_ERROR(PollItems(std::span(&item, 1), Duration::Millis(left)).status());
   }
@@ -74,7 +74,11 @@ Result<Reply> ControlClient::Request(const ControlMessage& msg, int64_t poll_ms,
                             " ms: is it running? (start a cluster with scripts/start-cluster.sh, "
                             "or pass --coordinator tcp://HOST:PORT)";
   const Duration timeout = Duration::Millis(timeout_ms_);
-  KF_RETURN_IF_ERROR(AwaitHandshake());
+  // No connection within the timeout: unreachable now, not after a send that waits as long
+  // again (the message says how long the command waited).
+  if (Status s = AwaitHandshake(); !s.ok()) {
+    return s.code() == StatusCode::kDeadlineExceeded ? Unavailable(unreachable) : s;
+  }
   // Timeouts (no connection, no answer) are "unreachable"; other errors keep their reason.
   auto failed = [&](const Status& s) {
     return Unavailable(s.code() == StatusCode::kDeadlineExceeded ||

@@ -27,7 +27,8 @@ namespace keyflow::cli {
 class ControlClient {
  public:
   // `endpoint` like tcp://127.0.0.1:6123. Does not block; a malformed endpoint is
-  // InvalidArgument. `timeout_ms` bounds the send and, separately, the wait for the reply.
+  // InvalidArgument. `timeout_ms` bounds the connection (handshake and send) and, separately,
+  // the wait for the reply: an unreachable coordinator is reported after `timeout_ms`.
   static Result<std::unique_ptr<ControlClient>> Connect(
       const std::string& endpoint, int64_t timeout_ms,
       const ProcessSecurity& security = ProcessSecurity::Insecure(Role::kOperator));
@@ -48,8 +49,8 @@ class ControlClient {
         timeout_ms_(timeout_ms),
         security_(std::move(security)) {}
   // Waits (up to the timeout) for the connection's handshake; a failed one is FailedPrecondition
-  // with the sentence above. A timeout is not an error here (the request
-  // then reports the coordinator unreachable).
+  // with the sentence above, no connection within the timeout DeadlineExceeded (the request then
+  // reports the coordinator unreachable).
   Status AwaitHandshake();
 
   std::unique_ptr<ZmqContext> context_;  // declared first: outlives socket_

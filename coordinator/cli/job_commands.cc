@@ -1,5 +1,7 @@
 #include "coordinator/cli/job_commands.h"
 
+#include <cstdlib>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -44,9 +46,17 @@ SecurityFlags& ClientSecurityFlags() {
   return flags;
 }
 
+// $KEYFLOW_COORDINATOR (scripts/start-cluster.sh writes it into RUN_DIR/cluster.env), else
+// kDefaultCoordinator.
+std::string CoordinatorDefault() {
+  const char* env = std::getenv("KEYFLOW_COORDINATOR");
+  return env != nullptr && *env != '\0' ? env : kDefaultCoordinator;
+}
+
 void AddCoordinatorOption(po::options_description* opts, std::string* endpoint) {
-  opts->add_options()("coordinator", po::value(endpoint)->default_value(kDefaultCoordinator),
-                      "coordinator control endpoint");
+  opts->add_options()("coordinator", po::value(endpoint)->default_value(CoordinatorDefault()),
+                      "coordinator control endpoint tcp://HOST:PORT (default: "
+                      "$KEYFLOW_COORDINATOR, else tcp://127.0.0.1:6123)");
   AddSecurityFlags(*opts, Role::kOperator, &ClientSecurityFlags(), "operator");
 }
 

@@ -257,10 +257,21 @@ TEST_F(ClusterScriptsTest, StartCreatesAKeySetOnFirstUseAndAddsWorkerKeysLater) 
   EXPECT_FALSE(std::filesystem::exists(keys + "/workers/worker-1.key"));
   const std::string rest_url = ReadFileOrEmpty(run_dir_ + "/rest.url");
   ASSERT_THAT(rest_url, ::testing::StartsWith("https://127.0.0.1:"));
+  std::string endpoint = ReadFileOrEmpty(run_dir_ + "/coordinator.endpoint");
+  endpoint = endpoint.substr(0, endpoint.find('\n'));
+  ASSERT_THAT(endpoint, ::testing::StartsWith("tcp://127.0.0.1:"));
   EXPECT_EQ(ReadFileOrEmpty(run_dir_ + "/cluster.env"),
-            "export KEYFLOW_KEYS=" + keys + "\nexport KEYFLOW_REST_URL=" + rest_url +
-                "export KEYFLOW_REST_CACERT=" + keys +
+            "export KEYFLOW_KEYS=" + keys + "\nexport KEYFLOW_COORDINATOR=" + endpoint +
+                "\nexport KEYFLOW_REST_URL=" + rest_url + "export KEYFLOW_REST_CACERT=" + keys +
                 "/rest/tls.crt KEYFLOW_REST_TOKEN_FILE=" + keys + "/viewers/viewer.token\n");
+  // Sourcing cluster.env is all the CLI needs, though the coordinator took port 0.
+  auto status =
+      RunCommand({"env", "-u", "KEYFLOW_KEYS", "bash", "-c", "source \"$1\" && exec \"$2\" status",
+                  "bash", run_dir_ + "/cluster.env", KeyflowBinary("keyflow")},
+                 Duration::Seconds(30));
+  ASSERT_OK(status);
+  EXPECT_EQ(status->exit_code, 0) << status->err;
+  EXPECT_THAT(status->out, HasSubstr("workers: 1"));
   EXPECT_EQ(Mode(keys + "/viewers"), 0700u);
   EXPECT_EQ(Mode(keys + "/viewers/viewer.token"), 0600u);
   EXPECT_THAT(started->err, HasSubstr("export KEYFLOW_KEYS=" + keys));
@@ -292,8 +303,9 @@ TEST_F(ClusterScriptsTest, InsecureIsExplicitAndWarnsAtEveryStart) {
   ASSERT_THAT(rest_url, ::testing::StartsWith("http://127.0.0.1:"));
   EXPECT_EQ(ReadFileOrEmpty(run_dir_ + "/cluster.env"),
             "unset KEYFLOW_KEYS KEYFLOW_REST_CACERT KEYFLOW_REST_TOKEN_FILE  # an --insecure "
-            "cluster\nexport KEYFLOW_REST_URL=" +
-                rest_url);
+            "cluster\nexport KEYFLOW_COORDINATOR=" +
+                ReadFileOrEmpty(run_dir_ + "/coordinator.endpoint") +
+                "export KEYFLOW_REST_URL=" + rest_url);
   EXPECT_FALSE(std::filesystem::exists(run_dir_ + "/keys/viewers")) << "no tokens";
   Status s = WaitUntil(
       [&] {

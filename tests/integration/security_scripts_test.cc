@@ -68,8 +68,9 @@ TEST_F(SecurityScriptsTest, StartClusterServesHttpsAndAllowsOnlyItsDirectories) 
   const std::string keys_dir = run_dir_ + "/keys";
   const std::string viewer_token_file = keys_dir + "/viewers/viewer.token";
   EXPECT_EQ(ReadFileOrEmpty(run_dir_ + "/cluster.env"),
-            "export KEYFLOW_KEYS=" + keys_dir + "\nexport KEYFLOW_REST_URL=" + url +
-                "\nexport KEYFLOW_REST_CACERT=" + cert +
+            "export KEYFLOW_KEYS=" + keys_dir + "\nexport KEYFLOW_COORDINATOR=" +
+                ReadFileOrEmpty(run_dir_ + "/coordinator.endpoint") +
+                "export KEYFLOW_REST_URL=" + url + "\nexport KEYFLOW_REST_CACERT=" + cert +
                 " KEYFLOW_REST_TOKEN_FILE=" + viewer_token_file + "\n");
   struct stat st {};
   ASSERT_EQ(::stat(viewer_token_file.c_str(), &st), 0);
