@@ -4,7 +4,8 @@
 #   1. installs the Debian packages keyflow needs (scripts/install-deps.sh),
 #   2. configures and builds keyflow in Release (build/ of the repository, or --build-dir),
 #   3. `cmake --install BUILD --prefix PREFIX`,
-#   4. prints how to start a cluster and how to build your own job against PREFIX.
+#   4. prints how to start a cluster (bin/keyflow-start-cluster, the installed
+#      scripts/start-cluster.sh) and how to build your own job against PREFIX.
 #
 #   scripts/install.sh [--build-dir DIR] [--no-deps] PREFIX
 #
@@ -13,6 +14,7 @@
 #   --no-deps        do not run scripts/install-deps.sh (the packages are already there)
 #
 # Layout under PREFIX: bin/keyflow, bin/keyflow-coordinator, bin/keyflow-worker,
+# bin/keyflow-start-cluster and bin/keyflow-stop-cluster (links to share/keyflow/scripts/),
 # lib/keyflow/jobs/ (the built-in job library), lib/keyflow/examples/ and share/keyflow/examples/
 # (the example job libraries and their sources), include/keyflow/ (the SDK headers),
 # lib/libkeyflow_sdk.a and lib/cmake/keyflow/ (find_package(keyflow)). KEYFLOW_JOBS sets the
@@ -67,12 +69,14 @@ cat <<EOF
 
 keyflow is installed in $prefix.
 
-Start a local cluster and run a built-in job:
+Start a local cluster (secure by default: its keys are made in .keyflow/keys) and run a
+built-in job:
   export PATH="$prefix/bin:\$PATH"
-  keyflow-coordinator --port 6123 --checkpoint-dir /tmp/keyflow-ckpt > coordinator.log 2>&1 &
-  keyflow-worker --coordinator tcp://127.0.0.1:6123 --slot 0 > worker-0.log 2>&1 &
+  keyflow-start-cluster --workers 2    # logs, keys and checkpoints in .keyflow/
+  source .keyflow/cluster.env          # the CLI's key and the coordinator's address
   keyflow jobs
   keyflow run --job count-window --input gen:events=100000,keys=1000,splits=1 --wait
+  keyflow-stop-cluster
 
 Write your own job (README.md, "Write your own job"):
   # CMakeLists.txt:  find_package(keyflow REQUIRED)

@@ -43,7 +43,8 @@
 #                          (default 127.0.0.1; with --hosts: the worker's host from FILE)
 #   --bind-host ADDR       interface the workers' data endpoints bind to (default: the
 #                          address of the data host; 0.0.0.0 = every interface)
-#   --build-dir DIR        where the binaries are: DIR/bin/keyflow* (default build/ of the repo)
+#   --build-dir DIR        where the binaries are: DIR/bin/keyflow* (default build/ of the repo;
+#                          for an installed keyflow-start-cluster, its PREFIX)
 #   --respawn              supervise each worker: restart it under the same slot when it dies
 #                          and tell the coordinator at once how it ended (exit code, signal,
 #                          crash of user code, out of memory under a cgroup memory limit;
@@ -79,12 +80,19 @@
 set -euo pipefail
 
 KF_PROG=start-cluster
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The checkout, or PREFIX/share/keyflow of an installation (bin/keyflow-start-cluster and
+# bin/keyflow-stop-cluster are symlinks to these scripts there).
+ROOT="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)"
 # shellcheck source=lib/cluster.sh
 source "$ROOT/scripts/lib/cluster.sh"
 
 workers="" port=6123 run_dir=".keyflow" checkpoint_dir="" hosts_file="" coordinator_host=""
-data_host="" bind_host="" build_dir="$ROOT/build" respawn=0 timeout_s=30 dry_run=0
+# The binaries: build/bin of the checkout, or PREFIX/bin of an installation.
+default_build_dir="$ROOT/build"
+if [ ! -d "$default_build_dir" ] && [ -x "$ROOT/../../bin/keyflow-coordinator" ]; then
+  default_build_dir="$(cd "$ROOT/../.." && pwd)"
+fi
+data_host="" bind_host="" build_dir="$default_build_dir" respawn=0 timeout_s=30 dry_run=0
 keys_dir="" insecure=0 coordinator_bind="" rest_port="" rest_bind=127.0.0.1 group=""
 coordinator_args=() worker_args=() allowed_paths=()
 
@@ -533,7 +541,9 @@ done
 printf 'export KEYFLOW_COORDINATOR=%q\n' "$endpoint" >>"$run_dir/cluster.env"
 kf_log "cluster up: coordinator $endpoint, $workers worker(s) registered" \
   "(pids ${pids[*]}$([ "$respawn" -eq 1 ] && echo ", respawned on exit"))"
-kf_log "logs and pid files in $run_dir; stop with: scripts/stop-cluster.sh --run-dir $run_dir"
+stop_command=scripts/stop-cluster.sh
+[ "$(basename "$0")" != keyflow-start-cluster ] || stop_command=keyflow-stop-cluster
+kf_log "logs and pid files in $run_dir; stop with: $stop_command --run-dir $run_dir"
 if [ "$insecure" -eq 0 ]; then
   kf_log "point the keyflow CLI at the cluster's keys: export KEYFLOW_KEYS=$keys_dir" \
     "(or: source $run_dir/cluster.env, which also sets KEYFLOW_COORDINATOR=$endpoint)"

@@ -14,7 +14,9 @@
 set -euo pipefail
 
 KF_PROG=stop-cluster
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The checkout, or PREFIX/share/keyflow of an installation (bin/keyflow-start-cluster and
+# bin/keyflow-stop-cluster are symlinks to these scripts there).
+ROOT="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)"
 # shellcheck source=lib/cluster.sh
 source "$ROOT/scripts/lib/cluster.sh"
 

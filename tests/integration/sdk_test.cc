@@ -111,6 +111,35 @@ TEST_F(SdkTest, InstallsHeadersLibraryAndCMakePackage) {
   EXPECT_TRUE(fs::is_regular_file(kJobLibrary));
 }
 
+// An installed keyflow starts a secure cluster without the checkout: bin/keyflow-start-cluster
+// (the installed start-cluster.sh) finds PREFIX/bin, RUN_DIR/cluster.env is all the CLI needs
+// (keys and the coordinator's endpoint, though it took port 0), and keyflow-stop-cluster stops it.
+TEST_F(SdkTest, AnInstalledKeyflowStartsASecureClusterThatTheCliReachesThroughClusterEnv) {
+  TestDir dir;
+  const std::string run_dir = dir.path() + "/run";
+  auto started = RunCommand({"env", "-u", "KEYFLOW_KEYS", "-u", "KEYFLOW_COORDINATOR",
+                             kPrefix + "/bin/keyflow-start-cluster", "--workers", "1", "--port",
+                             "0", "--rest-port", "-1", "--run-dir", run_dir},
+                            Duration::Seconds(60));
+  ASSERT_OK(started);
+  ASSERT_EQ(started->exit_code, 0) << started->err;
+  EXPECT_THAT(started->err, HasSubstr("stop with: keyflow-stop-cluster --run-dir " + run_dir));
+  EXPECT_TRUE(fs::is_regular_file(run_dir + "/keys/coordinator.key")) << "secure by default";
+  auto run = RunCommand({"env", "-u", "KEYFLOW_KEYS", "-u", "KEYFLOW_COORDINATOR", "bash", "-c",
+                         "source \"$1\" && exec \"$2\" run --job count-window --input "
+                         "gen:events=100000,keys=1000,splits=1 --wait",
+                         "bash", run_dir + "/cluster.env", kPrefix + "/bin/keyflow"},
+                        Duration::Seconds(120));
+  ASSERT_OK(run);
+  EXPECT_EQ(run->exit_code, 0) << run->out << run->err;
+  EXPECT_THAT(run->out + run->err, HasSubstr("results emitted:   1000"));
+  auto stopped = RunCommand({kPrefix + "/bin/keyflow-stop-cluster", "--run-dir", run_dir},
+                            Duration::Seconds(60));
+  ASSERT_OK(stopped);
+  EXPECT_EQ(stopped->exit_code, 0) << stopped->err;
+  EXPECT_THAT(stopped->err, HasSubstr("stopped"));
+}
+
 // scripts/install.sh checks its arguments before it installs or builds anything.
 TEST(InstallScriptTest, RefusesAMissingOrSecondPrefix) {
   const std::string script = std::string(KEYFLOW_SOURCE_DIR) + "/scripts/install.sh";
