@@ -16,6 +16,7 @@ namespace {
 constexpr std::string_view kGeneratorPrefix = "gen:";
 constexpr std::string_view kMonitorPrefix = "monitor:";
 constexpr std::string_view kIntervalOption = ",interval=";
+constexpr std::string_view kConnectorPrefix = "connector:";
 
 struct DirCloser {
   void operator()(DIR* d) const { ::closedir(d); }
@@ -76,6 +77,29 @@ const KafkaSourceSpec& InputSpec::kafka() const {
   return kafka_;
 }
 
+const std::string& InputSpec::connector_name() const {
+  KF_CHECK(kind_ == Kind::kConnector) << "connector_name() of another input";
+  return connector_name_;
+}
+
+const std::string& InputSpec::connector_args() const {
+  KF_CHECK(kind_ == Kind::kConnector) << "connector_args() of another input";
+  return connector_args_;
+}
+
+bool InputSpec::IsConnector(std::string_view text) {
+  return text.substr(0, kConnectorPrefix.size()) == kConnectorPrefix;
+}
+
+std::vector<SourceSplit> InputSpec::ConnectorSplits(const std::vector<std::string>& splits) {
+  std::vector<SourceSplit> out;
+  out.reserve(splits.size());
+  for (size_t i = 0; i < splits.size(); ++i) {
+    out.push_back(SourceSplit::Connector(SplitId(static_cast<int32_t>(i)), splits[i]));
+  }
+  return out;
+}
+
 bool InputSpec::IsKafka(std::string_view text) {
   return text.substr(0, KafkaSourceSpec::kPrefix.size()) == KafkaSourceSpec::kPrefix;
 }
@@ -89,7 +113,7 @@ bool InputSpec::IsMonitor(std::string_view text) {
 }
 
 std::string InputSpec::PathOf(std::string_view text) {
-  if (IsGenerator(text) || IsKafka(text)) return "";
+  if (IsGenerator(text) || IsKafka(text) || IsConnector(text)) return "";
   if (!IsMonitor(text)) return std::string(text);
   text.remove_prefix(kMonitorPrefix.size());
   const size_t option = text.rfind(kIntervalOption);
@@ -97,7 +121,9 @@ std::string InputSpec::PathOf(std::string_view text) {
 }
 
 std::string InputSpec::WithAbsolutePath(std::string_view text) {
-  if (IsGenerator(text) || IsKafka(text) || text.empty()) return std::string(text);
+  if (IsGenerator(text) || IsKafka(text) || IsConnector(text) || text.empty()) {
+    return std::string(text);
+  }
   if (!IsMonitor(text)) return std::filesystem::absolute(std::string(text)).string();
   const std::string dir = PathOf(text);
   if (dir.empty()) return std::string(text);
@@ -165,6 +191,24 @@ Result<InputSpec> InputSpec::Parse(std::string_view text) {
   if (IsKafka(text)) {
     KF_ASSIGN_OR_RETURN(spec.kafka_, KafkaSourceSpec::Parse(text));
     spec.kind_ = Kind::kKafka;
+    return spec;
+  }
+  if (IsConnector(text)) {
+    std::string_view rest = text.substr(kConnectorPrefix.size());
+    const size_t colon = rest.find(':');
+    spec.connector_name_ = std::string(rest.substr(0, colon));
+    if (colon != std::string_view::npos) spec.connector_args_ = std::string(rest.substr(colon + 1));
+    const bool valid =
+        !spec.connector_name_.empty() &&
+        std::all_of(spec.connector_name_.begin(), spec.connector_name_.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+        });
+    if (!valid) {
+      return InvalidArgument("--input " + spec.text_ +
+                             ": give connector:NAME[:ARGS], NAME a source of the job library "
+                             "(lowercase letters, digits and '-')");
+    }
+    spec.kind_ = Kind::kConnector;
     return spec;
   }
 

@@ -17,8 +17,13 @@
 //                       the partitions of Kafka topics (kafka_spec.h), one split each; a
 //                       never-ending source unless stop=latest. Parse contacts no broker: the
 //                       coordinator's split enumerator discovers the partitions.
+//   --input connector:NAME[:ARGS]
+//                       a source of the job's library (worker/api/source_connector.h): its
+//                       splits are ARGS's, listed once at submit by `keyflow run` (which loads
+//                       the library) into JobSpec::connector_splits; Parse reads nothing.
 //
-// A path that starts with "gen:", "monitor:" or "kafka:" can be given as "./gen:...". Split ids are
+// A path that starts with "gen:", "monitor:", "kafka:" or "connector:" can be given as
+// "./gen:...". Split ids are
 // the indexes into splits(), so they are the same in every process that parses the same --input
 // (for a monitored directory: of the files present at the parse; later files get the ids the
 // coordinator's split enumerator gives them).
@@ -43,7 +48,7 @@ namespace keyflow {
 
 class InputSpec {
  public:
-  enum class Kind : uint8_t { kFiles, kGenerator, kMonitor, kKafka };
+  enum class Kind : uint8_t { kFiles, kGenerator, kMonitor, kKafka, kConnector };
   static constexpr Duration kDefaultMonitorInterval = Duration::Millis(10'000);
 
   // Errors (InvalidArgument unless said otherwise): empty text; NotFound for a missing path;
@@ -57,6 +62,10 @@ class InputSpec {
   static bool IsMonitor(std::string_view text);
   // Whether `text` names Kafka topics ("kafka:..."); Parse reads no file for it.
   static bool IsKafka(std::string_view text);
+  // Whether `text` names a job library's source ("connector:..."); Parse reads nothing for it.
+  static bool IsConnector(std::string_view text);
+  // The splits of a connector input, from JobSpec::connector_splits: split i has id i.
+  static std::vector<SourceSplit> ConnectorSplits(const std::vector<std::string>& splits);
   // The file-system path `text` reads (the file or directory, DIR of monitor:DIR,...), empty
   // for the generator. Reads no file; a malformed monitor spec gives what follows "monitor:".
   static std::string PathOf(std::string_view text);
@@ -74,7 +83,8 @@ class InputSpec {
 
   Kind kind() const { return kind_; }
   const std::string& text() const { return text_; }
-  // Never empty, except for a monitored directory and Kafka (discovered by the coordinator). File
+  // Never empty, except for a monitored directory and Kafka (discovered by the coordinator) and
+  // a connector (JobSpec::connector_splits, see ConnectorSplits). File
   // splits in name order; generator splits 0..S-1.
   const std::vector<SourceSplit>& splits() const { return splits_; }
   // Precondition: kind() == kGenerator.
@@ -84,6 +94,9 @@ class InputSpec {
   Duration monitor_interval() const;
   // Precondition: kind() == kKafka.
   const KafkaSourceSpec& kafka() const;
+  // Precondition (both): kind() == kConnector. NAME and ARGS of connector:NAME[:ARGS].
+  const std::string& connector_name() const;
+  const std::string& connector_args() const;
 
  private:
   static Result<InputSpec> ParseMonitor(std::string_view text);
@@ -95,6 +108,8 @@ class InputSpec {
   std::string directory_;  // kMonitor
   Duration monitor_interval_ = kDefaultMonitorInterval;
   KafkaSourceSpec kafka_;
+  std::string connector_name_;  // kConnector
+  std::string connector_args_;
 };
 
 }  // namespace keyflow

@@ -21,6 +21,8 @@ std::string_view SplitKindName(SplitKind kind) {
       return "generator";
     case SplitKind::kKafka:
       return "kafka";
+    case SplitKind::kConnector:
+      return "connector";
   }
   return "?";
 }
@@ -56,6 +58,21 @@ SourceSplit SourceSplit::KafkaPartition(SplitId id, std::string topic, int32_t p
   return s;
 }
 
+SourceSplit SourceSplit::Connector(SplitId id, std::string split) {
+  KF_CHECK(!split.empty());
+  SourceSplit s;
+  s.id_ = id;
+  s.kind_ = SplitKind::kConnector;
+  s.path_ = std::move(split);
+  return s;
+}
+
+const std::string& SourceSplit::connector_split() const {
+  KF_CHECK(kind_ == SplitKind::kConnector)
+      << "connector_split() of a " << SplitKindName(kind_) << " split";
+  return path_;
+}
+
 const std::string& SourceSplit::topic() const {
   KF_CHECK(kind_ == SplitKind::kKafka) << "topic() of a " << SplitKindName(kind_) << " split";
   return path_;
@@ -86,7 +103,7 @@ std::string SourceSplit::ToString() const {
   std::string s(SplitKindName(kind_));
   s += " split ";
   s += std::to_string(id_.value());
-  if (kind_ == SplitKind::kFile) {
+  if (kind_ == SplitKind::kFile || kind_ == SplitKind::kConnector) {
     s += " (";
     s += path_;
     s += ")";
@@ -100,7 +117,7 @@ void SourceSplit::EncodeTo(BinaryWriter* out) const {
   out->U8(kSplitFormatVersion);
   out->U8(static_cast<uint8_t>(kind_));
   out->I32(id_.value());
-  if (kind_ == SplitKind::kFile) {
+  if (kind_ == SplitKind::kFile || kind_ == SplitKind::kConnector) {
     out->Bytes(path_);
   } else if (kind_ == SplitKind::kGenerator) {
     out->I32(generator_index_);
@@ -148,6 +165,14 @@ Result<SourceSplit> SourceSplit::DecodeFrom(BinaryReader* in) {
     }
     return KafkaPartition(id, std::move(topic), partition, stop);
   }
+  if (kind == static_cast<uint8_t>(SplitKind::kConnector)) {
+    std::string split(in->Bytes());
+    KF_RETURN_IF_ERROR(in->status("source split"));
+    if (split.empty()) {
+      return Corruption("connector split " + std::to_string(id.value()) + " is empty");
+    }
+    return Connector(id, std::move(split));
+  }
   return Corruption("source split has unknown kind " + std::to_string(kind));
 }
 
@@ -171,6 +196,14 @@ SplitPosition SplitPosition::InKafka(int64_t next_offset) {
   KF_CHECK_GE(next_offset, 0);
   SplitPosition p;
   p.offset_ = next_offset;
+  return p;
+}
+
+SplitPosition SplitPosition::InConnector(int64_t records, std::string position) {
+  KF_CHECK_GE(records, 0);
+  SplitPosition p;
+  p.offset_ = records;
+  p.connector_ = std::move(position);
   return p;
 }
 
@@ -205,6 +238,7 @@ void SourceSplitState::EncodeTo(BinaryWriter* out) const {
   }
   split.EncodeTo(out);
   position.EncodeTo(out);
+  if (split.kind() == SplitKind::kConnector) out->Bytes(position.connector_position());
 }
 
 Result<SourceSplitState> SourceSplitState::DecodeFrom(BinaryReader* in) {
@@ -221,7 +255,12 @@ Result<SourceSplitState> SourceSplitState::DecodeFrom(BinaryReader* in) {
   }
   KF_ASSIGN_OR_RETURN(SourceSplit split, SourceSplit::DecodeFrom(in));
   KF_ASSIGN_OR_RETURN(SplitPosition position, SplitPosition::DecodeFrom(in));
-  return SourceSplitState{std::move(split), position, finished};
+  if (split.kind() == SplitKind::kConnector) {
+    std::string opaque(in->Bytes());
+    KF_RETURN_IF_ERROR(in->status("connector split position"));
+    position = SplitPosition::InConnector(position.next_event_index(), std::move(opaque));
+  }
+  return SourceSplitState{std::move(split), std::move(position), finished};
 }
 
 }  // namespace keyflow

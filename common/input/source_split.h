@@ -9,9 +9,10 @@
 // Encoding (little-endian, via BinaryWriter; described in worker/README.md "Sources"):
 //   SourceSplit    = u8 format version (1), u8 kind, i32 id, then
 //                    kind file: bytes path | kind generator: i32 generator split index |
-//                    kind kafka: bytes topic, i32 partition, i64 stop offset (-1: none)
+//                    kind kafka: bytes topic, i32 partition, i64 stop offset (-1: none) |
+//                    kind connector: bytes split (the job library source's split)
 //   SplitPosition  = varint offset, varint lines consumed
-//   SourceSplitState = SourceSplit, SplitPosition
+//   SourceSplitState = SourceSplit, SplitPosition [, bytes connector position: kind connector]
 //
 // Value types; no threading concerns.
 #pragma once
@@ -31,8 +32,8 @@ struct SplitIdTag {};
 // Index of a split in InputSpec::splits(): the sorted file list or the generator split index.
 using SplitId = StrongId<SplitIdTag, int32_t>;
 
-enum class SplitKind : uint8_t { kFile = 1, kGenerator = 2, kKafka = 3 };
-std::string_view SplitKindName(SplitKind kind);  // "file" | "generator" | "kafka"
+enum class SplitKind : uint8_t { kFile = 1, kGenerator = 2, kKafka = 3, kConnector = 4 };
+std::string_view SplitKindName(SplitKind kind);  // "file" | "generator" | "kafka" | "connector"
 
 class SourceSplit {
  public:
@@ -45,6 +46,8 @@ class SourceSplit {
   static constexpr int64_t kNoStopOffset = -1;
   static SourceSplit KafkaPartition(SplitId id, std::string topic, int32_t partition,
                                     int64_t stop_offset = kNoStopOffset);
+  // A split of a job library's source (--input connector:...). Precondition: split non-empty.
+  static SourceSplit Connector(SplitId id, std::string split);
 
   SplitId id() const { return id_; }
   SplitKind kind() const { return kind_; }
@@ -56,6 +59,8 @@ class SourceSplit {
   const std::string& topic() const;
   int32_t partition() const;
   int64_t stop_offset() const;
+  // The source's split text. Precondition: kind() == kConnector.
+  const std::string& connector_split() const;
 
   // "file split 2 (/data/b.jsonl)" / "generator split 3" / "kafka split 4 (events-1)".
   std::string ToString() const;
@@ -71,7 +76,7 @@ class SourceSplit {
  private:
   SplitId id_{0};
   SplitKind kind_ = SplitKind::kFile;
-  std::string path_;             // file: the path; kafka: the topic
+  std::string path_;             // file: the path; kafka: the topic; connector: the split
   int32_t generator_index_ = 0;  // generator: the index; kafka: the partition
   int64_t stop_offset_ = kNoStopOffset;
 };
@@ -80,21 +85,25 @@ class SourceSplit {
 //   file split:      byte offset of the next line, and how many lines precede it (so the next
 //                    line number, used in bad-record reports, survives a restore);
 //   generator split: index of the next event of the split;
-//   kafka split:     offset of the next record of the partition.
+//   kafka split:     offset of the next record of the partition;
+//   connector split: records read, and the reader's own position (opaque bytes).
 class SplitPosition {
  public:
-  constexpr SplitPosition() = default;
+  SplitPosition() = default;
   // Preconditions: byte_offset >= 0, next_line_number >= 1.
   static SplitPosition InFile(int64_t byte_offset, int64_t next_line_number);
   // Precondition: next_index >= 0.
   static SplitPosition InGenerator(int64_t next_index);
   // Precondition: next_offset >= 0.
   static SplitPosition InKafka(int64_t next_offset);
+  // After `records` records of a connector split; `position`: ConnectorSplitReader::Position().
+  static SplitPosition InConnector(int64_t records, std::string position);
 
   int64_t byte_offset() const { return offset_; }
   int64_t next_line_number() const { return lines_ + 1; }  // 1-based
   int64_t next_event_index() const { return offset_; }
   int64_t next_kafka_offset() const { return offset_; }
+  const std::string& connector_position() const { return connector_; }
 
   // Advances a file position past one line of `bytes` bytes (including its line terminator).
   void AdvanceLine(int64_t bytes) {
@@ -111,11 +120,13 @@ class SplitPosition {
   void EncodeTo(BinaryWriter* out) const;
   static Result<SplitPosition> DecodeFrom(BinaryReader* in);
 
-  friend constexpr auto operator<=>(const SplitPosition&, const SplitPosition&) = default;
+  friend auto operator<=>(const SplitPosition&, const SplitPosition&) = default;
+  friend bool operator==(const SplitPosition&, const SplitPosition&) = default;
 
  private:
-  int64_t offset_ = 0;  // bytes (file) or events (generator) consumed
-  int64_t lines_ = 0;   // lines consumed (file); 0 for a generator
+  int64_t offset_ = 0;     // bytes (file) or events (generator) consumed
+  int64_t lines_ = 0;      // lines consumed (file); 0 for a generator
+  std::string connector_;  // a connector split's reader position (encoded by SourceSplitState)
 };
 
 // A split with its position: one entry of a source subtask's checkpointed state. `finished`:

@@ -95,6 +95,9 @@ struct JobSpec {
   // (checkpoint/README.md "Incremental checkpoints"). Savepoints are always full and
   // self-contained. A JobSpec of version < 7 decodes to false (its checkpoints were full).
   bool incremental_checkpoints = true;
+  // --input connector:NAME[:ARGS]: the source's splits, listed by `keyflow run` (which loads the
+  // job library) at submit; split i has id i (InputSpec::ConnectorSplits; version >= 8).
+  std::vector<std::string> connector_splits;
 
   // Stored in checkpoint metadata: a new field is appended under `if (version >= N)` and the
   // class version below raised, so older checkpoints stay readable.
@@ -116,6 +119,7 @@ struct JobSpec {
     } else if constexpr (Archive::is_loading::value) {
       incremental_checkpoints = false;
     }
+    if (version >= 8) ar(connector_splits);
     // Decoded bytes come from outside: an enum must hold one of its values. (cereal reports
     // malformed input by throwing; the decoders catch it at their module edge.)
     if constexpr (Archive::is_loading::value) {
@@ -129,4 +133,4 @@ struct JobSpec {
 
 }  // namespace keyflow
 
-CEREAL_CLASS_VERSION(keyflow::JobSpec, 7);
+CEREAL_CLASS_VERSION(keyflow::JobSpec, 8);

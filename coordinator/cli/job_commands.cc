@@ -11,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -293,6 +294,10 @@ int RunJobsCommand(const std::vector<std::string>& args) {
       }
       out["jobs"].push_back(std::move(j));
     }
+    out["sources"] = nlohmann::json::array();
+    for (const SourceConnector& source : m.sources) {
+      out["sources"].push_back({{"name", source.name}, {"description", source.description}});
+    }
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
@@ -320,6 +325,10 @@ int RunJobsCommand(const std::vector<std::string>& args) {
       }
       std::cout << ">  (default " << p.default_value << ")  " << p.doc << "\n";
     }
+  }
+  for (const SourceConnector& source : m.sources) {
+    std::cout << "\nsource " << source.name << "  (--input connector:" << source.name
+              << "[:ARGS])\n  " << source.description << "\n";
   }
   return kExitOk;
 }
@@ -351,7 +360,7 @@ void AddRunOptions(po::options_description* opts, RunFlags* f) {
       "[,group=G][,start=earliest|latest|committed|timestamp:MS][,stop=latest]"
       "[,ts=FIELD|kafka][,idle=DURATION][,discovery=DURATION][,kafka.PROPERTY=V] (every "
       "partition of the topics; unbounded unless stop=latest; see the README's Kafka "
-      "section)")(
+      "section), or connector:NAME[:ARGS] (a source the --job-library defines)")(
       "output", po::value(&f->spec.output_dir),
       "where the results go: a DIRECTORY (exactly-once file sink), or "
       "kafka:bootstrap=HOST:PORT[;HOST:PORT],topic=T[,guarantee=exactly-once|at-least-once]"
@@ -433,6 +442,35 @@ void AddRunOptions(po::options_description* opts, RunFlags* f) {
       "are always full")("wait", po::bool_switch(&f->wait),
                          "block until the job ends, with progress and a summary");
   AddCoordinatorOption(opts, &f->endpoint);
+}
+
+// --input connector:NAME[:ARGS]: the library's source lists its splits here, once (the
+// coordinator runs no user code); they travel in the job spec.
+Status ListConnectorSplits(const JobLibrary& library, JobSpec& spec) {
+  if (!InputSpec::IsConnector(spec.input)) return Status::Ok();
+  KF_ASSIGN_OR_RETURN(InputSpec input, InputSpec::Parse(spec.input));
+  KF_ASSIGN_OR_RETURN(const SourceConnector* source, library.FindSource(input.connector_name()));
+  const std::string where =
+      "--input " + spec.input + ": source '" + source->name + "' of " + library.file_name();
+  Result<std::vector<std::string>> splits = std::vector<std::string>{};
+  try {
+    splits = source->splits(input.connector_args());
+  } catch (const std::exception& e) {
+    return InvalidArgument(where + " threw while listing its splits: " + e.what());
+  } catch (...) {
+    return InvalidArgument(where + " threw while listing its splits");
+  }
+  if (!splits.ok()) return InvalidArgument(where + ": " + splits.status().message());
+  if (splits->empty()) return InvalidArgument(where + " listed no splits");
+  std::set<std::string> seen;
+  for (const std::string& split : *splits) {
+    if (split.empty()) return InvalidArgument(where + " listed an empty split");
+    if (!seen.insert(split).second) {
+      return InvalidArgument(where + " listed split '" + split + "' twice");
+    }
+  }
+  spec.connector_splits = *std::move(splits);
+  return Status::Ok();
 }
 
 // The job's parameters, fields and input defaults from its definition in the job library
@@ -654,6 +692,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   Status s = ApplyJobDefinition(**library, vm, f.params, f.key_type, spec);
   if (s.ok()) s = ApplyRunFlags(f, spec);
   if (s.ok()) s = ResolveRunPaths(spec);
+  if (s.ok()) s = ListConnectorSplits(**library, spec);
   if (!s.ok()) return Fail(s, kExitUsage);
   const std::string& endpoint = f.endpoint;
   const std::string& library_path = f.library_path;

@@ -133,6 +133,19 @@ Result<std::unique_ptr<SplitEnumerator>> CreateSplitEnumerator(const JobSpec& sp
   }
   std::optional<RestoredSplits> r;
   if (restored != nullptr) r = *restored;
+  if (input->kind() == InputSpec::Kind::kConnector) {
+    if (spec.connector_splits.empty()) {
+      return InvalidArgument("--input " + spec.input +
+                             " came without its splits: submit it with a keyflow run of this "
+                             "version, which lists them");
+    }
+    for (const std::string& split : spec.connector_splits) {
+      if (split.empty()) return InvalidArgument("--input " + spec.input + " has an empty split");
+    }
+    std::vector<SourceSplit> splits = InputSpec::ConnectorSplits(spec.connector_splits);
+    return std::unique_ptr<SplitEnumerator>(
+        new StaticSplitEnumerator(std::move(input).value(), std::move(splits), std::move(r)));
+  }
   return std::unique_ptr<SplitEnumerator>(
       new StaticSplitEnumerator(std::move(input).value(), std::move(r)));
 }

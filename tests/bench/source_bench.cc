@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/key_group_assignment.h"
+#include "common/metrics.h"
+#include "worker/sources/builtin_source.h"
 #include "worker/sources/file_split_reader.h"
 #include "worker/sources/generator_split_reader.h"
 #include "worker/sources/json_record_parser.h"
@@ -94,6 +97,62 @@ void BM_FileSplitReader(benchmark::State& state) {
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_FileSplitReader)->Unit(benchmark::kMillisecond);
+
+// Where a source's records go in the benchmark: counted, nothing else.
+class CountingOutput final : public ReaderOutput, public SourceOutput {
+ public:
+  SourceOutput& CreateOutputForSplit(SplitId) override { return *this; }
+  void ReleaseOutputForSplit(SplitId) override {}
+  Status Collect(const Record& record) override {
+    benchmark::DoNotOptimize(record.timestamp);
+    ++records;
+    return Status::Ok();
+  }
+  int64_t records = 0;
+};
+
+// A source subtask's reader of 4 file splits (MultiplexSourceReader over FileSplitReaders, as
+// CreateBuiltinSourceReader makes it): what the task loop drives, per record.
+void BM_MultiplexFileSplits(benchmark::State& state) {
+  constexpr int kSplits = 4;
+  std::string dir = (std::filesystem::temp_directory_path() / "keyflow-bench-XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr) {
+    state.SkipWithError("mkdtemp failed");
+    return;
+  }
+  std::string content = MakeLines(kLines / kSplits);
+  std::vector<SourceSplitState> splits;
+  for (int i = 0; i < kSplits; ++i) {
+    std::string path = dir + "/events-" + std::to_string(i) + ".jsonl";
+    std::ofstream(path, std::ios::binary) << content;
+    splits.push_back({SourceSplit::File(SplitId(i), path), SplitPosition(), false});
+  }
+  JobSpec spec;
+  spec.input = dir;
+  spec.max_parallelism = kMaxParallelism;
+  Counter bad_records;
+  SystemClock clock;
+  SourceReaderContext context;
+  context.clock = &clock;
+  context.bad_records = &bad_records;
+  for (auto _ : state) {
+    Result<std::unique_ptr<SourceReader>> reader = CreateBuiltinSourceReader(spec, context);
+    if (!reader.ok() || !(*reader)->AddSplits(splits).ok()) {
+      state.SkipWithError("cannot open the splits");
+      break;
+    }
+    (*reader)->NotifyNoMoreSplits();
+    CountingOutput out;
+    while (true) {
+      Result<PollResult> r = (*reader)->PollNext(out);
+      if (!r.ok() || r->status == InputStatus::kEndOfInput) break;
+    }
+    if (out.records != kLines) state.SkipWithError("wrong record count");
+  }
+  state.SetItemsProcessed(state.iterations() * kLines);
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_MultiplexFileSplits)->Unit(benchmark::kMillisecond);
 
 // Arg 0: skew*10, Arg 1: payload bytes, Arg 2: 1 = records with fields (note=100).
 void BM_Generator(benchmark::State& state) {

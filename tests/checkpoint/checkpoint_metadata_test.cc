@@ -32,8 +32,11 @@ const std::string kJobSpecV5GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v5.golden";
 const std::string kJobSpecV6GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v6.golden";
-// Format version 2 (incremental checkpoints) with a version-7 JobSpec: what the encoder writes
-// today. Every metadata_v1*.golden must still decode.
+// Format version 2 (incremental checkpoints) with a version-7 JobSpec: must still decode.
+const std::string kV2JobSpecV7GoldenPath =
+    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v2_jobspec_v7.golden";
+// Format version 2 with a version-8 JobSpec (connector_splits appended): what the encoder writes
+// today. Every metadata_v1*.golden and metadata_v2_jobspec_v7.golden must still decode.
 const std::string kCurrentGoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v2.golden";
 
@@ -109,6 +112,7 @@ void ExpectMetadataEq(const CheckpointMetadata& a, const CheckpointMetadata& b) 
   EXPECT_EQ(a.spec.key_type, b.spec.key_type);
   EXPECT_EQ(a.spec.checkpoint_interval_ms, b.spec.checkpoint_interval_ms);
   EXPECT_EQ(a.spec.restart_strategy, b.spec.restart_strategy);
+  EXPECT_EQ(a.spec.connector_splits, b.spec.connector_splits);
   ASSERT_EQ(a.subtasks.size(), b.subtasks.size());
   for (size_t i = 0; i < a.subtasks.size(); ++i) {
     EXPECT_EQ(a.subtasks[i].subtask, b.subtasks[i].subtask);
@@ -144,6 +148,7 @@ CheckpointMetadata GoldenMetadataV2() {
   m.savepoint = false;
   SetCurrentSpecFields(&m.spec);
   m.spec.incremental_checkpoints = true;
+  m.spec.connector_splits = {"shard-a", "shard-b"};
   KeyGroupsStateHandle& h0 = m.subtasks[0].keyed_state;
   h0.path = "";
   h0.shared_files = {{"b7e1-41-0.kgs", 120, 0xAAAA}, {"b7e1-42-0.kgs", 90, 0xBBBB}};
@@ -343,6 +348,19 @@ TEST(CheckpointMetadataGolden, Version2FileDecodesToTheExactValues) {
   EXPECT_EQ(m.TotalWrittenBytes(), 4186u + 154u);
   EXPECT_EQ(m.SharedFiles().size(), 6u);
   ExpectMetadataEq(m, GoldenMetadataV2());
+}
+
+// A version-7 JobSpec (before connector_splits) decodes with none.
+TEST(CheckpointMetadataGolden, Version2FileWithAVersion7JobSpecStillDecodes) {
+  auto bytes = ReadFileToString(kV2JobSpecV7GoldenPath);
+  ASSERT_OK(bytes);
+  auto decoded = CheckpointMetadata::Decode(*bytes, kV2JobSpecV7GoldenPath);
+  ASSERT_OK(decoded);
+  EXPECT_TRUE(decoded->spec.connector_splits.empty());
+  EXPECT_TRUE(decoded->spec.incremental_checkpoints);
+  CheckpointMetadata expected = GoldenMetadataV2();
+  expected.spec.connector_splits.clear();
+  ExpectMetadataEq(*decoded, expected);
 }
 
 TEST(CheckpointMetadataGolden, EncoderStillWritesTheCurrentBytes) {

@@ -215,6 +215,8 @@ TEST_F(SdkTest, JobsListsTheOutOfTreeLibrary) {
   EXPECT_THAT(r->out, HasSubstr("per key and event-time tumbling window"));
   EXPECT_THAT(r->out, HasSubstr("pause-every"));
   EXPECT_THAT(r->out, HasSubstr("1s"));
+  EXPECT_THAT(r->out, HasSubstr("\nsource lines  (--input connector:lines[:ARGS])\n  the *.jsonl "
+                                "files of a directory, a split each\n"));
 }
 
 // ---- input and references ------------------------------------------------------------------
@@ -388,8 +390,11 @@ Result<std::vector<std::string>> CanonicalOutput(const std::string& dir,
 
 // The library built against the installed SDK runs on a 3-worker cluster with checkpoints;
 // worker 1 is SIGKILLed after a checkpoint; the job restarts from the latest one and its
-// committed output is exactly the reference (nothing lost, nothing duplicated).
-TEST_F(SdkTest, OutOfTreeJobSurvivesAWorkerKillWithExactOutput) {
+// committed output is exactly the reference (nothing lost, nothing duplicated). The input is
+// the directory of JSON Lines files, read by the built-in file source or (`connector`) by the
+// library's own source connector "lines" (tests/sdk/window_stats.cc), whose positions are its
+// own byte offsets.
+void ExpectExactOutputThroughAWorkerKill(bool connector) {
   TestDir dir;
   auto input = WriteInput(dir.Subdir("input"), 40'000);
   ASSERT_OK(input);
@@ -416,7 +421,7 @@ TEST_F(SdkTest, OutOfTreeJobSurvivesAWorkerKillWithExactOutput) {
                          "--param",
                          "pause-until=" + fast,
                          "--input",
-                         dir.path() + "/input",
+                         (connector ? "connector:lines:" : "") + dir.path() + "/input",
                          "--output",
                          output,
                          "--parallelism",
@@ -457,10 +462,52 @@ TEST_F(SdkTest, OutOfTreeJobSurvivesAWorkerKillWithExactOutput) {
   EXPECT_GT(job.value("restored_from", int64_t{0}), 0) << job.dump();
   EXPECT_EQ(job.value("late_records", int64_t{-1}), 0) << job.dump();
 
+  if (connector) {
+    EXPECT_EQ(job["source"].value("kind", ""), "connector") << job.dump();
+    EXPECT_EQ(job["source"].value("source", ""), "lines") << job.dump();
+    EXPECT_EQ(job["source"].value("splits", 0), kFiles) << job.dump();
+  }
+
   auto actual = CanonicalOutput(
       output, {"key", "window_start", "count", "sum", "nulls", "missing", "first_tag"});
   ASSERT_OK(actual);
   EXPECT_TRUE(SameLines(*actual, reference));
+}
+
+TEST_F(SdkTest, OutOfTreeJobSurvivesAWorkerKillWithExactOutput) {
+  ExpectExactOutputThroughAWorkerKill(/*connector=*/false);
+}
+
+// The example source connector, built out of tree against the installed SDK, gives the same
+// exact output through the kill: its splits were listed by `keyflow run`, its positions went
+// into the checkpoints and the restored readers resumed there.
+TEST_F(SdkTest, AnOutOfTreeSourceConnectorReadsExactlyOnceThroughAWorkerKill) {
+  ExpectExactOutputThroughAWorkerKill(/*connector=*/true);
+}
+
+// A connector's bad input is refused at submit, with the source's own sentence (exit 2); a
+// source the library does not have is named with the ones it has.
+TEST_F(SdkTest, AConnectorInputIsCheckedAtSubmit) {
+  TestDir dir;
+  auto run = [&](const std::string& input) {
+    auto r = RunCommand({KeyflowBinary("keyflow"), "run", "--job-library", kJobLibrary, "--job",
+                         "window-stats", "--input", input, "--coordinator", "tcp://127.0.0.1:1"},
+                        Duration::Seconds(30));
+    EXPECT_OK(r);
+    return r.ok() ? *r : CommandResult{};
+  };
+  CommandResult empty = run("connector:lines:" + dir.path());
+  EXPECT_EQ(empty.exit_code, 2) << empty.err;
+  EXPECT_THAT(empty.err, HasSubstr("source 'lines' of libwindow-stats.so: no *.jsonl file in '" +
+                                   dir.path() + "'"));
+  CommandResult unknown = run("connector:nope:x");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
+  EXPECT_THAT(unknown.err,
+              HasSubstr("job library libwindow-stats.so has no source 'nope'; its sources are: "
+                        "lines"));
+  CommandResult bad = run("connector:Bad");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_THAT(bad.err, HasSubstr("give connector:NAME[:ARGS]"));
 }
 
 // ---- the examples (worker/jobs/examples), built in-tree with the same keyflow_add_job --------

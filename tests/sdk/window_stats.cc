@@ -14,8 +14,10 @@
 #error "the SDK's macros are KF_CHECK, KF_RETURN_IF_ERROR and KF_ASSIGN_OR_RETURN"
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 #include <thread>
 
@@ -137,6 +139,57 @@ std::vector<keyflow::JobDefinition> Jobs() {
   return {job};
 }
 
+// The source connector "lines" (--input connector:lines:DIR): every *.jsonl file of DIR is a
+// split, read line by line; the position is the byte offset of the next line. An example of a
+// source written against the SDK alone (worker/api/source_connector.h).
+class LinesReader final : public keyflow::ConnectorSplitReader {
+ public:
+  LinesReader(const std::string& path, int64_t offset) : in_(path, std::ios::binary) {
+    in_.seekg(offset);
+    offset_ = offset;
+  }
+  bool ok() const { return static_cast<bool>(in_); }
+
+  keyflow::Result<keyflow::ConnectorRead> Next(std::string* record) override {
+    if (!std::getline(in_, *record)) {
+      if (in_.eof()) return keyflow::ConnectorRead::kEndOfSplit;
+      return keyflow::IoError("reading failed at byte " + std::to_string(offset_));
+    }
+    offset_ += static_cast<int64_t>(record->size()) + 1;
+    return keyflow::ConnectorRead::kRecord;
+  }
+  std::string Position() const override { return std::to_string(offset_); }
+
+ private:
+  std::ifstream in_;
+  int64_t offset_ = 0;
+};
+
+std::vector<keyflow::SourceConnector> Sources() {
+  keyflow::SourceConnector lines;
+  lines.name = "lines";
+  lines.description = "the *.jsonl files of a directory, a split each";
+  lines.splits = [](const std::string& dir) -> keyflow::Result<std::vector<std::string>> {
+    std::error_code ec;
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ".jsonl") files.push_back(e.path().filename().string());
+    }
+    if (ec) return keyflow::InvalidArgument("cannot list directory '" + dir + "': " + ec.message());
+    if (files.empty()) return keyflow::InvalidArgument("no *.jsonl file in '" + dir + "'");
+    std::sort(files.begin(), files.end());
+    return files;
+  };
+  lines.open = [](const std::string& dir, const std::string& file, const std::string& position)
+      -> keyflow::Result<std::unique_ptr<keyflow::ConnectorSplitReader>> {
+    auto reader = std::make_unique<LinesReader>(dir + "/" + file,
+                                                position.empty() ? 0 : std::stoll(position));
+    if (!reader->ok()) return keyflow::NotFound("cannot open '" + dir + "/" + file + "'");
+    return std::unique_ptr<keyflow::ConnectorSplitReader>(std::move(reader));
+  };
+  return {lines};
+}
+
 }  // namespace
 
-KEYFLOW_JOB_LIBRARY(Jobs)
+KEYFLOW_JOB_LIBRARY_WITH_SOURCES(Jobs, Sources)

@@ -15,6 +15,9 @@
 //   }
 //   KEYFLOW_JOB_LIBRARY(Jobs)
 //
+// A library may also define sources (worker/api/source_connector.h) with
+// KEYFLOW_JOB_LIBRARY_WITH_SOURCES(Jobs, Sources).
+//
 // `keyflow jobs --job-library L` lists a library's jobs; `keyflow run --job-library L --job N
 // --param k=v` validates the parameters (ResolveJobParams) before anything is deployed, ships L
 // to the coordinator and every worker, and each keyed subtask calls `create` once per
@@ -38,10 +41,12 @@
 #include "common/duration.h"
 #include "common/key.h"
 #include "common/status.h"
+#include "worker/api/source_connector.h"
 
 namespace keyflow {
 
-inline constexpr uint32_t kSdkAbiVersion = 2;  // 2: JobDefinition::fields
+// 2: JobDefinition::fields; 3: JobLibraryManifest::sources.
+inline constexpr uint32_t kSdkAbiVersion = 3;
 
 struct Record;
 struct OutputRecord;
@@ -127,6 +132,8 @@ struct JobLibraryManifest {
   uint32_t abi_version = kSdkAbiVersion;
   std::string sdk_version;  // the keyflow version of the SDK it was built with, e.g. "0.1.0"
   std::vector<JobDefinition> jobs;
+  // The library's source connectors (worker/api/source_connector.h): --input connector:NAME.
+  std::vector<SourceConnector> sources;
 };
 
 }  // namespace keyflow
@@ -145,7 +152,12 @@ struct JobLibraryManifest {
 #endif
 
 // Declares the library's jobs: `jobs_fn` is a function returning std::vector<JobDefinition>.
-#define KEYFLOW_JOB_LIBRARY(jobs_fn)                                                             \
+#define KEYFLOW_JOB_LIBRARY(jobs_fn) \
+  KEYFLOW_JOB_LIBRARY_WITH_SOURCES(jobs_fn, ::std::vector<::keyflow::SourceConnector>)
+
+// Declares the library's jobs and source connectors: `sources_fn` is a function returning
+// std::vector<SourceConnector>.
+#define KEYFLOW_JOB_LIBRARY_WITH_SOURCES(jobs_fn, sources_fn)                                    \
   extern "C" __attribute__((visibility("default"))) uint32_t keyflow_job_library_abi_version() { \
     return ::keyflow::kSdkAbiVersion;                                                            \
   }                                                                                              \
@@ -155,7 +167,7 @@ struct JobLibraryManifest {
   }                                                                                              \
   extern "C" __attribute__((visibility("default"))) const ::keyflow::JobLibraryManifest*         \
   keyflow_job_library() {                                                                        \
-    static const ::keyflow::JobLibraryManifest manifest{::keyflow::kSdkAbiVersion,               \
-                                                        KEYFLOW_SDK_VERSION, jobs_fn()};         \
+    static const ::keyflow::JobLibraryManifest manifest{                                         \
+        ::keyflow::kSdkAbiVersion, KEYFLOW_SDK_VERSION, jobs_fn(), sources_fn()};                \
     return &manifest;                                                                            \
   }

@@ -140,6 +140,21 @@ Status ValidateJobLibraryManifest(const JobLibraryManifest& manifest, std::strin
       }
     }
   }
+  std::set<std::string> sources;
+  for (const SourceConnector& source : manifest.sources) {
+    if (!IsValidJobName(source.name)) {
+      return InvalidArgument("job library " + lib + " declares a source named '" + source.name +
+                             "': source names are lowercase letters, digits and '-'");
+    }
+    if (!sources.insert(source.name).second) {
+      return InvalidArgument("job library " + lib + " declares source '" + source.name +
+                             "' twice: give each SourceConnector its own name");
+    }
+    if (!source.splits || !source.open) {
+      return InvalidArgument("source '" + source.name + "' of job library " + lib +
+                             " lacks its splits or open function: set both");
+    }
+  }
   return Status::Ok();
 }
 
@@ -219,6 +234,17 @@ Result<const JobDefinition*> JobLibrary::FindJob(std::string_view name) const {
   return NotFound("job library " + file_name() + " has no job '" + std::string(name) +
                   "'; its jobs are: " + JobNames(manifest_->jobs) +
                   " (keyflow jobs lists them with their parameters)");
+}
+
+Result<const SourceConnector*> JobLibrary::FindSource(std::string_view name) const {
+  std::string names;
+  for (const SourceConnector& source : manifest_->sources) {
+    if (source.name == name) return &source;
+    names += (names.empty() ? "" : ", ") + source.name;
+  }
+  return NotFound(
+      "job library " + file_name() + " has no source '" + std::string(name) + "'" +
+      (names.empty() ? std::string(": it defines none") : "; its sources are: " + names));
 }
 
 Result<std::unique_ptr<KeyedFunction>> JobLibrary::CreateFunction(const JobDefinition& job,

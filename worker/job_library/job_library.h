@@ -49,6 +49,9 @@ class JobLibrary : public std::enable_shared_from_this<JobLibrary> {
   // The job `name`, or NotFound listing the library's jobs.
   Result<const JobDefinition*> FindJob(std::string_view name) const;
 
+  // The source connector `name` (--input connector:NAME), or NotFound listing the library's.
+  Result<const SourceConnector*> FindSource(std::string_view name) const;
+
   // Calls `job.create` (job must be one of jobs()) with resolved params. The function keeps the
   // library loaded. Internal if create returns null or throws.
   Result<std::unique_ptr<KeyedFunction>> CreateFunction(const JobDefinition& job,
@@ -69,7 +72,8 @@ class JobLibrary : public std::enable_shared_from_this<JobLibrary> {
 };
 
 // OK if `manifest` is well-formed (job names unique and [a-z0-9][a-z0-9-]*, parameters unique,
-// defaults valid, create set); `library` names it in the message.
+// defaults valid, create set; source names likewise, splits and open set); `library` names it
+// in the message.
 Status ValidateJobLibraryManifest(const JobLibraryManifest& manifest, std::string_view library);
 
 // Where the installation's built-in job library is: ../lib/keyflow/jobs/ from the directory of

@@ -6,6 +6,7 @@
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
 #include "worker/connectors/kafka/kafka_source_reader.h"
+#include "worker/sources/connector_split_source.h"
 #include "worker/sources/file_split_reader.h"
 #include "worker/sources/generator_split_reader.h"
 #include "worker/sources/json_record_parser.h"
@@ -92,7 +93,11 @@ SplitReaderFactory GeneratorSplits(const GeneratorSpec& generator, const JobSpec
 }  // namespace
 
 Result<std::unique_ptr<SourceReader>> CreateBuiltinSourceReader(
-    const JobSpec& spec, const SourceReaderContext& context) {
+    const JobSpec& spec, const SourceReaderContext& context,
+    std::shared_ptr<const JobLibrary> library) {
+  if (InputSpec::IsConnector(spec.input)) {
+    return CreateConnectorSourceReader(spec, context, std::move(library));
+  }
   SplitReaderFactory open;
   if (InputSpec::IsGenerator(spec.input)) {
     // Parsing the generator's parameters reads no file.

@@ -48,7 +48,6 @@ Result<PollResult> MultiplexSourceReader::PollNext(ReaderOutput& output) {
     if (slot.finished) continue;
     for (int i = 0; i < kRecordsPerSplitTurn; ++i) {
       KF_ASSIGN_OR_RETURN(SplitReadResult r, slot.reader->Next(&record));
-      slot.state.position = slot.reader->position();
       if (r == SplitReadResult::kRecord) {
         KF_RETURN_IF_ERROR(slot.output->Collect(record));
         ++emitted;
@@ -59,6 +58,7 @@ Result<PollResult> MultiplexSourceReader::PollNext(ReaderOutput& output) {
         break;
       }
       slot.finished = true;  // end of split: keep its final position
+      slot.state.position = slot.reader->position();
       slot.state.finished = true;
       output.ReleaseOutputForSplit(slot.state.split.id());
       slot.output = nullptr;
@@ -80,7 +80,11 @@ std::vector<SourceSplitState> MultiplexSourceReader::SnapshotState(
     std::optional<CheckpointId> /*checkpoint*/) {
   std::vector<SourceSplitState> out;
   out.reserve(slots_.size());
-  for (const Slot& slot : slots_) out.push_back(slot.state);
+  for (Slot& slot : slots_) {
+    // A reader's position is asked here and at the end of its split, not per record.
+    if (slot.reader != nullptr) slot.state.position = slot.reader->position();
+    out.push_back(slot.state);
+  }
   return out;
 }
 

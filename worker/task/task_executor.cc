@@ -10,10 +10,9 @@
 namespace keyflow {
 namespace {
 
-// The job's function, from its job library (the built-in one for a default ref). The params
-// were resolved at submit; resolving again checks them against the library actually loaded.
-Result<std::unique_ptr<RecordFunction>> CreateJobFunction(const JobSpec& spec,
-                                                          const std::string& cache_dir) {
+// The job's library (the built-in one for a default ref).
+Result<std::shared_ptr<const JobLibrary>> LoadJobLibrary(const JobSpec& spec,
+                                                         const std::string& cache_dir) {
   std::shared_ptr<const JobLibrary> library;
   if (spec.job_library.is_default()) {
     KF_ASSIGN_OR_RETURN(library, LoadDefaultJobLibrary());
@@ -24,6 +23,13 @@ Result<std::unique_ptr<RecordFunction>> CreateJobFunction(const JobSpec& spec,
     KF_ASSIGN_OR_RETURN(library, JobLibrary::Load(path, spec.job_library.file_name));
     KF_LOG_INFO("job library loaded path={} sha256={}", path, spec.job_library.sha256);
   }
+  return library;
+}
+
+// The job's function, from its job library. The params were resolved at submit; resolving
+// again checks them against the library actually loaded.
+Result<std::unique_ptr<RecordFunction>> CreateJobFunction(const JobSpec& spec,
+                                                          const JobLibrary* library) {
   KF_ASSIGN_OR_RETURN(const JobDefinition* job, library->FindJob(spec.job_name));
   KF_ASSIGN_OR_RETURN(JobParams params, ResolveJobParams(*job, spec.params));
   return library->CreateFunction(*job, params);
@@ -68,8 +74,9 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
         "process with --insecure)");
   }
 
+  KF_ASSIGN_OR_RETURN(t->library_, LoadJobLibrary(spec, options.job_library_cache_dir));
   KF_ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function,
-                      CreateJobFunction(spec, options.job_library_cache_dir));
+                      CreateJobFunction(spec, t->library_.get()));
   // The splits the coordinator's enumerator assigned to this subtask, with their positions.
   KF_ASSIGN_OR_RETURN(t->splits_, DecodeSplits(d.source_splits));
 
@@ -167,8 +174,8 @@ Status TaskExecutor::Start(const StartTask& start) {
   KF_ASSIGN_OR_RETURN(
       source_, SourceTask::Create(
                    deployment_,
-                   [&spec](const SourceReaderContext& context) {
-                     return CreateBuiltinSourceReader(spec, context);
+                   [&spec, library = library_](const SourceReaderContext& context) {
+                     return CreateBuiltinSourceReader(spec, context, library);
                    },
                    splits_, deployment_.no_more_splits, std::move(writer), clock_, &metrics_));
   {

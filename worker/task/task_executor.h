@@ -39,6 +39,7 @@
 namespace keyflow {
 
 class DataPlaneAuthorizer;
+class JobLibrary;
 
 struct TaskExecutorOptions {
   std::string bind_host = "0.0.0.0";          // data sockets bind here
@@ -119,6 +120,8 @@ class TaskExecutor {
   TaskExecutorHooks hooks_;
   std::shared_ptr<TaskExecutor*> self_;  // nulled on destruction; posted closures check it
   std::vector<SourceSplitState> splits_;
+  // The job's library: its function's and, for --input connector:..., its source's.
+  std::shared_ptr<const JobLibrary> library_;
   std::vector<std::string> gate_endpoints_;
   CurveKeyPair curve_keys_;                    // TaskExecutorOptions::curve_keys
   std::unique_ptr<StateDirectory> state_dir_;  // RocksDB jobs; outlives keyed_

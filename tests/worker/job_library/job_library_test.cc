@@ -161,16 +161,16 @@ TEST(JobLibrary, RefusesAnotherSdkAbiBeforeCallingTheLibrary) {
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(r.status().message(),
             TestLibrary("kf-other-abi") +
-                " was built with keyflow SDK ABI 3 (keyflow 0.3.0); this keyflow " +
+                " was built with keyflow SDK ABI 99 (keyflow 0.99.0); this keyflow " +
                 KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 2: rebuild the library against this installation");
+                " speaks SDK ABI 3: rebuild the library against this installation");
   EXPECT_FALSE(IsLoaded(TestLibrary("kf-other-abi")));
   // A worker's cached copy is named as it was submitted, and by its path.
   EXPECT_EQ(JobLibrary::Load(TestLibrary("kf-other-abi"), "libother.so").status().message(),
             "libother.so (" + TestLibrary("kf-other-abi") +
-                ") was built with keyflow SDK ABI 3 (keyflow 0.3.0); this keyflow " +
+                ") was built with keyflow SDK ABI 99 (keyflow 0.99.0); this keyflow " +
                 KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 2: rebuild the library against this installation");
+                " speaks SDK ABI 3: rebuild the library against this installation");
 }
 
 TEST(JobLibrary, ACopyIsNamedByItsDisplayName) {
@@ -222,6 +222,45 @@ TEST(JobLibrary, ExportsOnlyTheEntryPoints) {
   EXPECT_EQ(dlsym(h, "_ZN7keyflow13ParseDurationESt17basic_string_viewIcSt11char_traitsIcEE"),
             nullptr);
   dlclose(h);
+}
+
+}  // namespace
+}  // namespace keyflow
+
+namespace keyflow {
+namespace {
+
+// A library's sources are checked with its jobs: names as job names, unique, both functions.
+TEST(JobLibrary, AManifestsSourcesNeedWellFormedUniqueNamesAndBothFunctions) {
+  JobLibraryManifest m;
+  JobDefinition job;
+  job.name = "j";
+  job.create = [](const JobParams&) { return std::unique_ptr<KeyedFunction>(); };
+  m.jobs = {job};
+  SourceConnector source;
+  source.name = "lines";
+  source.splits = [](const std::string&) { return Result<std::vector<std::string>>({"a"}); };
+  source.open = [](const std::string&, const std::string&, const std::string&) {
+    return Result<std::unique_ptr<ConnectorSplitReader>>(std::unique_ptr<ConnectorSplitReader>());
+  };
+  m.sources = {source};
+  EXPECT_OK(ValidateJobLibraryManifest(m, "libx.so"));
+  m.sources = {source, source};
+  EXPECT_EQ(ValidateJobLibraryManifest(m, "libx.so"),
+            InvalidArgument("job library libx.so declares source 'lines' twice: give each "
+                            "SourceConnector its own name"));
+  SourceConnector bad = source;
+  bad.name = "Lines";
+  m.sources = {bad};
+  EXPECT_EQ(ValidateJobLibraryManifest(m, "libx.so"),
+            InvalidArgument("job library libx.so declares a source named 'Lines': source names "
+                            "are lowercase letters, digits and '-'"));
+  bad = source;
+  bad.open = nullptr;
+  m.sources = {bad};
+  EXPECT_EQ(ValidateJobLibraryManifest(m, "libx.so"),
+            InvalidArgument("source 'lines' of job library libx.so lacks its splits or open "
+                            "function: set both"));
 }
 
 }  // namespace

@@ -115,6 +115,28 @@ TEST(SourceSplit, KafkaPartitionsRoundTripWithTheirStopOffsetAndPosition) {
   EXPECT_EQ(p.next_kafka_offset(), 42);
 }
 
+// A job library source's split and its reader's own position (any bytes, NUL included).
+TEST(SourceSplit, ConnectorSplitsRoundTripWithTheirReadersOpaquePosition) {
+  const SourceSplit a = SourceSplit::Connector(SplitId(0), "shard-a");
+  const SourceSplit b = SourceSplit::Connector(SplitId(3), std::string("s\0b", 3));
+  ExpectRoundTrip({{a, SplitPosition::InConnector(0, "")},
+                   {b, SplitPosition::InConnector(17, std::string("pos\0\xff", 5)), true}});
+  EXPECT_EQ(a.connector_split(), "shard-a");
+  EXPECT_EQ(a.ToString(), "connector split 0 (shard-a)");
+  const SplitPosition p = SplitPosition::InConnector(17, "offset=99");
+  EXPECT_EQ(p.next_event_index(), 17);
+  EXPECT_EQ(p.connector_position(), "offset=99");
+  // An empty connector split is corruption.
+  std::string buf;
+  BinaryWriter w(&buf);
+  w.U8(1);
+  w.U8(4);  // connector
+  w.I32(2);
+  w.Bytes("");
+  BinaryReader r(buf);
+  EXPECT_EQ(SourceSplit::DecodeFrom(&r).status(), Corruption("connector split 2 is empty"));
+}
+
 TEST(SourceSplit, AnInvalidKafkaPartitionIsCorruption) {
   std::string buf;
   BinaryWriter w(&buf);
