@@ -6,6 +6,14 @@
 
 namespace keyflow {
 
+bool OutputIsConnector(std::string_view output) {
+  return output.substr(0, 10) == "connector:";
+}
+
+bool OutputIsDirectory(std::string_view output) {
+  return !output.empty() && output.substr(0, 6) != "kafka:" && !OutputIsConnector(output);
+}
+
 Status CheckOutputDirectoryIsFresh(const std::string& dir) {
   if (!PathExists(dir)) return Status::Ok();
   KF_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDirectory(dir));

@@ -4,6 +4,7 @@
 
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
+#include "common/output_directory.h"
 #include "coordinator/path_rules.h"
 #include "coordinator/source/split_enumerator.h"
 
@@ -80,9 +81,11 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec
     if (dir.size() > 10 && dir.substr(dir.size() - 10) == "/_metadata") dir.resize(dir.size() - 10);
     KF_RETURN_IF_ERROR(CheckpointStorage::VerifyStateFiles(dir, *m));
     // Its pending results are committed where the job that took it wrote them.
-    KF_RETURN_IF_ERROR(
-        CheckAllowedPath("the output directory of the savepoint " + spec.from_savepoint,
-                         m->spec.output_dir, options.allowed_paths));
+    if (OutputIsDirectory(m->spec.output_dir)) {
+      KF_RETURN_IF_ERROR(
+          CheckAllowedPath("the output directory of the savepoint " + spec.from_savepoint,
+                           m->spec.output_dir, options.allowed_paths));
+    }
     if (m->spec.job_name != spec.job_name) {
       return FailedPrecondition("the savepoint " + spec.from_savepoint + " belongs to job " +
                                 m->spec.job_name + ", not " + spec.job_name);

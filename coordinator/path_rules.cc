@@ -1,6 +1,6 @@
 #include "coordinator/path_rules.h"
 
-#include "common/input/kafka_sink_spec.h"
+#include "common/output_directory.h"
 
 #include <unistd.h>
 
@@ -67,7 +67,7 @@ Status CheckAllowedJobPaths(const JobSpec& spec, const std::vector<std::string>&
   if (const std::string input = InputSpec::PathOf(spec.input); !input.empty()) {
     KF_RETURN_IF_ERROR(CheckAllowedPath("--input", input, roots));
   }
-  if (!KafkaSinkSpec::Names(spec.output_dir)) {
+  if (OutputIsDirectory(spec.output_dir)) {
     KF_RETURN_IF_ERROR(CheckAllowedPath("--output", spec.output_dir, roots));
   }
   KF_RETURN_IF_ERROR(CheckAllowedPath("--checkpoint-dir", spec.checkpoint_dir, roots));
@@ -123,7 +123,7 @@ Status CheckClientMayUsePaths(const JobSpec& spec) {
   if (!spec.from_savepoint.empty()) {
     KF_RETURN_IF_ERROR(CheckUserMayRead("--from-savepoint", spec.from_savepoint));
   }
-  if (!spec.output_dir.empty() && !KafkaSinkSpec::Names(spec.output_dir)) {
+  if (OutputIsDirectory(spec.output_dir)) {
     KF_RETURN_IF_ERROR(CheckUserMayWriteDirectory("--output", spec.output_dir));
   }
   if (!spec.checkpoint_dir.empty()) {

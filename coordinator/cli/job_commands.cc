@@ -298,6 +298,10 @@ int RunJobsCommand(const std::vector<std::string>& args) {
     for (const SourceConnector& source : m.sources) {
       out["sources"].push_back({{"name", source.name}, {"description", source.description}});
     }
+    out["sinks"] = nlohmann::json::array();
+    for (const SinkConnector& sink : m.sinks) {
+      out["sinks"].push_back({{"name", sink.name}, {"description", sink.description}});
+    }
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
@@ -329,6 +333,10 @@ int RunJobsCommand(const std::vector<std::string>& args) {
   for (const SourceConnector& source : m.sources) {
     std::cout << "\nsource " << source.name << "  (--input connector:" << source.name
               << "[:ARGS])\n  " << source.description << "\n";
+  }
+  for (const SinkConnector& sink : m.sinks) {
+    std::cout << "\nsink " << sink.name << "  (--output connector:" << sink.name << "[:ARGS])\n  "
+              << sink.description << "\n";
   }
   return kExitOk;
 }
@@ -365,7 +373,8 @@ void AddRunOptions(po::options_description* opts, RunFlags* f) {
       "where the results go: a DIRECTORY (exactly-once file sink), or "
       "kafka:bootstrap=HOST:PORT[;HOST:PORT],topic=T[,guarantee=exactly-once|at-least-once]"
       "[,key=FIELD][,partition=N][,kafka.PROPERTY=V] (exactly-once, the default, commits at "
-      "checkpoints and needs --checkpoint-interval); without it the results are printed "
+      "checkpoints and needs --checkpoint-interval), or connector:NAME[:ARGS] (a sink the "
+      "--job-library defines); without it the results are printed "
       "to each worker's stdout (its log file under scripts/start-cluster.sh), prefixed "
       "\"<subtask+1>> \" when parallelism > 1, at least once")(
       "parallelism", po::value(&f->spec.parallelism)->default_value(0),
@@ -470,6 +479,29 @@ Status ListConnectorSplits(const JobLibrary& library, JobSpec& spec) {
     }
   }
   spec.connector_splits = *std::move(splits);
+  return Status::Ok();
+}
+
+// --output connector:NAME[:ARGS]: the library has that sink, and it accepts ARGS.
+Status CheckConnectorSink(const JobLibrary& library, const JobSpec& spec) {
+  if (!OutputIsConnector(spec.output_dir)) return Status::Ok();
+  const std::string_view rest = std::string_view(spec.output_dir).substr(10);
+  const size_t colon = rest.find(':');
+  const std::string name(rest.substr(0, colon));
+  const std::string args(colon == std::string_view::npos ? "" : rest.substr(colon + 1));
+  KF_ASSIGN_OR_RETURN(const SinkConnector* sink, library.FindSink(name));
+  if (!sink->check) return Status::Ok();
+  const std::string where =
+      "--output " + spec.output_dir + ": sink '" + name + "' of " + library.file_name();
+  Status checked = Status::Ok();
+  try {
+    checked = sink->check(args);
+  } catch (const std::exception& e) {
+    return InvalidArgument(where + " threw while checking its arguments: " + e.what());
+  } catch (...) {
+    return InvalidArgument(where + " threw while checking its arguments");
+  }
+  if (!checked.ok()) return InvalidArgument(where + ": " + checked.message());
   return Status::Ok();
 }
 
@@ -631,7 +663,7 @@ Status ResolveRunPaths(JobSpec& spec) {
   if (!spec.from_savepoint.empty())
     spec.from_savepoint = std::filesystem::absolute(spec.from_savepoint);
   const bool kafka_output = KafkaSinkSpec::Names(spec.output_dir);
-  if (!spec.output_dir.empty() && !kafka_output) {
+  if (OutputIsDirectory(spec.output_dir)) {
     spec.output_dir = std::filesystem::absolute(spec.output_dir);
   }
   // Workers resolve paths in their own working directory: send absolute ones.
@@ -661,7 +693,7 @@ Status ResolveRunPaths(JobSpec& spec) {
   if (Status s = CheckClientMayUsePaths(spec); !s.ok()) return s;
   // The workers refuse a new job's output directory that holds results; say so before the job
   // is submitted (a job restored from a savepoint continues in its own directory).
-  if (!spec.output_dir.empty() && !kafka_output && spec.from_savepoint.empty()) {
+  if (OutputIsDirectory(spec.output_dir) && spec.from_savepoint.empty()) {
     if (Status s = CheckOutputDirectoryIsFresh(spec.output_dir); !s.ok()) {
       return s;
     }
@@ -693,6 +725,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   if (s.ok()) s = ApplyRunFlags(f, spec);
   if (s.ok()) s = ResolveRunPaths(spec);
   if (s.ok()) s = ListConnectorSplits(**library, spec);
+  if (s.ok()) s = CheckConnectorSink(**library, spec);
   if (!s.ok()) return Fail(s, kExitUsage);
   const std::string& endpoint = f.endpoint;
   const std::string& library_path = f.library_path;

@@ -217,6 +217,8 @@ TEST_F(SdkTest, JobsListsTheOutOfTreeLibrary) {
   EXPECT_THAT(r->out, HasSubstr("1s"));
   EXPECT_THAT(r->out, HasSubstr("\nsource lines  (--input connector:lines[:ARGS])\n  the *.jsonl "
                                 "files of a directory, a split each\n"));
+  EXPECT_THAT(r->out, HasSubstr("\nsink files  (--output connector:files[:ARGS])\n  a JSON Lines "
+                                "file per subtask and checkpoint in a directory\n"));
 }
 
 // ---- input and references ------------------------------------------------------------------
@@ -423,7 +425,7 @@ void ExpectExactOutputThroughAWorkerKill(bool connector) {
                          "--input",
                          (connector ? "connector:lines:" : "") + dir.path() + "/input",
                          "--output",
-                         output,
+                         (connector ? "connector:files:" : "") + output,
                          "--parallelism",
                          "3",
                          "--checkpoint-interval",
@@ -478,10 +480,12 @@ TEST_F(SdkTest, OutOfTreeJobSurvivesAWorkerKillWithExactOutput) {
   ExpectExactOutputThroughAWorkerKill(/*connector=*/false);
 }
 
-// The example source connector, built out of tree against the installed SDK, gives the same
-// exact output through the kill: its splits were listed by `keyflow run`, its positions went
-// into the checkpoints and the restored readers resumed there.
-TEST_F(SdkTest, AnOutOfTreeSourceConnectorReadsExactlyOnceThroughAWorkerKill) {
+// The example source and sink connectors, built out of tree against the installed SDK, give the
+// same exact output through the kill: the source's splits were listed by `keyflow run`, its
+// positions went into the checkpoints and the restored readers resumed there; the sink's staged
+// files were committed only for completed checkpoints, and the restored checkpoint's again
+// (idempotently).
+TEST_F(SdkTest, OutOfTreeConnectorsReadAndWriteExactlyOnceThroughAWorkerKill) {
   ExpectExactOutputThroughAWorkerKill(/*connector=*/true);
 }
 
@@ -508,6 +512,24 @@ TEST_F(SdkTest, AConnectorInputIsCheckedAtSubmit) {
   CommandResult bad = run("connector:Bad");
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_THAT(bad.err, HasSubstr("give connector:NAME[:ARGS]"));
+  // The sink's own check, and a sink the library does not have.
+  std::ofstream(dir.path() + "/in.jsonl") << "{\"uid\":\"a\",\"ts\":1}\n";
+  auto run_out = [&](const std::string& output) {
+    auto r = RunCommand({KeyflowBinary("keyflow"), "run", "--job-library", kJobLibrary, "--job",
+                         "window-stats", "--input", dir.path() + "/in.jsonl", "--output", output,
+                         "--coordinator", "tcp://127.0.0.1:1"},
+                        Duration::Seconds(30));
+    EXPECT_OK(r);
+    return r.ok() ? *r : CommandResult{};
+  };
+  CommandResult no_dir = run_out("connector:files");
+  EXPECT_EQ(no_dir.exit_code, 2) << no_dir.err;
+  EXPECT_THAT(no_dir.err, HasSubstr("--output connector:files: sink 'files' of "
+                                    "libwindow-stats.so: give a directory: connector:files:DIR"));
+  CommandResult no_sink = run_out("connector:nope:x");
+  EXPECT_EQ(no_sink.exit_code, 2) << no_sink.err;
+  EXPECT_THAT(no_sink.err,
+              HasSubstr("job library libwindow-stats.so has no sink 'nope'; its sinks are: files"));
 }
 
 // ---- the examples (worker/jobs/examples), built in-tree with the same keyflow_add_job --------

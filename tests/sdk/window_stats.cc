@@ -18,6 +18,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -165,6 +166,65 @@ class LinesReader final : public keyflow::ConnectorSplitReader {
   int64_t offset_ = 0;
 };
 
+// The sink connector "files" (--output connector:files:DIR): each subtask writes its results to
+// a hidden file, which PrepareCommit closes and renames to a staged name (the committable);
+// commit renames the staged file to its visible name, or finds it there already.
+class FilesWriter final : public keyflow::ConnectorSinkWriter {
+ public:
+  FilesWriter(std::string dir, int32_t subtask) : dir_(std::move(dir)), subtask_(subtask) {}
+
+  keyflow::Status Write(const std::string& record, std::optional<int64_t>) override {
+    if (!out_.is_open()) {
+      out_.open(Path(".w" + std::to_string(subtask_) + ".open"), std::ios::trunc);
+      if (!out_) return keyflow::IoError("cannot write in " + dir_);
+    }
+    out_ << record << '\n';
+    return out_ ? keyflow::Status::Ok() : keyflow::IoError("cannot write in " + dir_);
+  }
+  keyflow::Result<std::string> PrepareCommit(int64_t checkpoint) override {
+    if (!out_.is_open()) return std::string();  // nothing written since the last one
+    out_.close();
+    if (!out_) return keyflow::IoError("cannot write in " + dir_);
+    const std::string name = "w" + std::to_string(subtask_) + "-c" + std::to_string(checkpoint);
+    std::error_code ec;
+    std::filesystem::rename(Path(".w" + std::to_string(subtask_) + ".open"),
+                            Path("." + name + ".staged"), ec);
+    if (ec) return keyflow::IoError("cannot stage " + name + ": " + ec.message());
+    return name;
+  }
+
+ private:
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string dir_;
+  int32_t subtask_;
+  std::ofstream out_;
+};
+
+keyflow::SinkConnector FilesSink() {
+  keyflow::SinkConnector files;
+  files.name = "files";
+  files.description = "a JSON Lines file per subtask and checkpoint in a directory";
+  files.check = [](const std::string& dir) {
+    return dir.empty() ? keyflow::InvalidArgument("give a directory: connector:files:DIR")
+                       : keyflow::Status::Ok();
+  };
+  files.open = [](const std::string& dir, int32_t subtask,
+                  int32_t) -> keyflow::Result<std::unique_ptr<keyflow::ConnectorSinkWriter>> {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return keyflow::IoError("cannot create " + dir + ": " + ec.message());
+    return std::unique_ptr<keyflow::ConnectorSinkWriter>(new FilesWriter(dir, subtask));
+  };
+  files.commit = [](const std::string& dir, const std::string& name) -> keyflow::Status {
+    const std::string visible = dir + "/" + name + ".jsonl";
+    std::error_code ec;
+    std::filesystem::rename(dir + "/." + name + ".staged", visible, ec);
+    if (!ec || std::filesystem::exists(visible)) return keyflow::Status::Ok();  // idempotent
+    return keyflow::IoError("cannot commit " + name + ": " + ec.message());
+  };
+  return files;
+}
+
 std::vector<keyflow::SourceConnector> Sources() {
   keyflow::SourceConnector lines;
   lines.name = "lines";
@@ -190,6 +250,10 @@ std::vector<keyflow::SourceConnector> Sources() {
   return {lines};
 }
 
+keyflow::Connectors Connectors() {
+  return {Sources(), {FilesSink()}};
+}
+
 }  // namespace
 
-KEYFLOW_JOB_LIBRARY_WITH_SOURCES(Jobs, Sources)
+KEYFLOW_JOB_LIBRARY_WITH_CONNECTORS(Jobs, Connectors)

@@ -15,8 +15,8 @@
 //   }
 //   KEYFLOW_JOB_LIBRARY(Jobs)
 //
-// A library may also define sources (worker/api/source_connector.h) with
-// KEYFLOW_JOB_LIBRARY_WITH_SOURCES(Jobs, Sources).
+// A library may also define sources and sinks (worker/api/source_connector.h,
+// worker/api/sink_connector.h) with KEYFLOW_JOB_LIBRARY_WITH_CONNECTORS(Jobs, Connectors).
 //
 // `keyflow jobs --job-library L` lists a library's jobs; `keyflow run --job-library L --job N
 // --param k=v` validates the parameters (ResolveJobParams) before anything is deployed, ships L
@@ -36,17 +36,19 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/duration.h"
 #include "common/key.h"
 #include "common/status.h"
+#include "worker/api/sink_connector.h"
 #include "worker/api/source_connector.h"
 
 namespace keyflow {
 
-// 2: JobDefinition::fields; 3: JobLibraryManifest::sources.
-inline constexpr uint32_t kSdkAbiVersion = 3;
+// 2: JobDefinition::fields; 3: JobLibraryManifest::sources; 4: JobLibraryManifest::sinks.
+inline constexpr uint32_t kSdkAbiVersion = 4;
 
 struct Record;
 struct OutputRecord;
@@ -134,6 +136,14 @@ struct JobLibraryManifest {
   std::vector<JobDefinition> jobs;
   // The library's source connectors (worker/api/source_connector.h): --input connector:NAME.
   std::vector<SourceConnector> sources;
+  // The library's sink connectors (worker/api/sink_connector.h): --output connector:NAME.
+  std::vector<SinkConnector> sinks;
+};
+
+// What KEYFLOW_JOB_LIBRARY_WITH_CONNECTORS's second function returns.
+struct Connectors {
+  std::vector<SourceConnector> sources;
+  std::vector<SinkConnector> sinks;
 };
 
 }  // namespace keyflow
@@ -153,11 +163,11 @@ struct JobLibraryManifest {
 
 // Declares the library's jobs: `jobs_fn` is a function returning std::vector<JobDefinition>.
 #define KEYFLOW_JOB_LIBRARY(jobs_fn) \
-  KEYFLOW_JOB_LIBRARY_WITH_SOURCES(jobs_fn, ::std::vector<::keyflow::SourceConnector>)
+  KEYFLOW_JOB_LIBRARY_WITH_CONNECTORS(jobs_fn, ::keyflow::Connectors)
 
-// Declares the library's jobs and source connectors: `sources_fn` is a function returning
-// std::vector<SourceConnector>.
-#define KEYFLOW_JOB_LIBRARY_WITH_SOURCES(jobs_fn, sources_fn)                                    \
+// Declares the library's jobs and connectors: `connectors_fn` is a function returning
+// keyflow::Connectors (its sources and sinks).
+#define KEYFLOW_JOB_LIBRARY_WITH_CONNECTORS(jobs_fn, connectors_fn)                              \
   extern "C" __attribute__((visibility("default"))) uint32_t keyflow_job_library_abi_version() { \
     return ::keyflow::kSdkAbiVersion;                                                            \
   }                                                                                              \
@@ -167,7 +177,14 @@ struct JobLibraryManifest {
   }                                                                                              \
   extern "C" __attribute__((visibility("default"))) const ::keyflow::JobLibraryManifest*         \
   keyflow_job_library() {                                                                        \
-    static const ::keyflow::JobLibraryManifest manifest{                                         \
-        ::keyflow::kSdkAbiVersion, KEYFLOW_SDK_VERSION, jobs_fn(), sources_fn()};                \
+    static const ::keyflow::JobLibraryManifest manifest = [] {                                   \
+      ::keyflow::JobLibraryManifest m;                                                           \
+      m.sdk_version = KEYFLOW_SDK_VERSION;                                                       \
+      m.jobs = jobs_fn();                                                                        \
+      ::keyflow::Connectors connectors = connectors_fn();                                        \
+      m.sources = std::move(connectors.sources);                                                 \
+      m.sinks = std::move(connectors.sinks);                                                     \
+      return m;                                                                                  \
+    }();                                                                                         \
     return &manifest;                                                                            \
   }

@@ -25,7 +25,8 @@
 //                       const std::string& position) { ... };   // a CounterReader
 //     return {counter};
 //   }
-//   KEYFLOW_JOB_LIBRARY_WITH_SOURCES(Jobs, Sources)
+//   keyflow::Connectors Connectors() { return {Sources(), {}}; }
+//   KEYFLOW_JOB_LIBRARY_WITH_CONNECTORS(Jobs, Connectors)
 //
 // Exactly once: a reader must produce the same records after Position() when opened there
 // again. A reader is used by one thread at a time (the source subtask's); `splits` and `open`

@@ -155,6 +155,21 @@ Status ValidateJobLibraryManifest(const JobLibraryManifest& manifest, std::strin
                              " lacks its splits or open function: set both");
     }
   }
+  std::set<std::string> sinks;
+  for (const SinkConnector& sink : manifest.sinks) {
+    if (!IsValidJobName(sink.name)) {
+      return InvalidArgument("job library " + lib + " declares a sink named '" + sink.name +
+                             "': sink names are lowercase letters, digits and '-'");
+    }
+    if (!sinks.insert(sink.name).second) {
+      return InvalidArgument("job library " + lib + " declares sink '" + sink.name +
+                             "' twice: give each SinkConnector its own name");
+    }
+    if (!sink.open || !sink.commit) {
+      return InvalidArgument("sink '" + sink.name + "' of job library " + lib +
+                             " lacks its open or commit function: set both");
+    }
+  }
   return Status::Ok();
 }
 
@@ -245,6 +260,16 @@ Result<const SourceConnector*> JobLibrary::FindSource(std::string_view name) con
   return NotFound(
       "job library " + file_name() + " has no source '" + std::string(name) + "'" +
       (names.empty() ? std::string(": it defines none") : "; its sources are: " + names));
+}
+
+Result<const SinkConnector*> JobLibrary::FindSink(std::string_view name) const {
+  std::string names;
+  for (const SinkConnector& sink : manifest_->sinks) {
+    if (sink.name == name) return &sink;
+    names += (names.empty() ? "" : ", ") + sink.name;
+  }
+  return NotFound("job library " + file_name() + " has no sink '" + std::string(name) + "'" +
+                  (names.empty() ? std::string(": it defines none") : "; its sinks are: " + names));
 }
 
 Result<std::unique_ptr<KeyedFunction>> JobLibrary::CreateFunction(const JobDefinition& job,

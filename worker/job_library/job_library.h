@@ -51,6 +51,8 @@ class JobLibrary : public std::enable_shared_from_this<JobLibrary> {
 
   // The source connector `name` (--input connector:NAME), or NotFound listing the library's.
   Result<const SourceConnector*> FindSource(std::string_view name) const;
+  // The sink connector `name` (--output connector:NAME), or NotFound listing the library's.
+  Result<const SinkConnector*> FindSink(std::string_view name) const;
 
   // Calls `job.create` (job must be one of jobs()) with resolved params. The function keeps the
   // library loaded. Internal if create returns null or throws.
@@ -72,8 +74,8 @@ class JobLibrary : public std::enable_shared_from_this<JobLibrary> {
 };
 
 // OK if `manifest` is well-formed (job names unique and [a-z0-9][a-z0-9-]*, parameters unique,
-// defaults valid, create set; source names likewise, splits and open set); `library` names it
-// in the message.
+// defaults valid, create set; source and sink names likewise, their functions set); `library`
+// names it in the message.
 Status ValidateJobLibraryManifest(const JobLibraryManifest& manifest, std::string_view library);
 
 // Where the installation's built-in job library is: ../lib/keyflow/jobs/ from the directory of

@@ -61,6 +61,18 @@ UserFunctionGuard::UserFunctionGuard(std::string job_name, std::string library) 
   }
 }
 
+std::string DescribeException(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(std::move(e));
+  } catch (const std::exception& ex) {
+    return Demangle(typeid(ex).name()) + ": " + ex.what();
+  } catch (...) {
+    const std::type_info* type = abi::__cxa_current_exception_type();
+    return "an exception of type " + (type != nullptr ? Demangle(type->name()) : "unknown") +
+           " (not a std::exception)";
+  }
+}
+
 Status UserFunctionGuard::Threw(UserCall call, std::exception_ptr e) const {
   const std::string in = " in " + std::string(UserCallName(call));
   try {

@@ -31,6 +31,10 @@ std::string_view UserCallName(UserCall call);  // "create", "Open", "ProcessElem
 // pointer to a string that outlives the call).
 const char* CurrentUserCallNote();
 
+// "std::runtime_error: boom" (the demangled type and what()), or "an exception of type T (not a
+// std::exception)": how messages name what escaped user code.
+std::string DescribeException(std::exception_ptr e);
+
 class UserFunctionGuard {
  public:
   // `library` is the library's file name (empty: the function is not from a library, e.g. a

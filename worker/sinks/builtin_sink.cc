@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "common/output_directory.h"
 #include "worker/connectors/kafka/kafka_sink.h"
+#include "worker/sinks/connector_sink.h"
 
 namespace keyflow {
 namespace {
@@ -86,12 +87,21 @@ namespace {
 // The restored checkpoint's pending output (its sink committables), committed where the
 // checkpointed job wrote it if that is not where this job writes (a job restored from another's
 // savepoint, with another --output); returns the committables left for this job's sink.
-Result<std::vector<std::string>> CommitWhereTheyWereWritten(const DeployTask& d) {
+Result<std::vector<std::string>> CommitWhereTheyWereWritten(const DeployTask& d,
+                                                            const JobLibrary* library) {
   if (!d.restore) return std::vector<std::string>();
   const std::string& old_output = d.restore->sink_directory;
   const std::vector<std::string>& committables = d.restore->sink_committables;
   if (old_output == d.spec.output_dir || committables.empty()) return committables;
-  if (KafkaSinkSpec::Names(old_output)) {
+  if (OutputIsConnector(old_output)) {
+    if (library == nullptr)
+      return FailedPrecondition("committing to " + old_output + " needs its library");
+    KF_RETURN_IF_ERROR_CTX(
+        CommitConnectorSinkCommittables(old_output, committables, d.subtask.value(),
+                                        d.spec.parallelism, *library)
+            .status(),
+        "committing the restored checkpoint's results to " + old_output);
+  } else if (KafkaSinkSpec::Names(old_output)) {
     KF_ASSIGN_OR_RETURN(KafkaSinkSpec old, KafkaSinkSpec::Parse(old_output));
     KF_RETURN_IF_ERROR_CTX(
         RecoverKafkaSinkCommittables(old, committables, d.subtask.value(), d.spec.parallelism)
@@ -110,10 +120,14 @@ Result<std::vector<std::string>> CommitWhereTheyWereWritten(const DeployTask& d)
 
 }  // namespace
 
-Result<std::unique_ptr<SinkWriter>> OpenBuiltinSink(const DeployTask& d, std::FILE* print_stream) {
+Result<std::unique_ptr<SinkWriter>> OpenBuiltinSink(const DeployTask& d, std::FILE* print_stream,
+                                                    std::shared_ptr<const JobLibrary> library) {
   const JobSpec& spec = d.spec;
   KF_ASSIGN_OR_RETURN(std::vector<std::string> restored_committables,
-                      CommitWhereTheyWereWritten(d));
+                      CommitWhereTheyWereWritten(d, library.get()));
+  if (OutputIsConnector(spec.output_dir)) {
+    return OpenConnectorSink(d, restored_committables, std::move(library));
+  }
   if (KafkaSinkSpec::Names(spec.output_dir)) {
     KF_ASSIGN_OR_RETURN(KafkaSinkSpec kafka, KafkaSinkSpec::Parse(spec.output_dir));
     KafkaSinkContext context;

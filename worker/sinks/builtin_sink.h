@@ -13,6 +13,8 @@
 
 namespace keyflow {
 
+class JobLibrary;
+
 // The sink of deployment `d`, ready to write. A restored checkpoint taken by a job that wrote
 // elsewhere (JobSpec::output_dir differs: another directory or Kafka topic) has its pending output
 // committed there first. With --output kafka:... the Kafka sink then recovers its share of the
@@ -20,8 +22,11 @@ namespace keyflow {
 // (FileSink::Recover) from the restored checkpoint's committables of all subtasks and refuses, on
 // a job's first attempt from scratch, a directory that already holds results. Errors name the
 // directory and the file.
-Result<std::unique_ptr<SinkWriter>> OpenBuiltinSink(const DeployTask& d,
-                                                    std::FILE* print_stream = stdout);
+// With --output connector:... the job library's sink (connector_sink.h); `library` is the
+// job's library (needed for connector outputs, old or new; may be null otherwise).
+Result<std::unique_ptr<SinkWriter>> OpenBuiltinSink(
+    const DeployTask& d, std::FILE* print_stream = stdout,
+    std::shared_ptr<const JobLibrary> library = nullptr);
 
 // Adapters, for tasks and tests that bring their own sink.
 std::unique_ptr<SinkWriter> FileSinkWriter(FileSink sink);

@@ -6,6 +6,7 @@
 
 #include "common/input/input_spec.h"
 #include "common/logging.h"
+#include "worker/job_library/user_function_guard.h"
 #include "worker/sources/builtin_source.h"
 #include "worker/sources/json_record_parser.h"
 #include "worker/sources/multiplex_source_reader.h"
@@ -14,16 +15,6 @@ namespace keyflow {
 namespace {
 
 constexpr Duration kRetryInterval = Duration::Millis(5);  // after kNothingYet
-
-std::string ExceptionText(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    return ex.what();
-  } catch (...) {
-    return "an exception that is no std::exception";
-  }
-}
 
 struct ConnectorOptions {
   std::string description;  // "source 'lines' of liblines.so"
@@ -55,7 +46,7 @@ class ConnectorSplitSource final : public SplitReader {
         read = reader_->Next(&record_);
       } catch (...) {
         return Internal(options_->description + " threw in Next (" + split_.ToString() +
-                        "): " + ExceptionText(std::current_exception()));
+                        "): " + DescribeException(std::current_exception()));
       }
       if (!read.ok()) {
         return read.status().WithContext(options_->description + " reading " + split_.ToString());
@@ -83,7 +74,7 @@ class ConnectorSplitSource final : public SplitReader {
       KF_LOG_ERROR(
           "{} threw in Position() ({}): {}; stopping the worker: a made-up position "
           "would lose or repeat records (the job restarts from its last checkpoint)",
-          options_->description, split_.ToString(), ExceptionText(std::current_exception()));
+          options_->description, split_.ToString(), DescribeException(std::current_exception()));
       std::abort();
     }
   }
@@ -131,7 +122,7 @@ Result<std::unique_ptr<SourceReader>> CreateConnectorSourceReader(
           source->open(options->args, st.split.connector_split(), st.position.connector_position());
     } catch (...) {
       return Internal(options->description + " threw in open (" + st.split.ToString() +
-                      "): " + ExceptionText(std::current_exception()));
+                      "): " + DescribeException(std::current_exception()));
     }
     if (!reader.ok()) {
       return reader.status().WithContext(options->description + " opening " + st.split.ToString());

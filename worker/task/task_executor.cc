@@ -80,7 +80,7 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
   // The splits the coordinator's enumerator assigned to this subtask, with their positions.
   KF_ASSIGN_OR_RETURN(t->splits_, DecodeSplits(d.source_splits));
 
-  KF_ASSIGN_OR_RETURN(std::unique_ptr<SinkWriter> sink, OpenBuiltinSink(d));
+  KF_ASSIGN_OR_RETURN(std::unique_ptr<SinkWriter> sink, OpenBuiltinSink(d, stdout, t->library_));
 
   InputGateOptions gate_options;
   gate_options.subtask = d.subtask;

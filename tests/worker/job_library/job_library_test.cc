@@ -163,14 +163,14 @@ TEST(JobLibrary, RefusesAnotherSdkAbiBeforeCallingTheLibrary) {
             TestLibrary("kf-other-abi") +
                 " was built with keyflow SDK ABI 99 (keyflow 0.99.0); this keyflow " +
                 KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 3: rebuild the library against this installation");
+                " speaks SDK ABI 4: rebuild the library against this installation");
   EXPECT_FALSE(IsLoaded(TestLibrary("kf-other-abi")));
   // A worker's cached copy is named as it was submitted, and by its path.
   EXPECT_EQ(JobLibrary::Load(TestLibrary("kf-other-abi"), "libother.so").status().message(),
             "libother.so (" + TestLibrary("kf-other-abi") +
                 ") was built with keyflow SDK ABI 99 (keyflow 0.99.0); this keyflow " +
                 KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 3: rebuild the library against this installation");
+                " speaks SDK ABI 4: rebuild the library against this installation");
 }
 
 TEST(JobLibrary, ACopyIsNamedByItsDisplayName) {
@@ -260,6 +260,38 @@ TEST(JobLibrary, AManifestsSourcesNeedWellFormedUniqueNamesAndBothFunctions) {
   m.sources = {bad};
   EXPECT_EQ(ValidateJobLibraryManifest(m, "libx.so"),
             InvalidArgument("source 'lines' of job library libx.so lacks its splits or open "
+                            "function: set both"));
+}
+
+}  // namespace
+}  // namespace keyflow
+
+namespace keyflow {
+namespace {
+
+TEST(JobLibrary, AManifestsSinksNeedWellFormedUniqueNamesAndOpenAndCommit) {
+  JobLibraryManifest m;
+  JobDefinition job;
+  job.name = "j";
+  job.create = [](const JobParams&) { return std::unique_ptr<KeyedFunction>(); };
+  m.jobs = {job};
+  SinkConnector sink;
+  sink.name = "files";
+  sink.open = [](const std::string&, int32_t, int32_t) {
+    return Result<std::unique_ptr<ConnectorSinkWriter>>(std::unique_ptr<ConnectorSinkWriter>());
+  };
+  sink.commit = [](const std::string&, const std::string&) { return Status::Ok(); };
+  m.sinks = {sink};
+  EXPECT_OK(ValidateJobLibraryManifest(m, "libx.so"));
+  m.sinks = {sink, sink};
+  EXPECT_EQ(ValidateJobLibraryManifest(m, "libx.so"),
+            InvalidArgument("job library libx.so declares sink 'files' twice: give each "
+                            "SinkConnector its own name"));
+  SinkConnector bad = sink;
+  bad.commit = nullptr;
+  m.sinks = {bad};
+  EXPECT_EQ(ValidateJobLibraryManifest(m, "libx.so"),
+            InvalidArgument("sink 'files' of job library libx.so lacks its open or commit "
                             "function: set both"));
 }
 

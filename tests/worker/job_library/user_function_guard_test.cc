@@ -57,3 +57,17 @@ TEST(UserFunctionGuard, AnOkStatusPassesThrough) {
 
 }  // namespace
 }  // namespace keyflow
+
+namespace keyflow {
+namespace {
+
+// How connectors' messages name what escaped user code.
+TEST(UserFunctionGuard, DescribeExceptionNamesTheTypeAndWhat) {
+  EXPECT_EQ(DescribeException(std::make_exception_ptr(std::runtime_error("boom"))),
+            "std::runtime_error: boom");
+  EXPECT_EQ(DescribeException(std::make_exception_ptr(42)),
+            "an exception of type int (not a std::exception)");
+}
+
+}  // namespace
+}  // namespace keyflow
