@@ -191,16 +191,20 @@ void WorkerProcess::Tick(int64_t now) {
     return;
   }
   if (now >= next_heartbeat_ms_) {
-    WorkerHeartbeat hb;
-    hb.worker = worker_id_;
-    hb.attempt = executor_ ? executor_->attempt() : AttemptNumber(0);
-    if (executor_) hb.metrics = executor_->Metrics();
-    hb.metrics.refused_data_connections = refused_data_connections();
-    // RSS, CPU and fds for status and /metrics; without /proc the zeros say "unknown".
-    if (auto usage = ReadProcessUsage(); usage.ok()) hb.usage = *usage;
-    Send(hb);
+    SendHeartbeat();
     next_heartbeat_ms_ = now + heartbeat_interval_ms_;
   }
+}
+
+void WorkerProcess::SendHeartbeat() {
+  WorkerHeartbeat hb;
+  hb.worker = worker_id_;
+  hb.attempt = executor_ ? executor_->attempt() : AttemptNumber(0);
+  if (executor_) hb.metrics = executor_->Metrics();
+  hb.metrics.refused_data_connections = refused_data_connections();
+  // RSS, CPU and fds for status and /metrics; without /proc the zeros say "unknown".
+  if (auto usage = ReadProcessUsage(); usage.ok()) hb.usage = *usage;
+  Send(hb);
 }
 
 void WorkerProcess::Handle(const ControlMessage& msg, int64_t now) {
@@ -261,6 +265,7 @@ void WorkerProcess::Handle(const ControlMessage& msg, int64_t now) {
           }
           if (executor_ && executor_->attempt() <= m.attempt) {
             KF_LOG_INFO("cancelling subtask attempt={} reason={}", m.attempt.value(), m.reason);
+            SendHeartbeat();  // what the attempt did since the last heartbeat counts too
             DropExecutor();
           }
         } else if constexpr (std::is_same_v<T, TriggerCheckpoint>) {
@@ -398,7 +403,7 @@ void WorkerProcess::OnTaskDone(AttemptNumber attempt, const Status& s, Checkpoin
     // The input is gone (DataLoss) or the checkpoint cannot be read by this build: a restart
     // cannot help.
     Send(TaskFailed{worker_id_, attempt, subtask, s.message(), corrupted,
-                    s.code() == StatusCode::kDataLoss || executor_->restore_unreadable()});
+                    s.code() == StatusCode::kDataLoss || executor_->restore_unreadable(), metrics});
   }
   DropExecutor();
 }

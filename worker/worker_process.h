@@ -60,6 +60,8 @@ class WorkerProcess {
  private:
   WorkerProcess() = default;
   void Send(const ControlMessage& msg);
+  // The worker's heartbeat: the running subtask's counters and the process's usage.
+  void SendHeartbeat();
   void Handle(const ControlMessage& msg, int64_t now);
   void OnDeploy(const DeployTask& d);
   void OnJobLibraryBlob(const JobLibraryBlob& blob);

@@ -44,7 +44,8 @@ namespace keyflow {
 // 11: DeployTask.source_splits / no_more_splits (the coordinator's split enumerator assigns the
 // source splits); RestoreAssignment.split_positions removed.
 // 12: AddSplits (splits assigned while the job runs: a monitored directory's new files).
-inline constexpr uint32_t kControlProtocolVersion = 12;
+// 13: TaskFailed.metrics.
+inline constexpr uint32_t kControlProtocolVersion = 13;
 // The largest job library `keyflow run --job-library` sends (and a coordinator stores, and a
 // worker fetches); a larger one is refused with a sentence before anything is sent.
 inline constexpr size_t kMaxJobLibraryBytes = size_t{256} << 20;
@@ -275,9 +276,12 @@ struct TaskFailed {
   // Retrying cannot help (the input was deleted or cannot be read): the coordinator fails the
   // job at once, whatever the restart strategy.
   bool non_recoverable = false;
+  // The subtask's counters when it failed (records processed up to the failing one), so the
+  // job's counters do not lose what the attempt did since the last heartbeat.
+  SubtaskMetrics metrics;
   template <class A>
   void serialize(A& ar) {
-    ar(worker, attempt, subtask, reason, corrupted_checkpoint, non_recoverable);
+    ar(worker, attempt, subtask, reason, corrupted_checkpoint, non_recoverable, metrics);
   }
 };
 

@@ -50,7 +50,7 @@ TEST(JobsCommandTest, ListsALibraryAsJson) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["library"], kTestData + "/libkf-test-jobs.so");
-  EXPECT_EQ(j["abi_version"], 4);
+  EXPECT_EQ(j["abi_version"], 5);
   ASSERT_EQ(j["jobs"].size(), 5u);
   const nlohmann::json& all = j["jobs"][0];
   EXPECT_EQ(all["name"], "all-types");

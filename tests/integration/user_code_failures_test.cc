@@ -176,6 +176,31 @@ TEST_F(UserCodeFailuresTest, AThrowingFunctionRestartsPerItsStrategyThenFailsWit
   ExpectTheNextJobFinishes();
 }
 
+// The job's counters include what each failed attempt did up to its failure, not only what
+// heartbeats reported before it: every attempt processes records 1 and 2 and fails on the 3rd,
+// within milliseconds (far less than a heartbeat interval).
+TEST_F(UserCodeFailuresTest, CountersOfFailedAttemptsCountTheRecordsBeforeEachFailure) {
+  auto run = RunJob(*cluster_,
+                    Faulty("throws-after-n",
+                           {"--param", "n=3", "--restart-strategy", "fixed-delay",
+                            "--restart-attempts", "2", "--restart-delay", "100ms"},
+                           /*parallelism=*/1),
+                    kJobTimeout);
+  ASSERT_OK(run);
+  ASSERT_TRUE(run->job.is_object()) << run->cli.out << run->cli.err;
+  EXPECT_EQ(run->job.value("state", ""), "FAILED") << run->job.dump();
+  EXPECT_EQ(run->job.value("attempt", 0), 3) << run->job.dump();
+  EXPECT_EQ(run->job.value("records_processed", int64_t{-1}), 6) << run->job.dump();
+  EXPECT_EQ(run->job["current_attempt"].value("records_processed", int64_t{-1}), 2)
+      << run->job.dump();
+  // Each attempt read at least the three records it was given (the source reads ahead).
+  EXPECT_GE(run->job.value("records_in", int64_t{-1}), 9) << run->job.dump();
+  EXPECT_LE(run->job.value("records_in", int64_t{-1}), 3 * 40) << run->job.dump();
+  auto text = cluster_->Cli({"status"});
+  ASSERT_OK(text);
+  EXPECT_NE(text->out.find("  processed 6  out 0  "), std::string::npos) << text->out;
+}
+
 TEST_F(UserCodeFailuresTest, ACrashingFunctionNamesTheSignalAndTheCallOnceTheWorkerIsBack) {
   std::vector<std::string> args = {"run"};
   for (std::string& a : Faulty("crashes-after-n", {"--param", "n=2", "--restart-strategy", "none"},

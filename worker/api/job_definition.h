@@ -47,8 +47,9 @@
 
 namespace keyflow {
 
-// 2: JobDefinition::fields; 3: JobLibraryManifest::sources; 4: JobLibraryManifest::sinks.
-inline constexpr uint32_t kSdkAbiVersion = 4;
+// 2: JobDefinition::fields; 3: JobLibraryManifest::sources; 4: JobLibraryManifest::sinks;
+// 5: Record::declared_fields.
+inline constexpr uint32_t kSdkAbiVersion = 5;
 
 struct Record;
 struct OutputRecord;

@@ -90,6 +90,8 @@ Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(
   std::unique_ptr<KeyedTask> t(new KeyedTask());
   const JobSpec& spec = deployment.spec;
   t->deployment_ = deployment;
+  if (!t->deployment_.spec.fields.empty())
+    t->scratch_.declared_fields = &t->deployment_.spec.fields;
   t->clock_ = clock;
   t->metrics_ = metrics;
   t->callbacks_ = std::move(callbacks);
@@ -446,6 +448,7 @@ Status KeyedTask::HandleEvent(const InputEvent& event) {
         scratch_.raw_json_cache.clear();
         Status processed = operator_->ProcessElement(scratch_);
         if (!processed.ok()) {
+          metrics_->records_processed.Inc(static_cast<int64_t>(i));  // the ones before it
           // The function's own failure names it; others get the record's origin.
           if (!operator_->failure().ok()) return processed;
           return processed.WithContext("record from source subtask " +

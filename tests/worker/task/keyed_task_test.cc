@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 
+#include "common/field_tape_writer.h"
 #include "common/file_io.h"
 #include "tests/testutil/status_matchers.h"
 #include "tests/worker/shuffle/shuffle_test_util.h"
@@ -30,8 +31,11 @@ class KeyedTaskTest : public ::testing::Test {
     StartTask(std::nullopt);
   }
 
-  // A keyed task of count-window over all key groups, restored from `restore` if set.
-  void StartTask(std::optional<RestoreAssignment> restore) {
+  // A keyed task of count-window (or of `function`, with the declared `fields`) over all key
+  // groups, restored from `restore` if set.
+  void StartTask(std::optional<RestoreAssignment> restore,
+                 std::unique_ptr<RecordFunction> function = nullptr,
+                 std::vector<std::string> fields = {}) {
     DeployTask d;
     d.restore = std::move(restore);
     d.attempt = AttemptNumber(1);
@@ -43,6 +47,8 @@ class KeyedTaskTest : public ::testing::Test {
     d.spec.max_parallelism = testing::kMaxParallelism;
     d.spec.key_type = KeyType::kLong;
     d.spec.checkpoint_interval_ms = 500;  // checkpointing on: the task waits for the final one
+    d.spec.reads_fields = !fields.empty();
+    d.spec.fields = std::move(fields);
     d.subtask = SubtaskIndex(0);
     d.key_groups = KeyGroupRange::Of(0, testing::kMaxParallelism - 1);
     InputGateOptions go = testing::GateOptions(SubtaskIndex(0), 1);
@@ -66,9 +72,9 @@ class KeyedTaskTest : public ::testing::Test {
       input_ended_ = true;
       cv_.notify_all();
     };
-    task_ = KeyedTask::Create(d, std::move(gate),
-                              CreateBuiltInJobFunction(d.spec.job_name, d.spec.params).value(),
-                              PrintSinkWriter(PrintSink()), &clock_, &metrics_, std::move(cb), "")
+    if (!function) function = CreateBuiltInJobFunction(d.spec.job_name, d.spec.params).value();
+    task_ = KeyedTask::Create(d, std::move(gate), std::move(function), PrintSinkWriter(PrintSink()),
+                              &clock_, &metrics_, std::move(cb), "")
                 .value();
     run_ = std::async(std::launch::async, [this] { return task_->Run(); });
   }
@@ -156,6 +162,41 @@ class KeyedTaskTest : public ::testing::Test {
   const std::string shared_ = tmp_.path() + "/shared";
   bool input_ended_ = false;
 };
+
+// Reads the integer field `note` of every record and throws the read's error (the way a job
+// fails on a record it cannot use).
+class ReadsNote final : public RecordFunction {
+ public:
+  void ProcessElement(const Record& r, Context&, Collector<OutputRecord>&) override {
+    Result<int64_t> note = r.GetInt64("note");
+    if (!note.ok()) throw std::runtime_error(note.status().message());
+  }
+};
+
+TEST_F(KeyedTaskTest, AFieldTheJobDidNotDeclareIsNamedAsDroppedByTheProjection) {
+  StopTask();
+  StartTask(std::nullopt, std::make_unique<ReadsNote>(), {"uid", "amount"});
+  std::string tape;
+  FieldTapeWriter w(&tape);
+  w.BeginObject();
+  w.Name("uid");
+  w.Int(7);
+  w.EndObject();
+  Record r = testing::LongKeyRecord(7, Timestamp(1'000'000));
+  r.fields = tape;
+  ASSERT_OK(writer_->Emit(r, clock_.Now()));
+  ASSERT_OK(writer_->Flush());
+  ASSERT_EQ(run_.wait_for(kWait), std::future_status::ready) << "the task never failed";
+  Status s = run_.get();
+  EXPECT_EQ(s.code(), StatusCode::kInternal) << s.ToString();
+  EXPECT_NE(s.message().find("field 'note' is missing: the job declares the fields it reads "
+                             "(JobDefinition::fields: 'uid', 'amount') and the sources drop every "
+                             "other field before the shuffle; add 'note' to the fields the job's "
+                             "definition returns"),
+            std::string::npos)
+      << s.ToString();
+  run_ = std::async(std::launch::async, [] { return Status::Ok(); });  // for TearDown
+}
 
 TEST_F(KeyedTaskTest, APeriodicCheckpointAfterTheEndOfInputDoesNotFinishTheSubtask) {
   EndInput();
