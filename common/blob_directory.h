@@ -1,7 +1,7 @@
 // BlobDirectory: a directory of files named by the SHA-256 of their bytes,
 // `<dir>/<sha256><suffix>`. The one implementation behind the coordinator's blob store
 // (coordinator/blob_store.h) and the worker's job library cache
-// (worker/job_library/job_library_cache.h).
+// (common/job_library/job_library_cache.h).
 //
 // Guarantees: a file is only ever written whole (a temp file unique to this process and call,
 // fsync, rename, directory fsync), so a crash leaves the old state or the new file, never a torn

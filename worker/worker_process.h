@@ -14,12 +14,12 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/job_library/job_library_cache.h"
 #include "common/protocol/control_messages.h"
 #include "common/security/process_security.h"
 #include "common/security/zap_authenticator.h"
 #include "common/transport/zmq_context.h"
 #include "common/transport/zmq_socket.h"
-#include "worker/job_library/job_library_cache.h"
 #include "worker/runtime/task_mailbox.h"
 #include "worker/shuffle/data_plane_authorizer.h"
 #include "worker/task/task_executor.h"

@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/input/input_spec.h"
 #include "common/input/kafka_sink_spec.h"
+#include "common/job_library/job_library.h"
 #include "common/kafka/partition_discovery.h"
 #include "common/key_group_assignment.h"
 #include "common/logging.h"
@@ -33,7 +34,6 @@
 #include "coordinator/cli/job_status_text.h"
 #include "coordinator/path_rules.h"
 #include "coordinator/source/kafka_split_enumerator.h"
-#include "worker/job_library/job_library.h"
 
 namespace keyflow::cli {
 namespace {

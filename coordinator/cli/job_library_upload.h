@@ -2,7 +2,7 @@
 // (SHA-256, file name, size). The coordinator verifies and stores them (coordinator/blob_store.h);
 // the hash is recorded in the JobSpec and so in every checkpoint's metadata. Validating the
 // library itself (a shared object with the keyflow entry point and ABI) is the job library
-// loader's part (worker/job_library/).
+// loader's part (common/job_library/).
 #pragma once
 
 #include <string>

@@ -35,10 +35,10 @@
 #include <vector>
 
 #include "common/file_io.h"
+#include "common/job_library/job_library.h"
 #include "common/key_group_assignment.h"
 #include "common/processing_time_service.h"
 #include "state/snapshot/async_keyed_snapshot.h"
-#include "worker/job_library/job_library.h"
 #include "worker/operators/keyed_process_operator.h"
 
 namespace keyflow {

@@ -16,8 +16,8 @@
 
 #include "common/binary_io.h"
 #include "common/hashing.h"
+#include "common/job_library/job_library.h"
 #include "state/snapshot/keyed_snapshot_format.h"
-#include "worker/job_library/job_library.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
 namespace keyflow::fuzz {

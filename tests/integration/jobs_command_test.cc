@@ -19,7 +19,7 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kTestData =
-    std::string(KEYFLOW_BINARY_DIR) + "/tests/worker/job_library/testdata";
+    std::string(KEYFLOW_BINARY_DIR) + "/tests/common/job_library/testdata";
 
 CommandResult Keyflow(std::vector<std::string> args) {
   args.insert(args.begin(), KeyflowBinary("keyflow"));
@@ -32,7 +32,7 @@ TEST(JobsCommandTest, ListsTheBuiltInJobs) {
   CommandResult r = Keyflow({"jobs"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("/lib/keyflow/jobs/libkeyflow-builtin-jobs.so (keyflow SDK 0.1.0, "
-                               "ABI 4)\n\ncount-window\n"));
+                               "ABI 5)\n\ncount-window\n"));
   EXPECT_THAT(r.out,
               HasSubstr("  input: key field uid (string), timestamp field ts; reads fields: no "
                         "(key and timestamp only)\n"
@@ -76,7 +76,7 @@ TEST(JobsCommandTest, RefusesLibrariesThatCannotBeLoaded) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "keyflow: " + kTestData +
                        "/libkf-other-abi.so was built with keyflow SDK ABI 99 (keyflow 0.99.0); "
-                       "this keyflow 0.1.0 speaks SDK ABI 4: rebuild the library against this "
+                       "this keyflow 0.1.0 speaks SDK ABI 5: rebuild the library against this "
                        "installation\n");
   r = Keyflow({"jobs", "--no-such-flag"});
   EXPECT_EQ(r.exit_code, 2);

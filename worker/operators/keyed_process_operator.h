@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "common/job_library/user_function_guard.h"
 #include "common/metrics.h"
 #include "common/processing_time_service.h"
 #include "common/record.h"
@@ -38,7 +39,6 @@
 #include "worker/api/job_definition.h"
 #include "worker/api/keyed_process_function.h"
 #include "worker/api/output.h"
-#include "worker/job_library/user_function_guard.h"
 
 namespace keyflow {
 

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstddef>
 
-#include "worker/job_library/user_function_guard.h"
+#include "common/job_library/user_function_guard.h"
 
 namespace keyflow {
 namespace {

@@ -1,7 +1,7 @@
 // Crash handlers of the worker process: when user code (or anything else) crashes the worker
 // with SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT, the handler writes one line to stderr (the
 // worker's log under scripts/start-cluster.sh), naming the signal and the user call that was
-// running on the crashing thread (worker/job_library/user_function_guard.h):
+// running on the crashing thread (common/job_library/user_function_guard.h):
 //
 //   keyflow-worker pid 123 crashed: SIGSEGV while running ProcessElement of job 'crashy'
 //   (libcrashy.so)

@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "common/binary_io.h"
+#include "common/job_library/user_function_guard.h"
 #include "common/logging.h"
-#include "worker/job_library/user_function_guard.h"
 
 namespace keyflow {
 namespace {

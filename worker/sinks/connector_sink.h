@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "common/job_library/job_library.h"
 #include "common/protocol/control_messages.h"
-#include "worker/job_library/job_library.h"
 #include "worker/sinks/sink_writer.h"
 
 namespace keyflow {

@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "common/input/input_spec.h"
+#include "common/job_library/user_function_guard.h"
 #include "common/logging.h"
-#include "worker/job_library/user_function_guard.h"
 #include "worker/sources/builtin_source.h"
 #include "worker/sources/json_record_parser.h"
 #include "worker/sources/multiplex_source_reader.h"

@@ -22,9 +22,9 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/job_library/job_library.h"
 #include "common/metrics.h"
 #include "common/protocol/control_messages.h"
-#include "worker/job_library/job_library.h"
 #include "worker/sources/source_reader.h"
 
 namespace keyflow {

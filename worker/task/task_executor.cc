@@ -1,9 +1,9 @@
 #include "worker/task/task_executor.h"
 
 #include "common/file_io.h"
+#include "common/job_library/job_library.h"
 #include "common/logging.h"
 #include "common/output_directory.h"
-#include "worker/job_library/job_library.h"
 #include "worker/sinks/builtin_sink.h"
 #include "worker/sources/builtin_source.h"
 

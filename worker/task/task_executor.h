@@ -26,11 +26,11 @@
 
 #include "common/clock.h"
 #include "common/input/source_split.h"
+#include "common/job_library/job_library_cache.h"
 #include "common/mutex.h"
 #include "common/protocol/control_messages.h"
 #include "common/security/curve_keys.h"
 #include "common/transport/zmq_context.h"
-#include "worker/job_library/job_library_cache.h"
 #include "worker/task/keyed_task.h"
 #include "worker/task/source_task.h"
 #include "worker/task/state_directory.h"
@@ -46,7 +46,7 @@ struct TaskExecutorOptions {
   std::string advertised_host = "127.0.0.1";  // peers connect here
   // keyflow-worker --cache-dir: where shipped job libraries are cached; the executor loads
   // ResolveJobLibraryPath(spec.job_library, job_library_cache_dir)
-  // (worker/job_library/job_library_cache.h).
+  // (common/job_library/job_library_cache.h).
   std::string job_library_cache_dir = kDefaultJobLibraryCacheDir;
   // Secure data plane (--keys): this worker's key pair. With a secret key set, the input gate's
   // channels are CURVE servers (the worker process runs the ZapAuthenticator that admits the

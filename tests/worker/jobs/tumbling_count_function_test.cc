@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/job_library/job_library.h"
 #include "tests/testutil/status_matchers.h"
-#include "worker/job_library/job_library.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
 namespace keyflow {

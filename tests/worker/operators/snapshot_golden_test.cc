@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "common/file_io.h"
+#include "common/job_library/job_library.h"
 #include "tests/testutil/status_matchers.h"
-#include "worker/job_library/job_library.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
 namespace keyflow {

@@ -13,9 +13,9 @@
 
 #include "common/field_tape_writer.h"
 #include "common/file_io.h"
+#include "common/job_library/job_library.h"
 #include "tests/testutil/status_matchers.h"
 #include "tests/worker/shuffle/shuffle_test_util.h"
-#include "worker/job_library/job_library.h"
 #include "worker/sinks/builtin_sink.h"
 #include "worker/task/keyed_task.h"
 

@@ -1,7 +1,7 @@
-#include "worker/job_library/job_library_cache.h"
+#include "common/job_library/job_library_cache.h"
 
+#include "common/job_library/job_library.h"
 #include "common/logging.h"
-#include "worker/job_library/job_library.h"
 
 namespace keyflow {
 

@@ -1,4 +1,4 @@
-#include "worker/job_library/user_function_guard.h"
+#include "common/job_library/user_function_guard.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "worker/job_library/job_library.h"
+#include "common/job_library/job_library.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@ namespace keyflow {
 namespace {
 
 const std::string kTestData =
-    std::string(KEYFLOW_BINARY_DIR) + "/tests/worker/job_library/testdata";
+    std::string(KEYFLOW_BINARY_DIR) + "/tests/common/job_library/testdata";
 
 std::string TestLibrary(const std::string& name) {
   return kTestData + "/lib" + name + ".so";
@@ -163,14 +163,14 @@ TEST(JobLibrary, RefusesAnotherSdkAbiBeforeCallingTheLibrary) {
             TestLibrary("kf-other-abi") +
                 " was built with keyflow SDK ABI 99 (keyflow 0.99.0); this keyflow " +
                 KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 4: rebuild the library against this installation");
+                " speaks SDK ABI 5: rebuild the library against this installation");
   EXPECT_FALSE(IsLoaded(TestLibrary("kf-other-abi")));
   // A worker's cached copy is named as it was submitted, and by its path.
   EXPECT_EQ(JobLibrary::Load(TestLibrary("kf-other-abi"), "libother.so").status().message(),
             "libother.so (" + TestLibrary("kf-other-abi") +
                 ") was built with keyflow SDK ABI 99 (keyflow 0.99.0); this keyflow " +
                 KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 4: rebuild the library against this installation");
+                " speaks SDK ABI 5: rebuild the library against this installation");
 }
 
 TEST(JobLibrary, ACopyIsNamedByItsDisplayName) {

@@ -1,4 +1,4 @@
-#include "worker/job_library/job_library.h"
+#include "common/job_library/job_library.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -10,10 +10,10 @@
 #include <set>
 #include <typeinfo>
 
+#include "common/job_library/user_function_guard.h"
 #include "common/record.h"
 #include "worker/api/keyed_process_function.h"
 #include "worker/api/output.h"
-#include "worker/job_library/user_function_guard.h"
 
 namespace keyflow {
 namespace {

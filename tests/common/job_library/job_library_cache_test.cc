@@ -1,13 +1,13 @@
-#include "worker/job_library/job_library_cache.h"
+#include "common/job_library/job_library_cache.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include "common/file_io.h"
+#include "common/job_library/job_library.h"
 #include "common/sha256.h"
 #include "tests/testutil/status_matchers.h"
-#include "worker/job_library/job_library.h"
 
 namespace keyflow {
 namespace {
