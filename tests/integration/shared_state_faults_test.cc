@@ -46,9 +46,11 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-// About 4 s of input at 4000 events/s; 400 keys, so every subtask's state changes between two
-// checkpoints a second apart.
-constexpr char kInput[] = "gen:events=16000,keys=400,splits=2,seed=17,rate=4000";
+// About 8 s of input at 5000 events/s; 400 keys, so every subtask's state changes between two
+// checkpoints. The tests take their checkpoints after 2000 and 6000 records (0.4 s and 1.2 s)
+// and kill a worker right after: the input must outlast a checkpoint that a loaded machine
+// stalls for seconds (seen: 4 s on 2 cores, when 4 s of input were over before the kill).
+constexpr char kInput[] = "gen:events=40000,keys=400,splits=2,seed=17,rate=5000";
 constexpr int64_t kNoCount = 1'000'000;      // no window closes by count...
 constexpr int64_t kNoTimeoutMs = 3'600'000;  // ...nor by time before the end of the input
 
