@@ -9,9 +9,7 @@
 // and the tape travels through the shuffle (the raw line does not: it would double the bytes
 // per record). raw_json() is the record as compact JSON text, made from the tape on first use:
 // the line's members in source order, escapes and number forms normalised (`"\u00e9"` is `"é"`,
-// `1E2` is `100.0`). Without fields every field reads as missing (the fastest path). With a
-// projection (the job's declared fields) a field outside it reads as missing, and the typed
-// reads' error says that the projection dropped it.
+// `1E2` is `100.0`). Without fields every field reads as missing (the fastest path).
 // `payload` is an opaque line a source may keep besides (JsonRecordFormat::keep_payload); when
 // set, raw_json() returns it as is.
 //
@@ -28,7 +26,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "common/key.h"
 #include "common/record_fields.h"
@@ -46,10 +43,6 @@ struct Record {
   // raw_json()'s text, made on first use. Whoever changes `fields` of a Record that may have been
   // read clears it (the keyed task does for every record it reuses its Record for).
   mutable std::string raw_json_cache;
-  // The job's projection when the sources dropped every other field before the shuffle
-  // (JobDefinition::fields); null when records carry all their fields. Only error messages read
-  // it: a missing field that the projection dropped is named as such. Not part of the value.
-  const std::vector<std::string>* declared_fields = nullptr;
 
   // The top-level field `name`; kMissing if absent (or if the record carries no fields).
   FieldValue field(std::string_view name) const { return object()[name]; }
@@ -100,7 +93,7 @@ struct Record {
                              " cannot be read: records carry no fields because the job's "
                              "definition sets reads_fields = false; set it to true");
     }
-    if (v.is_missing()) return InvalidArgument(field_name + " is missing" + Projected(name));
+    if (v.is_missing()) return InvalidArgument(field_name + " is missing");
     if (v.type() == FieldType::kInt && wanted != "a string" && wanted != "a boolean") {
       return InvalidArgument(field_name + " is " + v.ToJson() + ", beyond the 64-bit range");
     }
@@ -109,18 +102,6 @@ struct Record {
     }
     return InvalidArgument(field_name + " is " + std::string(FieldTypeName(v.type())) + ", not " +
                            std::string(wanted));
-  }
-  // For a field the projection dropped: why it is missing and what to do.
-  std::string Projected(std::string_view name) const {
-    if (declared_fields == nullptr) return "";
-    std::string declared;
-    for (const std::string& f : *declared_fields) {
-      if (f == name) return "";
-      declared += (declared.empty() ? "'" : ", '") + f + "'";
-    }
-    return ": the job declares the fields it reads (JobDefinition::fields: " + declared +
-           ") and the sources drop every other field before the shuffle; add '" +
-           std::string(name) + "' to the fields the job's definition returns";
   }
 };
 

@@ -328,22 +328,6 @@ TEST(RecordAccessors, ErrorsAreSentencesNamingTheField) {
   EXPECT_DOUBLE_EQ(*big.GetDouble("big"), 1e20);
 }
 
-TEST(RecordAccessors, AFieldOutsideTheJobsProjectionIsNamedAsDropped) {
-  Record r = WithFields(EveryTypeTape());
-  const std::vector<std::string> declared = {"uid", "ts"};
-  r.declared_fields = &declared;
-  EXPECT_EQ(r.GetInt64("note").status().message(),
-            "field 'note' is missing: the job declares the fields it reads "
-            "(JobDefinition::fields: 'uid', 'ts') and the sources drop every other field before "
-            "the shuffle; add 'note' to the fields the job's definition returns");
-  // A declared field that a record lacks is just missing.
-  const std::vector<std::string> with_note = {"uid", "note"};
-  r.declared_fields = &with_note;
-  EXPECT_EQ(r.GetInt64("note").status().message(), "field 'note' is missing");
-  // Other errors are unchanged.
-  EXPECT_EQ(r.GetInt64("s").status().message(), "field 's' is a string, not an integer");
-}
-
 TEST(RecordAccessors, RawJsonIsTheTapeAsJsonUnlessAPayloadWasKept) {
   Record r = WithFields(EveryTypeTape());
   EXPECT_EQ(r.raw_json(), FieldValue::Root(r.fields).ToJson());

@@ -25,7 +25,7 @@
 //
 // ABI: a library records kSdkAbiVersion, the version of the SDK's binary interface it was built
 // with (the layouts and virtual interfaces of these headers, for the same C++ ABI: g++/libstdc++
-// with the C++11 string ABI). The loader (common/job_library/) refuses another version before it
+// with the C++11 string ABI). The loader (worker/job_library/) refuses another version before it
 // calls anything else in the library. Raise kSdkAbiVersion whenever an installed header changes
 // a layout or a virtual interface.
 #pragma once
@@ -47,9 +47,8 @@
 
 namespace keyflow {
 
-// 2: JobDefinition::fields; 3: JobLibraryManifest::sources; 4: JobLibraryManifest::sinks;
-// 5: Record::declared_fields.
-inline constexpr uint32_t kSdkAbiVersion = 5;
+// 2: JobDefinition::fields; 3: JobLibraryManifest::sources; 4: JobLibraryManifest::sinks.
+inline constexpr uint32_t kSdkAbiVersion = 4;
 
 struct Record;
 struct OutputRecord;

@@ -83,6 +83,32 @@ KeyGroupsStateHandle IncrementalStateHandle(KeyGroupRange range, const KeyedSnap
   return h;
 }
 
+namespace {
+
+// A function that failed on "field 'NAME' is missing" (the typed reads of Record say so) where
+// NAME is not among the job's declared fields: the sources dropped it before the shuffle. The
+// failure then says so, and how to declare it.
+Status ExplainProjectedField(Status failure, const std::vector<std::string>& declared) {
+  constexpr std::string_view kOpen = "field '", kClose = "' is missing";
+  const std::string& m = failure.message();
+  const size_t end = m.find(kClose);
+  if (declared.empty() || end == std::string::npos) return failure;
+  const size_t begin = m.rfind(kOpen, end);
+  if (begin == std::string::npos) return failure;
+  const std::string name = m.substr(begin + kOpen.size(), end - begin - kOpen.size());
+  std::string list;
+  for (const std::string& f : declared) {
+    if (f == name) return failure;  // declared, and absent from the record itself
+    list += (list.empty() ? "'" : ", '") + f + "'";
+  }
+  return Status(failure.code(),
+                m + " (the job declares the fields it reads, JobDefinition::fields: " + list +
+                    "; the sources drop every other field before the shuffle: add '" + name +
+                    "' to the fields the job's definition returns)");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(
     const DeployTask& deployment, std::unique_ptr<InputGate> gate,
     std::unique_ptr<RecordFunction> function, std::unique_ptr<SinkWriter> sink, const Clock* clock,
@@ -90,8 +116,6 @@ Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(
   std::unique_ptr<KeyedTask> t(new KeyedTask());
   const JobSpec& spec = deployment.spec;
   t->deployment_ = deployment;
-  if (!t->deployment_.spec.fields.empty())
-    t->scratch_.declared_fields = &t->deployment_.spec.fields;
   t->clock_ = clock;
   t->metrics_ = metrics;
   t->callbacks_ = std::move(callbacks);
@@ -134,7 +158,9 @@ Result<std::unique_ptr<KeyedTask>> KeyedTask::Create(
   t->uuid_ = RandomUuid();
   t->InstallWriteGuards(nullptr, false);
   // A failure in a timer (which returns nothing) ends the mailbox loop with it.
-  t->operator_->SetFailureListener([self](const Status& s) { self->processor_->ReportError(s); });
+  t->operator_->SetFailureListener([self](const Status& s) {
+    self->processor_->ReportError(ExplainProjectedField(s, self->deployment_.spec.fields));
+  });
   return t;
 }
 

@@ -163,14 +163,14 @@ TEST(JobLibrary, RefusesAnotherSdkAbiBeforeCallingTheLibrary) {
             TestLibrary("kf-other-abi") +
                 " was built with keyflow SDK ABI 99 (keyflow 0.99.0); this keyflow " +
                 KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 5: rebuild the library against this installation");
+                " speaks SDK ABI 4: rebuild the library against this installation");
   EXPECT_FALSE(IsLoaded(TestLibrary("kf-other-abi")));
   // A worker's cached copy is named as it was submitted, and by its path.
   EXPECT_EQ(JobLibrary::Load(TestLibrary("kf-other-abi"), "libother.so").status().message(),
             "libother.so (" + TestLibrary("kf-other-abi") +
                 ") was built with keyflow SDK ABI 99 (keyflow 0.99.0); this keyflow " +
                 KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 5: rebuild the library against this installation");
+                " speaks SDK ABI 4: rebuild the library against this installation");
 }
 
 TEST(JobLibrary, ACopyIsNamedByItsDisplayName) {

@@ -169,7 +169,7 @@ class ReadsNote final : public RecordFunction {
  public:
   void ProcessElement(const Record& r, Context&, Collector<OutputRecord>&) override {
     Result<int64_t> note = r.GetInt64("note");
-    if (!note.ok()) throw std::runtime_error(note.status().message());
+    if (!note.ok()) throw std::runtime_error("record 1 is bad: " + note.status().message());
   }
 };
 
@@ -189,10 +189,10 @@ TEST_F(KeyedTaskTest, AFieldTheJobDidNotDeclareIsNamedAsDroppedByTheProjection) 
   ASSERT_EQ(run_.wait_for(kWait), std::future_status::ready) << "the task never failed";
   Status s = run_.get();
   EXPECT_EQ(s.code(), StatusCode::kInternal) << s.ToString();
-  EXPECT_NE(s.message().find("field 'note' is missing: the job declares the fields it reads "
-                             "(JobDefinition::fields: 'uid', 'amount') and the sources drop every "
-                             "other field before the shuffle; add 'note' to the fields the job's "
-                             "definition returns"),
+  EXPECT_NE(s.message().find("record 1 is bad: field 'note' is missing (the job declares the "
+                             "fields it reads, JobDefinition::fields: 'uid', 'amount'; the "
+                             "sources drop every other field before the shuffle: add 'note' to "
+                             "the fields the job's definition returns)"),
             std::string::npos)
       << s.ToString();
   run_ = std::async(std::launch::async, [] { return Status::Ok(); });  // for TearDown
