@@ -477,7 +477,13 @@ void JobMaster::OnWorkerLost(const WorkerInfo& w, const std::string& why, int64_
 void JobMaster::OnHeartbeat(WorkerId worker, AttemptNumber attempt, const SubtaskMetrics& m) {
   if (attempt != attempt_) return;
   for (Vertex& v : vertices_) {
-    if (v.worker == worker && !v.finished && v.ended_state.empty()) v.last_metrics = m;
+    if (v.worker != worker || v.finished) continue;
+    // A cancelled subtask's last report (a worker sends one when it cancels its subtask) still
+    // counts, so an attempt that failed between two heartbeats keeps what it did; counters
+    // never go backwards.
+    const bool later = m.records_in >= v.last_metrics.records_in &&
+                       m.records_processed >= v.last_metrics.records_processed;
+    if (v.ended_state.empty() || later) v.last_metrics = m;
   }
 }
 

@@ -1,5 +1,7 @@
-// `keyflow jobs` (no coordinator needed), `keyflow run`, `keyflow status`, `keyflow cancel`:
-// talking to a running coordinator.
+// The job commands of the `keyflow` CLI: `keyflow jobs` (no coordinator needed; jobs_command.cc),
+// `keyflow run` (run_command.cc), and status, cancel, stop, checkpoint, savepoint, checkpoints,
+// rescale, keys reload, log-level (job_commands.cc), which talk to a running coordinator through
+// coordinator_requests.h.
 #pragma once
 
 #include <string>

@@ -49,4 +49,9 @@ Result<JobLibraryUpload> ReadJobLibraryForUpload(const std::string& path) {
   return up;
 }
 
+Result<std::shared_ptr<const JobLibrary>> LoadJobLibraryFlag(const std::string& path) {
+  if (path.empty()) return LoadDefaultJobLibrary();
+  return JobLibrary::Load(path);
+}
+
 }  // namespace keyflow::cli

@@ -19,13 +19,17 @@ class JobCountersTest : public CoordinatorHarness {
     m.late_records = late;
     return m;
   }
+  // A job of parallelism 2 running on workers w0 (subtask 0) and w1 (subtask 1).
+  void DeployOnTwoWorkers() {
+    Register("w0", 0);
+    Register("w1", 1);
+    Submit(Spec(2, 500));
+    DeployAll({"w0", "w1"});
+  }
 };
 
 TEST_F(JobCountersTest, CanceledJobKeepsItsFinalCountersAndSubtaskStates) {
-  Register("w0", 0);
-  Register("w1", 1);
-  Submit(Spec(2, 500));
-  DeployAll({"w0", "w1"});
+  DeployOnTwoWorkers();
   metrics_["w0"] = Metrics(100, 90, 5, 1, 2);
   metrics_["w1"] = Metrics(200, 180, 7, 0, 3);
   Advance(200);
@@ -49,10 +53,7 @@ TEST_F(JobCountersTest, CanceledJobKeepsItsFinalCountersAndSubtaskStates) {
 }
 
 TEST_F(JobCountersTest, CountersAddUpEveryAttemptOfTheJob) {
-  Register("w0", 0);
-  Register("w1", 1);
-  Submit(Spec(2, 500));
-  DeployAll({"w0", "w1"});
+  DeployOnTwoWorkers();
   metrics_["w0"] = Metrics(100, 100, 4, 1, 0);
   metrics_["w1"] = Metrics(50, 50, 2, 0, 1);
   Advance(200);
@@ -78,6 +79,31 @@ TEST_F(JobCountersTest, CountersAddUpEveryAttemptOfTheJob) {
   EXPECT_EQ(job["current_attempt"]["records_in"], 40);
   EXPECT_EQ(job["current_attempt"]["records_processed"], 30);
   EXPECT_EQ(job["subtasks"][0]["state"], "RESTORING");
+}
+
+// Between two heartbeats subtask 0 processes 30 more records and fails; its failure carries its
+// counters. Subtask 1 is cancelled and sends its last counters (20 more records) when it
+// drops the subtask; then its idle heartbeats (zeros) do not count.
+TEST_F(JobCountersTest, AFailedAttemptCountsWhatItsSubtasksDidUpToTheFailure) {
+  DeployOnTwoWorkers();
+  metrics_["w0"] = Metrics(100, 100, 4, 1, 0);
+  metrics_["w1"] = Metrics(50, 50, 2, 0, 1);
+  Advance(200);
+  const AttemptNumber attempt = coord_->job()->attempt();
+  TaskFailed failed{ids_["w0"], attempt, SubtaskIndex(0), "boom"};
+  failed.metrics = Metrics(130, 130, 4, 1, 0);
+  Deliver("w0", failed);
+  ASSERT_EQ(coord_->job()->state(), JobState::kRestarting);
+  Deliver("w1", WorkerHeartbeat{ids_["w1"], attempt, Metrics(70, 70, 3, 0, 1)});
+  Deliver("w1", WorkerHeartbeat{ids_["w1"], attempt, SubtaskMetrics{}});
+  nlohmann::json job = JobStatus();
+  EXPECT_EQ(job["records_in"], 200);
+  EXPECT_EQ(job["records_processed"], 200);
+  EXPECT_EQ(job["records_out"], 7);
+  EXPECT_EQ(job["bad_records"], 1);
+  EXPECT_EQ(job["late_records"], 1);
+  EXPECT_EQ(job["subtasks"][0]["state"], "CANCELED");
+  EXPECT_EQ(job["subtasks"][1]["records_in"], 70);
 }
 
 }  // namespace
