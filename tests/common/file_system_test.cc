@@ -30,7 +30,7 @@ TEST(PosixFileSystem, WritesReadsListsRenamesAndRemoves) {
     auto f = fs.NewWritableFile(dir.File("a/x"), WriteMode::kAppend);
     ASSERT_OK(f);
     EXPECT_EQ((*f)->size(), 5u);
-    ASSERT_TRUE((*f)->Append(" world").ok());
+    ASSERT_OK((*f)->Append(" world"));
     EXPECT_EQ((*f)->size(), 11u);
   }
   auto exclusive = fs.NewWritableFile(dir.File("a/x"), WriteMode::kCreateNew);
@@ -45,7 +45,7 @@ TEST(PosixFileSystem, WritesReadsListsRenamesAndRemoves) {
   auto r = fs.NewRandomAccessFile(dir.File("a/x"));
   ASSERT_OK(r);
   std::string out;
-  ASSERT_TRUE((*r)->ReadAt(6, 5, &out).ok());
+  ASSERT_OK((*r)->ReadAt(6, 5, &out));
   EXPECT_EQ(out, "world");
   EXPECT_EQ((*r)->ReadAt(8, 5, &out).code(), StatusCode::kCorruption);
   ASSERT_OK(fs.Rename(dir.File("a/x"), dir.File("a/y")));
@@ -75,9 +75,9 @@ TEST(FaultInjectionFileSystem, CrashKeepsSyncedBytesAndDurableEntriesOnly) {
   {
     auto f = fs.NewWritableFile(dir.File("kept"), WriteMode::kTruncate);
     ASSERT_OK(f);
-    ASSERT_TRUE((*f)->Append("synced").ok());
-    ASSERT_TRUE((*f)->Sync().ok());
-    ASSERT_TRUE((*f)->Append(" lost").ok());
+    ASSERT_OK((*f)->Append("synced"));
+    ASSERT_OK((*f)->Sync());
+    ASSERT_OK((*f)->Append(" lost"));
   }
   ASSERT_OK(WriteFile(fs, dir.File("renamed"), "r", true));
   ASSERT_OK(fs.SyncDirectory(dir.path()));
@@ -101,15 +101,15 @@ TEST(FaultInjectionFileSystem, FullDiskWritesWhatFitsThenFailsWithEnospc) {
   fs.FailWritesAfter(4);
   auto f = fs.NewWritableFile(dir.File("f"), WriteMode::kTruncate);
   ASSERT_OK(f);
-  ASSERT_TRUE((*f)->Append("ab").ok());
+  ASSERT_OK((*f)->Append("ab"));
   Status s = (*f)->Append("cdef");
   EXPECT_EQ(s.code(), StatusCode::kIoError);
   EXPECT_EQ(s.message(), "cannot write " + dir.File("f") + ": No space left on device");
   EXPECT_EQ((*f)->size(), 4u);
   EXPECT_FALSE((*f)->Append("g").ok());
   fs.ClearFaults();
-  ASSERT_TRUE((*f)->Append("g").ok());
-  ASSERT_TRUE((*f)->Close().ok());
+  ASSERT_OK((*f)->Append("g"));
+  ASSERT_OK((*f)->Close());
   EXPECT_EQ(*fs.ReadFileToString(dir.File("f")), "abcdg");
 }
 

@@ -168,8 +168,7 @@ TEST(ProcessErrorsTest, PeerHostNameIsEscapedInTheCoordinatorLog) {
   for (const std::string& arg : (*cluster)->SecurityArgs("worker-0")) argv.push_back(arg);
   auto worker = ChildProcess::Start(argv, dir.path() + "/worker.log");
   ASSERT_OK(worker);
-  ASSERT_TRUE((*cluster)->WaitForWorkers(1, Duration::Seconds(20)).ok())
-      << (*cluster)->LogExcerpts();
+  ASSERT_OK((*cluster)->WaitForWorkers(1, Duration::Seconds(20))) << (*cluster)->LogExcerpts();
   std::string log = ReadFileOrEmpty((*cluster)->CoordinatorLog());
   EXPECT_EQ(log.find('\x1b'), std::string::npos) << log;
   EXPECT_EQ(log.find("\ncoordinator forged"), std::string::npos);

@@ -640,10 +640,10 @@ TEST_F(RocksDbNativeSnapshotTest, TheCacheMayGrowToTwiceItsBudgetWhileTheDeferre
   ASSERT_OK(restored);
   ValueState<int64_t>* restored_value =
       *(*restored)->GetState(ValueStateDescriptor<int64_t>("value"));
-  ASSERT_TRUE((*restored)->RestoreNative({Source(*handle, 1)}).ok());
+  ASSERT_OK((*restored)->RestoreNative({Source(*handle, 1)}));
   EXPECT_EQ((*restored)->NumEntries(), static_cast<size_t>(at_barrier));
   for (int k : {0, at_barrier - 1, at_barrier}) {
-    ASSERT_TRUE((*restored)->SetCurrentKey(K("k-" + std::to_string(k))).ok());
+    ASSERT_OK((*restored)->SetCurrentKey(K("k-" + std::to_string(k))));
     EXPECT_EQ(restored_value->Value(), k < at_barrier ? std::optional<int64_t>(k) : std::nullopt)
         << k;
   }
@@ -881,7 +881,7 @@ TEST_F(RocksDbNativeSnapshotTest, TheSynchronousPartDefersTheFlushAndCheckpointA
   std::cout << "sync part: first " << full_sync << " us (20000 keys x 5 states), incremental "
             << incremental_sync << " us\n";
   uint64_t written = 0;
-  ASSERT_TRUE((*part)->Write(&written).ok());
+  ASSERT_OK((*part)->Write(&written));
 }
 
 }  // namespace

@@ -136,10 +136,8 @@ class KeyedTaskTest : public ::testing::Test {
   void Checkpoint(int64_t id, CheckpointType type) {
     const std::string dir = tmp_.path() + "/chk-" + std::to_string(id);
     ASSERT_OK(CreateDirectories(dir));
-    ASSERT_TRUE(task_
-                    ->AnnounceCheckpoint(
-                        TriggerCheckpoint{AttemptNumber(1), CheckpointId(id), 0, type, dir})
-                    .ok());
+    ASSERT_OK(task_->AnnounceCheckpoint(
+        TriggerCheckpoint{AttemptNumber(1), CheckpointId(id), 0, type, dir}));
     std::unique_lock<std::mutex> lock(mu_);
     ASSERT_TRUE(cv_.wait_for(lock, kWait, [&] { return done_.count(id) != 0; }))
         << "checkpoint " << id << " was never snapshotted (did the subtask end?)";
@@ -243,7 +241,7 @@ TEST_F(KeyedTaskTest, ALatencyMarkerIsRecordedWithTheInjectedClockAfterTheRecord
   for (int i = 0; i < 5; ++i) {
     ASSERT_OK(writer_->Emit(testing::LongKeyRecord(i, Timestamp(1'000'000)), clock_.Now()));
   }
-  ASSERT_TRUE(writer_->AddLatencyMarker(clock_.EpochMicros() - 7'000, clock_.Now()).ok());
+  ASSERT_OK(writer_->AddLatencyMarker(clock_.EpochMicros() - 7'000, clock_.Now()));
   EndInput();
   EXPECT_EQ(metrics_.records_processed.value(), 5);
   LatencySummary l = metrics_.latency.Summarize(clock_.Now());
