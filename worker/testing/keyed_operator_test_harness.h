@@ -13,7 +13,8 @@
 // ProcessElement return the failure, and failure() holds the first one (also one from a timer
 // or EndInput).
 //
-// Used by unit tests and by tools that replay a job in memory.
+// Test support (library keyflow::testing): used by unit tests and fuzzers, never linked into the
+// binaries.
 #pragma once
 
 #include <memory>
