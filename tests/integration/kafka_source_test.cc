@@ -28,6 +28,7 @@ namespace keyflow::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr int kFiles = 6;
 constexpr int kPartitions = 3;
@@ -447,6 +448,31 @@ TEST_F(KafkaSourceTest, AnUnreachableBrokerOrAMissingTopicIsRefusedAtSubmit) {
   ASSERT_OK(unreachable);
   EXPECT_EQ(unreachable->exit_code, 2) << unreachable->out << unreachable->err;
   EXPECT_THAT(unreachable->err, HasSubstr("the Kafka brokers 127.0.0.1:1 did not answer"));
+  // A failed authentication: the mock speaks no SASL, so a SASL client's login fails there as a
+  // refused one does on a real broker (librdkafka reports both as an authentication error). It
+  // is named as such, the password is not, and for the sink as for the source.
+  const std::string sasl =
+      ",kafka.security.protocol=SASL_PLAINTEXT,kafka.sasl.mechanism=PLAIN,"
+      "kafka.sasl.username=alice,kafka.sasl.password=s3cret";
+  const std::string bootstrap = "kafka:bootstrap=" + Semicolons(kafka_->bootstrap());
+  auto refused =
+      cluster_->Cli({"run", "--job", "count-window", "--input", bootstrap + ",topic=events" + sasl},
+                    Duration::Seconds(60));
+  ASSERT_OK(refused);
+  EXPECT_EQ(refused->exit_code, 2) << refused->out << refused->err;
+  EXPECT_THAT(refused->err, HasSubstr("refused keyflow's authentication: "));
+  EXPECT_THAT(refused->err, HasSubstr("SASL"));
+  EXPECT_THAT(refused->err,
+              HasSubstr("(check kafka.security.protocol, kafka.sasl.mechanism and the "
+                        "credentials)"));
+  EXPECT_THAT(refused->err, Not(HasSubstr("s3cret")));
+  auto refused_sink = cluster_->Cli({"run", "--job", "count-window", "--input", Input(), "--output",
+                                     bootstrap + ",topic=out,guarantee=at-least-once" + sasl},
+                                    Duration::Seconds(60));
+  ASSERT_OK(refused_sink);
+  EXPECT_EQ(refused_sink->exit_code, 2) << refused_sink->out << refused_sink->err;
+  EXPECT_THAT(refused_sink->err, HasSubstr("refused keyflow's authentication: "));
+  EXPECT_THAT(refused_sink->err, Not(HasSubstr("s3cret")));
   auto status = cluster_->Cli({"status", "--json"}, Duration::Seconds(30));
   ASSERT_OK(status);
   EXPECT_THAT(status->out, HasSubstr("\"job\": null")) << "nothing was submitted";
