@@ -385,10 +385,7 @@ void JobMaster::OnAcknowledge(const AcknowledgeCheckpoint& m, int64_t now_ms) {
   }
   if (v == nullptr || !checkpoints_) return;
   // Before the ack can complete a rescale savepoint (which folds this attempt's counters).
-  if (!v->finished && v->ended_state.empty() &&
-      m.metrics.records_in >= v->last_metrics.records_in) {
-    v->last_metrics = m.metrics;
-  }
+  if (!v->finished && v->ended_state.empty()) v->TakeNewerMetrics(m.metrics);
   Send(checkpoints_->OnAcknowledge(m, now_ms));
   CheckCheckpointFailures(now_ms);
 }
@@ -446,11 +443,12 @@ void JobMaster::OnHeartbeat(WorkerId worker, AttemptNumber attempt, const Subtas
   for (Vertex& v : vertices_) {
     if (v.worker != worker || v.finished) continue;
     // A cancelled subtask's last report (a worker sends one when it cancels its subtask) still
-    // counts, so an attempt that failed between two heartbeats keeps what it did; counters
-    // never go backwards.
-    const bool later = m.records_in >= v.last_metrics.records_in &&
-                       m.records_processed >= v.last_metrics.records_processed;
-    if (v.ended_state.empty() || later) v.last_metrics = m;
+    // counts, so an attempt that failed between two heartbeats keeps what it did.
+    if (v.ended_state.empty()) {
+      v.last_metrics = m;
+    } else {
+      v.TakeNewerMetrics(m);
+    }
   }
 }
 

@@ -185,7 +185,15 @@ class JobMaster {
     std::vector<std::string> input_endpoints;
     SubtaskMetrics final_metrics;
     SubtaskMetrics last_metrics;  // from the latest heartbeat of this attempt
-    std::string ended_state;      // CANCELED once the attempt was cancelled (FINISHED: finished)
+    // Takes `m` as the latest counters unless it is older than what it has (counters never go
+    // backwards: a late report after a newer one).
+    void TakeNewerMetrics(const SubtaskMetrics& m) {
+      if (m.records_in >= last_metrics.records_in &&
+          m.records_processed >= last_metrics.records_processed) {
+        last_metrics = m;
+      }
+    }
+    std::string ended_state;  // CANCELED once the attempt was cancelled (FINISHED: finished)
   };
   // What an attempt restores from.
   struct RestorePoint {

@@ -18,7 +18,7 @@ void JobMaster::OnTaskFailed(const TaskFailed& m, int64_t now_ms) {
   Vertex* v = VertexOf(m.subtask, m.attempt, m.worker);
   if (v == nullptr) return;
   // Its counters up to the failure (a heartbeat may be up to an interval older).
-  if (m.metrics.records_in >= v->last_metrics.records_in) v->last_metrics = m.metrics;
+  v->TakeNewerMetrics(m.metrics);
   // The worker names the checkpoint by id; the job master knows which directory (of this job or,
   // with --from-savepoint, of another one) the attempt restored.
   if (m.corrupted_checkpoint.value() != 0 && restored_from_ &&
