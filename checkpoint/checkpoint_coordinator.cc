@@ -5,7 +5,7 @@
 
 #include "common/file_io.h"
 #include "common/key_group_assignment.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 namespace {

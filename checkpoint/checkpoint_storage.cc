@@ -8,7 +8,7 @@
 #include "checkpoint/checksummed_envelope.h"
 #include "common/binary_io.h"
 #include "common/file_io.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 namespace {

@@ -1,6 +1,6 @@
 #include "checkpoint/shared_state_registry.h"
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 

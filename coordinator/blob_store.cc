@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "common/protocol/control_messages.h"
-#include "common/sha256.h"
+#include "common/security/sha256.h"
 
 namespace keyflow {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/transport/control_plane.h"
 
 namespace keyflow {

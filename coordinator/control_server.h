@@ -23,9 +23,9 @@
 #include <memory>
 #include <string>
 
-#include "common/log_rate_limiter.h"
-#include "common/security/zap_authenticator.h"
+#include "common/logging/log_rate_limiter.h"
 #include "common/status.h"
+#include "common/transport/zap_authenticator.h"
 #include "common/transport/zmq_context.h"
 #include "common/transport/zmq_socket.h"
 #include "coordinator/control_outbox.h"

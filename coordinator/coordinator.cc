@@ -9,7 +9,7 @@
 #include "common/file_io.h"
 #include "common/input/input_spec.h"
 #include "common/input/kafka_sink_spec.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "coordinator/blob_store.h"
 #include "coordinator/path_rules.h"
 #include "coordinator/worker_key_check.h"

@@ -17,10 +17,10 @@
 #include <string>
 
 #include "common/clock.h"
-#include "common/log_rate_limiter.h"
+#include "common/logging/log_rate_limiter.h"
 #include "common/protocol/control_messages.h"
 #include "common/security/identity.h"
-#include "common/security/process_security.h"
+#include "common/transport/process_security.h"
 #include "coordinator/control_outbox.h"
 #include "coordinator/job_master.h"
 #include "coordinator/trusted_key_store.h"
@@ -35,7 +35,7 @@ struct CoordinatorOptions {
   // Identifies this coordinator process in status (`coordinator.incarnation`): a CLI waiting for
   // a command sees it change when the coordinator restarted. Empty: a new random one.
   std::string incarnation;
-  // --keys / --insecure (common/security/process_security.h): the control ROUTER's CURVE key and
+  // --keys / --insecure (common/transport/process_security.h): the control ROUTER's CURVE key and
   // the keys it admits.
   ProcessSecurity security;
   // Secure: the keys admitted (shared with the ROUTER's ZAP policy); re-read on reload. Messages

@@ -7,14 +7,14 @@
 #include <zmq.hpp>
 
 #include "common/file_io.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/process/command_line.h"
 #include "common/process/file_access.h"
 #include "common/process/logging_flags.h"
 #include "common/process/signal_waiter.h"
-#include "common/security/process_security.h"
 #include "common/security/tls_certificate.h"
 #include "common/transport/endpoint.h"
+#include "common/transport/process_security.h"
 #include "coordinator/control_server.h"
 #include "coordinator/path_rules.h"
 #include "coordinator/rest/control_command_bridge.h"

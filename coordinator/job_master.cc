@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/key_group_assignment.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/output_directory.h"
 #include "coordinator/path_rules.h"
 #include "coordinator/source/split_enumerator.h"

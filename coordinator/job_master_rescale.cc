@@ -2,7 +2,7 @@
 // parallelism), resuming an interrupted rescale, stop with a savepoint, and the rescale plan.
 #include "coordinator/job_master.h"
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "coordinator/path_rules.h"
 
 namespace keyflow {

@@ -2,7 +2,7 @@
 // falling back past corrupt ones only while no committed output is at stake).
 #include "coordinator/job_master.h"
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 

@@ -7,7 +7,7 @@
 #include "common/input/input_spec.h"
 #include "common/input/kafka_sink_spec.h"
 #include "common/input/kafka_spec.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 

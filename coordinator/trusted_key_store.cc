@@ -1,7 +1,7 @@
 #include "coordinator/trusted_key_store.h"
 
 #include "common/clock.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "coordinator/rest/rest_token.h"
 
 namespace keyflow {

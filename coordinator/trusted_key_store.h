@@ -25,8 +25,8 @@
 #include <string_view>
 
 #include "common/security/curve_keys.h"
-#include "common/security/zap_authenticator.h"
 #include "common/status.h"
+#include "common/transport/zap_authenticator.h"
 #include "coordinator/rest/rest_access.h"
 
 namespace keyflow {

@@ -21,7 +21,7 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev libcereal-dev libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libabsl-dev libxxhash-dev libsimdjson-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
-  libsodium-dev  # SHA-256 of job libraries (common/sha256.h)
+  libsodium-dev  # SHA-256 of job libraries (common/security/sha256.h)
   iproute2 procps psmisc
   ccache  # scripts/test.sh and install.sh compile through it when present
   # hardening (issue 6): clang + libFuzzer/sanitizer runtimes for scripts/fuzz.sh, llvm for

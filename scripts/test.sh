@@ -78,7 +78,9 @@ run_analysis() {
   CXX=clang++ cmake -S . -B build-tsa -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
     -DKEYFLOW_THREAD_SAFETY_ANALYSIS=ON -DKEYFLOW_BUILD_TESTS=OFF -DKEYFLOW_BUILD_BENCHMARKS=OFF \
     "${launcher[@]}" >/dev/null
-  cmake --build build-tsa -j "$jobs" --target keyflow_common keyflow_state keyflow_checkpoint \
+  cmake --build build-tsa -j "$jobs" --target keyflow_base keyflow_common keyflow_logging \
+    keyflow_protocol keyflow_process keyflow_security keyflow_transport keyflow_kafka \
+    keyflow_job_library keyflow_state keyflow_checkpoint \
     keyflow_worker keyflow_coordinator
 }
 

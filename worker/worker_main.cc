@@ -3,12 +3,12 @@
 #include <iostream>
 
 #include "common/file_system.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/process/command_line.h"
 #include "common/process/file_access.h"
 #include "common/process/logging_flags.h"
 #include "common/process/signal_waiter.h"
-#include "common/security/process_security.h"
+#include "common/transport/process_security.h"
 #include "worker/exit_report.h"
 #include "worker/runtime/crash_handler.h"
 #include "worker/task/state_directory.h"

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "common/log_rate_limiter.h"
-#include "common/logging.h"
+#include "common/logging/log_rate_limiter.h"
+#include "common/logging/logging.h"
 #include "common/process/process_usage.h"
 #include "common/transport/control_plane.h"
 

@@ -16,8 +16,8 @@
 #include "common/clock.h"
 #include "common/job_library/job_library_cache.h"
 #include "common/protocol/control_messages.h"
-#include "common/security/process_security.h"
-#include "common/security/zap_authenticator.h"
+#include "common/transport/process_security.h"
+#include "common/transport/zap_authenticator.h"
 #include "common/transport/zmq_context.h"
 #include "common/transport/zmq_socket.h"
 #include "worker/runtime/task_mailbox.h"
@@ -35,7 +35,7 @@ struct WorkerOptions {
   // previous process of this slot ended; sent with the first registration.
   std::string previous_exit;
   int64_t previous_pid = 0;
-  // --keys / --key-name / --insecure (common/security/process_security.h): this worker's key,
+  // --keys / --key-name / --insecure (common/transport/process_security.h): this worker's key,
   // the coordinator's public key. Secure: the data plane runs CURVE too (data.curve_keys is set
   // from `own`), and the process runs one ZapAuthenticator on `zmq` whose DataPlaneAuthorizer
   // admits on each input channel only the key of the worker running its source subtask.

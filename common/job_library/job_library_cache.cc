@@ -1,7 +1,7 @@
 #include "common/job_library/job_library_cache.h"
 
 #include "common/job_library/job_library.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/blob_directory.h"
+#include "common/job_library/blob_directory.h"
 #include "common/protocol/job_spec.h"
 #include "common/status.h"
 

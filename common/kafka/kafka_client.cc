@@ -1,6 +1,6 @@
 #include "common/kafka/kafka_client.h"
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/process/command_line.h"
 #include "common/status.h"
 

@@ -1,5 +1,5 @@
-// CapturedLog: routes the process-wide log (common/logging.h) into memory for the duration of a
-// test, to assert on warnings and on how many lines were written. Keeps the last `capacity`
+// CapturedLog: routes the process-wide log (common/logging/logging.h) into memory for the duration
+// of a test, to assert on warnings and on how many lines were written. Keeps the last `capacity`
 // lines; counts all of them.
 //
 // Threading: the logger is thread-safe; read Text()/lines() after the code under test is done.

@@ -38,7 +38,7 @@ enum class SocketType : uint8_t { kPush, kPull, kDealer, kRouter, kPair, kRep };
 
 // CURVE (RFC 26): an encrypted, authenticated connection. A server socket (the one that binds:
 // the coordinator's ROUTER, a worker's data PULL) holds its own key pair and names a ZAP domain;
-// the process's ZapAuthenticator (common/security/zap_authenticator.h) decides which client keys
+// the process's ZapAuthenticator (common/transport/zap_authenticator.h) decides which client keys
 // it admits and tags each admitted connection with a User-Id (PeerUserId below). A client socket
 // holds its own key pair and pins the server's public key: it talks to nobody else.
 struct CurveOptions {

@@ -17,8 +17,8 @@
 #include <string>
 
 #include "common/protocol/control_messages.h"
-#include "common/security/process_security.h"
 #include "common/status.h"
+#include "common/transport/process_security.h"
 #include "common/transport/zmq_context.h"
 #include "common/transport/zmq_socket.h"
 

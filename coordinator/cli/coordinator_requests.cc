@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "common/clock.h"
-#include "common/security/process_security.h"
+#include "common/transport/process_security.h"
 #include "coordinator/cli/control_client.h"
 #include "coordinator/cli/job_status_text.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/process/command_line.h"
 #include "coordinator/cli/checkpoint_inspect_command.h"
 #include "coordinator/cli/coordinator_requests.h"

@@ -4,7 +4,7 @@
 
 #include "common/file_system.h"
 #include "common/protocol/control_messages.h"
-#include "common/sha256.h"
+#include "common/security/sha256.h"
 
 namespace keyflow::cli {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/process/command_line.h"
 #include "common/process/file_access.h"
 #include "common/process/logging_flags.h"

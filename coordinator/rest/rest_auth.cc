@@ -3,8 +3,8 @@
 #include <cctype>
 #include <string_view>
 
-#include "common/logging.h"
-#include "common/sha256.h"
+#include "common/logging/logging.h"
+#include "common/security/sha256.h"
 #include "coordinator/rest/rest_token.h"
 
 namespace keyflow {

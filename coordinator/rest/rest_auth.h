@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "common/log_rate_limiter.h"
+#include "common/logging/log_rate_limiter.h"
 #include "common/status.h"
 #include "coordinator/rest/rest_access.h"
 #include "coordinator/rest/rest_router.h"

@@ -3,7 +3,7 @@
 #include <exception>
 #include <set>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 namespace {

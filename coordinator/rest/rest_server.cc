@@ -20,7 +20,7 @@
 #include <mutex>
 #include <vector>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/security/tls_certificate.h"
 
 namespace keyflow {

@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "common/file_io.h"
-#include "common/sha256.h"
+#include "common/security/sha256.h"
 
 namespace keyflow {
 namespace {

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "common/binary_io.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "common/binary_io.h"
 #include "common/kafka/kafka_client.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 

@@ -7,7 +7,7 @@
 #include "common/binary_io.h"
 #include "common/check.h"
 #include "common/input/input_spec.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "coordinator/source/continuous_file_split_enumerator.h"
 #include "coordinator/source/kafka_split_enumerator.h"
 #include "coordinator/source/static_split_enumerator.h"

@@ -17,7 +17,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 

@@ -7,7 +7,7 @@
 
 #include "common/file_io.h"
 #include "common/protocol/control_messages.h"
-#include "common/sha256.h"
+#include "common/security/sha256.h"
 #include "common/testing/fault_injection_file_system.h"
 #include "tests/testutil/status_matchers.h"
 

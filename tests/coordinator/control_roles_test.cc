@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/security/curve_keys.h"
 #include "tests/coordinator/coordinator_harness.h"
 #include "tests/testutil/status_matchers.h"

@@ -150,9 +150,17 @@ class CoordinatorHarness : public ::testing::Test {
     ASSERT_EQ(coord_->job()->state(), JobState::kRunning);
   }
 
-  // Acknowledges the latest TriggerCheckpoint sent to each worker with a 10-byte state file
-  // per key group.
-  void AckAll(const std::vector<std::string>& identities) {
+  // Registers worker "w0" (slot 0), submits `spec` and deploys it there: the job is RUNNING.
+  void RunOnOneWorker(const JobSpec& spec) {
+    Register("w0", 0);
+    Submit(spec);
+    DeployAll({"w0"});
+  }
+
+  // Acknowledges the latest TriggerCheckpoint sent to each worker with a state file of
+  // `bytes_per_key_group` per key group of its range (and the sink's committables).
+  void AckAll(const std::vector<std::string>& identities, uint64_t bytes_per_key_group = 10,
+              const std::vector<std::string>& sink_committables = {}) {
     for (const auto& identity : identities) {
       auto t = outbox_.Last<TriggerCheckpoint>(identity);
       ASSERT_TRUE(t.has_value());
@@ -167,13 +175,14 @@ class CoordinatorHarness : public ::testing::Test {
       h.range = d->key_groups;
       for (int32_t g = 0; g < h.range.size(); ++g) {
         h.offsets.push_back(h.size);
-        h.lengths.push_back(10);
+        h.lengths.push_back(bytes_per_key_group);
         h.keys.push_back(1);
         h.timers.push_back(1);
-        h.size += 10;
+        h.size += bytes_per_key_group;
       }
       ASSERT_OK(WriteFileAtomically(t->directory + "/" + h.path, std::string(h.size, 'x')));
       a.split_positions["0"] = GeneratorSplitAt(t->checkpoint.value());
+      a.sink_committables = sink_committables;
       Deliver(identity, a);
     }
   }

@@ -3,7 +3,7 @@
 // later), answers with a sentence; an unknown level changes nothing.
 #include <gtest/gtest.h>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/testing/captured_log.h"
 #include "tests/coordinator/coordinator_harness.h"
 

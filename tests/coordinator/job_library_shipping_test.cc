@@ -3,7 +3,7 @@
 // FetchJobLibrary is answered with the stored bytes — also by a restarted coordinator.
 #include <gmock/gmock.h>
 
-#include "common/sha256.h"
+#include "common/security/sha256.h"
 #include "coordinator/blob_store.h"
 #include "tests/coordinator/coordinator_harness.h"
 #include "tests/testutil/status_matchers.h"

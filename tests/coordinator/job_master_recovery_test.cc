@@ -19,134 +19,8 @@
 namespace keyflow {
 namespace {
 
-using test::FakeOutbox;
-
-class RecoveryTest : public ::testing::Test {
+class RecoveryTest : public test::CoordinatorHarness {
  protected:
-  RecoveryTest() : clock_(Timestamp(1'764'442'799'000)) { Reset(); }
-
-  void Reset() {
-    CoordinatorOptions o;
-    o.heartbeat_interval_ms = 100;
-    o.heartbeat_timeout_ms = 1000;
-    o.job.deploy_timeout_ms = 5000;
-    o.job.checkpoint_root = dir_.path();
-    coord_ = std::make_unique<Coordinator>(o, &outbox_, &clock_);
-  }
-
-  // Registers worker `identity` in `slot` and returns its id.
-  WorkerId Register(const std::string& identity, int32_t slot) {
-    RegisterWorker r;
-    r.hostname = "h";
-    r.pid = 1000 + slot;
-    r.slot = slot;
-    coord_->OnMessage(identity, r, now_);
-    ids_[identity] = outbox_.Last<Registered>(identity)->worker;
-    return ids_[identity];
-  }
-
-  void Heartbeats() {
-    for (const auto& [identity, id] : ids_) {
-      if (dead_.count(identity)) continue;
-      coord_->OnMessage(
-          identity,
-          WorkerHeartbeat{id, coord_->job() ? coord_->job()->attempt() : AttemptNumber(0), {}},
-          now_);
-    }
-  }
-
-  // Advances time in heartbeat steps, ticking the coordinator.
-  void Advance(int64_t ms) {
-    for (int64_t t = 0; t < ms; t += 100) {
-      now_ += 100;
-      Heartbeats();
-      coord_->OnTick(now_);
-    }
-  }
-
-  JobSpec Spec(int32_t p, int64_t checkpoint_interval_ms) {
-    JobSpec s;
-    s.job_name = "count-window";
-    s.input = "gen:events=10,keys=2,splits=1,seed=1";
-    s.parallelism = p;
-    s.max_parallelism = 8;
-    s.checkpoint_interval_ms = checkpoint_interval_ms;
-    s.replacement_timeout_ms = 2000;
-    return s;
-  }
-
-  void Submit(const JobSpec& spec) {
-    coord_->OnMessage("cli", SubmitJob{spec}, now_);
-    ASSERT_TRUE(outbox_.Last<Reply>("cli")->ok) << outbox_.Last<Reply>("cli")->message;
-  }
-
-  // Registers worker "w0" (slot 0), submits `spec` and deploys it there: the job is RUNNING.
-  void RunOnOneWorker(const JobSpec& spec) {
-    Register("w0", 0);
-    Submit(spec);
-    DeployAll({"w0"});
-  }
-
-  // Answers the current attempt's DeployTask of every worker and checks StartTask went out.
-  void DeployAll(const std::vector<std::string>& identities) {
-    AttemptNumber a = coord_->job()->attempt();
-    for (const auto& identity : identities) {
-      auto d = outbox_.Last<DeployTask>(identity);
-      ASSERT_TRUE(d.has_value()) << identity;
-      ASSERT_EQ(d->attempt, a) << identity;
-      TaskDeployed r;
-      r.worker = ids_[identity];
-      r.attempt = a;
-      r.subtask = d->subtask;
-      r.input_endpoints.assign(static_cast<size_t>(d->spec.parallelism), "tcp://x:1");
-      coord_->OnMessage(identity, r, now_);
-    }
-    ASSERT_EQ(coord_->job()->state(), JobState::kRunning);
-  }
-
-  // Acknowledges the latest TriggerCheckpoint sent to each worker, writing a state file of
-  // `bytes_per_key_group` per key group of its range.
-  void AckAll(const std::vector<std::string>& identities, uint64_t bytes_per_key_group = 10,
-              std::vector<std::string> sink_committables = {}) {
-    for (const auto& identity : identities) {
-      auto t = outbox_.Last<TriggerCheckpoint>(identity);
-      ASSERT_TRUE(t.has_value());
-      auto d = outbox_.Last<DeployTask>(identity);
-      AcknowledgeCheckpoint a;
-      a.worker = ids_[identity];
-      a.attempt = t->attempt;
-      a.subtask = d->subtask;
-      a.checkpoint = t->checkpoint;
-      KeyGroupsStateHandle& h = a.keyed_state;
-      h.path = CheckpointStorage::SubtaskStateFileName(d->subtask);
-      h.range = d->key_groups;
-      uint64_t offset = 0;
-      for (int32_t g = 0; g < h.range.size(); ++g) {
-        h.offsets.push_back(offset);
-        h.lengths.push_back(bytes_per_key_group);
-        h.keys.push_back(1);
-        h.timers.push_back(1);
-        offset += bytes_per_key_group;
-      }
-      h.size = offset;
-      ASSERT_OK(WriteFileAtomically(t->directory + "/" + h.path, std::string(h.size, 'x')));
-      a.split_positions["0"] = test::GeneratorSplitAt(t->checkpoint.value());
-      a.sink_committables = sink_committables;
-      coord_->OnMessage(identity, a, now_);
-    }
-  }
-
-  // Advances until the next periodic checkpoint is triggered at `identity`.
-  void AdvanceToNextCheckpoint(const std::string& identity) {
-    size_t before = outbox_.To<TriggerCheckpoint>(identity).size();
-    for (int i = 0; i < 100 && outbox_.To<TriggerCheckpoint>(identity).size() == before; ++i) {
-      Advance(100);
-    }
-    ASSERT_GT(outbox_.To<TriggerCheckpoint>(identity).size(), before) << "no checkpoint triggered";
-  }
-
-  void Kill(const std::string& identity) { dead_.insert(identity); }
-
   // Acknowledges the latest TriggerCheckpoint sent to `identity` with a key-group-incremental
   // handle naming `names` in the job's shared directory (new names are written, 10 bytes each).
   void AckShared(const std::string& identity, const std::vector<std::string>& names) {
@@ -174,14 +48,6 @@ class RecoveryTest : public ::testing::Test {
     a.written_bytes = 10;
     coord_->OnMessage(identity, a, now_);
   }
-
-  TempDir dir_{"recovery-test"};
-  ManualClock clock_;
-  FakeOutbox outbox_;
-  std::unique_ptr<Coordinator> coord_;
-  std::map<std::string, WorkerId> ids_;
-  std::set<std::string> dead_;
-  int64_t now_ = 1000;
 };
 
 TEST_F(RecoveryTest, RestartsFromTheLatestCompletedCheckpointWhenAWorkerIsLost) {

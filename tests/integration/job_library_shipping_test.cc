@@ -13,7 +13,7 @@
 
 #include "checkpoint/checkpoint_storage.h"
 #include "common/file_io.h"
-#include "common/sha256.h"
+#include "common/security/sha256.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/generated_input.h"
 #include "tests/integration/job_data.h"

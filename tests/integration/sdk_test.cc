@@ -98,6 +98,9 @@ TEST_F(SdkTest, InstallsHeadersLibraryAndCMakePackage) {
   EXPECT_TRUE(fs::is_regular_file(kPrefix + "/include/keyflow/keyflow.h"));
   EXPECT_TRUE(fs::is_regular_file(kPrefix + "/lib/cmake/keyflow/keyflowConfig.cmake"));
   EXPECT_TRUE(fs::is_regular_file(kPrefix + "/lib/libkeyflow_sdk.a"));
+  EXPECT_TRUE(fs::is_regular_file(kPrefix + "/lib/libkeyflow_base.a"));
+  EXPECT_TRUE(fs::is_regular_file(kPrefix + "/lib/libkeyflow_testing.a"));
+  EXPECT_TRUE(fs::is_regular_file(kPrefix + "/include/keyflow/testing.h"));
   for (const char* binary : {"keyflow", "keyflow-coordinator", "keyflow-worker"}) {
     EXPECT_TRUE(fs::is_regular_file(kPrefix + "/bin/" + binary)) << binary;
   }
@@ -203,6 +206,16 @@ TEST_F(SdkTest, AJobLibraryWithoutKeyflowJobLibraryFailsToLink) {
   EXPECT_NE(r->exit_code, 0) << r->out << r->err;
   EXPECT_THAT(r->out + r->err, HasSubstr("required symbol `keyflow_job_library' not defined"));
   EXPECT_FALSE(fs::exists(dir.path() + "/build/libforgot.so"));
+}
+
+// The project's unit tests of its function link the installed test harness (keyflow::testing)
+// and pass: a user tests a job without a cluster (tests/sdk/window_stats_test.cc).
+TEST_F(SdkTest, TheInstalledTestHarnessRunsTheProjectsUnitTests) {
+  auto r = RunCommand({kJobBuild + "/window-stats-test"}, Duration::Seconds(60));
+  ASSERT_OK(r.status());
+  EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
+  EXPECT_THAT(r->out, HasSubstr("[  PASSED  ] 3 tests."));
+  EXPECT_THAT(r->out, HasSubstr("WindowStatsTest.StateAndTimersSurviveASnapshotIntoTwoSubtasks"));
 }
 
 // `keyflow jobs --job-library L` describes the out-of-tree job: name, parameters, defaults.

@@ -25,7 +25,7 @@
 //
 // ABI: a library records kSdkAbiVersion, the version of the SDK's binary interface it was built
 // with (the layouts and virtual interfaces of these headers, for the same C++ ABI: g++/libstdc++
-// with the C++11 string ABI). The loader (worker/job_library/) refuses another version before it
+// with the C++11 string ABI). The loader (common/job_library/) refuses another version before it
 // calls anything else in the library. Raise kSdkAbiVersion whenever an installed header changes
 // a layout or a virtual interface.
 #pragma once

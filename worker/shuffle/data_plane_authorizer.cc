@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/security/curve_keys.h"
 #include "common/security/identity.h"
 

@@ -29,10 +29,10 @@
 #include <utility>
 #include <vector>
 
-#include "common/log_rate_limiter.h"
+#include "common/logging/log_rate_limiter.h"
 #include "common/mutex.h"
-#include "common/security/zap_authenticator.h"
 #include "common/status.h"
+#include "common/transport/zap_authenticator.h"
 #include "common/types.h"
 
 namespace keyflow {

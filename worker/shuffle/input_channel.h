@@ -22,7 +22,7 @@
 #include <zmq.hpp>
 
 #include "common/key_group_range.h"
-#include "common/log_rate_limiter.h"
+#include "common/logging/log_rate_limiter.h"
 #include "common/status.h"
 #include "common/transport/zmq_socket.h"
 #include "common/types.h"

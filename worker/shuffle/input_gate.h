@@ -33,7 +33,7 @@
 
 #include "common/clock.h"
 #include "common/key_group_range.h"
-#include "common/log_rate_limiter.h"
+#include "common/logging/log_rate_limiter.h"
 #include "common/security/curve_keys.h"
 #include "common/status.h"
 #include "common/transport/zmq_context.h"

@@ -7,7 +7,7 @@
 
 #include "common/binary_io.h"
 #include "common/input/kafka_sink_spec.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/output_directory.h"
 #include "worker/connectors/kafka/kafka_sink.h"
 #include "worker/sinks/connector_sink.h"

@@ -6,7 +6,7 @@
 
 #include "common/binary_io.h"
 #include "common/job_library/user_function_guard.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 namespace {

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "common/key_group_assignment.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "worker/connectors/kafka/kafka_source_reader.h"
 #include "worker/sources/connector_split_source.h"
 #include "worker/sources/file_split_reader.h"

@@ -6,7 +6,7 @@
 
 #include "common/input/input_spec.h"
 #include "common/job_library/user_function_guard.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "worker/sources/builtin_source.h"
 #include "worker/sources/json_record_parser.h"
 #include "worker/sources/multiplex_source_reader.h"

@@ -7,7 +7,7 @@
 #include "checkpoint/checkpoint_storage.h"
 #include "common/file_io.h"
 #include "common/hashing.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/input/input_spec.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "worker/watermark/watermarks_with_idleness.h"
 
 namespace keyflow {

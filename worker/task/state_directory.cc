@@ -13,7 +13,7 @@
 
 #include "common/check.h"
 #include "common/file_system.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 namespace {

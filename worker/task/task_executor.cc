@@ -2,7 +2,7 @@
 
 #include "common/file_io.h"
 #include "common/job_library/job_library.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/output_directory.h"
 #include "worker/sinks/builtin_sink.h"
 #include "worker/sources/builtin_source.h"

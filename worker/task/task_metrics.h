@@ -5,9 +5,9 @@
 #include <atomic>
 
 #include "common/clock.h"
-#include "common/latency_histogram.h"
 #include "common/metrics.h"
 #include "common/protocol/control_messages.h"
+#include "worker/task/latency_histogram.h"
 
 namespace keyflow {
 

@@ -6,7 +6,7 @@
 
 #include "common/file_io.h"
 #include "common/job_library/job_library.h"
-#include "common/sha256.h"
+#include "common/security/sha256.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {

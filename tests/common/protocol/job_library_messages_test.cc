@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/protocol/control_messages.h"
-#include "common/sha256.h"
+#include "common/security/sha256.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {

@@ -15,12 +15,12 @@
 #include <future>
 #include <map>
 
-#include "common/sha256.h"
+#include "common/security/sha256.h"
 #include "coordinator/cli/keys_command.h"
 #include "coordinator/rest/rest_api.h"
 #include "coordinator/rest/rest_auth.h"
 #include "coordinator/rest/rest_token.h"
-#include "tests/integration/test_dir.h"
+#include "tests/coordinator/rest/rest_test_fixture.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
@@ -57,46 +57,24 @@ json StatusWithAJob() {
   })js");
 }
 
-bool Readable(int fd, int timeout_ms) {
-  pollfd p{fd, POLLIN, 0};
-  return poll(&p, 1, timeout_ms) == 1;
-}
+using test::Mode;
+using test::Readable;
 
-unsigned Mode(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 07777;
-}
-
-class RestAccessTest : public ::testing::Test {
+class RestAccessTest : public test::RestFixture {
  protected:
   void SetUp() override {
-    keys_ = KeyDirectory{dir_.path() + "/keys"};
-    ASSERT_OK(cli::InitKeySet(keys_.dir, 1, {"operator"}));
+    RestFixture::SetUp();
     ASSERT_OK(cli::AddViewerToken(keys_.dir, "grafana"));
-    store_ = TrustedKeyStore::Load(keys_).value();
-    auth_ = std::make_unique<RestAuthenticator>(store_);
-    bridge_ = ControlCommandBridge::Create().value();
-    context_.snapshots = &snapshots_;
-    context_.bridge = bridge_.get();
-    context_.auth = auth_.get();
-    context_.secure = true;
-    context_.command_timeout = 10s;
+    LoadKeySet();
     MountRestRoutes(router_, context_);
     snapshots_.Publish(StatusWithAJob(), 1000);
-    operator_ = ReadRestToken(RestTokenFile(keys_, "operator")).value();
     viewer_ = ReadRestToken(ViewerTokenFile(keys_, "grafana")).value();
   }
 
   HttpResponse Send(std::string method, std::string path, std::string body,
                     const std::string& token) {
-    HttpRequest r;
-    r.method = std::move(method);
-    r.path = std::move(path);
-    r.body = std::move(body);
-    r.remote_address = "10.0.0.9";
-    if (!token.empty()) r.headers["authorization"] = "Bearer " + token;
-    return router_.Handle(r);
+    return router_.Handle(
+        Request(std::move(method), std::move(path), std::move(body), token, "10.0.0.9"));
   }
   HttpResponse Get(const std::string& path, const std::string& token) {
     return Send("GET", path, "", token);
@@ -105,15 +83,6 @@ class RestAccessTest : public ::testing::Test {
     return json::parse(r.body)["error"].get<std::string>();
   }
 
-  test::TestDir dir_;
-  KeyDirectory keys_;
-  std::shared_ptr<TrustedKeyStore> store_;
-  std::unique_ptr<RestAuthenticator> auth_;
-  std::unique_ptr<ControlCommandBridge> bridge_;
-  StatusSnapshotPublisher snapshots_;
-  RestContext context_;
-  RestRouter router_;
-  std::string operator_;
   std::string viewer_;
 };
 

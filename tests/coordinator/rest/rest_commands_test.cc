@@ -10,12 +10,12 @@
 #include <future>
 
 #include "common/file_io.h"
-#include "common/sha256.h"
+#include "common/security/sha256.h"
 #include "coordinator/cli/keys_command.h"
 #include "coordinator/rest/rest_api.h"
 #include "coordinator/rest/rest_auth.h"
 #include "coordinator/rest/rest_token.h"
-#include "tests/integration/test_dir.h"
+#include "tests/coordinator/rest/rest_test_fixture.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
@@ -25,44 +25,17 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-bool Readable(int fd, int timeout_ms) {
-  pollfd p{fd, POLLIN, 0};
-  return poll(&p, 1, timeout_ms) == 1;
-}
+using test::Mode;
+using test::Readable;
 
-unsigned Mode(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 0777;
-}
-
-class RestCommandsTest : public ::testing::Test {
+class RestCommandsTest : public test::RestFixture {
  protected:
   void SetUp() override {
-    keys_ = KeyDirectory{dir_.path() + "/keys"};
-    ASSERT_OK(cli::InitKeySet(keys_.dir, 1, {"operator"}));
-    store_ = TrustedKeyStore::Load(keys_).value();
-    auth_ = std::make_unique<RestAuthenticator>(store_);
-    bridge_ = ControlCommandBridge::Create().value();
-    context_.snapshots = &snapshots_;
-    context_.bridge = bridge_.get();
-    context_.auth = auth_.get();
-    context_.secure = true;
-    context_.command_timeout = 10s;
+    RestFixture::SetUp();
     router_.SetAccessCheck(RestAccessCheck(context_));
     AddApiRoutes(router_, context_);
-    token_ = ReadRestToken(RestTokenFile(keys_, "operator")).value();
   }
 
-  HttpRequest Request(std::string method, std::string path, std::string body, std::string token) {
-    HttpRequest r;
-    r.method = std::move(method);
-    r.path = std::move(path);
-    r.body = std::move(body);
-    r.remote_address = "10.0.0.7";
-    if (!token.empty()) r.headers["authorization"] = "Bearer " + token;
-    return r;
-  }
   // Sends the request on another thread; the test takes the command off the bridge.
   std::future<HttpResponse> Send(HttpRequest r) {
     return std::async(std::launch::async, [this, r] { return router_.Handle(r); });
@@ -74,25 +47,15 @@ class RestCommandsTest : public ::testing::Test {
     return pending.empty() ? ControlCommandBridge::Pending{} : pending[0];
   }
   static json Body(const HttpResponse& r) { return json::parse(r.body); }
-
-  test::TestDir dir_;
-  KeyDirectory keys_;
-  std::shared_ptr<TrustedKeyStore> store_;
-  std::unique_ptr<RestAuthenticator> auth_;
-  std::unique_ptr<ControlCommandBridge> bridge_;
-  StatusSnapshotPublisher snapshots_;
-  RestContext context_;
-  RestRouter router_;
-  std::string token_;
 };
 
 TEST_F(RestCommandsTest, TheKeySetHasAPrivateTokenPerClientAndOnlyItsHashIsShared) {
   const std::string token_file = RestTokenFile(keys_, "operator");
   EXPECT_EQ(Mode(token_file), 0600u);
   EXPECT_EQ(Mode(RestTokenHashFile(keys_, "operator")), 0644u);
-  EXPECT_EQ(token_.size(), 64u);
+  EXPECT_EQ(operator_.size(), 64u);
   EXPECT_EQ(ReadFileToString(RestTokenHashFile(keys_, "operator")).value(),
-            Sha256Hex(token_) + "\n");
+            Sha256Hex(operator_) + "\n");
   EXPECT_FALSE(std::filesystem::exists(keys_.RoleDir(Role::kWorker) + "/worker-0.token"));
   EXPECT_EQ(store_->token_count(), 1u);
   // Never overwritten.
@@ -100,7 +63,7 @@ TEST_F(RestCommandsTest, TheKeySetHasAPrivateTokenPerClientAndOnlyItsHashIsShare
 }
 
 TEST_F(RestCommandsTest, CancelReachesTheCoordinatorAsTheOperatorAndReturnsItsReply) {
-  auto reply = Send(Request("POST", "/api/v1/job/cancel", "", token_));
+  auto reply = Send(Request("POST", "/api/v1/job/cancel", "", operator_));
   ControlCommandBridge::Pending p = Take();
   EXPECT_TRUE(std::holds_alternative<CancelJob>(p.message));
   EXPECT_EQ(p.caller.identity, (PeerIdentity{Role::kOperator, "operator"}));
@@ -113,7 +76,7 @@ TEST_F(RestCommandsTest, CancelReachesTheCoordinatorAsTheOperatorAndReturnsItsRe
 
 TEST_F(RestCommandsTest, EachCommandsBodyBecomesItsMessage) {
   {
-    auto reply = Send(Request("POST", "/api/v1/job/stop", R"({"directory": "/sp/1"})", token_));
+    auto reply = Send(Request("POST", "/api/v1/job/stop", R"({"directory": "/sp/1"})", operator_));
     ControlCommandBridge::Pending p = Take();
     EXPECT_EQ(std::get<StopJob>(p.message).directory, "/sp/1");
     bridge_->Complete(p.connection, Reply{true, "stopped", R"({"id": 4, "directory": "/sp/1"})"});
@@ -121,7 +84,7 @@ TEST_F(RestCommandsTest, EachCommandsBodyBecomesItsMessage) {
     EXPECT_EQ(Body(r)["result"], (json{{"id", 4}, {"directory", "/sp/1"}}));
   }
   {
-    auto reply = Send(Request("POST", "/api/v1/job/savepoints", "{}", token_));
+    auto reply = Send(Request("POST", "/api/v1/job/savepoints", "{}", operator_));
     ControlCommandBridge::Pending p = Take();
     const auto& c = std::get<CheckpointRequest>(p.message);
     EXPECT_TRUE(c.savepoint);
@@ -130,7 +93,7 @@ TEST_F(RestCommandsTest, EachCommandsBodyBecomesItsMessage) {
     EXPECT_EQ(reply.get().status, 200);
   }
   {
-    auto reply = Send(Request("POST", "/api/v1/job/checkpoints", "", token_));
+    auto reply = Send(Request("POST", "/api/v1/job/checkpoints", "", operator_));
     ControlCommandBridge::Pending p = Take();
     EXPECT_FALSE(std::get<CheckpointRequest>(p.message).savepoint);
     bridge_->Complete(p.connection, Reply{false, "no job is running", ""});
@@ -139,7 +102,7 @@ TEST_F(RestCommandsTest, EachCommandsBodyBecomesItsMessage) {
     EXPECT_EQ(Body(r)["error"], "no job is running");
   }
   {
-    auto reply = Send(Request("POST", "/api/v1/job/rescale", R"({"parallelism": 3})", token_));
+    auto reply = Send(Request("POST", "/api/v1/job/rescale", R"({"parallelism": 3})", operator_));
     ControlCommandBridge::Pending p = Take();
     EXPECT_EQ(std::get<RescaleRequest>(p.message).new_parallelism, 3);
     EXPECT_FALSE(std::get<RescaleRequest>(p.message).plan_only);
@@ -149,7 +112,7 @@ TEST_F(RestCommandsTest, EachCommandsBodyBecomesItsMessage) {
   }
   {
     auto reply = Send(Request("POST", "/api/v1/job/rescale",
-                              R"({"parallelism": 2, "via": "checkpoint"})", token_));
+                              R"({"parallelism": 2, "via": "checkpoint"})", operator_));
     ControlCommandBridge::Pending p = Take();
     EXPECT_EQ(std::get<RescaleRequest>(p.message).new_parallelism, 2);
     EXPECT_EQ(std::get<RescaleRequest>(p.message).via, RescaleRequest::Via::kCheckpoint);
@@ -157,8 +120,8 @@ TEST_F(RestCommandsTest, EachCommandsBodyBecomesItsMessage) {
     EXPECT_EQ(reply.get().status, 200);
   }
   {
-    auto reply =
-        Send(Request("PUT", "/api/v1/logging", R"({"level": "debug", "workers": false})", token_));
+    auto reply = Send(
+        Request("PUT", "/api/v1/logging", R"({"level": "debug", "workers": false})", operator_));
     ControlCommandBridge::Pending p = Take();
     EXPECT_EQ(std::get<SetLogLevelRequest>(p.message).level, "debug");
     EXPECT_FALSE(std::get<SetLogLevelRequest>(p.message).workers);
@@ -180,7 +143,7 @@ TEST_F(RestCommandsTest, ARefusalsHttpStatusIsItsClass) {
       {StatusCode::kOk, 409},  // a refusal without a class (an older coordinator's)
   };
   for (const auto& [code, http] : cases) {
-    auto reply = Send(Request("POST", "/api/v1/job/rescale", R"({"parallelism": 200})", token_));
+    auto reply = Send(Request("POST", "/api/v1/job/rescale", R"({"parallelism": 200})", operator_));
     ControlCommandBridge::Pending p = Take();
     bridge_->Complete(p.connection, Reply{false, "refused", "", code});
     HttpResponse r = reply.get();
@@ -201,13 +164,13 @@ TEST_F(RestCommandsTest, BadBodiesAre400AndReachNothing) {
       {"/api/v1/job/cancel", "[1]"},
   };
   for (const auto& [path, body] : bad) {
-    HttpResponse r = router_.Handle(Request("POST", path, body, token_));
+    HttpResponse r = router_.Handle(Request("POST", path, body, operator_));
     EXPECT_EQ(r.status, 400) << path << " " << body;
   }
   EXPECT_EQ(Body(router_.Handle(
-                Request("POST", "/api/v1/job/cancel", R"({"force": 1})", token_)))["error"],
+                Request("POST", "/api/v1/job/cancel", R"({"force": 1})", operator_)))["error"],
             "unknown field \"force\" in the request body: this command takes none");
-  HttpResponse level = router_.Handle(Request("PUT", "/api/v1/logging", "{}", token_));
+  HttpResponse level = router_.Handle(Request("PUT", "/api/v1/logging", "{}", operator_));
   EXPECT_EQ(level.status, 400);
   EXPECT_THAT(Body(level)["error"].get<std::string>(), HasSubstr("\"level\" is required"));
   EXPECT_FALSE(Readable(bridge_->fd(), 0));
@@ -221,13 +184,13 @@ TEST_F(RestCommandsTest, MissingWrongAndRevokedTokensAre401) {
   HttpRequest basic = Request("POST", "/api/v1/job/cancel", "", "");
   basic.headers["authorization"] = "Basic b3BlcmF0b3I6eA==";
   EXPECT_EQ(router_.Handle(basic).status, 401);
-  std::string wrong = token_;
+  std::string wrong = operator_;
   wrong[10] = wrong[10] == 'a' ? 'b' : 'a';
   HttpResponse w = router_.Handle(Request("POST", "/api/v1/job/cancel", "", wrong));
   EXPECT_EQ(w.status, 401);
   EXPECT_THAT(Body(w)["error"].get<std::string>(), HasSubstr("does not know this token"));
   // The token's hash alone is not a token.
-  EXPECT_EQ(router_.Handle(Request("POST", "/api/v1/job/cancel", "", Sha256Hex(token_))).status,
+  EXPECT_EQ(router_.Handle(Request("POST", "/api/v1/job/cancel", "", Sha256Hex(operator_))).status,
             401);
   EXPECT_EQ(auth_->failed_attempts(), 4u);
 
@@ -235,7 +198,7 @@ TEST_F(RestCommandsTest, MissingWrongAndRevokedTokensAre401) {
   std::filesystem::remove(keys_.PublicKeyFile(Role::kOperator, "operator"));
   ASSERT_OK(store_->Reload());
   EXPECT_EQ(store_->token_count(), 0u);
-  EXPECT_EQ(router_.Handle(Request("POST", "/api/v1/job/cancel", "", token_)).status, 401);
+  EXPECT_EQ(router_.Handle(Request("POST", "/api/v1/job/cancel", "", operator_)).status, 401);
   EXPECT_FALSE(Readable(bridge_->fd(), 0));
 }
 
@@ -243,16 +206,16 @@ TEST_F(RestCommandsTest, AnInsecureClusterRefusesEveryCommandWith403) {
   context_.secure = false;
   for (const char* path : {"/api/v1/job/cancel", "/api/v1/job/stop", "/api/v1/job/savepoints",
                            "/api/v1/job/checkpoints", "/api/v1/job/rescale"}) {
-    HttpResponse r = router_.Handle(Request("POST", path, "{}", token_));
+    HttpResponse r = router_.Handle(Request("POST", path, "{}", operator_));
     EXPECT_EQ(r.status, 403) << path;
   }
-  EXPECT_EQ(router_.Handle(Request("PUT", "/api/v1/logging", "{}", token_)).status, 403);
+  EXPECT_EQ(router_.Handle(Request("PUT", "/api/v1/logging", "{}", operator_)).status, 403);
   EXPECT_FALSE(Readable(bridge_->fd(), 0));
 }
 
 TEST_F(RestCommandsTest, ACommandStillRunningAfterTheWaitIs202) {
   context_.command_timeout = 2s;
-  auto reply = Send(Request("POST", "/api/v1/job/savepoints", "", token_));
+  auto reply = Send(Request("POST", "/api/v1/job/savepoints", "", operator_));
   Take();  // the loop took it, and answers late
   HttpResponse r = reply.get();
   EXPECT_EQ(r.status, 202);
@@ -260,7 +223,7 @@ TEST_F(RestCommandsTest, ACommandStillRunningAfterTheWaitIs202) {
   EXPECT_THAT(Body(r)["message"].get<std::string>(), HasSubstr("may still be running"));
   // A command the loop never took was not run: 503.
   context_.command_timeout = 50ms;
-  HttpResponse untaken = router_.Handle(Request("POST", "/api/v1/job/cancel", "", token_));
+  HttpResponse untaken = router_.Handle(Request("POST", "/api/v1/job/cancel", "", operator_));
   EXPECT_EQ(untaken.status, 503);
   EXPECT_THAT(Body(untaken)["error"].get<std::string>(), HasSubstr("so it was not run"));
 }

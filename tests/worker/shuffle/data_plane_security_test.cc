@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/security/curve_keys.h"
-#include "common/security/zap_authenticator.h"
+#include "common/transport/zap_authenticator.h"
 #include "tests/testutil/status_matchers.h"
 #include "tests/worker/shuffle/shuffle_test_util.h"
 #include "worker/shuffle/data_frame.h"

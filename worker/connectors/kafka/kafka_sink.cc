@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "common/hashing.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "worker/sources/builtin_source.h"
 
 namespace keyflow {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 namespace {

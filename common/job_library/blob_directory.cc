@@ -1,11 +1,11 @@
-#include "common/blob_directory.h"
+#include "common/job_library/blob_directory.h"
 
 #include <unistd.h>
 
 #include <atomic>
 #include <memory>
 
-#include "common/sha256.h"
+#include "common/security/sha256.h"
 
 namespace keyflow {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/security/zap_authenticator.h"
+#include "common/transport/zap_authenticator.h"
 
 #include <gtest/gtest.h>
 

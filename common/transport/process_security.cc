@@ -1,4 +1,4 @@
-#include "common/security/process_security.h"
+#include "common/transport/process_security.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/file_io.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {

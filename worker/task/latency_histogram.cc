@@ -1,4 +1,4 @@
-#include "common/latency_histogram.h"
+#include "worker/task/latency_histogram.h"
 
 #include <algorithm>
 #include <cmath>

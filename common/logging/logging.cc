@@ -1,4 +1,4 @@
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/rotating_file_sink.h>

@@ -1,4 +1,4 @@
-#include "common/log_rate_limiter.h"
+#include "common/logging/log_rate_limiter.h"
 
 #include <gtest/gtest.h>
 

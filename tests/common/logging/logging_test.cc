@@ -1,4 +1,4 @@
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 #include <gtest/gtest.h>
 

@@ -23,7 +23,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "common/clock.h"
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/mutex.h"
 #include "common/types.h"
 

@@ -1,4 +1,4 @@
-#include "common/security/zap_authenticator.h"
+#include "common/transport/zap_authenticator.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 
 namespace keyflow {
 namespace {

@@ -2,7 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "common/logging.h"
+#include "common/logging/logging.h"
 #include "common/testing/captured_log.h"
 #include "tests/testutil/status_matchers.h"
 
