@@ -67,6 +67,12 @@ Status CheckAllowedJobPaths(const JobSpec& spec, const std::vector<std::string>&
   if (const std::string input = InputSpec::PathOf(spec.input); !input.empty()) {
     KF_RETURN_IF_ERROR(CheckAllowedPath("--input", input, roots));
   }
+  if (InputSpec::IsGenerator(spec.input)) {  // gen:...,hold=PATH: the workers look for PATH
+    Result<InputSpec> input = InputSpec::Parse(spec.input);
+    if (input.ok() && !input->generator().hold.empty()) {
+      KF_RETURN_IF_ERROR(CheckAllowedPath("--input gen:...,hold=", input->generator().hold, roots));
+    }
+  }
   if (OutputIsDirectory(spec.output_dir)) {
     KF_RETURN_IF_ERROR(CheckAllowedPath("--output", spec.output_dir, roots));
   }

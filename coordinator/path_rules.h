@@ -37,8 +37,8 @@ Result<std::vector<std::string>> CanonicalAllowedRoots(const std::vector<std::st
 Status CheckAllowedPath(std::string_view flag, const std::string& path,
                         const std::vector<std::string>& roots);
 
-// CheckAllowedPath for every path of a submitted job: --input (unless gen:), --output,
-// --checkpoint-dir, --from-savepoint.
+// CheckAllowedPath for every path of a submitted job: --input (unless gen:; a generator's
+// hold= file), --output, --checkpoint-dir, --from-savepoint.
 Status CheckAllowedJobPaths(const JobSpec& spec, const std::vector<std::string>& roots);
 
 // CLI side (rule 1), for absolute paths: InvalidArgument naming the flag

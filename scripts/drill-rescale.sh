@@ -22,8 +22,10 @@
 # both with checkpoints every 1 s — it:
 #   1. runs the job once at the first parallelism without rescales (the reference; unthrottled,
 #      same input and flags otherwise),
-#   2. runs it again, rate-limited, and rescales it through the steps (scripts/rescale.sh starts
-#      and stops workers as needed); after each rescale it waits until the new attempt runs and
+#   2. runs it again, rate-limited and held (gen:...,hold=FILE: its input ends only once the drill
+#      creates FILE after the last rescale), and rescales it through the steps, each once the job
+#      has read its share of the input (scripts/rescale.sh starts and stops workers as needed);
+#      after each rescale it waits until the new attempt runs and
 #      checks that every new subtask read on restore exactly the bytes of the key groups it now
 #      owns in the savepoint it restored from (`keyflow checkpoint inspect --json`, Flink ranges
 #      for P') — from `keyflow status --json` (restore_bytes) and from the worker's
@@ -151,8 +153,8 @@ wait_job_state() {
 }
 
 # wait_records_in N TIMEOUT_S: until the job has read at least N records (over all attempts)
-# while RUNNING; fails if the job left RUNNING (its input ended: use more --events or a lower
-# --rate) or the timeout passed.
+# while RUNNING; fails if the job left RUNNING (it failed: its input is held until the last
+# rescale) or the timeout passed.
 wait_records_in() {
   local want="$1" deadline=$((SECONDS + $2)) got
   while :; do
@@ -202,7 +204,11 @@ run_job() {
   # get the reference's id (and so share its checkpoint directory).
   sleep 1
   say "== $name: rate-limited run ($rate events/s) rescaled through ${steps_arg}"
-  KF run "${common[@]}" --input "$input,rate=$rate" --output "$out" >"$work/$name-run.out" \
+  # Held (gen:...,hold=FILE): the input does not end until the drill creates FILE after the last
+  # rescale, so a fast machine cannot finish the job before the rescales it is there for.
+  local hold="$work/$name-release"
+  rm -f "$hold"
+  KF run "${common[@]}" --input "$input,rate=$rate,hold=$hold" --output "$out" >"$work/$name-run.out" \
     2>"$work/$name-run.err" || { cat "$work/$name-run.err" >&2; kf_log "submitting $name failed"; return 1; }
   wait_job_state RUNNING 60 || return 1
   local i target old_attempt t0 t1 rc res ok=0
@@ -235,6 +241,7 @@ run_job() {
   say ""
   python3 "$CHECK" table "$steps_file"
   say ""
+  touch "$hold"  # every rescale is done: let the input end
   wait_job_state "FINISHED FAILED CANCELED" $((events * 3 / rate + 120)) || return 1
   [ "$(job_field "job.get('state','')")" = FINISHED ] ||
     { kf_log "the rescaled $name job ended $(job_field "job.get('state')"): $(job_field "job.get('failure')")"; return 1; }

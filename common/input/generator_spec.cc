@@ -12,7 +12,7 @@ namespace {
 constexpr std::string_view kUsage = "gen:events=N,keys=K,splits=S[,seed=X,...]";
 constexpr std::string_view kKnown =
     "events, keys, splits, seed, rate, disorder, start, step, skew, payload, note, hot, "
-    "hot_share";
+    "hot_share, hold";
 
 std::string Quote(std::string_view s) {
   return "'" + std::string(s) + "'";
@@ -85,6 +85,7 @@ std::string GeneratorSpec::ToString() const {
                   ",skew=" + FormatDouble(skew) + ",payload=" + std::to_string(payload_bytes) +
                   ",note=" + std::to_string(note_bytes);
   if (hot > 0) s += ",hot=" + FormatDouble(hot) + ",hot_share=" + FormatDouble(hot_share);
+  if (!hold.empty()) s += ",hold=" + hold;
   return s;
 }
 
@@ -104,11 +105,12 @@ Result<GeneratorSpec> ParseGeneratorSpec(std::string_view params) {
     kPayload,
     kNote,
     kHot,
-    kHotShare
+    kHotShare,
+    kHold
   };
-  constexpr std::string_view kNames[] = {"events",   "keys",  "splits",   "seed", "rate",
-                                         "disorder", "start", "step",     "skew", "payload",
-                                         "note",     "hot",   "hot_share"};
+  constexpr std::string_view kNames[] = {"events",   "keys",  "splits",    "seed", "rate",
+                                         "disorder", "start", "step",      "skew", "payload",
+                                         "note",     "hot",   "hot_share", "hold"};
   bool seen[std::size(kNames)] = {};
 
   size_t pos = 0;
@@ -207,6 +209,16 @@ Result<GeneratorSpec> ParseGeneratorSpec(std::string_view params) {
                                  std::to_string(GeneratorSpec::kMaxPayloadBytes) + " bytes, got " +
                                  std::to_string(spec.note_bytes));
         }
+        break;
+      }
+      case kHold: {
+        if (value.empty() || value.front() != '/') {
+          return InvalidArgument(
+              "generator parameter 'hold' must be an absolute path (a file "
+              "whose creation lets the input end), got " +
+              Quote(value));
+        }
+        spec.hold = std::string(value);
         break;
       }
       case kHot:

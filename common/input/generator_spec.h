@@ -2,7 +2,7 @@
 // `gen:` in --input (see InputSpec). GeneratorSplitReader produces the events.
 //
 //   gen:events=N,keys=K,splits=S[,seed=X][,rate=R][,disorder=D][,start=T][,step=P]
-//       [,skew=Z][,payload=B][,note=C][,hot=F[,hot_share=H]]
+//       [,skew=Z][,payload=B][,note=C][,hot=F[,hot_share=H]][,hold=PATH]
 //
 //   events   N > 0   total number of events of the job (over all splits)       required
 //   keys     K > 0   key space: keys "uid-0" .. "uid-<K-1>"; K >= S             required
@@ -23,6 +23,12 @@
 //                    (at least one); not with skew
 //   hot_share 0 <= H <= 1  with hot: the fraction of records after the first    default 1
 //                    pass that go to a hot key; the others are uniform over all keys
+//   hold     PATH    an absolute path (no commas): a split that has emitted all     default none
+//                    its events does not end until the file PATH exists (it waits,
+//                    throttled, with its position at its end): a test or drill keeps
+//                    the job running for as long as it needs and then lets it finish,
+//                    instead of racing a rate-limited input against the wall clock.
+//                    Under the coordinator's --allowed-path like file inputs.
 
 // Numbers are decimal; rate and skew may have a fraction. Parameters may come in any order; each
 // at most once. The exact event stream (and the skew model) is documented in
@@ -56,6 +62,7 @@ struct GeneratorSpec {
   int32_t note_bytes = 100;
   double hot = 0;  // 0 = no hot set
   double hot_share = 1.0;
+  std::string hold;  // empty: none
 
   // Hot keys of split s (its ranks 0 .. HotKeysInSplit(s)-1): ceil(hot * KeysInSplit(s)), at
   // least 1. Precondition: hot > 0, 0 <= s < splits.

@@ -115,6 +115,14 @@ TEST_F(PathRulesTest, EveryPathOfAJobIsChecked) {
     Status s = CheckAllowedJobPaths(bad, roots);
     EXPECT_EQ(s.message().rfind(flag + " /var/elsewhere is outside", 0), 0u) << s.message();
   }
+  // A held generator: the workers look for its hold file, which must be under a root too.
+  JobSpec held = spec;
+  held.input = "gen:events=1,keys=1,splits=1,seed=1,hold=" + root_ + "/go";
+  EXPECT_OK(CheckAllowedJobPaths(held, roots));
+  held.input = "gen:events=1,keys=1,splits=1,seed=1,hold=/var/elsewhere/go";
+  Status s = CheckAllowedJobPaths(held, roots);
+  EXPECT_EQ(s.message().rfind("--input gen:...,hold= /var/elsewhere/go is outside", 0), 0u)
+      << s.message();
 }
 
 TEST_F(PathRulesTest, TheClientMayNotNameWhatItsUserCannotReadOrWrite) {

@@ -46,11 +46,11 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-// About 8 s of input at 5000 events/s; 400 keys, so every subtask's state changes between two
-// checkpoints. The tests take their checkpoints after 2000 and 6000 records (0.4 s and 1.2 s)
-// and kill a worker right after: the input must outlast a checkpoint that a loaded machine
-// stalls for seconds (seen: 4 s on 2 cores, when 4 s of input were over before the kill).
-constexpr char kInput[] = "gen:events=40000,keys=400,splits=2,seed=17,rate=5000";
+// About 3 s of input at 5000 events/s; 400 keys, so every subtask's state changes between two
+// checkpoints (taken after 2000 and 6000 records). The jobs run it held (HeldInput: the input
+// ends only once the test has killed its worker), so however long a loaded machine stalls a
+// checkpoint, the job cannot finish before the kill.
+constexpr char kInput[] = "gen:events=16000,keys=400,splits=2,seed=17,rate=5000";
 constexpr int64_t kNoCount = 1'000'000;      // no window closes by count...
 constexpr int64_t kNoTimeoutMs = 3'600'000;  // ...nor by time before the end of the input
 
@@ -78,10 +78,14 @@ class SharedStateFaultsTest : public CountWindowClusterTest {
   std::string Submit(std::vector<std::string> extra) {
     std::vector<std::string> args = {"--parallelism", "2", "--checkpoint-interval", "1h"};
     args.insert(args.end(), extra.begin(), extra.end());
-    CommandResult r = MustRun(CountWindowRunArgs(kInput, Output(), kNoCount, kNoTimeoutMs, args));
+    CommandResult r =
+        MustRun(CountWindowRunArgs(HeldInput(), Output(), kNoCount, kNoTimeoutMs, args));
     return r.out.substr(0, r.out.find('\n'));
   }
   std::string Output() const { return dir_.path() + "/output"; }
+  // kInput, whose end waits for the file Release() (created after the kill).
+  std::string HeldInput() const { return std::string(kInput) + ",hold=" + Release(); }
+  std::string Release() const { return dir_.path() + "/release"; }
 
   // Waits until the job read more than `records` records, then takes a checkpoint.
   Completed CheckpointAfter(int64_t records) {
@@ -115,11 +119,13 @@ class SharedStateFaultsTest : public CountWindowClusterTest {
     return cluster_->CheckpointDir() + "/" + job_id + "/shared";
   }
 
-  // SIGKILLs worker 1, starts it again and waits until the job is in `state` (FINISHED or
-  // FAILED); returns its status. Empty (with a test failure) if the worker did not restart.
+  // SIGKILLs worker 1, starts it again, releases the input and waits until the job is in `state`
+  // (FINISHED or FAILED); returns its status. Empty (with a test failure) if the worker did not
+  // restart.
   nlohmann::json KillWorkerAndWaitFor(const std::string& state) {
     const bool killed = cluster_->KillWorker(1).ok() && cluster_->StartWorker(1).ok();
     EXPECT_TRUE(killed) << cluster_->LogExcerpts();
+    EXPECT_OK(WriteFileAtomically(Release(), ""));  // the input may end now
     if (!killed) return nlohmann::json::object();
     return WaitForJob([&](const nlohmann::json& j) { return j.value("state", "") == state; },
                       "the job " + state);

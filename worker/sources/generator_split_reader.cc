@@ -1,5 +1,7 @@
 #include "worker/sources/generator_split_reader.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -79,7 +81,8 @@ Result<GeneratorSplitReader> GeneratorSplitReader::Create(const GeneratorSpec& s
            spec.hot >= 0 && spec.hot <= 1 && spec.hot_share >= 0 && spec.hot_share <= 1 &&
            !(spec.hot > 0 && spec.skew > 0))
       << "unvalidated generator spec " << spec.ToString();
-  KF_CHECK(spec.rate == 0 || clock != nullptr) << "a rate-limited generator needs a clock";
+  KF_CHECK((spec.rate == 0 && spec.hold.empty()) || clock != nullptr)
+      << "a rate-limited or held generator needs a clock";
   GeneratorSplitReader r(spec, split_index, assigner);
   if (format.with_fields) {
     r.with_fields_ = true;
@@ -102,8 +105,9 @@ Result<GeneratorSplitReader> GeneratorSplitReader::Create(const GeneratorSpec& s
                            spec.ToString() + "); was --input changed since the checkpoint?");
   }
   r.next_ = from.next_event_index();
+  r.hold_ = spec.hold;
+  r.clock_ = clock;
   if (spec.rate > 0) {
-    r.clock_ = clock;
     r.per_ms_ = spec.rate / spec.splits / 1000.0;
     r.max_burst_ = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(r.per_ms_ * 1000.0)));
     r.budget_ = 0;
@@ -222,6 +226,17 @@ void GeneratorSplitReader::WriteFields(uint64_t h, std::string_view key, Timesta
     }
   }
   tape_.EndObject();
+}
+
+bool GeneratorSplitReader::Held() {
+  if (hold_.empty()) return false;
+  struct stat st {};
+  if (::stat(hold_.c_str(), &st) == 0) {
+    hold_.clear();  // released: the split ends
+    return false;
+  }
+  next_available_ = Timestamp(clock_->Now().millis() + 50);
+  return true;
 }
 
 bool GeneratorSplitReader::Refill() {

@@ -80,7 +80,7 @@ class GeneratorSplitReader {
 
   // kRecord (the next event in *out; position() after it), kEndOfSplit, or kThrottled.
   SplitReadResult Next(Record* out) {
-    if (next_ >= size_) return SplitReadResult::kEndOfSplit;
+    if (next_ >= size_) return Held() ? SplitReadResult::kThrottled : SplitReadResult::kEndOfSplit;
     if (budget_ == 0 && !Refill()) return SplitReadResult::kThrottled;
     --budget_;
     ++emitted_;
@@ -102,6 +102,9 @@ class GeneratorSplitReader {
   GeneratorSplitReader(const GeneratorSpec& spec, int32_t split, const KeyGroupAssigner& a);
   // Reads the clock and recomputes budget_. False if no event is allowed yet.
   bool Refill();
+  // With a hold file (GeneratorSpec::hold) that does not exist yet: true, and
+  // next_available_time() is when to look again (50 ms later).
+  bool Held();
   int64_t ZipfRank(uint64_t hash) const;
   int64_t HotSetRank(int64_t index, uint64_t hash) const;
   void WriteFields(uint64_t hash, std::string_view key, Timestamp timestamp, Record* out) const;
@@ -137,6 +140,7 @@ class GeneratorSplitReader {
   int64_t emitted_ = 0;  // since the anchor (may start negative after a re-anchor)
   int64_t budget_ = 0;
   Timestamp next_available_;
+  std::string hold_;  // GeneratorSpec::hold; cleared once the file exists
 };
 
 }  // namespace keyflow

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/file_io.h"
 #include "common/record_fields.h"
 #include "tests/testutil/status_matchers.h"
 #include "tests/worker/sources/test_util.h"
@@ -317,6 +318,32 @@ TEST(GeneratorSplitReader, UnlimitedRateNeverThrottlesAndEndsAtTheSplitEnd) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(reader.Next(&r), SplitReadResult::kRecord);
   EXPECT_EQ(reader.Next(&r), SplitReadResult::kEndOfSplit);
   EXPECT_EQ(reader.position(), SplitPosition::InGenerator(5));
+}
+
+// hold=PATH: the split's events come as usual; at its end it waits (throttled, looking again
+// every 50 ms) until the file exists, then ends. Restored at its end it waits again.
+TEST(GeneratorSplitReader, AHeldSplitEndsOnlyOnceItsHoldFileExists) {
+  TempDir dir("generator-hold");
+  const std::string go = dir.path() + "/go";
+  GeneratorSpec spec = Spec("events=2,keys=1,splits=1,hold=" + go);
+  ManualClock clock(Timestamp(1000));
+  GeneratorSplitReader reader = Reader(spec, 0, SplitPosition(), &clock);
+  Record r;
+  EXPECT_EQ(reader.Next(&r), SplitReadResult::kRecord);
+  EXPECT_EQ(reader.Next(&r), SplitReadResult::kRecord);
+  EXPECT_EQ(reader.Next(&r), SplitReadResult::kThrottled);
+  EXPECT_EQ(reader.next_available_time(), Timestamp(1050));
+  EXPECT_EQ(reader.position(), SplitPosition::InGenerator(2));
+  clock.Set(Timestamp(1050));
+  EXPECT_EQ(reader.Next(&r), SplitReadResult::kThrottled);
+  EXPECT_EQ(reader.next_available_time(), Timestamp(1100));
+  GeneratorSplitReader restored = Reader(spec, 0, SplitPosition::InGenerator(2), &clock);
+  EXPECT_EQ(restored.Next(&r), SplitReadResult::kThrottled);
+  ASSERT_OK(WriteFileAtomically(go, ""));
+  EXPECT_EQ(reader.Next(&r), SplitReadResult::kEndOfSplit);
+  EXPECT_EQ(reader.Next(&r), SplitReadResult::kEndOfSplit);
+  EXPECT_EQ(restored.Next(&r), SplitReadResult::kEndOfSplit);
+  EXPECT_EQ(reader.position(), SplitPosition::InGenerator(2));
 }
 
 TEST(GeneratorSplitReader, CreateRejectsNonStringKeysUnknownSplitsAndPositionsPastTheEnd) {

@@ -172,6 +172,21 @@ TEST(InputSpec, GeneratorHotSetRoundTripsAndDefaultsItsShareToOne) {
   EXPECT_EQ(shared->generator().HotKeysInSplit(2), 34);  // ceil(0.1 * 333)
 }
 
+TEST(InputSpec, GeneratorHoldIsAnAbsolutePathThatRoundTrips) {
+  Result<InputSpec> spec = InputSpec::Parse("gen:events=10,keys=2,splits=1,hold=/tmp/run/go");
+  ASSERT_OK(spec);
+  EXPECT_EQ(spec->generator().hold, "/tmp/run/go");
+  EXPECT_EQ(spec->generator().ToString(),
+            "gen:events=10,keys=2,splits=1,seed=0,rate=0,disorder=200,start=1700000000000,"
+            "step=1,skew=0,payload=0,note=100,hold=/tmp/run/go");
+  Result<InputSpec> again = InputSpec::Parse(spec->generator().ToString());
+  ASSERT_OK(again);
+  EXPECT_EQ(again->generator(), spec->generator());
+  EXPECT_EQ(InputSpec::Parse("gen:events=10,keys=2,splits=1,hold=go").status().message(),
+            "generator parameter 'hold' must be an absolute path (a file whose creation lets "
+            "the input end), got 'go'");
+}
+
 TEST(InputSpec, GeneratorErrorsNameTheParameter) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"gen:",
@@ -186,7 +201,7 @@ TEST(InputSpec, GeneratorErrorsNameTheParameter) {
       {"gen:events=5,keys=2,splits=1,color=red",
        "unknown generator parameter 'color'; known parameters: events, keys, "
        "splits, seed, rate, "
-       "disorder, start, step, skew, payload, note, hot, hot_share"},
+       "disorder, start, step, skew, payload, note, hot, hot_share, hold"},
       {"gen:events=abc,keys=2,splits=1",
        "generator parameter 'events' must be a decimal integer, got 'abc'"},
       {"gen:events=,keys=2,splits=1",
