@@ -77,7 +77,7 @@ const std::map<std::string, std::set<std::string>>& CommonLibraries() {
       {"transport", {"logging", "protocol", "process", "security"}},
       {"kafka", {"logging"}},
       {"job_library", {"logging", "protocol", "security"}},
-      {"testing", {"logging"}},
+      {"testing", {}},
   };
   return *allowed;
 }
