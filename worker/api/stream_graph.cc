@@ -12,19 +12,20 @@ namespace keyflow {
 
 namespace {
 
-bool ValidUid(std::string_view uid) {
-  if (uid.empty() || uid.size() > 64) return false;
-  return std::all_of(uid.begin(), uid.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '_' || c == '-';
+// 1-64 characters of [a-z0-9], upper case letters if `upper`, and `punctuation`.
+bool ValidName(std::string_view name, bool upper, std::string_view punctuation) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [&](char c) {
+    return (c >= 'a' && c <= 'z') || (upper && c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           punctuation.find(c) != std::string_view::npos;
   });
 }
 
+bool ValidUid(std::string_view uid) {
+  return ValidName(uid, true, "._-");
+}
 bool ValidBinding(std::string_view name) {
-  if (name.empty() || name.size() > 64) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-  });
+  return ValidName(name, false, "_-");
 }
 
 std::string Quoted(const std::vector<std::string>& names) {
