@@ -2,13 +2,31 @@
 
 #include <algorithm>
 
+#include "common/job_library/keyed_pipeline.h"
 #include "common/key_group_assignment.h"
 #include "common/logging/logging.h"
 #include "common/output_directory.h"
 #include "coordinator/path_rules.h"
 #include "coordinator/source/split_enumerator.h"
+#include "worker/api/stream_graph.h"
 
 namespace keyflow {
+namespace {
+
+// A graph job's graph came over the wire: well formed, of a shape this version runs, and keyed
+// as the spec says (what the sources extract).
+Status CheckJobGraph(const JobSpec& spec) {
+  if (!spec.is_graph_job()) return Status::Ok();
+  Status valid = ValidateJobGraph(spec.graph);
+  if (!valid.ok()) return InvalidArgument("the job's graph is malformed: " + valid.message());
+  KF_ASSIGN_OR_RETURN(KeyedPipeline pipeline, PlanKeyedPipeline(spec.graph));
+  if (pipeline.key_by.key_field != spec.key_field || pipeline.key_by.key_type != spec.key_type) {
+    return InvalidArgument("the job spec's key field or type differs from its graph's KeyBy");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 std::string_view RescalePhaseName(RescalePhase p) {
   switch (p) {
@@ -65,6 +83,7 @@ Result<std::unique_ptr<JobMaster>> JobMaster::Create(std::string job_id, JobSpec
   if (spec.job_name.empty()) {
     return InvalidArgument("the job spec names no job: give keyflow run --job NAME");
   }
+  KF_RETURN_IF_ERROR(CheckJobGraph(spec));
   size_t available = workers->size();
   if (available == 0) {
     return FailedPrecondition(

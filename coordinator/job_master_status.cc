@@ -8,6 +8,7 @@
 #include "common/input/kafka_sink_spec.h"
 #include "common/input/kafka_spec.h"
 #include "common/logging/logging.h"
+#include "worker/api/job_graph.h"
 
 namespace keyflow {
 
@@ -75,6 +76,8 @@ nlohmann::json JobMaster::StatusJson(int64_t now_ms) const {
   j["max_parallelism"] = spec_.max_parallelism;
   j["state_backend"] = spec_.state_backend;
   j["input"] = InputSpec::Redacted(spec_.input);  // no secrets in status
+  // A graph job's tasks and edges (null for a single-function job).
+  j["graph"] = spec_.is_graph_job() ? nlohmann::json(spec_.graph.Describe()) : nlohmann::json();
   j["source"] = enumerator_ ? enumerator_->StatusJson() : nlohmann::json();
   j["output"] = KafkaSinkSpec::Names(spec_.output_dir)
                     ? KafkaSourceSpec::RedactText(spec_.output_dir)  // no secrets in status

@@ -81,6 +81,12 @@
 #                      --checkpoint-interval 1s, reporting p50/p99 from `keyflow status` (the
 #                      slowest subtask's, median over one sample a second after a warm-up)
 #   --latency-seconds S  length of each rate-limited run (default 30; --quick 12)
+#   --chaining         also what operator chaining costs (job graphs; target >= 0.95x): the same
+#                      Map -> Filter -> sum per key as a graph whose Map and Filter run chained
+#                      in the source's task before the KeyBy (chain-graph) and inside one keyed
+#                      function (chain-inline), tests/bench/jobs/chain_jobs.cc, R runs each,
+#                      alternating; the median counts
+#   --chaining-only    only that comparison
 #   --warmup N         runs discarded before the --metrics and --latency comparisons (default 1):
 #                      then R pairs in AB BA ... order; each pair's ratio counts (their median),
 #                      and so does the CPU time per record of the coordinator and the workers
@@ -102,7 +108,7 @@ RESULTS_PY="$ROOT/scripts/bench-lib/bench_results.py"
 source "$ROOT/scripts/bench-lib/abba.sh"  # abba_compare (--metrics, --latency)
 
 quick=0 micro=1 e2e=1 ckpt_runs=1 events="" keys="" ckpt_keys="" repeat="" results_dir=""
-security=0 metrics=0 throughput=1 rocksdb=0 latency=0 latency_seconds=""
+security=0 metrics=0 throughput=1 rocksdb=0 latency=0 latency_seconds="" chaining=0
 warmup=1 rocksdb_micro=0 e2e_only=0
 incremental=0 incr_keys="" big_keys="" rescale_keys="" ckpt_backends="heap"
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
@@ -129,6 +135,8 @@ while [ $# -gt 0 ]; do
     --incremental-only) incremental=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --incr-keys) need "$@"; incr_keys="$2"; shift 2 ;;
     --latency) latency=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
+    --chaining) chaining=1; shift ;;
+    --chaining-only) chaining=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --latency-seconds) need "$@"; latency_seconds="$2"; shift 2 ;;
     --warmup) need "$@"; warmup="$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -201,6 +209,7 @@ targets=()
 [ "$micro" -eq 0 ] || targets+=("${micro_targets[@]}")
 [ "$rocksdb_micro" -eq 0 ] || targets+=(rocksdb_state_bench)
 [ "$e2e" -eq 0 ] || targets+=("${e2e_targets[@]}")
+[ "$chaining" -eq 0 ] || targets+=(chain-jobs)
 step "building (Release, $build_dir): ${targets[*]}"
 cmake -S "$ROOT" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DKEYFLOW_BUILD_BENCHMARKS=ON >"$results_dir/cmake.log" 2>&1 ||
@@ -412,6 +421,25 @@ if [ "$e2e" -eq 1 ] && [ "$throughput" -eq 1 ]; then
   row "end to end" "records/s, field-reading job (running-sum)" "$(calc "$field_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
   row "end to end" "ratio field-reading job / count-window" "$(calc "$field_rate/$job_rate")" "" ">= 0.5" "${loads[*]}"
 
+fi
+if [ "$e2e" -eq 1 ] && [ "$chaining" -eq 1 ]; then
+  # Job graphs: Map and Filter chained before the KeyBy vs the same logic in the keyed function.
+  CHAIN_LIB="$build_dir/tests/bench/libchain-jobs.so"
+  graph_rates=() inline_rates=() loads=()
+  for ((r = 0; r < repeat; r++)); do
+    run_job "$keys" 0 --job-library "$CHAIN_LIB" --job chain-graph
+    graph_rates+=("$rate")
+    loads+=("$job_load")
+    run_job "$keys" 0 --job-library "$CHAIN_LIB" --job chain-inline
+    inline_rates+=("$rate")
+    loads+=("$job_load")
+  done
+  graph_rate="$(median "${graph_rates[@]}")"
+  inline_rate="$(median "${inline_rates[@]}")"
+  note="tests/bench/jobs/chain_jobs.cc, P = 2, $events events, $keys keys (gen: uid, amount and a 100-byte note, dropped at the source); alternating; median of $repeat"
+  row "end to end" "records/s, Map -> Filter chained before the KeyBy (chain-graph)" "$(calc "$graph_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
+  row "end to end" "records/s, the same inside one function (chain-inline)" "$(calc "$inline_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
+  row "end to end" "ratio chained / one function" "$(calc "$graph_rate/$inline_rate")" "" ">= 0.95" "${loads[*]}"
 fi
 if [ "$e2e" -eq 1 ] && [ "$security" -eq 1 ]; then
   # Issue 13: the same job on a secure cluster (CURVE on the control and data planes) and on an

@@ -10,6 +10,7 @@
 #include <set>
 #include <typeinfo>
 
+#include "common/job_library/keyed_pipeline.h"
 #include "common/job_library/user_function_guard.h"
 #include "common/record.h"
 #include "worker/api/keyed_process_function.h"
@@ -110,9 +111,16 @@ Status ValidateJobLibraryManifest(const JobLibraryManifest& manifest, std::strin
       return InvalidArgument("job library " + lib + " declares job '" + job.name +
                              "' twice: give each JobDefinition its own name");
     }
-    if (!job.create) {
+    if (!job.create && !job.graph) {
       return InvalidArgument("job '" + job.name + "' of job library " + lib +
-                             " has no create function: set JobDefinition::create");
+                             " has neither a create nor a graph function: set "
+                             "JobDefinition::create (one keyed function) or "
+                             "JobDefinition::graph (a dataflow graph)");
+    }
+    if (job.create && job.graph) {
+      return InvalidArgument("job '" + job.name + "' of job library " + lib +
+                             " sets both JobDefinition::create and JobDefinition::graph: set "
+                             "one (a graph job's keyed functions come from its Process calls)");
     }
     if (job.key_field.empty() || job.timestamp_field.empty()) {
       return InvalidArgument("job '" + job.name + "' of job library " + lib +
@@ -272,12 +280,47 @@ Result<const SinkConnector*> JobLibrary::FindSink(std::string_view name) const {
                   (names.empty() ? std::string(": it defines none") : "; its sinks are: " + names));
 }
 
+Result<BuiltJobGraph> JobLibrary::BuildGraph(const JobDefinition& job,
+                                             const JobParams& params) const {
+  if (!job.graph) {
+    return FailedPrecondition("job '" + job.name + "' of " + file_name() +
+                              " is a single-function job: it has no graph function");
+  }
+  BuiltJobGraph built;
+  built.builder = std::make_unique<StreamGraphBuilder>();
+  StreamGraphOptions options;
+  UserFunctionGuard guard(job.name, file_name());
+  KF_RETURN_IF_ERROR(guard.Call(UserCall::kGraph, [&] {
+    if (job.reads_fields && job.fields) options.declared_fields = job.fields(params);
+    job.graph(*built.builder, params);
+  }));
+  Result<JobGraph> graph = built.builder->Build(options);
+  if (!graph.ok()) {
+    return InvalidArgument("job '" + job.name + "' of " + file_name() +
+                           " builds an invalid graph: " + graph.status().message());
+  }
+  built.graph = std::move(graph).value();
+  return built;
+}
+
 Result<std::unique_ptr<KeyedFunction>> JobLibrary::CreateFunction(const JobDefinition& job,
                                                                   const JobParams& params) const {
   std::unique_ptr<KeyedFunction> inner;
   // Like every call into user code (a crash in create is named by the crash handler too).
   UserFunctionGuard guard(job.name, file_name());
-  KF_RETURN_IF_ERROR(guard.Call(UserCall::kCreate, [&] { inner = job.create(params); }));
+  if (job.graph) {
+    // The factory of the graph's keyed stage.
+    KF_ASSIGN_OR_RETURN(BuiltJobGraph built, BuildGraph(job, params));
+    Result<KeyedPipeline> pipeline = PlanKeyedPipeline(built.graph);
+    if (!pipeline.ok()) {
+      return InvalidArgument("job '" + job.name + "' of " + file_name() + ": " +
+                             pipeline.status().message());
+    }
+    const KeyedFunctionFactory& factory = built.builder->functions_of(pipeline->process).process;
+    KF_RETURN_IF_ERROR(guard.Call(UserCall::kCreate, [&] { inner = factory(); }));
+  } else {
+    KF_RETURN_IF_ERROR(guard.Call(UserCall::kCreate, [&] { inner = job.create(params); }));
+  }
   if (inner == nullptr) {
     return Internal(guard.function_description() +
                     " returned no function from create: return a new function");

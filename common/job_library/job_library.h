@@ -12,7 +12,7 @@
 // shared object, one dlopen cannot load (e.g. a missing dependency: dlerror's text), one without
 // the keyflow entry points, another SDK ABI version (checked before anything else in the library
 // is called), and a bad manifest (duplicate or malformed job names, a default value that is not
-// valid for its parameter, a job without a create function).
+// valid for its parameter, a job without a create or graph function, or with both).
 //
 // Thread-safety: a loaded JobLibrary is immutable; CreateFunction may be called from any thread.
 #pragma once
@@ -24,8 +24,17 @@
 
 #include "common/status.h"
 #include "worker/api/job_definition.h"
+#include "worker/api/stream_graph.h"
 
 namespace keyflow {
+
+// A graph job's graph, as JobLibrary::BuildGraph made it.
+struct BuiltJobGraph {
+  // The operators' functions (StreamGraphBuilder::functions_of): library code, valid while the
+  // library stays loaded.
+  std::unique_ptr<StreamGraphBuilder> builder;
+  JobGraph graph;  // validated, with its chains
+};
 
 // The file name of the built-in job library.
 inline constexpr std::string_view kBuiltInJobLibraryName = "libkeyflow-builtin-jobs.so";
@@ -54,8 +63,16 @@ class JobLibrary : public std::enable_shared_from_this<JobLibrary> {
   // The sink connector `name` (--output connector:NAME), or NotFound listing the library's.
   Result<const SinkConnector*> FindSink(std::string_view name) const;
 
-  // Calls `job.create` (job must be one of jobs()) with resolved params. The function keeps the
-  // library loaded. Internal if create returns null or throws.
+  // Calls `job.graph` (job must be one of jobs(), a graph job) with resolved params and builds
+  // the graph (StreamGraphBuilder::Build, with the job's declared fields). InvalidArgument
+  // naming the job when the graph is invalid; Internal if the graph function throws;
+  // FailedPrecondition for a single-function job.
+  Result<BuiltJobGraph> BuildGraph(const JobDefinition& job, const JobParams& params) const;
+
+  // Calls `job.create` (job must be one of jobs()) with resolved params — for a graph job, the
+  // factory of its keyed stage (KeyedPipeline::process). The function keeps the library loaded.
+  // Internal if create returns null or throws; InvalidArgument for a graph this version does not
+  // run (PlanKeyedPipeline).
   Result<std::unique_ptr<KeyedFunction>> CreateFunction(const JobDefinition& job,
                                                         const JobParams& params) const;
 

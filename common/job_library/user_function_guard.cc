@@ -36,6 +36,14 @@ std::string_view UserCallName(UserCall call) {
       return "EndInput";
     case UserCall::kClose:
       return "Close";
+    case UserCall::kGraph:
+      return "graph";
+    case UserCall::kMap:
+      return "Map";
+    case UserCall::kFilter:
+      return "Filter";
+    case UserCall::kFlatMap:
+      return "FlatMap";
   }
   return "?";
 }
@@ -52,8 +60,10 @@ UserFunctionGuard::NoteScope::~NoteScope() {
   t_user_call_note = previous_;
 }
 
-UserFunctionGuard::UserFunctionGuard(std::string job_name, std::string library) {
+UserFunctionGuard::UserFunctionGuard(std::string job_name, std::string library,
+                                     std::string operator_uid) {
   std::string of_job = "job '" + job_name + "'";
+  if (!operator_uid.empty()) of_job = "operator '" + operator_uid + "' of " + of_job;
   if (!library.empty()) of_job += " (" + library + ")";
   function_ = "function of " + of_job;
   for (size_t i = 0; i < kNumUserCalls; ++i) {

@@ -22,8 +22,19 @@
 namespace keyflow {
 
 // The calls the runtime makes into user code.
-enum class UserCall : uint8_t { kCreate, kOpen, kProcessElement, kOnTimer, kEndInput, kClose };
-inline constexpr size_t kNumUserCalls = 6;
+enum class UserCall : uint8_t {
+  kCreate,
+  kOpen,
+  kProcessElement,
+  kOnTimer,
+  kEndInput,
+  kClose,
+  kGraph,  // JobDefinition::graph
+  kMap,    // the chained stateless operators
+  kFilter,
+  kFlatMap,
+};
+inline constexpr size_t kNumUserCalls = 10;
 std::string_view UserCallName(UserCall call);  // "create", "Open", "ProcessElement", ...
 
 // What user code the calling thread is running: e.g. "ProcessElement of job 'crashy'
@@ -39,9 +50,11 @@ class UserFunctionGuard {
  public:
   // `library` is the library's file name (empty: the function is not from a library, e.g. a
   // test's own function class).
-  UserFunctionGuard(std::string job_name, std::string library);
+  // `operator_uid` non-empty: the function of that operator of a graph job.
+  UserFunctionGuard(std::string job_name, std::string library, std::string operator_uid = "");
 
-  // "function of job 'sessions' (libsessions.so)"
+  // "function of job 'sessions' (libsessions.so)", "function of operator 'large' of job
+  // 'spend' (libspend.so)"
   const std::string& function_description() const { return function_; }
 
   // Runs `fn` (returning void); an exception becomes Internal naming the call.

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "common/key.h"
+#include "common/protocol/job_graph_serialization.h"
 #include "common/status.h"
+#include "worker/api/job_graph.h"
 
 namespace keyflow {
 
@@ -98,6 +100,12 @@ struct JobSpec {
   // --input connector:NAME[:ARGS]: the source's splits, listed by `keyflow run` (which loads the
   // job library) at submit; split i has id i (InputSpec::ConnectorSplits; version >= 8).
   std::vector<std::string> connector_splits;
+  // A job whose definition builds a graph (JobDefinition::graph): the graph `keyflow run` built
+  // and validated, with key_field/key_type those of its KeyBy. Empty (no operators) for a
+  // single-function job (JobDefinition::create) (version >= 9).
+  JobGraph graph;
+
+  bool is_graph_job() const { return !graph.operators.empty(); }
 
   // Stored in checkpoint metadata: a new field is appended under `if (version >= N)` and the
   // class version below raised, so older checkpoints stay readable.
@@ -120,6 +128,7 @@ struct JobSpec {
       incremental_checkpoints = false;
     }
     if (version >= 8) ar(connector_splits);
+    if (version >= 9) ar(graph);
     // Decoded bytes come from outside: an enum must hold one of its values. (cereal reports
     // malformed input by throwing; the decoders catch it at their module edge.)
     if constexpr (Archive::is_loading::value) {
@@ -133,4 +142,4 @@ struct JobSpec {
 
 }  // namespace keyflow
 
-CEREAL_CLASS_VERSION(keyflow::JobSpec, 8);
+CEREAL_CLASS_VERSION(keyflow::JobSpec, 9);

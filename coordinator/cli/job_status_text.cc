@@ -194,6 +194,12 @@ void PrintStatus(nlohmann::json st, std::ostream& os) {
   if (const std::string source = SourceText(job); !source.empty()) {
     os << "  input: " << source << "\n";
   }
+  // The job's tasks and edges (JobGraph::Describe), one per line.
+  if (const nlohmann::json& graph = job["graph"]; graph.is_string()) {  // null: no graph
+    os << "  graph:\n";
+    std::istringstream lines(graph.get<std::string>());
+    for (std::string line; std::getline(lines, line);) os << "    " << line << "\n";
+  }
   if (!job.value("waiting_for", std::string()).empty()) {
     os << "  " << job.value("waiting_for", std::string()) << "\n";
   }

@@ -1,6 +1,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,17 @@ std::optional<std::vector<std::string>> DeclaredFields(const JobDefinition& job)
   std::vector<std::string> fields = job.fields(*defaults);
   if (fields.empty()) return std::nullopt;
   return fields;
+}
+
+// A graph job's graph with its default parameters (JobGraph::Describe), or why it cannot be
+// built with them; nullopt for a single-function job.
+std::optional<std::string> DefaultGraph(const JobLibrary& library, const JobDefinition& job) {
+  if (!job.graph) return std::nullopt;
+  Result<JobParams> defaults = ResolveJobParams(job, {});
+  if (!defaults.ok()) return "(not built: " + defaults.status().message() + ")\n";
+  Result<BuiltJobGraph> built = library.BuildGraph(job, *defaults);
+  if (!built.ok()) return "(not built: " + built.status().message() + ")\n";
+  return built->graph.Describe();
 }
 
 }  // namespace
@@ -56,6 +68,7 @@ int RunJobsCommand(const std::vector<std::string>& args) {
       j["key_type"] = std::string(KeyTypeName(job.key_type));
       j["timestamp_field"] = job.timestamp_field;
       j["reads_fields"] = job.reads_fields;
+      if (std::optional<std::string> g = DefaultGraph(**library, job)) j["graph"] = *g;
       if (std::optional<std::vector<std::string>> f = DeclaredFields(job)) j["fields"] = *f;
       j["params"] = nlohmann::json::array();
       for (const ParamSpec& p : job.params) {
@@ -82,10 +95,14 @@ int RunJobsCommand(const std::vector<std::string>& args) {
   std::cout << "job library " << (*library)->path() << " (keyflow SDK " << m.sdk_version << ", ABI "
             << m.abi_version << ")\n";
   for (const JobDefinition& job : m.jobs) {
-    std::cout << "\n"
-              << job.name << "\n  " << job.description << "\n"
-              << "  input: key field " << job.key_field << " (" << KeyTypeName(job.key_type)
-              << "), timestamp field " << job.timestamp_field
+    const std::optional<std::string> graph = DefaultGraph(**library, job);
+    std::cout << "\n" << job.name << "\n  " << job.description << "\n  input: ";
+    if (graph) {
+      std::cout << "keyed by the graph's KeyBy";
+    } else {
+      std::cout << "key field " << job.key_field << " (" << KeyTypeName(job.key_type) << ")";
+    }
+    std::cout << ", timestamp field " << job.timestamp_field
               << "; reads fields: " << (job.reads_fields ? "yes" : "no (key and timestamp only)");
     if (std::optional<std::vector<std::string>> f = DeclaredFields(job)) {
       std::string names;
@@ -93,6 +110,11 @@ int RunJobsCommand(const std::vector<std::string>& args) {
       std::cout << ", only " << names << " (its declared fields with the default parameters)";
     }
     std::cout << "\n";
+    if (graph) {
+      std::cout << "  graph (default parameters):\n";
+      std::istringstream lines(*graph);
+      for (std::string line; std::getline(lines, line);) std::cout << "    " << line << "\n";
+    }
     if (job.params.empty()) std::cout << "  parameters: none\n";
     for (const ParamSpec& p : job.params) {
       std::cout << "  --param " << p.name << "=<" << ParamTypeName(p.type);

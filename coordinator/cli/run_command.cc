@@ -8,6 +8,7 @@
 #include "common/input/input_spec.h"
 #include "common/input/kafka_sink_spec.h"
 #include "common/job_library/job_library.h"
+#include "common/job_library/keyed_pipeline.h"
 #include "common/kafka/partition_discovery.h"
 #include "common/key_group_assignment.h"
 #include "common/output_directory.h"
@@ -196,6 +197,32 @@ Status CheckConnectorSink(const JobLibrary& library, const JobSpec& spec) {
   return Status::Ok();
 }
 
+// A graph job's graph (JobDefinition::graph), built and checked: valid, and of a shape this
+// version runs. Its KeyBy is the job's key.
+Status ApplyJobGraph(const JobLibrary& library, const JobDefinition& job, const JobParams& params,
+                     const po::variables_map& vm, JobSpec& spec) {
+  if (vm.count("key-field") || vm.count("key-type")) {
+    return InvalidArgument("job '" + job.name +
+                           "' is a graph: its KeyBy names the key field and type, so drop "
+                           "--key-field and --key-type");
+  }
+  KF_ASSIGN_OR_RETURN(BuiltJobGraph built, library.BuildGraph(job, params));
+  Result<KeyedPipeline> pipeline = PlanKeyedPipeline(built.graph);
+  if (!pipeline.ok()) {
+    return InvalidArgument("job '" + job.name + "': " + pipeline.status().message());
+  }
+  if (!pipeline->before_key_by.empty() && !spec.reads_fields) {
+    return InvalidArgument("job '" + job.name +
+                           "' runs operators before its KeyBy, which then reads the key from "
+                           "the records' fields, but its definition sets reads_fields = false: "
+                           "set reads_fields = true");
+  }
+  spec.key_field = pipeline->key_by.key_field;
+  spec.key_type = pipeline->key_by.key_type;
+  spec.graph = std::move(built.graph);
+  return Status::Ok();
+}
+
 // The job's parameters, fields and input defaults from its definition in the job library
 // (checked here before anything is submitted: the coordinator runs no user code).
 Status ApplyJobDefinition(const JobLibrary& library, const po::variables_map& vm,
@@ -220,8 +247,9 @@ Status ApplyJobDefinition(const JobLibrary& library, const po::variables_map& vm
                              "the job library");
     }
   }
-  if (!vm.count("key-field")) spec.key_field = (*job)->key_field;
   if (!vm.count("ts-field")) spec.ts_field = (*job)->timestamp_field;
+  if ((*job)->graph) return ApplyJobGraph(library, **job, *resolved, vm, spec);
+  if (!vm.count("key-field")) spec.key_field = (*job)->key_field;
   if (vm.count("key-type")) {
     auto kt = ParseKeyType(key_type);
     if (!kt.ok()) return kt.status();

@@ -35,8 +35,11 @@ const std::string kJobSpecV6GoldenPath =
 // Format version 2 (incremental checkpoints) with a version-7 JobSpec: must still decode.
 const std::string kV2JobSpecV7GoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v2_jobspec_v7.golden";
-// Format version 2 with a version-8 JobSpec (connector_splits appended): what the encoder writes
-// today. Every metadata_v1*.golden and metadata_v2_jobspec_v7.golden must still decode.
+// Format version 2 with a version-8 JobSpec (connector_splits appended): must still decode.
+const std::string kV2JobSpecV8GoldenPath =
+    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v2_jobspec_v8.golden";
+// Format version 2 with a version-9 JobSpec (a graph job's graph appended): what the encoder
+// writes today. Every other golden file must still decode.
 const std::string kCurrentGoldenPath =
     std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v2.golden";
 
@@ -113,6 +116,7 @@ void ExpectMetadataEq(const CheckpointMetadata& a, const CheckpointMetadata& b) 
   EXPECT_EQ(a.spec.checkpoint_interval_ms, b.spec.checkpoint_interval_ms);
   EXPECT_EQ(a.spec.restart_strategy, b.spec.restart_strategy);
   EXPECT_EQ(a.spec.connector_splits, b.spec.connector_splits);
+  EXPECT_EQ(a.spec.graph, b.spec.graph);
   ASSERT_EQ(a.subtasks.size(), b.subtasks.size());
   for (size_t i = 0; i < a.subtasks.size(); ++i) {
     EXPECT_EQ(a.subtasks[i].subtask, b.subtasks[i].subtask);
@@ -143,12 +147,27 @@ CheckpointMetadata GoldenMetadata() {
 // of a RocksDB job with incremental checkpoints, M = 8, P = 2. Both subtasks' keyed state is
 // native; subtask 0's timers are a key-group-incremental handle (key groups 0 and 2 in the file
 // of checkpoint 41, 1 and 3 in the new file of checkpoint 42), subtask 1's a full file.
+// A graph job's graph: source -> filter -> KeyBy(word) -> count -> sink.
+JobGraph GoldenGraph() {
+  JobGraph g;
+  g.operators = {{0, "source-in", OperatorKind::kSource, "in", 0, {}, 0},
+                 {1, "not-the", OperatorKind::kFilter, "", 0, {}, 0},
+                 {2, "count", OperatorKind::kKeyedProcess, "", 0, {}, 1},
+                 {3, "sink-out", OperatorKind::kSink, "out", 0, {}, 1}};
+  g.edges = {{0, 1, 0, Partitioning::kForward, "", KeyType::kString, ""},
+             {1, 2, 0, Partitioning::kHash, "word", KeyType::kString, ""},
+             {2, 3, 0, Partitioning::kForward, "", KeyType::kString, ""}};
+  g.chains = {{{0, 1}, 0}, {{2, 3}, 0}};
+  return g;
+}
+
 CheckpointMetadata GoldenMetadataV2() {
   CheckpointMetadata m = GoldenMetadata();
   m.savepoint = false;
   SetCurrentSpecFields(&m.spec);
   m.spec.incremental_checkpoints = true;
   m.spec.connector_splits = {"shard-a", "shard-b"};
+  m.spec.graph = GoldenGraph();
   KeyGroupsStateHandle& h0 = m.subtasks[0].keyed_state;
   h0.path = "";
   h0.shared_files = {{"b7e1-41-0.kgs", 120, 0xAAAA}, {"b7e1-42-0.kgs", 90, 0xBBBB}};
@@ -360,6 +379,19 @@ TEST(CheckpointMetadataGolden, Version2FileWithAVersion7JobSpecStillDecodes) {
   EXPECT_TRUE(decoded->spec.incremental_checkpoints);
   CheckpointMetadata expected = GoldenMetadataV2();
   expected.spec.connector_splits.clear();
+  expected.spec.graph = JobGraph();
+  ExpectMetadataEq(*decoded, expected);
+}
+
+// A version-8 JobSpec (before graphs) decodes as a single-function job.
+TEST(CheckpointMetadataGolden, Version2FileWithAVersion8JobSpecStillDecodes) {
+  auto bytes = ReadFileToString(kV2JobSpecV8GoldenPath);
+  ASSERT_OK(bytes);
+  auto decoded = CheckpointMetadata::Decode(*bytes, kV2JobSpecV8GoldenPath);
+  ASSERT_OK(decoded);
+  EXPECT_FALSE(decoded->spec.is_graph_job());
+  CheckpointMetadata expected = GoldenMetadataV2();
+  expected.spec.graph = JobGraph();
   ExpectMetadataEq(*decoded, expected);
 }
 

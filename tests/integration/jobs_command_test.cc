@@ -32,7 +32,7 @@ TEST(JobsCommandTest, ListsTheBuiltInJobs) {
   CommandResult r = Keyflow({"jobs"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("/lib/keyflow/jobs/libkeyflow-builtin-jobs.so (keyflow SDK 0.1.0, "
-                               "ABI 4)\n\ncount-window\n"));
+                               "ABI 5)\n\ncount-window\n"));
   EXPECT_THAT(r.out,
               HasSubstr("  input: key field uid (string), timestamp field ts; reads fields: no "
                         "(key and timestamp only)\n"
@@ -50,7 +50,7 @@ TEST(JobsCommandTest, ListsALibraryAsJson) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["library"], kTestData + "/libkf-test-jobs.so");
-  EXPECT_EQ(j["abi_version"], 4);
+  EXPECT_EQ(j["abi_version"], 5);
   ASSERT_EQ(j["jobs"].size(), 5u);
   const nlohmann::json& all = j["jobs"][0];
   EXPECT_EQ(all["name"], "all-types");
@@ -76,7 +76,7 @@ TEST(JobsCommandTest, RefusesLibrariesThatCannotBeLoaded) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "keyflow: " + kTestData +
                        "/libkf-other-abi.so was built with keyflow SDK ABI 99 (keyflow 0.99.0); "
-                       "this keyflow 0.1.0 speaks SDK ABI 4: rebuild the library against this "
+                       "this keyflow 0.1.0 speaks SDK ABI 5: rebuild the library against this "
                        "installation\n");
   r = Keyflow({"jobs", "--no-such-flag"});
   EXPECT_EQ(r.exit_code, 2);

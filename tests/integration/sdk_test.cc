@@ -555,7 +555,12 @@ TEST(ExampleLibrariesTest, JobsDescribesEachExample) {
   const std::map<std::string, std::vector<std::string>> params = {
       {"count-or-timeout", {"count", "500", "timeout", "12h"}},
       {"sessions", {"gap", "30min", "field", "amount"}},
-      {"running-sum", {"field", "amount", "interval", "1min"}}};
+      {"running-sum", {"field", "amount", "interval", "1min"}},
+      {"spend-by-tier",
+       {"interval", "1min", "keyed by the graph's KeyBy",
+        "    task 0 [source source-in -> filter with-amount -> map tier] parallelism of the job\n"
+        "    task 1 [keyed-process window-sum -> sink sink-out] parallelism of the job\n"
+        "      tier =hash(tier)=> window-sum\n"}}};
   for (const auto& [job, expected] : params) {
     auto r = RunCommand({KeyflowBinary("keyflow"), "jobs", "--job-library", ExampleLibrary(job)},
                         Duration::Seconds(30));

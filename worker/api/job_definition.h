@@ -47,13 +47,15 @@
 
 namespace keyflow {
 
-// 2: JobDefinition::fields; 3: JobLibraryManifest::sources; 4: JobLibraryManifest::sinks.
-inline constexpr uint32_t kSdkAbiVersion = 4;
+// 2: JobDefinition::fields; 3: JobLibraryManifest::sources; 4: JobLibraryManifest::sinks;
+// 5: JobDefinition::graph.
+inline constexpr uint32_t kSdkAbiVersion = 5;
 
 struct Record;
 struct OutputRecord;
 template <typename IN, typename OUT>
 class KeyedProcessFunction;
+class StreamGraphBuilder;
 // What a job's keyed subtasks run.
 using KeyedFunction = KeyedProcessFunction<Record, OutputRecord>;
 
@@ -118,6 +120,15 @@ struct JobDefinition {
   // Creates the function of one keyed subtask. Called on the task thread of every keyed subtask
   // of every deployment attempt; must not return null.
   std::function<std::unique_ptr<KeyedFunction>(const JobParams&)> create;
+  // Instead of `create`: the job as a dataflow graph (worker/api/stream_graph.h), e.g.
+  //   job.graph = [](keyflow::StreamGraphBuilder& g, const keyflow::JobParams& p) {
+  //     g.Source().Filter("large", IsLarge).KeyBy("region").Process("sum", MakeSum).Sink();
+  //   };
+  // Called by `keyflow run` (which validates the graph before anything is deployed) and on every
+  // worker of every deployment attempt, which takes the operators' functions from it: it must
+  // build the same graph for the same parameters. A job sets exactly one of create and graph.
+  // KeyBy's field and key type are the job's key (--key-field/--key-type do not apply).
+  std::function<void(StreamGraphBuilder&, const JobParams&)> graph;
 };
 
 // OK if `value` is well-formed for `param` (its type, its choices); InvalidArgument naming the

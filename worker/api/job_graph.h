@@ -45,6 +45,7 @@ struct OperatorNode {
   int32_t parallelism = 0;  // 0: the job's parallelism
   std::vector<std::string> side_outputs;  // tags this operator may emit to (process functions)
   int32_t chain = 0;                      // the task this operator runs in (JobGraph::chains index)
+  friend bool operator==(const OperatorNode&, const OperatorNode&) = default;
 };
 
 struct StreamEdge {
@@ -56,12 +57,14 @@ struct StreamEdge {
   std::string key_field;
   KeyType key_type = KeyType::kString;
   std::string side_output;  // non-empty: this edge carries that tag's side output of `from`
+  friend bool operator==(const StreamEdge&, const StreamEdge&) = default;
 };
 
 // One task of the job: operators that run chained, head first.
 struct OperatorChain {
   std::vector<int32_t> operators;
   int32_t parallelism = 0;  // 0: the job's parallelism
+  friend bool operator==(const OperatorChain&, const OperatorChain&) = default;
 };
 
 struct JobGraph {
@@ -77,6 +80,7 @@ struct JobGraph {
   std::vector<const StreamEdge*> Outputs(int32_t id) const;
   // One line per chain, e.g. "[source in -> filter bids] =hash(auction)=> [keyed-process count]".
   std::string Describe() const;
+  friend bool operator==(const JobGraph&, const JobGraph&) = default;
 };
 
 }  // namespace keyflow

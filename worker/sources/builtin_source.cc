@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/job_library/keyed_pipeline.h"
 #include "common/key_group_assignment.h"
 #include "common/logging/logging.h"
 #include "worker/connectors/kafka/kafka_source_reader.h"
@@ -45,6 +46,7 @@ JsonRecordFormat JsonRecordFormatOf(const JobSpec& spec) {
   format.key_field = spec.key_field;
   format.timestamp_field = spec.ts_field;
   format.key_type = spec.key_type;
+  format.extract_key = !KeysAfterChainedOperators(spec);
   format.keep_fields = spec.reads_fields;
   format.fields = spec.fields;
   return format;

@@ -323,7 +323,7 @@ struct JsonRecordParser::Impl {
           member_tape->Name(name);
         }
       }
-      if (name == f.key_field) {
+      if (f.extract_key && name == f.key_field) {
         if (have_key) return InvalidArgument("duplicate field " + Quote(f.key_field));
         have_key = true;
         KF_RETURN_IF_ERROR(ReadKey<kFields>(f, assigner, field.value(), out, member_tape));
@@ -341,7 +341,7 @@ struct JsonRecordParser::Impl {
     if (!doc.current_location().error()) {
       return InvalidArgument("invalid JSON: unexpected content after the object");
     }
-    if (!have_key) return InvalidArgument("missing field " + Quote(f.key_field));
+    if (!have_key && f.extract_key) return InvalidArgument("missing field " + Quote(f.key_field));
     if (!have_ts && !f.timestamp_field.empty()) {
       return InvalidArgument("missing field " + Quote(f.timestamp_field));
     }

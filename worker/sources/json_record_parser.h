@@ -54,6 +54,9 @@ struct JsonRecordFormat {
   std::string key_field = "uid";
   std::string timestamp_field = "ts";  // empty: none (the caller sets Record::timestamp)
   KeyType key_type = KeyType::kString;
+  // False: the key is not read here — `key_field` is an ordinary member and Record::key stays
+  // empty (a graph job keys its records after the operators before its KeyBy).
+  bool extract_key = true;
   bool keep_payload = false;  // Record::payload = the line as read (without its terminator)
   bool keep_fields = false;   // Record::fields = the line's field tape
   // With keep_fields: only these top-level members go into the tape (JobSpec::fields); the

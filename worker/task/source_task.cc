@@ -7,16 +7,15 @@
 #include "worker/watermark/watermarks_with_idleness.h"
 
 namespace keyflow {
-Result<std::unique_ptr<SourceTask>> SourceTask::Create(const DeployTask& deployment,
-                                                       const SourceReaderFactory& create_reader,
-                                                       std::vector<SourceSplitState> splits,
-                                                       bool no_more_splits,
-                                                       std::unique_ptr<RecordWriter> writer,
-                                                       const Clock* clock, TaskMetrics* metrics) {
+Result<std::unique_ptr<SourceTask>> SourceTask::Create(
+    const DeployTask& deployment, const SourceReaderFactory& create_reader,
+    std::vector<SourceSplitState> splits, bool no_more_splits, std::unique_ptr<RecordWriter> writer,
+    const Clock* clock, TaskMetrics* metrics, std::unique_ptr<RecordChain> chain) {
   std::unique_ptr<SourceTask> t(new SourceTask());
   const JobSpec& spec = deployment.spec;
   t->deployment_ = deployment;
   t->writer_ = std::move(writer);
+  t->chain_ = std::move(chain);
   t->clock_ = clock;
   t->metrics_ = metrics;
   if (spec.watermark_bound_ms < 0) return InvalidArgument("--watermark-bound must not be negative");
@@ -169,6 +168,11 @@ Status SourceTask::SendWithBackpressure(const std::function<Status()>& send) {
 
 Status SourceTask::Emit(const Record& r, Timestamp now) {
   watermarks_->OnEvent(r.timestamp, *watermark_output_);
+  if (chain_ == nullptr) return Route(r, now);
+  return chain_->Process(r, [this, now](const Record& out) { return Route(out, now); });
+}
+
+Status SourceTask::Route(const Record& r, Timestamp now) {
   Status s = writer_->Emit(r, now);
   if (s.code() != StatusCode::kDeadlineExceeded) return s;
   // Backpressured: the record was not accepted; wait for the receiver, then emit it.

@@ -1,5 +1,6 @@
 // SourceTask: the source subtask of a deployed job. On its own thread it polls its
-// SourceReader (worker/sources/source_reader.h) for the records of its splits, generates
+// SourceReader (worker/sources/source_reader.h) for the records of its splits, runs a graph job's
+// operators before the KeyBy on them (worker/operators/record_chain.h), generates
 // watermarks per split (bounded out-of-orderness, combined by the minimum over the splits still
 // running, periodic, with idleness), routes every record by key group to the owning keyed
 // subtask through the RecordWriter, and at the end emits the final watermark and END_OF_INPUT
@@ -29,6 +30,7 @@
 #include "common/mutex.h"
 #include "common/protocol/control_messages.h"
 #include "common/transport/zmq_context.h"
+#include "worker/operators/record_chain.h"
 #include "worker/runtime/mailbox_processor.h"
 #include "worker/runtime/system_processing_time_service.h"
 #include "worker/runtime/task_mailbox.h"
@@ -48,13 +50,15 @@ using SourceReaderFactory =
 class SourceTask {
  public:
   // `splits` are this subtask's splits with their start positions; with `no_more_splits` they
-  // are all it will read. `metrics` and `clock` must outlive the task.
+  // are all it will read. `metrics` and `clock` must outlive the task. `chain`: the operators a
+  // graph job runs before its KeyBy (null: none); what it emits is routed, keyed by it.
   static Result<std::unique_ptr<SourceTask>> Create(const DeployTask& deployment,
                                                     const SourceReaderFactory& create_reader,
                                                     std::vector<SourceSplitState> splits,
                                                     bool no_more_splits,
                                                     std::unique_ptr<RecordWriter> writer,
-                                                    const Clock* clock, TaskMetrics* metrics);
+                                                    const Clock* clock, TaskMetrics* metrics,
+                                                    std::unique_ptr<RecordChain> chain = nullptr);
   ~SourceTask();
 
   // Runs until every split is read and END_OF_INPUT is sent (OK), or cancellation (Aborted),
@@ -83,6 +87,8 @@ class SourceTask {
   SourceTask() = default;
   Result<InputStatus> ReadBatch();
   Status Emit(const Record& r, Timestamp now);
+  // Sends one keyed record to its keyed subtask, waiting out backpressure.
+  Status Route(const Record& r, Timestamp now);
   Status SendWithBackpressure(const std::function<Status()>& send);
   void EmitPeriodicWatermark(Timestamp ts);
   void EmitLatencyMarker(Timestamp ts);
@@ -132,6 +138,7 @@ class SourceTask {
   Timestamp batch_now_;        // the clock read once per poll: stamps the batches' time bound
   int64_t batch_records_ = 0;  // records emitted in the current poll
   std::unique_ptr<RecordWriter> writer_;
+  std::unique_ptr<RecordChain> chain_;
   const Clock* clock_ = nullptr;
   TaskMetrics* metrics_ = nullptr;
   std::atomic<bool> cancelled_{false};

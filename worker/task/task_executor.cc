@@ -5,7 +5,9 @@
 #include "common/logging/logging.h"
 #include "common/output_directory.h"
 #include "worker/sinks/builtin_sink.h"
+#include "worker/sinks/chained_sink_writer.h"
 #include "worker/sources/builtin_source.h"
+#include "worker/task/job_functions.h"
 
 namespace keyflow {
 namespace {
@@ -24,15 +26,6 @@ Result<std::shared_ptr<const JobLibrary>> LoadJobLibrary(const JobSpec& spec,
     KF_LOG_INFO("job library loaded path={} sha256={}", path, spec.job_library.sha256);
   }
   return library;
-}
-
-// The job's function, from its job library. The params were resolved at submit; resolving
-// again checks them against the library actually loaded.
-Result<std::unique_ptr<RecordFunction>> CreateJobFunction(const JobSpec& spec,
-                                                          const JobLibrary* library) {
-  KF_ASSIGN_OR_RETURN(const JobDefinition* job, library->FindJob(spec.job_name));
-  KF_ASSIGN_OR_RETURN(JobParams params, ResolveJobParams(*job, spec.params));
-  return library->CreateFunction(*job, params);
 }
 
 // Each an encoded SourceSplitState (DeployTask::source_splits, AddSplits::splits).
@@ -75,12 +68,17 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
   }
 
   KF_ASSIGN_OR_RETURN(t->library_, LoadJobLibrary(spec, options.job_library_cache_dir));
-  KF_ASSIGN_OR_RETURN(std::unique_ptr<RecordFunction> function,
-                      CreateJobFunction(spec, t->library_.get()));
+  KF_ASSIGN_OR_RETURN(JobFunctions functions,
+                      CreateJobFunctions(spec, t->library_, &t->metrics_.bad_records));
+  t->chain_ = std::move(functions.chain);
   // The splits the coordinator's enumerator assigned to this subtask, with their positions.
   KF_ASSIGN_OR_RETURN(t->splits_, DecodeSplits(d.source_splits));
 
   KF_ASSIGN_OR_RETURN(std::unique_ptr<SinkWriter> sink, OpenBuiltinSink(d, stdout, t->library_));
+  if (functions.after_process != nullptr) {
+    sink = std::make_unique<ChainedSinkWriter>(std::move(functions.after_process), std::move(sink),
+                                               functions.on_bad_result);
+  }
 
   InputGateOptions gate_options;
   gate_options.subtask = d.subtask;
@@ -129,8 +127,8 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
     state_dir = t->state_dir_->path();
   }
   KF_ASSIGN_OR_RETURN(
-      t->keyed_, KeyedTask::Create(d, std::move(gate), std::move(function), std::move(sink), clock,
-                                   &t->metrics_, std::move(callbacks), state_dir));
+      t->keyed_, KeyedTask::Create(d, std::move(gate), std::move(functions.keyed), std::move(sink),
+                                   clock, &t->metrics_, std::move(callbacks), state_dir));
   return t;
 }
 
@@ -171,13 +169,13 @@ Status TaskExecutor::Start(const StartTask& start) {
   }
   KF_ASSIGN_OR_RETURN(std::unique_ptr<RecordWriter> writer, RecordWriter::Create(*zmq_, wo));
   const JobSpec& spec = deployment_.spec;
-  KF_ASSIGN_OR_RETURN(
-      source_, SourceTask::Create(
-                   deployment_,
-                   [&spec, library = library_](const SourceReaderContext& context) {
-                     return CreateBuiltinSourceReader(spec, context, library);
-                   },
-                   splits_, deployment_.no_more_splits, std::move(writer), clock_, &metrics_));
+  KF_ASSIGN_OR_RETURN(source_, SourceTask::Create(
+                                   deployment_,
+                                   [&spec, library = library_](const SourceReaderContext& context) {
+                                     return CreateBuiltinSourceReader(spec, context, library);
+                                   },
+                                   splits_, deployment_.no_more_splits, std::move(writer), clock_,
+                                   &metrics_, std::move(chain_)));
   {
     MutexLock lock(&mu_);
     running_ = 2;

@@ -127,6 +127,8 @@ class TaskExecutor {
   std::unique_ptr<StateDirectory> state_dir_;  // RocksDB jobs; outlives keyed_
   std::unique_ptr<KeyedTask> keyed_;
   std::unique_ptr<SourceTask> source_;
+  // A graph job's operators before its KeyBy, made at Deploy, handed to the source at Start.
+  std::unique_ptr<RecordChain> chain_;
   std::atomic<bool> cancelled_{false};
   TaskMetrics metrics_;
   std::thread source_thread_;

@@ -163,14 +163,14 @@ TEST(JobLibrary, RefusesAnotherSdkAbiBeforeCallingTheLibrary) {
             TestLibrary("kf-other-abi") +
                 " was built with keyflow SDK ABI 99 (keyflow 0.99.0); this keyflow " +
                 KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 4: rebuild the library against this installation");
+                " speaks SDK ABI 5: rebuild the library against this installation");
   EXPECT_FALSE(IsLoaded(TestLibrary("kf-other-abi")));
   // A worker's cached copy is named as it was submitted, and by its path.
   EXPECT_EQ(JobLibrary::Load(TestLibrary("kf-other-abi"), "libother.so").status().message(),
             "libother.so (" + TestLibrary("kf-other-abi") +
                 ") was built with keyflow SDK ABI 99 (keyflow 0.99.0); this keyflow " +
                 KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 4: rebuild the library against this installation");
+                " speaks SDK ABI 5: rebuild the library against this installation");
 }
 
 TEST(JobLibrary, ACopyIsNamedByItsDisplayName) {
@@ -189,7 +189,10 @@ TEST(JobLibrary, RefusesBadManifests) {
       {"kf-bad-duplicate-job", " declares job 'twice' twice: give each JobDefinition its own name"},
       {"kf-bad-bad-default",
        "the default of job 'sessions' of job library {} is invalid: parameter gap: "},
-      {"kf-bad-null-create", "has no create function: set JobDefinition::create"},
+      {"kf-bad-null-create", "has neither a create nor a graph function"},
+      {"kf-bad-create-and-graph",
+       "job 'both' of job library {} sets both JobDefinition::create and JobDefinition::graph: "
+       "set one (a graph job's keyed functions come from its Process calls)"},
       {"kf-bad-bad-name",
        " declares a job named 'Running Sum': job names are lowercase letters, digits and '-' "
        "(e.g. \"running-sum\")"},
@@ -209,7 +212,8 @@ TEST(JobLibrary, RefusesBadManifests) {
   }
   EXPECT_EQ(JobLibrary::Load(TestLibrary("kf-bad-null-create")).status().message(),
             "job 'lazy' of job library " + TestLibrary("kf-bad-null-create") +
-                " has no create function: set JobDefinition::create");
+                " has neither a create nor a graph function: set JobDefinition::create (one "
+                "keyed function) or JobDefinition::graph (a dataflow graph)");
 }
 
 TEST(JobLibrary, ExportsOnlyTheEntryPoints) {

@@ -7,26 +7,18 @@
 #include <gtest/gtest.h>
 
 #include "common/record.h"
+#include "tests/testutil/graph_functions.h"
 #include "tests/testutil/status_matchers.h"
 #include "worker/api/output.h"
 
 namespace keyflow {
 namespace {
 
+using test::Keep;
+using test::NoCoFunction;
+using test::NoFunction;
+using test::Same;
 using ::testing::HasSubstr;
-
-Record Same(const Record& r) {
-  return r;
-}
-bool Keep(const Record&) {
-  return true;
-}
-std::unique_ptr<KeyedFunction> NoFunction() {
-  return nullptr;
-}
-std::unique_ptr<KeyedCoFunction> NoCoFunction() {
-  return nullptr;
-}
 
 // The sentence Build() refuses the graph with.
 std::string Refusal(const StreamGraphBuilder& g, const StreamGraphOptions& options = {}) {

@@ -3,6 +3,7 @@
 #include "worker/api/job_definition.h"
 #include "worker/api/keyed_process_function.h"
 #include "worker/api/output.h"
+#include "worker/api/stream_graph.h"
 
 namespace {
 
@@ -29,6 +30,10 @@ std::vector<keyflow::JobDefinition> Jobs() {
 #elif defined(KF_BAD_NULL_CREATE)
   keyflow::JobDefinition job = Job("lazy");
   job.create = nullptr;
+  return {job};
+#elif defined(KF_BAD_CREATE_AND_GRAPH)
+  keyflow::JobDefinition job = Job("both");
+  job.graph = [](keyflow::StreamGraphBuilder&, const keyflow::JobParams&) {};
   return {job};
 #elif defined(KF_BAD_BAD_NAME)
   return {Job("Running Sum")};
