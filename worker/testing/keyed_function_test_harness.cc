@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "common/job_library/keyed_pipeline.h"
 #include "common/key_group_assignment.h"
+#include "worker/api/stream_graph.h"
 #include "worker/sources/json_record_parser.h"
 #include "worker/testing/keyed_operator_test_harness.h"
 
@@ -49,14 +51,37 @@ KeyedFunctionTestHarness::KeyedFunctionTestHarness(std::unique_ptr<KeyedFunction
 
 Result<std::unique_ptr<KeyedFunctionTestHarness>> KeyedFunctionTestHarness::ForJob(
     const JobDefinition& job, const std::map<std::string, std::string>& params, Options options) {
-  if (!job.create) return InvalidArgument("job '" + job.name + "' has no create function");
+  if (!job.create && !job.graph) {
+    return InvalidArgument("job '" + job.name + "' has neither a create nor a graph function");
+  }
   KF_ASSIGN_OR_RETURN(JobParams resolved, ResolveJobParams(job, params));
-  std::unique_ptr<KeyedFunction> function = job.create(resolved);
+  std::unique_ptr<KeyedFunction> function;
+  options.key_field = job.key_field;
+  options.key_type = job.key_type;
+  if (job.graph) {
+    // The keyed stage of the graph, keyed as its KeyBy says.
+    StreamGraphBuilder g;
+    StreamGraphOptions graph_options;
+    if (job.reads_fields && job.fields) graph_options.declared_fields = job.fields(resolved);
+    job.graph(g, resolved);
+    Result<JobGraph> graph = g.Build(graph_options);
+    if (!graph.ok()) {
+      return InvalidArgument("job '" + job.name +
+                             "' builds an invalid graph: " + graph.status().message());
+    }
+    Result<KeyedPipeline> pipeline = PlanKeyedPipeline(*graph);
+    if (!pipeline.ok()) {
+      return InvalidArgument("job '" + job.name + "': " + pipeline.status().message());
+    }
+    function = g.functions_of(pipeline->process).process();
+    options.key_field = pipeline->key_by.key_field;
+    options.key_type = pipeline->key_by.key_type;
+  } else {
+    function = job.create(resolved);
+  }
   if (function == nullptr) {
     return InvalidArgument("job '" + job.name + "': create returned no function");
   }
-  options.key_field = job.key_field;
-  options.key_type = job.key_type;
   options.timestamp_field = job.timestamp_field;
   options.params = resolved.values();
   options.job_name = job.name;

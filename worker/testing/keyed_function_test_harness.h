@@ -66,7 +66,10 @@ class KeyedFunctionTestHarness {
   KeyedFunctionTestHarness(std::unique_ptr<KeyedFunction> function, Options options);
   // The function `job.create` makes from `params` (validated and defaulted as `keyflow run`
   // does: InvalidArgument naming a wrong one), with the job's key field, key type and time field.
-  // `options` gives the rest (its key and time fields and params are replaced).
+  // For a graph job (JobDefinition::graph): the function of its keyed stage (its Process), keyed
+  // by its KeyBy's field and type — the Map/Filter/FlatMap operators around it are plain
+  // functions, tested directly. `options` gives the rest (its key and time fields and params are
+  // replaced).
   static Result<std::unique_ptr<KeyedFunctionTestHarness>> ForJob(
       const JobDefinition& job, const std::map<std::string, std::string>& params = {},
       Options options = {});
