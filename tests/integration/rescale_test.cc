@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "checkpoint/checkpoint_storage.h"
+#include "common/file_io.h"
 #include "common/input/source_split.h"
 #include "common/key.h"
 #include "common/key_group_assignment.h"
@@ -403,10 +404,14 @@ TEST_F(RescaleTest, RefusedRescalesLeaveTheRunningJobUntouched) {
   auto records = GeneratedKeyedTimestamps("gen:" + params);
   ASSERT_OK(records);
   const std::string output = dir_.path() + "/output";
+  // Held: the input ends only once the test releases it after the last refusal, so the job is
+  // still running for every check however slow the machine (an ASan run on a loaded machine
+  // once finished the 8 s of input before the last one).
+  const std::string release = dir_.path() + "/release";
   std::string job_id =
       Submit({"--job", "count-window", "--param", "count=20", "--param", "timeout=5s", "--param",
-              "time=event", "--input", "gen:" + params + ",rate=3000", "--output", output,
-              "--parallelism", "2", "--checkpoint-interval", "500ms"});
+              "time=event", "--input", "gen:" + params + ",rate=3000,hold=" + release, "--output",
+              output, "--parallelism", "2", "--checkpoint-interval", "500ms"});
   WaitForJob(
       [](const nlohmann::json& j) { return j["checkpoints"].value("latest_completed", 0) > 0; },
       "a completed checkpoint");
@@ -465,6 +470,7 @@ TEST_F(RescaleTest, RefusedRescalesLeaveTheRunningJobUntouched) {
       },
       "another periodic checkpoint");
 
+  ASSERT_OK(WriteFileAtomically(release, ""));  // the input may end now
   nlohmann::json job = WaitFinished();
   EXPECT_EQ(job.value("attempt", 0), 1);
   EXPECT_EQ(job.value("records_processed", int64_t{0}), 24000);
