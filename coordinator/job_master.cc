@@ -20,7 +20,8 @@ Status CheckJobGraph(const JobSpec& spec) {
   Status valid = ValidateJobGraph(spec.graph);
   if (!valid.ok()) return InvalidArgument("the job's graph is malformed: " + valid.message());
   KF_ASSIGN_OR_RETURN(KeyedPipeline pipeline, PlanKeyedPipeline(spec.graph));
-  if (pipeline.key_by.key_field != spec.key_field || pipeline.key_by.key_type != spec.key_type) {
+  if (pipeline.keyed &&
+      (pipeline.key_by.key_field != spec.key_field || pipeline.key_by.key_type != spec.key_type)) {
     return InvalidArgument("the job spec's key field or type differs from its graph's KeyBy");
   }
   return Status::Ok();

@@ -87,6 +87,12 @@
 #                      function (chain-inline), tests/bench/jobs/chain_jobs.cc, R runs each,
 #                      alternating; the median counts
 #   --chaining-only    only that comparison
+#   --nexmark          also the Nexmark queries that run today (q0 pass-through, q1 map, q2
+#                      filter; worker/jobs/nexmark/) on the deterministic Nexmark source
+#                      (connector:nexmark:events=N,splits=2), P = 2, 1 s checkpoints, R runs each;
+#                      events/s in all and per core (this machine's CPUs), the median counts
+#   --nexmark-only     only those
+#   --nexmark-events N events per Nexmark run (default 10000000; --quick 400000)
 #   --warmup N         runs discarded before the --metrics and --latency comparisons (default 1):
 #                      then R pairs in AB BA ... order; each pair's ratio counts (their median),
 #                      and so does the CPU time per record of the coordinator and the workers
@@ -109,6 +115,7 @@ source "$ROOT/scripts/bench-lib/abba.sh"  # abba_compare (--metrics, --latency)
 
 quick=0 micro=1 e2e=1 ckpt_runs=1 events="" keys="" ckpt_keys="" repeat="" results_dir=""
 security=0 metrics=0 throughput=1 rocksdb=0 latency=0 latency_seconds="" chaining=0
+nexmark=0 nexmark_events=""
 warmup=1 rocksdb_micro=0 e2e_only=0
 incremental=0 incr_keys="" big_keys="" rescale_keys="" ckpt_backends="heap"
 need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
@@ -137,6 +144,9 @@ while [ $# -gt 0 ]; do
     --latency) latency=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --chaining) chaining=1; shift ;;
     --chaining-only) chaining=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
+    --nexmark) nexmark=1; shift ;;
+    --nexmark-only) nexmark=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
+    --nexmark-events) need "$@"; nexmark_events="$2"; shift 2 ;;
     --latency-seconds) need "$@"; latency_seconds="$2"; shift 2 ;;
     --warmup) need "$@"; warmup="$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -153,7 +163,9 @@ if [ "$quick" -eq 1 ]; then
   : "${events:=400000}" "${keys:=20000}" "${ckpt_keys:=40000}" "${repeat:=1}"
   : "${latency_seconds:=12}" "${incr_keys:=200000}" "${big_keys:=400000}" "${rescale_keys:=100000}"
   incr_rate=100000
+  : "${nexmark_events:=400000}"
 else
+  : "${nexmark_events:=10000000}"
   : "${events:=20000000}" "${keys:=1000000}" "${ckpt_keys:=2000000}" "${repeat:=3}"
   : "${latency_seconds:=30}" "${incr_keys:=10000000}" "${big_keys:=30000000}"
   : "${rescale_keys:=10000000}"
@@ -162,7 +174,7 @@ fi
 [ "$latency" -eq 0 ] || [ "$latency_seconds" -ge 8 ] 2>/dev/null ||
   kf_die "--latency-seconds must be an integer of at least 8 (a 5 s warm-up, then samples), got '$latency_seconds'"
 [[ "$warmup" =~ ^[0-9]+$ ]] || kf_die "--warmup must be a number of runs >= 0, got '$warmup'"
-for v in events keys ckpt_keys repeat incr_keys big_keys rescale_keys; do
+for v in events keys ckpt_keys repeat incr_keys big_keys rescale_keys nexmark_events; do
   [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || kf_die "--${v//_/-} must be a positive integer, got '${!v}'"
 done
 
@@ -210,6 +222,7 @@ targets=()
 [ "$rocksdb_micro" -eq 0 ] || targets+=(rocksdb_state_bench)
 [ "$e2e" -eq 0 ] || targets+=("${e2e_targets[@]}")
 [ "$chaining" -eq 0 ] || targets+=(chain-jobs)
+[ "$nexmark" -eq 0 ] || targets+=(nexmark)
 step "building (Release, $build_dir): ${targets[*]}"
 cmake -S "$ROOT" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DKEYFLOW_BUILD_BENCHMARKS=ON >"$results_dir/cmake.log" 2>&1 ||
@@ -440,6 +453,27 @@ if [ "$e2e" -eq 1 ] && [ "$chaining" -eq 1 ]; then
   row "end to end" "records/s, Map -> Filter chained before the KeyBy (chain-graph)" "$(calc "$graph_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
   row "end to end" "records/s, the same inside one function (chain-inline)" "$(calc "$inline_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
   row "end to end" "ratio chained / one function" "$(calc "$graph_rate/$inline_rate")" "" ">= 0.95" "${loads[*]}"
+fi
+if [ "$e2e" -eq 1 ] && [ "$nexmark" -eq 1 ]; then
+  # Issue 31: the Nexmark queries without a keyed stage, on the Nexmark source of the example
+  # library (events generated in the source task, parsed like any JSON input).
+  NEXMARK_LIB="$build_dir/lib/keyflow/examples/libnexmark.so"
+  cpus="$(nproc)"
+  for q in q0 q1 q2; do
+    q_rates=() loads=()
+    for ((r = 0; r < repeat; r++)); do
+      run_input="connector:nexmark:events=$nexmark_events,splits=2" run_events="$nexmark_events" \
+        run_job 0 1s --job-library "$NEXMARK_LIB" --job "$q"
+      q_rates+=("$rate")
+      loads+=("$job_load")
+    done
+    q_rate="$(median "${q_rates[@]}")"
+    note="worker/jobs/nexmark, connector:nexmark:events=$nexmark_events,splits=2, P = 2, --checkpoint-interval 1s, file sink; median of $repeat (runs M/s: $(mps "${q_rates[@]}"))"
+    row "nexmark" "events/s, $q" "$(calc "$q_rate/1e6")" "M/s" "" "${loads[*]}" "$note"
+    target="" flink=""
+    if [ "$q" = q0 ]; then target=">= 1.14" flink="target: 3x Flink's published Nexmark figure for q0, ~380 K events/s per core"; fi
+    row "nexmark" "events/s per core ($cpus CPUs), $q" "$(calc "$q_rate/$cpus/1e6")" "M/s" "$target" "${loads[*]}" "$flink"
+  done
 fi
 if [ "$e2e" -eq 1 ] && [ "$security" -eq 1 ]; then
   # Issue 13: the same job on a secure cluster (CURVE on the control and data planes) and on an

@@ -46,6 +46,15 @@ class LibraryFunction final : public KeyedFunction {
   std::shared_ptr<const JobLibrary> library_;
 };
 
+// The keyed task's function of a graph without a KeyBy: each record goes on to the sink as it
+// came (its JSON text and timestamp).
+class PassThroughFunction final : public KeyedFunction {
+ public:
+  void ProcessElement(const Record& value, Context&, Collector<OutputRecord>& out) override {
+    out.Collect(OutputRecord(std::string(value.raw_json()), value.timestamp));
+  }
+};
+
 bool IsValidJobName(std::string_view name) {
   if (name.empty()) return false;
   for (size_t i = 0; i < name.size(); ++i) {
@@ -316,6 +325,7 @@ Result<std::unique_ptr<KeyedFunction>> JobLibrary::CreateFunction(const JobDefin
       return InvalidArgument("job '" + job.name + "' of " + file_name() + ": " +
                              pipeline.status().message());
     }
+    if (!pipeline->keyed) return std::unique_ptr<KeyedFunction>(new PassThroughFunction());
     const KeyedFunctionFactory& factory = built.builder->functions_of(pipeline->process).process;
     KF_RETURN_IF_ERROR(guard.Call(UserCall::kCreate, [&] { inner = factory(); }));
   } else {

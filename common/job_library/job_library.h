@@ -70,7 +70,9 @@ class JobLibrary : public std::enable_shared_from_this<JobLibrary> {
   Result<BuiltJobGraph> BuildGraph(const JobDefinition& job, const JobParams& params) const;
 
   // Calls `job.create` (job must be one of jobs()) with resolved params — for a graph job, the
-  // factory of its keyed stage (KeyedPipeline::process). The function keeps the library loaded.
+  // factory of its keyed stage (KeyedPipeline::process); for a graph without a KeyBy, a function
+  // that passes every record on as it is (its JSON text and timestamp). The function keeps the
+  // library loaded.
   // Internal if create returns null or throws; InvalidArgument for a graph this version does not
   // run (PlanKeyedPipeline).
   Result<std::unique_ptr<KeyedFunction>> CreateFunction(const JobDefinition& job,

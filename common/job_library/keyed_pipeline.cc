@@ -9,8 +9,8 @@ namespace keyflow {
 namespace {
 
 constexpr std::string_view kShape =
-    " (this version runs a graph of one source, Map/Filter/FlatMap operators, one KeyBy into one "
-    "Process, Map/Filter/FlatMap operators, and one sink)";
+    " (this version runs a graph of one source, Map/Filter/FlatMap operators, at most one KeyBy "
+    "into one Process, Map/Filter/FlatMap operators, and one sink)";
 
 Status NotYet(const std::string& what) {
   return InvalidArgument("the job's graph " + what + ", which this version of keyflow does not " +
@@ -62,7 +62,6 @@ Status CheckKinds(const JobGraph& graph) {
       if (op.kind != kind) continue;
       if (std::string what = check(op, ++seen); !what.empty()) return NotYet(what);
     }
-    if (kind == OperatorKind::kKeyedProcess && seen == 0) return NotYet("has no KeyBy and Process");
   }
   for (const OperatorNode& op : graph.operators) {
     if (op.parallelism != 0) return NotYet("sets a parallelism of its own on " + Named(op));
@@ -101,6 +100,12 @@ Result<KeyedPipeline> PlanKeyedPipeline(const JobGraph& graph) {
     if (op.kind == OperatorKind::kSource) p.source = op.id;
   }
   KF_ASSIGN_OR_RETURN(const StreamEdge* key_by, FollowStateless(graph, p.source, &p.before_key_by));
+  if (const OperatorNode& to = graph.operators.at(static_cast<size_t>(key_by->to));
+      to.kind == OperatorKind::kSink && key_by->partitioning != Partitioning::kHash) {
+    p.keyed = false;  // source -> stateless operators -> sink
+    p.sink = to.id;
+    return p;
+  }
   if (key_by->partitioning != Partitioning::kHash) {
     return NotYet("sends " + Named(graph.operators.at(static_cast<size_t>(key_by->from))) + " to " +
                   Named(graph.operators.at(static_cast<size_t>(key_by->to))) + " without a KeyBy");
@@ -118,7 +123,7 @@ Result<KeyedPipeline> PlanKeyedPipeline(const JobGraph& graph) {
 bool KeysAfterChainedOperators(const JobSpec& spec) {
   if (!spec.is_graph_job()) return false;
   Result<KeyedPipeline> pipeline = PlanKeyedPipeline(spec.graph);
-  return pipeline.ok() && !pipeline->before_key_by.empty();
+  return pipeline.ok() && (!pipeline->keyed || !pipeline->before_key_by.empty());
 }
 
 }  // namespace keyflow

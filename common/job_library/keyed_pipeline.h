@@ -5,6 +5,14 @@
 //   source "in" -> [map|filter|flat-map]* =hash(key)=> keyed-process -> [map|filter|flat-map]*
 //     -> sink "out"
 //
+// or, without a KeyBy, a stateless pipeline (keyed = false):
+//
+//   source "in" -> [map|filter|flat-map]* -> sink "out"
+//
+// whose operators run chained in the source's task; what they emit goes forward to the sink of
+// the same subtask index (the keyed task of that index, which passes each record on unchanged:
+// keyflow's tasks are source + keyed pairs, so the forward edge is one local hop).
+//
 // A graph that needs more (a second keyed stage, a two-input operator, a union, side outputs,
 // a parallelism per operator, more sources or sinks) is valid as a graph but refused here with
 // one sentence naming what it uses, so
@@ -22,12 +30,13 @@
 namespace keyflow {
 
 struct KeyedPipeline {
+  bool keyed = true;   // false: no KeyBy (key_by, process and after_process are unset)
   int32_t source = 0;  // operator ids of the JobGraph
   // The Map/Filter/FlatMap operators between the source and the KeyBy, in order; they run in
   // the source's task, and the key is taken from each record they emit.
   std::vector<int32_t> before_key_by;
   StreamEdge key_by;  // the hash edge into `process`
-  int32_t process = 0;
+  int32_t process = -1;
   // The Map/Filter/FlatMap operators between the keyed process and the sink, in order; they run
   // in the keyed task, on what the process function emits.
   std::vector<int32_t> after_process;
@@ -39,7 +48,8 @@ struct KeyedPipeline {
 Result<KeyedPipeline> PlanKeyedPipeline(const JobGraph& graph);
 
 // Whether a job's sources leave the key to the operators before its KeyBy: a graph job with
-// Map/Filter/FlatMap operators before it (the key is read from what they emit).
+// Map/Filter/FlatMap operators before it (the key is read from what they emit), or a graph
+// without a KeyBy (nothing is keyed).
 bool KeysAfterChainedOperators(const JobSpec& spec);
 
 }  // namespace keyflow

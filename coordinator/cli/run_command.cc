@@ -211,14 +211,25 @@ Status ApplyJobGraph(const JobLibrary& library, const JobDefinition& job, const 
   if (!pipeline.ok()) {
     return InvalidArgument("job '" + job.name + "': " + pipeline.status().message());
   }
-  if (!pipeline->before_key_by.empty() && !spec.reads_fields) {
+  if (!pipeline->keyed) {
+    // Nothing is keyed; the input's key field still names the generator's key member.
+    if (!spec.reads_fields) {
+      return InvalidArgument("job '" + job.name +
+                             "' has no KeyBy, so its records reach the sink as their JSON "
+                             "fields, but its definition sets reads_fields = false: set "
+                             "reads_fields = true");
+    }
+    spec.key_field = job.key_field;
+    spec.key_type = KeyType::kString;
+  } else if (!pipeline->before_key_by.empty() && !spec.reads_fields) {
     return InvalidArgument("job '" + job.name +
                            "' runs operators before its KeyBy, which then reads the key from "
                            "the records' fields, but its definition sets reads_fields = false: "
                            "set reads_fields = true");
+  } else {
+    spec.key_field = pipeline->key_by.key_field;
+    spec.key_type = pipeline->key_by.key_type;
   }
-  spec.key_field = pipeline->key_by.key_field;
-  spec.key_type = pipeline->key_by.key_type;
   spec.graph = std::move(built.graph);
   return Status::Ok();
 }

@@ -3,13 +3,15 @@
 // committed output is checked against references computed here from the input, without keyflow
 // code; graphs this version does not run, and graph functions that are not deterministic, are
 // refused with a sentence before anything runs; a function that throws before the KeyBy fails
-// the job naming its operator; records the KeyBy cannot key are bad records; and the chained
-// job gives the same output through a worker kill as without one.
+// the job naming its operator; records the KeyBy cannot key are bad records; the chained job
+// gives the same output through a worker kill as without one; and graphs without a KeyBy (a
+// stateless pipeline, a pass-through) are exact, also through a worker kill.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,24 +36,6 @@ std::string Example(const std::string& name) {
 
 std::string Str(int64_t v) {
   return std::to_string(v);
-}
-
-// The committed output of `dir`, each line as its `fields` joined with '|', sorted.
-Result<std::vector<std::string>> Lines(const std::string& dir,
-                                       const std::vector<std::string>& fields) {
-  KF_ASSIGN_OR_RETURN(JobOutput out, ReadJobOutput(dir));
-  std::vector<std::string> lines;
-  for (const nlohmann::json& line : out.lines) {
-    std::string joined;
-    for (const std::string& f : fields) {
-      if (!line.contains(f)) return InvalidArgument("no \"" + f + "\" in " + line.dump());
-      const nlohmann::json& v = line[f];
-      joined += (joined.empty() ? "" : "|") + (v.is_string() ? v.get<std::string>() : v.dump());
-    }
-    lines.push_back(joined);
-  }
-  std::sort(lines.begin(), lines.end());
-  return lines;
 }
 
 class GraphJobsTest : public ::testing::Test {
@@ -97,6 +81,44 @@ class GraphJobsTest : public ::testing::Test {
     return *r;
   }
 
+  // `keyflow run ... --wait` with `args` (whose --input holds ",hold=" + release()), 300 ms
+  // checkpoints: SIGKILLs worker `worker` once a checkpoint completed, restarts it, releases the
+  // input and waits for the CLI. The job's status afterwards (FINISHED after a restart, checked).
+  nlohmann::json RunThroughAWorkerKill(std::vector<std::string> args, int worker) {
+    args.insert(args.begin(), "run");
+    for (const char* a : {"--parallelism", "2", "--checkpoint-interval", "300ms", "--wait"}) {
+      args.emplace_back(a);
+    }
+    auto cli = cluster_->StartCli(args, dir_.path() + "/run.log");
+    EXPECT_OK(cli);
+    if (!cli.ok()) return {};
+    auto running = cluster_->WaitForStatus(
+        [](const nlohmann::json& s) {
+          const nlohmann::json& job = s["job"];
+          return job.is_object() && job.value("state", "") == "RUNNING" &&
+                 job["checkpoints"].value("latest_completed", int64_t{0}) >= 1;
+        },
+        Duration::Seconds(60), "a completed checkpoint");
+    EXPECT_OK(running) << cluster_->LogExcerpts();
+    EXPECT_OK(cluster_->KillWorker(worker));
+    EXPECT_OK(cluster_->StartWorker(worker)) << cluster_->LogExcerpts();
+    EXPECT_OK(WriteFileAtomically(release(), ""));
+    auto exit_code = cli->Wait(Duration::Seconds(180));
+    EXPECT_OK(exit_code) << cluster_->LogExcerpts();
+    if (exit_code.ok()) {
+      EXPECT_EQ(*exit_code, 0) << ReadFileOrEmpty(dir_.path() + "/run.log.err")
+                               << cluster_->LogExcerpts();
+    }
+    auto status = cluster_->StatusJson();
+    EXPECT_OK(status);
+    if (!status.ok()) return {};
+    const nlohmann::json job = (*status)["job"];
+    EXPECT_EQ(job.value("state", ""), "FINISHED") << job.dump();
+    EXPECT_GE(job.value("restarts", 0), 1) << job.dump();
+    return job;
+  }
+  std::string release() const { return dir_.path() + "/release"; }
+
   TestDir dir_;
   std::unique_ptr<Cluster> cluster_;
 };
@@ -137,7 +159,7 @@ TEST_F(GraphJobsTest, SpendByTierIsExact) {
   EXPECT_EQ(run.job.value("state", ""), "FINISHED") << run.job.dump();
   EXPECT_EQ(run.job.value("late_records", int64_t{-1}), 0) << run.job.dump();
   EXPECT_EQ(run.job.value("bad_records", int64_t{-1}), 0) << run.job.dump();
-  auto actual = Lines(output, {"tier", "window_end", "count", "sum"});
+  auto actual = OutputColumns(output, {"tier", "window_end", "count", "sum"});
   ASSERT_OK(actual);
   EXPECT_TRUE(SameLines(*actual, reference));
   // `keyflow status` shows the graph's tasks.
@@ -173,7 +195,7 @@ TEST_F(GraphJobsTest, OperatorsBeforeTheKeyByAndAfterTheKeyedStageAreExact) {
   const std::string output = dir_.path() + "/out";
   JobRun run = Run(kGraphJobs, "words", Input("in", lines), output);
   EXPECT_EQ(run.cli.exit_code, 0) << run.cli.out << run.cli.err << cluster_->LogExcerpts();
-  auto actual = Lines(output, {"w", "n", "bytes"});
+  auto actual = OutputColumns(output, {"w", "n", "bytes"});
   ASSERT_OK(actual);
   EXPECT_TRUE(SameLines(*actual, reference));
 }
@@ -207,7 +229,7 @@ TEST_F(GraphJobsTest, ARecordWithoutItsKeyAfterTheOperatorsIsABadRecord) {
   JobRun skip = Run(kGraphJobs, "rekey", in, output);
   EXPECT_EQ(skip.cli.exit_code, 0) << skip.cli.out << skip.cli.err << cluster_->LogExcerpts();
   EXPECT_EQ(skip.job.value("bad_records", int64_t{-1}), bad) << skip.job.dump();
-  auto actual = Lines(output, {"k", "count"});
+  auto actual = OutputColumns(output, {"k", "count"});
   ASSERT_OK(actual);
   EXPECT_TRUE(SameLines(*actual, reference));
 
@@ -282,42 +304,82 @@ TEST_F(GraphJobsTest, AChainedJobGivesTheSameOutputThroughAWorkerKill) {
   JobRun reference_run =
       Run(Example("spend-by-tier"), "spend-by-tier", gen, calm, {"--param", "interval=1s"});
   ASSERT_EQ(reference_run.cli.exit_code, 0) << reference_run.cli.err << cluster_->LogExcerpts();
-  auto reference = Lines(calm, fields);
+  auto reference = OutputColumns(calm, fields);
   ASSERT_OK(reference);
   ASSERT_GT(reference->size(), 4u);
 
-  const std::string release = dir_.path() + "/release";
   const std::string output = dir_.path() + "/killed";
-  auto cli = cluster_->StartCli(
-      {"run", "--job-library", Example("spend-by-tier"), "--job", "spend-by-tier", "--param",
-       "interval=1s", "--input", gen + ",hold=" + release, "--output", output, "--parallelism", "2",
-       "--checkpoint-interval", "300ms", "--wait"},
-      dir_.path() + "/run.log");
-  ASSERT_OK(cli);
-  auto running = cluster_->WaitForStatus(
-      [](const nlohmann::json& s) {
-        const nlohmann::json& job = s["job"];
-        return job.is_object() && job.value("state", "") == "RUNNING" &&
-               job["checkpoints"].value("latest_completed", int64_t{0}) >= 1;
-      },
-      Duration::Seconds(60), "a completed checkpoint");
-  ASSERT_OK(running) << cluster_->LogExcerpts();
-  ASSERT_OK(cluster_->KillWorker(1));
-  ASSERT_OK(cluster_->StartWorker(1)) << cluster_->LogExcerpts();
-  ASSERT_OK(WriteFileAtomically(release, ""));
-  auto exit_code = cli->Wait(Duration::Seconds(180));
-  ASSERT_OK(exit_code) << cluster_->LogExcerpts();
-  EXPECT_EQ(*exit_code, 0) << ReadFileOrEmpty(dir_.path() + "/run.log.err")
-                           << cluster_->LogExcerpts();
-  auto status = cluster_->StatusJson();
-  ASSERT_OK(status);
-  const nlohmann::json& job = (*status)["job"];
-  EXPECT_EQ(job.value("state", ""), "FINISHED") << job.dump();
-  EXPECT_GE(job.value("restarts", 0), 1) << job.dump();
+  const nlohmann::json job = RunThroughAWorkerKill(
+      {"--job-library", Example("spend-by-tier"), "--job", "spend-by-tier", "--param",
+       "interval=1s", "--input", gen + ",hold=" + release(), "--output", output},
+      1);
   EXPECT_EQ(job.value("late_records", int64_t{-1}), 0) << job.dump();
-  auto actual = Lines(output, fields);
+  auto actual = OutputColumns(output, fields);
   ASSERT_OK(actual);
   EXPECT_TRUE(SameLines(*actual, *reference));
+}
+
+// Without a KeyBy every operator runs in the source task and what it emits goes to the sink of
+// the same subtask: one output record per word, each exactly once; the pass-through job writes
+// every input record as it came.
+TEST_F(GraphJobsTest, AGraphWithoutAKeyByIsExact) {
+  std::vector<std::string> lines;
+  std::vector<std::string> reference;
+  const std::vector<std::string> words = {"the", "cat", "sat", "on", "the", "mat", "é"};
+  for (int i = 0; i < 3000; ++i) {
+    std::string text;
+    for (int w = 0; w < i % 5; ++w) {
+      const std::string& word = words[static_cast<size_t>((i + w * 3) % 7)];
+      text += (w == 0 ? "" : " ") + word;
+      if (word != "the") reference.push_back(word + "|" + Str(word.size()));
+    }
+    lines.push_back("{\"uid\":\"u" + Str(i % 11) + "\",\"ts\":" + Str(kStartMs + i) +
+                    ",\"text\":\"" + text + "\"}");
+  }
+  std::sort(reference.begin(), reference.end());
+  const std::string in = Input("in", lines);
+  const std::string output = dir_.path() + "/out";
+  JobRun run = Run(kGraphJobs, "lengths", in, output);
+  EXPECT_EQ(run.cli.exit_code, 0) << run.cli.out << run.cli.err << cluster_->LogExcerpts();
+  EXPECT_EQ(run.job.value("state", ""), "FINISHED") << run.job.dump();
+  auto actual = OutputColumns(output, {"w", "len"});
+  ASSERT_OK(actual);
+  EXPECT_TRUE(SameLines(*actual, reference));
+  auto status = cluster_->Cli({"status"});
+  ASSERT_OK(status);
+  EXPECT_THAT(status->out, HasSubstr("[source source-in -> flat-map split -> filter not-the -> "
+                                     "map length -> sink sink-out]"));
+
+  const std::string passed = dir_.path() + "/passed";
+  JobRun pass = Run(kGraphJobs, "pass", in, passed);
+  EXPECT_EQ(pass.cli.exit_code, 0) << pass.cli.out << pass.cli.err << cluster_->LogExcerpts();
+  auto copied = OutputColumns(passed, {"uid", "ts", "text"});
+  ASSERT_OK(copied);
+  std::vector<std::string> inputs;
+  for (const std::string& l : lines) {
+    const nlohmann::json j = nlohmann::json::parse(l);
+    inputs.push_back(j["uid"].get<std::string>() + "|" + j["ts"].dump() + "|" +
+                     j["text"].get<std::string>());
+  }
+  std::sort(inputs.begin(), inputs.end());
+  EXPECT_TRUE(SameLines(*copied, inputs));
+}
+
+// The pass-through job through a SIGKILL of a worker after a checkpoint: every generated record
+// is in the committed output exactly once.
+TEST_F(GraphJobsTest, AGraphWithoutAKeyByIsExactlyOnceThroughAWorkerKill) {
+  constexpr int64_t kEvents = 12000;
+  const std::string output = dir_.path() + "/killed";
+  RunThroughAWorkerKill(
+      {"--job-library", kGraphJobs, "--job", "pass", "--input",
+       "gen:events=" + Str(kEvents) + ",keys=300,splits=2,seed=5,rate=4000,hold=" + release(),
+       "--output", output},
+      0);
+  auto actual = OutputColumns(output, {"uid", "ts", "amount", "note"});
+  ASSERT_OK(actual);
+  ASSERT_EQ(actual->size(), static_cast<size_t>(kEvents));
+  std::set<std::string> distinct(actual->begin(), actual->end());
+  EXPECT_EQ(distinct.size(), static_cast<size_t>(kEvents)) << "a record written twice";
 }
 
 }  // namespace

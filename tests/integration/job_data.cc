@@ -278,4 +278,28 @@ std::vector<std::string> ClosedByCount(const std::vector<std::string>& reference
   return out;
 }
 
+Result<std::string> JoinedColumns(const nlohmann::json& line,
+                                  const std::vector<std::string>& fields) {
+  std::string joined;
+  for (const std::string& f : fields) {
+    if (!line.contains(f)) return InvalidArgument("no \"" + f + "\" in " + line.dump());
+    const nlohmann::json& v = line[f];
+    joined += (joined.empty() ? "" : "|") + (v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return joined;
+}
+
+Result<std::vector<std::string>> OutputColumns(const std::string& dir,
+                                               const std::vector<std::string>& fields) {
+  KF_ASSIGN_OR_RETURN(JobOutput out, ReadJobOutput(dir));
+  std::vector<std::string> lines;
+  lines.reserve(out.lines.size());
+  for (const nlohmann::json& line : out.lines) {
+    KF_ASSIGN_OR_RETURN(std::string joined, JoinedColumns(line, fields));
+    lines.push_back(std::move(joined));
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
 }  // namespace keyflow::test

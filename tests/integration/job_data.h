@@ -94,6 +94,14 @@ struct JobOutput {
 // naming file and line.
 Result<JobOutput> ReadJobOutput(const std::string& dir);
 
+// The committed output of `dir`, each line as the values of its `fields` joined with '|' (a
+// string as its text, anything else as JSON), sorted. An error names a line without one of them.
+Result<std::vector<std::string>> OutputColumns(const std::string& dir,
+                                               const std::vector<std::string>& fields);
+// The same columns of one JSON object (an error names a missing one).
+Result<std::string> JoinedColumns(const nlohmann::json& line,
+                                  const std::vector<std::string>& fields);
+
 // Compares sorted lines as multisets; a failure names how many lines are missing and unexpected,
 // with the first few of each (not 100k lines).
 ::testing::AssertionResult SameLines(const std::vector<std::string>& actual,

@@ -119,7 +119,13 @@ Status RecordChain::Push(size_t step, Record& record,
 }
 
 Status RecordChain::EmitKeyed(Record& record, const std::function<Status(const Record&)>& emit) {
-  if (options_.key_field.empty()) return emit(record);
+  if (options_.key_field.empty()) {
+    if (options_.forward_key_group.has_value()) {
+      record.key_group = *options_.forward_key_group;
+      record.key = Key();
+    }
+    return emit(record);
+  }
   Result<Key> key = KeyFromField(record, options_.key_field, options_.key_type);
   if (!key.ok()) return options_.on_bad_key(key.status());
   if (options_.key_type == KeyType::kString) {

@@ -3,7 +3,9 @@
 // source task runs between its reader and the KeyBy — every record that comes out of the last
 // one is then keyed by the KeyBy's field, its key and key group set, before the task routes it —
 // and those between the keyed stage and the sink (worker/sinks/chained_sink_writer.h), whose
-// output is not keyed (Options::key_field empty).
+// output is not keyed (Options::key_field empty). In a graph without a KeyBy the source task's
+// chain forwards instead (Options::forward_key_group): every record it emits goes to the keyed
+// task of the same subtask index, so it gets that task's first key group and an empty key.
 //
 // Semantics (as Flink's chained operators):
 //   - an output record keeps the timestamp of the record it came from (a Map or FlatMap cannot
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +51,8 @@ class RecordChain {
     std::string library;    // the job library's file name, for messages
     std::string key_field;  // empty: what the chain emits is not keyed
     KeyType key_type = KeyType::kString;
+    // With key_field empty: the key group every emitted record gets (forwarded, not keyed).
+    std::optional<KeyGroupId> forward_key_group;
     int32_t max_parallelism = 0;
     // Decides what a record without a valid key does: OK skips it (count it), an error fails
     // the task.

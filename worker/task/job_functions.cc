@@ -1,5 +1,6 @@
 #include "worker/task/job_functions.h"
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -22,14 +23,15 @@ std::function<Status(const Status&)> BadRecordPolicy(const JobSpec& spec, Counte
   };
 }
 
-// The chain of the graph's operators `ids`; null when there are none. `key_by` null: the
-// chain's output is not keyed.
+// The chain of the graph's operators `ids`; null when there are none and nothing is forwarded.
+// `key_by` null: the chain's output is not keyed (forwarded into `forward` if set).
 std::unique_ptr<RecordChain> CreateChain(const JobSpec& spec, const JobLibrary& library,
                                          const BuiltJobGraph& built,
                                          const std::vector<int32_t>& ids, const StreamEdge* key_by,
+                                         std::optional<KeyGroupId> forward,
                                          std::function<Status(const Status&)> on_bad,
                                          std::shared_ptr<const void> keep_alive) {
-  if (ids.empty()) return nullptr;
+  if (ids.empty() && !forward.has_value()) return nullptr;
   std::vector<RecordChain::Operator> operators;
   for (int32_t id : ids) {
     const OperatorNode& node = built.graph.operators.at(static_cast<size_t>(id));
@@ -42,6 +44,7 @@ std::unique_ptr<RecordChain> CreateChain(const JobSpec& spec, const JobLibrary& 
     options.key_field = key_by->key_field;
     options.key_type = key_by->key_type;
   }
+  options.forward_key_group = forward;
   options.max_parallelism = spec.max_parallelism;
   options.on_bad_key = std::move(on_bad);
   return std::make_unique<RecordChain>(std::move(operators), std::move(options),
@@ -52,7 +55,7 @@ std::unique_ptr<RecordChain> CreateChain(const JobSpec& spec, const JobLibrary& 
 
 Result<JobFunctions> CreateJobFunctions(const JobSpec& spec,
                                         const std::shared_ptr<const JobLibrary>& library,
-                                        Counter* bad_records) {
+                                        Counter* bad_records, KeyGroupRange key_groups) {
   // The params were resolved at submit; resolving again checks them against the library
   // actually loaded.
   KF_ASSIGN_OR_RETURN(const JobDefinition* job, library->FindJob(spec.job_name));
@@ -72,18 +75,25 @@ Result<JobFunctions> CreateJobFunctions(const JobSpec& spec,
                                 "): its graph function must depend on its parameters only");
     }
     KF_ASSIGN_OR_RETURN(KeyedPipeline pipeline, PlanKeyedPipeline(built.graph));
-    const std::string process =
-        "'" + built.graph.operators.at(static_cast<size_t>(pipeline.process)).uid + "'";
-    functions.chain = CreateChain(spec, *library, built, pipeline.before_key_by, &pipeline.key_by,
-                                  BadRecordPolicy(spec, bad_records,
-                                                  "a record of job '" + spec.job_name +
-                                                      "' before its KeyBy (" + process + "): "),
-                                  library);
-    functions.on_bad_result = BadRecordPolicy(
-        spec, bad_records,
-        "a result of job '" + spec.job_name + "' after its keyed stage " + process + ": ");
-    functions.after_process = CreateChain(spec, *library, built, pipeline.after_process, nullptr,
-                                          functions.on_bad_result, library);
+    if (!pipeline.keyed) {
+      // Nothing to key, so no bad keys: on_bad is never called.
+      functions.chain = CreateChain(spec, *library, built, pipeline.before_key_by, nullptr,
+                                    KeyGroupId(key_groups.start()), nullptr, library);
+    } else {
+      const std::string process =
+          "'" + built.graph.operators.at(static_cast<size_t>(pipeline.process)).uid + "'";
+      functions.chain =
+          CreateChain(spec, *library, built, pipeline.before_key_by, &pipeline.key_by, std::nullopt,
+                      BadRecordPolicy(spec, bad_records,
+                                      "a record of job '" + spec.job_name + "' before its KeyBy (" +
+                                          process + "): "),
+                      library);
+      functions.on_bad_result = BadRecordPolicy(
+          spec, bad_records,
+          "a result of job '" + spec.job_name + "' after its keyed stage " + process + ": ");
+      functions.after_process = CreateChain(spec, *library, built, pipeline.after_process, nullptr,
+                                            std::nullopt, functions.on_bad_result, library);
+    }
   }
   KF_ASSIGN_OR_RETURN(functions.keyed, library->CreateFunction(*job, params));
   return functions;

@@ -68,8 +68,9 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::Deploy(const DeployTask& d, 
   }
 
   KF_ASSIGN_OR_RETURN(t->library_, LoadJobLibrary(spec, options.job_library_cache_dir));
-  KF_ASSIGN_OR_RETURN(JobFunctions functions,
-                      CreateJobFunctions(spec, t->library_, &t->metrics_.bad_records));
+  KF_ASSIGN_OR_RETURN(
+      JobFunctions functions,
+      CreateJobFunctions(spec, t->library_, &t->metrics_.bad_records, d.key_groups));
   t->chain_ = std::move(functions.chain);
   // The splits the coordinator's enumerator assigned to this subtask, with their positions.
   KF_ASSIGN_OR_RETURN(t->splits_, DecodeSplits(d.source_splits));

@@ -73,6 +73,11 @@ Result<std::unique_ptr<KeyedFunctionTestHarness>> KeyedFunctionTestHarness::ForJ
     if (!pipeline.ok()) {
       return InvalidArgument("job '" + job.name + "': " + pipeline.status().message());
     }
+    if (!pipeline->keyed) {
+      return InvalidArgument("job '" + job.name +
+                             "' has no KeyBy, so no keyed stage to test: call its Map, Filter and "
+                             "FlatMap functions directly");
+    }
     function = g.functions_of(pipeline->process).process();
     options.key_field = pipeline->key_by.key_field;
     options.key_type = pipeline->key_by.key_type;

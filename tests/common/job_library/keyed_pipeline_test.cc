@@ -93,9 +93,38 @@ TEST(KeyedPipelineTest, KeysAfterChainedOperatorsOnlyWithOperatorsBeforeTheKeyBy
   EXPECT_TRUE(KeysAfterChainedOperators(spec));
 }
 
+TEST(KeyedPipelineTest, AGraphWithoutKeyByIsAStatelessPipelineInTheSourceTask) {
+  StreamGraphBuilder g;
+  g.Source().Filter("keep", Keep).FlatMap("twice", Twice).Map("same", Same).Sink();
+  JobGraph graph = Built(g);
+  ASSERT_OK_AND_ASSIGN(KeyedPipeline p, PlanKeyedPipeline(graph));
+  EXPECT_FALSE(p.keyed);
+  EXPECT_EQ(p.source, graph.Find("source-in")->id);
+  EXPECT_EQ(p.before_key_by, (std::vector<int32_t>{graph.Find("keep")->id, graph.Find("twice")->id,
+                                                   graph.Find("same")->id}));
+  EXPECT_EQ(p.process, -1);
+  EXPECT_TRUE(p.after_process.empty());
+  EXPECT_EQ(p.sink, graph.Find("sink-out")->id);
+
+  StreamGraphBuilder direct;
+  direct.Source().Sink();
+  JobGraph pass = Built(direct);
+  ASSERT_OK_AND_ASSIGN(KeyedPipeline q, PlanKeyedPipeline(pass));
+  EXPECT_FALSE(q.keyed);
+  EXPECT_TRUE(q.before_key_by.empty());
+  EXPECT_EQ(q.sink, pass.Find("sink-out")->id);
+
+  JobSpec spec;
+  spec.graph = graph;
+  EXPECT_TRUE(KeysAfterChainedOperators(spec)) << "nothing is keyed";
+  spec.graph = pass;
+  EXPECT_TRUE(KeysAfterChainedOperators(spec)) << "nothing is keyed";
+}
+
 constexpr std::string_view kShape =
     ", which this version of keyflow does not run yet (this version runs a graph of one source, "
-    "Map/Filter/FlatMap operators, one KeyBy into one Process, Map/Filter/FlatMap operators, and "
+    "Map/Filter/FlatMap operators, at most one KeyBy into one Process, Map/Filter/FlatMap "
+    "operators, and "
     "one sink)";
 
 TEST(KeyedPipelineTest, EachShapeNotRunYetIsRefusedWithOneSentence) {
@@ -149,8 +178,11 @@ TEST(KeyedPipelineTest, EachShapeNotRunYetIsRefusedWithOneSentence) {
   }
   {
     StreamGraphBuilder g;
-    g.Source().Map("m", Same).Sink();
-    EXPECT_EQ(Refusal(g), "the job's graph has no KeyBy and Process" + std::string(kShape));
+    DataStream kept = g.Source().Filter("keep", Keep);
+    kept.Sink();
+    kept.Map("copy", Same).Sink("copy");
+    EXPECT_EQ(Refusal(g),
+              "the job's graph has more than one sink (sink 'sink-copy')" + std::string(kShape));
   }
   {
     StreamGraphBuilder g;

@@ -11,6 +11,9 @@
 //   throws    Map "explode" throws std::runtime_error("boom: <text>") on a record whose "text" is
 //             "boom", otherwise as words without the filter
 //   unstable  a graph whose operator uid holds the process id: every process builds another one
+//   lengths   no KeyBy: FlatMap "split" -> Filter "not-the" -> Map "length" ({"w":W,"len":<W's
+//             UTF-8 bytes>}) -> sink, one output record per word
+//   pass      no KeyBy, no operator: source -> sink, every record as it came
 //   shape     an invalid or not yet runnable graph, per --param shape=...
 #include <unistd.h>
 
@@ -167,6 +170,27 @@ std::vector<JobDefinition> Jobs() {
         .Process("count", Counter("uid"))
         .Sink();
   }));
+  jobs.push_back(Job("lengths", [](StreamGraphBuilder& g, const JobParams&) {
+    g.Source()
+        .FlatMap("split", Split)
+        .Filter("not-the",
+                [](const Record& r) { return r.field("word").AsString().value_or("") != "the"; })
+        .Map("length",
+             [](const Record& in) {
+               const std::string_view word = in.field("word").AsString().value_or("");
+               Record out;
+               keyflow::FieldTapeWriter w(&out.fields);
+               w.BeginObject();
+               w.Name("w");
+               w.String(word);
+               w.Name("len");
+               w.Int(static_cast<int64_t>(word.size()));
+               w.EndObject();
+               return out;
+             })
+        .Sink();
+  }));
+  jobs.push_back(Job("pass", [](StreamGraphBuilder& g, const JobParams&) { g.Source().Sink(); }));
   JobDefinition shape = Job("shape", [](StreamGraphBuilder& g, const JobParams& p) {
     const std::string& s = p.GetString("shape");
     keyflow::DataStream in = g.Source();

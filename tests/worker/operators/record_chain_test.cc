@@ -130,6 +130,40 @@ TEST(RecordChainTest, AMapCannotMoveARecordInEventTimeAndItsStaleLineIsDropped) 
   EXPECT_EQ(f.out[0].raw_json(), R"({"word":"changed"})");
 }
 
+TEST(RecordChainTest, WithoutAKeyByWhatComesOutIsForwardedIntoOneKeyGroup) {
+  Fixture f;
+  RecordChain::Options options;
+  options.job_name = "q2";
+  options.max_parallelism = kMaxParallelism;
+  options.forward_key_group = KeyGroupId(64);
+  RecordChain chain({Filter("not-b", [](const Record& r) { return Word(r) != "b"; })},
+                    std::move(options), nullptr);
+  for (std::string_view w : {"a", "b", "c"}) {
+    Record in = With("word", w, Timestamp(7));
+    in.key = Key::FromBytes("stale");
+    in.key_group = KeyGroupId(3);
+    ASSERT_OK(f.Push(chain, in));
+  }
+  ASSERT_EQ(f.out.size(), 2u);
+  for (const Record& r : f.out) {
+    EXPECT_EQ(r.key_group, KeyGroupId(64));
+    EXPECT_EQ(r.key, Key()) << "nothing is keyed";
+    EXPECT_EQ(r.timestamp, Timestamp(7));
+  }
+  EXPECT_EQ(Word(f.out[0]), "a");
+  EXPECT_EQ(Word(f.out[1]), "c");
+
+  RecordChain::Options bare;
+  bare.max_parallelism = kMaxParallelism;
+  bare.forward_key_group = KeyGroupId(5);
+  RecordChain empty({}, std::move(bare), nullptr);
+  f.out.clear();
+  ASSERT_OK(f.Push(empty, With("word", "z", Timestamp(9))));
+  ASSERT_EQ(f.out.size(), 1u);
+  EXPECT_EQ(f.out[0].key_group, KeyGroupId(5));
+  EXPECT_EQ(f.out[0].raw_json(), R"({"word":"z"})");
+}
+
 TEST(RecordChainTest, IntegerKeysFollowTheParsersRules) {
   Fixture f;
   RecordChain chain =
