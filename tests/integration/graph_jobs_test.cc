@@ -286,6 +286,10 @@ TEST_F(GraphJobsTest, GraphsThatCannotRunAreRefusedAtRun) {
   EXPECT_THAT(Refused("shape", {"--param", "shape=throws"}).err,
               HasSubstr("job 'shape' (libgraph-jobs.so) threw std::invalid_argument in graph: no "
                         "such shape: throws"));
+  EXPECT_THAT(Refused("pass-no-fields", {}).err,
+              HasSubstr("job 'pass-no-fields' has no KeyBy, so its records reach the sink as "
+                        "their JSON fields, but its definition sets reads_fields = false: set "
+                        "reads_fields = true"));
   EXPECT_THAT(Refused("words", {"--key-field", "word"}).err,
               HasSubstr("job 'words' is a graph: its KeyBy names the key field and type, so drop "
                         "--key-field and --key-type"));

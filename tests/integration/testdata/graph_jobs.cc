@@ -14,6 +14,7 @@
 //   lengths   no KeyBy: FlatMap "split" -> Filter "not-the" -> Map "length" ({"w":W,"len":<W's
 //             UTF-8 bytes>}) -> sink, one output record per word
 //   pass      no KeyBy, no operator: source -> sink, every record as it came
+//   pass-no-fields  pass with reads_fields = false: refused at run
 //   shape     an invalid or not yet runnable graph, per --param shape=...
 #include <unistd.h>
 
@@ -191,6 +192,10 @@ std::vector<JobDefinition> Jobs() {
         .Sink();
   }));
   jobs.push_back(Job("pass", [](StreamGraphBuilder& g, const JobParams&) { g.Source().Sink(); }));
+  JobDefinition no_fields =
+      Job("pass-no-fields", [](StreamGraphBuilder& g, const JobParams&) { g.Source().Sink(); });
+  no_fields.reads_fields = false;
+  jobs.push_back(std::move(no_fields));
   JobDefinition shape = Job("shape", [](StreamGraphBuilder& g, const JobParams& p) {
     const std::string& s = p.GetString("shape");
     keyflow::DataStream in = g.Source();
