@@ -116,13 +116,8 @@ Result<JobRecord> JobRecord::Decode(std::string_view bytes, std::string_view sou
 
 // ---- CheckpointStorage ----------------------------------------------------------------------
 
-CheckpointStorage::CheckpointStorage(const std::string& root, FileSystem& fs) : fs_(&fs) {
-  std::error_code ec;
-  std::filesystem::path p = std::filesystem::absolute(root, ec);
-  if (ec) p = root;  // only fails when the current directory is gone; keep what we were given
-  root_ = p.lexically_normal().string();
-  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
-}
+CheckpointStorage::CheckpointStorage(const std::string& root, FileSystem& fs)
+    : root_(AbsoluteNormalPath(root)), fs_(&fs) {}
 
 std::string CheckpointStorage::JobDirectory(const std::string& job_id) const {
   return root_ + "/" + job_id;
@@ -151,11 +146,7 @@ std::string CheckpointStorage::SharedDirectory(const std::string& job_id) const 
 }
 
 std::string CheckpointStorage::SharedDirectoryOf(const std::string& checkpoint_dir) {
-  std::error_code ec;
-  std::filesystem::path p = std::filesystem::absolute(checkpoint_dir, ec);
-  if (ec) p = checkpoint_dir;
-  std::string dir = p.lexically_normal().string();
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const std::string dir = AbsoluteNormalPath(checkpoint_dir);
   return (std::filesystem::path(dir).parent_path() / std::string(kSharedDirectoryName)).string();
 }
 

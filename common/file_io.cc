@@ -371,6 +371,15 @@ Result<std::string> CanonicalPath(const std::string& path) {
   }
 }
 
+std::string AbsoluteNormalPath(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  if (ec) p = path;
+  std::string s = p.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
 bool IsPathUnder(std::string_view path, std::string_view root) {
   while (root.size() > 1 && root.back() == '/') root.remove_suffix(1);
   if (path.substr(0, root.size()) != root) return false;

@@ -65,6 +65,10 @@ Result<std::string> ResolveInside(const std::string& base, std::string_view rela
 // InvalidArgument when a missing component is a dangling symbolic link.
 Result<std::string> CanonicalPath(const std::string& path);
 
+// `path` made absolute (as given when the current directory is gone) and lexically normal,
+// without a trailing '/' (but "/").
+std::string AbsoluteNormalPath(const std::string& path);
+
 // Whether `path` is `root` or lies under it (both canonical or at least lexically normal).
 bool IsPathUnder(std::string_view path, std::string_view root);
 

@@ -361,11 +361,18 @@ void Coordinator::WorkerLost(const WorkerInfo& w, const std::string& why, int64_
 }
 
 void Coordinator::OnTick(int64_t now_ms) {
-  for (const WorkerInfo& w : workers_.RemoveTimedOut(now_ms)) {
-    WorkerLost(w,
-               "no heartbeat for " + std::to_string(now_ms - w.last_heartbeat_ms) +
-                   " ms (timeout " + std::to_string(options_.heartbeat_timeout_ms) + " ms)",
-               now_ms);
+  // A worker deploying a task may be silent for up to the deploy timeout: its control loop
+  // loads the job library and opens the sink before it answers or heartbeats again.
+  auto deploying = [this](WorkerId w) { return job_ != nullptr && job_->AwaitsDeployment(w); };
+  const int64_t deploy_timeout_ms = options_.job.deploy_timeout_ms;
+  for (const WorkerInfo& w : workers_.RemoveTimedOut(now_ms, deploying, deploy_timeout_ms)) {
+    const int64_t timeout_ms = workers_.TimeoutFor(w.id, deploying, deploy_timeout_ms);
+    WorkerLost(
+        w,
+        "no heartbeat for " + std::to_string(now_ms - w.last_heartbeat_ms) + " ms (" +
+            (timeout_ms > options_.heartbeat_timeout_ms ? "deploying its task, deploy " : "") +
+            "timeout " + std::to_string(timeout_ms) + " ms)",
+        now_ms);
   }
   if (now_ms - last_heartbeat_sent_ms_ >= options_.heartbeat_interval_ms) {
     last_heartbeat_sent_ms_ = now_ms;

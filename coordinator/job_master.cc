@@ -324,6 +324,12 @@ void JobMaster::SendSplits(SubtaskIndex subtask, std::vector<std::string> splits
   outbox_->Send(v.identity, AddSplits{attempt_, subtask, std::move(splits)});
 }
 
+bool JobMaster::AwaitsDeployment(WorkerId w) const {
+  if (state_ != JobState::kDeploying) return false;
+  return std::any_of(vertices_.begin(), vertices_.end(),
+                     [w](const Vertex& v) { return v.worker == w && !v.deployed; });
+}
+
 void JobMaster::OnTaskDeployed(const TaskDeployed& m, int64_t now_ms) {
   Vertex* v = VertexOf(m.subtask, m.attempt, m.worker);
   if (v == nullptr || state_ != JobState::kDeploying) return;

@@ -161,6 +161,8 @@ class JobMaster {
   const JobSpec& spec() const { return spec_; }
   const std::string& failure_reason() const { return failure_reason_; }
   AttemptNumber attempt() const { return attempt_; }
+  // True while the current attempt deploys and worker `w` has not answered its DeployTask.
+  bool AwaitsDeployment(WorkerId w) const;
   bool Uses(WorkerId worker) const;
 
   nlohmann::json StatusJson(int64_t now_ms) const;

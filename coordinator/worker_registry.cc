@@ -141,10 +141,12 @@ bool WorkerRegistry::Heartbeat(WorkerId id, AttemptNumber attempt, const Subtask
   return true;
 }
 
-std::vector<WorkerInfo> WorkerRegistry::RemoveTimedOut(int64_t now_ms) {
+std::vector<WorkerInfo> WorkerRegistry::RemoveTimedOut(
+    int64_t now_ms, const std::function<bool(WorkerId)>& deploying, int64_t deploying_timeout_ms) {
   std::vector<WorkerInfo> lost;
   for (auto it = workers_.begin(); it != workers_.end();) {
-    if (now_ms - it->second.last_heartbeat_ms > timeout_ms_) {
+    if (now_ms - it->second.last_heartbeat_ms >
+        TimeoutFor(it->first, deploying, deploying_timeout_ms)) {
       lost.push_back(std::move(it->second));
       it = workers_.erase(it);
     } else {

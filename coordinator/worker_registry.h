@@ -17,7 +17,9 @@
 // Threading: coordinator thread only. Time is passed in (monotonic ms), never read here.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -84,8 +86,17 @@ class WorkerRegistry {
   bool Heartbeat(WorkerId id, AttemptNumber attempt, const SubtaskMetrics& m, int64_t now_ms,
                  const ProcessUsage& usage = {});
 
-  // Removes and returns the workers whose last heartbeat is older than the timeout.
-  std::vector<WorkerInfo> RemoveTimedOut(int64_t now_ms);
+  // Removes and returns the workers whose last heartbeat is older than the timeout. A worker
+  // for which `deploying` is true (a deployment was sent to it and not yet answered: its control
+  // loop may be busy loading the job library, opening the sink or clearing old state) is given
+  // `deploying_timeout_ms` instead, when that is longer.
+  std::vector<WorkerInfo> RemoveTimedOut(int64_t now_ms,
+                                         const std::function<bool(WorkerId)>& deploying = {},
+                                         int64_t deploying_timeout_ms = 0);
+  int64_t TimeoutFor(WorkerId id, const std::function<bool(WorkerId)>& deploying,
+                     int64_t deploying_timeout_ms) const {
+    return deploying && deploying(id) ? std::max(timeout_ms_, deploying_timeout_ms) : timeout_ms_;
+  }
   std::optional<WorkerInfo> Remove(WorkerId id);
 
   const WorkerInfo* Find(WorkerId id) const;

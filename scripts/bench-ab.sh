@@ -22,16 +22,15 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/lib/cluster.sh"
 
 before="" after="" runs=5 events=20000000 keys=1000000
-need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
-    --before) need "$@"; before="$2"; shift 2 ;;
-    --after) need "$@"; after="$2"; shift 2 ;;
-    --runs) need "$@"; runs="$2"; shift 2 ;;
-    --events) need "$@"; events="$2"; shift 2 ;;
-    --keys) need "$@"; keys="$2"; shift 2 ;;
-    -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --before) kf_need "$@"; before="$2"; shift 2 ;;
+    --after) kf_need "$@"; after="$2"; shift 2 ;;
+    --runs) kf_need "$@"; runs="$2"; shift 2 ;;
+    --events) kf_need "$@"; events="$2"; shift 2 ;;
+    --keys) kf_need "$@"; keys="$2"; shift 2 ;;
+    -h | --help) kf_usage; exit 0 ;;
     --version) echo "bench-ab (keyflow scripts)"; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac

@@ -38,18 +38,17 @@ source "$ROOT/scripts/lib/cluster.sh"
 
 events=3000000 keys=20000 partitions=48 repeat=3 latency_seconds=20 latency_rate=""
 results_dir=""
-need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
-    --events) need "$@"; events="$2"; shift 2 ;;
-    --keys) need "$@"; keys="$2"; shift 2 ;;
-    --partitions) need "$@"; partitions="$2"; shift 2 ;;
-    --repeat) need "$@"; repeat="$2"; shift 2 ;;
-    --latency-seconds) need "$@"; latency_seconds="$2"; shift 2 ;;
-    --latency-rate) need "$@"; latency_rate="$2"; shift 2 ;;
-    --results-dir) need "$@"; results_dir="$2"; shift 2 ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --events) kf_need "$@"; events="$2"; shift 2 ;;
+    --keys) kf_need "$@"; keys="$2"; shift 2 ;;
+    --partitions) kf_need "$@"; partitions="$2"; shift 2 ;;
+    --repeat) kf_need "$@"; repeat="$2"; shift 2 ;;
+    --latency-seconds) kf_need "$@"; latency_seconds="$2"; shift 2 ;;
+    --latency-rate) kf_need "$@"; latency_rate="$2"; shift 2 ;;
+    --results-dir) kf_need "$@"; results_dir="$2"; shift 2 ;;
+    -h | --help) kf_usage; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done

@@ -51,20 +51,19 @@ CHECK="$ROOT/scripts/lib/rescale_check.py"
 
 keys="" quick=0 splits=4 tail_rate=2000 build_dir="$ROOT/build" keep=0 backend=heap
 interval=0 via=()
-need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
     --quick) quick=1; shift ;;
-    --keys) need "$@"; keys="$2"; shift 2 ;;
-    --splits) need "$@"; splits="$2"; shift 2 ;;
-    --tail-rate) need "$@"; tail_rate="$2"; shift 2 ;;
-    --state-backend) need "$@"; backend="$2"; shift 2 ;;
-    --checkpoint-interval) need "$@"; interval="$2"; shift 2 ;;
-    --via) need "$@"; via=(--via "$2"); shift 2 ;;
-    --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
+    --keys) kf_need "$@"; keys="$2"; shift 2 ;;
+    --splits) kf_need "$@"; splits="$2"; shift 2 ;;
+    --tail-rate) kf_need "$@"; tail_rate="$2"; shift 2 ;;
+    --state-backend) kf_need "$@"; backend="$2"; shift 2 ;;
+    --checkpoint-interval) kf_need "$@"; interval="$2"; shift 2 ;;
+    --via) kf_need "$@"; via=(--via "$2"); shift 2 ;;
+    --build-dir) kf_need "$@"; build_dir="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) kf_usage; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done

@@ -118,7 +118,6 @@ security=0 metrics=0 throughput=1 rocksdb=0 latency=0 latency_seconds="" chainin
 nexmark=0 nexmark_events=""
 warmup=1 rocksdb_micro=0 e2e_only=0
 incremental=0 incr_keys="" big_keys="" rescale_keys="" ckpt_backends="heap"
-need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
@@ -126,30 +125,30 @@ while [ $# -gt 0 ]; do
     --micro-only) e2e=0; shift ;;
     --e2e-only) micro=0 e2e_only=1; shift ;;
     --throughput-only) micro=0 ckpt_runs=0; shift ;;
-    --events) need "$@"; events="$2"; shift 2 ;;
-    --keys) need "$@"; keys="$2"; shift 2 ;;
-    --ckpt-keys) need "$@"; ckpt_keys="$2"; shift 2 ;;
-    --repeat) need "$@"; repeat="$2"; shift 2 ;;
-    --results-dir) need "$@"; results_dir="$2"; shift 2 ;;
+    --events) kf_need "$@"; events="$2"; shift 2 ;;
+    --keys) kf_need "$@"; keys="$2"; shift 2 ;;
+    --ckpt-keys) kf_need "$@"; ckpt_keys="$2"; shift 2 ;;
+    --repeat) kf_need "$@"; repeat="$2"; shift 2 ;;
+    --results-dir) kf_need "$@"; results_dir="$2"; shift 2 ;;
     --security) security=1; shift ;;
     --metrics) metrics=1; shift ;;
     --metrics-only) metrics=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --rocksdb) rocksdb=1 ckpt_backends="heap rocksdb"; shift ;;
     --rocksdb-only) rocksdb=1 micro=0 rocksdb_micro=1 throughput=0 ckpt_backends="rocksdb"; shift ;;
-    --big-keys) need "$@"; big_keys="$2"; shift 2 ;;
-    --rescale-keys) need "$@"; rescale_keys="$2"; shift 2 ;;
+    --big-keys) kf_need "$@"; big_keys="$2"; shift 2 ;;
+    --rescale-keys) kf_need "$@"; rescale_keys="$2"; shift 2 ;;
     --incremental) incremental=1; shift ;;
     --incremental-only) incremental=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
-    --incr-keys) need "$@"; incr_keys="$2"; shift 2 ;;
+    --incr-keys) kf_need "$@"; incr_keys="$2"; shift 2 ;;
     --latency) latency=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --chaining) chaining=1; shift ;;
     --chaining-only) chaining=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
     --nexmark) nexmark=1; shift ;;
     --nexmark-only) nexmark=1 micro=0 ckpt_runs=0 throughput=0; shift ;;
-    --nexmark-events) need "$@"; nexmark_events="$2"; shift 2 ;;
-    --latency-seconds) need "$@"; latency_seconds="$2"; shift 2 ;;
-    --warmup) need "$@"; warmup="$2"; shift 2 ;;
-    -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --nexmark-events) kf_need "$@"; nexmark_events="$2"; shift 2 ;;
+    --latency-seconds) kf_need "$@"; latency_seconds="$2"; shift 2 ;;
+    --warmup) kf_need "$@"; warmup="$2"; shift 2 ;;
+    -h | --help) kf_usage; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done

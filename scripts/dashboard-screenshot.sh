@@ -29,18 +29,16 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/lib/cluster.sh"
 
 out="$ROOT/docs/dashboard.png" seconds=30 workers=3 build_dir="$ROOT/build" poll_ms=1000 samples=0
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
-need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
-    --out) need "$@"; out="$2"; shift 2 ;;
-    --seconds) need "$@"; seconds="$2"; shift 2 ;;
-    --workers) need "$@"; workers="$2"; shift 2 ;;
-    --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
-    --poll-ms) need "$@"; poll_ms="$2"; shift 2 ;;
-    --samples) need "$@"; samples="$2"; shift 2 ;;
-    -h | --help) usage; exit 0 ;;
+    --out) kf_need "$@"; out="$2"; shift 2 ;;
+    --seconds) kf_need "$@"; seconds="$2"; shift 2 ;;
+    --workers) kf_need "$@"; workers="$2"; shift 2 ;;
+    --build-dir) kf_need "$@"; build_dir="$2"; shift 2 ;;
+    --poll-ms) kf_need "$@"; poll_ms="$2"; shift 2 ;;
+    --samples) kf_need "$@"; samples="$2"; shift 2 ;;
+    -h | --help) kf_usage; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done

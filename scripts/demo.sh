@@ -29,16 +29,15 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/lib/cluster.sh"
 
 events="" keys=50000 count="" timeout="" kafka=0
-need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
     --kafka) kafka=1; shift ;;
-    --events) need "$@"; events="$2"; shift 2 ;;
-    --keys) need "$@"; keys="$2"; shift 2 ;;
-    --count) need "$@"; count="$2"; shift 2 ;;
-    --timeout) need "$@"; timeout="$2"; shift 2 ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --events) kf_need "$@"; events="$2"; shift 2 ;;
+    --keys) kf_need "$@"; keys="$2"; shift 2 ;;
+    --count) kf_need "$@"; count="$2"; shift 2 ;;
+    --timeout) kf_need "$@"; timeout="$2"; shift 2 ;;
+    -h | --help) kf_usage; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done

@@ -72,7 +72,6 @@ source "$ROOT/scripts/lib/cluster.sh"
 workers=3 kills=3 coordinator_kills="" events=200000 keys=20000 rate="" seed="" count=50
 timeout=2s build_dir="$ROOT/build" run_dir="" keep=0 coordinator_args=() run_args=() stall_ms=0
 
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 need() { [ $# -ge 2 ] || { kf_log "$1 needs a value (try --help)"; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -92,7 +91,7 @@ while [ $# -gt 0 ]; do
     --coordinator-arg) need "$@"; coordinator_args+=("$2"); shift 2 ;;
     --run-arg) need "$@"; run_args+=("$2"); shift 2 ;;
     --keep) keep=1; shift ;;
-    -h | --help) usage; exit 0 ;;
+    -h | --help) kf_usage; exit 0 ;;
     *) kf_log "unknown argument '$1' (try --help)"; exit 2 ;;
   esac
 done

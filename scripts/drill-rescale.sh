@@ -48,19 +48,18 @@ CHECK="$ROOT/scripts/lib/rescale_check.py"
 
 events=300000 steps_arg=2,3,1,4 keys=5000 splits=12 rate="" step_s=3 build_dir="$ROOT/build"
 keep=0
-need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
-    --events) need "$@"; events="$2"; shift 2 ;;
-    --steps) need "$@"; steps_arg="$2"; shift 2 ;;
-    --keys) need "$@"; keys="$2"; shift 2 ;;
-    --splits) need "$@"; splits="$2"; shift 2 ;;
-    --rate) need "$@"; rate="$2"; shift 2 ;;
-    --step-seconds) need "$@"; step_s="$2"; shift 2 ;;
-    --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
+    --events) kf_need "$@"; events="$2"; shift 2 ;;
+    --steps) kf_need "$@"; steps_arg="$2"; shift 2 ;;
+    --keys) kf_need "$@"; keys="$2"; shift 2 ;;
+    --splits) kf_need "$@"; splits="$2"; shift 2 ;;
+    --rate) kf_need "$@"; rate="$2"; shift 2 ;;
+    --step-seconds) kf_need "$@"; step_s="$2"; shift 2 ;;
+    --build-dir) kf_need "$@"; build_dir="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) kf_usage; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done

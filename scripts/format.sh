@@ -23,14 +23,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-clang_format=""
-for c in clang-format clang-format-14; do
-  if command -v "$c" >/dev/null 2>&1; then clang_format="$c"; break; fi
-done
-if [ -z "$clang_format" ]; then
-  echo "format.sh: clang-format is not installed: run scripts/install-deps.sh" >&2
-  exit 2
-fi
+# shellcheck source=lib/find-tool.sh
+source scripts/lib/find-tool.sh
+clang_format="$(kf_find_tool format.sh clang-format clang-format-14)"
 
 if [ ${#files[@]} -eq 0 ]; then
   # Tracked and untracked-but-not-ignored files, so new files are checked before their commit.

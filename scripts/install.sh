@@ -27,13 +27,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/lib/cluster.sh"
 
 prefix="" build_dir="$ROOT/build" deps=1
-need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
-    --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
+    --build-dir) kf_need "$@"; build_dir="$2"; shift 2 ;;
     --no-deps) deps=0; shift ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) kf_usage; exit 0 ;;
     -*) kf_die "unknown argument '$1' (try --help)" ;;
     *)
       [ -z "$prefix" ] || kf_die "one PREFIX only, got '$prefix' and '$1' (try --help)"

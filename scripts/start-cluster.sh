@@ -96,36 +96,34 @@ data_host="" bind_host="" build_dir="$default_build_dir" respawn=0 timeout_s=30 
 keys_dir="" insecure=0 coordinator_bind="" rest_port="" rest_bind=127.0.0.1 group=""
 coordinator_args=() worker_args=() allowed_paths=()
 
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
-need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
-    --workers) need "$@"; workers="$2"; shift 2 ;;
-    --port) need "$@"; port="$2"; shift 2 ;;
-    --run-dir) need "$@"; run_dir="$2"; shift 2 ;;
-    --group) need "$@"; group="$2"; shift 2 ;;
-    --checkpoint-dir) need "$@"; checkpoint_dir="$2"; shift 2 ;;
-    --hosts) need "$@"; hosts_file="$2"; shift 2 ;;
-    --coordinator-host) need "$@"; coordinator_host="$2"; shift 2 ;;
-    --coordinator-bind) need "$@"; coordinator_bind="$2"; shift 2 ;;
-    --rest-port) need "$@"; rest_port="$2"; shift 2 ;;
-    --rest-bind) need "$@"; rest_bind="$2"; shift 2 ;;
-    --keys) need "$@"; keys_dir="$2"; shift 2 ;;
-    --allowed-path) need "$@"; allowed_paths+=("$2"); shift 2 ;;
+    --workers) kf_need "$@"; workers="$2"; shift 2 ;;
+    --port) kf_need "$@"; port="$2"; shift 2 ;;
+    --run-dir) kf_need "$@"; run_dir="$2"; shift 2 ;;
+    --group) kf_need "$@"; group="$2"; shift 2 ;;
+    --checkpoint-dir) kf_need "$@"; checkpoint_dir="$2"; shift 2 ;;
+    --hosts) kf_need "$@"; hosts_file="$2"; shift 2 ;;
+    --coordinator-host) kf_need "$@"; coordinator_host="$2"; shift 2 ;;
+    --coordinator-bind) kf_need "$@"; coordinator_bind="$2"; shift 2 ;;
+    --rest-port) kf_need "$@"; rest_port="$2"; shift 2 ;;
+    --rest-bind) kf_need "$@"; rest_bind="$2"; shift 2 ;;
+    --keys) kf_need "$@"; keys_dir="$2"; shift 2 ;;
+    --allowed-path) kf_need "$@"; allowed_paths+=("$2"); shift 2 ;;
     --insecure) insecure=1; shift ;;
-    --data-host) need "$@"; data_host="$2"; shift 2 ;;
-    --bind-host) need "$@"; bind_host="$2"; shift 2 ;;
-    --build-dir) need "$@"; build_dir="$2"; shift 2 ;;
+    --data-host) kf_need "$@"; data_host="$2"; shift 2 ;;
+    --bind-host) kf_need "$@"; bind_host="$2"; shift 2 ;;
+    --build-dir) kf_need "$@"; build_dir="$2"; shift 2 ;;
     --respawn) respawn=1; shift ;;
-    --timeout) need "$@"; timeout_s="$2"; shift 2 ;;
-    --coordinator-arg) need "$@"; coordinator_args+=("$2"); shift 2 ;;
-    --worker-arg) need "$@"; worker_args+=("$2"); shift 2 ;;
+    --timeout) kf_need "$@"; timeout_s="$2"; shift 2 ;;
+    --coordinator-arg) kf_need "$@"; coordinator_args+=("$2"); shift 2 ;;
+    --worker-arg) kf_need "$@"; worker_args+=("$2"); shift 2 ;;
     --log-level | --log-format | --log-max-size | --log-max-files)
-      need "$@"; coordinator_args+=("$1" "$2"); worker_args+=("$1" "$2"); shift 2 ;;
+      kf_need "$@"; coordinator_args+=("$1" "$2"); worker_args+=("$1" "$2"); shift 2 ;;
     --dry-run) dry_run=1; shift ;;
-    -h | --help) usage; exit 0 ;;
+    -h | --help) kf_usage; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done

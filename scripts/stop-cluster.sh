@@ -21,13 +21,12 @@ ROOT="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)"
 source "$ROOT/scripts/lib/cluster.sh"
 
 run_dir=".keyflow" timeout_s=10
-need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}"; continue ;;
-    --run-dir) need "$@"; run_dir="$2"; shift 2 ;;
-    --timeout) need "$@"; timeout_s="$2"; shift 2 ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --run-dir) kf_need "$@"; run_dir="$2"; shift 2 ;;
+    --timeout) kf_need "$@"; timeout_s="$2"; shift 2 ;;
+    -h | --help) kf_usage; exit 0 ;;
     *) kf_die "unknown argument '$1' (try --help)" ;;
   esac
 done

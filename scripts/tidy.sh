@@ -23,14 +23,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-clang_tidy=""
-for c in clang-tidy clang-tidy-14; do
-  if command -v "$c" >/dev/null 2>&1; then clang_tidy="$c"; break; fi
-done
-if [ -z "$clang_tidy" ]; then
-  echo "tidy.sh: clang-tidy is not installed: run scripts/install-deps.sh" >&2
-  exit 2
-fi
+# shellcheck source=lib/find-tool.sh
+source scripts/lib/find-tool.sh
+clang_tidy="$(kf_find_tool tidy.sh clang-tidy clang-tidy-14)"
 
 build="${KEYFLOW_TIDY_BUILD:-build}"
 db="$build/compile_commands.json"

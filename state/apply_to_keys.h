@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,6 +19,12 @@
 #include "state/key_context.h"
 
 namespace keyflow {
+
+// ApplyToAllKeys's NotFound for a `state_name` no state is registered under.
+inline Status ApplyToUnknownStateError(std::string_view state_name) {
+  return NotFound("ApplyToAllKeys: no keyed state named '" + std::string(state_name) +
+                  "' is registered; register it (GetState & co.) first");
+}
 
 // collect(g, &keys) appends the keys of key group g that fn is to visit, in any order, without
 // repeats.

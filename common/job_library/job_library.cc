@@ -100,6 +100,45 @@ std::string JobNames(const std::vector<JobDefinition>& jobs) {
   return out.empty() ? "none" : out;
 }
 
+// Each of `connectors` (a manifest's sources or sinks: `kind` "source" or "sink", each a `type`)
+// has a valid name no other one has, and `has_functions` (`functions` names them).
+template <class Connector, class HasFunctions>
+Status ValidateConnectors(const std::vector<Connector>& connectors, const std::string& lib,
+                          const std::string& kind, std::string_view type,
+                          std::string_view functions, HasFunctions has_functions) {
+  std::set<std::string> names;
+  for (const Connector& c : connectors) {
+    if (!IsValidJobName(c.name)) {
+      return InvalidArgument("job library " + lib + " declares a " + kind + " named '" + c.name +
+                             "': " + kind + " names are lowercase letters, digits and '-'");
+    }
+    if (!names.insert(c.name).second) {
+      return InvalidArgument("job library " + lib + " declares " + kind + " '" + c.name +
+                             "' twice: give each " + std::string(type) + " its own name");
+    }
+    if (!has_functions(c)) {
+      return InvalidArgument(kind + " '" + c.name + "' of job library " + lib + " lacks its " +
+                             std::string(functions) + " function: set both");
+    }
+  }
+  return Status::Ok();
+}
+
+// The connector of `connectors` named `name`, or NotFound listing the `kind`s `library` has.
+template <class Connector>
+Result<const Connector*> FindConnector(const std::vector<Connector>& connectors,
+                                       std::string_view name, const std::string& library,
+                                       const std::string& kind) {
+  std::string names;
+  for (const Connector& c : connectors) {
+    if (c.name == name) return &c;
+    names += (names.empty() ? "" : ", ") + c.name;
+  }
+  return NotFound(
+      "job library " + library + " has no " + kind + " '" + std::string(name) + "'" +
+      (names.empty() ? std::string(": it defines none") : "; its " + kind + "s are: " + names));
+}
+
 }  // namespace
 
 Status ValidateJobLibraryManifest(const JobLibraryManifest& manifest, std::string_view library) {
@@ -157,37 +196,11 @@ Status ValidateJobLibraryManifest(const JobLibraryManifest& manifest, std::strin
       }
     }
   }
-  std::set<std::string> sources;
-  for (const SourceConnector& source : manifest.sources) {
-    if (!IsValidJobName(source.name)) {
-      return InvalidArgument("job library " + lib + " declares a source named '" + source.name +
-                             "': source names are lowercase letters, digits and '-'");
-    }
-    if (!sources.insert(source.name).second) {
-      return InvalidArgument("job library " + lib + " declares source '" + source.name +
-                             "' twice: give each SourceConnector its own name");
-    }
-    if (!source.splits || !source.open) {
-      return InvalidArgument("source '" + source.name + "' of job library " + lib +
-                             " lacks its splits or open function: set both");
-    }
-  }
-  std::set<std::string> sinks;
-  for (const SinkConnector& sink : manifest.sinks) {
-    if (!IsValidJobName(sink.name)) {
-      return InvalidArgument("job library " + lib + " declares a sink named '" + sink.name +
-                             "': sink names are lowercase letters, digits and '-'");
-    }
-    if (!sinks.insert(sink.name).second) {
-      return InvalidArgument("job library " + lib + " declares sink '" + sink.name +
-                             "' twice: give each SinkConnector its own name");
-    }
-    if (!sink.open || !sink.commit) {
-      return InvalidArgument("sink '" + sink.name + "' of job library " + lib +
-                             " lacks its open or commit function: set both");
-    }
-  }
-  return Status::Ok();
+  KF_RETURN_IF_ERROR(ValidateConnectors(
+      manifest.sources, lib, "source", "SourceConnector", "splits or open",
+      [](const SourceConnector& source) { return source.splits && source.open; }));
+  return ValidateConnectors(manifest.sinks, lib, "sink", "SinkConnector", "open or commit",
+                            [](const SinkConnector& sink) { return sink.open && sink.commit; });
 }
 
 Result<std::shared_ptr<const JobLibrary>> JobLibrary::Load(const std::string& path,
@@ -269,24 +282,11 @@ Result<const JobDefinition*> JobLibrary::FindJob(std::string_view name) const {
 }
 
 Result<const SourceConnector*> JobLibrary::FindSource(std::string_view name) const {
-  std::string names;
-  for (const SourceConnector& source : manifest_->sources) {
-    if (source.name == name) return &source;
-    names += (names.empty() ? "" : ", ") + source.name;
-  }
-  return NotFound(
-      "job library " + file_name() + " has no source '" + std::string(name) + "'" +
-      (names.empty() ? std::string(": it defines none") : "; its sources are: " + names));
+  return FindConnector(manifest_->sources, name, file_name(), "source");
 }
 
 Result<const SinkConnector*> JobLibrary::FindSink(std::string_view name) const {
-  std::string names;
-  for (const SinkConnector& sink : manifest_->sinks) {
-    if (sink.name == name) return &sink;
-    names += (names.empty() ? "" : ", ") + sink.name;
-  }
-  return NotFound("job library " + file_name() + " has no sink '" + std::string(name) + "'" +
-                  (names.empty() ? std::string(": it defines none") : "; its sinks are: " + names));
+  return FindConnector(manifest_->sinks, name, file_name(), "sink");
 }
 
 Result<BuiltJobGraph> JobLibrary::BuildGraph(const JobDefinition& job,

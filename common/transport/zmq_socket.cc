@@ -403,11 +403,12 @@ Result<bool> ZmqSocket::TryReceive(zmq::message_t* msg) {
   }
 }
 
-Status ZmqSocket::Receive(zmq::message_t* msg, Duration timeout) {
+template <class TryReceiveFn>
+Status ZmqSocket::ReceiveWithin(Duration timeout, TryReceiveFn try_receive) {
   int64_t start = MonotonicMillis();
   int64_t deadline = start + std::max<int64_t>(0, timeout.millis());
   for (;;) {
-    KF_ASSIGN_OR_RETURN(bool got, TryReceive(msg));
+    KF_ASSIGN_OR_RETURN(bool got, try_receive());
     if (got) return Status::Ok();
     int64_t now = MonotonicMillis();
     if (now >= deadline) {
@@ -417,6 +418,10 @@ Status ZmqSocket::Receive(zmq::message_t* msg, Duration timeout) {
     KF_ASSIGN_OR_RETURN(int ready, PollItems({&item, 1}, Duration::Millis(deadline - now)));
     (void)ready;
   }
+}
+
+Status ZmqSocket::Receive(zmq::message_t* msg, Duration timeout) {
+  return ReceiveWithin(timeout, [&] { return TryReceive(msg); });
 }
 
 Result<bool> ZmqSocket::TryReceiveMultipart(std::vector<zmq::message_t>* parts) {
@@ -443,19 +448,7 @@ Result<bool> ZmqSocket::TryReceiveMultipart(std::vector<zmq::message_t>* parts) 
 }
 
 Status ZmqSocket::ReceiveMultipart(std::vector<zmq::message_t>* parts, Duration timeout) {
-  int64_t start = MonotonicMillis();
-  int64_t deadline = start + std::max<int64_t>(0, timeout.millis());
-  for (;;) {
-    KF_ASSIGN_OR_RETURN(bool got, TryReceiveMultipart(parts));
-    if (got) return Status::Ok();
-    int64_t now = MonotonicMillis();
-    if (now >= deadline) {
-      return DeadlineExceeded("no message on " + endpoint_ + " within " + MillisText(now - start));
-    }
-    zmq_pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    KF_ASSIGN_OR_RETURN(int ready, PollItems({&item, 1}, Duration::Millis(deadline - now)));
-    (void)ready;
-  }
+  return ReceiveWithin(timeout, [&] { return TryReceiveMultipart(parts); });
 }
 
 Result<int> PollItems(std::span<zmq_pollitem_t> items, Duration timeout) {

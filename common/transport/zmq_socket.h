@@ -191,6 +191,11 @@ class ZmqSocket {
   // Waits until the socket may accept a message; at the deadline returns Unavailable (no
   // connected peer) or DeadlineExceeded, on cancellation Aborted.
   Status WaitWritable(int64_t deadline_ms, const SendOptions& options, int64_t start_ms);
+  // Calls `try_receive` (TryReceive or TryReceiveMultipart, returning Result<bool>) until it
+  // received, waiting for the socket to become readable in between; DeadlineExceeded after
+  // `timeout`.
+  template <class TryReceiveFn>
+  Status ReceiveWithin(Duration timeout, TryReceiveFn try_receive);
 
   ZmqContext* context_ = nullptr;  // null once closed or moved from
   zmq::socket_t socket_;

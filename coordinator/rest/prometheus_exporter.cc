@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -150,6 +151,23 @@ std::function<std::optional<double>(const Json&)> Field(const char* key, double 
   };
 }
 
+// A family of one sample: member `key` of an object divided by `divisor` (as Field).
+struct MemberMetric {
+  const char* name;
+  const char* type;
+  const char* key;
+  const char* help;
+  double divisor = 1;
+};
+
+void RenderMembers(Exposition& e, const Labels& labels, const Json& object,
+                   std::span<const MemberMetric> metrics) {
+  for (const MemberMetric& m : metrics) {
+    e.Family(m.name, m.type, m.help);
+    e.Sample(labels, Field(m.key, m.divisor)(object));
+  }
+}
+
 void RenderCoordinator(Exposition& e, const Json& status, int64_t snapshot_wall_ms,
                        int64_t now_wall_ms) {
   const Json& c = Member(status, "coordinator");
@@ -215,78 +233,61 @@ void RenderCheckpoints(Exposition& e, const Labels& job, const Json& ck) {
       break;
     }
   }
-  e.Family("keyflow_job_checkpoints_completed_total", "counter",
-           "Checkpoints and savepoints completed since the job was submitted (all attempts).");
-  e.Sample(job, Number(ck, "completed_total"));
-  e.Family("keyflow_job_checkpoints_failed_total", "counter",
-           "Checkpoints that failed (declined, expired, or a subtask failed) since the job was "
-           "submitted; subsumed ones are not failures.");
-  e.Sample(job, Number(ck, "failed_total"));
-  e.Family("keyflow_job_checkpoints_in_progress", "gauge", "Checkpoints pending now.");
-  e.Sample(job, Number(ck, "pending"));
-  e.Family("keyflow_job_checkpoint_consecutive_failures", "gauge",
-           "Checkpoint failures since the last completed checkpoint.");
-  e.Sample(job, Number(ck, "consecutive_failures"));
-  e.Family("keyflow_job_checkpoint_failovers_total", "counter",
-           "Attempts failed over because more checkpoints failed in a row than "
-           "--tolerable-checkpoint-failures allows.");
-  e.Sample(job, Number(ck, "failovers"));
-  e.Family("keyflow_job_latest_completed_checkpoint_id", "gauge",
-           "Id of the newest completed checkpoint (0: none).");
-  e.Sample(job, Number(ck, "latest_completed"));
-  const Json& l = last != nullptr ? *last : Json();
-  e.Family("keyflow_job_last_checkpoint_duration_seconds", "gauge",
-           "Trigger to completion of the most recent completed checkpoint.");
-  e.Sample(job, Field("duration_ms", 1e3)(l));
-  e.Family("keyflow_job_last_checkpoint_size_bytes", "gauge",
-           "State size of the most recent completed checkpoint.");
-  e.Sample(job, Number(l, "bytes"));
-  e.Family("keyflow_job_last_checkpoint_sync_seconds", "gauge",
-           "The slowest subtask's synchronous pause in the most recent completed checkpoint.");
-  e.Sample(job, Field("sync_us", 1e6)(l));
-  e.Family("keyflow_job_last_checkpoint_async_seconds", "gauge",
-           "The slowest subtask's asynchronous part in the most recent completed checkpoint.");
-  e.Sample(job, Field("async_us", 1e6)(l));
-  e.Family("keyflow_job_last_checkpoint_alignment_seconds", "gauge",
-           "The slowest subtask's barrier alignment in the most recent completed checkpoint.");
-  e.Sample(job, Field("alignment_us", 1e6)(l));
+  static constexpr MemberMetric kTotals[] = {
+      {"keyflow_job_checkpoints_completed_total", "counter", "completed_total",
+       "Checkpoints and savepoints completed since the job was submitted (all attempts)."},
+      {"keyflow_job_checkpoints_failed_total", "counter", "failed_total",
+       "Checkpoints that failed (declined, expired, or a subtask failed) since the job was "
+       "submitted; subsumed ones are not failures."},
+      {"keyflow_job_checkpoints_in_progress", "gauge", "pending", "Checkpoints pending now."},
+      {"keyflow_job_checkpoint_consecutive_failures", "gauge", "consecutive_failures",
+       "Checkpoint failures since the last completed checkpoint."},
+      {"keyflow_job_checkpoint_failovers_total", "counter", "failovers",
+       "Attempts failed over because more checkpoints failed in a row than "
+       "--tolerable-checkpoint-failures allows."},
+      {"keyflow_job_latest_completed_checkpoint_id", "gauge", "latest_completed",
+       "Id of the newest completed checkpoint (0: none)."},
+  };
+  RenderMembers(e, job, ck, kTotals);
+  static constexpr MemberMetric kLast[] = {
+      {"keyflow_job_last_checkpoint_duration_seconds", "gauge", "duration_ms",
+       "Trigger to completion of the most recent completed checkpoint.", 1e3},
+      {"keyflow_job_last_checkpoint_size_bytes", "gauge", "bytes",
+       "State size of the most recent completed checkpoint."},
+      {"keyflow_job_last_checkpoint_sync_seconds", "gauge", "sync_us",
+       "The slowest subtask's synchronous pause in the most recent completed checkpoint.", 1e6},
+      {"keyflow_job_last_checkpoint_async_seconds", "gauge", "async_us",
+       "The slowest subtask's asynchronous part in the most recent completed checkpoint.", 1e6},
+      {"keyflow_job_last_checkpoint_alignment_seconds", "gauge", "alignment_us",
+       "The slowest subtask's barrier alignment in the most recent completed checkpoint.", 1e6},
+  };
+  RenderMembers(e, job, last != nullptr ? *last : Json(), kLast);
 }
 
 void RenderJob(Exposition& e, const Json& job) {
   const Labels labels{{"job_id", String(job, "job_id")}};
   e.Family("keyflow_job_info", "gauge", "The job's name and state as labels; always 1.");
   e.Sample(With(With(labels, "job_name", String(job, "job")), "state", String(job, "state")), 1.0);
-  e.Family("keyflow_job_attempt", "gauge", "The job's current attempt (1 + restarts + rescales).");
-  e.Sample(labels, Number(job, "attempt"));
-  e.Family("keyflow_job_parallelism", "gauge", "The job's parallelism.");
-  e.Sample(labels, Number(job, "parallelism"));
-  e.Family("keyflow_job_uptime_seconds", "gauge",
-           "Time since the job was submitted (until it ended).");
-  e.Sample(labels, Field("duration_ms", 1e3)(job));
-  e.Family("keyflow_job_restarts_total", "counter", "Restarts of the job after failures.");
-  e.Sample(labels, Number(job, "restarts"));
-  struct Counter {
-    const char* name;
-    const char* key;
-    const char* help;
-  };
-  static constexpr Counter kCounters[] = {
-      {"keyflow_job_records_in_total", "records_in",
+  static constexpr MemberMetric kMetrics[] = {
+      {"keyflow_job_attempt", "gauge", "attempt",
+       "The job's current attempt (1 + restarts + rescales)."},
+      {"keyflow_job_parallelism", "gauge", "parallelism", "The job's parallelism."},
+      {"keyflow_job_uptime_seconds", "gauge", "duration_ms",
+       "Time since the job was submitted (until it ended).", 1e3},
+      {"keyflow_job_restarts_total", "counter", "restarts", "Restarts of the job after failures."},
+      {"keyflow_job_records_in_total", "counter", "records_in",
        "Records read by the job's sources, all attempts (including records re-read after a "
        "restore)."},
-      {"keyflow_job_records_processed_total", "records_processed",
+      {"keyflow_job_records_processed_total", "counter", "records_processed",
        "Records processed by the job's keyed functions, all attempts (including replays)."},
-      {"keyflow_job_records_out_total", "records_out",
+      {"keyflow_job_records_out_total", "counter", "records_out",
        "Records the job's sinks wrote, all attempts (including replays)."},
-      {"keyflow_job_malformed_records_total", "bad_records",
+      {"keyflow_job_malformed_records_total", "counter", "bad_records",
        "Malformed input lines the job's sources skipped, all attempts."},
-      {"keyflow_job_late_records_total", "late_records",
+      {"keyflow_job_late_records_total", "counter", "late_records",
        "Records behind the watermark that the job dropped, all attempts."},
   };
-  for (const Counter& c : kCounters) {
-    e.Family(c.name, "counter", c.help);
-    e.Sample(labels, Number(job, c.key));
-  }
+  RenderMembers(e, labels, job, kMetrics);
   e.Family(
       "keyflow_job_watermark_timestamp_seconds", "gauge",
       "The job's event-time watermark (the lowest of its subtasks'), seconds since the epoch.");

@@ -35,6 +35,12 @@ kf_die() {
   exit 1
 }
 
+# kf_need OPTION [VALUE...] (an argument parser's "$@"): dies unless OPTION has a value.
+kf_need() { [ $# -ge 2 ] || kf_die "$1 needs a value (try --help)"; }
+
+# kf_usage: prints the script's header comment (line 2 up to its `set -` line) without '# '.
+kf_usage() { sed -n '2,/^set -/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+
 # Absolute form of a path that may not exist yet.
 kf_abspath() {
   case "$1" in

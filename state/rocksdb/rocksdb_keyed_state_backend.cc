@@ -376,10 +376,7 @@ Result<KeyedStateHandle*> RocksDbKeyedStateBackend::GetOrRegisterState(const Sta
 Status RocksDbKeyedStateBackend::ApplyToAllKeys(std::string_view state_name, Namespace ns,
                                                 absl::FunctionRef<Status(const Key&)> fn) {
   auto it = states_.find(state_name);
-  if (it == states_.end()) {
-    return NotFound("ApplyToAllKeys: no keyed state named '" + std::string(state_name) +
-                    "' is registered; register it (GetState & co.) first");
-  }
+  if (it == states_.end()) return ApplyToUnknownStateError(state_name);
   const RocksDbStateInfo& info = it->second->info;
   rocksdb_layout::DecodedKey decoded;
   return ApplyToCollectedKeys(

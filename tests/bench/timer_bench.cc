@@ -74,19 +74,31 @@ void RegisterAll(Subtask& s, const Workload& w, bool processing_time) {
   }
 }
 
-// Set the key (known key group) and register: what processElement does per record.
-void BM_RegisterEventTimers(benchmark::State& state) {
-  const Workload& w = OneMillion();
+// Per iteration: a fresh Subtask that `setup` fills, then `timed` (the only timed part), then
+// `after`, then the subtask is freed.
+template <typename Setup, typename Timed, typename After>
+void TimeOnFreshSubtasks(benchmark::State& state, Setup setup, Timed timed, After after) {
   for (auto _ : state) {
     state.PauseTiming();
     auto s = std::make_unique<Subtask>();
+    setup(*s);
     state.ResumeTiming();
-    RegisterAll(*s, w, /*processing_time=*/false);
+    timed(*s);
     state.PauseTiming();
-    benchmark::DoNotOptimize(s->service.NumEventTimers());
+    after(*s);
     s.reset();
     state.ResumeTiming();
   }
+}
+
+void Nothing(Subtask&) {}
+
+// Set the key (known key group) and register: what processElement does per record.
+void BM_RegisterEventTimers(benchmark::State& state) {
+  const Workload& w = OneMillion();
+  TimeOnFreshSubtasks(
+      state, Nothing, [&](Subtask& s) { RegisterAll(s, w, /*processing_time=*/false); },
+      [](Subtask& s) { benchmark::DoNotOptimize(s.service.NumEventTimers()); });
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(w.keys.size()));
 }
 BENCHMARK(BM_RegisterEventTimers)->Unit(benchmark::kMillisecond);
@@ -105,15 +117,8 @@ BENCHMARK(BM_RegisterDuplicateEventTimers)->Unit(benchmark::kMillisecond);
 // Processing time also peeks the head and (rarely) moves the physical callback.
 void BM_RegisterProcessingTimers(benchmark::State& state) {
   const Workload& w = OneMillion();
-  for (auto _ : state) {
-    state.PauseTiming();
-    auto s = std::make_unique<Subtask>();
-    state.ResumeTiming();
-    RegisterAll(*s, w, /*processing_time=*/true);
-    state.PauseTiming();
-    s.reset();
-    state.ResumeTiming();
-  }
+  TimeOnFreshSubtasks(
+      state, Nothing, [&](Subtask& s) { RegisterAll(s, w, /*processing_time=*/true); }, Nothing);
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(w.keys.size()));
 }
 BENCHMARK(BM_RegisterProcessingTimers)->Unit(benchmark::kMillisecond);
@@ -123,19 +128,14 @@ BENCHMARK(BM_RegisterProcessingTimers)->Unit(benchmark::kMillisecond);
 void BM_FireEventTimers(benchmark::State& state) {
   const Workload& w = OneMillion();
   size_t fired = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    auto s = std::make_unique<Subtask>();
-    RegisterAll(*s, w, false);
-    const size_t n = s->service.NumEventTimers();
-    state.ResumeTiming();
-    s->service.AdvanceWatermark(kMaxWatermark);
-    state.PauseTiming();
-    benchmark::DoNotOptimize(s->target.sum);
-    fired += n;
-    s.reset();
-    state.ResumeTiming();
-  }
+  TimeOnFreshSubtasks(
+      state,
+      [&](Subtask& s) {
+        RegisterAll(s, w, false);
+        fired += s.service.NumEventTimers();
+      },
+      [](Subtask& s) { s.service.AdvanceWatermark(kMaxWatermark); },
+      [](Subtask& s) { benchmark::DoNotOptimize(s.target.sum); });
   state.SetItemsProcessed(static_cast<int64_t>(fired));
 }
 BENCHMARK(BM_FireEventTimers)->Unit(benchmark::kMillisecond);
@@ -144,19 +144,14 @@ BENCHMARK(BM_FireEventTimers)->Unit(benchmark::kMillisecond);
 void BM_FireProcessingTimers(benchmark::State& state) {
   const Workload& w = OneMillion();
   size_t fired = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    auto s = std::make_unique<Subtask>();
-    RegisterAll(*s, w, true);
-    const size_t n = s->service.NumProcessingTimers();
-    state.ResumeTiming();
-    s->clock.SetCurrentTime(Timestamp(1'000'000'000));
-    state.PauseTiming();
-    benchmark::DoNotOptimize(s->target.sum);
-    fired += n;
-    s.reset();
-    state.ResumeTiming();
-  }
+  TimeOnFreshSubtasks(
+      state,
+      [&](Subtask& s) {
+        RegisterAll(s, w, true);
+        fired += s.service.NumProcessingTimers();
+      },
+      [](Subtask& s) { s.clock.SetCurrentTime(Timestamp(1'000'000'000)); },
+      [](Subtask& s) { benchmark::DoNotOptimize(s.target.sum); });
   state.SetItemsProcessed(static_cast<int64_t>(fired));
 }
 BENCHMARK(BM_FireProcessingTimers)->Unit(benchmark::kMillisecond);
@@ -164,20 +159,17 @@ BENCHMARK(BM_FireProcessingTimers)->Unit(benchmark::kMillisecond);
 // Delete every timer by value (random order relative to the heaps).
 void BM_DeleteEventTimers(benchmark::State& state) {
   const Workload& w = OneMillion();
-  for (auto _ : state) {
-    state.PauseTiming();
-    auto s = std::make_unique<Subtask>();
-    RegisterAll(*s, w, false);
-    state.ResumeTiming();
-    for (size_t i = 0; i < w.keys.size(); ++i) {
-      s->key_context.SetCurrentKey(w.keys[i], w.groups[i]).IgnoreError();
-      s->service.DeleteEventTimeTimer(kVoidNamespace, w.timestamps[i]);
-    }
-    state.PauseTiming();
-    if (s->service.NumEventTimers() != 0) state.SkipWithError("timers left after deleting all");
-    s.reset();
-    state.ResumeTiming();
-  }
+  TimeOnFreshSubtasks(
+      state, [&](Subtask& s) { RegisterAll(s, w, false); },
+      [&](Subtask& s) {
+        for (size_t i = 0; i < w.keys.size(); ++i) {
+          s.key_context.SetCurrentKey(w.keys[i], w.groups[i]).IgnoreError();
+          s.service.DeleteEventTimeTimer(kVoidNamespace, w.timestamps[i]);
+        }
+      },
+      [&](Subtask& s) {
+        if (s.service.NumEventTimers() != 0) state.SkipWithError("timers left after deleting all");
+      });
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(w.keys.size()));
 }
 BENCHMARK(BM_DeleteEventTimers)->Unit(benchmark::kMillisecond);

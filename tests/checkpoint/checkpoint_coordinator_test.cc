@@ -10,6 +10,7 @@
 #include "common/file_io.h"
 #include "tests/checkpoint/checkpoint_coordinator_fixture.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/testutil/file_modes.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
@@ -535,22 +536,17 @@ TEST_F(CheckpointCoordinatorTest, AcksWhoseStateFileLeadsOutOfTheDirectoryAbortT
     now += 10;
   }
   EXPECT_EQ(*ReadFileToString(target), "root-owned bytes");
-  struct stat st;
-  ASSERT_EQ(::stat(target.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(test::Mode(target), 0600u);
 }
 
 TEST_F(CheckpointCoordinatorTest, CheckpointDirectoriesAndMetadataArePrivate) {
   int64_t id = TriggerOk(0);
   AckAll(id, 1);
-  struct stat st;
   for (const std::string& dir : {storage_.root(), storage_.JobDirectory(kJob), Dir(id)}) {
-    ASSERT_EQ(::stat(dir.c_str(), &st), 0) << dir;
     // The root is the test's TempDir (mkdtemp: 0700); the rest was created by the storage.
-    EXPECT_EQ(st.st_mode & 07777, 0700u) << dir;
+    EXPECT_EQ(test::Mode(dir), 0700u) << dir;
   }
-  ASSERT_EQ(::stat(CheckpointStorage::MetadataPath(Dir(id)).c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(test::Mode(CheckpointStorage::MetadataPath(Dir(id))), 0600u);
 }
 
 TEST_F(CheckpointCoordinatorTest, MetadataWriteFailureAbortsTheCheckpoint) {

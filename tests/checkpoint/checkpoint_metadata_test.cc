@@ -15,33 +15,28 @@ namespace {
 
 using ckpt_test::TestMetadata;
 
-const std::string kGoldenPath =
-    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1.golden";
+std::string GoldenPath(const std::string& name) {
+  return std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/" + name;
+}
+
+const std::string kGoldenPath = GoldenPath("metadata_v1.golden");
 // The same metadata with a version-2 JobSpec blob (tolerable_checkpoint_failures appended): must
 // still decode.
-const std::string kJobSpecV2GoldenPath =
-    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v2.golden";
+const std::string kJobSpecV2GoldenPath = GoldenPath("metadata_v1_jobspec_v2.golden");
 // The same metadata as the current encoder writes it: format version 1 with a version-3 JobSpec
 // blob (fail_on_input_change appended). metadata_v1.golden (JobSpec version 1) and
 // metadata_v1_jobspec_v2.golden must still decode.
-const std::string kJobSpecV3GoldenPath =
-    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v3.golden";
-const std::string kJobSpecV4GoldenPath =
-    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v4.golden";
-const std::string kJobSpecV5GoldenPath =
-    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v5.golden";
-const std::string kJobSpecV6GoldenPath =
-    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v1_jobspec_v6.golden";
+const std::string kJobSpecV3GoldenPath = GoldenPath("metadata_v1_jobspec_v3.golden");
+const std::string kJobSpecV4GoldenPath = GoldenPath("metadata_v1_jobspec_v4.golden");
+const std::string kJobSpecV5GoldenPath = GoldenPath("metadata_v1_jobspec_v5.golden");
+const std::string kJobSpecV6GoldenPath = GoldenPath("metadata_v1_jobspec_v6.golden");
 // Format version 2 (incremental checkpoints) with a version-7 JobSpec: must still decode.
-const std::string kV2JobSpecV7GoldenPath =
-    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v2_jobspec_v7.golden";
+const std::string kV2JobSpecV7GoldenPath = GoldenPath("metadata_v2_jobspec_v7.golden");
 // Format version 2 with a version-8 JobSpec (connector_splits appended): must still decode.
-const std::string kV2JobSpecV8GoldenPath =
-    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v2_jobspec_v8.golden";
+const std::string kV2JobSpecV8GoldenPath = GoldenPath("metadata_v2_jobspec_v8.golden");
 // Format version 2 with a version-9 JobSpec (a graph job's graph appended): what the encoder
 // writes today. Every other golden file must still decode.
-const std::string kCurrentGoldenPath =
-    std::string(KEYFLOW_SOURCE_DIR) + "/tests/checkpoint/testdata/metadata_v2.golden";
+const std::string kCurrentGoldenPath = GoldenPath("metadata_v2.golden");
 
 // What metadata_v1_jobspec_v6.golden's spec adds to GoldenMetadata(): the fields of JobSpec
 // versions 2-6, the job library by its content hash among them.
@@ -57,14 +52,18 @@ void SetCurrentSpecFields(JobSpec* spec) {
   spec->latency_interval_ms = 500;
 }
 
-void ExpectSharedFilesEq(const std::vector<SharedStateFile>& a,
-                         const std::vector<SharedStateFile>& b) {
+// Expects the lists of files `a` and `b` to agree in length and in each of `fields`.
+template <typename File, typename... Fields>
+void ExpectFilesEq(const std::vector<File>& a, const std::vector<File>& b, Fields... fields) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(a[i].name, b[i].name);
-    EXPECT_EQ(a[i].size, b[i].size);
-    EXPECT_EQ(a[i].checksum, b[i].checksum);
+    ([&] { EXPECT_EQ(a[i].*fields, b[i].*fields) << "file " << i; }(), ...);
   }
+}
+
+void ExpectSharedFilesEq(const std::vector<SharedStateFile>& a,
+                         const std::vector<SharedStateFile>& b) {
+  ExpectFilesEq(a, b, &SharedStateFile::name, &SharedStateFile::size, &SharedStateFile::checksum);
 }
 
 void ExpectNativeEq(const std::optional<IncrementalKeyedStateHandle>& a,
@@ -76,12 +75,8 @@ void ExpectNativeEq(const std::optional<IncrementalKeyedStateHandle>& a,
   EXPECT_EQ(a->backend_id, b->backend_id);
   EXPECT_EQ(a->range, b->range);
   ExpectSharedFilesEq(a->shared_files, b->shared_files);
-  ASSERT_EQ(a->private_files.size(), b->private_files.size());
-  for (size_t i = 0; i < a->private_files.size(); ++i) {
-    EXPECT_EQ(a->private_files[i].path, b->private_files[i].path);
-    EXPECT_EQ(a->private_files[i].size, b->private_files[i].size);
-    EXPECT_EQ(a->private_files[i].checksum, b->private_files[i].checksum);
-  }
+  ExpectFilesEq(a->private_files, b->private_files, &PrivateStateFile::path,
+                &PrivateStateFile::size, &PrivateStateFile::checksum);
   EXPECT_EQ(a->total_keys, b->total_keys);
 }
 
@@ -126,6 +121,12 @@ void ExpectMetadataEq(const CheckpointMetadata& a, const CheckpointMetadata& b) 
   }
   EXPECT_EQ(a.split_positions, b.split_positions);
   EXPECT_EQ(a.sink_committables, b.sink_committables);
+}
+
+Result<CheckpointMetadata> DecodeGoldenFile(const std::string& path) {
+  auto bytes = ReadFileToString(path);
+  if (!bytes.ok()) return bytes.status();
+  return CheckpointMetadata::Decode(*bytes, path);
 }
 
 // The metadata in tests/checkpoint/testdata/metadata_v1.golden. Never change it: the golden
@@ -227,9 +228,7 @@ TEST(CheckpointMetadata, StartsWithMagicAndVersionAndEndsWithChecksumOfEverythin
 }
 
 TEST(CheckpointMetadataGolden, Version1FileStillDecodesToTheExactValues) {
-  auto bytes = ReadFileToString(kGoldenPath);
-  ASSERT_OK(bytes);
-  auto decoded = CheckpointMetadata::Decode(*bytes, kGoldenPath);
+  auto decoded = DecodeGoldenFile(kGoldenPath);
   ASSERT_OK(decoded);
   const CheckpointMetadata& m = *decoded;
   // Spelled out (not only compared with GoldenMetadata()) so that a change of the builders
@@ -263,9 +262,7 @@ TEST(CheckpointMetadataGolden, Version1FileStillDecodesToTheExactValues) {
 }
 
 TEST(CheckpointMetadataGolden, JobSpecVersion2FileDecodesWithTheNewFieldAtItsDefault) {
-  auto bytes = ReadFileToString(kJobSpecV2GoldenPath);
-  ASSERT_OK(bytes);
-  auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV2GoldenPath);
+  auto decoded = DecodeGoldenFile(kJobSpecV2GoldenPath);
   ASSERT_OK(decoded);
   EXPECT_EQ(decoded->spec.tolerable_checkpoint_failures, 3);
   EXPECT_FALSE(decoded->spec.fail_on_input_change);
@@ -273,9 +270,7 @@ TEST(CheckpointMetadataGolden, JobSpecVersion2FileDecodesWithTheNewFieldAtItsDef
 }
 
 TEST(CheckpointMetadataGolden, JobSpecVersion3FileDecodesWithTheDefaultJobLibrary) {
-  auto bytes = ReadFileToString(kJobSpecV3GoldenPath);
-  ASSERT_OK(bytes);
-  auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV3GoldenPath);
+  auto decoded = DecodeGoldenFile(kJobSpecV3GoldenPath);
   ASSERT_OK(decoded);
   EXPECT_EQ(decoded->spec.tolerable_checkpoint_failures, 3);
   EXPECT_TRUE(decoded->spec.fail_on_input_change);
@@ -285,9 +280,7 @@ TEST(CheckpointMetadataGolden, JobSpecVersion3FileDecodesWithTheDefaultJobLibrar
 }
 
 TEST(CheckpointMetadataGolden, JobSpecVersion4FileDecodesWithoutAProjection) {
-  auto bytes = ReadFileToString(kJobSpecV4GoldenPath);
-  ASSERT_OK(bytes);
-  auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV4GoldenPath);
+  auto decoded = DecodeGoldenFile(kJobSpecV4GoldenPath);
   ASSERT_OK(decoded);
   EXPECT_TRUE(decoded->spec.reads_fields);
   EXPECT_EQ(decoded->spec.job_library.file_name, "libsessions.so");
@@ -296,9 +289,7 @@ TEST(CheckpointMetadataGolden, JobSpecVersion4FileDecodesWithoutAProjection) {
 }
 
 TEST(CheckpointMetadataGolden, JobSpecVersion5FileDecodesWithTheHeapBackendAndDefaultMarkers) {
-  auto bytes = ReadFileToString(kJobSpecV5GoldenPath);
-  ASSERT_OK(bytes);
-  auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV5GoldenPath);
+  auto decoded = DecodeGoldenFile(kJobSpecV5GoldenPath);
   ASSERT_OK(decoded);
   EXPECT_EQ(decoded->spec.fields, (std::vector<std::string>{"amount", "note"}));
   EXPECT_EQ(decoded->spec.state_backend, "heap") << "an older checkpoint: the heap backend";
@@ -308,9 +299,7 @@ TEST(CheckpointMetadataGolden, JobSpecVersion5FileDecodesWithTheHeapBackendAndDe
 }
 
 TEST(CheckpointMetadataGolden, JobSpecVersion6FileDecodesAsFullCheckpointsWithoutIncremental) {
-  auto bytes = ReadFileToString(kJobSpecV6GoldenPath);
-  ASSERT_OK(bytes);
-  auto decoded = CheckpointMetadata::Decode(*bytes, kJobSpecV6GoldenPath);
+  auto decoded = DecodeGoldenFile(kJobSpecV6GoldenPath);
   ASSERT_OK(decoded);
   EXPECT_EQ(decoded->spec.tolerable_checkpoint_failures, 3);
   EXPECT_TRUE(decoded->spec.fail_on_input_change);
@@ -331,9 +320,7 @@ TEST(CheckpointMetadataGolden, JobSpecVersion6FileDecodesAsFullCheckpointsWithou
 }
 
 TEST(CheckpointMetadataGolden, Version2FileDecodesToTheExactValues) {
-  auto bytes = ReadFileToString(kCurrentGoldenPath);
-  ASSERT_OK(bytes);
-  auto decoded = CheckpointMetadata::Decode(*bytes, kCurrentGoldenPath);
+  auto decoded = DecodeGoldenFile(kCurrentGoldenPath);
   ASSERT_OK(decoded);
   const CheckpointMetadata& m = *decoded;
   EXPECT_FALSE(m.savepoint);
@@ -371,9 +358,7 @@ TEST(CheckpointMetadataGolden, Version2FileDecodesToTheExactValues) {
 
 // A version-7 JobSpec (before connector_splits) decodes with none.
 TEST(CheckpointMetadataGolden, Version2FileWithAVersion7JobSpecStillDecodes) {
-  auto bytes = ReadFileToString(kV2JobSpecV7GoldenPath);
-  ASSERT_OK(bytes);
-  auto decoded = CheckpointMetadata::Decode(*bytes, kV2JobSpecV7GoldenPath);
+  auto decoded = DecodeGoldenFile(kV2JobSpecV7GoldenPath);
   ASSERT_OK(decoded);
   EXPECT_TRUE(decoded->spec.connector_splits.empty());
   EXPECT_TRUE(decoded->spec.incremental_checkpoints);
@@ -385,9 +370,7 @@ TEST(CheckpointMetadataGolden, Version2FileWithAVersion7JobSpecStillDecodes) {
 
 // A version-8 JobSpec (before graphs) decodes as a single-function job.
 TEST(CheckpointMetadataGolden, Version2FileWithAVersion8JobSpecStillDecodes) {
-  auto bytes = ReadFileToString(kV2JobSpecV8GoldenPath);
-  ASSERT_OK(bytes);
-  auto decoded = CheckpointMetadata::Decode(*bytes, kV2JobSpecV8GoldenPath);
+  auto decoded = DecodeGoldenFile(kV2JobSpecV8GoldenPath);
   ASSERT_OK(decoded);
   EXPECT_FALSE(decoded->spec.is_graph_job());
   CheckpointMetadata expected = GoldenMetadataV2();

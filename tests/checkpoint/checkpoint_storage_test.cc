@@ -12,6 +12,7 @@
 #include "common/testing/captured_log.h"
 #include "common/testing/fault_injection_file_system.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/testutil/file_modes.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
@@ -345,9 +346,7 @@ TEST_F(CheckpointStorageTest, VerifyStateFilesRefusesAStateFileThatLinksOutOfThe
             std::string::npos)
       << s.ToString();
   EXPECT_EQ(*ReadFileToString(victim), std::string(size0, 'v'));
-  struct stat st;
-  ASSERT_EQ(::stat(victim.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(test::Mode(victim), 0600u);
 }
 
 TEST_F(CheckpointStorageTest, JobRecordAndItsDirectoryArePrivate) {
@@ -356,11 +355,8 @@ TEST_F(CheckpointStorageTest, JobRecordAndItsDirectoryArePrivate) {
   r.spec = ckpt_test::TestSpec(8, 2);
   r.state = "RUNNING";
   ASSERT_OK(storage_.WriteJobRecord(r));
-  struct stat st;
-  ASSERT_EQ(::stat(storage_.JobDirectory(kJob).c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0700u);
-  ASSERT_EQ(::stat((storage_.JobDirectory(kJob) + "/_job").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(test::Mode(storage_.JobDirectory(kJob)), 0700u);
+  EXPECT_EQ(test::Mode(storage_.JobDirectory(kJob) + "/_job"), 0600u);
 }
 
 // Through the fault-injecting file system: a crash right after WriteMetadata keeps the

@@ -57,6 +57,14 @@ class IncrementalCheckpointCoordinatorTest : public ckpt_test::CheckpointCoordin
     return SharedStateFile{name, size, 0xC000 + size};
   }
   bool SharedExists(const std::string& name) { return PathExists(SharedDir() + "/" + name); }
+  // Those of `names` that exist in the shared directory, in the order given.
+  std::vector<std::string> ExistingShared(const std::vector<std::string>& names) {
+    std::vector<std::string> existing;
+    for (const std::string& name : names) {
+      if (SharedExists(name)) existing.push_back(name);
+    }
+    return existing;
+  }
   std::string SharedDir() { return storage_.SharedDirectory(kJob); }
 
   AcknowledgeCheckpoint Ack(int64_t id, int32_t subtask, std::vector<SharedStateFile> files,
@@ -161,11 +169,8 @@ TEST_F(IncrementalCheckpointCoordinatorTest, RetentionNeverDeletesAFileARetained
   cc().OnAcknowledge(Ack(id3, 0, {a2, a3}, 50), 21);
   cc().OnAcknowledge(Ack(id3, 1, {b3}, 60), 22);
   EXPECT_FALSE(PathExists(Dir(id2)));
-  EXPECT_FALSE(SharedExists("a-1.kgs"));
-  EXPECT_FALSE(SharedExists("b-1.kgs"));
-  EXPECT_TRUE(SharedExists("a-2.kgs"));
-  EXPECT_TRUE(SharedExists("a-3.kgs"));
-  EXPECT_TRUE(SharedExists("b-3.kgs"));
+  EXPECT_EQ(ExistingShared({"a-1.kgs", "b-1.kgs", "a-2.kgs", "a-3.kgs", "b-3.kgs"}),
+            (std::vector<std::string>{"a-2.kgs", "a-3.kgs", "b-3.kgs"}));
   EXPECT_EQ(cc().shared_state().size(), 3u);
 }
 
@@ -383,9 +388,8 @@ TEST_F(IncrementalCheckpointCoordinatorTest, RecoveryRebuildsTheRegistryAndDelet
   EXPECT_EQ(id4, 4);
   cc().OnAcknowledge(Ack(id4, 0, {a4}, 40), 31);
   cc().OnAcknowledge(Ack(id4, 1, {b1, b4}, 50), 32);
-  EXPECT_FALSE(SharedExists("a-2.kgs"));
-  EXPECT_TRUE(SharedExists("b-1.kgs"));
-  EXPECT_TRUE(SharedExists("a-4.kgs"));
+  EXPECT_EQ(ExistingShared({"a-2.kgs", "b-1.kgs", "a-4.kgs"}),
+            (std::vector<std::string>{"b-1.kgs", "a-4.kgs"}));
 }
 
 // Retained 1 after a crash between "chk3 completed" and "chk2 deleted": both are on disk, chk3 is
@@ -418,9 +422,8 @@ TEST_F(IncrementalCheckpointCoordinatorTest, ARestoredCheckpointSurvivesRetentio
     EXPECT_TRUE(SharedExists(name)) << name << " is referenced by the restore point";
   }
   EXPECT_TRUE(PathExists(Dir(id3) + "/_metadata")) << "kept for the user";
-  EXPECT_TRUE(SharedExists("x-3.kgs"));
-  EXPECT_TRUE(SharedExists("y-3.kgs"));
-  EXPECT_FALSE(SharedExists("orphan-3.kgs"));
+  EXPECT_EQ(ExistingShared({"x-3.kgs", "y-3.kgs", "orphan-3.kgs"}),
+            (std::vector<std::string>{"x-3.kgs", "y-3.kgs"}));
   ASSERT_TRUE(cc().latest_completed().has_value());
   EXPECT_EQ(cc().latest_completed()->id.value(), id2) << "never the corrupt one";
   ASSERT_EQ(cc().retained_checkpoints().size(), 1u);
@@ -435,12 +438,8 @@ TEST_F(IncrementalCheckpointCoordinatorTest, ARestoredCheckpointSurvivesRetentio
   EXPECT_EQ(Count<NotifyCheckpointComplete>(done), 2u);
   EXPECT_FALSE(PathExists(Dir(id2)));
   EXPECT_FALSE(PathExists(Dir(id3)));
-  EXPECT_FALSE(SharedExists("x-2.kgs"));
-  EXPECT_FALSE(SharedExists("x-3.kgs"));
-  EXPECT_FALSE(SharedExists("y-3.kgs"));
-  EXPECT_TRUE(SharedExists("x-1.kgs"));
-  EXPECT_TRUE(SharedExists("y-2.kgs"));
-  EXPECT_TRUE(SharedExists("x-4.kgs"));
+  EXPECT_EQ(ExistingShared({"x-2.kgs", "x-3.kgs", "y-3.kgs", "x-1.kgs", "y-2.kgs", "x-4.kgs"}),
+            (std::vector<std::string>{"x-1.kgs", "y-2.kgs", "x-4.kgs"}));
   EXPECT_EQ(cc().shared_state().size(), 3u);
   EXPECT_EQ(cc().retained_checkpoints().size(), 1u);
 }

@@ -19,6 +19,17 @@ JobSpec TestSpec() {
   return s;
 }
 
+// The fields every record version starts with, of a RUNNING job `job_id` at `attempt`.
+std::string RunningRecordStart(const std::string& job_id, int64_t attempt) {
+  std::string body;
+  BinaryWriter w(&body);
+  w.Bytes(job_id);
+  w.Bytes(EncodeJobSpecBlob(TestSpec()));
+  w.Bytes("RUNNING");
+  w.I64(attempt);
+  return body;
+}
+
 TEST(JobRecordTest, CommandsRoundTrip) {
   JobRecord r;
   r.job_id = "j";
@@ -42,12 +53,7 @@ TEST(JobRecordTest, CommandsRoundTrip) {
 }
 
 TEST(JobRecordTest, Version1RecordWithoutCommandsIsStillRead) {
-  std::string body;
-  BinaryWriter w(&body);
-  w.Bytes("old-job");
-  w.Bytes(EncodeJobSpecBlob(TestSpec()));
-  w.Bytes("RUNNING");
-  w.I64(7);
+  std::string body = RunningRecordStart("old-job", 7);
   auto d = JobRecord::Decode(EncodeChecksummedEnvelope(kJobRecordMagic, 1, body), "v1");
   ASSERT_OK(d);
   EXPECT_EQ(d->job_id, "old-job");
@@ -73,12 +79,8 @@ TEST(JobRecordTest, RescaleSavepointRoundTrips) {
 }
 
 TEST(JobRecordTest, Version2RecordWithoutRescaleSavepointIsStillRead) {
-  std::string body;
+  std::string body = RunningRecordStart("v2-job", 4);
   BinaryWriter w(&body);
-  w.Bytes("v2-job");
-  w.Bytes(EncodeJobSpecBlob(TestSpec()));
-  w.Bytes("RUNNING");
-  w.I64(4);
   w.I64(0);  // no pending commands
   for (const char* field : {"checkpoint", "keyflow checkpoint", ""}) w.Bytes(field);
   w.I64(0);

@@ -9,6 +9,7 @@
 #include "common/protocol/control_messages.h"
 #include "common/security/sha256.h"
 #include "common/testing/fault_injection_file_system.h"
+#include "tests/testutil/file_modes.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
@@ -41,8 +42,7 @@ TEST_F(BlobStoreTest, StoresByContentHashBesideTheCheckpointsInAPrivateDirectory
   struct stat st;
   ASSERT_EQ(::stat(store.directory().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
-  ASSERT_EQ(::stat(BlobPath(RefOf(bytes_)).c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(test::Mode(BlobPath(RefOf(bytes_))), 0600u);
   EXPECT_EQ(*store.Read(RefOf(bytes_)), bytes_);
   EXPECT_EQ(*ListDirectory(store.directory()),
             std::vector<std::string>{RefOf(bytes_).sha256 + ".so"})

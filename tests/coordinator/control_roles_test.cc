@@ -36,11 +36,7 @@ class ControlRolesTest : public CoordinatorHarness {
     }
     auto store = TrustedKeyStore::Load(keys_);
     ASSERT_OK(store);
-    CoordinatorOptions o;
-    o.heartbeat_interval_ms = 100;
-    o.heartbeat_timeout_ms = 1000;
-    o.job.deploy_timeout_ms = 5000;
-    o.job.checkpoint_root = dir_.path();
+    CoordinatorOptions o = Options();
     o.security.enabled = true;
     o.security.keys = keys_;
     o.trusted_keys = std::move(store).value();
@@ -58,10 +54,7 @@ class ControlRolesTest : public CoordinatorHarness {
 
   // Two workers (keys worker-0, worker-1; pids 1000, 1001) run a 2-subtask job.
   void RunJob() {
-    Register("w0", 0);
-    Register("w1", 1);
-    Submit(Spec(2, 500));
-    DeployAll({"w0", "w1"});
+    RunOnWorkers(Spec(2, 500));
     Advance(100);
   }
 
@@ -73,10 +66,7 @@ class ControlRolesTest : public CoordinatorHarness {
 TEST_F(ControlRolesTest, AWorkerKeyCannotCancelTheJob) {
   RunJob();
   Deliver("w0", CancelJob{});
-  auto reply = outbox_.Last<Reply>("w0");
-  ASSERT_TRUE(reply.has_value());
-  EXPECT_FALSE(reply->ok);
-  EXPECT_EQ(reply->message,
+  EXPECT_EQ(RefusingReply("w0"),
             "a worker key cannot cancel the job: use an operator client key (`keyflow keys "
             "add-client NAME`)");
   EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
@@ -111,9 +101,7 @@ TEST_F(ControlRolesTest, AnOperatorKeyCannotRegisterAsAWorker) {
   RunJob();
   peers_["op"] = Operator("alice");
   Deliver("op", Registration(2, 4242));
-  auto reply = outbox_.Last<Registered>("op");
-  ASSERT_TRUE(reply.has_value());
-  EXPECT_EQ(reply->refused,
+  EXPECT_EQ(Refusal("op"),
             "the coordinator refused this worker: an operator client key cannot register as a "
             "worker: start the worker with a worker key (`keyflow keys add-worker NAME`, then "
             "--key-name NAME)");
@@ -129,9 +117,7 @@ TEST_F(ControlRolesTest, AWorkerAnnouncingAnotherDataPlaneKeyIsRefused) {
   RegisterWorker r = Registration(0, 1000);
   r.public_key = public_keys_["worker-1"];
   Deliver("w0", r);
-  auto reply = outbox_.Last<Registered>("w0");
-  ASSERT_TRUE(reply.has_value());
-  EXPECT_EQ(reply->refused,
+  EXPECT_EQ(Refusal("w0"),
             "the coordinator refused this worker: worker worker-0 announced a data-plane public "
             "key that is not its own trusted key (workers/worker-0.pub): restart it with its own "
             "key file (--key-name worker-0)");
@@ -154,9 +140,7 @@ TEST_F(ControlRolesTest, AnotherWorkerKeyNamingTheHoldersPidDoesNotEvictIt) {
   RegisterWorker r = Registration(1, 6666);
   r.previous_pid = 1001;  // the holder's pid and host, read from `keyflow status`
   Deliver("rogue", r);
-  auto reply = outbox_.Last<Registered>("rogue");
-  ASSERT_TRUE(reply.has_value());
-  EXPECT_EQ(reply->refused,
+  EXPECT_EQ(Refusal("rogue"),
             "the coordinator refused this worker: slot 1 is already held by worker 2 (slot 1, "
             "host h, pid 1001), which sent a heartbeat 0 ms ago: stop that worker first, or start "
             "this one with another --slot (or without --slot to get a free one)");
@@ -303,10 +287,7 @@ class ControlBindingTest : public CoordinatorHarness {
  protected:
   void RunJob() {
     addresses_ = {{"w0", "10.0.0.1"}, {"w1", "10.0.0.2"}};
-    Register("w0", 0);
-    Register("w1", 1);
-    Submit(Spec(2, 500));
-    DeployAll({"w0", "w1"});
+    RunOnWorkers(Spec(2, 500));
     Advance(100);
   }
 };

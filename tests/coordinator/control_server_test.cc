@@ -17,6 +17,7 @@
 #include "common/transport/endpoint.h"
 #include "coordinator/cli/control_client.h"
 #include "tests/common/transport/unused_tcp_endpoint.h"
+#include "tests/coordinator/control_server_thread.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
@@ -38,30 +39,14 @@ class ControlServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ctx_ = ZmqContext::Create().value();
-    ASSERT_EQ(::pipe(stop_), 0);
-    server_ =
-        ControlServer::Bind(*ctx_, "tcp://127.0.0.1:*", Options(dir_.path()), &clock_).value();
-    // Thread start is the happens-before edge that hands the socket to the loop's thread.
-    loop_ = std::thread([this] { loop_status_ = server_->Run(stop_[0]); });
+    server_.Start(*ctx_, Options(dir_.path()), &clock_);
   }
-  void TearDown() override {
-    if (loop_.joinable()) {
-      EXPECT_EQ(::write(stop_[1], "x", 1), 1);
-      loop_.join();
-      EXPECT_OK(loop_status_);
-    }
-    server_.reset();
-    ::close(stop_[0]);
-    ::close(stop_[1]);
-  }
+  void TearDown() override { server_.Stop(); }
 
   TempDir dir_;
   SystemClock clock_;
   std::unique_ptr<ZmqContext> ctx_;
-  int stop_[2] = {-1, -1};
-  std::unique_ptr<ControlServer> server_;
-  std::thread loop_;
-  Status loop_status_;
+  test::ControlServerThread server_;
 };
 
 TEST_F(ControlServerTest, AnswersTheCliClientsStatusRequest) {

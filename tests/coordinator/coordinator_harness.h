@@ -62,22 +62,28 @@ class CoordinatorHarness : public ::testing::Test {
 
   // A new coordinator process on the same checkpoint directory (workers must register again).
   void Reset(std::string incarnation = "") {
+    CoordinatorOptions o = Options();
+    o.incarnation = std::move(incarnation);
+    coord_ = std::make_unique<Coordinator>(o, &outbox_, &clock_);
+    ids_.clear();
+    dead_.clear();
+  }
+
+  // The options of the harness's coordinators: fast heartbeats, checkpoints in dir_.
+  CoordinatorOptions Options() {
     CoordinatorOptions o;
     o.heartbeat_interval_ms = 100;
     o.heartbeat_timeout_ms = 1000;
     o.job.deploy_timeout_ms = 5000;
     o.job.checkpoint_root = dir_.path();
     o.job.allowed_paths = allowed_paths_;
-    o.incarnation = std::move(incarnation);
     o.job.crash_point = crash_point_;
     o.job.directory_lister = [](const std::string& dir) {  // at once: ticks see the result
       std::promise<Result<std::vector<std::string>>> listed;
       listed.set_value(InputSpec::ListFiles(dir));
       return listed.get_future();
     };
-    coord_ = std::make_unique<Coordinator>(o, &outbox_, &clock_);
-    ids_.clear();
-    dead_.clear();
+    return o;
   }
 
   RegisterWorker Registration(int32_t slot, int64_t pid) {
@@ -97,6 +103,22 @@ class CoordinatorHarness : public ::testing::Test {
     EXPECT_TRUE(reply.has_value());
     if (reply && reply->refused.empty()) ids_[identity] = reply->worker;
     return reply ? reply->worker : WorkerId(0);
+  }
+
+  // The refusal text of the coordinator's latest Registered reply to `identity` ("" when it
+  // registered), or nullopt without a reply.
+  std::optional<std::string> Refusal(const std::string& identity) {
+    auto reply = outbox_.Last<Registered>(identity);
+    if (!reply) return std::nullopt;
+    return reply->refused;
+  }
+
+  // The message of the latest Reply to `identity` if it refuses the request; nullopt without a
+  // reply or when the reply is OK.
+  std::optional<std::string> RefusingReply(const std::string& identity) {
+    auto reply = outbox_.Last<Reply>(identity);
+    if (!reply || reply->ok) return std::nullopt;
+    return reply->message;
   }
 
   // Every live worker heartbeats with `metrics_[identity]`.
@@ -157,6 +179,20 @@ class CoordinatorHarness : public ::testing::Test {
     DeployAll({"w0"});
   }
 
+  // Registers workers "w0", "w1", ... (worker i in slot i), spec.parallelism of them and
+  // `spare_workers` more, submits `spec` and deploys it on the first spec.parallelism: the job
+  // is RUNNING.
+  void RunOnWorkers(const JobSpec& spec, int32_t spare_workers = 0) {
+    std::vector<std::string> deployed;
+    for (int32_t i = 0; i < spec.parallelism + spare_workers; ++i) {
+      const std::string identity = "w" + std::to_string(i);
+      Register(identity, i);
+      if (i < spec.parallelism) deployed.push_back(identity);
+    }
+    Submit(spec);
+    DeployAll(deployed);
+  }
+
   // Acknowledges the latest TriggerCheckpoint sent to each worker with a state file of
   // `bytes_per_key_group` per key group of its range (and the sink's committables).
   void AckAll(const std::vector<std::string>& identities, uint64_t bytes_per_key_group = 10,
@@ -194,6 +230,14 @@ class CoordinatorHarness : public ::testing::Test {
       Advance(100);
     }
     ASSERT_GT(outbox_.To<TriggerCheckpoint>(identity).size(), before) << "no checkpoint triggered";
+  }
+
+  // Triggers the next periodic checkpoint (waiting for it at the first of `identities`) and
+  // acknowledges it from each of them.
+  void CompleteNextCheckpoint(const std::vector<std::string>& identities) {
+    AdvanceToNextCheckpoint(identities.front());
+    if (HasFatalFailure()) return;
+    AckAll(identities);
   }
 
   void Kill(const std::string& identity) { dead_.insert(identity); }

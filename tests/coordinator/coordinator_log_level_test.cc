@@ -70,10 +70,7 @@ TEST_F(CoordinatorLogLevelTest, OneWorkerIsSingular) {
 TEST_F(CoordinatorLogLevelTest, AnUnknownLevelIsRefusedAndChangesNothing) {
   Register("w0", 0);
   Deliver("cli", SetLogLevelRequest{"loud", true});
-  auto reply = outbox_.Last<Reply>("cli");
-  ASSERT_TRUE(reply.has_value());
-  EXPECT_FALSE(reply->ok);
-  EXPECT_EQ(reply->message,
+  EXPECT_EQ(RefusingReply("cli"),
             "unknown log level 'loud': use one of: trace, debug, info, warn, error");
   EXPECT_EQ(LogLevel(), "info");
   EXPECT_EQ(coord_->StatusJson(now_)["coordinator"]["log_level"], "info");

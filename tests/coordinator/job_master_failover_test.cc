@@ -19,12 +19,7 @@ namespace {
 class JobMasterFailoverTest : public CoordinatorHarness {
  protected:
   // Two workers run a 2-subtask job that checkpoints every 500 ms.
-  void RunJob(JobSpec spec) {
-    Register("w0", 0);
-    Register("w1", 1);
-    Submit(spec);
-    DeployAll({"w0", "w1"});
-  }
+  void RunJob(JobSpec spec) { RunOnWorkers(spec); }
   std::string LastFailure() { return JobStatus()["last_failure"].get<std::string>(); }
   // Declines the latest TriggerCheckpoint of `identity` as subtask `subtask`.
   CheckpointId Decline(const std::string& identity, int32_t subtask, const std::string& why) {
@@ -124,8 +119,7 @@ TEST_F(JobMasterFailoverTest, TooManyCheckpointFailuresFailOverUnderTheRestartSt
   EXPECT_EQ(ck["failed_total"], 2) << "the totals survive the failover";
   EXPECT_EQ(ck["last_failure"].get<std::string>().rfind("checkpoint ", 0), 0u);
   // Space is back: the new attempt's checkpoints complete.
-  AdvanceToNextCheckpoint("w0");
-  AckAll({"w0", "w1"});
+  CompleteNextCheckpoint({"w0", "w1"});
   EXPECT_EQ(JobStatus()["checkpoints"]["completed_total"], 1);
   EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
 }
@@ -169,11 +163,8 @@ class JobMasterRescaleCrashTest : public CoordinatorHarness {
 
   // Checkpoint 1 completes at parallelism 2; `keyflow rescale 3` takes savepoint 2.
   void StartRescale() {
-    for (int slot = 0; slot < 3; ++slot) Register("w" + std::to_string(slot), slot);
-    Submit(Spec(2, 500));
-    DeployAll({"w0", "w1"});
-    AdvanceToNextCheckpoint("w0");
-    AckAll({"w0", "w1"});
+    RunOnWorkers(Spec(2, 500), /*spare_workers=*/1);
+    CompleteNextCheckpoint({"w0", "w1"});
     ASSERT_EQ(JobStatus()["checkpoints"]["latest_completed"], 1);
     Deliver("cli", RescaleRequest{3, false, 5000});
     auto t = outbox_.Last<TriggerCheckpoint>("w0");

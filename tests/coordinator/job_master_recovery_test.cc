@@ -51,10 +51,7 @@ class RecoveryTest : public test::CoordinatorHarness {
 };
 
 TEST_F(RecoveryTest, RestartsFromTheLatestCompletedCheckpointWhenAWorkerIsLost) {
-  Register("w0", 0);
-  Register("w1", 1);
-  Submit(Spec(2, 500));
-  DeployAll({"w0", "w1"});
+  RunOnWorkers(Spec(2, 500));
   AdvanceToNextCheckpoint("w0");  // periodic checkpoint 1
   AckAll({"w0", "w1"});
   EXPECT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 1);
@@ -84,10 +81,7 @@ TEST_F(RecoveryTest, RestartsFromTheLatestCompletedCheckpointWhenAWorkerIsLost) 
 }
 
 TEST_F(RecoveryTest, WorkerDyingMidCheckpointAbortsItAndTheRestartUsesThePreviousOne) {
-  Register("w0", 0);
-  Register("w1", 1);
-  Submit(Spec(2, 500));
-  DeployAll({"w0", "w1"});
+  RunOnWorkers(Spec(2, 500));
   AdvanceToNextCheckpoint("w0");  // checkpoint 1 completes
   AckAll({"w0", "w1"});
   AdvanceToNextCheckpoint("w0");  // checkpoint 2: w0 acks (its file is written), w1 dies
@@ -119,13 +113,9 @@ TEST_F(RecoveryTest, WorkerDyingMidCheckpointAbortsItAndTheRestartUsesThePreviou
 }
 
 TEST_F(RecoveryTest, CorruptedNewestCheckpointFallsBackToThePreviousOne) {
-  Register("w0", 0);
-  Submit(Spec(1, 500));
-  DeployAll({"w0"});
-  AdvanceToNextCheckpoint("w0");
-  AckAll({"w0"});
-  AdvanceToNextCheckpoint("w0");
-  AckAll({"w0"});
+  RunOnOneWorker(Spec(1, 500));
+  CompleteNextCheckpoint({"w0"});
+  CompleteNextCheckpoint({"w0"});
   EXPECT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 2);
   // The worker fails; the restart restores checkpoint 2, whose file turns out to be corrupted.
   TaskFailed f{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"};
@@ -154,12 +144,9 @@ TEST_F(RecoveryTest, CorruptedNewestCheckpointFallsBackToThePreviousOne) {
 // left as it is. (The job's own checkpoint 3, had it one, would not be marked: the job master
 // knows checkpoints by directory.)
 TEST_F(RecoveryTest, ACorruptedSavepointWithoutACheckpointOfTheJobsOwnFailsTheJobAtOnce) {
-  Register("w0", 0);
-  Submit(Spec(1, 500));
-  DeployAll({"w0"});
+  RunOnOneWorker(Spec(1, 500));
   for (int i = 0; i < 3; ++i) {
-    AdvanceToNextCheckpoint("w0");
-    AckAll({"w0"});
+    CompleteNextCheckpoint({"w0"});
   }
   const std::string other = outbox_.Last<TriggerCheckpoint>("w0")->directory;
   ASSERT_EQ(outbox_.Last<NotifyCheckpointComplete>("w0")->checkpoint.value(), 3);
@@ -196,11 +183,8 @@ TEST_F(RecoveryTest, ACorruptedSavepointWithoutACheckpointOfTheJobsOwnFailsTheJo
 // A worker's restore that fails without naming a corrupted checkpoint (an I/O error: it may
 // pass) restores the same savepoint again.
 TEST_F(RecoveryTest, ASavepointRestoreThatFailedWithoutCorruptionIsRetried) {
-  Register("w0", 0);
-  Submit(Spec(1, 500));
-  DeployAll({"w0"});
-  AdvanceToNextCheckpoint("w0");
-  AckAll({"w0"});
+  RunOnOneWorker(Spec(1, 500));
+  CompleteNextCheckpoint({"w0"});
   const std::string other = outbox_.Last<TriggerCheckpoint>("w0")->directory;
   coord_->OnMessage("cli", CancelJob{}, now_);
 
@@ -291,15 +275,11 @@ TEST_F(RecoveryTest, RetentionNeverDeletesTheCheckpointAnAttemptRestoresFrom) {
 }
 
 TEST_F(RecoveryTest, NonRecoverableTaskFailureFailsTheJobWithoutARestart) {
-  Register("w0", 0);
-  Register("w1", 1);
   JobSpec spec = Spec(2, 500);
   spec.restart_strategy = "fixed-delay";
   spec.restart_attempts = 100;
-  Submit(spec);
-  DeployAll({"w0", "w1"});
-  AdvanceToNextCheckpoint("w0");
-  AckAll({"w0", "w1"});
+  RunOnWorkers(spec);
+  CompleteNextCheckpoint({"w0", "w1"});
   TaskFailed f{
       ids_["w1"],      AttemptNumber(1),
       SubtaskIndex(1), "input file /in/b.jsonl does not exist (deleted after the job started?)",
@@ -318,11 +298,9 @@ TEST_F(RecoveryTest, NonRecoverableTaskFailureFailsTheJobWithoutARestart) {
 }
 
 TEST_F(RecoveryTest, RecoverableTaskFailureIsRestarted) {
-  Register("w0", 0);
   JobSpec spec = Spec(1, 500);
   spec.restart_strategy = "fixed-delay";
-  Submit(spec);
-  DeployAll({"w0"});
+  RunOnOneWorker(spec);
   coord_->OnMessage(
       "w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "cannot open: EIO"}, now_);
   EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
@@ -331,13 +309,9 @@ TEST_F(RecoveryTest, RecoverableTaskFailureIsRestarted) {
 }
 
 TEST_F(RecoveryTest, TruncatedStateFileIsSkippedWhenPlanningTheRestore) {
-  Register("w0", 0);
-  Submit(Spec(1, 500));
-  DeployAll({"w0"});
-  AdvanceToNextCheckpoint("w0");
-  AckAll({"w0"});
-  AdvanceToNextCheckpoint("w0");
-  AckAll({"w0"});
+  RunOnOneWorker(Spec(1, 500));
+  CompleteNextCheckpoint({"w0"});
+  CompleteNextCheckpoint({"w0"});
   CheckpointStorage storage(dir_.path());
   std::string newest = storage.CheckpointDirectory(coord_->job()->job_id(), CheckpointId(2)) + "/" +
                        CheckpointStorage::SubtaskStateFileName(SubtaskIndex(0));
@@ -353,11 +327,9 @@ TEST_F(RecoveryTest, TruncatedStateFileIsSkippedWhenPlanningTheRestore) {
 // committed that part file); restoring checkpoint 1 would emit those results again, so the job
 // fails with a sentence naming the corrupt file, the output at stake and the choices.
 TEST_F(RecoveryTest, FallbackThatWouldReplayCommittedOutputFailsTheJobInsteadOfRestoring) {
-  Register("w0", 0);
   JobSpec spec = Spec(1, 500);
   spec.output_dir = "/data/out";
-  Submit(spec);
-  DeployAll({"w0"});
+  RunOnOneWorker(spec);
   AdvanceToNextCheckpoint("w0");
   AckAll({"w0"}, 10, {"part-file-of-checkpoint-1"});
   AdvanceToNextCheckpoint("w0");
@@ -388,11 +360,8 @@ TEST_F(RecoveryTest, FallbackThatWouldReplayCommittedOutputFailsTheJobInsteadOfR
 
 // The same through the worker's report (a flipped byte only the checksums see).
 TEST_F(RecoveryTest, CorruptionFoundByTheWorkerWithCommittedOutputFailsTheJob) {
-  Register("w0", 0);
-  Submit(Spec(1, 500));
-  DeployAll({"w0"});
-  AdvanceToNextCheckpoint("w0");
-  AckAll({"w0"});
+  RunOnOneWorker(Spec(1, 500));
+  CompleteNextCheckpoint({"w0"});
   AdvanceToNextCheckpoint("w0");
   AckAll({"w0"}, 10, {"c2"});
   coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"}, now_);
@@ -416,9 +385,7 @@ TEST_F(RecoveryTest, CorruptionFoundByTheWorkerWithCommittedOutputFailsTheJob) {
 // A newer checkpoint whose committables the older one holds too (its notification committed
 // nothing new) falls back automatically, as without a sink.
 TEST_F(RecoveryTest, FallbackWithoutNewerCommittedOutputStaysAutomatic) {
-  Register("w0", 0);
-  Submit(Spec(1, 500));
-  DeployAll({"w0"});
+  RunOnOneWorker(Spec(1, 500));
   AdvanceToNextCheckpoint("w0");
   AckAll({"w0"}, 10, {"c1"});
   AdvanceToNextCheckpoint("w0");
@@ -438,12 +405,8 @@ TEST_F(RecoveryTest, FallbackWithoutNewerCommittedOutputStaysAutomatic) {
 }
 
 TEST_F(RecoveryTest, ScalesDownWhenALostWorkerIsNotReplacedInTime) {
-  Register("w0", 0);
-  Register("w1", 1);
-  Submit(Spec(2, 500));
-  DeployAll({"w0", "w1"});
-  AdvanceToNextCheckpoint("w0");
-  AckAll({"w0", "w1"});
+  RunOnWorkers(Spec(2, 500));
+  CompleteNextCheckpoint({"w0", "w1"});
   Kill("w1");
   Advance(1500);  // lost after 1 s, then the 200 ms restart delay
   EXPECT_EQ(coord_->job()->state(), JobState::kRestarting);
@@ -459,10 +422,7 @@ TEST_F(RecoveryTest, ScalesDownWhenALostWorkerIsNotReplacedInTime) {
 }
 
 TEST_F(RecoveryTest, WithoutCheckpointingALostWorkerFailsTheJob) {
-  Register("w0", 0);
-  Register("w1", 1);
-  Submit(Spec(2, 0));
-  DeployAll({"w0", "w1"});
+  RunOnWorkers(Spec(2, 0));
   Kill("w1");
   Advance(1200);
   EXPECT_EQ(coord_->job()->state(), JobState::kFailed);
@@ -495,11 +455,7 @@ TEST_F(RecoveryTest, FinalCheckpointCommitsBeforeTheJobFinishes) {
 
 // A heap job's rescale (via auto) takes a savepoint.
 TEST_F(RecoveryTest, RescaleTakesASavepointAndRedeploysWhereEachSubtaskGetsItsFiles) {
-  Register("w0", 0);
-  Register("w1", 1);
-  Register("w2", 2);
-  Submit(Spec(2, 60'000));
-  DeployAll({"w0", "w1"});
+  RunOnWorkers(Spec(2, 60'000), 1);
   coord_->OnMessage("cli", RescaleRequest{3, false, 5000}, now_);
   auto t = outbox_.Last<TriggerCheckpoint>("w0");
   ASSERT_TRUE(t.has_value());
@@ -587,9 +543,7 @@ TEST_F(RecoveryTest, RescaleOfARocksDbJobTakesAForcedCheckpointNobodyCommitsAndR
 }
 
 TEST_F(RecoveryTest, StopWithSavepointCancelsTheJobAfterTheSavepoint) {
-  Register("w0", 0);
-  Submit(Spec(1, 500));
-  DeployAll({"w0"});
+  RunOnOneWorker(Spec(1, 500));
   coord_->OnMessage("cli", StopJob{""}, now_);
   auto t = outbox_.Last<TriggerCheckpoint>("w0");
   ASSERT_TRUE(t && t->savepoint());
@@ -614,10 +568,7 @@ TEST_F(RecoveryTest, SubmissionsInTheSameSecondGetDistinctJobIds) {
 }
 
 TEST_F(RecoveryTest, RescaleRefusalsLeaveTheJobRunningUntouched) {
-  Register("w0", 0);
-  Register("w1", 1);
-  Submit(Spec(2, 60'000));
-  DeployAll({"w0", "w1"});
+  RunOnWorkers(Spec(2, 60'000));
   coord_->OnMessage("cli", RescaleRequest{9, false, 0}, now_);
   EXPECT_EQ(outbox_.Last<Reply>("cli")->message,
             "cannot rescale job " + coord_->job()->job_id() +
@@ -635,10 +586,7 @@ TEST_F(RecoveryTest, RescaleRefusalsLeaveTheJobRunningUntouched) {
 }
 
 TEST_F(RecoveryTest, RescalePlanListsEveryKeyGroupOnceWithBytes) {
-  Register("w0", 0);
-  Register("w1", 1);
-  Submit(Spec(2, 500));
-  DeployAll({"w0", "w1"});
+  RunOnWorkers(Spec(2, 500));
   AdvanceToNextCheckpoint("w0");
   AckAll({"w0", "w1"}, 7);
   coord_->OnMessage("cli", RescaleRequest{3, true, 0}, now_);
@@ -658,11 +606,8 @@ TEST_F(RecoveryTest, RescalePlanListsEveryKeyGroupOnceWithBytes) {
 }
 
 TEST_F(RecoveryTest, RestartedCoordinatorResumesTheRunningJobFromItsLatestCheckpoint) {
-  Register("w0", 0);
-  Submit(Spec(1, 500));
-  DeployAll({"w0"});
-  AdvanceToNextCheckpoint("w0");
-  AckAll({"w0"});
+  RunOnOneWorker(Spec(1, 500));
+  CompleteNextCheckpoint({"w0"});
   std::string job_id = coord_->job()->job_id();
   // The coordinator dies (no clean cancel) and a new one starts on the same directory.
   Reset();
@@ -685,10 +630,7 @@ TEST_F(RecoveryTest, RestartedCoordinatorResumesTheRunningJobFromItsLatestCheckp
 // the final checkpoint goes out and subtask 0's worker declines it: its subtask already ended.
 // The decline must abort it, the final one is triggered again, and the job finishes.
 TEST_F(RecoveryTest, APeriodicCheckpointRacingTheEndOfInputStillLetsTheJobFinish) {
-  Register("w0", 0);
-  Register("w1", 1);
-  Submit(Spec(2, 500));
-  DeployAll({"w0", "w1"});
+  RunOnWorkers(Spec(2, 500));
   coord_->OnMessage("w0", TaskInputEnded{ids_["w0"], AttemptNumber(1), SubtaskIndex(0)}, now_);
   AdvanceToNextCheckpoint("w0");
   auto periodic = outbox_.Last<TriggerCheckpoint>("w0");
@@ -733,9 +675,7 @@ TEST_F(RecoveryTest, APeriodicCheckpointRacingTheEndOfInputStillLetsTheJobFinish
 }
 
 TEST_F(RecoveryTest, PendingPeriodicCheckpointMayCompleteAfterTheJobEntersFinishing) {
-  Register("w0", 0);
-  Submit(Spec(1, 500));
-  DeployAll({"w0"});
+  RunOnOneWorker(Spec(1, 500));
   AdvanceToNextCheckpoint("w0");
   auto periodic = outbox_.Last<TriggerCheckpoint>("w0");
   coord_->OnMessage("w0", TaskInputEnded{ids_["w0"], AttemptNumber(1), SubtaskIndex(0)}, now_);
@@ -789,11 +729,9 @@ TEST_F(RecoveryTest, MoreThanTheTolerableConsecutiveCheckpointFailuresFailTheAtt
 }
 
 TEST_F(RecoveryTest, CheckpointsAbortedByAFailoverAreNotCountedAsFailures) {
-  Register("w0", 0);
   JobSpec spec = Spec(1, 500);
   spec.tolerable_checkpoint_failures = 0;
-  Submit(spec);
-  DeployAll({"w0"});
+  RunOnOneWorker(spec);
   AdvanceToNextCheckpoint("w0");  // pending when the subtask fails
   coord_->OnMessage("w0", TaskFailed{ids_["w0"], AttemptNumber(1), SubtaskIndex(0), "boom"}, now_);
   Advance(300);
@@ -806,11 +744,7 @@ TEST_F(RecoveryTest, CheckpointsAbortedByAFailoverAreNotCountedAsFailures) {
 // The deploy timeout applies to the new attempt a rescale deploys; the job then restarts per
 // its restart strategy (from the rescale's checkpoint, at the new parallelism).
 TEST_F(RecoveryTest, ADeployThatTimesOutAfterARescaleRestartsTheJob) {
-  Register("w0", 0);
-  Register("w1", 1);
-  Register("w2", 2);
-  Submit(Spec(2, 60'000));
-  DeployAll({"w0", "w1"});
+  RunOnWorkers(Spec(2, 60'000), 1);
   coord_->OnMessage("cli", RescaleRequest{3, false, 5000, RescaleRequest::Via::kCheckpoint}, now_);
   auto rescale_checkpoint = outbox_.Last<TriggerCheckpoint>("w0");
   ASSERT_TRUE(rescale_checkpoint.has_value());

@@ -85,9 +85,7 @@ TEST_F(JobMasterSplitsTest, NewFilesGoToTheirReadersWhileTheJobRunsBeforeTheNext
 TEST_F(JobMasterSplitsTest, ARestartHandsBackTheCheckpointsSplitsAndAssignsOnlyFilesItDidNotKnow) {
   const std::string a = Add("a.jsonl");
   const std::string b = Add("b.jsonl");
-  Register("w0", 0);
-  Submit(MonitorSpec(1));
-  DeployAll({"w0"});
+  RunOnOneWorker(MonitorSpec(1));
   AdvanceToNextCheckpoint("w0");
   // The checkpoint: a read to its end, b half way.
   SourceSplitState a_done = File(0, a, 3);
@@ -127,11 +125,8 @@ TEST_F(JobMasterSplitsTest, AMonitoredDirectoryThatDoesNotExistIsRefusedAtSubmit
   JobSpec spec = Spec(1, 1000);
   spec.input = "monitor:" + input_.path() + "/nope";
   Deliver("cli", SubmitJob{spec});
-  auto reply = outbox_.Last<Reply>("cli");
-  ASSERT_TRUE(reply.has_value());
-  EXPECT_FALSE(reply->ok);
-  EXPECT_EQ(reply->message, "job rejected: the directory to monitor '" + input_.path() +
-                                "/nope' does not exist: create it first (it may be empty)");
+  EXPECT_EQ(RefusingReply("cli"), "job rejected: the directory to monitor '" + input_.path() +
+                                      "/nope' does not exist: create it first (it may be empty)");
   EXPECT_EQ(coord_->job(), nullptr);
 }
 

@@ -10,38 +10,29 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/file_io.h"
 #include "common/security/curve_keys.h"
 #include "common/security/tls_certificate.h"
+#include "tests/testutil/file_modes.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using test::Mode;
 
 class KeysCommandTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "keyflow-keys-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    root_ = tmpl;
-    dir_ = root_ + "/keys";
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   int Run(const std::vector<std::string>& args) {
     out_.str("");
     err_.str("");
     return RunKeysCommand(args, out_, err_);
   }
 
-  static unsigned Mode(const std::string& path) {
-    struct stat st {};
-    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-    return st.st_mode & 07777;
-  }
-
-  std::string root_, dir_;
+  TempDir tmp_{"keyflow-keys"};
+  const std::string root_ = tmp_.path();
+  const std::string dir_ = root_ + "/keys";
   std::ostringstream out_, err_;
 };
 

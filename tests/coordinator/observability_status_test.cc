@@ -65,12 +65,8 @@ TEST_F(ObservabilityStatusTest, SubtaskShowsItsWorkerLatencyAndStateBackend) {
 }
 
 TEST_F(ObservabilityStatusTest, CheckpointTotalsCountCompletedAndFailedAcrossAttempts) {
-  Register("w0", 0);
-  Register("w1", 1);
-  Submit(Spec(2, 500));
-  DeployAll({"w0", "w1"});
-  AdvanceToNextCheckpoint("w0");
-  AckAll({"w0", "w1"});
+  RunOnWorkers(Spec(2, 500));
+  CompleteNextCheckpoint({"w0", "w1"});
   AdvanceToNextCheckpoint("w0");
   auto t = outbox_.Last<TriggerCheckpoint>("w0");
   Deliver("w0",
@@ -84,8 +80,7 @@ TEST_F(ObservabilityStatusTest, CheckpointTotalsCountCompletedAndFailedAcrossAtt
   Advance(100);
   ASSERT_EQ(coord_->job()->attempt().value(), 2);
   DeployAll({"w0", "w1b"});
-  AdvanceToNextCheckpoint("w0");
-  AckAll({"w0", "w1b"});
+  CompleteNextCheckpoint({"w0", "w1b"});
   ck = JobStatus()["checkpoints"];
   EXPECT_EQ(ck["completed_total"], 2);
   EXPECT_EQ(ck["failed_total"], 1);

@@ -14,6 +14,7 @@
 #include "coordinator/cli/control_client.h"
 #include "coordinator/control_server.h"
 #include "tests/common/security/test_key_set.h"
+#include "tests/coordinator/control_server_thread.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
@@ -38,22 +39,9 @@ class SecureControlServerTest : public ::testing::Test {
     ASSERT_OK(security);
     o.security = *security;
     ctx_ = ZmqContext::Create().value();
-    ASSERT_EQ(::pipe(stop_), 0);
-    auto server = ControlServer::Bind(*ctx_, "tcp://127.0.0.1:*", o, &clock_);
-    ASSERT_OK(server);
-    server_ = std::move(server).value();
-    loop_ = std::thread([this] { loop_status_ = server_->Run(stop_[0]); });
+    server_.Start(*ctx_, o, &clock_);
   }
-  void TearDown() override {
-    if (loop_.joinable()) {
-      EXPECT_EQ(::write(stop_[1], "x", 1), 1);
-      loop_.join();
-      EXPECT_OK(loop_status_);
-    }
-    server_.reset();
-    ::close(stop_[0]);
-    ::close(stop_[1]);
-  }
+  void TearDown() override { server_.Stop(); }
   Result<Reply> Ask(const SecurityFlags& flags, Role role, const ControlMessage& msg) {
     ProcessSecurity security = ProcessSecurity::Insecure(role);
     if (!flags.insecure) {
@@ -69,10 +57,7 @@ class SecureControlServerTest : public ::testing::Test {
   std::string rogue_;
   SystemClock clock_;
   std::unique_ptr<ZmqContext> ctx_;
-  int stop_[2] = {-1, -1};
-  std::unique_ptr<ControlServer> server_;
-  std::thread loop_;
-  Status loop_status_;
+  test::ControlServerThread server_;
 };
 
 TEST_F(SecureControlServerTest, AClientWithoutAKeyGetsTheSentenceAtOnce) {

@@ -17,10 +17,7 @@ class WorkerRegistrationTest : public CoordinatorHarness {
  protected:
   // Two workers (pids 1000, 1001) run a 2-subtask job.
   void RunJob() {
-    Register("w0", 0);
-    Register("w1", 1);
-    Submit(Spec(2, 500));
-    DeployAll({"w0", "w1"});
+    RunOnWorkers(Spec(2, 500));
     Advance(100);
   }
   RegisterWorker Respawned(int32_t slot, int64_t previous_pid) {
@@ -34,9 +31,7 @@ class WorkerRegistrationTest : public CoordinatorHarness {
 TEST_F(WorkerRegistrationTest, SecondWorkerForASlotHeldByALiveOneIsRefused) {
   RunJob();
   Register("dup", Registration(1, 4242));
-  auto reply = outbox_.Last<Registered>("dup");
-  ASSERT_TRUE(reply.has_value());
-  EXPECT_EQ(reply->refused,
+  EXPECT_EQ(Refusal("dup"),
             "the coordinator refused this worker: slot 1 is already held by worker 2 (slot 1, "
             "host h, pid 1001), which sent a heartbeat 0 ms ago: stop that worker first, or start "
             "this one with another --slot (or without --slot to get a free one)");
@@ -144,12 +139,9 @@ TEST_F(WorkerRegistrationTest, ExitReportOfARegisteredWorkerLosesItAtOnceWithHow
 }
 
 TEST_F(WorkerRegistrationTest, ExitReportAfterAHeartbeatTimeoutIsAttachedOnceToTheJobsFailure) {
-  Register("w0", 0);
-  Register("w1", 1);
   JobSpec spec = Spec(2, 500);
   spec.restart_strategy = "none";
-  Submit(spec);
-  DeployAll({"w0", "w1"});
+  RunOnWorkers(spec);
   Advance(100);
   Kill("w1");
   Advance(1200);
@@ -189,10 +181,7 @@ TEST_F(WorkerRegistrationTest, ExitReportWithoutAPidOrAPhraseIsRefusedWithASente
   RunJob();
   for (const WorkerExitReport& bad : {ExitReport(0, 1), ExitReport(1001, 1, "")}) {
     Deliver("reporter", bad);
-    auto reply = outbox_.Last<Reply>("reporter");
-    ASSERT_TRUE(reply.has_value());
-    EXPECT_FALSE(reply->ok);
-    EXPECT_EQ(reply->message,
+    EXPECT_EQ(RefusingReply("reporter"),
               "a worker exit report needs the pid of the process that ended (--previous-pid) and "
               "how it ended (--report-exit)");
   }

@@ -19,15 +19,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace keyflow;
   fuzz::FuzzInput in = fuzz::FuzzInput::From(data, size);
-  std::string bytes = (in.mode & 1)
-                          ? EncodeChecksummedEnvelope(kCheckpointMetadataMagic,
-                                                      kCheckpointMetadataVersion, in.bytes)
-                          : std::string(in.bytes);
+  std::string bytes =
+      fuzz::FileOrSealedBody(in, kCheckpointMetadataMagic, kCheckpointMetadataVersion);
   Result<CheckpointMetadata> m = CheckpointMetadata::Decode(bytes, "fuzz/_metadata");
   if (!m.ok()) {
-    StatusCode code = m.status().code();
-    KF_CHECK(code == StatusCode::kCorruption || code == StatusCode::kFailedPrecondition)
-        << m.status().ToString();
+    fuzz::CheckDecodeError(m.status());
     return 0;
   }
   Status valid = m->Validate();

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "checkpoint/checksummed_envelope.h"
 #include "common/binary_io.h"
 #include "common/hashing.h"
 #include "common/job_library/job_library.h"
@@ -38,6 +39,51 @@ struct FuzzInput {
     return in;
   }
 };
+
+// The file a decoder of envelope files reads: the input's bytes as they are (mode bit 0 = 0), or
+// as the body of a valid envelope of `magic` and `version` (mode bit 0 = 1), so that the fuzzer
+// reaches the parsing behind the checksum.
+inline std::string FileOrSealedBody(const FuzzInput& in, std::string_view magic, uint32_t version) {
+  return (in.mode & 1) ? EncodeChecksummedEnvelope(magic, version, in.bytes)
+                       : std::string(in.bytes);
+}
+
+// A decoder refuses bytes with Corruption, or FailedPrecondition (another format version).
+inline void CheckDecodeError(const Status& s) {
+  KF_CHECK(s.code() == StatusCode::kCorruption || s.code() == StatusCode::kFailedPrecondition)
+      << s.ToString();
+}
+
+// A restore refuses bytes with Corruption, FailedPrecondition or OutOfRange.
+inline void CheckRestoreError(const Status& s) {
+  KF_CHECK(s.code() == StatusCode::kCorruption || s.code() == StatusCode::kFailedPrecondition ||
+           s.code() == StatusCode::kOutOfRange)
+      << s.ToString();
+}
+
+// Decodes T values (T::DecodeFrom) one after the other from `bytes` until the bytes end or one
+// fails, which must be with Corruption. `check` sees each value, which must then round-trip
+// through EncodeTo and DecodeFrom to an equal value (`what` names it when it does not).
+template <typename T, typename Check>
+void CheckEachDecodedValueRoundTrips(std::string_view bytes, const char* what, Check check) {
+  BinaryReader reader(bytes);
+  while (!reader.at_end()) {
+    Result<T> value = T::DecodeFrom(&reader);
+    if (!value.ok()) {
+      KF_CHECK(value.status().code() == StatusCode::kCorruption) << value.status().ToString();
+      return;
+    }
+    check(*value);
+    std::string encoded;
+    BinaryWriter writer(&encoded);
+    value->EncodeTo(&writer);
+    BinaryReader again(encoded);
+    Result<T> decoded = T::DecodeFrom(&again);
+    KF_CHECK(decoded.ok()) << decoded.status().ToString();
+    KF_CHECK(again.at_end());
+    KF_CHECK(*decoded == *value) << what << " changed in an encode/decode round trip";
+  }
+}
 
 inline KeyType KeyTypeOf(uint8_t selector) {
   return static_cast<KeyType>(selector % 3);

@@ -17,14 +17,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace keyflow;
   fuzz::FuzzInput in = fuzz::FuzzInput::From(data, size);
-  std::string bytes = (in.mode & 1)
-                          ? EncodeChecksummedEnvelope(kJobRecordMagic, kJobRecordVersion, in.bytes)
-                          : std::string(in.bytes);
+  std::string bytes = fuzz::FileOrSealedBody(in, kJobRecordMagic, kJobRecordVersion);
   Result<JobRecord> record = JobRecord::Decode(bytes, "fuzz/_job");
   if (!record.ok()) {
-    StatusCode code = record.status().code();
-    KF_CHECK(code == StatusCode::kCorruption || code == StatusCode::kFailedPrecondition)
-        << record.status().ToString();
+    fuzz::CheckDecodeError(record.status());
     return 0;
   }
   std::string encoded = record->Encode();

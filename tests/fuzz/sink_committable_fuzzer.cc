@@ -14,26 +14,13 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace keyflow;
   fuzz::FuzzInput in = fuzz::FuzzInput::From(data, size);
-  BinaryReader reader(in.bytes);
-  while (!reader.at_end()) {
-    Result<FileSinkCommittable> c = FileSinkCommittable::DecodeFrom(&reader);
-    if (!c.ok()) {
-      KF_CHECK(c.status().code() == StatusCode::kCorruption) << c.status().ToString();
-      return 0;
-    }
-    for (const std::string* name : {&c->pending_name, &c->final_name}) {
-      KF_CHECK(!name->empty());
-      KF_CHECK(name->find('/') == std::string::npos) << *name;
-      KF_CHECK(*name != "." && *name != "..") << *name;
-    }
-    std::string encoded;
-    BinaryWriter writer(&encoded);
-    c->EncodeTo(&writer);
-    BinaryReader again(encoded);
-    Result<FileSinkCommittable> decoded = FileSinkCommittable::DecodeFrom(&again);
-    KF_CHECK(decoded.ok()) << decoded.status().ToString();
-    KF_CHECK(again.at_end());
-    KF_CHECK(*decoded == *c) << "committable changed in an encode/decode round trip";
-  }
+  fuzz::CheckEachDecodedValueRoundTrips<FileSinkCommittable>(
+      in.bytes, "committable", [](const FileSinkCommittable& c) {
+        for (const std::string* name : {&c.pending_name, &c.final_name}) {
+          KF_CHECK(!name->empty());
+          KF_CHECK(name->find('/') == std::string::npos) << *name;
+          KF_CHECK(*name != "." && *name != "..") << *name;
+        }
+      });
   return 0;
 }

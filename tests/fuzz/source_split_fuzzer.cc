@@ -15,23 +15,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace keyflow;
   fuzz::FuzzInput in = fuzz::FuzzInput::From(data, size);
-  BinaryReader reader(in.bytes);
-  while (!reader.at_end()) {
-    Result<SourceSplitState> state = SourceSplitState::DecodeFrom(&reader);
-    if (!state.ok()) {
-      KF_CHECK(state.status().code() == StatusCode::kCorruption) << state.status().ToString();
-      return 0;
-    }
-    (void)state->split.ToString();
-    (void)state->position.ToString();
-    std::string encoded;
-    BinaryWriter writer(&encoded);
-    state->EncodeTo(&writer);
-    BinaryReader again(encoded);
-    Result<SourceSplitState> decoded = SourceSplitState::DecodeFrom(&again);
-    KF_CHECK(decoded.ok()) << decoded.status().ToString();
-    KF_CHECK(again.at_end());
-    KF_CHECK(*decoded == *state) << "split state changed in an encode/decode round trip";
-  }
+  fuzz::CheckEachDecodedValueRoundTrips<SourceSplitState>(in.bytes, "split state",
+                                                          [](const SourceSplitState& state) {
+                                                            (void)state.split.ToString();
+                                                            (void)state.position.ToString();
+                                                          });
   return 0;
 }

@@ -55,18 +55,40 @@ inline std::string FreshStateDir() {
          std::to_string(next.fetch_add(1));
 }
 
-inline std::unique_ptr<KeyedStateBackend> MakeBackend(BackendKind kind, KeyContext& context) {
-  if (kind == BackendKind::kHeap) return std::make_unique<HeapKeyedStateBackend>(context);
-  RocksDbStateOptions options;
+// A RocksDB backend with `options` in a fresh directory; nullptr (and a test failure) if it
+// cannot be opened.
+inline std::unique_ptr<RocksDbKeyedStateBackend> OpenRocksDbInFreshDir(
+    KeyContext& context, RocksDbStateOptions options = {}) {
   options.dir = FreshStateDir();
-  options.block_cache_bytes = 8 << 20;
-  options.memtable_bytes = 8 << 20;
-  options.write_cache_bytes = kind == BackendKind::kRocksDbTinyCache ? kTinyWriteCacheBytes
-                              : kind == BackendKind::kRocksDbNoCache ? 0
-                                                                     : int64_t{8} << 20;
   auto backend = RocksDbKeyedStateBackend::Open(context, options);
   EXPECT_OK(backend);
   return backend.ok() ? std::move(*backend) : nullptr;
+}
+
+// A RocksDB backend with 8 MiB of block cache and memtables and a write-back cache of
+// `write_cache_bytes`.
+inline std::unique_ptr<RocksDbKeyedStateBackend> OpenSmallRocksDb(KeyContext& context,
+                                                                  int64_t write_cache_bytes) {
+  RocksDbStateOptions options;
+  options.block_cache_bytes = 8 << 20;
+  options.memtable_bytes = 8 << 20;
+  options.write_cache_bytes = write_cache_bytes;
+  return OpenRocksDbInFreshDir(context, options);
+}
+
+inline std::unique_ptr<KeyedStateBackend> MakeBackend(BackendKind kind, KeyContext& context) {
+  if (kind == BackendKind::kHeap) return std::make_unique<HeapKeyedStateBackend>(context);
+  return OpenSmallRocksDb(context, kind == BackendKind::kRocksDbTinyCache ? kTinyWriteCacheBytes
+                                   : kind == BackendKind::kRocksDbNoCache ? 0
+                                                                          : int64_t{8} << 20);
+}
+
+// The canonical bytes of key group `g` of `b`.
+inline std::string Serialize(const KeyedStateBackend& b, KeyGroupId g) {
+  std::string out;
+  BinaryWriter w(&out);
+  b.SerializeKeyGroup(g, w);
+  return out;
 }
 
 }  // namespace keyflow::testing_util

@@ -29,6 +29,23 @@ using testing_util::Sum;
 
 constexpr int32_t kMaxP = 128;
 
+const KeyGroupRange kAll = KeyGroupRange::Of(0, 127);
+
+// A KeyContext over every key group and a backend without states.
+struct BareBackend {
+  explicit BareBackend(testing_util::BackendKind kind)
+      : context(KeyType::kString, kMaxP, kAll), owned(testing_util::MakeBackend(kind, context)) {}
+  KeyedStateBackend* operator->() const { return owned.get(); }
+  std::string Serialize(KeyGroupId g) const { return testing_util::Serialize(*owned, g); }
+  Status Restore(KeyGroupId g, std::string_view bytes) {
+    BinaryReader r(bytes);
+    return owned->RestoreKeyGroup(g, r);
+  }
+
+  KeyContext context;
+  std::unique_ptr<KeyedStateBackend> owned;
+};
+
 // A KeyContext and a backend with one state of every kind registered.
 struct Subtask {
   explicit Subtask(testing_util::BackendKind kind, KeyGroupRange range,
@@ -70,12 +87,7 @@ struct Subtask {
     }
   }
 
-  std::string Serialize(KeyGroupId g) const {
-    std::string out;
-    BinaryWriter w(&out);
-    backend.SerializeKeyGroup(g, w);
-    return out;
-  }
+  std::string Serialize(KeyGroupId g) const { return testing_util::Serialize(backend, g); }
   std::map<int32_t, std::string> SerializeAll() const {
     std::map<int32_t, std::string> all;
     for (KeyGroupId g : context.range().key_groups()) all[g.value()] = Serialize(g);
@@ -96,7 +108,6 @@ struct Subtask {
   AggregatingState<int64_t, double>* aggregating;
 };
 
-const KeyGroupRange kAll = KeyGroupRange::Of(0, 127);
 const KeyGroupRange kLowerHalf = KeyGroupRange::Of(0, 63);
 const KeyGroupRange kUpperHalf = KeyGroupRange::Of(64, 127);
 
@@ -129,15 +140,11 @@ TEST_P(KeyGroupSnapshotTest, RoundTripsEveryStateKind) {
 }
 
 TEST_P(KeyGroupSnapshotTest, WritesTheDocumentedBytes) {
-  KeyContext context(KeyType::kString, kMaxP, kAll);
-  auto backend_owned = testing_util::MakeBackend(GetParam(), context);
-  KeyedStateBackend& backend = *backend_owned;
-  ValueState<int64_t>* v = *backend.GetState(ValueStateDescriptor<int64_t>("v"));
-  ASSERT_OK(backend.SetCurrentKey(K("uid-0")));  // key group 32
+  BareBackend backend(GetParam());
+  ValueState<int64_t>* v = *backend->GetState(ValueStateDescriptor<int64_t>("v"));
+  ASSERT_OK(backend->SetCurrentKey(K("uid-0")));  // key group 32
   v->Update(5);
-  std::string out;
-  BinaryWriter w(&out);
-  backend.SerializeKeyGroup(KeyGroupId(32), w);
+  const std::string out = backend.Serialize(KeyGroupId(32));
   const std::string expected(
       "\xfe\xff\xff\xff"                   // -2: format version 2
       "\x20\x00\x00\x00"                   // key group 32
@@ -152,10 +159,8 @@ TEST_P(KeyGroupSnapshotTest, WritesTheDocumentedBytes) {
       52);
   EXPECT_EQ(out, expected);
 
-  std::string empty;
-  BinaryWriter we(&empty);
-  backend.SerializeKeyGroup(KeyGroupId(0), we);
-  EXPECT_EQ(empty, std::string("\xfe\xff\xff\xff\x00\x00\x00\x00\x00", 9));  // group 0, no states
+  EXPECT_EQ(backend.Serialize(KeyGroupId(0)),
+            std::string("\xfe\xff\xff\xff\x00\x00\x00\x00\x00", 9));  // group 0, no states
 }
 
 // The bytes keyflow wrote before format version 2 (no marker, no declared types) still restore.
@@ -170,51 +175,40 @@ TEST_P(KeyGroupSnapshotTest, RestoresTheVersionOneBytes) {
       "\x00\x00\x00\x00\x00\x00\x00\x80"   // namespace: kVoidNamespace (INT64_MIN)
       "\x05\x00\x00\x00\x00\x00\x00\x00",  // value 5
       31);
-  KeyContext context(KeyType::kString, kMaxP, kAll);
-  auto backend_owned = testing_util::MakeBackend(GetParam(), context);
-  KeyedStateBackend& backend = *backend_owned;
-  ValueState<int64_t>* v = *backend.GetState(ValueStateDescriptor<int64_t>("v"));
+  BareBackend backend(GetParam());
+  ValueState<int64_t>* v = *backend->GetState(ValueStateDescriptor<int64_t>("v"));
   BinaryReader r(v1);
-  ASSERT_EQ(backend.RestoreKeyGroup(KeyGroupId(32), r), Status::Ok());
+  ASSERT_EQ(backend->RestoreKeyGroup(KeyGroupId(32), r), Status::Ok());
   EXPECT_EQ(r.remaining(), 0u);
-  ASSERT_OK(backend.SetCurrentKey(K("uid-0")));
+  ASSERT_OK(backend->SetCurrentKey(K("uid-0")));
   EXPECT_EQ(v->Value(), 5);
   BinaryReader empty(std::string_view("\x00\x00\x00\x00\x00", 5));
-  EXPECT_EQ(backend.RestoreKeyGroup(KeyGroupId(0), empty), Status::Ok());
+  EXPECT_EQ(backend->RestoreKeyGroup(KeyGroupId(0), empty), Status::Ok());
 }
 
 TEST_P(KeyGroupSnapshotTest, RefusesAStateWhoseDeclaredTypeChanged) {
-  KeyContext wc(KeyType::kString, kMaxP, kAll);
-  auto writer_owned = testing_util::MakeBackend(GetParam(), wc);
-  KeyedStateBackend& writer = *writer_owned;
-  auto* window = *writer.GetState(ValueStateDescriptor<AvgAcc>("window"));
-  ASSERT_OK(writer.SetCurrentKey(K("uid-0")));
+  BareBackend writer(GetParam());
+  auto* window = *writer->GetState(ValueStateDescriptor<AvgAcc>("window"));
+  ASSERT_OK(writer->SetCurrentKey(K("uid-0")));
   window->Update(AvgAcc{3, 1});
-  std::string bytes;
-  BinaryWriter w(&bytes);
-  writer.SerializeKeyGroup(KeyGroupId(32), w);
+  const std::string bytes = writer.Serialize(KeyGroupId(32));
 
-  KeyContext rc(KeyType::kString, kMaxP, kAll);
-  auto reader_owned = testing_util::MakeBackend(GetParam(), rc);
-  KeyedStateBackend& reader = *reader_owned;
-  ASSERT_OK(reader.GetState(ValueStateDescriptor<int64_t>("window")));
-  BinaryReader r(bytes);
-  EXPECT_EQ(reader.RestoreKeyGroup(KeyGroupId(32), r),
+  BareBackend reader(GetParam());
+  ASSERT_OK(reader->GetState(ValueStateDescriptor<int64_t>("window")));
+  EXPECT_EQ(reader.Restore(KeyGroupId(32), bytes),
             FailedPrecondition(
                 "cannot restore key group 32: state 'window' was checkpointed as "
                 "ValueState<testing_util::AvgAcc> but the job now declares "
                 "ValueState<long>: a job upgrade must keep the type of every state; declare it "
                 "as ValueState<testing_util::AvgAcc> again, or give the new type a new "
                 "state name"));
-  EXPECT_EQ(reader.NumEntries(), 0u);
+  EXPECT_EQ(reader->NumEntries(), 0u);
 }
 
 TEST_P(KeyGroupSnapshotTest, RefusesAFormatVersionItCannotRead) {
-  KeyContext context(KeyType::kString, kMaxP, kAll);
-  auto backend_owned = testing_util::MakeBackend(GetParam(), context);
-  KeyedStateBackend& backend = *backend_owned;
+  BareBackend backend(GetParam());
   BinaryReader r(std::string_view("\xfd\xff\xff\xff\x20\x00\x00\x00\x00", 9));  // version 3
-  EXPECT_EQ(backend.RestoreKeyGroup(KeyGroupId(32), r),
+  EXPECT_EQ(backend->RestoreKeyGroup(KeyGroupId(32), r),
             FailedPrecondition("cannot restore key group 32: its keyed state was written in "
                                "format version 3, which this keyflow cannot read (it reads "
                                "versions 1 and 2); restore it with the keyflow version that "
@@ -224,16 +218,14 @@ TEST_P(KeyGroupSnapshotTest, RefusesAFormatVersionItCannotRead) {
 // Found by scripts/fuzz.sh (key_group_restore_fuzzer): a version field of INT32_MIN, whose
 // 32-bit negation is undefined behaviour, is refused as a version it cannot read.
 TEST_P(KeyGroupSnapshotTest, RefusesTheMostNegativeVersionFieldWithoutOverflow) {
-  KeyContext context(KeyType::kString, kMaxP, kAll);
-  auto backend_owned = testing_util::MakeBackend(GetParam(), context);
-  KeyedStateBackend& backend = *backend_owned;
+  BareBackend backend(GetParam());
   BinaryReader r(std::string_view("\x00\x00\x00\x80\x20\x00\x00\x00\x00", 9));
-  EXPECT_EQ(backend.RestoreKeyGroup(KeyGroupId(32), r),
+  EXPECT_EQ(backend->RestoreKeyGroup(KeyGroupId(32), r),
             FailedPrecondition("cannot restore key group 32: its keyed state was written in "
                                "format version 2147483648, which this keyflow cannot read (it "
                                "reads versions 1 and 2); restore it with the keyflow version "
                                "that wrote it"));
-  EXPECT_EQ(backend.NumEntries(), 0u);
+  EXPECT_EQ(backend->NumEntries(), 0u);
 }
 
 TEST_P(KeyGroupSnapshotTest, EqualStateGivesEqualBytesWhateverTheHistory) {
@@ -347,22 +339,15 @@ TEST_P(KeyGroupSnapshotTest, RefusesAStateThatIsNotRegistered) {
 }
 
 TEST_P(KeyGroupSnapshotTest, RefusesAStateRegisteredAsAnotherKind) {
-  KeyContext wc(KeyType::kString, kMaxP, kAll);
-  auto writer_owned = testing_util::MakeBackend(GetParam(), wc);
-  KeyedStateBackend& writer = *writer_owned;
-  ValueState<int64_t>* x = *writer.GetState(ValueStateDescriptor<int64_t>("x"));
-  ASSERT_OK(writer.SetCurrentKey(K("uid-0")));
+  BareBackend writer(GetParam());
+  ValueState<int64_t>* x = *writer->GetState(ValueStateDescriptor<int64_t>("x"));
+  ASSERT_OK(writer->SetCurrentKey(K("uid-0")));
   x->Update(1);
-  std::string bytes;
-  BinaryWriter w(&bytes);
-  writer.SerializeKeyGroup(KeyGroupId(32), w);
+  const std::string bytes = writer.Serialize(KeyGroupId(32));
 
-  KeyContext rc(KeyType::kString, kMaxP, kAll);
-  auto reader_owned = testing_util::MakeBackend(GetParam(), rc);
-  KeyedStateBackend& reader = *reader_owned;
-  ASSERT_OK(reader.GetListState(ListStateDescriptor<int64_t>("x")));
-  BinaryReader r(bytes);
-  EXPECT_EQ(reader.RestoreKeyGroup(KeyGroupId(32), r),
+  BareBackend reader(GetParam());
+  ASSERT_OK(reader->GetListState(ListStateDescriptor<int64_t>("x")));
+  EXPECT_EQ(reader.Restore(KeyGroupId(32), bytes),
             FailedPrecondition("cannot restore key group 32: keyed state 'x' was written as "
                                "ValueState but is registered as ListState<long>"));
 }
@@ -511,10 +496,8 @@ TEST_P(KeyGroupSnapshotTest, MalformedBytesAreCorruption) {
 }
 
 TEST_P(KeyGroupSnapshotTest, MalformedValuesOfUserTypesAreCorruption) {
-  KeyContext context(KeyType::kString, kMaxP, kAll);
-  auto backend_owned = testing_util::MakeBackend(GetParam(), context);
-  KeyedStateBackend& backend = *backend_owned;
-  ASSERT_OK(backend.GetState(ValueStateDescriptor<bool>("flag")));
+  BareBackend backend(GetParam());
+  ASSERT_OK(backend->GetState(ValueStateDescriptor<bool>("flag")));
   std::string bytes;
   BinaryWriter w(&bytes);
   w.I32(32);
@@ -527,7 +510,7 @@ TEST_P(KeyGroupSnapshotTest, MalformedValuesOfUserTypesAreCorruption) {
   w.U8(2);  // a bool is 0 or 1
   BinaryReader r(bytes);
   EXPECT_EQ(
-      backend.RestoreKeyGroup(KeyGroupId(32), r),
+      backend->RestoreKeyGroup(KeyGroupId(32), r),
       Corruption("cannot restore key group 32: state 'flag': data is truncated or malformed"));
 }
 

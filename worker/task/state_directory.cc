@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/check.h"
+#include "common/file_io.h"
 #include "common/file_system.h"
 #include "common/logging/logging.h"
 
@@ -79,12 +80,7 @@ void RemoveEmptyParents(fs::path dir, const fs::path& root) {
 }  // namespace
 
 std::string AbsoluteStateRoot(const std::string& dir) {
-  std::error_code ec;
-  fs::path p = fs::absolute(dir, ec);
-  if (ec) p = dir;
-  std::string s = p.lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
+  return AbsoluteNormalPath(dir);
 }
 
 Result<std::unique_ptr<StateDirectory>> StateDirectory::Create(

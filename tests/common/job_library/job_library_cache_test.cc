@@ -7,6 +7,7 @@
 #include "common/file_io.h"
 #include "common/job_library/job_library.h"
 #include "common/security/sha256.h"
+#include "tests/testutil/file_modes.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
@@ -42,11 +43,8 @@ TEST_F(JobLibraryCacheTest, TheCacheDirectoryIs0700AndItsFiles0600WhateverTheUma
   JobLibraryCache cache(dir_.File("cache"));
   ASSERT_OK(cache.Store(Ref(), bytes_));
   ::umask(old);
-  struct stat st;
-  ASSERT_EQ(::stat(dir_.File("cache").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0700u);
-  ASSERT_EQ(::stat((dir_.File("cache") + "/" + Ref().sha256 + ".so").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(test::Mode(dir_.File("cache")), 0700u);
+  EXPECT_EQ(test::Mode(dir_.File("cache") + "/" + Ref().sha256 + ".so"), 0600u);
 }
 
 TEST_F(JobLibraryCacheTest, TheDefaultRefResolvesToTheInstallationsDefaultLibrary) {

@@ -138,32 +138,29 @@ TEST(JobLibrary, RefusesAFileThatIsNotASharedObject) {
 }
 
 TEST(JobLibrary, RefusesALibraryDlopenCannotLoad) {
-  auto r = JobLibrary::Load(TestLibrary("kf-needs-dep"));
-  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(r.status().message(),
-            "cannot load job library " + TestLibrary("kf-needs-dep") +
+  EXPECT_EQ(JobLibrary::Load(TestLibrary("kf-needs-dep")).status(),
+            FailedPrecondition(
+                "cannot load job library " + TestLibrary("kf-needs-dep") +
                 ": libkf-dep.so: cannot open shared object file: No such file or directory "
-                "(install what it needs, or rebuild it with keyflow_add_job)");
+                "(install what it needs, or rebuild it with keyflow_add_job)"));
 }
 
 TEST(JobLibrary, RefusesASharedObjectWithoutEntryPoint) {
-  auto r = JobLibrary::Load(TestLibrary("kf-no-entry-point"));
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.status().message(),
-            TestLibrary("kf-no-entry-point") +
+  EXPECT_EQ(JobLibrary::Load(TestLibrary("kf-no-entry-point")).status(),
+            InvalidArgument(
+                TestLibrary("kf-no-entry-point") +
                 " is not a keyflow job library (it has no keyflow_job_library entry point): "
-                "build it with keyflow_add_job and declare its jobs with KEYFLOW_JOB_LIBRARY");
+                "build it with keyflow_add_job and declare its jobs with KEYFLOW_JOB_LIBRARY"));
 }
 
 TEST(JobLibrary, RefusesAnotherSdkAbiBeforeCallingTheLibrary) {
   // libkf-other-abi.so aborts if keyflow_job_library() is called.
-  auto r = JobLibrary::Load(TestLibrary("kf-other-abi"));
-  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(r.status().message(),
-            TestLibrary("kf-other-abi") +
-                " was built with keyflow SDK ABI 99 (keyflow 0.99.0); this keyflow " +
-                KEYFLOW_SDK_VERSION +
-                " speaks SDK ABI 5: rebuild the library against this installation");
+  EXPECT_EQ(
+      JobLibrary::Load(TestLibrary("kf-other-abi")).status(),
+      FailedPrecondition(TestLibrary("kf-other-abi") +
+                         " was built with keyflow SDK ABI 99 (keyflow 0.99.0); this keyflow " +
+                         KEYFLOW_SDK_VERSION +
+                         " speaks SDK ABI 5: rebuild the library against this installation"));
   EXPECT_FALSE(IsLoaded(TestLibrary("kf-other-abi")));
   // A worker's cached copy is named as it was submitted, and by its path.
   EXPECT_EQ(JobLibrary::Load(TestLibrary("kf-other-abi"), "libother.so").status().message(),
@@ -228,19 +225,19 @@ TEST(JobLibrary, ExportsOnlyTheEntryPoints) {
   dlclose(h);
 }
 
-}  // namespace
-}  // namespace keyflow
-
-namespace keyflow {
-namespace {
-
-// A library's sources are checked with its jobs: names as job names, unique, both functions.
-TEST(JobLibrary, AManifestsSourcesNeedWellFormedUniqueNamesAndBothFunctions) {
+// A manifest with one job "j" and no sources or sinks.
+JobLibraryManifest ManifestOfOneJob() {
   JobLibraryManifest m;
   JobDefinition job;
   job.name = "j";
   job.create = [](const JobParams&) { return std::unique_ptr<KeyedFunction>(); };
   m.jobs = {job};
+  return m;
+}
+
+// A library's sources are checked with its jobs: names as job names, unique, both functions.
+TEST(JobLibrary, AManifestsSourcesNeedWellFormedUniqueNamesAndBothFunctions) {
+  JobLibraryManifest m = ManifestOfOneJob();
   SourceConnector source;
   source.name = "lines";
   source.splits = [](const std::string&) { return Result<std::vector<std::string>>({"a"}); };
@@ -267,18 +264,8 @@ TEST(JobLibrary, AManifestsSourcesNeedWellFormedUniqueNamesAndBothFunctions) {
                             "function: set both"));
 }
 
-}  // namespace
-}  // namespace keyflow
-
-namespace keyflow {
-namespace {
-
 TEST(JobLibrary, AManifestsSinksNeedWellFormedUniqueNamesAndOpenAndCommit) {
-  JobLibraryManifest m;
-  JobDefinition job;
-  job.name = "j";
-  job.create = [](const JobParams&) { return std::unique_ptr<KeyedFunction>(); };
-  m.jobs = {job};
+  JobLibraryManifest m = ManifestOfOneJob();
   SinkConnector sink;
   sink.name = "files";
   sink.open = [](const std::string&, int32_t, int32_t) {

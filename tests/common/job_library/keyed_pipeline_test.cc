@@ -8,6 +8,7 @@
 
 #include "common/record.h"
 #include "tests/testutil/graph_functions.h"
+#include "tests/testutil/refusals.h"
 #include "tests/testutil/status_matchers.h"
 #include "worker/api/stream_graph.h"
 
@@ -29,11 +30,7 @@ JobGraph Built(const StreamGraphBuilder& g) {
 
 // The sentence PlanKeyedPipeline refuses `g` with.
 std::string Refusal(const StreamGraphBuilder& g) {
-  Result<KeyedPipeline> p = PlanKeyedPipeline(Built(g));
-  EXPECT_FALSE(p.ok());
-  if (p.ok()) return "";
-  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
-  return p.status().message();
+  return test::InvalidArgumentMessage(PlanKeyedPipeline(Built(g)));
 }
 
 TEST(KeyedPipelineTest, FindsTheOperatorsBeforeTheKeyByInOrder) {

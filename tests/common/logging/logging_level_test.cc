@@ -74,24 +74,22 @@ TEST(ParseByteSizeTest, BytesAndBinaryUnits) {
   EXPECT_EQ(*ParseByteSize("1024GiB", "--log-max-size"), uint64_t{1} << 40);
 }
 
+// Why ParseByteSize refuses `text` as --log-max-size.
+std::string SizeRefusal(const std::string& text) {
+  return ParseByteSize(text, "--log-max-size").status().message();
+}
+
 TEST(ParseByteSizeTest, BadSizesAreSentences) {
   const std::string hint = ": give bytes or a whole number with KiB, MiB or GiB (e.g. 64MiB)";
-  EXPECT_EQ(ParseByteSize("64MB", "--log-max-size").status().message(),
-            "--log-max-size '64MB' has an unknown unit" + hint);
-  EXPECT_EQ(ParseByteSize("big", "--log-max-size").status().message(),
-            "--log-max-size 'big' is not a size" + hint);
-  EXPECT_EQ(ParseByteSize("-1", "--log-max-size").status().message(),
-            "--log-max-size '-1' is not a size" + hint);
-  EXPECT_EQ(ParseByteSize("", "--log-max-size").status().message(),
-            "--log-max-size '' is not a size" + hint);
-  EXPECT_EQ(ParseByteSize("0", "--log-max-size").status().message(),
-            "--log-max-size '0' is zero" + hint);
-  EXPECT_EQ(ParseByteSize("1025GiB", "--log-max-size").status().message(),
-            "--log-max-size '1025GiB' is more than 1 TiB" + hint);
-  EXPECT_EQ(ParseByteSize("99999999999999999999999", "--log-max-size").status().message(),
+  EXPECT_EQ(SizeRefusal("64MB"), "--log-max-size '64MB' has an unknown unit" + hint);
+  EXPECT_EQ(SizeRefusal("big"), "--log-max-size 'big' is not a size" + hint);
+  EXPECT_EQ(SizeRefusal("-1"), "--log-max-size '-1' is not a size" + hint);
+  EXPECT_EQ(SizeRefusal(""), "--log-max-size '' is not a size" + hint);
+  EXPECT_EQ(SizeRefusal("0"), "--log-max-size '0' is zero" + hint);
+  EXPECT_EQ(SizeRefusal("1025GiB"), "--log-max-size '1025GiB' is more than 1 TiB" + hint);
+  EXPECT_EQ(SizeRefusal("99999999999999999999999"),
             "--log-max-size '99999999999999999999999' is too large" + hint);
-  EXPECT_EQ(ParseByteSize("1.5MiB", "--log-max-size").status().message(),
-            "--log-max-size '1.5MiB' has an unknown unit" + hint);
+  EXPECT_EQ(SizeRefusal("1.5MiB"), "--log-max-size '1.5MiB' has an unknown unit" + hint);
 }
 
 TEST(ParseLogFormatTest, TextOrJson) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/process/command_line.h"
+#include "tests/testutil/file_modes.h"
 
 namespace keyflow {
 namespace {
@@ -57,11 +58,8 @@ TEST(FileAccessTest, ApplyFileAccessSetsTheModesOfWhatTheProcessCreates) {
     ::close(fd);
     const std::string sub = dir + "/d" + std::to_string(static_cast<int>(c.access)) + "/e";
     std::filesystem::create_directories(sub);
-    struct stat st;
-    ASSERT_EQ(::stat(file.c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 07777, c.file_mode);
-    ASSERT_EQ(::stat(sub.c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 07777, c.dir_mode);
+    EXPECT_EQ(test::Mode(file), c.file_mode);
+    EXPECT_EQ(test::Mode(sub), c.dir_mode);
   }
   ApplyFileAccess(FileAccess::kPrivate);
   ::umask(original);

@@ -36,6 +36,19 @@ Status DecodeStatus(const std::string& bytes) {
   return DecodeControlMessage(bytes, "peer 10.0.0.9").status();
 }
 
+// `bytes` of a message claiming to be of protocol version `version`.
+std::string WithVersion(std::string bytes, uint32_t version) {
+  std::memcpy(bytes.data(), &version, sizeof(version));
+  return bytes;
+}
+
+// Refused as Corruption when cut short anywhere after the version, not half-read.
+void ExpectEveryTruncationIsCorruption(const std::string& bytes) {
+  for (size_t n = 4; n < bytes.size(); ++n) {
+    EXPECT_EQ(DecodeStatus(bytes.substr(0, n)).code(), StatusCode::kCorruption) << n;
+  }
+}
+
 TEST(ControlMessagesRegressionTest, RejectsAStringLengthBeyondTheMessageBeforeAllocating) {
   // Fuzzer input crash-aa5bcaea: NotifyCheckpointAborted whose reason claims 0x700000001 bytes;
   // cereal's archive resized the string to 28 GiB before reading it.
@@ -235,14 +248,9 @@ TEST(ControlMessagesRegressionTest, RoundTripsTheWorkerExitReportOfVersion10) {
   EXPECT_EQ(got.how, report.how);
   EXPECT_EQ(EncodeControlMessage(*back), bytes);
   // A version 9 peer does not know the message: it is told to upgrade.
-  std::string v9 = bytes;
-  const uint32_t nine = 9;
-  std::memcpy(v9.data(), &nine, sizeof(nine));
-  EXPECT_EQ(DecodeStatus(v9).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(DecodeStatus(WithVersion(bytes, 9)).code(), StatusCode::kFailedPrecondition);
   // Truncated anywhere, it is refused, not half-read.
-  for (size_t n = 4; n < bytes.size(); ++n) {
-    EXPECT_EQ(DecodeStatus(bytes.substr(0, n)).code(), StatusCode::kCorruption) << n;
-  }
+  ExpectEveryTruncationIsCorruption(bytes);
 }
 
 TEST(ControlMessagesRegressionTest, RoundTripsAddSplitsOfVersion12AndRefusesItTruncated) {
@@ -256,21 +264,13 @@ TEST(ControlMessagesRegressionTest, RoundTripsAddSplitsOfVersion12AndRefusesItTr
   EXPECT_EQ(got.subtask, SubtaskIndex(1));
   EXPECT_EQ(got.splits, add.splits);
   EXPECT_EQ(EncodeControlMessage(*back), bytes);
-  std::string v11 = bytes;
-  const uint32_t eleven = 11;
-  std::memcpy(v11.data(), &eleven, sizeof(eleven));
-  EXPECT_EQ(DecodeStatus(v11).code(), StatusCode::kFailedPrecondition);
-  for (size_t n = 4; n < bytes.size(); ++n) {
-    EXPECT_EQ(DecodeStatus(bytes.substr(0, n)).code(), StatusCode::kCorruption) << n;
-  }
+  EXPECT_EQ(DecodeStatus(WithVersion(bytes, 11)).code(), StatusCode::kFailedPrecondition);
+  ExpectEveryTruncationIsCorruption(bytes);
 }
 
 TEST(ControlMessagesRegressionTest, RefusesAVersion4PeerNamingBothVersions) {
   // A v4 worker does not send its public key: it must be told to upgrade, not half-understood.
-  std::string bytes = EncodeControlMessage(RegisterWorker{});
-  const uint32_t v4 = 4;
-  std::memcpy(bytes.data(), &v4, sizeof(v4));
-  Status s = DecodeStatus(bytes);
+  Status s = DecodeStatus(WithVersion(EncodeControlMessage(RegisterWorker{}), 4));
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.message(), HasSubstr("speaks control protocol version 4, this process speaks "
                                      "version " +

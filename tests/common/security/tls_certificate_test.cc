@@ -13,27 +13,19 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include "common/file_io.h"
+#include "tests/testutil/file_modes.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow {
 namespace {
 
 namespace fs = std::filesystem;
+using test::Mode;
 using ::testing::HasSubstr;
 
 class TlsCertificateTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "keyflow-tls-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  static unsigned Mode(const std::string& path) {
-    struct stat st {};
-    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-    return st.st_mode & 07777;
-  }
   // The subjectAltName entries of the PEM certificate at `path`, as "DNS:x" / "IP:x".
   static std::vector<std::string> AltNames(const std::string& path) {
     std::vector<std::string> out;
@@ -57,7 +49,8 @@ class TlsCertificateTest : public ::testing::Test {
     X509_free(cert);
     return out;
   }
-  std::string dir_;
+  TempDir tmp_{"keyflow-tls"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(TlsCertificateTest, WritesAPinnableSelfSignedPairWithPrivateModes) {

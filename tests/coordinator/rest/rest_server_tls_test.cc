@@ -10,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "common/file_io.h"
 #include "common/security/tls_certificate.h"
 #include "coordinator/rest/rest_server.h"
 #include "tests/coordinator/rest/raw_tcp.h"
@@ -27,11 +28,6 @@ using namespace std::chrono_literals;
 class RestServerTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "keyflow-rest-tls-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    cert_ = dir_ + "/tls.crt";
-    key_ = dir_ + "/tls.key";
     SelfSignedCertificateOptions o;
     o.hosts = {"localhost", "127.0.0.1"};
     ASSERT_OK(WriteSelfSignedCertificate(cert_, key_, o));
@@ -39,10 +35,7 @@ class RestServerTlsTest : public ::testing::Test {
       return JsonResponse(200, {{"pong", 1}});
     });
   }
-  void TearDown() override {
-    server_.reset();
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { server_.reset(); }
   RestServerOptions Options() {
     RestServerOptions o;
     o.bind_address = "127.0.0.1";
@@ -75,7 +68,10 @@ class RestServerTlsTest : public ::testing::Test {
     }
     return server_->stats().tls_handshake_failures == n;
   }
-  std::string dir_, cert_, key_;
+  TempDir tmp_{"keyflow-rest-tls"};
+  const std::string dir_ = tmp_.path();
+  const std::string cert_ = dir_ + "/tls.crt";
+  const std::string key_ = dir_ + "/tls.key";
   RestRouter router_;
   std::unique_ptr<RestServer> server_;
 };

@@ -17,6 +17,7 @@
 #include "coordinator/rest/rest_auth.h"
 #include "coordinator/rest/rest_token.h"
 #include "tests/integration/test_dir.h"
+#include "tests/testutil/file_modes.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace keyflow::test {
@@ -25,13 +26,6 @@ namespace keyflow::test {
 inline bool Readable(int fd, int timeout_ms) {
   pollfd p{fd, POLLIN, 0};
   return poll(&p, 1, timeout_ms) == 1;
-}
-
-// The permission bits of `path` (07777).
-inline unsigned Mode(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 07777;
 }
 
 class RestFixture : public ::testing::Test {

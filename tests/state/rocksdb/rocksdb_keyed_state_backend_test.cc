@@ -33,24 +33,10 @@ using testing_util::BackendKind;
 using testing_util::K;
 using testing_util::KeysInGroup;
 using testing_util::MakeBackend;
+using testing_util::Serialize;
 
 constexpr int32_t kMaxP = 128;
 const KeyGroupRange kAll = KeyGroupRange::Of(0, 127);
-
-std::unique_ptr<RocksDbKeyedStateBackend> OpenRocksDb(KeyContext& context) {
-  RocksDbStateOptions options;
-  options.dir = testing_util::FreshStateDir();
-  auto backend = RocksDbKeyedStateBackend::Open(context, options);
-  EXPECT_OK(backend);
-  return backend.ok() ? std::move(*backend) : nullptr;
-}
-
-std::string Serialize(const KeyedStateBackend& b, KeyGroupId g) {
-  std::string out;
-  BinaryWriter w(&out);
-  b.SerializeKeyGroup(g, w);
-  return out;
-}
 
 std::map<int32_t, std::string> SerializeAll(const KeyedStateBackend& b) {
   std::map<int32_t, std::string> all;
@@ -117,7 +103,9 @@ TEST(RocksDbKeyLayout, TheKeyGroupPrefixIsOneByteUpTo128KeyGroupsAndTwoBigEndian
 
 class RocksDbBackendTest : public ::testing::Test {
  protected:
-  RocksDbBackendTest() : context_(KeyType::kString, kMaxP, kAll), backend_(OpenRocksDb(context_)) {}
+  RocksDbBackendTest()
+      : context_(KeyType::kString, kMaxP, kAll),
+        backend_(testing_util::OpenRocksDbInFreshDir(context_)) {}
   void SetKey(std::string_view key) { ASSERT_OK(backend_->SetCurrentKey(K(key))); }
 
   KeyContext context_;

@@ -29,30 +29,13 @@ using testing_util::Average;
 using testing_util::AvgAcc;
 using testing_util::BackendKind;
 using testing_util::K;
+using testing_util::Serialize;
 using testing_util::Sum;
 
 namespace fs = std::filesystem;
 
 constexpr int32_t kMaxP = 128;
 const KeyGroupRange kAll = KeyGroupRange::Of(0, kMaxP - 1);
-
-std::unique_ptr<RocksDbKeyedStateBackend> OpenRocksDb(KeyContext& context, int64_t cache_bytes) {
-  RocksDbStateOptions options;
-  options.dir = testing_util::FreshStateDir();
-  options.block_cache_bytes = 8 << 20;
-  options.memtable_bytes = 8 << 20;
-  options.write_cache_bytes = cache_bytes;
-  auto backend = RocksDbKeyedStateBackend::Open(context, options);
-  EXPECT_OK(backend);
-  return backend.ok() ? std::move(*backend) : nullptr;
-}
-
-std::string Serialize(const KeyedStateBackend& b, KeyGroupId g) {
-  std::string out;
-  BinaryWriter w(&out);
-  b.SerializeKeyGroup(g, w);
-  return out;
-}
 
 KeyGroupId GroupOf(const Key& k) {
   return KeyGroupAssigner(KeyType::kString, kMaxP).Assign(k);
@@ -70,12 +53,22 @@ std::vector<std::string> KeysOf(KeyedStateBackend& b, const std::string& state, 
 
 constexpr int64_t kBigCache = int64_t{8} << 20;
 
+// A heap backend and a RocksDB backend with an 8 MiB write-back cache, over every key group.
+struct HeapAndRocksDb {
+  std::vector<KeyedStateBackend*> both() { return {&heap, rocks.get()}; }
+
+  KeyContext heap_context{KeyType::kString, kMaxP, kAll};
+  HeapKeyedStateBackend heap{heap_context};
+  KeyContext context{KeyType::kString, kMaxP, kAll};
+  std::unique_ptr<RocksDbKeyedStateBackend> rocks =
+      testing_util::OpenSmallRocksDb(context, kBigCache);
+};
+
 TEST(RocksDbWriteCacheTest, CachedWritesAreSeenByIterationsAndSnapshotsWithoutAFlush) {
-  KeyContext heap_context(KeyType::kString, kMaxP, kAll);
-  HeapKeyedStateBackend heap(heap_context);
-  KeyContext context(KeyType::kString, kMaxP, kAll);
-  auto rocks = OpenRocksDb(context, kBigCache);
-  for (KeyedStateBackend* b : std::vector<KeyedStateBackend*>{&heap, rocks.get()}) {
+  HeapAndRocksDb backends;
+  HeapKeyedStateBackend& heap = backends.heap;
+  auto& rocks = backends.rocks;
+  for (KeyedStateBackend* b : backends.both()) {
     auto* v = *b->GetState(ValueStateDescriptor<int64_t>("v"));
     for (const char* k : {"a", "b", "c"}) {
       ASSERT_OK(b->SetCurrentKey(K(k)));
@@ -113,11 +106,10 @@ TEST(RocksDbWriteCacheTest, CachedWritesAreSeenByIterationsAndSnapshotsWithoutAF
 
 TEST(RocksDbWriteCacheTest, ApplyToAllKeysSeesWritesOfItsOwnCallback) {
   // The callback writes keys of any key group, later ones too: the iteration must see them.
-  KeyContext heap_context(KeyType::kString, kMaxP, kAll);
-  HeapKeyedStateBackend heap(heap_context);
-  KeyContext context(KeyType::kString, kMaxP, kAll);
-  auto rocks = OpenRocksDb(context, kBigCache);
-  for (KeyedStateBackend* b : std::vector<KeyedStateBackend*>{&heap, rocks.get()}) {
+  HeapAndRocksDb backends;
+  HeapKeyedStateBackend& heap = backends.heap;
+  auto& rocks = backends.rocks;
+  for (KeyedStateBackend* b : backends.both()) {
     auto* v = *b->GetState(ValueStateDescriptor<int64_t>("v"));
     ASSERT_OK(b->SetCurrentKey(K("k-0")));
     v->Update(1);
@@ -142,7 +134,7 @@ TEST(RocksDbWriteCacheTest, ApplyToAllKeysSeesWritesOfItsOwnCallback) {
 
 TEST(RocksDbWriteCacheTest, CachedRowsCountInTheMemorySize) {
   KeyContext context(KeyType::kString, kMaxP, kAll);
-  auto rocks = OpenRocksDb(context, kBigCache);
+  auto rocks = testing_util::OpenSmallRocksDb(context, kBigCache);
   auto* v = *rocks->GetState(ValueStateDescriptor<int64_t>("v"));
   const int64_t before = rocks->ApproximateSize().memory_bytes;
   for (int i = 0; i < 1000; ++i) {
@@ -166,7 +158,7 @@ TEST(RocksDbWriteCacheTest, CachedRowsCountInTheMemorySize) {
 
 TEST(RocksDbWriteCacheTest, RestoredKeyGroupsDoNotReturnStaleCachedValues) {
   KeyContext context(KeyType::kString, kMaxP, kAll);
-  auto rocks = OpenRocksDb(context, kBigCache);
+  auto rocks = testing_util::OpenSmallRocksDb(context, kBigCache);
   auto* v = *rocks->GetState(ValueStateDescriptor<int64_t>("v"));
   auto* r = *rocks->GetReducingState(ReducingStateDescriptor<int64_t>("r", Sum));
   const std::vector<Key> keys = testing_util::KeysInGroup(5, 3);
@@ -219,7 +211,7 @@ TEST(RocksDbWriteCacheTest, NativeSnapshotHoldsCachedWritesAndItsRestoreDropsThe
   fs::create_directories(root + "/shared");
   fs::create_directories(root + "/chk-1");
   KeyContext context(KeyType::kString, kMaxP, kAll);
-  auto rocks = OpenRocksDb(context, kBigCache);
+  auto rocks = testing_util::OpenSmallRocksDb(context, kBigCache);
   auto* v = *rocks->GetState(ValueStateDescriptor<int64_t>("v"));
   for (int i = 0; i < 100; ++i) {
     ASSERT_OK(rocks->SetCurrentKey(K("k-" + std::to_string(i))));
@@ -258,7 +250,7 @@ TEST(RocksDbWriteCacheTest, NativeSnapshotHoldsCachedWritesAndItsRestoreDropsThe
 
   // And into a fresh backend.
   KeyContext fresh_context(KeyType::kString, kMaxP, kAll);
-  auto fresh = OpenRocksDb(fresh_context, kBigCache);
+  auto fresh = testing_util::OpenSmallRocksDb(fresh_context, kBigCache);
   *fresh->GetState(ValueStateDescriptor<int64_t>("v"));
   ASSERT_OK(fresh->RestoreNative({source}));
   restored.clear();
@@ -298,6 +290,10 @@ TEST_P(RocksDbWriteCacheRandomTest, RandomOperationsGiveTheHeapBackendsState) {
   };
   States h = states_of(heap);
   States r = states_of(*rocks);
+  auto both = [&](auto apply) {
+    apply(h);
+    apply(r);
+  };
 
   std::mt19937_64 rng(42);
   constexpr int kOps = 100'000;
@@ -308,38 +304,30 @@ TEST_P(RocksDbWriteCacheRandomTest, RandomOperationsGiveTheHeapBackendsState) {
     const int what = static_cast<int>(rng() % 100);
     ASSERT_OK(heap.SetCurrentKey(key));
     ASSERT_OK(rocks->SetCurrentKey(key));
-    h.value->SetCurrentNamespace(ns);
-    r.value->SetCurrentNamespace(ns);
-    h.reducing->SetCurrentNamespace(ns);
-    r.reducing->SetCurrentNamespace(ns);
+    both([&](States& s) {
+      s.value->SetCurrentNamespace(ns);
+      s.reducing->SetCurrentNamespace(ns);
+    });
     if (what < 30) {
-      h.value->Update(x);
-      r.value->Update(x);
+      both([&](States& s) { s.value->Update(x); });
     } else if (what < 45) {
       ASSERT_EQ(r.value->Value(), h.value->Value()) << op;
     } else if (what < 52) {
-      h.value->Clear();
-      r.value->Clear();
+      both([](States& s) { s.value->Clear(); });
     } else if (what < 70) {
-      h.reducing->Add(x);
-      r.reducing->Add(x);
+      both([&](States& s) { s.reducing->Add(x); });
       ASSERT_EQ(r.reducing->Get(), h.reducing->Get()) << op;
     } else if (what < 74) {
-      h.reducing->Clear();
-      r.reducing->Clear();
+      both([](States& s) { s.reducing->Clear(); });
     } else if (what < 88) {
-      h.aggregating->Add(x);
-      r.aggregating->Add(x);
+      both([&](States& s) { s.aggregating->Add(x); });
       ASSERT_EQ(r.aggregating->Get(), h.aggregating->Get()) << op;
     } else if (what < 90) {
-      h.aggregating->Clear();
-      r.aggregating->Clear();
+      both([](States& s) { s.aggregating->Clear(); });
     } else if (what < 95) {
-      h.list->Add(x);
-      r.list->Add(x);
+      both([&](States& s) { s.list->Add(x); });
     } else if (what < 99) {
-      h.map->Put(x % 5, x);
-      r.map->Put(x % 5, x);
+      both([&](States& s) { s.map->Put(x % 5, x); });
     } else {
       // Iterations and counters in the middle of the run.
       const KeyGroupId g = GroupOf(key);

@@ -33,18 +33,24 @@ SnapshotSection U32Section(std::string extra, std::vector<uint32_t>* restored) {
   return s;
 }
 
-TEST(KeyedSnapshotFormatRegressionTest, RefusesSectionBytesTheRestoreDidNotRead) {
+// Writes key groups 2-3 (M = 8) with U32Section(`extra`), then restores key groups 0-7 of those
+// bytes, read as the file `file`, with U32Section("") into `restored`.
+Status WriteThenRestore(const std::string& extra, const std::string& file,
+                        std::vector<uint32_t>* restored) {
   std::vector<uint32_t> unused;
-  SnapshotSection writer = U32Section("new-field", &unused);
+  SnapshotSection writer = U32Section(extra, &unused);
   std::string bytes;
-  ASSERT_OK(WriteKeyedSnapshot(8, KeyType::kString, KeyGroupRange::Of(2, 3), {&writer}, &bytes));
+  KF_RETURN_IF_ERROR(
+      WriteKeyedSnapshot(8, KeyType::kString, KeyGroupRange::Of(2, 3), {&writer}, &bytes).status());
+  SnapshotSection reader_section = U32Section("", restored);
+  StringSource source(bytes, file);
+  KF_ASSIGN_OR_RETURN(KeyedSnapshotReader reader, KeyedSnapshotReader::Open(source));
+  return reader.Restore(KeyGroupRange::Of(0, 7), {&reader_section});
+}
 
+TEST(KeyedSnapshotFormatRegressionTest, RefusesSectionBytesTheRestoreDidNotRead) {
   std::vector<uint32_t> restored;
-  SnapshotSection reader_section = U32Section("", &restored);
-  StringSource source(bytes, "/ckpt/chk-4/subtask-0.kgs");
-  Result<KeyedSnapshotReader> reader = KeyedSnapshotReader::Open(source);
-  ASSERT_OK(reader);
-  Status s = reader->Restore(KeyGroupRange::Of(0, 7), {&reader_section});
+  Status s = WriteThenRestore("new-field", "/ckpt/chk-4/subtask-0.kgs", &restored);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_THAT(s.message(), HasSubstr("snapshot /ckpt/chk-4/subtask-0.kgs is corrupted"));
   EXPECT_THAT(s.message(),
@@ -52,16 +58,8 @@ TEST(KeyedSnapshotFormatRegressionTest, RefusesSectionBytesTheRestoreDidNotRead)
 }
 
 TEST(KeyedSnapshotFormatRegressionTest, RestoresSectionsThatReadExactlyTheirBytes) {
-  std::vector<uint32_t> unused;
-  SnapshotSection writer = U32Section("", &unused);
-  std::string bytes;
-  ASSERT_OK(WriteKeyedSnapshot(8, KeyType::kString, KeyGroupRange::Of(2, 3), {&writer}, &bytes));
   std::vector<uint32_t> restored;
-  SnapshotSection reader_section = U32Section("", &restored);
-  StringSource source(bytes, "mem");
-  Result<KeyedSnapshotReader> reader = KeyedSnapshotReader::Open(source);
-  ASSERT_OK(reader);
-  ASSERT_OK(reader->Restore(KeyGroupRange::Of(0, 7), {&reader_section}));
+  ASSERT_OK(WriteThenRestore("", "mem", &restored));
   EXPECT_EQ(restored, (std::vector<uint32_t>{20, 30}));
 }
 

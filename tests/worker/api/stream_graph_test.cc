@@ -8,6 +8,7 @@
 
 #include "common/record.h"
 #include "tests/testutil/graph_functions.h"
+#include "tests/testutil/refusals.h"
 #include "tests/testutil/status_matchers.h"
 #include "worker/api/output.h"
 
@@ -18,15 +19,10 @@ using test::Keep;
 using test::NoCoFunction;
 using test::NoFunction;
 using test::Same;
-using ::testing::HasSubstr;
 
 // The sentence Build() refuses the graph with.
 std::string Refusal(const StreamGraphBuilder& g, const StreamGraphOptions& options = {}) {
-  Result<JobGraph> graph = g.Build(options);
-  EXPECT_FALSE(graph.ok());
-  if (graph.ok()) return "";
-  EXPECT_EQ(graph.status().code(), StatusCode::kInvalidArgument);
-  return graph.status().message();
+  return test::InvalidArgumentMessage(g.Build(options));
 }
 
 TEST(StreamGraphTest, StatelessOperatorsChainAndEveryKeyByStartsATask) {

@@ -22,6 +22,13 @@ std::unique_ptr<KeyedOperatorTestHarness> Harness(std::map<std::string, std::str
   return h;
 }
 
+// The output line of the window of string key `key` that its timeout closed at `time`.
+std::string Timeout(const std::string& key, int count, int64_t start, int64_t time) {
+  return R"({"key":")" + key + R"(","count":)" + std::to_string(count) + R"(,"start":)" +
+         std::to_string(start) + R"(,"time":)" + std::to_string(time) +
+         R"(,"cause":"timeout","subtask":0})";
+}
+
 TEST(CountWindowEventTime, EmitsWhenCountIsReachedWithTheLastRecordsTimestamp) {
   auto h = Harness({{"count", "3"}, {"timeout", "10s"}, {"time", "event"}});
   ASSERT_OK(h->ProcessElement("uid-1", 1000));
@@ -44,15 +51,9 @@ TEST(CountWindowEventTime, TimerAtDeadlineEmitsTimeoutWhenTheWatermarkPassesIt) 
   h->ProcessWatermark(10999);
   EXPECT_EQ(h->ExtractOutput(), Lines{});
   h->ProcessWatermark(11000);
-  EXPECT_EQ(
-      h->ExtractOutput(),
-      Lines{
-          R"({"key":"uid-1","count":1,"start":1000,"time":11000,"cause":"timeout","subtask":0})"});
+  EXPECT_EQ(h->ExtractOutput(), Lines{Timeout("uid-1", 1, 1000, 11000)});
   h->EndInput();  // final watermark fires uid-2's timer at 15000
-  EXPECT_EQ(
-      h->ExtractOutput(),
-      Lines{
-          R"({"key":"uid-2","count":1,"start":5000,"time":15000,"cause":"timeout","subtask":0})"});
+  EXPECT_EQ(h->ExtractOutput(), Lines{Timeout("uid-2", 1, 5000, 15000)});
 }
 
 TEST(CountWindowEventTime, RecordAtOrAfterDeadlineClosesTheWindowFirstThenOpensANewOne) {
@@ -60,18 +61,12 @@ TEST(CountWindowEventTime, RecordAtOrAfterDeadlineClosesTheWindowFirstThenOpensA
   ASSERT_OK(h->ProcessElement("uid-1", 1000));
   ASSERT_OK(h->ProcessElement("uid-1", 4000));
   ASSERT_OK(h->ProcessElement("uid-1", 11000));  // == D: closes, then opens at 11000
-  EXPECT_EQ(
-      h->ExtractOutput(),
-      Lines{
-          R"({"key":"uid-1","count":2,"start":1000,"time":11000,"cause":"timeout","subtask":0})"});
+  EXPECT_EQ(h->ExtractOutput(), Lines{Timeout("uid-1", 2, 1000, 11000)});
   // The old timer is gone; the new window's timer is at 21000.
   h->ProcessWatermark(20999);
   EXPECT_EQ(h->ExtractOutput(), Lines{});
   h->ProcessWatermark(21000);
-  EXPECT_EQ(
-      h->ExtractOutput(),
-      Lines{
-          R"({"key":"uid-1","count":1,"start":11000,"time":21000,"cause":"timeout","subtask":0})"});
+  EXPECT_EQ(h->ExtractOutput(), Lines{Timeout("uid-1", 1, 11000, 21000)});
 }
 
 TEST(CountWindowEventTime, OutputDoesNotDependOnWhenWatermarksArrive) {
@@ -109,10 +104,7 @@ TEST(CountWindowProcessingTime, TwelveHourTimeoutFiresWhenTheManualClockGetsTher
   h->SetProcessingTime(1000 + 43'200'000 - 1);
   EXPECT_EQ(h->ExtractOutput(), Lines{});
   h->SetProcessingTime(1000 + 43'200'000);
-  EXPECT_EQ(
-      h->ExtractOutput(),
-      Lines{
-          R"({"key":"uid-7","count":2,"start":1000,"time":43201000,"cause":"timeout","subtask":0})"});
+  EXPECT_EQ(h->ExtractOutput(), Lines{Timeout("uid-7", 2, 1000, 43201000)});
 }
 
 TEST(CountWindowProcessingTime, CountClosesTheWindowAndItsTimerNoLongerFires) {

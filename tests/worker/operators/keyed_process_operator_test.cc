@@ -124,43 +124,40 @@ KeyedOperatorTestHarness::Options Named() {
   return o;
 }
 
-std::unique_ptr<KeyedOperatorTestHarness> Faulty(
-    UserCall where, FaultyFunction::How how, int* calls,
-    KeyedOperatorTestHarness::Options options = Named()) {
-  return std::make_unique<KeyedOperatorTestHarness>(
-      std::make_unique<FaultyFunction>(where, how, calls), std::move(options));
-}
+class KeyedProcessOperatorFailures : public ::testing::Test {
+ protected:
+  // A harness around a function that fails in `where` as `how` and counts its calls in calls_.
+  KeyedOperatorTestHarness& Faulty(UserCall where, FaultyFunction::How how,
+                                   KeyedOperatorTestHarness::Options options = Named()) {
+    harness_ = std::make_unique<KeyedOperatorTestHarness>(
+        std::make_unique<FaultyFunction>(where, how, &calls_), std::move(options));
+    return *harness_;
+  }
 
-TEST(KeyedProcessOperatorFailures, OpenReturningAnErrorNamesTheJobTheLibraryAndTheCall) {
-  int calls = 0;
-  auto harness = Faulty(UserCall::kOpen, FaultyFunction::How::kOpenError, &calls);
-  KeyedOperatorTestHarness& h = *harness;
+  int calls_ = 0;
+  std::unique_ptr<KeyedOperatorTestHarness> harness_;
+};
+
+TEST_F(KeyedProcessOperatorFailures, OpenReturningAnErrorNamesTheJobTheLibraryAndTheCall) {
+  KeyedOperatorTestHarness& h = Faulty(UserCall::kOpen, FaultyFunction::How::kOpenError);
   Status s = h.Open();
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(),
-            "function of job 'sessions' (libsessions.so) failed in Open: the lookup table "
-            "/data/t.csv does not exist");
+  EXPECT_EQ(s, InvalidArgument("function of job 'sessions' (libsessions.so) failed in Open: the "
+                               "lookup table /data/t.csv does not exist"));
   EXPECT_EQ(h.failure(), s);
   // No element reaches a function whose Open failed.
   EXPECT_EQ(h.ProcessElement("a", 1).message(), s.message());
-  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(calls_, 0);
 }
 
-TEST(KeyedProcessOperatorFailures, OpenThrowingIsReportedWithTheExceptionType) {
-  int calls = 0;
-  auto harness = Faulty(UserCall::kOpen, FaultyFunction::How::kRuntimeError, &calls);
-  KeyedOperatorTestHarness& h = *harness;
-  Status s = h.Open();
-  EXPECT_EQ(s.code(), StatusCode::kInternal);
-  EXPECT_EQ(s.message(),
-            "function of job 'sessions' (libsessions.so) threw std::runtime_error in Open: bad "
-            "value in field 'amount'");
+TEST_F(KeyedProcessOperatorFailures, OpenThrowingIsReportedWithTheExceptionType) {
+  KeyedOperatorTestHarness& h = Faulty(UserCall::kOpen, FaultyFunction::How::kRuntimeError);
+  EXPECT_EQ(h.Open(), Internal("function of job 'sessions' (libsessions.so) threw "
+                               "std::runtime_error in Open: bad value in field 'amount'"));
 }
 
-TEST(KeyedProcessOperatorFailures, ProcessElementThrowingFailsAndTheFunctionIsNotCalledAgain) {
-  int calls = 0;
-  auto harness = Faulty(UserCall::kProcessElement, FaultyFunction::How::kRuntimeError, &calls);
-  KeyedOperatorTestHarness& h = *harness;
+TEST_F(KeyedProcessOperatorFailures, ProcessElementThrowingFailsAndTheFunctionIsNotCalledAgain) {
+  KeyedOperatorTestHarness& h =
+      Faulty(UserCall::kProcessElement, FaultyFunction::How::kRuntimeError);
   ASSERT_OK(h.Open());
   Status s = h.ProcessElement("a", 1);
   EXPECT_EQ(s.message(),
@@ -172,25 +169,21 @@ TEST(KeyedProcessOperatorFailures, ProcessElementThrowingFailsAndTheFunctionIsNo
   h.ProcessWatermark(100);  // the registered timers do not fire into a failed function
   h.SetProcessingTime(100);
   h.EndInput();
-  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(calls_, 1);
   EXPECT_OK(h.Close());  // Close still runs, once
   EXPECT_OK(h.Close());
 }
 
-TEST(KeyedProcessOperatorFailures, ANonStandardExceptionIsNamedByItsType) {
-  int calls = 0;
-  auto harness = Faulty(UserCall::kProcessElement, FaultyFunction::How::kInt, &calls);
-  KeyedOperatorTestHarness& h = *harness;
+TEST_F(KeyedProcessOperatorFailures, ANonStandardExceptionIsNamedByItsType) {
+  KeyedOperatorTestHarness& h = Faulty(UserCall::kProcessElement, FaultyFunction::How::kInt);
   ASSERT_OK(h.Open());
   EXPECT_EQ(h.ProcessElement("a", 1).message(),
             "function of job 'sessions' (libsessions.so) threw an exception of type int (not a "
             "std::exception) in ProcessElement");
 }
 
-TEST(KeyedProcessOperatorFailures, AnEventTimeTimerThrowingIsTheFailureAndTheListenerHearsIt) {
-  int calls = 0;
-  auto harness = Faulty(UserCall::kOnTimer, FaultyFunction::How::kRuntimeError, &calls);
-  KeyedOperatorTestHarness& h = *harness;
+TEST_F(KeyedProcessOperatorFailures, AnEventTimeTimerThrowingIsTheFailureAndTheListenerHearsIt) {
+  KeyedOperatorTestHarness& h = Faulty(UserCall::kOnTimer, FaultyFunction::How::kRuntimeError);
   std::vector<std::string> heard;
   h.op().SetFailureListener([&](const Status& s) { heard.push_back(s.message()); });
   ASSERT_OK(h.Open());
@@ -202,14 +195,12 @@ TEST(KeyedProcessOperatorFailures, AnEventTimeTimerThrowingIsTheFailureAndTheLis
       "value in field 'amount'";
   EXPECT_EQ(h.failure().message(), expected);
   EXPECT_EQ(heard, std::vector<std::string>{expected});
-  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(calls_, 3);
   EXPECT_EQ(h.ProcessElement("c", 2).message(), expected);
 }
 
-TEST(KeyedProcessOperatorFailures, AProcessingTimeTimerThrowingIsTheFailure) {
-  int calls = 0;
-  auto harness = Faulty(UserCall::kOnTimer, FaultyFunction::How::kRuntimeError, &calls);
-  KeyedOperatorTestHarness& h = *harness;
+TEST_F(KeyedProcessOperatorFailures, AProcessingTimeTimerThrowingIsTheFailure) {
+  KeyedOperatorTestHarness& h = Faulty(UserCall::kOnTimer, FaultyFunction::How::kRuntimeError);
   ASSERT_OK(h.Open());
   ASSERT_OK(h.ProcessElement("a", 5));
   h.SetProcessingTime(5);
@@ -218,10 +209,8 @@ TEST(KeyedProcessOperatorFailures, AProcessingTimeTimerThrowingIsTheFailure) {
             "value in field 'amount'");
 }
 
-TEST(KeyedProcessOperatorFailures, EndInputThrowingIsReturnedByTheOperator) {
-  int calls = 0;
-  auto harness = Faulty(UserCall::kEndInput, FaultyFunction::How::kRuntimeError, &calls);
-  KeyedOperatorTestHarness& h = *harness;
+TEST_F(KeyedProcessOperatorFailures, EndInputThrowingIsReturnedByTheOperator) {
+  KeyedOperatorTestHarness& h = Faulty(UserCall::kEndInput, FaultyFunction::How::kRuntimeError);
   ASSERT_OK(h.Open());
   Status s = h.op().EndInput();
   EXPECT_EQ(s.message(),
@@ -230,20 +219,16 @@ TEST(KeyedProcessOperatorFailures, EndInputThrowingIsReturnedByTheOperator) {
   EXPECT_EQ(h.failure(), s);
 }
 
-TEST(KeyedProcessOperatorFailures, CloseThrowingIsReturnedByClose) {
-  int calls = 0;
-  auto harness = Faulty(UserCall::kClose, FaultyFunction::How::kRuntimeError, &calls);
-  KeyedOperatorTestHarness& h = *harness;
+TEST_F(KeyedProcessOperatorFailures, CloseThrowingIsReturnedByClose) {
+  KeyedOperatorTestHarness& h = Faulty(UserCall::kClose, FaultyFunction::How::kRuntimeError);
   ASSERT_OK(h.Open());
   EXPECT_EQ(h.Close().message(),
             "function of job 'sessions' (libsessions.so) threw std::runtime_error in Close: bad "
             "value in field 'amount'");
 }
 
-TEST(KeyedProcessOperatorFailures, WithoutALibraryTheMessageNamesOnlyTheJob) {
-  int calls = 0;
-  auto harness = Faulty(UserCall::kOpen, FaultyFunction::How::kOpenError, &calls, {});
-  KeyedOperatorTestHarness& h = *harness;
+TEST_F(KeyedProcessOperatorFailures, WithoutALibraryTheMessageNamesOnlyTheJob) {
+  KeyedOperatorTestHarness& h = Faulty(UserCall::kOpen, FaultyFunction::How::kOpenError, {});
   EXPECT_EQ(h.Open().message(),
             "function of job 'test-job' failed in Open: the lookup table /data/t.csv does not "
             "exist");

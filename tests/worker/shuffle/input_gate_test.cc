@@ -72,6 +72,11 @@ std::string EventFrame(SubtaskIndex sender, AttemptNumber attempt, uint64_t sequ
   return frame;
 }
 
+Status SendEventFrame(ZmqSocket& socket, SubtaskIndex sender, AttemptNumber attempt,
+                      uint64_t sequence, const ChannelEvent& e) {
+  return socket.Send(EventFrame(sender, attempt, sequence, e), SendOptions{});
+}
+
 TEST_F(InputGateTest, ChannelsBindTheBindHostAndAdvertiseTheAdvertisedHost) {
   InputGateOptions options = GateOptions(SubtaskIndex(1), 3);
   options.bind_host = "0.0.0.0";
@@ -151,11 +156,8 @@ TEST_F(InputGateTest, FramesOfAnOlderAttemptAreDroppedAndCounted) {
   InputGate& gate = MakeGate(GateOptions(SubtaskIndex(0), 1, AttemptNumber(2)));
   ZmqSocket& old_sender = RawSender(SubtaskIndex(0));
   for (uint64_t seq = 0; seq < 3; ++seq) {
-    ASSERT_TRUE(old_sender
-                    .Send(EventFrame(SubtaskIndex(0), AttemptNumber(1), seq,
-                                     ChannelEvent::Watermark(Timestamp(seq))),
-                          SendOptions{})
-                    .ok());
+    ASSERT_OK(SendEventFrame(old_sender, SubtaskIndex(0), AttemptNumber(1), seq,
+                             ChannelEvent::Watermark(Timestamp(seq))));
   }
   // The current attempt starts its own sequence at 0.
   RecordWriter& writer = MakeWriter(WriterOptions(SubtaskIndex(0), {&gate}, AttemptNumber(2)));
@@ -174,19 +176,10 @@ TEST_F(InputGateTest, StaleFramesAreCountedBeforeTheCurrentAttemptsFrames) {
   InputGate& gate = MakeGate(GateOptions(SubtaskIndex(0), 1, AttemptNumber(2)));
   ZmqSocket& sender = RawSender(SubtaskIndex(0));
   // One connection, so frames arrive in the order sent.
-  ASSERT_TRUE(sender
-                  .Send(EventFrame(SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::Idle()),
-                        SendOptions{})
-                  .ok());
-  ASSERT_TRUE(sender
-                  .Send(EventFrame(SubtaskIndex(0), AttemptNumber(1), 1, ChannelEvent::Active()),
-                        SendOptions{})
-                  .ok());
-  ASSERT_TRUE(sender
-                  .Send(EventFrame(SubtaskIndex(0), AttemptNumber(2), 0,
-                                   ChannelEvent::Watermark(Timestamp(5))),
-                        SendOptions{})
-                  .ok());
+  ASSERT_OK(SendEventFrame(sender, SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::Idle()));
+  ASSERT_OK(SendEventFrame(sender, SubtaskIndex(0), AttemptNumber(1), 1, ChannelEvent::Active()));
+  ASSERT_OK(SendEventFrame(sender, SubtaskIndex(0), AttemptNumber(2), 0,
+                           ChannelEvent::Watermark(Timestamp(5))));
   auto e = NextEvent();
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->event, ChannelEvent::Watermark(Timestamp(5)));
@@ -196,10 +189,8 @@ TEST_F(InputGateTest, StaleFramesAreCountedBeforeTheCurrentAttemptsFrames) {
 
 TEST_F(InputGateTest, FrameOfANewerAttemptMeansThisSubtaskIsBehind) {
   InputGate& gate = MakeGate(GateOptions(SubtaskIndex(0), 1, AttemptNumber(2)));
-  ASSERT_TRUE(RawSender(SubtaskIndex(0))
-                  .Send(EventFrame(SubtaskIndex(0), AttemptNumber(3), 0, ChannelEvent::Idle()),
-                        SendOptions{})
-                  .ok());
+  ASSERT_OK(SendEventFrame(RawSender(SubtaskIndex(0)), SubtaskIndex(0), AttemptNumber(3), 0,
+                           ChannelEvent::Idle()));
   Status s = NextError();
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
   EXPECT_NE(s.message().find("frame from attempt 3 but this subtask runs attempt 2"),
@@ -211,14 +202,8 @@ TEST_F(InputGateTest, FrameOfANewerAttemptMeansThisSubtaskIsBehind) {
 TEST_F(InputGateTest, SequenceGapIsReportedAsLostFrames) {
   InputGate& gate = MakeGate(GateOptions(SubtaskIndex(0), 1));
   ZmqSocket& sender = RawSender(SubtaskIndex(0));
-  ASSERT_TRUE(sender
-                  .Send(EventFrame(SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::Idle()),
-                        SendOptions{})
-                  .ok());
-  ASSERT_TRUE(sender
-                  .Send(EventFrame(SubtaskIndex(0), AttemptNumber(1), 3, ChannelEvent::Active()),
-                        SendOptions{})
-                  .ok());
+  ASSERT_OK(SendEventFrame(sender, SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::Idle()));
+  ASSERT_OK(SendEventFrame(sender, SubtaskIndex(0), AttemptNumber(1), 3, ChannelEvent::Active()));
   ASSERT_TRUE(NextEvent().has_value());
   Status s = NextError();
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
@@ -231,10 +216,8 @@ TEST_F(InputGateTest, SequenceGapIsReportedAsLostFrames) {
 
 TEST_F(InputGateTest, FrameFromTheWrongSenderIsRejected) {
   InputGate& gate = MakeGate(GateOptions(SubtaskIndex(0), 2));
-  ASSERT_TRUE(RawSender(SubtaskIndex(0))
-                  .Send(EventFrame(SubtaskIndex(1), AttemptNumber(1), 0, ChannelEvent::Idle()),
-                        SendOptions{})
-                  .ok());
+  ASSERT_OK(SendEventFrame(RawSender(SubtaskIndex(0)), SubtaskIndex(1), AttemptNumber(1), 0,
+                           ChannelEvent::Idle()));
   Status s = NextError();
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("frame claims to come from source subtask 1"), std::string::npos)
@@ -301,10 +284,7 @@ TEST_F(InputGateTest, AJunkFloodIsDrainedInBoundedStepsAndTheGoodFrameStillArriv
   ZmqSocket& sender = RawSender(SubtaskIndex(0));
   const int junk = 3 * InputChannel::kMaxDropsPerReceive + 5;
   for (int i = 0; i < junk; ++i) ASSERT_OK(sender.Send("junk", SendOptions{}));
-  ASSERT_TRUE(sender
-                  .Send(EventFrame(SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::Idle()),
-                        SendOptions{})
-                  .ok());
+  ASSERT_OK(SendEventFrame(sender, SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::Idle()));
   auto e = NextEvent();
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->event, ChannelEvent::Idle());
@@ -322,9 +302,7 @@ TEST_F(InputGateTest, AFrameAboveTheSizeLimitIsRefusedByZeroMqAndOthersAreServed
   SealFrame(FrameHeader{FrameKind::kEndOfInput, SubtaskIndex(0), AttemptNumber(1), 0}, &oversized);
   ASSERT_OK(big.Send(oversized, SendOptions{}));
   ZmqSocket& good = RawSender(SubtaskIndex(0));
-  ASSERT_TRUE(good.Send(EventFrame(SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::Idle()),
-                        SendOptions{})
-                  .ok());
+  ASSERT_OK(SendEventFrame(good, SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::Idle()));
   auto e = NextEvent();
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->event, ChannelEvent::Idle());
@@ -374,10 +352,8 @@ TEST_F(InputGateTest, WaitForInputWakesForTheExtraFdInputOrTimeout) {
   uint64_t drained;
   ASSERT_EQ(read(fd, &drained, sizeof(drained)), static_cast<ssize_t>(sizeof(drained)));
 
-  ASSERT_TRUE(RawSender(SubtaskIndex(0))
-                  .Send(EventFrame(SubtaskIndex(0), AttemptNumber(1), 0, ChannelEvent::Idle()),
-                        SendOptions{})
-                  .ok());
+  ASSERT_OK(SendEventFrame(RawSender(SubtaskIndex(0)), SubtaskIndex(0), AttemptNumber(1), 0,
+                           ChannelEvent::Idle()));
   InputAvailability input = gate.WaitForInput(Duration::Seconds(10), fd).value();
   EXPECT_TRUE(input.input);
   EXPECT_FALSE(input.extra_fd);

@@ -17,30 +17,18 @@ namespace keyflow {
 namespace {
 
 using testing::DrainUntilEndOfInput;
-using testing::GateOptions;
 using testing::LongKeyRecord;
 using testing::OwnedEvent;
 using testing::WriterOptions;
 
 constexpr int64_t kMarkedUs = 1'700'000'000'123'456;
 
-class LatencyMarkerTest : public ::testing::Test {
+class LatencyMarkerTest : public testing::OneGateTest {
  protected:
-  void SetUp() override {
-    ctx_ = ZmqContext::Create().value();
-    gate_ = InputGate::Create(*ctx_, GateOptions(SubtaskIndex(0), 1)).value();
-  }
-  void TearDown() override {
-    writer_.reset();
-    gate_.reset();
-  }
-
   RecordWriter& MakeWriter(Duration batch_timeout = Duration::Millis(5)) {
     RecordWriterOptions options = WriterOptions(SubtaskIndex(0), {gate_.get()});
     options.batch_timeout = batch_timeout;
-    writer_ = RecordWriter::Create(*ctx_, std::move(options)).value();
-    EXPECT_OK(writer_->AwaitConnections(Duration::Seconds(5)));
-    return *writer_;
+    return OneGateTest::MakeWriter(std::move(options));
   }
 
   // How many records the gate delivered before each marker, and the markers' times.
@@ -60,10 +48,6 @@ class LatencyMarkerTest : public ::testing::Test {
     }
     return seen;
   }
-
-  std::unique_ptr<ZmqContext> ctx_;
-  std::unique_ptr<InputGate> gate_;
-  std::unique_ptr<RecordWriter> writer_;
 };
 
 TEST_F(LatencyMarkerTest, MarkerAfterNRecordsArrivesAfterExactlyThoseRecords) {

@@ -33,27 +33,7 @@ Status RetryWhileBackpressured(Fn fn) {
   return s;
 }
 
-class RecordWriterTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ctx_ = ZmqContext::Create().value();
-    gate_ = InputGate::Create(*ctx_, GateOptions(SubtaskIndex(0), 1)).value();
-  }
-  void TearDown() override {
-    writer_.reset();
-    gate_.reset();
-  }
-
-  RecordWriter& MakeWriter(RecordWriterOptions options) {
-    writer_ = RecordWriter::Create(*ctx_, std::move(options)).value();
-    EXPECT_OK(writer_->AwaitConnections(Duration::Seconds(5)));
-    return *writer_;
-  }
-
-  std::unique_ptr<ZmqContext> ctx_;
-  std::unique_ptr<InputGate> gate_;
-  std::unique_ptr<RecordWriter> writer_;
-};
+class RecordWriterTest : public testing::OneGateTest {};
 
 TEST_F(RecordWriterTest, SealsABatchWhenItReachesTheSizeBound) {
   RecordWriterOptions options = WriterOptions(SubtaskIndex(0), {gate_.get()});

@@ -89,4 +89,28 @@ inline std::vector<Record> RecordsOf(const std::vector<OwnedEvent>& events) {
   return out;
 }
 
+// A fixture with one single-channel gate for subtask 0 (gate_) and at most one writer into it.
+class OneGateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ctx_ = ZmqContext::Create().value();
+    gate_ = InputGate::Create(*ctx_, GateOptions(SubtaskIndex(0), 1)).value();
+  }
+  void TearDown() override {
+    writer_.reset();
+    gate_.reset();
+  }
+
+  // Creates the writer and waits until it is connected to the gate.
+  RecordWriter& MakeWriter(RecordWriterOptions options) {
+    writer_ = RecordWriter::Create(*ctx_, std::move(options)).value();
+    EXPECT_OK(writer_->AwaitConnections(Duration::Seconds(5)));
+    return *writer_;
+  }
+
+  std::unique_ptr<ZmqContext> ctx_;
+  std::unique_ptr<InputGate> gate_;
+  std::unique_ptr<RecordWriter> writer_;
+};
+
 }  // namespace keyflow::testing

@@ -13,6 +13,7 @@
 
 #include "common/hashing.h"
 #include "common/testing/fault_injection_file_system.h"
+#include "tests/testutil/file_modes.h"
 #include "tests/testutil/status_matchers.h"
 #include "tests/worker/sources/test_util.h"
 
@@ -27,6 +28,13 @@ FileSinkOptions Options(const std::string& dir, int32_t subtask = 0, int64_t att
   o.directory = dir;
   o.subtask = SubtaskIndex(subtask);
   o.attempt = AttemptNumber(attempt);
+  return o;
+}
+
+// Options(dir) writing through `fs`.
+FileSinkOptions OptionsOn(FileSystem* fs, const std::string& dir) {
+  FileSinkOptions o = Options(dir);
+  o.file_system = fs;
   return o;
 }
 
@@ -283,9 +291,7 @@ TEST(FileSink, CommittablesNamingFilesASinkDoesNotWriteAreRefusedWithoutSideEffe
   }
   EXPECT_EQ(dir.List(), std::vector<std::string>{"shadow"});
   EXPECT_EQ(ReadFile(victim), "root:x:0:0");
-  struct stat st;
-  ASSERT_EQ(::stat(victim.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(test::Mode(victim), 0600u);
   std::string buf;
   BinaryWriter w(&buf);
   good.EncodeTo(&w);
@@ -313,16 +319,11 @@ TEST(FileSink, OutputIsPrivateOrGroupReadableWhateverTheUmask) {
       ASSERT_OK(sink.Write("a"));
       FileSinkCommittable c = PreCommit(sink, 1);
       ASSERT_OK(sink.Write("b"));  // an in-progress file
-      auto mode = [](const std::string& path) {
-        struct stat st;
-        EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-        return st.st_mode & 07777;
-      };
-      EXPECT_EQ(mode(out), expected.dir_mode) << "umask " << umask;
-      EXPECT_EQ(mode(out + "/" + c.pending_name), expected.file_mode);
-      EXPECT_EQ(mode(out + "/.part-0-1-1.inprogress"), expected.file_mode);
+      EXPECT_EQ(test::Mode(out), expected.dir_mode) << "umask " << umask;
+      EXPECT_EQ(test::Mode(out + "/" + c.pending_name), expected.file_mode);
+      EXPECT_EQ(test::Mode(out + "/.part-0-1-1.inprogress"), expected.file_mode);
       ASSERT_OK(sink.NotifyCheckpointComplete(CheckpointId(1)));
-      EXPECT_EQ(mode(out + "/" + c.final_name), expected.file_mode) << "umask " << umask;
+      EXPECT_EQ(test::Mode(out + "/" + c.final_name), expected.file_mode) << "umask " << umask;
       ::umask(old);
     }
   }
@@ -339,9 +340,7 @@ TEST(FileSink, AnOutputDirectoryInASetgidDirectoryStaysSetgid) {
   options.access = FileAccess::kGroupReadable;
   FileSink sink = OpenSink(options);
   ASSERT_OK(sink.Write("a"));
-  struct stat st;
-  ASSERT_EQ(::stat((parent + "/out").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 02750u);
+  EXPECT_EQ(test::Mode(parent + "/out"), 02750u);
 }
 
 // A crash of attempt 1 after checkpoint 2 completed (but before its commit) and after checkpoint 3
@@ -478,9 +477,7 @@ TEST(FileSink, RecoverNeverDeletesCommittedFilesTheRestoredCheckpointDoesNotCove
 TEST(FileSink, StartPreCommitDoesNoFsyncAndTheSyncMakesTheCommittableDurable) {
   TempDir dir;
   FaultInjectionFileSystem fs;
-  FileSinkOptions o = Options(dir.path());
-  o.file_system = &fs;
-  FileSink sink = OpenSink(o);
+  FileSink sink = OpenSink(OptionsOn(&fs, dir.path()));
   ASSERT_OK(sink.Write("a"));
   Result<std::optional<FileSinkPreCommit>> pre = sink.StartPreCommit(CheckpointId(4));
   ASSERT_OK(pre);
@@ -511,9 +508,7 @@ TEST(FileSink, StartPreCommitDoesNoFsyncAndTheSyncMakesTheCommittableDurable) {
 TEST(FileSink, AFailedSyncLeavesNoDurableCommittableAndSaysWhatFailed) {
   TempDir dir;
   FaultInjectionFileSystem fs;
-  FileSinkOptions o = Options(dir.path());
-  o.file_system = &fs;
-  FileSink sink = OpenSink(o);
+  FileSink sink = OpenSink(OptionsOn(&fs, dir.path()));
   ASSERT_OK(sink.Write("a"));
   fs.FailSyncs(".inprogress");
   Result<std::optional<FileSinkCommittable>> c = sink.PreCommit(CheckpointId(1));
@@ -531,8 +526,7 @@ TEST(FileSink, CrashLosingUnsyncedDataRecoversTheCommittedResultExactly) {
   FaultInjectionFileSystem fs;
   std::vector<FileSinkCommittable> state_of_checkpoint_2;
   {
-    FileSinkOptions o = Options(dir.path());
-    o.file_system = &fs;
+    FileSinkOptions o = OptionsOn(&fs, dir.path());
     o.buffer_bytes = 4;  // every line reaches the file at once
     FileSink s = OpenSink(o);
     ASSERT_OK(s.Write("one"));

@@ -1,0 +1,62 @@
+// A worker deploying a task may be silent for longer than the heartbeat timeout (its control
+// loop loads the job library and opens the sink before it answers): the deploy timeout bounds
+// that silence instead, and only until the worker answers.
+#include <gtest/gtest.h>
+
+#include "tests/coordinator/coordinator_harness.h"
+
+namespace keyflow::test {
+namespace {
+
+class DeployLivenessTest : public CoordinatorHarness {
+ protected:
+  void SetUp() override {
+    Register("w0", 0);
+    Register("w1", 1);
+    Submit(Spec(2, 0));
+    ASSERT_EQ(coord_->job()->state(), JobState::kDeploying);
+  }
+  void Answer(const std::string& identity) {
+    auto d = outbox_.Last<DeployTask>(identity);
+    ASSERT_TRUE(d.has_value());
+    TaskDeployed r;
+    r.worker = ids_[identity];
+    r.attempt = d->attempt;
+    r.subtask = d->subtask;
+    r.input_endpoints.assign(2, "tcp://x:1");
+    Deliver(identity, r);
+  }
+};
+
+TEST_F(DeployLivenessTest, AWorkerSilentWhileDeployingIsNotLostWithinTheDeployTimeout) {
+  Answer("w0");
+  Kill("w1");  // busy deploying: no heartbeat for 3 s (the heartbeat timeout is 1 s)
+  Advance(3000);
+  ASSERT_EQ(coord_->job()->state(), JobState::kDeploying) << coord_->job()->failure_reason();
+  dead_.erase("w1");
+  Answer("w1");
+  Advance(100);
+  EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
+  // Deployed: the heartbeat timeout applies again.
+  Kill("w1");
+  Advance(1100);
+  EXPECT_EQ(coord_->job()->state(), JobState::kFailed);
+  EXPECT_EQ(coord_->job()->failure_reason(),
+            "worker 2 (slot 1, host h, pid 1001) was lost: no heartbeat for 1100 ms (timeout "
+            "1000 ms) (restart strategy: none)");
+}
+
+TEST_F(DeployLivenessTest, AWorkerThatNeverAnswersItsDeploymentFailsTheAttemptAtTheDeployTimeout) {
+  Answer("w0");
+  Kill("w1");
+  Advance(5000);
+  ASSERT_EQ(coord_->job()->state(), JobState::kDeploying);
+  Advance(100);
+  EXPECT_EQ(coord_->job()->state(), JobState::kFailed);
+  EXPECT_EQ(coord_->job()->failure_reason(),
+            "worker 2 (slot 1, host h, pid 1001) was lost: no heartbeat for 5100 ms (deploying its "
+            "task, deploy timeout 5000 ms) (restart strategy: none)");
+}
+
+}  // namespace
+}  // namespace keyflow::test
