@@ -157,19 +157,21 @@ class CoordinatorHarness : public ::testing::Test {
 
   // Answers the current attempt's DeployTask of every worker; the job is then RUNNING.
   void DeployAll(const std::vector<std::string>& identities) {
-    AttemptNumber a = coord_->job()->attempt();
-    for (const auto& identity : identities) {
-      auto d = outbox_.Last<DeployTask>(identity);
-      ASSERT_TRUE(d.has_value()) << identity;
-      ASSERT_EQ(d->attempt, a) << identity;
-      TaskDeployed r;
-      r.worker = ids_[identity];
-      r.attempt = a;
-      r.subtask = d->subtask;
-      r.input_endpoints.assign(static_cast<size_t>(d->spec.parallelism), "tcp://x:1");
-      Deliver(identity, r);
-    }
+    for (const auto& identity : identities) AnswerDeployment(identity);
     ASSERT_EQ(coord_->job()->state(), JobState::kRunning);
+  }
+
+  // Answers the current attempt's DeployTask of worker `identity` with TaskDeployed.
+  void AnswerDeployment(const std::string& identity) {
+    auto d = outbox_.Last<DeployTask>(identity);
+    ASSERT_TRUE(d.has_value()) << identity;
+    ASSERT_EQ(d->attempt, coord_->job()->attempt()) << identity;
+    TaskDeployed r;
+    r.worker = ids_[identity];
+    r.attempt = d->attempt;
+    r.subtask = d->subtask;
+    r.input_endpoints.assign(static_cast<size_t>(d->spec.parallelism), "tcp://x:1");
+    Deliver(identity, r);
   }
 
   // Registers worker "w0" (slot 0), submits `spec` and deploys it there: the job is RUNNING.

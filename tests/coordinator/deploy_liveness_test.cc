@@ -16,25 +16,15 @@ class DeployLivenessTest : public CoordinatorHarness {
     Submit(Spec(2, 0));
     ASSERT_EQ(coord_->job()->state(), JobState::kDeploying);
   }
-  void Answer(const std::string& identity) {
-    auto d = outbox_.Last<DeployTask>(identity);
-    ASSERT_TRUE(d.has_value());
-    TaskDeployed r;
-    r.worker = ids_[identity];
-    r.attempt = d->attempt;
-    r.subtask = d->subtask;
-    r.input_endpoints.assign(2, "tcp://x:1");
-    Deliver(identity, r);
-  }
 };
 
 TEST_F(DeployLivenessTest, AWorkerSilentWhileDeployingIsNotLostWithinTheDeployTimeout) {
-  Answer("w0");
+  AnswerDeployment("w0");
   Kill("w1");  // busy deploying: no heartbeat for 3 s (the heartbeat timeout is 1 s)
   Advance(3000);
   ASSERT_EQ(coord_->job()->state(), JobState::kDeploying) << coord_->job()->failure_reason();
   dead_.erase("w1");
-  Answer("w1");
+  AnswerDeployment("w1");
   Advance(100);
   EXPECT_EQ(coord_->job()->state(), JobState::kRunning);
   // Deployed: the heartbeat timeout applies again.
@@ -47,7 +37,7 @@ TEST_F(DeployLivenessTest, AWorkerSilentWhileDeployingIsNotLostWithinTheDeployTi
 }
 
 TEST_F(DeployLivenessTest, AWorkerThatNeverAnswersItsDeploymentFailsTheAttemptAtTheDeployTimeout) {
-  Answer("w0");
+  AnswerDeployment("w0");
   Kill("w1");
   Advance(5000);
   ASSERT_EQ(coord_->job()->state(), JobState::kDeploying);
