@@ -63,10 +63,11 @@ void AddCoordinatorFlags(po::options_description& opts, CoordinatorFlags* f) {
       "heartbeat-interval", po::value(&f->hb_interval)->default_value("200ms"),
       "how often coordinator and workers exchange heartbeats")(
       "heartbeat-timeout", po::value(&f->hb_timeout)->default_value("1s"),
-      "a worker silent for longer is declared lost")(
+      "a worker silent for longer is declared lost (one deploying its task: --deploy-timeout)")(
       "deploy-timeout", po::value(&f->deploy_timeout)->default_value("30s"),
-      "how long a deployment may take before the attempt fails")(
-      "config", po::value(&f->config), "read options from this file (INI: name = value)")(
+      "how long a deployment may take before the attempt fails; a worker deploying its task "
+      "may be silent (no heartbeat) that long")("config", po::value(&f->config),
+                                                "read options from this file (INI: name = value)")(
       "rest-port", po::value(&f->rest_port)->default_value(f->rest_port),
       "port of the REST API (JSON under /api/v1): 1-65535, 0 = any free port, -1 = no REST "
       "server")("rest-bind", po::value(&f->rest_bind)->default_value(f->rest_bind),
